@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The launcher's hardening steps (seccomp, capabilities, Landlock, /proc
+ * masking, nested user namespaces) and the record of what was really
+ * applied. The core launcher calls these at fixed points; each returns 0 or
+ * a negative errno with err filled, and records in struct protections what
+ * it did, so the status record never claims more than was enforced. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "profile.h"
+
+/* Plain data: copied over a pipe from the command's process to the
+ * launcher outside, which prints it in the status record. */
+struct protections {
+        bool no_new_privs;
+        bool seccomp;              /* a filter was loaded */
+        enum seccomp_mode seccomp_mode;
+        int landlock_abi;          /* ABI used, 0 = Landlock not applied */
+        bool landlock_fs;
+        bool landlock_net;         /* TCP port rules (ABI >= 4) */
+        bool landlock_scoped;      /* abstract unix + signal scoping (ABI >= 6) */
+        bool caps_dropped;         /* all five sets and bounding set empty */
+        bool nested_userns_blocked;
+        bool proc_masked;
+        bool openat2;              /* setup resolved paths with openat2 */
+        char limits_by[16];        /* "rlimit" (the launcher has no cgroup) */
+};
+
+/* Called by the root filesystem setup right after a procfs is mounted at
+ * proc_dirfd (an O_PATH|O_DIRECTORY fd of the new mount): masks the
+ * sensitive entries and makes the kernel-tunable trees read-only. */
+int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err);
+
+/* Called in pid 1 of the sandbox, after the root filesystem and network are
+ * set up and before the command's process is forked: the last chance to act
+ * with the user namespace's full capabilities (e.g. locking out nested user
+ * namespaces). */
+int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err);
+
+/* Called in the command's process immediately before execve(), after
+ * rlimits, environment and working directory are set: Landlock,
+ * capability drop, no_new_privs, fd census and seccomp, in that order.
+ * keep_fds (n_keep_fds entries, may be 0) are fds beyond 0,1,2 that must
+ * survive exec; every other fd >= 3 is closed. After this returns 0 only
+ * execve() may follow. */
+int harden_exec(const struct profile *p, const int *keep_fds, size_t n_keep_fds,
+                struct protections *prot, struct sbx_error *err);

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The profile model (sbx-profile(5)): one validated struct that the launcher
+ * acts on and the supervisor generates. Profiles are parsed from INI with
+ * inih, merged in order (later files and CLI options extend or override
+ * earlier ones), validated, and written back as INI.
+ *
+ * Code that acts on a profile never re-parses strings: every value here is
+ * already checked. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Upper bounds on what a profile may contain (STYLE.md: limits on everything
+ * a user controls). Exceeding one is a validation error naming file:line. */
+#define PROFILE_MAX_LINE 4096     /* bytes in one INI line */
+#define PROFILE_MAX_FS_OPS 256    /* [fs] operations */
+#define PROFILE_MAX_ENV_OPS 256   /* [env] operations */
+#define PROFILE_MAX_SECCOMP_RULES 512
+#define PROFILE_MAX_CAPS 64
+#define PROFILE_MAX_PORTS 64
+#define PROFILE_MAX_FILE_DATA (64 * 1024) /* inline file contents */
+#define PROFILE_MAX_DEPTH 8       /* include = nesting, if supported */
+
+/* "unset" marker for optional numeric settings. */
+#define PROFILE_UNSET UINT64_MAX
+/* "unlimited" given explicitly for an rlimit (RLIM_INFINITY). */
+#define PROFILE_UNLIMITED (UINT64_MAX - 1)
+
+#define PROFILE_ID_SAME ((uid_t) -1)
+
+enum profile_ns {
+        PROFILE_NS_USER = 1u << 0,
+        PROFILE_NS_MOUNT = 1u << 1,
+        PROFILE_NS_PID = 1u << 2,
+        PROFILE_NS_NET = 1u << 3,
+        PROFILE_NS_IPC = 1u << 4,
+        PROFILE_NS_UTS = 1u << 5,
+        PROFILE_NS_CGROUP = 1u << 6,
+        PROFILE_NS_ALL = (1u << 7) - 1,
+};
+
+enum fs_op_type {
+        FS_BIND,       /* bind SRC DEST (read-write) */
+        FS_RO_BIND,    /* ro-bind SRC DEST */
+        FS_DEV_BIND,   /* dev-bind SRC DEST (device nodes usable) */
+        FS_TMPFS,      /* tmpfs DEST [size=N] [mode=OCTAL] [nr_inodes=N] */
+        FS_DIR,        /* dir DEST [mode=OCTAL] */
+        FS_SYMLINK,    /* symlink TARGET LINKPATH */
+        FS_FILE,       /* file DEST fd=N | file DEST data=ESCAPED [mode=OCTAL] */
+        FS_PROC,       /* proc DEST */
+        FS_DEV,        /* dev DEST: minimal /dev (null zero full random urandom tty, pts, shm) */
+        FS_MQUEUE,     /* mqueue DEST */
+        FS_REMOUNT_RO, /* remount-ro DEST */
+        FS_CHDIR,      /* chdir DEST: working directory inside; last one wins */
+};
+
+struct fs_op {
+        enum fs_op_type type;
+        bool try_;           /* the -try form: a missing source is skipped */
+        char *src;           /* bind source (host path), symlink target; else NULL */
+        char *dest;          /* path inside the sandbox, absolute, normalised */
+        uint64_t size;       /* tmpfs size= in bytes, PROFILE_UNSET if not given */
+        uint64_t nr_inodes;  /* tmpfs nr_inodes=, PROFILE_UNSET if not given */
+        mode_t mode;         /* tmpfs/dir/file mode= */
+        bool mode_set;
+        int fd;              /* file fd=N, -1 otherwise */
+        char *data;          /* file data= after unescaping; NULL otherwise */
+        size_t data_len;
+        char *origin;        /* "path:line" or "command line" for messages */
+};
+
+enum env_op_type {
+        ENV_SET,   /* set NAME=VALUE */
+        ENV_KEEP,  /* keep NAME: pass the caller's value if it has one */
+        ENV_UNSET, /* unset NAME */
+};
+
+struct env_op {
+        enum env_op_type type;
+        char *name;
+        char *value; /* ENV_SET only */
+        char *origin;
+};
+
+enum net_mode {
+        NET_NONE,      /* new net namespace with loopback only (default) */
+        NET_HOST,      /* share the host network namespace */
+};
+
+enum seccomp_mode {
+        SECCOMP_DEFAULT, /* built-in deny list (default) */
+        SECCOMP_STRICT,  /* built-in allow list for compute-only jobs */
+        SECCOMP_NONE,    /* no filter (no_new_privs still set) */
+};
+
+enum landlock_mode {
+        LANDLOCK_OFF,
+        LANDLOCK_BEST_EFFORT, /* default: apply what the kernel supports, report it */
+        LANDLOCK_REQUIRED,    /* fail closed when unavailable */
+};
+
+struct seccomp_rule {
+        bool allow;      /* allow = NAME, or deny = NAME[:ERRNO] */
+        int nr;          /* native syscall number, resolved with libseccomp */
+        char *name;
+        int errnum;      /* deny: errno to return (default EPERM) */
+        char *origin;
+};
+
+struct profile_limits {
+        uint64_t timeout_ms;  /* wall clock; PROFILE_UNSET = none */
+        uint64_t cpu_s;       /* RLIMIT_CPU seconds */
+        uint64_t memory;      /* RLIMIT_AS bytes */
+        uint64_t data;        /* RLIMIT_DATA bytes */
+        uint64_t processes;   /* RLIMIT_NPROC */
+        uint64_t file_size;   /* RLIMIT_FSIZE bytes */
+        uint64_t open_files;  /* RLIMIT_NOFILE */
+        uint64_t stack;       /* RLIMIT_STACK bytes */
+        uint64_t core;        /* RLIMIT_CORE bytes; 0 unless a profile says so */
+};
+
+struct profile {
+        /* [sandbox] */
+        unsigned namespaces;  /* enum profile_ns bits; USER and MOUNT always set */
+        char *hostname;       /* NULL: "sbx" when the uts namespace is new */
+        uid_t uid;            /* id inside, mapped to the caller's uid */
+        gid_t gid;            /* PROFILE_ID_SAME: the caller's own id */
+        bool die_with_parent; /* default yes */
+        bool new_session;     /* default yes */
+
+        /* [fs] — executed in order */
+        struct fs_op *fs;
+        size_t n_fs;
+
+        /* [env] */
+        bool env_clear;       /* default yes */
+        struct env_op *env;
+        size_t n_env;
+
+        /* [net] */
+        enum net_mode net;
+        uint16_t *bind_ports;     /* Landlock TCP bind allow list (ABI 4) */
+        size_t n_bind_ports;
+        uint16_t *connect_ports;  /* Landlock TCP connect allow list (ABI 4) */
+        size_t n_connect_ports;
+        bool ports_set;           /* any port rule given: restrict TCP */
+
+        /* [limits] */
+        struct profile_limits limits;
+
+        /* [security] */
+        enum seccomp_mode seccomp;
+        struct seccomp_rule *seccomp_rules;
+        size_t n_seccomp_rules;
+        enum landlock_mode landlock;
+        int *caps;            /* capabilities kept inside the user namespace (CAP_* numbers) */
+        size_t n_caps;
+        bool sys;             /* mount a read-only /sys (default no) */
+};
+
+/* Initialise p with the built-in defaults that sbx-profile(5) documents:
+ * all namespaces; uid and gid PROFILE_ID_SAME (the caller's own ids, as
+ * bwrap does); env clear; net none; seccomp default; landlock best-effort;
+ * core 0; die-with-parent and new-session on; every other limit unset. */
+void profile_init(struct profile *p);
+void profile_free(struct profile *p);
+
+/* Parse one INI file and merge it into p (ordered lists are appended,
+ * scalars overridden). Errors name "path:line: ...". */
+int profile_load_file(struct profile *p, const char *path, struct sbx_error *err);
+
+/* Same, from a string already in memory; name is used in messages. */
+int profile_load_string(struct profile *p, const char *name, const char *text,
+                        struct sbx_error *err);
+
+/* Apply one "section.key = value" setting as if it were read from a file at
+ * origin (used by CLI options such as --set and by the bwrap-like options). */
+int profile_set(struct profile *p, const char *section, const char *key,
+                const char *value, const char *origin, struct sbx_error *err);
+
+/* Find a profile by name in the profile search path (SBX_PROFILE_PATH, then
+ * $(datadir)/sbx/profiles) or take it as a path if it contains '/'. */
+int profile_resolve(const char *name_or_path, char **ret_path, struct sbx_error *err);
+
+/* Whole-profile checks after all merging (e.g. pid namespace requires mount
+ * namespace for /proc). */
+int profile_validate(const struct profile *p, struct sbx_error *err);
+
+/* Write p as INI that profile_load_* reads back to an equal profile. */
+int profile_write(const struct profile *p, FILE *f);
+
+/* Deep equality, for tests of the round trip. */
+bool profile_equal(const struct profile *a, const struct profile *b);
+
+/* Names for messages and the status record. */
+const char *fs_op_type_name(enum fs_op_type t);
+const char *net_mode_name(enum net_mode m);
+const char *seccomp_mode_name(enum seccomp_mode m);
+const char *landlock_mode_name(enum landlock_mode m);

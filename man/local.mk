@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: Apache-2.0
+# Man pages are written in scdoc and shipped pre-built in the tarball.
+MAN_SCD = \
+	man/sbx-launch.1.scd \
+	man/sbx-profile.5.scd
+dist_man_MANS += $(MAN_SCD:.scd=)
+EXTRA_DIST += $(MAN_SCD)
+MAINTAINERCLEANFILES += $(MAN_SCD:.scd=)
+
+SUFFIXES = .scd
+.scd:
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(SCDOC) < $< > $@.tmp && mv $@.tmp $@

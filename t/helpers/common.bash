@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared by every bats file: finds the built binaries, stages what the
+# unprivileged tests need in a directory that `nobody` can reach (the
+# checkout may sit under a directory it cannot traverse), and runs the
+# launcher as an unprivileged user even when the suite runs as root.
+
+: "${SBX_BUILDDIR:?run through make check, or set SBX_BUILDDIR}"
+: "${SBX_SRCDIR:=$SBX_BUILDDIR}"
+
+# Called from setup_file: one staging dir per bats file.
+sbx_stage() {
+        SBX_STAGE=$(mktemp -d /tmp/sbx-test.XXXXXX)
+        chmod 0755 "$SBX_STAGE"
+        mkdir -p "$SBX_STAGE/bin" "$SBX_STAGE/profiles" "$SBX_STAGE/work"
+        cp "$SBX_BUILDDIR/launcher/sbx-launch" "$SBX_STAGE/bin/"
+        [ -x "$SBX_BUILDDIR/t/helpers/try-syscall" ] && cp "$SBX_BUILDDIR/t/helpers/try-syscall" "$SBX_STAGE/bin/"
+        cp "$SBX_SRCDIR"/profiles/*.ini "$SBX_STAGE/profiles/" 2>/dev/null || true
+        chmod -R a+rX "$SBX_STAGE"
+        if [ "$(id -u)" = 0 ]; then
+                chown nobody:nogroup "$SBX_STAGE/work"
+        fi
+        export SBX_STAGE
+        export SBX_LAUNCH="$SBX_STAGE/bin/sbx-launch"
+        export SBX_PROFILE_PATH="$SBX_STAGE/profiles"
+}
+
+sbx_unstage() {
+        [ -n "${SBX_STAGE:-}" ] && rm -rf "$SBX_STAGE"
+}
+
+# Run a command as the unprivileged test user (nobody when we are root,
+# ourselves otherwise). Environment is passed through explicitly.
+as_user() {
+        if [ "$(id -u)" = 0 ]; then
+                setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"
+        else
+                "$@"
+        fi
+}
+
+# sbx-launch as the unprivileged user: `sbx [OPTIONS] -- CMD...`
+sbx() {
+        as_user env SBX_PROFILE_PATH="$SBX_PROFILE_PATH" "$SBX_LAUNCH" "$@"
+}
+
+# A fresh directory the unprivileged user owns, under the staging dir.
+user_dir() {
+        local d
+        d=$(mktemp -d "$SBX_STAGE/work/d.XXXXXX")
+        chmod 0755 "$d"
+        [ "$(id -u)" = 0 ] && chown nobody:nogroup "$d"
+        echo "$d"
+}
+
+# Skip with a reason unless unprivileged user namespaces work here.
+require_userns() {
+        as_user unshare --user --map-root-user true 2>/dev/null ||
+                skip "unprivileged user namespaces are not available on this machine"
+}

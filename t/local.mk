@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: Apache-2.0
+# Every test speaks TAP: bats files through `bats --tap`, cmocka unit tests
+# with CMOCKA_MESSAGE_OUTPUT=TAP, shell checks directly.
+TEST_EXTENSIONS = .bats .test .sh
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+BATS_LOG_DRIVER = $(LOG_DRIVER)
+BATS_LOG_COMPILER = $(BATS) --tap
+TEST_LOG_DRIVER = $(LOG_DRIVER)
+SH_LOG_DRIVER = $(LOG_DRIVER)
+SH_LOG_COMPILER = $(SHELL)
+AM_TESTS_ENVIRONMENT = \
+	SBX_SRCDIR='$(abs_top_srcdir)'; export SBX_SRCDIR; \
+	SBX_BUILDDIR='$(abs_top_builddir)'; export SBX_BUILDDIR; \
+	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
+	MANDOC='$(MANDOC)'; export MANDOC;
+EXTRA_DIST += t/helpers/common.bash
+
+include t/unit/local.mk
+include t/launch.mk
+include t/security.mk
+include t/supervisor.mk
+
+TESTS += t/man-lint.sh
+EXTRA_DIST += t/man-lint.sh
