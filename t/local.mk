@@ -22,3 +22,5 @@ include t/supervisor.mk
 
 TESTS += t/man-lint.sh
 EXTRA_DIST += t/man-lint.sh
+
+include t/fuzz/local.mk
