@@ -1,1 +1,33 @@
 # SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord and sbxctl. The modules without I/O on the event loop
+# (config, proto, tenant policy, job state machine, results) form a small
+# library the unit tests link against.
+noinst_LIBRARIES += supervisor/libsup.a
+supervisor_libsup_a_SOURCES = \
+	supervisor/util.h supervisor/util.c \
+	supervisor/log.h supervisor/log.c \
+	supervisor/config.h supervisor/config.c \
+	supervisor/proto.h supervisor/proto.c \
+	supervisor/tenant.h supervisor/tenant.c \
+	supervisor/job.h supervisor/job.c \
+	supervisor/result.h supervisor/result.c
+supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
+LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
+
+sbin_PROGRAMS += supervisor/sbx-supervisord
+supervisor_sbx_supervisord_SOURCES = \
+	supervisor/main.c \
+	supervisor/server.h supervisor/server.c \
+	supervisor/loop.h supervisor/loop.c \
+	supervisor/spawn.h supervisor/spawn.c \
+	supervisor/cgroup.h supervisor/cgroup.c \
+	supervisor/workspace.h supervisor/workspace.c \
+	supervisor/journal.h supervisor/journal.c \
+	supervisor/audit.h supervisor/audit.c
+supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS)
+
+bin_PROGRAMS += supervisor/sbxctl
+supervisor_sbxctl_SOURCES = supervisor/sbxctl.c
+supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
+supervisor_sbxctl_LDADD = $(LIBSUP)

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "log.h"
+#include "util.h"
+
+static int audit_fd = -1;
+static enum audit_fsync audit_policy;
+static bool audit_failed;
+
+int audit_open(const char *path, enum audit_fsync policy) {
+        audit_policy = policy;
+        if (!path)
+                return 0;
+        audit_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        return audit_fd < 0 ? -errno : 0;
+}
+
+void audit_close(void) {
+        if (audit_fd >= 0)
+                close(audit_fd);
+        audit_fd = -1;
+}
+
+void audit_write(json_t *rec) {
+        char ts[64];
+        if (audit_fd < 0 || !rec) {
+                json_decref(rec);
+                return;
+        }
+        json_object_set_new(rec, "time", json_string(format_rfc3339(now_real_ms(), ts, sizeof(ts))));
+        char *s = json_dumps(rec, JSON_COMPACT);
+        json_decref(rec);
+        if (!s)
+                return;
+        size_t n = strlen(s);
+        s[n] = '\n';
+        int r = write_all(audit_fd, s, n + 1);
+        free(s);
+        if (r == 0 && audit_policy == AUDIT_FSYNC_ALWAYS && fdatasync(audit_fd) < 0)
+                r = -errno;
+        if (r < 0 && !audit_failed) {
+                audit_failed = true;
+                log_error("audit log write failed: %s", strerror(-r));
+        }
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The audit log: one JSON line per request decision and per job end (who:
+ * uid and tenant; what ran; a digest of the inputs; the outcome and the
+ * resources used), appended and synced per the audit_fsync setting. */
+#pragma once
+
+#include <jansson.h>
+
+#include "config.h"
+
+int audit_open(const char *path, enum audit_fsync policy);
+void audit_close(void);
+/* Adds "time" and writes rec; steals the reference. Failures are logged
+ * once, never fatal: the job's result is the record of truth. */
+void audit_write(json_t *rec);

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Per-job cgroups on cgroup2. The daemon owns a subtree (configured, or
+ * found: systemd's delegation of our own cgroup, or a directory under the
+ * cgroup2 root when we sit at the root, as on hybrid hosts). Each job gets
+ * job-ID below it: the launcher is cloned straight into it
+ * (CLONE_INTO_CGROUP), cgroup.kill ends every process of the job at once,
+ * and cpu.stat gives its cpu time. memory.max / pids.max / cpu.max are set
+ * only where those controllers are enabled; otherwise the limits go to the
+ * launcher as rlimits and the result says so. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "tenant.h"
+
+struct cgroup_ctx {
+        bool enabled;
+        char *root;      /* absolute path of the daemon's subtree */
+        int root_fd;
+        bool memory, pids, cpu; /* controllers enabled for job cgroups */
+        bool kill;       /* cgroup.kill exists (Linux >= 5.14) */
+        const char *how; /* "configured", "delegated", "created", or why disabled */
+};
+
+/* cfg: "auto", "none" or a directory. Fills c; never fails for "auto"
+ * (falls back to disabled with c->how saying why). */
+int cgroup_setup(const char *cfg, struct cgroup_ctx *c, struct sbx_error *err);
+void cgroup_teardown(struct cgroup_ctx *c);
+
+/* Which limits the job's cgroup enforces, as bits. */
+#define CG_LIMIT_MEMORY 1u
+#define CG_LIMIT_PIDS 2u
+#define CG_LIMIT_CPU 4u
+
+/* Create job-ID, apply what the controllers allow; returns an O_DIRECTORY
+ * fd for CLONE_INTO_CGROUP and the CG_LIMIT_* bits it enforces. */
+int cgroup_job_create(struct cgroup_ctx *c, const char *id, const struct policy_decision *d, int *ret_fd, unsigned *ret_limits);
+/* Kill every process in the job's cgroup. */
+int cgroup_job_kill(struct cgroup_ctx *c, int fd);
+/* cpu.stat usage_usec. */
+int cgroup_job_cpu_usec(int fd, uint64_t *ret);
+/* Remove job-ID; -EBUSY while processes remain. */
+int cgroup_job_remove(struct cgroup_ctx *c, const char *id);
+/* After a restart: kill and remove every leftover job-* cgroup; returns how
+ * many were found. */
+int cgroup_reap_orphans(struct cgroup_ctx *c);

@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "profile.h"
+#include "proto.h"
+
+/* Field kinds beyond jansson's own types. */
+enum kind {
+        K_STRING,
+        K_UINT,
+        K_BOOL,
+        K_ARRAY,
+        K_OBJECT,
+        K_TAG, /* string or integer */
+};
+
+struct field {
+        const char *name;
+        enum kind kind;
+        bool required;
+};
+
+static const char *json_kind_name(const json_t *j) {
+        switch (json_typeof(j)) {
+        case JSON_OBJECT: return "object";
+        case JSON_ARRAY: return "array";
+        case JSON_STRING: return "string";
+        case JSON_INTEGER: return "integer";
+        case JSON_REAL: return "number";
+        case JSON_TRUE:
+        case JSON_FALSE: return "boolean";
+        case JSON_NULL: return "null";
+        }
+        return "?";
+}
+
+static const char *kind_name(enum kind k) {
+        switch (k) {
+        case K_STRING: return "string";
+        case K_UINT: return "non-negative integer";
+        case K_BOOL: return "boolean";
+        case K_ARRAY: return "array";
+        case K_OBJECT: return "object";
+        case K_TAG: return "string or integer";
+        }
+        return "?";
+}
+
+static bool kind_ok(enum kind k, const json_t *j) {
+        switch (k) {
+        case K_STRING: return json_is_string(j);
+        case K_UINT: return json_is_integer(j) && json_integer_value(j) >= 0;
+        case K_BOOL: return json_is_boolean(j);
+        case K_ARRAY: return json_is_array(j);
+        case K_OBJECT: return json_is_object(j);
+        case K_TAG: return json_is_string(j) || json_is_integer(j);
+        }
+        return false;
+}
+
+/* Check every member of obj against spec: unknown members, wrong types and
+ * missing required members are errors naming the field (with its path). */
+static int check_fields(const json_t *obj, const struct field *spec, size_t n, const char *where, struct sbx_error *err) {
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *) obj, key, val) {
+                size_t i;
+                for (i = 0; i < n; i++)
+                        if (streq(spec[i].name, key))
+                                break;
+                if (i == n)
+                        return sbx_error_msg(err, EINVAL, "unknown field '%s%s'", where, key);
+                if (!kind_ok(spec[i].kind, val)) {
+                        if (spec[i].kind == K_UINT && json_is_integer(val))
+                                return sbx_error_msg(err, EINVAL, "field '%s%s': must not be negative", where, key);
+                        return sbx_error_msg(err, EINVAL, "field '%s%s': expected %s, got %s", where, key,
+                                             kind_name(spec[i].kind), json_kind_name(val));
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                if (spec[i].required && !json_object_get(obj, spec[i].name))
+                        return sbx_error_msg(err, EINVAL, "missing field '%s%s'", where, spec[i].name);
+        return 0;
+}
+
+#define COMMON_FIELDS { "v", K_UINT, true }, { "op", K_STRING, true }, { "id", K_TAG, false }
+
+static const struct field run_fields[] = {
+        COMMON_FIELDS,
+        { "command", K_ARRAY, true },
+        { "profile", K_STRING, false },
+        { "env", K_OBJECT, false },
+        { "stdin", K_STRING, false },
+        { "stdin_b64", K_STRING, false },
+        { "timeout_ms", K_UINT, false },
+        { "limits", K_OBJECT, false },
+        { "network", K_STRING, false },
+        { "files", K_ARRAY, false },
+        { "artifacts", K_ARRAY, false },
+        { "idempotency_key", K_STRING, false },
+        { "follow", K_BOOL, false },
+};
+static const struct field limit_fields[] = {
+        { "memory", K_UINT, false },
+        { "processes", K_UINT, false },
+        { "cpu_s", K_UINT, false },
+        { "output", K_UINT, false },
+};
+static const struct field file_fields[] = {
+        { "path", K_STRING, true },
+        { "data", K_STRING, false },
+        { "data_b64", K_STRING, false },
+        { "mode", K_UINT, false },
+};
+static const struct field job_fields[] = { COMMON_FIELDS, { "job", K_STRING, true } };
+static const struct field logs_fields[] = {
+        COMMON_FIELDS,
+        { "job", K_STRING, true },
+        { "stream", K_STRING, false },
+        { "follow", K_BOOL, false },
+};
+static const struct field list_fields[] = {
+        COMMON_FIELDS,
+        { "state", K_STRING, false },
+        { "limit", K_UINT, false },
+};
+static const struct field ping_fields[] = { COMMON_FIELDS };
+
+static const char *const op_names[] = {
+        [REQ_RUN] = "run", [REQ_STATUS] = "status", [REQ_WAIT] = "wait", [REQ_LOGS] = "logs",
+        [REQ_CANCEL] = "cancel", [REQ_RESULT] = "result", [REQ_LIST] = "list", [REQ_PING] = "ping",
+};
+
+const char *req_op_name(enum req_op op) {
+        return op < ARRAY_SIZE(op_names) ? op_names[op] : "?";
+}
+
+void request_init(struct request *r) {
+        memset(r, 0, sizeof(*r));
+        r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.output = PROTO_UNSET;
+        r->run.net = -1;
+        r->streams = STREAM_BOTH;
+        r->limit = PROTO_MAX_LIST;
+}
+
+void request_free(struct request *r) {
+        struct run_request *run = &r->run;
+        json_decref(r->tag);
+        free(r->job);
+        free(r->state);
+        for (size_t i = 0; i < run->argc; i++)
+                free(run->argv[i]);
+        free(run->argv);
+        free(run->profile);
+        for (size_t i = 0; i < run->n_env; i++) {
+                free(run->env[i].name);
+                free(run->env[i].value);
+        }
+        free(run->env);
+        free(run->stdin_data);
+        for (size_t i = 0; i < run->n_files; i++) {
+                free(run->files[i].path);
+                free(run->files[i].data);
+        }
+        free(run->files);
+        for (size_t i = 0; i < run->n_artifacts; i++)
+                free(run->artifacts[i]);
+        free(run->artifacts);
+        free(run->idempotency_key);
+        request_init(r);
+}
+
+bool proto_valid_job_id(const char *s) {
+        if (s[0] != 'j' || strlen(s) != 21)
+                return false;
+        for (const char *p = s + 1; *p; p++)
+                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+                        return false;
+        return true;
+}
+
+static int decode_b64(const char *field, const char *s, unsigned char **ret, size_t *ret_len, struct sbx_error *err) {
+        size_t slen = strlen(s), n = 0;
+        _cleanup_free_ unsigned char *buf = malloc(slen / 4 * 3 + 3);
+        if (!buf)
+                return sbx_error_set(err, ENOMEM, "%s", field);
+        if (sodium_base642bin(buf, slen / 4 * 3 + 3, s, slen, "\n\r", &n, NULL, sodium_base64_VARIANT_ORIGINAL) < 0)
+                return sbx_error_msg(err, EINVAL, "field '%s': invalid base64", field);
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+static int dup_bytes(const char *s, size_t len, unsigned char **ret) {
+        unsigned char *b = malloc(len ? len : 1);
+        if (!b)
+                return -ENOMEM;
+        memcpy(b, s, len);
+        *ret = b;
+        return 0;
+}
+
+/* A relative path that stays inside the workspace: no leading '/', no
+ * empty, "." or ".." component. */
+static bool valid_rel_path(const char *p, bool glob) {
+        size_t len = strlen(p);
+        if (len == 0 || len > PROTO_MAX_PATH || p[0] == '/')
+                return false;
+        const char *c = p;
+        while (*c) {
+                const char *e = strchr(c, '/');
+                size_t n = e ? (size_t) (e - c) : strlen(c);
+                if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                if (!glob && memchr(c, '\0', n))
+                        return false;
+                c += n;
+                if (*c == '/')
+                        c++;
+        }
+        return p[len - 1] != '/';
+}
+
+static bool valid_env_name(const char *s) {
+        if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 256)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+                        return false;
+        return true;
+}
+
+static bool valid_profile_name(const char *s) {
+        if (!*s || *s == '.' || strlen(s) > 64)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '-' || *p == '_' || *p == '.'))
+                        return false;
+        return true;
+}
+
+static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
+        json_t *command = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL;
+        json_int_t timeout = -1;
+        int follow = 0;
+        json_error_t je;
+        int r;
+
+        r = check_fields(root, run_fields, ARRAY_SIZE(run_fields), "", err);
+        if (r < 0)
+                return r;
+        /* The checks above give the precise message; the strict unpack
+         * guarantees extraction and validation agree on the field set. */
+        if (json_unpack_ex(root, &je, JSON_STRICT,
+                           "{s:i, s:s, s?o, s:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:b}",
+                           "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
+                           "command", &command, "profile", &profile, "env", &env, "stdin", &in, "stdin_b64", &in_b64,
+                           "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
+                           "artifacts", &artifacts, "idempotency_key", &key, "follow", &follow) < 0)
+                return sbx_error_msg(err, EINVAL, "%s", je.text);
+
+        size_t n = json_array_size(command);
+        if (n == 0)
+                return sbx_error_msg(err, EINVAL, "field 'command': must name a program");
+        if (n > PROTO_MAX_ARGS)
+                return sbx_error_msg(err, EINVAL, "field 'command': more than %d arguments", PROTO_MAX_ARGS);
+        run->argv = calloc(n + 1, sizeof(char *));
+        if (!run->argv)
+                return sbx_error_set(err, ENOMEM, "command");
+        for (size_t i = 0; i < n; i++) {
+                json_t *a = json_array_get(command, i);
+                if (!json_is_string(a))
+                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': expected string, got %s", i, json_kind_name(a));
+                if (json_string_length(a) > PROTO_MAX_ARG_LEN)
+                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': longer than %d bytes", i, PROTO_MAX_ARG_LEN);
+                if (i == 0 && json_string_length(a) == 0)
+                        return sbx_error_msg(err, EINVAL, "field 'command[0]': empty program name");
+                if (!(run->argv[i] = strdup(json_string_value(a))))
+                        return sbx_error_set(err, ENOMEM, "command");
+                run->argc++;
+        }
+
+        if (profile) {
+                if (!valid_profile_name(profile))
+                        return sbx_error_msg(err, EINVAL, "field 'profile': invalid profile name '%.64s'", profile);
+                run->profile = strdup(profile);
+        }
+
+        if (env) {
+                const char *name;
+                json_t *val;
+                if (json_object_size(env) > PROTO_MAX_ENV)
+                        return sbx_error_msg(err, EINVAL, "field 'env': more than %d variables", PROTO_MAX_ENV);
+                run->env = calloc(json_object_size(env) + 1, sizeof(*run->env));
+                if (!run->env)
+                        return sbx_error_set(err, ENOMEM, "env");
+                json_object_foreach(env, name, val) {
+                        if (!valid_env_name(name))
+                                return sbx_error_msg(err, EINVAL, "field 'env.%.64s': invalid variable name", name);
+                        /* The task context (SBX_JOB_ID, SBX_TENANT,
+                         * SBX_WORKSPACE) is the daemon's word, not the
+                         * caller's. */
+                        if (strncmp(name, "SBX_", 4) == 0)
+                                return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
+                        if (!json_is_string(val))
+                                return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
+                        if (json_string_length(val) > PROTO_MAX_ARG_LEN)
+                                return sbx_error_msg(err, EINVAL, "field 'env.%s': longer than %d bytes", name, PROTO_MAX_ARG_LEN);
+                        struct env_pair *p = &run->env[run->n_env++];
+                        p->name = strdup(name);
+                        p->value = strdup(json_string_value(val));
+                        if (!p->name || !p->value)
+                                return sbx_error_set(err, ENOMEM, "env");
+                }
+        }
+
+        if (in && in_b64)
+                return sbx_error_msg(err, EINVAL, "fields 'stdin' and 'stdin_b64' exclude each other");
+        if (in) {
+                json_t *j = json_object_get(root, "stdin");
+                run->stdin_len = json_string_length(j);
+                if (dup_bytes(in, run->stdin_len, &run->stdin_data) < 0)
+                        return sbx_error_set(err, ENOMEM, "stdin");
+        } else if (in_b64 && decode_b64("stdin_b64", in_b64, &run->stdin_data, &run->stdin_len, err) < 0)
+                return -EINVAL;
+
+        if (timeout >= 0) {
+                if (timeout == 0)
+                        return sbx_error_msg(err, EINVAL, "field 'timeout_ms': must be positive");
+                run->timeout_ms = (uint64_t) timeout;
+        }
+
+        if (limits) {
+                json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
+                r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
+                if (r < 0)
+                        return r;
+                if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:I}", "memory", &mem,
+                                   "processes", &procs, "cpu_s", &cpu, "output", &out) < 0)
+                        return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
+                if (mem == 0 || procs == 0 || cpu == 0)
+                        return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
+                                             mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");
+                if (mem > 0)
+                        run->memory = (uint64_t) mem;
+                if (procs > 0)
+                        run->processes = (uint64_t) procs;
+                if (cpu > 0)
+                        run->cpu_s = (uint64_t) cpu;
+                if (out >= 0)
+                        run->output = (uint64_t) out;
+        }
+
+        if (net) {
+                if (streq(net, "none"))
+                        run->net = NET_NONE;
+                else if (streq(net, "host"))
+                        run->net = NET_HOST;
+                else
+                        return sbx_error_msg(err, EINVAL, "field 'network': expected \"none\" or \"host\"");
+        }
+
+        if (files) {
+                size_t nf = json_array_size(files);
+                if (nf > PROTO_MAX_FILES)
+                        return sbx_error_msg(err, EINVAL, "field 'files': more than %d files", PROTO_MAX_FILES);
+                run->files = calloc(nf + 1, sizeof(*run->files));
+                if (!run->files)
+                        return sbx_error_set(err, ENOMEM, "files");
+                for (size_t i = 0; i < nf; i++) {
+                        json_t *f = json_array_get(files, i);
+                        char where[64];
+                        const char *path = NULL, *data = NULL, *data_b64 = NULL;
+                        json_int_t mode = -1;
+                        snprintf(where, sizeof(where), "files[%zu].", i);
+                        if (!json_is_object(f))
+                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': expected object, got %s", i, json_kind_name(f));
+                        r = check_fields(f, file_fields, ARRAY_SIZE(file_fields), where, err);
+                        if (r < 0)
+                                return r;
+                        if (json_unpack_ex(f, &je, JSON_STRICT, "{s:s, s?:s, s?:s, s?:I}", "path", &path, "data", &data,
+                                           "data_b64", &data_b64, "mode", &mode) < 0)
+                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': %s", i, je.text);
+                        if (!valid_rel_path(path, false))
+                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': must be a relative path without '.' or '..' components", i);
+                        if (!!data == !!data_b64)
+                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': exactly one of 'data' and 'data_b64' is required", i);
+                        if (mode >= 0 && mode != 0644 && mode != 0755 && mode != 0600 && mode != 0700)
+                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].mode': only 0644, 0755, 0600 and 0700 (as decimal integers) are allowed", i);
+                        for (size_t j = 0; j < i; j++)
+                                if (streq(run->files[j].path, path))
+                                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': '%s' given twice", i, path);
+                        struct upload *u = &run->files[run->n_files++];
+                        u->path = strdup(path);
+                        u->mode = mode >= 0 ? (mode_t) mode : 0644;
+                        if (!u->path)
+                                return sbx_error_set(err, ENOMEM, "files");
+                        if (data) {
+                                u->len = json_string_length(json_object_get(f, "data"));
+                                if (dup_bytes(data, u->len, &u->data) < 0)
+                                        return sbx_error_set(err, ENOMEM, "files");
+                        } else if (decode_b64(where, data_b64, &u->data, &u->len, err) < 0)
+                                return -EINVAL;
+                        run->upload_bytes += u->len;
+                }
+        }
+
+        if (artifacts) {
+                size_t na = json_array_size(artifacts);
+                if (na > PROTO_MAX_ARTIFACTS)
+                        return sbx_error_msg(err, EINVAL, "field 'artifacts': more than %d globs", PROTO_MAX_ARTIFACTS);
+                run->artifacts = calloc(na + 1, sizeof(char *));
+                if (!run->artifacts)
+                        return sbx_error_set(err, ENOMEM, "artifacts");
+                for (size_t i = 0; i < na; i++) {
+                        json_t *a = json_array_get(artifacts, i);
+                        if (!json_is_string(a))
+                                return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': expected string, got %s", i, json_kind_name(a));
+                        if (!valid_rel_path(json_string_value(a), true))
+                                return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': must be a relative glob without '.' or '..' components", i);
+                        if (!(run->artifacts[i] = strdup(json_string_value(a))))
+                                return sbx_error_set(err, ENOMEM, "artifacts");
+                        run->n_artifacts++;
+                }
+        }
+
+        if (key) {
+                size_t kl = strlen(key);
+                if (kl == 0 || kl > PROTO_MAX_KEY)
+                        return sbx_error_msg(err, EINVAL, "field 'idempotency_key': must be 1 to %d bytes", PROTO_MAX_KEY);
+                run->idempotency_key = strdup(key);
+        }
+        run->follow = follow;
+        return 0;
+}
+
+static int parse_job_field(json_t *root, struct request *r, struct sbx_error *err) {
+        const char *job = json_string_value(json_object_get(root, "job"));
+        if (!proto_valid_job_id(job))
+                return sbx_error_msg(err, EINVAL, "field 'job': not a job id");
+        r->job = strdup(job);
+        return r->job ? 0 : sbx_error_set(err, ENOMEM, "job");
+}
+
+int proto_parse_request(const char *line, size_t len, struct request *r, struct sbx_error *err) {
+        json_error_t je;
+        int rc;
+
+        request_init(r);
+        json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+        if (!root)
+                return sbx_error_msg(err, EINVAL, "malformed JSON at byte %d: %s", je.position, je.text);
+        if (!json_is_object(root)) {
+                json_decref(root);
+                return sbx_error_msg(err, EINVAL, "a request must be a JSON object");
+        }
+        json_t *tag = json_object_get(root, "id");
+        if (tag && (json_is_integer(tag) || (json_is_string(tag) && json_string_length(tag) <= PROTO_MAX_KEY)))
+                r->tag = json_incref(tag);
+
+        json_t *v = json_object_get(root, "v"), *op = json_object_get(root, "op");
+        if (!v) {
+                rc = sbx_error_msg(err, EINVAL, "missing field 'v'");
+                goto out;
+        }
+        if (!json_is_integer(v) || json_integer_value(v) != PROTO_VERSION) {
+                rc = sbx_error_msg(err, EINVAL, "field 'v': unsupported protocol version (this daemon speaks %d)", PROTO_VERSION);
+                goto out;
+        }
+        if (!op) {
+                rc = sbx_error_msg(err, EINVAL, "missing field 'op'");
+                goto out;
+        }
+        if (!json_is_string(op)) {
+                rc = sbx_error_msg(err, EINVAL, "field 'op': expected string, got %s", json_kind_name(op));
+                goto out;
+        }
+        const char *ops = json_string_value(op);
+        size_t i;
+        for (i = 0; i < ARRAY_SIZE(op_names); i++)
+                if (streq(op_names[i], ops))
+                        break;
+        if (i == ARRAY_SIZE(op_names)) {
+                rc = sbx_error_msg(err, EINVAL, "field 'op': unknown request '%.64s'", ops);
+                goto out;
+        }
+        r->op = (enum req_op) i;
+
+        switch (r->op) {
+        case REQ_RUN:
+                rc = parse_run(root, &r->run, err);
+                break;
+        case REQ_STATUS:
+        case REQ_WAIT:
+        case REQ_CANCEL:
+        case REQ_RESULT:
+                rc = check_fields(root, job_fields, ARRAY_SIZE(job_fields), "", err);
+                if (rc == 0)
+                        rc = parse_job_field(root, r, err);
+                break;
+        case REQ_LOGS: {
+                rc = check_fields(root, logs_fields, ARRAY_SIZE(logs_fields), "", err);
+                if (rc < 0)
+                        break;
+                rc = parse_job_field(root, r, err);
+                if (rc < 0)
+                        break;
+                const char *s = json_string_value(json_object_get(root, "stream"));
+                if (!s || streq(s, "both"))
+                        r->streams = STREAM_BOTH;
+                else if (streq(s, "stdout"))
+                        r->streams = STREAM_STDOUT;
+                else if (streq(s, "stderr"))
+                        r->streams = STREAM_STDERR;
+                else {
+                        rc = sbx_error_msg(err, EINVAL, "field 'stream': expected \"stdout\", \"stderr\" or \"both\"");
+                        break;
+                }
+                r->follow = json_is_true(json_object_get(root, "follow"));
+                break;
+        }
+        case REQ_LIST: {
+                rc = check_fields(root, list_fields, ARRAY_SIZE(list_fields), "", err);
+                if (rc < 0)
+                        break;
+                const char *s = json_string_value(json_object_get(root, "state"));
+                if (s) {
+                        static const char *const states[] = { "queued", "running", "stopping", "succeeded", "failed",
+                                                               "timed_out", "killed", "oom", "rejected", "error", "active", "done" };
+                        size_t k;
+                        for (k = 0; k < ARRAY_SIZE(states); k++)
+                                if (streq(states[k], s))
+                                        break;
+                        if (k == ARRAY_SIZE(states)) {
+                                rc = sbx_error_msg(err, EINVAL, "field 'state': unknown state '%.32s'", s);
+                                break;
+                        }
+                        r->state = strdup(s);
+                }
+                json_t *l = json_object_get(root, "limit");
+                if (l) {
+                        r->limit = (uint64_t) json_integer_value(l);
+                        if (r->limit == 0 || r->limit > PROTO_MAX_LIST) {
+                                rc = sbx_error_msg(err, EINVAL, "field 'limit': must be 1 to %d", PROTO_MAX_LIST);
+                                break;
+                        }
+                }
+                break;
+        }
+        case REQ_PING:
+                rc = check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
+                break;
+        default:
+                rc = -EINVAL;
+        }
+out:
+        json_decref(root);
+        if (rc < 0) {
+                json_t *t = TAKE_PTR(r->tag);
+                request_free(r);
+                r->tag = t;
+        }
+        return rc;
+}
+
+json_t *proto_ok(json_t *tag, json_t *extra) {
+        json_t *o = json_pack("{s:i, s:b}", "v", PROTO_VERSION, "ok", 1);
+        if (!o)
+                return NULL;
+        if (tag)
+                json_object_set(o, "id", tag);
+        if (extra) {
+                json_object_update(o, extra);
+                json_decref(extra);
+        }
+        return o;
+}
+
+json_t *proto_error(json_t *tag, const char *code, const char *fmt, ...) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        /* Messages may quote client bytes; keep them valid UTF-8. */
+        json_t *m = json_string(msg);
+        if (!m)
+                m = json_string("(message not representable)");
+        json_t *o = json_pack("{s:i, s:b, s:{s:s, s:o}}", "v", PROTO_VERSION, "ok", 0, "error", "code", code, "message", m);
+        if (o && tag)
+                json_object_set(o, "id", tag);
+        return o;
+}
+
+json_t *proto_string_or_null(const char *data, size_t len) {
+        return json_stringn(data, len);
+}
+
+int proto_set_data(json_t *obj, const char *key, const char *data, size_t len) {
+        json_t *s = json_stringn(data, len);
+        if (s)
+                return json_object_set_new(obj, key, s) < 0 ? -ENOMEM : 0;
+        size_t blen = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+        _cleanup_free_ char *b = malloc(blen);
+        if (!b)
+                return -ENOMEM;
+        sodium_bin2base64(b, blen, (const unsigned char *) data, len, sodium_base64_VARIANT_ORIGINAL);
+        char k[64];
+        snprintf(k, sizeof(k), "%s_b64", key);
+        return json_object_set_new(obj, k, json_string(b)) < 0 ? -ENOMEM : 0;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbx-protocol(7): newline-delimited JSON requests, parsed and validated
+ * strictly into struct request before anything acts on them. Unknown fields,
+ * wrong types and out-of-range values are E_BAD_REQUEST naming the field.
+ * This module has no I/O so the unit tests can drive it directly. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define PROTO_VERSION 1
+#define PROTO_UNSET UINT64_MAX
+
+/* Bounds on what one request may carry. */
+#define PROTO_MAX_ARGS 4096
+#define PROTO_MAX_ARG_LEN (128 * 1024)
+#define PROTO_MAX_ENV 256
+#define PROTO_MAX_FILES 1024
+#define PROTO_MAX_ARTIFACTS 64
+#define PROTO_MAX_PATH 1024
+#define PROTO_MAX_KEY 128
+#define PROTO_MAX_LIST 10000
+
+/* Stable error codes (sbx-protocol(7)). */
+#define E_BAD_REQUEST "E_BAD_REQUEST"
+#define E_UNAUTHORIZED "E_UNAUTHORIZED"
+#define E_FORBIDDEN "E_FORBIDDEN"
+#define E_LIMIT "E_LIMIT"
+#define E_NOT_FOUND "E_NOT_FOUND"
+#define E_NO_PROFILE "E_NO_PROFILE"
+#define E_QUEUE_FULL "E_QUEUE_FULL"
+#define E_NOT_DONE "E_NOT_DONE"
+#define E_CONFLICT "E_CONFLICT"
+#define E_INTERNAL "E_INTERNAL"
+#define E_SHUTTING_DOWN "E_SHUTTING_DOWN"
+#define E_TOO_MANY_CONNECTIONS "E_TOO_MANY_CONNECTIONS"
+/* Job error codes, in result records. */
+#define E_SPAWN "E_SPAWN"
+#define E_SETUP "E_SETUP"
+#define E_RESTARTED "E_RESTARTED"
+#define E_CANCELLED "E_CANCELLED"
+#define E_TIMEOUT "E_TIMEOUT"
+
+enum req_op {
+        REQ_RUN,
+        REQ_STATUS,
+        REQ_WAIT,
+        REQ_LOGS,
+        REQ_CANCEL,
+        REQ_RESULT,
+        REQ_LIST,
+        REQ_PING,
+};
+
+enum stream_mask {
+        STREAM_STDOUT = 1,
+        STREAM_STDERR = 2,
+        STREAM_BOTH = 3,
+};
+
+struct upload {
+        char *path;            /* relative, normalised, no "..", no leading "/" */
+        unsigned char *data;
+        size_t len;
+        mode_t mode;           /* 0644 unless given; only 0755 or 0644 kept */
+};
+
+struct env_pair {
+        char *name;
+        char *value;
+};
+
+struct run_request {
+        char **argv;           /* NULL-terminated */
+        size_t argc;
+        char *profile;         /* NULL: the tenant's default */
+        struct env_pair *env;
+        size_t n_env;
+        unsigned char *stdin_data;
+        size_t stdin_len;
+        uint64_t timeout_ms;   /* PROTO_UNSET: the tenant's default */
+        uint64_t memory;       /* bytes; PROTO_UNSET: not asked */
+        uint64_t processes;
+        uint64_t cpu_s;
+        uint64_t output;       /* bytes kept per stream */
+        int net;               /* enum net_mode, or -1: none asked */
+        struct upload *files;
+        size_t n_files;
+        size_t upload_bytes;
+        char **artifacts;      /* globs relative to the workspace */
+        size_t n_artifacts;
+        char *idempotency_key;
+        bool follow;           /* stream output and the end of the job on this connection */
+};
+
+struct request {
+        enum req_op op;
+        json_t *tag;           /* the client's "id", echoed in the response; may be NULL */
+        char *job;             /* status, wait, logs, cancel, result */
+        unsigned streams;      /* logs */
+        bool follow;           /* logs */
+        char *state;           /* list filter, NULL for any */
+        uint64_t limit;        /* list */
+        struct run_request run;
+};
+
+void request_init(struct request *r);
+void request_free(struct request *r);
+
+/* Parse one request line (without its newline). On failure returns -EINVAL
+ * and err->msg says what is wrong, naming the field; r->tag is still set
+ * when the line had a usable "id", so the error can be matched. */
+int proto_parse_request(const char *line, size_t len, struct request *r, struct sbx_error *err);
+
+const char *req_op_name(enum req_op op);
+
+/* Response helpers: every message carries "v":1. They steal `extra`'s
+ * members (may be NULL). */
+json_t *proto_ok(json_t *tag, json_t *extra);
+json_t *proto_error(json_t *tag, const char *code, const char *fmt, ...) _printf_(3, 4);
+
+/* A job id the daemon could have made: "j" + 20 lowercase hex digits. */
+bool proto_valid_job_id(const char *s);
+
+/* JSON string of data when it is valid UTF-8, else NULL. */
+json_t *proto_string_or_null(const char *data, size_t len);
+/* Set `key` to data as a string, or `key`_b64 to its base64 if it is not
+ * UTF-8. Returns 0 or -ENOMEM. */
+int proto_set_data(json_t *obj, const char *key, const char *data, size_t len);

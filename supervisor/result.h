@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Result records: STATE/results/ID/result.json next to the job's captured
+ * stdout, stderr and artifacts. A record is written tmp + fsync + rename +
+ * fsync(dir) before any client hears the job ended, so an acknowledged
+ * result is whole after any crash, and a partial one is never visible.
+ * Also keeps the in-memory index of finished jobs that `list`, `status`
+ * and idempotency keys consult, and applies the retention setting. */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+
+struct done_entry {
+        char id[24];
+        char *tenant;
+        char *idempotency_key;
+        char state[16];
+        int exit_code;
+        uint64_t created_ms;
+        uint64_t ended_ms;
+};
+
+struct result_index {
+        struct done_entry *e;
+        size_t n, cap;
+};
+
+int result_store(int results_dirfd, const char *id, json_t *rec);
+int result_load(int results_dirfd, const char *id, json_t **ret);
+int result_exists(int results_dirfd, const char *id);
+
+int result_index_add(struct result_index *ix, json_t *rec);
+struct done_entry *result_index_find(struct result_index *ix, const char *id);
+struct done_entry *result_index_find_key(struct result_index *ix, const char *tenant, const char *key);
+/* Read every stored record into the index. */
+int result_index_load(struct result_index *ix, int results_dirfd);
+/* Delete records (and their files) that ended more than retention_ms ago. */
+unsigned result_sweep(struct result_index *ix, int results_dirfd, uint64_t retention_ms, uint64_t now_ms);
+void result_index_free(struct result_index *ix);
+
+/* Parse an RFC 3339 timestamp written by format_rfc3339(); 0 if invalid. */
+uint64_t parse_rfc3339_ms(const char *s);

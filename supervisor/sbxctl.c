@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbxctl(1): the command-line client of sbx-supervisord. Speaks
+ * sbx-protocol(7) over the Unix socket; human output by default, --json
+ * prints the daemon's messages as they are. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "parse.h"
+#include "proto.h"
+
+#ifndef SBX_RUNSTATEDIR
+#define SBX_RUNSTATEDIR "/run"
+#endif
+#define DEFAULT_SOCKET SBX_RUNSTATEDIR "/sbx/sbx-supervisord.sock"
+#define MAX_UPLOAD (256u << 20)
+
+static const char *socket_path;
+static bool json_out;
+static FILE *conn_in;
+static int conn_fd = -1;
+
+_noreturn_ _printf_(1, 2) static void die(const char *fmt, ...) {
+        va_list ap;
+        fputs("sbxctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        exit(125);
+}
+
+static void usage(FILE *f) {
+        fprintf(f,
+                "Usage: sbxctl [--socket PATH] [--json] COMMAND [ARG]...\n"
+                "Talk to sbx-supervisord (see sbxctl(1)).\n\n"
+                "Commands:\n"
+                "  run [OPTION]... -- CMD [ARG]...   run a job, stream its output, exit with its status\n"
+                "  submit [OPTION]... -- CMD [ARG]... queue a job and print its id\n"
+                "  status JOB          state of a job\n"
+                "  wait JOB            wait for a job to end; exit with its status\n"
+                "  logs [-f] [--stream S] JOB   captured output (-f: follow until the end)\n"
+                "  cancel JOB          stop a job (SIGTERM, then kill after the grace period)\n"
+                "  result [--json] JOB the job's result record\n"
+                "  ls [--state S] [--limit N]   your jobs, newest first\n"
+                "  ping                check the daemon and show who you are to it\n\n"
+                "run/submit options:\n"
+                "  --profile NAME      profile (default: the tenant's default)\n"
+                "  --timeout DURATION  wall-clock limit, e.g. 30s, 5m\n"
+                "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE   limits\n"
+                "  --network MODE      none or host\n"
+                "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
+                "  --stdin FILE        feed FILE ('-' for our stdin) to the job\n"
+                "  --upload FILE[:DEST] put FILE into the workspace as DEST (repeatable)\n"
+                "  --artifact GLOB     collect matching workspace files afterwards (repeatable)\n"
+                "  --idempotency-key K make retries of this submission safe\n");
+}
+
+static void connect_daemon(void) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(socket_path) >= sizeof(sa.sun_path))
+                die("socket path too long: %s", socket_path);
+        strcpy(sa.sun_path, socket_path);
+        conn_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (conn_fd < 0)
+                die("socket: %s", strerror(errno));
+        if (connect(conn_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                die("cannot connect to %s: %s (is sbx-supervisord running?)", socket_path, strerror(errno));
+        conn_in = fdopen(dup(conn_fd), "r");
+        if (!conn_in)
+                die("fdopen: %s", strerror(errno));
+}
+
+static void send_request(json_t *req) {
+        char *s = json_dumps(req, JSON_COMPACT);
+        if (!s)
+                die("cannot encode the request");
+        size_t n = strlen(s);
+        s[n] = '\n';
+        size_t off = 0;
+        while (off < n + 1) {
+                ssize_t w = send(conn_fd, s + off, n + 1 - off, MSG_NOSIGNAL);
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        die("send: %s", strerror(errno));
+                }
+                off += (size_t) w;
+        }
+        free(s);
+        json_decref(req);
+}
+
+/* The next message; dies if the daemon hung up. The raw line is printed
+ * with --json. */
+static json_t *recv_message(void) {
+        static char *line;
+        static size_t cap;
+        ssize_t n = getline(&line, &cap, conn_in);
+        if (n <= 0)
+                die("the daemon closed the connection");
+        json_error_t je;
+        json_t *m = json_loadb(line, (size_t) n, JSON_ALLOW_NUL, &je);
+        if (!m)
+                die("bad message from the daemon: %s", je.text);
+        if (json_out)
+                fputs(line, stdout);
+        return m;
+}
+
+/* The response to our request (events before it are returned to the
+ * caller's handler only when follow-style; here we skip nothing). */
+static json_t *expect_ok(json_t *m) {
+        if (json_is_false(json_object_get(m, "ok"))) {
+                json_t *e = json_object_get(m, "error");
+                if (!json_out)
+                        fprintf(stderr, "sbxctl: %s: %s\n", json_string_value(json_object_get(e, "code")) ?: "E_?",
+                                json_string_value(json_object_get(e, "message")) ?: "");
+                exit(125);
+        }
+        return m;
+}
+
+static json_t *request(json_t *req) {
+        send_request(req);
+        return expect_ok(recv_message());
+}
+
+static void write_data(FILE *f, json_t *ev) {
+        json_t *d = json_object_get(ev, "data");
+        if (json_is_string(d)) {
+                fwrite(json_string_value(d), 1, json_string_length(d), f);
+        } else {
+                const char *b = json_string_value(json_object_get(ev, "data_b64"));
+                if (!b)
+                        return;
+                size_t bl = strlen(b), n = 0;
+                unsigned char *buf = malloc(bl);
+                if (buf && sodium_base642bin(buf, bl, b, bl, NULL, &n, NULL, sodium_base64_VARIANT_ORIGINAL) == 0)
+                        fwrite(buf, 1, n, f);
+                free(buf);
+        }
+        fflush(f);
+}
+
+/* The exit status that tells a shell what happened to the job, with the
+ * launcher's conventions: 124 timed out, 125 could not run, 128+N signal. */
+static int exit_status_of(json_t *res) {
+        const char *state = json_string_value(json_object_get(res, "state"));
+        json_t *ec = json_object_get(res, "exit_code"), *sig = json_object_get(res, "signal");
+        if (!state)
+                return 125;
+        if (streq(state, "succeeded"))
+                return 0;
+        if (streq(state, "timed_out"))
+                return 124;
+        if (streq(state, "error") || streq(state, "rejected"))
+                return 125;
+        if (json_is_integer(sig) && json_integer_value(sig) > 0)
+                return 128 + (int) json_integer_value(sig);
+        if (json_is_integer(ec))
+                return (int) json_integer_value(ec);
+        return 125;
+}
+
+static void print_result(json_t *res) {
+        json_t *err = json_object_get(res, "error");
+        printf("job:       %s\n", json_string_value(json_object_get(res, "job")) ?: "?");
+        printf("state:     %s\n", json_string_value(json_object_get(res, "state")) ?: "?");
+        json_t *ec = json_object_get(res, "exit_code"), *sig = json_object_get(res, "signal");
+        if (json_is_integer(ec))
+                printf("exit code: %lld\n", (long long) json_integer_value(ec));
+        if (json_is_integer(sig))
+                printf("signal:    %lld\n", (long long) json_integer_value(sig));
+        if (json_is_object(err))
+                printf("error:     %s: %s\n", json_string_value(json_object_get(err, "code")) ?: "",
+                       json_string_value(json_object_get(err, "message")) ?: "");
+        printf("created:   %s\n", json_string_value(json_object_get(res, "created")) ?: "-");
+        printf("ended:     %s\n", json_string_value(json_object_get(res, "ended")) ?: "-");
+        json_t *w = json_object_get(res, "wall_ms"), *cpu = json_object_get(res, "cpu_ms");
+        if (json_is_integer(w))
+                printf("wall:      %lld ms\n", (long long) json_integer_value(w));
+        if (json_is_integer(cpu))
+                printf("cpu:       %lld ms\n", (long long) json_integer_value(cpu));
+        for (int i = 0; i < 2; i++) {
+                json_t *s = json_object_get(res, i ? "stderr" : "stdout");
+                if (json_is_object(s))
+                        printf("%s:    %lld bytes%s\n", i ? "stderr" : "stdout", (long long) json_integer_value(json_object_get(s, "size")),
+                               json_is_true(json_object_get(s, "truncated")) ? " (truncated)" : "");
+        }
+        size_t i;
+        json_t *a;
+        json_array_foreach(json_object_get(res, "artifacts"), i, a)
+                printf("artifact:  %s %lld bytes sha256:%s\n", json_string_value(json_object_get(a, "path")) ?: "?",
+                       (long long) json_integer_value(json_object_get(a, "size")),
+                       json_string_value(json_object_get(a, "sha256")) ?: "?");
+}
+
+static json_t *new_req(const char *op) {
+        return json_pack("{s:i, s:s}", "v", PROTO_VERSION, "op", op);
+}
+
+static unsigned char *slurp(const char *path, size_t *ret_len) {
+        FILE *f = streq(path, "-") ? stdin : fopen(path, "re");
+        if (!f)
+                die("%s: %s", path, strerror(errno));
+        size_t cap = 65536, len = 0;
+        unsigned char *buf = malloc(cap);
+        for (;;) {
+                if (!buf)
+                        die("out of memory");
+                size_t n = fread(buf + len, 1, cap - len, f);
+                len += n;
+                if (len > MAX_UPLOAD)
+                        die("%s: larger than %u bytes", path, MAX_UPLOAD);
+                if (n == 0)
+                        break;
+                if (len == cap)
+                        buf = realloc(buf, cap *= 2);
+        }
+        if (ferror(f))
+                die("%s: read error", path);
+        if (f != stdin)
+                fclose(f);
+        *ret_len = len;
+        return buf;
+}
+
+static char *b64(const unsigned char *d, size_t len) {
+        size_t bl = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+        char *b = malloc(bl);
+        if (!b)
+                die("out of memory");
+        return sodium_bin2base64(b, bl, d, len, sodium_base64_VARIANT_ORIGINAL);
+}
+
+static uint64_t opt_size(const char *opt, const char *v) {
+        uint64_t n;
+        if (parse_size(v, &n) < 0)
+                die("%s: invalid size '%s'", opt, v);
+        return n;
+}
+
+static json_t *build_run(int argc, char **argv, bool follow) {
+        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY };
+        static const struct option opts[] = {
+                { "profile", required_argument, NULL, O_PROFILE }, { "timeout", required_argument, NULL, O_TIMEOUT },
+                { "memory", required_argument, NULL, O_MEMORY },   { "processes", required_argument, NULL, O_PROCS },
+                { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
+                { "network", required_argument, NULL, O_NET },     { "env", required_argument, NULL, O_ENV },
+                { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
+                { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
+                { NULL, 0, NULL, 0 },
+        };
+        json_t *req = new_req("run"), *limits = json_object(), *env = json_object(), *files = json_array(),
+               *arts = json_array();
+        uint64_t n;
+        int o;
+        optind = 1;
+        while ((o = getopt_long(argc, argv, "+", opts, NULL)) >= 0) {
+                switch (o) {
+                case O_PROFILE:
+                        json_object_set_new(req, "profile", json_string(optarg));
+                        break;
+                case O_TIMEOUT:
+                        if (parse_duration_ms(optarg, &n) < 0 || n == 0)
+                                die("--timeout: invalid duration '%s'", optarg);
+                        json_object_set_new(req, "timeout_ms", json_integer((json_int_t) n));
+                        break;
+                case O_MEMORY:
+                        json_object_set_new(limits, "memory", json_integer((json_int_t) opt_size("--memory", optarg)));
+                        break;
+                case O_PROCS:
+                        if (parse_uint64(optarg, 1u << 30, &n) < 0)
+                                die("--processes: invalid number '%s'", optarg);
+                        json_object_set_new(limits, "processes", json_integer((json_int_t) n));
+                        break;
+                case O_CPU:
+                        if (parse_duration_ms(optarg, &n) < 0)
+                                die("--cpu: invalid duration '%s'", optarg);
+                        json_object_set_new(limits, "cpu_s", json_integer((json_int_t) ((n + 999) / 1000)));
+                        break;
+                case O_OUTPUT:
+                        json_object_set_new(limits, "output", json_integer((json_int_t) opt_size("--output", optarg)));
+                        break;
+                case O_NET:
+                        json_object_set_new(req, "network", json_string(optarg));
+                        break;
+                case O_ENV: {
+                        char *eq = strchr(optarg, '=');
+                        if (!eq)
+                                die("--env: expected NAME=VALUE, got '%s'", optarg);
+                        *eq = '\0';
+                        json_object_set_new(env, optarg, json_string(eq + 1));
+                        break;
+                }
+                case O_STDIN: {
+                        size_t len;
+                        unsigned char *d = slurp(optarg, &len);
+                        char *b = b64(d, len);
+                        json_object_set_new(req, "stdin_b64", json_string(b));
+                        free(b);
+                        free(d);
+                        break;
+                }
+                case O_UPLOAD: {
+                        char *colon = strchr(optarg, ':');
+                        const char *dest;
+                        if (colon) {
+                                *colon = '\0';
+                                dest = colon + 1;
+                        } else {
+                                dest = strrchr(optarg, '/') ? strrchr(optarg, '/') + 1 : optarg;
+                        }
+                        size_t len;
+                        unsigned char *d = slurp(optarg, &len);
+                        char *b = b64(d, len);
+                        json_array_append_new(files, json_pack("{s:s, s:s, s:i}", "path", dest, "data_b64", b, "mode",
+                                                               access(optarg, X_OK) == 0 ? 0755 : 0644));
+                        free(b);
+                        free(d);
+                        break;
+                }
+                case O_ARTIFACT:
+                        json_array_append_new(arts, json_string(optarg));
+                        break;
+                case O_KEY:
+                        json_object_set_new(req, "idempotency_key", json_string(optarg));
+                        break;
+                default:
+                        usage(stderr);
+                        exit(2);
+                }
+        }
+        if (optind >= argc)
+                die("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]...)", argv[0], argv[0]);
+        json_t *cmd = json_array();
+        for (int i = optind; i < argc; i++)
+                json_array_append_new(cmd, json_string(argv[i]));
+        json_object_set_new(req, "command", cmd);
+        if (json_object_size(limits))
+                json_object_set_new(req, "limits", limits);
+        else
+                json_decref(limits);
+        if (json_object_size(env))
+                json_object_set_new(req, "env", env);
+        else
+                json_decref(env);
+        if (json_array_size(files))
+                json_object_set_new(req, "files", files);
+        else
+                json_decref(files);
+        if (json_array_size(arts))
+                json_object_set_new(req, "artifacts", arts);
+        else
+                json_decref(arts);
+        if (follow)
+                json_object_set_new(req, "follow", json_true());
+        return req;
+}
+
+/* Print output events until the end event; return the job's status. */
+static int follow_to_end(bool show_result) {
+        for (;;) {
+                json_t *m = recv_message();
+                const char *ev = json_string_value(json_object_get(m, "event"));
+                if (!ev) {
+                        expect_ok(m);
+                        json_decref(m);
+                        continue;
+                }
+                if (streq(ev, "output") && !json_out) {
+                        const char *s = json_string_value(json_object_get(m, "stream"));
+                        write_data(s && streq(s, "stderr") ? stderr : stdout, m);
+                } else if (streq(ev, "end")) {
+                        json_t *res = json_object_get(m, "result");
+                        int st = exit_status_of(res);
+                        if (!json_out && show_result) {
+                                json_t *err = json_object_get(res, "error");
+                                if (json_is_object(err))
+                                        fprintf(stderr, "sbxctl: job %s: %s: %s\n", json_string_value(json_object_get(m, "job")) ?: "",
+                                                json_string_value(json_object_get(err, "code")) ?: "",
+                                                json_string_value(json_object_get(err, "message")) ?: "");
+                                for (int i = 0; i < 2; i++)
+                                        if (json_is_true(json_object_get(json_object_get(res, i ? "stderr" : "stdout"), "truncated")))
+                                                fprintf(stderr, "sbxctl: job %s: %s was truncated at the output limit\n",
+                                                        json_string_value(json_object_get(m, "job")) ?: "", i ? "stderr" : "stdout");
+                                size_t i;
+                                json_t *a;
+                                json_array_foreach(json_object_get(res, "artifacts"), i, a)
+                                        fprintf(stderr, "sbxctl: artifact %s (%lld bytes, sha256 %s)\n",
+                                                json_string_value(json_object_get(a, "path")) ?: "?",
+                                                (long long) json_integer_value(json_object_get(a, "size")),
+                                                json_string_value(json_object_get(a, "sha256")) ?: "?");
+                        }
+                        json_decref(m);
+                        return st;
+                }
+                json_decref(m);
+        }
+}
+
+static const char *need_job(int argc, char **argv, int i) {
+        if (i >= argc)
+                die("%s: missing job id", argv[0]);
+        if (i + 1 < argc)
+                die("%s: unexpected argument '%s'", argv[0], argv[i + 1]);
+        return argv[i];
+}
+
+int main(int argc, char **argv) {
+        static const struct option opts[] = {
+                { "socket", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },         { "version", no_argument, NULL, 'V' },
+                { NULL, 0, NULL, 0 },
+        };
+        int o;
+        socket_path = getenv("SBX_SOCKET") ?: DEFAULT_SOCKET;
+        while ((o = getopt_long(argc, argv, "+s:jhV", opts, NULL)) >= 0) {
+                switch (o) {
+                case 's':
+                        socket_path = optarg;
+                        break;
+                case 'j':
+                        json_out = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("sbxctl %s\n", PACKAGE_VERSION);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind >= argc) {
+                usage(stderr);
+                return 2;
+        }
+        if (sodium_init() < 0)
+                die("libsodium initialisation failed");
+        char **av = argv + optind;
+        int ac = argc - optind;
+        const char *cmd = av[0];
+
+        if (streq(cmd, "run") || streq(cmd, "submit")) {
+                bool run = streq(cmd, "run");
+                json_t *req = build_run(ac, av, run);
+                connect_daemon();
+                json_t *m = request(req);
+                if (!run) {
+                        if (!json_out)
+                                printf("%s\n", json_string_value(json_object_get(m, "job")) ?: "?");
+                        return 0;
+                }
+                json_decref(m);
+                return follow_to_end(true);
+        }
+
+        /* the remaining commands take options after the command name */
+        bool follow = false, res_json = false;
+        const char *stream = NULL, *state = NULL;
+        long limit = 0;
+        static const struct option sub[] = {
+                { "follow", no_argument, NULL, 'f' }, { "stream", required_argument, NULL, 'S' },
+                { "json", no_argument, NULL, 'j' },   { "state", required_argument, NULL, 't' },
+                { "limit", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
+        };
+        optind = 1;
+        while ((o = getopt_long(ac, av, "+fjS:t:n:", sub, NULL)) >= 0) {
+                switch (o) {
+                case 'f':
+                        follow = true;
+                        break;
+                case 'S':
+                        stream = optarg;
+                        break;
+                case 'j':
+                        res_json = true;
+                        break;
+                case 't':
+                        state = optarg;
+                        break;
+                case 'n':
+                        limit = strtol(optarg, NULL, 10);
+                        if (limit <= 0)
+                                die("--limit: expected a positive number");
+                        break;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        connect_daemon();
+        if (streq(cmd, "ping")) {
+                json_t *m = request(new_req("ping"));
+                if (!json_out)
+                        printf("sbx-supervisord %s: you are uid %lld, tenant %s%s\n",
+                               json_string_value(json_object_get(m, "version")) ?: "?",
+                               (long long) json_integer_value(json_object_get(m, "uid")),
+                               json_string_value(json_object_get(m, "tenant")) ?: "?",
+                               json_is_true(json_object_get(m, "anonymous")) ? " (unauthenticated)" : "");
+                return 0;
+        }
+        if (streq(cmd, "ls")) {
+                json_t *req = new_req("list");
+                if (state)
+                        json_object_set_new(req, "state", json_string(state));
+                if (limit)
+                        json_object_set_new(req, "limit", json_integer(limit));
+                json_t *m = request(req);
+                if (!json_out) {
+                        size_t i;
+                        json_t *j;
+                        printf("%-22s %-10s %-25s %s\n", "JOB", "STATE", "CREATED", "EXIT");
+                        json_array_foreach(json_object_get(m, "jobs"), i, j) {
+                                json_t *ec = json_object_get(j, "exit_code");
+                                char exit_s[24] = "-";
+                                if (json_is_integer(ec))
+                                        snprintf(exit_s, sizeof(exit_s), "%lld", (long long) json_integer_value(ec));
+                                printf("%-22s %-10s %-25s %s\n", json_string_value(json_object_get(j, "job")) ?: "?",
+                                       json_string_value(json_object_get(j, "state")) ?: "?",
+                                       json_string_value(json_object_get(j, "created")) ?: "-", exit_s);
+                        }
+                }
+                return 0;
+        }
+        const char *job = need_job(ac, av, optind);
+        json_t *req;
+        if (streq(cmd, "status")) {
+                req = new_req("status");
+                json_object_set_new(req, "job", json_string(job));
+                json_t *m = request(req);
+                json_t *j = json_object_get(m, "job");
+                if (!json_out) {
+                        const char *k;
+                        json_t *v;
+                        json_object_foreach(j, k, v) {
+                                char *s = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                                printf("%-9s %s\n", k, s ? s : "?");
+                                free(s);
+                        }
+                }
+                return 0;
+        }
+        if (streq(cmd, "wait") || streq(cmd, "result")) {
+                req = new_req(cmd);
+                json_object_set_new(req, "job", json_string(job));
+                json_t *m = request(req);
+                json_t *res = json_object_get(m, "result");
+                if (res_json && !json_out) {
+                        char *s = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
+                        printf("%s\n", s ? s : "null");
+                        free(s);
+                } else if (!json_out)
+                        print_result(res);
+                return streq(cmd, "wait") ? exit_status_of(res) : 0;
+        }
+        if (streq(cmd, "cancel")) {
+                req = new_req("cancel");
+                json_object_set_new(req, "job", json_string(job));
+                json_t *m = request(req);
+                if (!json_out)
+                        printf("%s: %s\n", job, json_string_value(json_object_get(m, "state")) ?: "?");
+                return 0;
+        }
+        if (streq(cmd, "logs")) {
+                req = new_req("logs");
+                json_object_set_new(req, "job", json_string(job));
+                if (stream)
+                        json_object_set_new(req, "stream", json_string(stream));
+                if (follow) {
+                        json_object_set_new(req, "follow", json_true());
+                        send_request(req);
+                        return follow_to_end(false);
+                }
+                json_t *m = request(req);
+                if (!json_out) {
+                        json_t *ev = json_object();
+                        for (int i = 0; i < 2; i++) {
+                                const char *k = i ? "stderr" : "stdout";
+                                char kb[16];
+                                snprintf(kb, sizeof(kb), "%s_b64", k);
+                                json_object_clear(ev);
+                                if (json_object_get(m, k))
+                                        json_object_set(ev, "data", json_object_get(m, k));
+                                else if (json_object_get(m, kb))
+                                        json_object_set(ev, "data_b64", json_object_get(m, kb));
+                                else
+                                        continue;
+                                write_data(i ? stderr : stdout, ev);
+                        }
+                        json_decref(ev);
+                }
+                return 0;
+        }
+        die("unknown command '%s' (see sbxctl --help)", cmd);
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "spawn.h"
+#include "util.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* Only async-signal-safe calls from here until exec: the daemon may hold
+ * locks (malloc, stdio) that the child must not touch. */
+_noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
+        sigset_t all;
+        int hi[5];
+        static const char msg_ids[] = "sbx-supervisord: cannot switch to the job uid\n";
+        static const char msg_exec[] = "sbx-supervisord: cannot execute the launcher\n";
+
+        /* The daemon blocks signals for its signalfd and ignores SIGPIPE;
+         * the launcher must start with the defaults. */
+        sigfillset(&all);
+        for (int s = 1; s < _NSIG; s++) {
+                struct sigaction sa = { .sa_handler = SIG_DFL };
+                sigaction(s, &sa, NULL);
+        }
+        sigprocmask(SIG_UNBLOCK, &all, NULL);
+
+        /* Move sources out of 0..4 first so no dup2 clobbers another. */
+        for (int i = 0; i < 5; i++)
+                hi[i] = p->fds[i] >= 0 ? fcntl(p->fds[i], F_DUPFD_CLOEXEC, 64) : -1;
+        for (int i = 0; i < 5; i++) {
+                if (hi[i] >= 0) {
+                        if (dup2(hi[i], i) < 0)
+                                _exit(125);
+                } else if (i < 3) {
+                        int n = open("/dev/null", O_RDWR);
+                        if (n >= 0 && n != i) {
+                                dup2(n, i);
+                                close(n);
+                        }
+                } else
+                        close(i);
+        }
+        syscall(SYS_close_range, 5U, ~0U, 0U);
+
+        setsid();
+        if (setgroups(1, &p->gid) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0 ||
+            p->uid == 0) {
+                (void) !write(2, msg_ids, sizeof(msg_ids) - 1);
+                _exit(125);
+        }
+        /* Credential changes clear the parent-death signal, so set it now;
+         * then make sure the daemon did not die before we asked. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(125);
+        if (chdir("/") < 0)
+                _exit(125);
+        execve(p->path, p->argv, p->envp);
+        (void) !write(2, msg_exec, sizeof(msg_exec) - 1);
+        _exit(errno == ENOENT ? 127 : 126);
+}
+
+int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd) {
+        int pidfd = -1;
+        struct clone_args args;
+        pid_t parent = getpid();
+
+        memset(&args, 0, sizeof(args));
+        args.flags = CLONE_PIDFD;
+        args.pidfd = (uint64_t) (uintptr_t) &pidfd;
+        args.exit_signal = SIGCHLD;
+        if (p->cgroup_fd >= 0) {
+                args.flags |= CLONE_INTO_CGROUP;
+                args.cgroup = (uint64_t) p->cgroup_fd;
+        }
+        long pid = syscall(SYS_clone3, &args, sizeof(args));
+        if (pid < 0)
+                return -errno;
+        if (pid == 0)
+                child(p, parent);
+        /* pidfds from clone3 are already close-on-exec. */
+        *ret_pid = (pid_t) pid;
+        *ret_pidfd = pidfd;
+        return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Start sbx-launch for a job: cloned straight into the job's cgroup (when
+ * there is one) with a pidfd, then in the child, before exec, drop to the
+ * tenant's unprivileged job uid/gid — the launcher never runs as root — and
+ * ask for SIGKILL if the daemon dies, so no job outlives it unwatched. */
+#pragma once
+
+#include <sys/types.h>
+
+struct spawn_params {
+        const char *path;    /* the launcher */
+        char **argv;
+        char **envp;
+        int fds[5];          /* become the child's 0..4 (-1: /dev/null for 0..2, closed otherwise) */
+        uid_t uid;
+        gid_t gid;
+        int cgroup_fd;       /* -1: stay in the daemon's cgroup */
+};
+
+/* 0 with *ret_pid and *ret_pidfd, or -errno. */
+int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd);

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+uint64_t now_mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+uint64_t now_real_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+const char *format_rfc3339(uint64_t real_ms, char *buf, size_t len) {
+        time_t t = (time_t) (real_ms / 1000);
+        struct tm tm;
+        char base[32];
+        gmtime_r(&t, &tm);
+        strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf, len, "%s.%03uZ", base, (unsigned) (real_ms % 1000));
+        return buf;
+}
+
+int write_all(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+int write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
+        char tmp[512];
+        int r;
+        if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int) sizeof(tmp))
+                return -ENAMETOOLONG;
+        _cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0)
+                return -errno;
+        r = write_all(fd, data, len);
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlinkat(dirfd, tmp, 0);
+                return r;
+        }
+        /* The rename is durable only once the directory itself is synced. */
+        if (fsync(dirfd) < 0)
+                return -errno;
+        return 0;
+}
+
+int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        /* Pseudo-files (cgroupfs, procfs) report size 0: read to EOF. */
+        size_t cap = st.st_size > 0 ? (size_t) st.st_size + 1 : 4096, got = 0;
+        if ((uint64_t) st.st_size > max)
+                return -EFBIG;
+        _cleanup_free_ char *buf = malloc(cap + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (got == cap) {
+                        if (cap >= max)
+                                return -EFBIG;
+                        cap = cap * 2 > max ? max : cap * 2;
+                        char *nb = realloc(buf, cap + 1);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                }
+                ssize_t n = read(fd, buf + got, cap - got);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                got += (size_t) n;
+        }
+        buf[got] = '\0';
+        *ret = TAKE_PTR(buf);
+        if (ret_len)
+                *ret_len = got;
+        return 0;
+}
+
+static int rm_rf_children(int fd) {
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (de->d_type == DT_DIR) {
+                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0) {
+                                rm_rf_children(sub);
+                                if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && r == 0)
+                                        r = -errno;
+                                continue;
+                        }
+                }
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+                        if (errno == EISDIR) {
+                                int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                if (sub >= 0)
+                                        rm_rf_children(sub);
+                                if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && r == 0)
+                                        r = -errno;
+                        } else if (r == 0)
+                                r = -errno;
+                }
+        }
+        closedir(d);
+        return r;
+}
+
+int rm_rf_at(int dirfd, const char *name) {
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                if (errno == ENOTDIR || errno == ELOOP)
+                        return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+                return -errno;
+        }
+        rm_rf_children(fd);
+        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+void hex_encode(const unsigned char *in, size_t len, char *out) {
+        static const char digits[] = "0123456789abcdef";
+        for (size_t i = 0; i < len; i++) {
+                out[2 * i] = digits[in[i] >> 4];
+                out[2 * i + 1] = digits[in[i] & 15];
+        }
+        out[2 * len] = '\0';
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small helpers shared by the supervisor's modules and sbxctl: an intrusive
+ * doubly linked list, clocks, and a few fd utilities. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "macro.h"
+
+struct list {
+        struct list *prev, *next;
+};
+
+#define LIST_INIT(l) ((struct list){ &(l), &(l) })
+#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
+#define list_entry(ptr, type, member) container_of(ptr, type, member)
+#define list_for_each_safe(pos, tmp, head) \
+        for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); (pos) = (tmp), (tmp) = (pos)->next)
+
+static inline void list_init(struct list *l) {
+        l->prev = l->next = l;
+}
+
+static inline bool list_empty(const struct list *l) {
+        return l->next == l;
+}
+
+static inline void list_add_tail(struct list *head, struct list *n) {
+        n->prev = head->prev;
+        n->next = head;
+        head->prev->next = n;
+        head->prev = n;
+}
+
+static inline void list_del(struct list *n) {
+        n->prev->next = n->next;
+        n->next->prev = n->prev;
+        n->prev = n->next = n;
+}
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in milliseconds. */
+uint64_t now_mono_ms(void);
+uint64_t now_real_ms(void);
+
+/* RFC 3339 UTC with milliseconds: "2026-11-22T04:21:18.123Z". */
+const char *format_rfc3339(uint64_t real_ms, char *buf, size_t len);
+
+/* Write all of buf (retrying on EINTR and short writes); -errno on failure. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* Write data to dirfd/name durably: name.tmp, fsync, rename, fsync(dir). */
+int write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
+
+/* Read a whole (small) file into a NUL-terminated buffer, at most max bytes. */
+int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);
+
+/* Remove a directory tree below dirfd/name without following symlinks. */
+int rm_rf_at(int dirfd, const char *name);
+
+/* Lowercase hex of len bytes into out (2*len+1 bytes). */
+void hex_encode(const unsigned char *in, size_t len, char *out);

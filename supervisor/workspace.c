@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "workspace.h"
+
+#define WALK_MAX_DEPTH 32
+#define WALK_MAX_ENTRIES 100000
+
+/* mkdir -p for the parents of rel below dirfd, never following symlinks
+ * (the directory is fresh and only the daemon writes it, but be strict). */
+static int open_parent(int dirfd, const char *rel, bool create, char **ret_base, int *ret_fd) {
+        _cleanup_free_ char *copy = strdup(rel);
+        if (!copy)
+                return -ENOMEM;
+        int fd = dup(dirfd);
+        if (fd < 0)
+                return -errno;
+        char *p = copy;
+        for (;;) {
+                char *slash = strchr(p, '/');
+                if (!slash)
+                        break;
+                *slash = '\0';
+                if (create && mkdirat(fd, p, 0755) < 0 && errno != EEXIST) {
+                        int e = -errno;
+                        close(fd);
+                        return e;
+                }
+                int nfd = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                close(fd);
+                if (nfd < 0)
+                        return -errno;
+                fd = nfd;
+                p = slash + 1;
+        }
+        *ret_base = strdup(p);
+        *ret_fd = fd;
+        return *ret_base ? 0 : -ENOMEM;
+}
+
+static int chown_tree(int fd, uid_t uid, gid_t gid, int depth) {
+        if (depth > WALK_MAX_DEPTH)
+                return -ELOOP;
+        int dfd = dup(fd);
+        if (dfd < 0)
+                return -errno;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                close(dfd);
+                return -errno;
+        }
+        struct dirent *de;
+        int r = 0;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (fchownat(fd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 && r == 0)
+                        r = -errno;
+                if (de->d_type == DT_DIR) {
+                        _cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                chown_tree(sub, uid, gid, depth + 1);
+                }
+        }
+        closedir(d);
+        return r;
+}
+
+int workspace_create(int work_dirfd, const char *id, const struct run_request *run, uid_t uid, gid_t gid,
+                     struct sbx_error *err) {
+        /* Root-owned and private until the files are in, so the job uid's
+         * other jobs cannot race symlinks into it. */
+        if (mkdirat(work_dirfd, id, 0700) < 0)
+                return sbx_error_set(err, errno, "workspace %s", id);
+        _cleanup_close_ int fd = openat(work_dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "workspace %s", id);
+        for (size_t i = 0; i < run->n_files; i++) {
+                const struct upload *u = &run->files[i];
+                _cleanup_free_ char *base = NULL;
+                _cleanup_close_ int pfd = -1;
+                int r = open_parent(fd, u->path, true, &base, &pfd);
+                if (r < 0)
+                        return sbx_error_set(err, r, "upload %s", u->path);
+                _cleanup_close_ int ffd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, u->mode);
+                if (ffd < 0)
+                        return sbx_error_set(err, errno, "upload %s", u->path);
+                r = write_all(ffd, u->data, u->len);
+                if (r < 0)
+                        return sbx_error_set(err, r, "upload %s", u->path);
+                fchmod(ffd, u->mode);
+        }
+        int r = chown_tree(fd, uid, gid, 0);
+        if (r < 0)
+                return sbx_error_set(err, r, "workspace %s: chown", id);
+        if (fchown(fd, uid, gid) < 0)
+                return sbx_error_set(err, errno, "workspace %s: chown", id);
+        return 0;
+}
+
+struct collect {
+        char *const *globs;
+        size_t n_globs;
+        uint64_t cap;
+        uint64_t used;
+        unsigned entries;
+        int dest;
+        json_t *list;
+        bool truncated;
+        struct sbx_error *err;
+};
+
+static bool matches(struct collect *c, const char *rel) {
+        for (size_t i = 0; i < c->n_globs; i++)
+                if (fnmatch(c->globs[i], rel, FNM_PATHNAME) == 0)
+                        return true;
+        return false;
+}
+
+static int copy_one(struct collect *c, int dirfd, const char *name, const char *rel) {
+        /* O_NOFOLLOW: a symlink planted by the job is not followed out of
+         * the workspace; O_NONBLOCK: a FIFO cannot stall the daemon. */
+        _cleanup_close_ int in = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (in < 0)
+                return 0;
+        struct stat st;
+        if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        if ((uint64_t) st.st_size > c->cap - c->used) {
+                c->truncated = true;
+                return 0;
+        }
+        _cleanup_free_ char *base = NULL;
+        _cleanup_close_ int pfd = -1;
+        int r = open_parent(c->dest, rel, true, &base, &pfd);
+        if (r < 0)
+                return sbx_error_set(c->err, r, "artifact %s", rel);
+        _cleanup_close_ int out = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (out < 0)
+                return sbx_error_set(c->err, errno, "artifact %s", rel);
+        crypto_hash_sha256_state h;
+        crypto_hash_sha256_init(&h);
+        char buf[65536];
+        uint64_t total = 0;
+        for (;;) {
+                ssize_t n = read(in, buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return sbx_error_set(c->err, errno, "artifact %s", rel);
+                }
+                if (n == 0)
+                        break;
+                /* The file may have grown since fstat (a straggler); the
+                 * cap holds regardless. */
+                if (total + (uint64_t) n > c->cap - c->used) {
+                        c->truncated = true;
+                        unlinkat(pfd, base, 0);
+                        return 0;
+                }
+                r = write_all(out, buf, (size_t) n);
+                if (r < 0)
+                        return sbx_error_set(c->err, r, "artifact %s", rel);
+                crypto_hash_sha256_update(&h, (unsigned char *) buf, (size_t) n);
+                total += (uint64_t) n;
+        }
+        if (fsync(out) < 0)
+                return sbx_error_set(c->err, errno, "artifact %s", rel);
+        unsigned char digest[crypto_hash_sha256_BYTES];
+        char hex[2 * crypto_hash_sha256_BYTES + 1];
+        crypto_hash_sha256_final(&h, digest);
+        hex_encode(digest, sizeof(digest), hex);
+        c->used += total;
+        json_array_append_new(c->list, json_pack("{s:s, s:I, s:s}", "path", rel, "size", (json_int_t) total, "sha256", hex));
+        return 0;
+}
+
+static int walk(struct collect *c, int dirfd, const char *prefix, int depth) {
+        if (depth > WALK_MAX_DEPTH)
+                return 0;
+        int dfd = dup(dirfd);
+        if (dfd < 0)
+                return -errno;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                close(dfd);
+                return -errno;
+        }
+        struct dirent *de;
+        int r = 0;
+        while (r == 0 && (de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (++c->entries > WALK_MAX_ENTRIES) {
+                        c->truncated = true;
+                        break;
+                }
+                char rel[4096];
+                if (snprintf(rel, sizeof(rel), "%s%s%s", prefix, *prefix ? "/" : "", de->d_name) >= (int) sizeof(rel))
+                        continue;
+                if (de->d_type == DT_DIR) {
+                        _cleanup_close_ int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                r = walk(c, sub, rel, depth + 1);
+                } else if ((de->d_type == DT_REG || de->d_type == DT_UNKNOWN) && matches(c, rel))
+                        r = copy_one(c, dirfd, de->d_name, rel);
+        }
+        closedir(d);
+        return r;
+}
+
+int workspace_collect(int work_dirfd, const char *id, char *const *globs, size_t n_globs, uint64_t cap, int dest_dirfd,
+                      json_t **ret, bool *ret_truncated, struct sbx_error *err) {
+        struct collect c = { .globs = globs, .n_globs = n_globs, .cap = cap, .dest = dest_dirfd, .err = err };
+        c.list = json_array();
+        if (!c.list)
+                return sbx_error_set(err, ENOMEM, "artifacts");
+        _cleanup_close_ int fd = openat(work_dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r = fd < 0 ? sbx_error_set(err, errno, "workspace %s", id) : walk(&c, fd, "", 0);
+        *ret = c.list;
+        *ret_truncated = c.truncated;
+        return r;
+}
+
+int workspace_remove(int work_dirfd, const char *id) {
+        return rm_rf_at(work_dirfd, id);
+}
