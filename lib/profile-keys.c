@@ -339,9 +339,10 @@ static int k_share(struct kctx *c) {
                 int r = ns_lookup(c, i, &bit);
                 if (r < 0)
                         return r;
+                if (bit == PROFILE_NS_ALL)
+                        return kerr(c, "the user and mount namespaces are always new and cannot be shared");
                 if (bit & (PROFILE_NS_USER | PROFILE_NS_MOUNT))
-                        return kerr(c, "the %s namespace is always new and cannot be shared",
-                                    bit == PROFILE_NS_ALL ? "user and mount" : c->w[i].s);
+                        return kerr(c, "the %s namespace is always new and cannot be shared", c->w[i].s);
                 c->p->namespaces &= ~bit;
         }
         ns_sync_net(c->p);

@@ -108,6 +108,11 @@ static char *reader(char *buf, int num, void *stream) {
         memcpy(buf, s, content);
         buf[content] = '\0';
         l->line_indented = content > 0 && (s[0] == ' ' || s[0] == '\t');
+        if (l->pending && !l->line_indented && content > 0 && s[0] != ';' && s[0] != '#') {
+                lerr(l, l->pending_line, "the value ends in '\\' but line %u is not an indented continuation line",
+                     l->line);
+                return NULL;
+        }
         check_section_line(l, s, content);
         return l->failed ? NULL : buf;
 }
