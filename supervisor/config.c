@@ -294,8 +294,10 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
                         return FAIL("default_profile: invalid profile name '%s'", ps->name, ps->line, v);
                 return set_str(&t->default_profile, v);
         }
-        if (streq(k, "default_timeout"))
+        if (streq(k, "default_timeout")) {
+                t->default_timeout_set = true;
                 return parse_dur(ps, k, v, &t->default_timeout_ms);
+        }
         if (streq(k, "max_timeout"))
                 return parse_dur(ps, k, v, &t->max_timeout_ms);
         if (streq(k, "max_memory"))
@@ -527,6 +529,10 @@ static int run_parse(struct parse_state *ps) {
                                         if (t->uids[a] == c->tenants[j].uids[b])
                                                 return sbx_error_msg(ps->err, EINVAL, "%s: uid %u is already in [tenant.%s]",
                                                                      t->origin, (unsigned) t->uids[a], c->tenants[j].name);
+                /* The built-in default follows a lower cap; an explicit
+                 * default above the cap is a contradiction. */
+                if (t->default_timeout_ms > t->max_timeout_ms && !t->default_timeout_set)
+                        t->default_timeout_ms = t->max_timeout_ms;
                 if (t->default_timeout_ms > t->max_timeout_ms)
                         return sbx_error_msg(ps->err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
         }

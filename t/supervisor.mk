@@ -1,1 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord and sbxctl: cmocka unit tests of the pure modules, and
+# bats tests against a real daemon on a real socket running real jobs.
+SUP_UNIT_TESTS = \
+	t/sup-unit/proto-test \
+	t/sup-unit/policy-test \
+	t/sup-unit/job-test
+check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
+TESTS += $(SUP_UNIT_TESTS)
+
+SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor
+SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
+
+t_sup_unit_proto_test_SOURCES = t/sup-unit/proto-test.c
+t_sup_unit_proto_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_proto_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_policy_test_SOURCES = t/sup-unit/policy-test.c
+t_sup_unit_policy_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_policy_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_job_test_SOURCES = t/sup-unit/job-test.c
+t_sup_unit_job_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_job_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_sup_client_SOURCES = t/sup-unit/sup-client.c
+t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
+
+SUP_BATS = \
+	t/supervisor-run.bats
+TESTS += $(SUP_BATS)
+EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash

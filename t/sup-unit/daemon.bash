@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared by the supervisor bats files: a real sbx-supervisord on a real
+# socket in a temporary directory, with a configuration each file writes,
+# running real jobs through the real sbx-launch as nobody.
+
+load helpers/common
+
+# sup_init: stage binaries (once per file, from setup_file).
+sup_init() {
+        sbx_stage
+        cp "$SBX_BUILDDIR/supervisor/sbx-supervisord" "$SBX_BUILDDIR/supervisor/sbxctl" \
+                "$SBX_BUILDDIR/t/sup-unit/sup-client" "$SBX_STAGE/bin/"
+        chmod -R a+rX "$SBX_STAGE/bin"
+        export SUP_DIR="$SBX_STAGE/sup"
+        mkdir -p "$SUP_DIR"
+        chmod 0755 "$SUP_DIR"
+        export SUP_SOCK="$SUP_DIR/sock"
+        export SBX_SOCKET="$SUP_SOCK"
+        # A cgroup of our own per test file, so that parallel files never
+        # reap each other's jobs; none when cgroup2 is not writable here.
+        SUP_CGROUP=none
+        local mnt
+        mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+        if [ -n "$mnt" ] && [ "$(id -u)" = 0 ] && [ -w "$mnt/cgroup.procs" ]; then
+                SUP_CGROUP="$mnt/sbx-test-$$-$RANDOM"
+        fi
+        export SUP_CGROUP
+}
+
+sup_fini() {
+        sup_stop
+        if [ "$SUP_CGROUP" != none ] && [ -d "$SUP_CGROUP" ]; then
+                for d in "$SUP_CGROUP"/job-*; do
+                        [ -d "$d" ] && echo 1 > "$d/cgroup.kill" 2>/dev/null && rmdir "$d" 2>/dev/null
+                done
+                rmdir "$SUP_CGROUP" 2>/dev/null || true
+        fi
+        sbx_unstage
+}
+
+# sup_config [EXTRA DAEMON LINES] — writes the config with one tenant for
+# root (the tests' own uid); append more sections to $SUP_DIR/sup.conf after.
+sup_config() {
+        cat > "$SUP_DIR/sup.conf" <<EOC
+[daemon]
+socket = $SUP_SOCK
+state_dir = $SUP_DIR/state
+launcher = $SBX_STAGE/bin/sbx-launch
+profile_path = $SBX_STAGE/profiles
+cgroup = $SUP_CGROUP
+audit_log = $SUP_DIR/audit.log
+kill_grace = 1s
+$*
+
+[tenant.admin]
+uids = root
+profiles = default shell
+max_jobs = 32
+max_queue = 1024
+EOC
+}
+
+sup_start() {
+        [ -f "$SUP_DIR/sup.conf" ] || sup_config
+        "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" >>"$SUP_DIR/daemon.log" 2>&1 3>&- &
+        SUP_PID=$!
+        export SUP_PID
+        local i
+        for i in $(seq 100); do
+                [ -S "$SUP_SOCK" ] && "$SBX_STAGE/bin/sbxctl" ping >/dev/null 2>&1 && return 0
+                kill -0 "$SUP_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        echo "daemon did not start:" >&2
+        cat "$SUP_DIR/daemon.log" >&2
+        return 1
+}
+
+sup_stop() {
+        if [ -n "${SUP_PID:-}" ] && kill -0 "$SUP_PID" 2>/dev/null; then
+                kill -TERM "$SUP_PID"
+                local i
+                for i in $(seq 200); do
+                        kill -0 "$SUP_PID" 2>/dev/null || break
+                        sleep 0.05
+                done
+                kill -KILL "$SUP_PID" 2>/dev/null || true
+                wait "$SUP_PID" 2>/dev/null || true
+        fi
+        SUP_PID=
+}
+
+ctl() {
+        "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" "$@"
+}
+
+# Raw protocol: each argument is one request line; prints every reply.
+raw() {
+        printf '%s\n' "$@" | "$SBX_STAGE/bin/sup-client" "$SUP_SOCK"
+}
+
+# ctl as nobody (not in any tenant unless a test adds it).
+ctl_nobody() {
+        setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" "$@"
+}
+
+# jq-free field access: json_get FIELD <<< JSON (top level or a.b path)
+json_get() {
+        "$SBX_STAGE/bin/sup-client" --get "$1"
+}

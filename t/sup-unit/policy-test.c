@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Tenant lookup and policy: caps reject or clamp, defaults fill in, and the
+ * configuration parser names file:line for every bad key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "profile.h"
+#include "tenant.h"
+
+static const char conf[] =
+        "[daemon]\n"
+        "max_jobs = 4\n"
+        "[tenant.ci]\n"
+        "uids = 1000 1001\n"
+        "profiles = default python\n"
+        "max_timeout = 60s\n"
+        "default_timeout = 10s\n"
+        "max_memory = 512M\n"
+        "max_processes = 64\n"
+        "max_output = 1M\n"
+        "max_upload = 10\n"
+        "network = none\n"
+        "[tenant.web]\n"
+        "gids = 2000\n"
+        "profiles = *\n"
+        "over_limit = clamp\n"
+        "max_timeout = 5s\n"
+        "max_memory = 1G\n"
+        "network = none host\n";
+
+static struct config cfg;
+
+static int setup(void **state) {
+        struct sbx_error e;
+        config_init(&cfg);
+        if (config_load_string(&cfg, "test.conf", conf, &e) < 0)
+                fail_msg("%s", e.msg);
+        return 0;
+}
+
+static int teardown(void **state) {
+        config_free(&cfg);
+        return 0;
+}
+
+static void run_init(struct run_request *r) {
+        struct request req;
+        request_init(&req);
+        *r = req.run;
+}
+
+static void test_lookup(void **state) {
+        assert_string_equal(tenant_lookup(&cfg, 1001, 5, NULL, 0)->name, "ci");
+        assert_string_equal(tenant_lookup(&cfg, 7, 2000, NULL, 0)->name, "web");
+        gid_t groups[] = { 3, 2000 };
+        assert_string_equal(tenant_lookup(&cfg, 7, 8, groups, 2)->name, "web");
+        assert_null(tenant_lookup(&cfg, 7, 8, NULL, 0));
+        assert_null(tenant_lookup(&cfg, 0, 0, NULL, 0));
+}
+
+static void test_defaults(void **state) {
+        struct run_request r;
+        struct policy_decision d;
+        struct sbx_error e;
+        run_init(&r);
+        struct tenant *t = tenant_lookup(&cfg, 1000, 0, NULL, 0);
+        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_string_equal(d.profile, "default");
+        assert_int_equal(d.timeout_ms, 10000);
+        assert_int_equal(d.memory, 512ull << 20);   /* the cap is the default */
+        assert_int_equal(d.processes, 64);
+        assert_int_equal(d.output, 1u << 20);
+        assert_int_equal(d.net, NET_NONE);
+        assert_string_equal(d.clamped, "");
+}
+
+static void test_reject(void **state) {
+        struct run_request r;
+        struct policy_decision d;
+        struct sbx_error e;
+        struct tenant *t = tenant_lookup(&cfg, 1000, 0, NULL, 0);
+
+        run_init(&r);
+        r.timeout_ms = 61000;
+        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_string_equal(d.code, "E_LIMIT");
+        assert_non_null(strstr(e.msg, "timeout_ms"));
+        assert_non_null(strstr(e.msg, "60000"));
+
+        run_init(&r);
+        r.memory = (512ull << 20) + 1;
+        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_non_null(strstr(e.msg, "limits.memory"));
+
+        run_init(&r);
+        r.processes = 65;
+        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+
+        run_init(&r);
+        r.profile = (char *) "node";
+        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_string_equal(d.code, "E_FORBIDDEN");
+        assert_non_null(strstr(e.msg, "'node'"));
+
+        run_init(&r);
+        r.net = NET_HOST;
+        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_string_equal(d.code, "E_FORBIDDEN");
+
+        run_init(&r);
+        r.upload_bytes = 11;
+        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_non_null(strstr(e.msg, "files"));
+
+        /* at the cap exactly is fine */
+        run_init(&r);
+        r.timeout_ms = 60000;
+        r.memory = 512ull << 20;
+        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_int_equal(d.timeout_ms, 60000);
+}
+
+static void test_clamp(void **state) {
+        struct run_request r;
+        struct policy_decision d;
+        struct sbx_error e;
+        struct tenant *t = tenant_lookup(&cfg, 7, 2000, NULL, 0);
+        run_init(&r);
+        r.timeout_ms = 3600000;
+        r.memory = 4ull << 30;
+        r.net = NET_HOST;
+        r.profile = (char *) "anything";
+        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_int_equal(d.timeout_ms, 5000);
+        assert_int_equal(d.memory, 1ull << 30);
+        assert_int_equal(d.net, NET_HOST);
+        assert_string_equal(d.profile, "anything");
+        assert_non_null(strstr(d.clamped, "timeout_ms 3600000 -> 5000"));
+        assert_non_null(strstr(d.clamped, "limits.memory"));
+        /* unset caps stay unset */
+        assert_int_equal(d.processes, PROTO_UNSET);
+}
+
+/* The configuration parser: one line per mistake, each naming file:line. */
+static void bad_conf(const char *text, const char *needle) {
+        struct config c;
+        struct sbx_error e;
+        config_init(&c);
+        sbx_error_clear(&e);
+        int r = config_load_string(&c, "bad.conf", text, &e);
+        if (r >= 0 || !strstr(e.msg, needle))
+                fail_msg("config accepted or wrong message: '%s' (wanted '%s')", e.msg, needle);
+        config_free(&c);
+}
+
+static void test_config_errors(void **state) {
+        bad_conf("[daemon]\nnosuch = 1\n", "bad.conf:2: unknown key 'nosuch' in [daemon]");
+        bad_conf("[daemon]\n\nmax_jobs = many\n", "bad.conf:3: max_jobs: invalid number 'many'");
+        bad_conf("[daemons]\nx = 1\n", "bad.conf:2: unknown section [daemons]");
+        bad_conf("[daemon]\nsocket = relative\n", "bad.conf:2: socket: must be an absolute path");
+        bad_conf("[tenant.a]\nuids = nosuchuser_zz\n", "bad.conf:2: unknown user 'nosuchuser_zz'");
+        bad_conf("[tenant.a]\nuids = 5\njob_user = root\n", "bad.conf:3: job_user: jobs never run as root");
+        bad_conf("[tenant.a]\nprofiles = default\n", "[tenant.a] has neither uids nor gids");
+        bad_conf("[tenant.a]\nuids = 5\n[tenant.b]\nuids = 5\n", "uid 5 is already in [tenant.a]");
+        bad_conf("[tenant.a]\nuids = 5\nover_limit = maybe\n", "bad.conf:3: over_limit");
+        bad_conf("[tenant.a]\nuids = 5\nnetwork = wifi\n", "bad.conf:3: unknown network mode 'wifi'");
+        bad_conf("[daemon]\nkill_grace = soon\n", "bad.conf:2: kill_grace: invalid duration");
+        bad_conf("[daemon]\nthis is not ini\n", "bad.conf:2: syntax error");
+        bad_conf("[tenant.a]\nuids = 5\ndefault_timeout = 2h\nmax_timeout = 1h\n", "default_timeout is above max_timeout");
+}
+
+static void test_config_values(void **state) {
+        assert_int_equal(cfg.max_jobs, 4);
+        assert_int_equal(cfg.n_tenants, 2);
+        struct tenant *t = &cfg.tenants[0];
+        assert_int_equal(t->n_uids, 2);
+        assert_int_equal(t->max_upload, 10);
+        assert_true(t->job_uid != 0);
+        assert_int_equal(cfg.tenants[1].over_limit, OVER_LIMIT_CLAMP);
+        assert_true(tenant_allows_profile(&cfg.tenants[1], "whatever"));
+        assert_false(tenant_allows_profile(t, "node"));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_lookup),        cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_reject),        cmocka_unit_test(test_clamp),
+                cmocka_unit_test(test_config_errors), cmocka_unit_test(test_config_values),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

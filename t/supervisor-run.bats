@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord(8) and sbxctl(1): jobs run through the launcher as the
+# tenant's job uid, output captured, results durable and readable later.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        sup_config
+        sup_start
+}
+
+teardown_file() {
+        sup_fini
+}
+
+setup() {
+        require_userns
+}
+
+@test "ping names the caller's tenant and uid" {
+        run ctl ping
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"uid 0, tenant admin"* ]]
+        run raw '{"v":1,"op":"ping","id":7}'
+        [ "$(json_get id <<<"$output")" = 7 ]
+        [ "$(json_get ok <<<"$output")" = true ]
+}
+
+@test "run streams stdout and stderr and exits with the job's status" {
+        run --separate-stderr ctl run -- sh -c 'echo out; echo err >&2; exit 3'
+        [ "$status" -eq 3 ]
+        [ "$output" = out ]
+        [[ "$stderr" == *err* ]]
+}
+
+@test "jobs run as nobody, never root, with the task context in the environment" {
+        run ctl run -- sh -c 'id -u; echo "$SBX_JOB_ID $SBX_TENANT $SBX_WORKSPACE"; pwd'
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "$(id -u nobody)" ]
+        [[ "${lines[1]}" =~ ^j[0-9a-f]{20}\ admin\ /workspace$ ]]
+        [ "${lines[2]}" = /workspace ]
+        # outside: the launcher process ran as nobody
+        job=${lines[1]%% *}
+        run ctl result --json "$job"
+        [[ "$output" == *"\"job_uid\": $(id -u nobody)"* ]]
+}
+
+@test "the request cannot override SBX_* variables" {
+        run raw '{"v":1,"op":"run","command":["true"],"env":{"SBX_JOB_ID":"forged"}}'
+        [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
+        [[ "$(json_get error.message <<<"$output")" == *"env.SBX_JOB_ID"* ]]
+        run ctl run --env FOO=bar -- sh -c 'echo $FOO'
+        [ "$output" = bar ]
+}
+
+@test "stdin is fed to the job" {
+        run ctl run --stdin - -- tr a-z A-Z <<<"hello"
+        [ "$status" -eq 0 ]
+        [ "$output" = HELLO ]
+}
+
+@test "submit, status, wait, result and logs" {
+        run ctl submit -- sh -c 'echo one; echo two >&2; exit 5'
+        [ "$status" -eq 0 ]
+        job=$output
+        [[ "$job" =~ ^j[0-9a-f]{20}$ ]]
+        run ctl wait "$job"
+        [ "$status" -eq 5 ]
+        [[ "$output" == *"state:     failed"* ]]
+        run ctl status "$job"
+        [[ "$output" == *"state     failed"* ]]
+        run ctl --json result "$job"
+        [ "$(json_get result.exit_code <<<"$output")" = 5 ]
+        [ "$(json_get result.stdout.size <<<"$output")" = 4 ]
+        [ "$(json_get result.tenant <<<"$output")" = admin ]
+        run --separate-stderr ctl logs "$job"
+        [ "$output" = one ]
+        [ "$stderr" = two ]
+        run ctl logs --stream stderr "$job"
+        [ "$output" = two ]
+}
+
+@test "list shows the caller's jobs, newest first, filtered by state" {
+        ctl run -- true
+        run ctl --json ls --limit 1
+        [ "$(json_get jobs.0.state <<<"$output")" = succeeded ]
+        run ctl --json ls --state failed
+        [ "$(json_get jobs.0.state <<<"$output")" = failed ]
+}
+
+@test "output beyond the cap is discarded and the result says truncated" {
+        run ctl --json run --output 1000 -- sh -c 'head -c 100000 /dev/zero | tr "\0" a'
+        job=$(json_get job <<<"$output" | head -1)
+        run ctl --json result "$job"
+        [ "$(json_get result.stdout.size <<<"$output")" = 1000 ]
+        [ "$(json_get result.stdout.produced <<<"$output")" = 100000 ]
+        [ "$(json_get result.stdout.truncated <<<"$output")" = true ]
+        [ "$(json_get result.state <<<"$output")" = succeeded ]
+}
+
+@test "uploaded files are in /workspace; artifacts come back with size and sha256" {
+        d=$(user_dir)
+        printf 'payload\n' > "$d/in.txt"
+        run --separate-stderr ctl run --upload "$d/in.txt:sub/in.txt" --artifact 'out/*' -- \
+                sh -c 'cat sub/in.txt; mkdir out; printf abc > out/a.txt; ln -s /etc/shadow out/link; mkfifo out/fifo'
+        [ "$status" -eq 0 ]
+        [ "$output" = payload ]
+        job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
+        run ctl --json result "$job"
+        [ "$(json_get result.artifacts.0.path <<<"$output")" = out/a.txt ]
+        [ "$(json_get result.artifacts.0.sha256 <<<"$output")" = "$(printf abc | sha256sum | cut -d' ' -f1)" ]
+        # the symlink and the fifo were not collected
+        [ "$(json_get result.artifacts.1 <<<"$output")" = "" ] || false
+        [ -f "$SUP_DIR/state/results/$job/artifacts/out/a.txt" ]
+        [ ! -e "$SUP_DIR/state/results/$job/artifacts/out/link" ]
+        # and the workspace is gone
+        [ ! -e "$SUP_DIR/state/work/$job" ]
+}
+
+@test "uploads cannot escape the workspace" {
+        run raw '{"v":1,"op":"run","command":["true"],"files":[{"path":"../x","data":"a"}]}'
+        [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
+        [[ "$(json_get error.message <<<"$output")" == *"files[0].path"* ]]
+        run raw '{"v":1,"op":"run","command":["true"],"files":[{"path":"/etc/x","data":"a"}]}'
+        [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
+}
+
+@test "a missing command exits 127 and a setup failure is recorded" {
+        run -127 ctl run -- /nonexistent/cmd
+        [ "$status" -eq 127 ]
+        run ctl run --profile nosuch -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_NO_PROFILE* ]] || [[ "$output" == *E_FORBIDDEN* ]]
+}
+
+@test "results are written durably and survive a restart intact" {
+        run ctl submit -- sh -c 'echo persisted'
+        job=$output
+        ctl wait "$job"
+        before=$(ctl --json result "$job")
+        sup_stop
+        sup_start
+        after=$(ctl --json result "$job")
+        [ "$before" = "$after" ]
+        run ctl logs "$job"
+        [ "$output" = persisted ]
+        # no temporary files are left next to the records
+        run find "$SUP_DIR/state/results" -name '*.tmp'
+        [ -z "$output" ]
+}
+
+@test "the audit log has a JSON line per request decision and per job end" {
+        run grep -c '"event":"job_end"' "$SUP_DIR/audit.log"
+        [ "$output" -ge 5 ]
+        run grep -c '"decision":"accepted"' "$SUP_DIR/audit.log"
+        [ "$output" -ge 5 ]
+        grep '"event":"job_end"' "$SUP_DIR/audit.log" | head -1 | grep -q '"inputs_sha256":"[0-9a-f]\{64\}"'
+}
+
+@test "idempotency_key returns the same job on retry" {
+        run ctl submit --idempotency-key k1 -- true
+        a=$output
+        run ctl --json submit --idempotency-key k1 -- true
+        [ "$(json_get job <<<"$output")" = "$a" ]
+        [ "$(json_get duplicate <<<"$output")" = true ]
+}
