@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sodium.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -1450,8 +1451,10 @@ static void begin_stop(const char *why) {
                         job_transition(&rj->j, JEV_SHUTDOWN);
                         set_error(&rj->j, E_SHUTTING_DOWN, "supervisor stopped before the job started");
                         finish_job(rj);
-                } else
+                } else {
+                        set_error(&rj->j, E_SHUTTING_DOWN, "supervisor stopped while the job ran");
                         stop_job(rj, JEV_SHUTDOWN);
+                }
         }
         if (list_empty(&S.jobs))
                 loop_quit();
@@ -1570,6 +1573,18 @@ static int open_state_dirs(struct sbx_error *err) {
         S.state_fd = open(sd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (S.state_fd < 0)
                 return sbx_error_set(err, errno, "state_dir %s", sd);
+        /* One daemon per state directory: a second one would "recover" the
+         * first one's running jobs. The lock dies with the process. */
+        int lock = openat(S.state_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lock < 0)
+                return sbx_error_set(err, errno, "state_dir %s: lock", sd);
+        if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                close(lock);
+                if (e == EWOULDBLOCK)
+                        return sbx_error_msg(err, EBUSY, "another sbx-supervisord is using state_dir %s", sd);
+                return sbx_error_set(err, e, "state_dir %s: lock", sd);
+        }
         /* The job uid must be able to reach its workspace (the launcher
          * binds it), but not list anyone's: 0711 on the path. */
         fchmod(S.state_fd, 0711);
@@ -1678,6 +1693,13 @@ int server_init(struct config *cfg, struct sbx_error *err) {
         r = open_state_dirs(err);
         if (r < 0)
                 return r;
+        /* The socket before recovery: finding another live daemon on it
+         * must stop us before we touch job cgroups. Clients that connect
+         * meanwhile wait in the backlog. */
+        int lfd = open_socket(err);
+        if (lfd < 0)
+                return lfd;
+        S.listen_src.fd = lfd;
         r = cgroup_setup(cfg->cgroup_root, &S.cg, err);
         if (r < 0)
                 return r;
@@ -1731,9 +1753,6 @@ int server_init(struct config *cfg, struct sbx_error *err) {
                 loop_add(&S.sweep_src, tfd, EPOLLIN, on_sweep);
         }
 
-        int lfd = open_socket(err);
-        if (lfd < 0)
-                return lfd;
         loop_add(&S.listen_src, lfd, EPOLLIN, on_listen);
 
         if (cfg->allow_unauthenticated)

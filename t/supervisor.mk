@@ -25,6 +25,12 @@ t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
 
 SUP_BATS = \
-	t/supervisor-run.bats
+	t/supervisor-run.bats \
+	t/supervisor-timeouts.bats \
+	t/supervisor-protocol.bats \
+	t/supervisor-tenants.bats \
+	t/supervisor-crash.bats \
+	t/supervisor-load.bats \
+	t/supervisor-config.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash

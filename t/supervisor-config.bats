@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord.conf(5): a bad configuration stops the daemon before it
+# starts, with file:line; --check-config says so without starting.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+}
+
+teardown_file() {
+        sup_fini
+}
+
+daemon() {
+        "$SBX_STAGE/bin/sbx-supervisord" "$@"
+}
+
+@test "an unknown key is refused with file:line" {
+        printf '[daemon]\nmax_jobs = 2\nmax_jbos = 3\n' > "$SUP_DIR/bad.conf"
+        run daemon --config "$SUP_DIR/bad.conf"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"$SUP_DIR/bad.conf:3: unknown key 'max_jbos' in [daemon]"* ]]
+        [ ! -S "$SUP_SOCK" ]
+}
+
+@test "bad values name the key and the line" {
+        printf '[daemon]\n\n[tenant.t]\nuids = 5\nmax_memory = lots\n' > "$SUP_DIR/bad.conf"
+        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"bad.conf:5: max_memory: invalid size 'lots'"* ]]
+        printf '[tenant.t]\nuids = 5\njob_user = root\n' > "$SUP_DIR/bad.conf"
+        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        [[ "$output" == *"bad.conf:3: job_user: jobs never run as root"* ]]
+}
+
+@test "a missing configuration file is an error naming it" {
+        run daemon --config "$SUP_DIR/nope.conf"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"$SUP_DIR/nope.conf: No such file or directory"* ]]
+}
+
+@test "--check-config accepts a good file" {
+        sup_config
+        run daemon --config "$SUP_DIR/sup.conf" --check-config
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"OK (1 tenants)"* ]]
+}
+
+@test "--socket overrides the configured path" {
+        sup_config
+        "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --socket "$SUP_DIR/other.sock" >"$SUP_DIR/o.log" 2>&1 3>&- &
+        pid=$!
+        for i in $(seq 50); do [ -S "$SUP_DIR/other.sock" ] && break; sleep 0.05; done
+        run "$SBX_STAGE/bin/sbxctl" --socket "$SUP_DIR/other.sock" ping
+        kill -TERM "$pid"
+        wait "$pid" || true
+        [ "$status" -eq 0 ]
+        # the socket is removed on a clean stop
+        [ ! -e "$SUP_DIR/other.sock" ]
+}
+
+@test "a second daemon on the same socket or state directory refuses to start" {
+        sup_config
+        sup_start
+        # same socket, another state directory
+        sed "s|^state_dir = .*|state_dir = $SUP_DIR/state2|" "$SUP_DIR/sup.conf" > "$SUP_DIR/second.conf"
+        run daemon --config "$SUP_DIR/second.conf"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"another daemon is listening on $SUP_SOCK"* ]]
+        # same state directory, another socket: it would take the first
+        # daemon's running jobs for a crash's leftovers
+        job=$(ctl submit -- sleep 2)
+        run daemon --config "$SUP_DIR/sup.conf" --socket "$SUP_DIR/second.sock"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"another sbx-supervisord is using state_dir"* ]]
+        run ctl wait "$job"
+        [ "$status" -eq 0 ]
+        sup_stop
+}
+
+@test "a launcher that does not exist is an error at start" {
+        sup_config
+        sed -i "s|^launcher = .*|launcher = $SUP_DIR/no-such-launcher|" "$SUP_DIR/sup.conf"
+        run daemon --config "$SUP_DIR/sup.conf"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"launcher $SUP_DIR/no-such-launcher"* ]]
+}
+
+@test "unknown options are usage errors" {
+        run daemon --bogus
+        [ "$status" -eq 2 ]
+        run "$SBX_STAGE/bin/sbxctl" frobnicate
+        [ "$status" -ne 0 ]
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord(8) CRASH RECOVERY: SIGKILL the daemon with jobs running
+# and queued, start it again: every accepted job has a record (state error,
+# "supervisor restarted"), no job process survives, and every result written
+# before the crash is intact.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+}
+
+teardown_file() {
+        sup_fini
+}
+
+setup() {
+        require_userns
+}
+
+crash_and_recover() {
+        local secs=$1
+        # results from before the crash
+        ctl run -- echo before >/dev/null
+        done_job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
+        done_rec=$(ctl --json result "$done_job")
+
+        jobs=()
+        for i in 1 2 3 4 5; do
+                jobs+=("$(ctl submit -- sh -c "echo started; sleep $secs")")
+        done
+        # three run (max_jobs = 3), two wait
+        for i in $(seq 50); do
+                [ "$(pgrep -f "sleep $secs" | wc -l)" -ge 3 ] && break
+                sleep 0.1
+        done
+        [ "$(pgrep -f "sleep $secs" | wc -l)" -ge 3 ]
+
+        kill -KILL "$SUP_PID"
+        wait "$SUP_PID" 2>/dev/null || true
+        SUP_PID=
+        sup_start
+
+        for j in "${jobs[@]}"; do
+                run ctl --json result "$j"
+                [ "$status" -eq 0 ]
+                [ "$(json_get result.state <<<"$output")" = error ]
+                [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
+                [ "$(json_get result.error.message <<<"$output")" = "supervisor restarted" ]
+        done
+        grep -q "recovery: 5 jobs interrupted by a restart" "$SUP_DIR/daemon.log"
+        # nothing the jobs started is still alive
+        sleep 0.3
+        run pgrep -f "sleep $secs"
+        [ "$status" -eq 1 ]
+        # older results are whole, byte for byte
+        [ "$(ctl --json result "$done_job")" = "$done_rec" ]
+        # no half-written record is visible anywhere
+        run find "$SUP_DIR/state/results" -name '.*.tmp'
+        [ -z "$output" ]
+        # and the daemon works
+        run ctl run -- echo after
+        [ "$output" = after ]
+}
+
+@test "SIGKILL with jobs running and queued: every job gets a record, none survives (job cgroups)" {
+        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 hierarchy here"
+        sup_config "max_jobs = 3"
+        sup_start
+        crash_and_recover $((7000 + RANDOM))
+        # the leftover job cgroups were reaped
+        [ -z "$(ls -d "$SUP_CGROUP"/job-* 2>/dev/null)" ]
+        sup_stop
+}
+
+@test "SIGKILL without cgroups: the parent-death signal and the journal's pids end the jobs" {
+        rm -f "$SUP_DIR/sup.conf"
+        sup_config "max_jobs = 3"
+        sed -i 's|^cgroup = .*|cgroup = none|' "$SUP_DIR/sup.conf"
+        sup_start
+        crash_and_recover $((7000 + RANDOM))
+        sup_stop
+}
+
+@test "a crash during a burst of submissions loses no acknowledged job" {
+        sup_start
+        acked="$SUP_DIR/acked"
+        : > "$acked"
+        ( for i in $(seq 40); do ctl submit -- sleep 0.2 >> "$acked" 2>/dev/null || true; done ) &
+        burst=$!
+        sleep 0.4
+        kill -KILL "$SUP_PID"
+        SUP_PID=
+        wait "$burst" || true
+        sup_start
+        n=0
+        while read -r job; do
+                [ -n "$job" ] || continue
+                run ctl --json result "$job"
+                [ "$status" -eq 0 ]
+                state=$(json_get result.state <<<"$output")
+                [ "$state" = succeeded ] || [ "$state" = error ]
+                n=$((n + 1))
+        done < "$acked"
+        [ "$n" -gt 0 ]
+        sup_stop
+}
+
+@test "SIGTERM ends running jobs and records queued ones before exiting" {
+        sup_start
+        a=$(ctl submit -- sleep 30)
+        sleep 0.3
+        kill -TERM "$SUP_PID"
+        for i in $(seq 60); do kill -0 "$SUP_PID" 2>/dev/null || break; sleep 0.1; done
+        ! kill -0 "$SUP_PID" 2>/dev/null
+        SUP_PID=
+        sup_start
+        run ctl --json result "$a"
+        [ "$(json_get result.state <<<"$output")" = killed ]
+        [ "$(json_get result.error.code <<<"$output")" = E_SHUTTING_DOWN ]
+        sup_stop
+}

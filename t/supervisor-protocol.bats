@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-protocol(7): bad input is answered with E_BAD_REQUEST naming the field,
+# the connection survives it, and no client — malformed, oversized, partial
+# or idle by the thousand — stops the daemon serving the others.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        sup_config "max_jobs = 1
+max_queue = 2
+max_request = 1M"
+        sup_start
+}
+
+teardown_file() {
+        sup_fini
+}
+
+err_code() {
+        json_get error.code
+}
+
+@test "malformed JSON is E_BAD_REQUEST and the same connection keeps working" {
+        run raw '{"v":1,"op":' 'not json at all' '{"v":1,"op":"ping","id":"after"}'
+        [ "${#lines[@]}" -eq 3 ]
+        [ "$(err_code <<<"${lines[0]}")" = E_BAD_REQUEST ]
+        [[ "$(json_get error.message <<<"${lines[0]}")" == *"malformed JSON"* ]]
+        [ "$(err_code <<<"${lines[1]}")" = E_BAD_REQUEST ]
+        [ "$(json_get ok <<<"${lines[2]}")" = true ]
+        [ "$(json_get id <<<"${lines[2]}")" = after ]
+}
+
+@test "wrong types and unknown fields name the field" {
+        run raw '{"v":1,"op":"run","command":"ls"}' \
+                '{"v":1,"op":"run","command":["ls"],"timeout_ms":"10s"}' \
+                '{"v":1,"op":"run","command":["ls"],"colour":"blue"}' \
+                '{"v":1,"op":"run","command":["ls"],"limits":{"memory":-5}}' \
+                '{"v":1,"op":"status","job":42}' \
+                '{"v":1,"op":"frobnicate"}' \
+                '{"v":2,"op":"ping"}'
+        [ "${#lines[@]}" -eq 7 ]
+        for l in "${lines[@]}"; do [ "$(err_code <<<"$l")" = E_BAD_REQUEST ]; done
+        [[ "$(json_get error.message <<<"${lines[0]}")" == *"'command': expected array, got string"* ]]
+        [[ "$(json_get error.message <<<"${lines[1]}")" == *"'timeout_ms'"* ]]
+        [[ "$(json_get error.message <<<"${lines[2]}")" == *"unknown field 'colour'"* ]]
+        [[ "$(json_get error.message <<<"${lines[3]}")" == *"'limits.memory'"* ]]
+        [[ "$(json_get error.message <<<"${lines[4]}")" == *"'job'"* ]]
+        [[ "$(json_get error.message <<<"${lines[5]}")" == *"unknown request 'frobnicate'"* ]]
+        [[ "$(json_get error.message <<<"${lines[6]}")" == *"'v'"* ]]
+}
+
+@test "a 10 MiB line is refused without being buffered, and the connection survives" {
+        rss_before=$(awk '/VmRSS/ { print $2 }' /proc/$SUP_PID/status)
+        run "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --big $((10 * 1024 * 1024))
+        [ "${#lines[@]}" -eq 2 ]
+        [ "$(err_code <<<"${lines[0]}")" = E_BAD_REQUEST ]
+        [[ "$(json_get error.message <<<"${lines[0]}")" == *"longer than"* ]]
+        [ "$(json_get ok <<<"${lines[1]}")" = true ]
+        rss_after=$(awk '/VmRSS/ { print $2 }' /proc/$SUP_PID/status)
+        # max_request is 1M: the daemon never held the 10 MiB
+        [ $((rss_after - rss_before)) -lt 4096 ]
+}
+
+@test "half a request and then a disconnect is dropped, not run" {
+        before=$(ctl --json ls | grep -o '"job"' | wc -l)
+        run "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --partial
+        [ "$status" -eq 0 ]
+        run ctl ping
+        [ "$status" -eq 0 ]
+        after=$(ctl --json ls | grep -o '"job"' | wc -l)
+        [ "$before" -eq "$after" ]
+}
+
+@test "1000 idle connections do not stop the daemon serving others" {
+        run "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --idle 1000
+        [ "$status" -eq 0 ]
+        [ "$(json_get ok <<<"${lines[0]}")" = true ]
+        [ "${lines[1]}" = "idle-open 1000 of 1000" ]
+        run ctl run -- echo still serving
+        [ "$output" = "still serving" ]
+}
+
+@test "a full queue answers E_QUEUE_FULL at once" {
+        a=$(ctl submit -- sleep 30)   # running (max_jobs = 1)
+        b=$(ctl submit -- sleep 30)   # queued
+        c=$(ctl submit -- sleep 30)   # queued (max_queue = 2)
+        start=$(date +%s%N)
+        run ctl --json submit -- true
+        [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 1000 ]
+        [ "$(err_code <<<"$output")" = E_QUEUE_FULL ]
+        for j in "$c" "$b" "$a"; do ctl cancel "$j"; done
+        for j in "$a" "$b" "$c"; do ctl wait "$j" || true; done
+        # and there is room again
+        run ctl run -- echo room
+        [ "$output" = room ]
+}
+
+@test "unknown jobs and results of running jobs get stable error codes" {
+        run raw '{"v":1,"op":"result","job":"j0000000000000000000a"}'
+        [ "$(err_code <<<"$output")" = E_NOT_FOUND ]
+        job=$(ctl submit -- sleep 2)
+        run raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
+        [ "$(err_code <<<"$output")" = E_NOT_DONE ]
+        ctl wait "$job"
+}
+
+@test "every response carries v:1 and echoes the request id" {
+        run raw '{"v":1,"op":"ping","id":"a"}' '{"v":1,"op":"list","id":2}' '{"v":1,"op":"nope","id":"c"}'
+        [ "$(json_get v <<<"${lines[0]}")" = 1 ]
+        [ "$(json_get id <<<"${lines[0]}")" = a ]
+        [ "$(json_get id <<<"${lines[1]}")" = 2 ]
+        [ "$(json_get id <<<"${lines[2]}")" = c ]
+}
+
+@test "binary output reaches followers as base64 and is kept byte for byte" {
+        run ctl --json run -- sh -c 'printf "\377\376\000x"'
+        json_get data_b64 <<<"$output" | grep -q .
+        job=$(json_get job <<<"$output" | head -1)
+        [ "$(od -An -tx1 "$SUP_DIR/state/results/$job/stdout" | tr -d ' ')" = fffe0078 ]
+}
