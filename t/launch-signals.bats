@@ -62,6 +62,7 @@ signal.signal(signal.SIGPIPE, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGUSR1})
 os.execv(sys.argv[1], sys.argv[1:])' "$SBX_LAUNCH" -- sh -c 'grep -E "^Sig(Blk|Ign)" /proc/self/status; exit 9'
+        echo "$output" >&2
         [ "$status" -eq 9 ]
         [ "${lines[0]}" = "SigBlk:	0000000000000000" ]
         [ "${lines[1]}" = "SigIgn:	0000000000000000" ]
