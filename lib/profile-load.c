@@ -75,6 +75,14 @@ static void check_section_line(struct loader *l, const char *s, size_t n) {
                 return;
         }
         l->have_prev = false;
+        /* inih ignores anything after the ']'; a typo there would pass
+         * silently, so only a comment may follow. */
+        for (size_t j = i + 1; j < n && s[j] != ';' && s[j] != '#'; j++)
+                if (s[j] != ' ' && s[j] != '\t') {
+                        lerr(l, l->line, "unexpected text after the section header (line '%.*s')",
+                             (int) (n < 60 ? n : 60), s);
+                        return;
+                }
         char sec[64];
         size_t len = i - start;
         if (len >= sizeof(sec))

@@ -396,7 +396,7 @@ static void test_lines(void **state) {
         struct profile p;
         profile_init(&p);
         /* CRLF line ends, a UTF-8 BOM, no final newline, inline comments. */
-        load_ok(&p, "\xef\xbb\xbf[sandbox]\r\nhostname = crlf ; comment\r\n[fs]\r\nproc = /proc");
+        load_ok(&p, "\xef\xbb\xbf[sandbox] ; c\r\nhostname = crlf ; comment\r\n[fs]\r\nproc = /proc");
         assert_string_equal(p.hostname, "crlf");
         assert_string_equal(p.fs[0].dest, "/proc");
         profile_free(&p);
@@ -425,6 +425,9 @@ static void test_errors(void **state) {
                 { "[foo]\n", "t.ini:1: unknown section [foo] (known: sandbox fs env net limits security)" },
                 { "[fs]\n\n[ fs ]\nproc = /proc\n", "t.ini:3: unknown section [ fs ] (known: sandbox fs env net limits security)" },
                 { "x = 1\n", "t.ini:1: key 'x' outside of any [section]" },
+                { "[fs] ro-bind = /a /b\n", "t.ini:1: unexpected text after the section header (line '[fs] ro-bind = /a /b')" },
+                { "[Fs]\n", "t.ini:1: unknown section [Fs] (known: sandbox fs env net limits security)" },
+                { "[fs]\nBind = /a /b\n", "t.ini:2: fs.Bind: unknown key (known in [fs]: bind bind-try ro-bind ro-bind-try dev-bind dev-bind-try tmpfs dir symlink file proc dev mqueue remount-ro chdir)" },
                 { "[net]\nports = 1\n", "t.ini:2: net.ports: unknown key (known in [net]: mode tcp-bind tcp-connect)" },
                 { "[sandbox]\njust words\n", "t.ini:2: expected '[section]' or 'key = value' (line 'just words')" },
                 { "[sandbox\n", "t.ini:1: expected '[section]' or 'key = value' (line '[sandbox')" },
