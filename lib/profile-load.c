@@ -4,6 +4,7 @@
  * (Debian builds inih without INI_HANDLER_LINENO), refuse lines inih would
  * silently truncate (its buffer is INI_MAX_LINE = 200 bytes), and stop at
  * the first error instead of parsing on. */
+#include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -57,14 +58,14 @@ static int lerr(struct loader *l, unsigned line, const char *fmt, ...) {
  * reported on its own line, even when it holds no keys. */
 static void check_section_line(struct loader *l, const char *s, size_t n) {
         size_t i = 0;
-        while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        while (i < n && isspace((unsigned char) s[i]))
                 i++;
         if (i == n || s[i] != '[' || (i > 0 && l->have_prev))
                 return;
         size_t start = ++i;
         bool was_space = false;
         while (i < n && s[i] != ']' && !(was_space && s[i] == ';')) {
-                was_space = s[i] == ' ' || s[i] == '\t';
+                was_space = isspace((unsigned char) s[i]);
                 i++;
         }
         if (i == n || s[i] != ']')
@@ -78,7 +79,7 @@ static void check_section_line(struct loader *l, const char *s, size_t n) {
         /* inih ignores anything after the ']'; a typo there would pass
          * silently, so only a comment may follow. */
         for (size_t j = i + 1; j < n && s[j] != ';' && s[j] != '#'; j++)
-                if (s[j] != ' ' && s[j] != '\t') {
+                if (!isspace((unsigned char) s[j])) {
                         lerr(l, l->line, "unexpected text after the section header (line '%.*s')",
                              (int) (n < 60 ? n : 60), s);
                         return;
@@ -115,7 +116,8 @@ static char *reader(char *buf, int num, void *stream) {
         }
         memcpy(buf, s, content);
         buf[content] = '\0';
-        l->line_indented = content > 0 && (s[0] == ' ' || s[0] == '\t');
+        /* inih's test for a continuation line: leading isspace(). */
+        l->line_indented = content > 0 && isspace((unsigned char) s[0]);
         if (l->pending && !l->line_indented && content > 0 && s[0] != ';' && s[0] != '#') {
                 lerr(l, l->pending_line, "the value ends in '\\' but line %u is not an indented continuation line",
                      l->line);
@@ -129,12 +131,12 @@ static char *reader(char *buf, int num, void *stream) {
  * way it does on key lines: ';' after whitespace starts a comment. */
 static void strip_inline_comment(char *v) {
         for (size_t i = 1; v[i]; i++)
-                if (v[i] == ';' && (v[i - 1] == ' ' || v[i - 1] == '\t')) {
+                if (v[i] == ';' && isspace((unsigned char) v[i - 1])) {
                         v[i] = '\0';
                         break;
                 }
         size_t n = strlen(v);
-        while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        while (n > 0 && isspace((unsigned char) v[n - 1]))
                 v[--n] = '\0';
 }
 

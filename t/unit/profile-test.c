@@ -388,6 +388,9 @@ static void test_continuation(void **state) {
                      "t.ini:2: the value ends in '\\' but line 3 is not an indented continuation line");
         expect_error("[sandbox]\nhostname = a\n   b\n", "t.ini:3: sandbox.hostname: takes a single line (an "
                                                          "indented line continues the previous key)");
+        /* inih counts any isspace() as indentation, \v included. */
+        expect_error("[sandbox]\nhostname = a\n\vb\n", "t.ini:3: sandbox.hostname: takes a single line (an "
+                                                           "indented line continues the previous key)");
         expect_error("[fs]\n  bind = /a /a\n  bind = /b /b\n",
                      "t.ini:3: indented line is read as a continuation of 'bind'; do not indent keys");
 }
