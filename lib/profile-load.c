@@ -58,6 +58,9 @@ static int lerr(struct loader *l, unsigned line, const char *fmt, ...) {
  * reported on its own line, even when it holds no keys. */
 static void check_section_line(struct loader *l, const char *s, size_t n) {
         size_t i = 0;
+        /* inih skips a UTF-8 byte order mark on the first line. */
+        if (l->line == 1 && n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+                i = 3;
         while (i < n && isspace((unsigned char) s[i]))
                 i++;
         if (i == n || s[i] != '[' || (i > 0 && l->have_prev))

@@ -429,6 +429,8 @@ static void test_errors(void **state) {
                 { "[fs]\n\n[ fs ]\nproc = /proc\n", "t.ini:3: unknown section [ fs ] (known: sandbox fs env net limits security)" },
                 { "x = 1\n", "t.ini:1: key 'x' outside of any [section]" },
                 { "[fs] ro-bind = /a /b\n", "t.ini:1: unexpected text after the section header (line '[fs] ro-bind = /a /b')" },
+                { "\xef\xbb\xbf[fs] x\n", "t.ini:1: unexpected text after the section header (line '\xef\xbb\xbf[fs] x')" },
+                { "\xef\xbb\xbf[nope]\n", "t.ini:1: unknown section [nope] (known: sandbox fs env net limits security)" },
                 { "[Fs]\n", "t.ini:1: unknown section [Fs] (known: sandbox fs env net limits security)" },
                 { "[fs]\nBind = /a /b\n", "t.ini:2: fs.Bind: unknown key (known in [fs]: bind bind-try ro-bind ro-bind-try dev-bind dev-bind-try tmpfs dir symlink file proc dev mqueue remount-ro chdir)" },
                 { "[net]\nports = 1\n", "t.ini:2: net.ports: unknown key (known in [net]: mode tcp-bind tcp-connect)" },
@@ -853,6 +855,20 @@ static void test_write_stable(void **state) {
         profile_free(&p);
 }
 
+/* A full disk is an error, not a silently truncated profile. */
+static void test_write_error(void **state) {
+        FILE *f = fopen("/dev/full", "w");
+        if (!f) {
+                skip();
+                return;
+        }
+        struct profile p;
+        profile_init(&p);
+        assert_int_equal(profile_write(&p, f), -EIO);
+        fclose(f);
+        profile_free(&p);
+}
+
 static void test_names(void **state) {
         assert_string_equal(fs_op_type_name(FS_REMOUNT_RO), "remount-ro");
         assert_string_equal(fs_op_type_name(FS_CHDIR), "chdir");
@@ -883,6 +899,7 @@ int main(void) {
                 cmocka_unit_test(test_resolve),
                 cmocka_unit_test(test_round_trip_rich),
                 cmocka_unit_test(test_write_stable),
+                cmocka_unit_test(test_write_error),
                 cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, setup_tmpdir, teardown_tmpdir);
