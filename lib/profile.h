@@ -18,14 +18,19 @@
 
 /* Upper bounds on what a profile may contain (STYLE.md: limits on everything
  * a user controls). Exceeding one is a validation error naming file:line. */
-#define PROFILE_MAX_LINE 4096     /* bytes in one INI line */
+/* Bytes in one physical line, without its line end. inih reads lines into a
+ * fixed buffer of INI_MAX_LINE (200 on Debian) bytes and would silently cut
+ * longer ones; the loader refuses them instead. A longer value is split with
+ * a '\' at the end of a line and continued on an indented line. */
+#define PROFILE_MAX_LINE 199
+#define PROFILE_MAX_VALUE (320 * 1024) /* one value joined from continuation lines */
 #define PROFILE_MAX_FS_OPS 256    /* [fs] operations */
 #define PROFILE_MAX_ENV_OPS 256   /* [env] operations */
 #define PROFILE_MAX_SECCOMP_RULES 512
 #define PROFILE_MAX_CAPS 64
 #define PROFILE_MAX_PORTS 64
 #define PROFILE_MAX_FILE_DATA (64 * 1024) /* inline file contents */
-#define PROFILE_MAX_DEPTH 8       /* include = nesting, if supported */
+#define PROFILE_MAX_DEPTH 8       /* reserved for include = nesting (not supported yet) */
 
 /* "unset" marker for optional numeric settings. */
 #define PROFILE_UNSET UINT64_MAX
@@ -127,7 +132,8 @@ struct profile_limits {
 
 struct profile {
         /* [sandbox] */
-        unsigned namespaces;  /* enum profile_ns bits; USER and MOUNT always set */
+        unsigned namespaces;  /* enum profile_ns bits; USER and MOUNT always set;
+                               * NET is set exactly when net == NET_NONE */
         char *hostname;       /* NULL: "sbx" when the uts namespace is new */
         uid_t uid;            /* id inside, mapped to the caller's uid */
         gid_t gid;            /* PROFILE_ID_SAME: the caller's own id */
@@ -172,7 +178,8 @@ void profile_init(struct profile *p);
 void profile_free(struct profile *p);
 
 /* Parse one INI file and merge it into p (ordered lists are appended,
- * scalars overridden). Errors name "path:line: ...". */
+ * scalars overridden). Errors name "path:line: ...". On error p is still
+ * valid (profile_free() works) but holds what was merged up to the error. */
 int profile_load_file(struct profile *p, const char *path, struct sbx_error *err);
 
 /* Same, from a string already in memory; name is used in messages. */
@@ -184,15 +191,26 @@ int profile_load_string(struct profile *p, const char *name, const char *text,
 int profile_set(struct profile *p, const char *section, const char *key,
                 const char *value, const char *origin, struct sbx_error *err);
 
-/* Find a profile by name in the profile search path (SBX_PROFILE_PATH, then
- * $(datadir)/sbx/profiles) or take it as a path if it contains '/'. */
+/* Like profile_set, but the value is given as words taken literally: no
+ * quotes, escapes or ${VAR}. For options such as --bind SRC DEST, whose
+ * arguments the shell already split and expanded. */
+int profile_set_words(struct profile *p, const char *section, const char *key,
+                      const char *const *words, size_t n_words, const char *origin,
+                      struct sbx_error *err);
+
+/* Find a profile by name: NAME.ini in each directory of $SBX_PROFILE_PATH
+ * (colon-separated), then in SBX_PROFILEDIR ($(pkgdatadir)/profiles). A
+ * name containing '/' or ending in ".ini" is taken as a path. *ret_path is
+ * malloc'd. */
 int profile_resolve(const char *name_or_path, char **ret_path, struct sbx_error *err);
 
-/* Whole-profile checks after all merging (e.g. pid namespace requires mount
- * namespace for /proc). */
+/* Whole-profile checks after all merging, documented in sbx-profile(5)
+ * VALIDATION (e.g. fs.proc needs the pid namespace). The message names the
+ * origin ("file:line") of the setting at fault where there is one. */
 int profile_validate(const struct profile *p, struct sbx_error *err);
 
-/* Write p as INI that profile_load_* reads back to an equal profile. */
+/* Write p as INI that profile_load_* reads back to an equal profile. Returns
+ * 0 or -errno (-EIO on a write error). */
 int profile_write(const struct profile *p, FILE *f);
 
 /* Deep equality, for tests of the round trip. */

@@ -1,3 +1,4 @@
 # SPDX-License-Identifier: Apache-2.0
 profilesdir = $(pkgdatadir)/profiles
-dist_profiles_DATA =
+dist_profiles_DATA = \
+	profiles/default.ini

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Inside the new namespaces: pid 1 builds the sandbox (id maps, hostname,
+ * root filesystem, loopback, hardening), then forks the command and becomes
+ * its init. The command's process sets limits, environment and working
+ * directory, applies the last hardening step, reports what was applied and
+ * executes the command. Errors travel to the launcher over the report
+ * socket; only the launcher prints them. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+extern char **environ;
+
+static void report(int fd, int type, const char *step, const struct sbx_error *err,
+                   const struct protections *prot) {
+        struct report r = { .type = type };
+        if (step)
+                snprintf(r.step, sizeof(r.step), "%s", step);
+        if (err) {
+                r.errnum = err->code;
+                snprintf(r.msg, sizeof(r.msg), "%s", err->msg);
+        }
+        if (prot)
+                r.prot = *prot;
+        /* write(), not send(): it is the one call every seccomp policy
+         * allows right before execve. */
+        if (write(fd, &r, sizeof(r)) != (ssize_t) sizeof(r) && type != REPORT_READY)
+                dprintf(STDERR_FILENO, "sbx-launch: %s: %s\n", r.step, r.msg);
+}
+
+static _noreturn_ void fail(struct launch *l, const char *step, const struct sbx_error *err) {
+        report(l->report_fd, REPORT_ERROR, step, err, NULL);
+        _exit(LAUNCH_EXIT_SETUP);
+}
+
+static void reset_signals(void) {
+        sigset_t none;
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        /* Ignored signals survive execve; a job must start from defaults
+         * whatever its caller ignored or blocked. */
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        sigaction(sig, &sa, NULL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* die-with-parent: the death signal must be set after the last credential
+ * change (a change clears it), and the parent may already be gone by the
+ * time it is set, so look again afterwards. */
+static void die_with_parent(pid_t expected_ppid, int parent_sock) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(LAUNCH_EXIT_SETUP);
+        if (expected_ppid > 0) {
+                if (getppid() != expected_ppid)
+                        _exit(LAUNCH_EXIT_SETUP);
+                return;
+        }
+        /* Our parent is outside our pid namespace, where getppid() says 0:
+         * the launcher's end of the report socket tells us instead. */
+        struct pollfd pfd = { .fd = parent_sock, .events = POLLRDHUP };
+        if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLRDHUP)))
+                _exit(LAUNCH_EXIT_SETUP);
+}
+
+static _noreturn_ void command_main(struct launch *l, struct protections *prot, pid_t init_pid) {
+        const struct profile *p = &l->profile;
+        struct sbx_error err = { 0 };
+
+        close(l->exit_fd);
+        if (l->sync_fd >= 0)
+                close(l->sync_fd);
+        reset_signals();
+        if (p->new_session && setsid() < 0) {
+                sbx_error_set(&err, errno, "setsid");
+                fail(l, "session", &err);
+        }
+        if (p->die_with_parent)
+                die_with_parent(init_pid, -1);
+        if (limits_apply(p, &err) < 0)
+                fail(l, "limits", &err);
+        char **envp = env_build(p, environ, &err);
+        if (!envp)
+                fail(l, "env", &err);
+        const char *dir = rootfs_chdir(p);
+        if (chdir(dir) < 0) {
+                sbx_error_set(&err, errno, "%s", dir);
+                fail(l, "chdir", &err);
+        }
+        if (harden_exec(p, l->pass_fds, l->n_pass_fds, prot, &err) < 0)
+                fail(l, "harden", &err);
+
+        report(l->report_fd, REPORT_READY, NULL, NULL, prot);
+        environ = envp;
+        execvp(l->argv[0], l->argv);
+        int e = errno;
+        sbx_error_set(&err, e, "%s", l->argv[0]);
+        report(l->report_fd, REPORT_EXEC_FAILED, "exec", &err, prot);
+        _exit(e == ENOENT ? LAUNCH_EXIT_NOTFOUND : LAUNCH_EXIT_NOEXEC);
+}
+
+void sandbox_main(struct launch *l) {
+        const struct profile *p = &l->profile;
+        struct protections prot = { 0 };
+        struct sbx_error err = { 0 };
+        const char *step;
+        sigset_t chld;
+
+        snprintf(prot.limits_by, sizeof(prot.limits_by), "rlimit");
+        /* Blocked from the start so that no SIGCHLD is lost before the
+         * init loop waits for it. */
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &chld, NULL);
+
+        uid_t uid = p->uid == PROFILE_ID_SAME ? l->outer_uid : p->uid;
+        gid_t gid = p->gid == (gid_t) PROFILE_ID_SAME ? l->outer_gid : p->gid;
+        if (ns_write_maps(uid, l->outer_uid, gid, l->outer_gid, &err) < 0)
+                fail(l, "uid-map", &err);
+        if (p->die_with_parent)
+                die_with_parent(0, l->report_fd);
+
+        if (p->namespaces & PROFILE_NS_UTS) {
+                const char *h = p->hostname ? p->hostname : "sbx";
+                if (sethostname(h, strlen(h)) < 0) {
+                        sbx_error_set(&err, errno, "%s", h);
+                        fail(l, "hostname", &err);
+                }
+        }
+        if (rootfs_setup(p, &prot, &step, &err) < 0)
+                fail(l, step, &err);
+        if ((p->namespaces & PROFILE_NS_NET) && net_loopback_up(&err) < 0)
+                fail(l, "network", &err);
+        if (harden_sandbox(p, &prot, &err) < 0)
+                fail(l, "harden", &err);
+
+        if (l->block_fd >= 0) {
+                char c;
+                ssize_t n;
+                while ((n = read(l->block_fd, &c, 1)) < 0 && errno == EINTR)
+                        ;
+                if (n != 1) {
+                        sbx_error_msg(&err, n < 0 ? errno : EPIPE, "block-fd %d: %s", l->block_fd,
+                                      n < 0 ? strerror(errno) : "closed before a byte was written");
+                        fail(l, "block-fd", &err);
+                }
+                close(l->block_fd);
+                l->block_fd = -1;
+        }
+
+        pid_t init_pid = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                sbx_error_set(&err, errno, "fork");
+                fail(l, "fork", &err);
+        }
+        if (pid == 0)
+                command_main(l, &prot, init_pid);
+        close(l->report_fd);
+        init_run(pid, l->exit_fd, p->namespaces & PROFILE_NS_PID);
+}
