@@ -18,7 +18,7 @@
 #include "harden.h"
 #include "landlock.h"
 #include "procmask.h"
-#include "seccomp.h"
+#include "seccomp-policy.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)

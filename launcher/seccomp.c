@@ -28,7 +28,7 @@
 #include <sched.h>
 #include <seccomp.h>
 
-#include "seccomp.h"
+#include "seccomp-policy.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
