@@ -5,6 +5,7 @@ t_helpers_try_syscall_SOURCES = t/helpers/try-syscall.c
 t_helpers_try_syscall_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
 t_helpers_try_syscall_LDADD = $(SECCOMP_LIBS)
 
-SECURITY_TESTS =
+SECURITY_TESTS = \
+	t/security-seccomp.bats
 TESTS += $(SECURITY_TESTS)
 EXTRA_DIST += $(SECURITY_TESTS)
