@@ -6,6 +6,7 @@ t_helpers_try_syscall_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
 t_helpers_try_syscall_LDADD = $(SECCOMP_LIBS)
 
 SECURITY_TESTS = \
-	t/security-seccomp.bats
+	t/security-seccomp.bats \
+	t/security-namespaces.bats
 TESTS += $(SECURITY_TESTS)
 EXTRA_DIST += $(SECURITY_TESTS)
