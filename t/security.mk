@@ -7,6 +7,7 @@ t_helpers_try_syscall_LDADD = $(SECCOMP_LIBS)
 
 SECURITY_TESTS = \
 	t/security-seccomp.bats \
-	t/security-namespaces.bats
+	t/security-namespaces.bats \
+	t/security-proc.bats
 TESTS += $(SECURITY_TESTS)
 EXTRA_DIST += $(SECURITY_TESTS)
