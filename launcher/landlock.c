@@ -98,10 +98,10 @@ static uint64_t fs_rights_for_op(const struct fs_op *op) {
         case FS_DEV_BIND:
                 return ~0ULL;
         case FS_DEV:
-                /* Device nodes are read, written and ioctl'd (a tty); new
-                 * files only under dev/shm, handled by the caller. */
-                return LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_WRITE_FILE |
-                       LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
+                /* Listing only; the nodes, pts and shm get their own rules
+                 * (add_dev_rules) so a file put under /dev by a later
+                 * operation is not writable by inheritance. */
+                return LL_FS_READ_DIR;
         case FS_PROC:
                 /* /proc/self/... tunables (oom_score_adj, comm); the
                  * kernel-wide trees are read-only mounts (harden_proc). */
@@ -138,6 +138,27 @@ static int add_path_rule(int ruleset, const char *path, uint64_t rights, uint64_
         attr.parent_fd = fd;
         if (ll_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &attr) < 0)
                 return sbx_error_set(err, errno, "landlock: rule for %s", path);
+        return 0;
+}
+
+/* The minimal /dev: device nodes are read, written, truncated (a shell's
+ * "> /dev/null" opens with O_TRUNC) and ioctl'd (a tty); POSIX shared
+ * memory lives in a writable dev/shm. */
+static int add_dev_rules(int ruleset, const char *dev, uint64_t handled, struct sbx_error *err) {
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts" };
+        const uint64_t node_rights = LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_WRITE_FILE |
+                                     LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
+        char path[4096];
+        int r;
+
+        for (size_t i = 0; i <= ARRAY_SIZE(nodes); i++) {
+                bool shm = i == ARRAY_SIZE(nodes);
+                if ((size_t) snprintf(path, sizeof(path), "%s/%s", dev, shm ? "shm" : nodes[i]) >= sizeof(path))
+                        return sbx_error_msg(err, ENAMETOOLONG, "landlock: %s: path too long", dev);
+                r = add_path_rule(ruleset, path, shm ? ~0ULL & ~LL_FS_IOCTL_DEV : node_rights, handled, err);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -205,13 +226,9 @@ int landlock_apply(const struct profile *p, struct protections *prot, struct sbx
                 if (r < 0)
                         return r;
                 if (op->type == FS_DEV) {
-                        /* POSIX shared memory lives in a writable dev/shm. */
-                        char shm[4096];
-                        if ((size_t) snprintf(shm, sizeof(shm), "%s/shm", op->dest) < sizeof(shm)) {
-                                r = add_path_rule(ruleset, shm, ~0ULL & ~LL_FS_IOCTL_DEV, attr.handled_access_fs, err);
-                                if (r < 0)
-                                        return r;
-                        }
+                        r = add_dev_rules(ruleset, op->dest, attr.handled_access_fs, err);
+                        if (r < 0)
+                                return r;
                 }
         }
 
