@@ -8,6 +8,8 @@ t_helpers_try_syscall_LDADD = $(SECCOMP_LIBS)
 SECURITY_TESTS = \
 	t/security-seccomp.bats \
 	t/security-namespaces.bats \
-	t/security-proc.bats
+	t/security-proc.bats \
+	t/security-fs.bats \
+	t/security-misc.bats
 TESTS += $(SECURITY_TESTS)
 EXTRA_DIST += $(SECURITY_TESTS)
