@@ -4,9 +4,9 @@ MAN_SCD = \
 	man/sbx-launch.1.scd \
 	man/sbx-profile.5.scd
 dist_man_MANS += $(MAN_SCD:.scd=)
-EXTRA_DIST += $(MAN_SCD)
+EXTRA_DIST += $(MAN_SCD) man/tidy.awk
 MAINTAINERCLEANFILES += $(MAN_SCD:.scd=)
 
 SUFFIXES = .scd
 .scd:
-	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(SCDOC) < $< > $@.tmp && mv $@.tmp $@
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && $(SCDOC) < $< | $(AWK) -f $(top_srcdir)/man/tidy.awk > $@.tmp && mv $@.tmp $@

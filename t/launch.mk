@@ -1,1 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
+# sbx-launch integration tests: one bats file per feature, run as nobody.
+LAUNCH_TESTS = \
+	t/launch-namespaces.bats \
+	t/launch-mounts.bats \
+	t/launch-env.bats \
+	t/launch-limits.bats \
+	t/launch-timeout.bats \
+	t/launch-exit.bats \
+	t/launch-status.bats \
+	t/launch-die-with-parent.bats \
+	t/launch-signals.bats \
+	t/launch-profile-errors.bats \
+	t/launch-print-profile.bats \
+	t/launch-check.bats \
+	t/launch-profiles.bats
+TESTS += $(LAUNCH_TESTS)
+EXTRA_DIST += $(LAUNCH_TESTS)
