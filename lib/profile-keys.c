@@ -117,6 +117,10 @@ static int expand_var(const char *s, struct buf *b, char *errbuf, size_t errlen)
 
         while (*end && *end != '}' && end - start < 128)
                 end++;
+        if (end - start >= 128) {
+                snprintf(errbuf, errlen, "variable name longer than 127 bytes");
+                return -EINVAL;
+        }
         if (*end != '}') {
                 snprintf(errbuf, errlen, "unterminated '${' (a variable is written ${NAME}, a literal '$' as $$)");
                 return -EINVAL;
@@ -339,9 +343,10 @@ static int k_share(struct kctx *c) {
                 int r = ns_lookup(c, i, &bit);
                 if (r < 0)
                         return r;
+                if (bit == PROFILE_NS_ALL)
+                        return kerr(c, "the user and mount namespaces are always new and cannot be shared");
                 if (bit & (PROFILE_NS_USER | PROFILE_NS_MOUNT))
-                        return kerr(c, "the %s namespace is always new and cannot be shared",
-                                    bit == PROFILE_NS_ALL ? "user and mount" : c->w[i].s);
+                        return kerr(c, "the %s namespace is always new and cannot be shared", c->w[i].s);
                 c->p->namespaces &= ~bit;
         }
         ns_sync_net(c->p);

@@ -1,1 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
+# cmocka unit tests; they print TAP (CMOCKA_MESSAGE_OUTPUT=TAP from t/local.mk).
+UNIT_TESTS = t/unit/parse-test t/unit/profile-test
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+
+UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
+UNIT_LDADD = $(LIBSBX) $(CMOCKA_LIBS)
+
+t_unit_parse_test_SOURCES = t/unit/parse-test.c
+t_unit_parse_test_CFLAGS = $(UNIT_CFLAGS)
+t_unit_parse_test_LDADD = $(UNIT_LDADD)
+
+t_unit_profile_test_SOURCES = t/unit/profile-test.c
+t_unit_profile_test_CFLAGS = $(UNIT_CFLAGS)
+t_unit_profile_test_LDADD = $(UNIT_LDADD)
