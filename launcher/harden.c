@@ -1,28 +1,225 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Placeholder until the hardening modules land: applies nothing and records
- * nothing, so the status record reports every protection as absent. */
+/* The hardening hooks the core launcher calls (harden.h): each delegates
+ * to one module (procmask, landlock, caps, seccomp) and records in struct
+ * protections only what was really enforced. The nested user namespace
+ * lock-out lives here because it spans two hooks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "caps.h"
 #include "harden.h"
+#include "landlock.h"
+#include "procmask.h"
+#include "seccomp-policy.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* Nested user namespaces (the way into most kernel exploits reachable
+ * without privilege) are refused twice: by the seccomp filter's clone
+ * flags, and by the kernel's per-namespace counter, which holds even with
+ * seccomp = none or a profile that keeps capabilities:
+ *
+ *   1. harden_proc, in the sandbox's user namespace U1 with its full
+ *      capabilities, sets U1's max_user_namespaces to 1;
+ *   2. harden_sandbox, in pid 1, creates one more user namespace U2 (an
+ *      identity mapping of its own ids) and moves into it, using up U1's
+ *      single slot; the command is forked from there;
+ *   3. any unshare(CLONE_NEWUSER) from inside U2 is charged against U1's
+ *      counter too and fails with ENOSPC. Raising the limit needs
+ *      CAP_SYS_RESOURCE over U1, which nothing in U2 can ever hold, and
+ *      /proc/sys/user seen from U2 is U2's own table.
+ * As a bonus the job's leftover capabilities (p->caps) only act on U2,
+ * which owns no mount, network or pid namespace. */
+#define USERNS_LIMIT_FILE "sys/user/max_user_namespaces"
+
+static int write_at(int dirfd, const char *path, const char *text) {
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(text);
+
+        fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, text, len) != (ssize_t) len)
+                return errno ? -errno : -EIO;
+        return 0;
+}
+
+static int read_int_at(int dirfd, const char *path, long *ret) {
+        _cleanup_close_ int fd = -1;
+        char buf[32];
+        ssize_t n;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        buf[n] = '\0';
+        *ret = strtol(buf, NULL, 10);
+        return 0;
+}
 
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err) {
-        (void) proc_dirfd;
-        (void) prot;
-        (void) err;
+        int r;
+
+        /* Step 1 of the nested user namespace lock-out; must happen before
+         * /proc/sys turns read-only. Failure is not fatal: harden_sandbox
+         * reads the value back and only relies on it when it is 1. */
+        (void) write_at(proc_dirfd, USERNS_LIMIT_FILE, "1");
+
+        r = procmask_apply(proc_dirfd, err);
+        if (r < 0)
+                return r;
+        prot->proc_masked = true;
+        return 0;
+}
+
+/* Step 2: move pid 1 into a fresh user namespace that maps its own ids. */
+static int enter_nested_userns(int proc_dirfd, struct sbx_error *err) {
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
+        char map[64];
+        int dumpable, r;
+
+        if (unshare(CLONE_NEWUSER) < 0)
+                return sbx_error_set(err, errno, "nested user namespace: unshare");
+
+        /* The map files of a non-dumpable process belong to root; make
+         * sure ours are writable by us for these three writes. */
+        dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        if (dumpable == 0 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+                return sbx_error_set(err, errno, "nested user namespace: prctl(PR_SET_DUMPABLE)");
+
+        r = write_at(proc_dirfd, "self/setgroups", "deny");
+        if (r < 0 && r != -EPERM)
+                return sbx_error_set(err, r, "nested user namespace: writing setgroups");
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) uid, (unsigned) uid);
+        r = write_at(proc_dirfd, "self/uid_map", map);
+        if (r < 0)
+                return sbx_error_set(err, r, "nested user namespace: writing uid_map");
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) gid, (unsigned) gid);
+        r = write_at(proc_dirfd, "self/gid_map", map);
+        if (r < 0)
+                return sbx_error_set(err, r, "nested user namespace: writing gid_map");
         return 0;
 }
 
 int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err) {
-        (void) p;
-        (void) prot;
-        (void) err;
+        for (size_t i = 0; i < p->n_fs; i++) {
+                _cleanup_close_ int proc = -1;
+                long limit = 0;
+                int r;
+
+                if (p->fs[i].type != FS_PROC)
+                        continue;
+                proc = open(p->fs[i].dest, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (proc < 0)
+                        continue;
+                if (read_int_at(proc, USERNS_LIMIT_FILE, &limit) < 0 || limit != 1)
+                        continue;
+                r = enter_nested_userns(proc, err);
+                if (r < 0)
+                        return r;
+                prot->nested_userns_blocked = true;
+                break;
+        }
+
+        /* pid 1 is a copy of the launcher: a non-dumpable pid 1 keeps the
+         * job out of /proc/1/exe, /proc/1/fd and /proc/1/root
+         * (CVE-2019-5736 and kin). Children regain dumpability at exec. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return sbx_error_set(err, errno, "prctl(PR_SET_DUMPABLE, 0)");
         return 0;
+}
+
+/* Only 0, 1, 2 and the fds passed on purpose survive execve()
+ * (CVE-2024-21626: a leaked directory fd is a way out of the root). The
+ * others are marked close-on-exec rather than closed, because the core's
+ * exec-error pipe must live until execve() succeeds. */
+static int fd_census(const int *keep_fds, size_t n_keep_fds, struct sbx_error *err) {
+        if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+                if (errno != ENOSYS && errno != EINVAL)
+                        return sbx_error_set(err, errno, "close_range(CLOSE_RANGE_CLOEXEC)");
+                /* Pre-5.11 kernels: walk the table. */
+                long max = sysconf(_SC_OPEN_MAX);
+                if (max < 0 || max > 1 << 20)
+                        max = 1 << 20;
+                for (int fd = 3; fd < max; fd++)
+                        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        }
+        for (size_t i = 0; i < n_keep_fds; i++) {
+                int flags = fcntl(keep_fds[i], F_GETFD);
+                if (flags < 0 || fcntl(keep_fds[i], F_SETFD, flags & ~FD_CLOEXEC) < 0)
+                        return sbx_error_set(err, errno, "passing fd %d to the command", keep_fds[i]);
+        }
+        return 0;
+}
+
+/* The working directory must be inside the new root: getcwd() prefixes
+ * "(unreachable)" or fails when it is not (CVE-2024-21626). */
+static int check_cwd(struct sbx_error *err) {
+        char buf[PATH_MAX];
+
+        if (!getcwd(buf, sizeof(buf)))
+                return sbx_error_set(err, errno, "working directory is not inside the sandbox");
+        if (buf[0] != '/')
+                return sbx_error_msg(err, EPERM, "working directory %s is not inside the sandbox", buf);
+        return 0;
+}
+
+/* Whether the syscall filter refuses every way to make a user namespace. */
+static bool seccomp_blocks_userns(const struct profile *p, const struct protections *prot) {
+        static const char *const ways[] = { "clone", "clone3", "unshare" };
+
+        if (!prot->seccomp || p->seccomp == SECCOMP_NONE)
+                return false;
+        for (size_t i = 0; i < p->n_seccomp_rules; i++)
+                for (size_t j = 0; j < ARRAY_SIZE(ways); j++)
+                        if (p->seccomp_rules[i].allow && p->seccomp_rules[i].name &&
+                            streq(p->seccomp_rules[i].name, ways[j]))
+                                return false;
+        return true;
 }
 
 int harden_exec(const struct profile *p, const int *keep_fds, size_t n_keep_fds,
                 struct protections *prot, struct sbx_error *err) {
-        (void) p;
-        (void) keep_fds;
-        (void) n_keep_fds;
-        (void) prot;
-        (void) err;
+        int r;
+
+        /* First: Landlock needs it, and nothing from here on may gain
+         * privileges through execve() of a setuid or file-capability
+         * binary. */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return sbx_error_set(err, errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+        prot->no_new_privs = true;
+
+        r = landlock_apply(p, prot, err);
+        if (r < 0)
+                return r;
+        r = caps_drop(p, prot, err);
+        if (r < 0)
+                return r;
+        r = fd_census(keep_fds, n_keep_fds, err);
+        if (r < 0)
+                return r;
+        r = check_cwd(err);
+        if (r < 0)
+                return r;
+        /* Last: after the filter only execve() follows. */
+        r = seccomp_policy_apply(p, prot, err);
+        if (r < 0)
+                return r;
+        if (seccomp_blocks_userns(p, prot))
+                prot->nested_userns_blocked = true;
         return 0;
 }

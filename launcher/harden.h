@@ -29,21 +29,26 @@ struct protections {
 };
 
 /* Called by the root filesystem setup right after a procfs is mounted at
- * proc_dirfd (an O_PATH|O_DIRECTORY fd of the new mount): masks the
- * sensitive entries and makes the kernel-tunable trees read-only. */
+ * proc_dirfd (an O_PATH|O_DIRECTORY fd of the new mount), in the sandbox's
+ * user namespace with its capabilities: sets that namespace's
+ * max_user_namespaces to 1 (see harden_sandbox), masks the sensitive
+ * entries and makes the kernel-tunable trees read-only. */
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err);
 
 /* Called in pid 1 of the sandbox, after the root filesystem and network are
  * set up and before the command's process is forked: the last chance to act
- * with the user namespace's full capabilities (e.g. locking out nested user
- * namespaces). */
+ * with the user namespace's full capabilities. Moves pid 1 into one more
+ * user namespace (identity map of its own uid/gid) to lock out nested user
+ * namespaces (see harden.c), so pid 1 has no capability over the sandbox's
+ * mount/net/pid namespaces afterwards; and makes pid 1 non-dumpable. */
 int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err);
 
 /* Called in the command's process immediately before execve(), after
  * rlimits, environment and working directory are set: Landlock,
  * capability drop, no_new_privs, fd census and seccomp, in that order.
  * keep_fds (n_keep_fds entries, may be 0) are fds beyond 0,1,2 that must
- * survive exec; every other fd >= 3 is closed. After this returns 0 only
- * execve() may follow. */
+ * survive exec; every other fd >= 3 is marked close-on-exec (not closed:
+ * the core's exec-error pipe must live until execve succeeds). After this
+ * returns 0 only execve() may follow: the syscall filter is loaded. */
 int harden_exec(const struct profile *p, const int *keep_fds, size_t n_keep_fds,
                 struct protections *prot, struct sbx_error *err);

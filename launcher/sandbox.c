@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -42,12 +43,20 @@ static _noreturn_ void fail(struct launch *l, const char *step, const struct sbx
 
 static void reset_signals(void) {
         sigset_t none;
-        struct sigaction sa = { .sa_handler = SIG_DFL };
+        /* The kernel's struct: glibc's sigaction() refuses the two
+         * real-time signals it reserves for itself (32 and 33), yet a
+         * caller may have left them ignored and that would survive exec. */
+        struct {
+                void *handler;
+                unsigned long flags;
+                void *restorer;
+                uint64_t mask;
+        } ksa = { .handler = SIG_DFL };
         /* Ignored signals survive execve; a job must start from defaults
          * whatever its caller ignored or blocked. */
         for (int sig = 1; sig < NSIG; sig++)
                 if (sig != SIGKILL && sig != SIGSTOP)
-                        sigaction(sig, &sa, NULL);
+                        syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(ksa.mask));
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
 }

@@ -117,6 +117,10 @@ static int expand_var(const char *s, struct buf *b, char *errbuf, size_t errlen)
 
         while (*end && *end != '}' && end - start < 128)
                 end++;
+        if (end - start >= 128) {
+                snprintf(errbuf, errlen, "variable name longer than 127 bytes");
+                return -EINVAL;
+        }
         if (*end != '}') {
                 snprintf(errbuf, errlen, "unterminated '${' (a variable is written ${NAME}, a literal '$' as $$)");
                 return -EINVAL;

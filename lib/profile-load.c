@@ -4,6 +4,7 @@
  * (Debian builds inih without INI_HANDLER_LINENO), refuse lines inih would
  * silently truncate (its buffer is INI_MAX_LINE = 200 bytes), and stop at
  * the first error instead of parsing on. */
+#include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -57,14 +58,17 @@ static int lerr(struct loader *l, unsigned line, const char *fmt, ...) {
  * reported on its own line, even when it holds no keys. */
 static void check_section_line(struct loader *l, const char *s, size_t n) {
         size_t i = 0;
-        while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        /* inih skips a UTF-8 byte order mark on the first line. */
+        if (l->line == 1 && n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+                i = 3;
+        while (i < n && isspace((unsigned char) s[i]))
                 i++;
         if (i == n || s[i] != '[' || (i > 0 && l->have_prev))
                 return;
         size_t start = ++i;
         bool was_space = false;
         while (i < n && s[i] != ']' && !(was_space && s[i] == ';')) {
-                was_space = s[i] == ' ' || s[i] == '\t';
+                was_space = isspace((unsigned char) s[i]);
                 i++;
         }
         if (i == n || s[i] != ']')
@@ -75,6 +79,14 @@ static void check_section_line(struct loader *l, const char *s, size_t n) {
                 return;
         }
         l->have_prev = false;
+        /* inih ignores anything after the ']'; a typo there would pass
+         * silently, so only a comment may follow. */
+        for (size_t j = i + 1; j < n && s[j] != ';' && s[j] != '#'; j++)
+                if (!isspace((unsigned char) s[j])) {
+                        lerr(l, l->line, "unexpected text after the section header (line '%.*s')",
+                             (int) (n < 60 ? n : 60), s);
+                        return;
+                }
         char sec[64];
         size_t len = i - start;
         if (len >= sizeof(sec))
@@ -107,7 +119,8 @@ static char *reader(char *buf, int num, void *stream) {
         }
         memcpy(buf, s, content);
         buf[content] = '\0';
-        l->line_indented = content > 0 && (s[0] == ' ' || s[0] == '\t');
+        /* inih's test for a continuation line: leading isspace(). */
+        l->line_indented = content > 0 && isspace((unsigned char) s[0]);
         if (l->pending && !l->line_indented && content > 0 && s[0] != ';' && s[0] != '#') {
                 lerr(l, l->pending_line, "the value ends in '\\' but line %u is not an indented continuation line",
                      l->line);
@@ -121,12 +134,12 @@ static char *reader(char *buf, int num, void *stream) {
  * way it does on key lines: ';' after whitespace starts a comment. */
 static void strip_inline_comment(char *v) {
         for (size_t i = 1; v[i]; i++)
-                if (v[i] == ';' && (v[i - 1] == ' ' || v[i - 1] == '\t')) {
+                if (v[i] == ';' && isspace((unsigned char) v[i - 1])) {
                         v[i] = '\0';
                         break;
                 }
         size_t n = strlen(v);
-        while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        while (n > 0 && isspace((unsigned char) v[n - 1]))
                 v[--n] = '\0';
 }
 

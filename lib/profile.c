@@ -95,10 +95,6 @@ int profile_validate(const struct profile *p, struct sbx_error *err) {
                         return sbx_error_msg(err, EINVAL, "%s: fs.mqueue: an mqueue mount needs the ipc namespace "
                                              "(add ipc to sandbox.namespaces)", op->origin);
         }
-        if (p->seccomp == SECCOMP_NONE && p->n_seccomp_rules > 0)
-                return sbx_error_msg(err, EINVAL, "%s: security.%s: seccomp = none installs no filter for "
-                                     "this rule", p->seccomp_rules[0].origin,
-                                     p->seccomp_rules[0].allow ? "allow" : "deny");
         if (p->landlock == LANDLOCK_OFF && p->ports_set)
                 return sbx_error_msg(err, EINVAL, "net.tcp-bind/tcp-connect: port rules are enforced by Landlock, "
                                      "which security.landlock = off turns off");

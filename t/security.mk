@@ -1,1 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
+# The escape suite: attacks from inside the sandbox (SECURITY.md 1-21, 25).
+check_PROGRAMS += t/helpers/try-syscall
+t_helpers_try_syscall_SOURCES = t/helpers/try-syscall.c
+t_helpers_try_syscall_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
+t_helpers_try_syscall_LDADD = $(SECCOMP_LIBS)
+
+SECURITY_TESTS = \
+	t/security-seccomp.bats \
+	t/security-namespaces.bats \
+	t/security-proc.bats \
+	t/security-fs.bats \
+	t/security-misc.bats
+TESTS += $(SECURITY_TESTS)
+EXTRA_DIST += $(SECURITY_TESTS)

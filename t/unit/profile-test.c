@@ -388,6 +388,9 @@ static void test_continuation(void **state) {
                      "t.ini:2: the value ends in '\\' but line 3 is not an indented continuation line");
         expect_error("[sandbox]\nhostname = a\n   b\n", "t.ini:3: sandbox.hostname: takes a single line (an "
                                                          "indented line continues the previous key)");
+        /* inih counts any isspace() as indentation, \v included. */
+        expect_error("[sandbox]\nhostname = a\n\vb\n", "t.ini:3: sandbox.hostname: takes a single line (an "
+                                                           "indented line continues the previous key)");
         expect_error("[fs]\n  bind = /a /a\n  bind = /b /b\n",
                      "t.ini:3: indented line is read as a continuation of 'bind'; do not indent keys");
 }
@@ -396,7 +399,7 @@ static void test_lines(void **state) {
         struct profile p;
         profile_init(&p);
         /* CRLF line ends, a UTF-8 BOM, no final newline, inline comments. */
-        load_ok(&p, "\xef\xbb\xbf[sandbox]\r\nhostname = crlf ; comment\r\n[fs]\r\nproc = /proc");
+        load_ok(&p, "\xef\xbb\xbf[sandbox] ; c\r\nhostname = crlf ; comment\r\n[fs]\r\nproc = /proc");
         assert_string_equal(p.hostname, "crlf");
         assert_string_equal(p.fs[0].dest, "/proc");
         profile_free(&p);
@@ -425,6 +428,11 @@ static void test_errors(void **state) {
                 { "[foo]\n", "t.ini:1: unknown section [foo] (known: sandbox fs env net limits security)" },
                 { "[fs]\n\n[ fs ]\nproc = /proc\n", "t.ini:3: unknown section [ fs ] (known: sandbox fs env net limits security)" },
                 { "x = 1\n", "t.ini:1: key 'x' outside of any [section]" },
+                { "[fs] ro-bind = /a /b\n", "t.ini:1: unexpected text after the section header (line '[fs] ro-bind = /a /b')" },
+                { "\xef\xbb\xbf[fs] x\n", "t.ini:1: unexpected text after the section header (line '\xef\xbb\xbf[fs] x')" },
+                { "\xef\xbb\xbf[nope]\n", "t.ini:1: unknown section [nope] (known: sandbox fs env net limits security)" },
+                { "[Fs]\n", "t.ini:1: unknown section [Fs] (known: sandbox fs env net limits security)" },
+                { "[fs]\nBind = /a /b\n", "t.ini:2: fs.Bind: unknown key (known in [fs]: bind bind-try ro-bind ro-bind-try dev-bind dev-bind-try tmpfs dir symlink file proc dev mqueue remount-ro chdir)" },
                 { "[net]\nports = 1\n", "t.ini:2: net.ports: unknown key (known in [net]: mode tcp-bind tcp-connect)" },
                 { "[sandbox]\njust words\n", "t.ini:2: expected '[section]' or 'key = value' (line 'just words')" },
                 { "[sandbox\n", "t.ini:1: expected '[section]' or 'key = value' (line '[sandbox')" },
@@ -541,7 +549,24 @@ static void test_errors(void **state) {
 #endif
 }
 
+/* n lines of "key = value" in section; expect the last one to fail. */
+static void expect_too_many(const char *section, const char *key, const char *value, size_t n, const char *what) {
+        char *text = malloc(32 + n * (strlen(key) + strlen(value) + 4)), *s = text;
+        s += sprintf(s, "[%s]\n", section);
+        for (size_t i = 0; i < n; i++)
+                s += sprintf(s, "%s = %s\n", key, value);
+        char msg[256];
+        snprintf(msg, sizeof(msg), "t.ini:%zu: %s.%s: %s (value '%s')", n + 1, section, key, what, value);
+        expect_error(text, msg);
+        free(text);
+}
+
 static void test_too_many(void **state) {
+        expect_too_many("env", "unset", "X", PROFILE_MAX_ENV_OPS + 1, "too many [env] operations (at most 256)");
+        expect_too_many("security", "deny", "ptrace", PROFILE_MAX_SECCOMP_RULES + 1,
+                        "too many seccomp rules (at most 512)");
+        expect_too_many("fs", "proc", "/proc", PROFILE_MAX_FS_OPS + 1, "too many [fs] operations (at most 256)");
+
         size_t n = PROFILE_MAX_FS_OPS + 1;
         char *text = malloc(16 + n * 16), *s = text;
         s += sprintf(s, "[fs]\n");
@@ -587,8 +612,6 @@ static void test_validate(void **state) {
                        "t.ini:4: fs.mqueue: an mqueue mount needs the ipc namespace (add ipc to sandbox.namespaces)");
         expect_invalid("[sandbox]\nshare = uts\nhostname = x\n",
                        "sandbox.hostname: setting a host name needs the uts namespace (it would rename the host)");
-        expect_invalid("[security]\nseccomp = none\ndeny = ptrace\n",
-                       "t.ini:3: security.deny: seccomp = none installs no filter for this rule");
         expect_invalid("[security]\nlandlock = off\n[net]\ntcp-connect = 443\n",
                        "net.tcp-bind/tcp-connect: port rules are enforced by Landlock, which security.landlock = off "
                        "turns off");
@@ -603,7 +626,7 @@ static void test_validate(void **state) {
         struct profile p;
         profile_init(&p);
         load_ok(&p, "[net]\nmode = host\ntcp-bind = 8080\n[fs]\nproc = /proc\n[limits]\nmemory = unlimited\n"
-                    "stack = 8M\n");
+                    "stack = 8M\n[security]\nseccomp = none\ndeny = ptrace\n");
         assert_int_equal(profile_validate(&p, NULL), 0);
         profile_free(&p);
 }
@@ -832,6 +855,20 @@ static void test_write_stable(void **state) {
         profile_free(&p);
 }
 
+/* A full disk is an error, not a silently truncated profile. */
+static void test_write_error(void **state) {
+        FILE *f = fopen("/dev/full", "w");
+        if (!f) {
+                skip();
+                return;
+        }
+        struct profile p;
+        profile_init(&p);
+        assert_int_equal(profile_write(&p, f), -EIO);
+        fclose(f);
+        profile_free(&p);
+}
+
 static void test_names(void **state) {
         assert_string_equal(fs_op_type_name(FS_REMOUNT_RO), "remount-ro");
         assert_string_equal(fs_op_type_name(FS_CHDIR), "chdir");
@@ -862,6 +899,7 @@ int main(void) {
                 cmocka_unit_test(test_resolve),
                 cmocka_unit_test(test_round_trip_rich),
                 cmocka_unit_test(test_write_stable),
+                cmocka_unit_test(test_write_error),
                 cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, setup_tmpdir, teardown_tmpdir);

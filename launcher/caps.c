@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Capabilities: the command's process holds a full set in the sandbox's
+ * user namespace until here. Everything goes, bounding set included, so
+ * that neither the job nor anything it executes (file capabilities, a
+ * setuid binary that slipped in) can regain one (CVE-2022-29162: runc
+ * left the inheritable set filled). */
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <linux/capability.h>
+#include <cap-ng.h>
+
+#include "caps.h"
+
+int caps_drop(const struct profile *p, struct protections *prot, struct sbx_error *err) {
+        int r;
+
+        capng_clear(CAPNG_SELECT_ALL);
+        for (size_t i = 0; i < p->n_caps; i++) {
+                /* Ambient needs the capability in permitted and inheritable;
+                 * ambient is what carries it across execve() for a non-root
+                 * uid, the bounding set for root. */
+                r = capng_update(CAPNG_ADD,
+                                 CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_INHERITABLE |
+                                 CAPNG_BOUNDING_SET | CAPNG_AMBIENT,
+                                 (unsigned) p->caps[i]);
+                if (r < 0)
+                        return sbx_error_msg(err, EINVAL, "capabilities: cannot keep capability %d", p->caps[i]);
+        }
+        /* Bounding set first (needs CAP_SETPCAP, still held), then the
+         * process sets; libcap-ng orders this itself within apply. */
+        r = capng_apply(CAPNG_SELECT_ALL);
+        if (r < 0)
+                return sbx_error_msg(err, EPERM, "capabilities: applying the empty set failed (libcap-ng error %d)", r);
+
+        /* Trust but verify: re-read what the kernel now holds. */
+        if (p->n_caps == 0) {
+                struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+                struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { 0 };
+                if (syscall(SYS_capget, &hdr, data) < 0)
+                        return sbx_error_set(err, errno, "capabilities: reading back the sets");
+                for (size_t i = 0; i < ARRAY_SIZE(data); i++)
+                        if (data[i].effective || data[i].permitted || data[i].inheritable)
+                                return sbx_error_msg(err, EPERM, "capabilities: a capability survived the drop");
+                for (int c = 0; c <= CAP_LAST_CAP + 32; c++) {
+                        int in = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
+                        if (in < 0)
+                                break; /* past the kernel's last capability */
+                        if (in > 0)
+                                return sbx_error_msg(err, EPERM, "capabilities: bounding set still holds %d", c);
+                        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) > 0)
+                                return sbx_error_msg(err, EPERM, "capabilities: ambient set still holds %d", c);
+                }
+                prot->caps_dropped = true;
+        }
+        return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The syscall filter (libseccomp): the built-in default deny list, the
+ * strict allow list for compute-only jobs, and the profile's allow/deny
+ * lines on top. Applied as the very last step before execve(). */
+#pragma once
+
+#include "harden.h"
+
+/* The first native syscall number that we have not reviewed: everything
+ * from here up returns ENOSYS under the default filter, so a syscall added
+ * to Linux after this list was written is never silently allowed. 456 is
+ * futex_requeue (Linux 6.7), the last entry in libseccomp 2.5.4's table;
+ * x86_64 and the generic table share numbers from 424 on. */
+#define SBX_SECCOMP_FIRST_UNREVIEWED 457
+
+/* Build the filter for p and load it. Sets no_new_privs (required to load a
+ * filter without CAP_SYS_ADMIN). Fills prot->seccomp/seccomp_mode. */
+int seccomp_policy_apply(const struct profile *p, struct protections *prot, struct sbx_error *err);
+
+/* Number of syscalls in the strict allow list (for tests and docs). */
+size_t seccomp_policy_strict_count(void);

@@ -1,0 +1,129 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-launch(1) STATUS RECORD and SUPERVISOR PROTOCOL: --json-status-fd
+# lines, --info-fd, --block-fd and --sync-fd.
+
+load helpers/common
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sbx_stage
+}
+
+teardown_file() {
+        sbx_unstage
+}
+
+setup() {
+        require_userns
+        st="$BATS_TEST_TMPDIR/status"
+}
+
+@test "status: a start line with the command's pid, then an end line with every field" {
+        run sbx --json-status-fd 5 -- sh -c 'exit 3' 5>"$st"
+        [ "$status" -eq 3 ]
+        [ "$(wc -l < "$st")" -eq 2 ]
+        # each line is one JSON object
+        jq -e . "$st" >/dev/null
+        [ "$(jq -s '.[0] | keys | join(",")' "$st")" = '"child-pid"' ]
+        [ "$(jq -s '.[0]."child-pid" > 1' "$st")" = true ]
+        [ "$(jq -s -c '.[1] | keys_unsorted' "$st")" = '["exit-code","signal","timed-out","wall-ms","cpu-ms","peak-rss-kb","limits-by","protections"]' ]
+        [ "$(jq -s -c '.[1].protections | keys_unsorted' "$st")" = '["no-new-privs","seccomp","landlock-abi","landlock-fs","landlock-net","landlock-scoped","caps-dropped","nested-userns-blocked","proc-masked","openat2"]' ]
+        [ "$(jq -s '.[1]."exit-code"' "$st")" = 3 ]
+        [ "$(jq -s '.[1].signal' "$st")" = null ]
+        [ "$(jq -s '.[1]."timed-out"' "$st")" = false ]
+        [ "$(jq -s '.[1]."limits-by"' "$st")" = '"rlimit"' ]
+        [ "$(jq -s '.[1] | (."wall-ms" | type) + (."cpu-ms" | type) + (."peak-rss-kb" | type)' "$st")" = '"numbernumbernumber"' ]
+        [ "$(jq -s '.[1]."peak-rss-kb" > 100' "$st")" = true ]
+        [ "$(jq -s '.[1].protections.openat2' "$st")" = true ]
+        [ "$(jq -s '.[1].protections | [.[] | type] | unique | join(",")' "$st")" != '""' ]
+}
+
+@test "status: child-pid is the command's pid as seen from outside" {
+        sbx --json-status-fd 5 -- sleep 1.5 5>"$st" &
+        for _ in $(seq 50); do [ -s "$st" ] && break; sleep 0.05; done
+        pid=$(jq -s '.[0]."child-pid"' "$st")
+        [ "$(tr '\0' ' ' < "/proc/$pid/cmdline")" = "sleep 1.5 " ]
+        wait
+}
+
+@test "status: a signal death has signal set and exit-code 128+N" {
+        run sbx --json-status-fd 5 -- sh -c 'kill -USR1 $$' 5>"$st"
+        [ "$status" -eq 138 ]
+        [ "$(jq -s -c '.[1] | [."exit-code", .signal]' "$st")" = '[138,10]' ]
+}
+
+@test "status: a setup failure is one error line naming the step" {
+        run sbx --json-status-fd 5 --ro-bind /nonexistent-sbx /x -- true 5>"$st"
+        [ "$status" -eq 125 ]
+        [ "$(wc -l < "$st")" -eq 1 ]
+        [ "$(jq -c . "$st")" = '{"exit-code":125,"error":{"step":"ro-bind","message":"/nonexistent-sbx: No such file or directory"}}' ]
+}
+
+@test "status: a profile error also reaches the status fd" {
+        run sbx --json-status-fd 5 --set limits.cpu=lots -- true 5>"$st"
+        [ "$status" -eq 125 ]
+        [ "$(jq -r '.error.step' "$st")" = profile ]
+        [[ "$(jq -r '.error.message' "$st")" == *cpu* ]]
+}
+
+@test "status: exec failures have no start line but a full end line" {
+        run -127 sbx --json-status-fd 5 -- no-such-command-sbx 5>"$st"
+        [ "$status" -eq 127 ]
+        [ "$(wc -l < "$st")" -eq 1 ]
+        [ "$(jq '."exit-code"' "$st")" = 127 ]
+}
+
+@test "status fd is not inherited by the command" {
+        run sbx --json-status-fd 5 --info-fd 6 -- sh -c 'test -e /proc/self/fd/5 || test -e /proc/self/fd/6 || echo none' 5>"$st" 6>/dev/null
+        [ "$status" -eq 0 ]
+        [ "$output" = none ]
+}
+
+@test "info-fd: child-pid and the namespace ids, matching /proc" {
+        info="$BATS_TEST_TMPDIR/info"
+        sbx --info-fd 6 -- sleep 1.5 6>"$info" &
+        for _ in $(seq 50); do [ -s "$info" ] && break; sleep 0.05; done
+        pid=$(jq '."child-pid"' "$info")
+        [ "$pid" -gt 1 ]
+        for n in user mnt pid net ipc uts cgroup; do
+                want=$(stat -L -c %i "/proc/$pid/ns/$n")
+                [ "$(jq ".namespaces.$n" "$info")" = "$want" ]
+        done
+        [ "$(jq ".namespaces.net" "$info")" != "$(stat -L -c %i /proc/self/ns/net)" ]
+        wait
+}
+
+@test "block-fd: the command waits for a byte, then runs" {
+        fifo="$BATS_TEST_TMPDIR/fifo"
+        mkfifo "$fifo"
+        out="$BATS_TEST_TMPDIR/out"
+        sbx --block-fd 6 -- sh -c 'echo ran' 6<"$fifo" >"$out" &
+        exec 7>"$fifo"
+        sleep 0.5
+        [ ! -s "$out" ]
+        echo x >&7
+        exec 7>&-
+        wait $!
+        [ "$(cat "$out")" = ran ]
+}
+
+@test "block-fd: closed without a byte, setup fails and the command never runs" {
+        run sbx --block-fd 6 -- sh -c 'echo ran' 6</dev/null
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"block-fd"* ]]
+        [[ "$output" != *ran* ]]
+}
+
+@test "sync-fd: stays open while the sandbox lives and closes when it ends" {
+        fifo="$BATS_TEST_TMPDIR/sync"
+        mkfifo "$fifo"
+        start=$(date +%s%N)
+        sbx --sync-fd 6 -- sh -c 'setsid sleep 30 & sleep 1' 6>"$fifo" &
+        # EOF on the read side comes only once every holder is gone
+        cat "$fifo" > /dev/null
+        end=$(date +%s%N)
+        wait $!
+        elapsed=$(( (end - start) / 1000000 ))
+        [ "$elapsed" -ge 900 ] && [ "$elapsed" -lt 10000 ]
+}
