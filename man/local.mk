@@ -2,6 +2,10 @@
 # Man pages are written in scdoc and shipped pre-built in the tarball.
 MAN_SCD = \
 	man/sbx-launch.1.scd \
+	man/sbx-supervisord.8.scd \
+	man/sbx-supervisord.conf.5.scd \
+	man/sbx-protocol.7.scd \
+	man/sbxctl.1.scd \
 	man/sbx-profile.5.scd
 dist_man_MANS += $(MAN_SCD:.scd=)
 EXTRA_DIST += $(MAN_SCD) man/tidy.awk
