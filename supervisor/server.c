@@ -85,6 +85,7 @@ struct rjob {
         struct source pid_src, out_src[2], status_src, timer_src;
         unsigned cg_limits;
         bool slot;           /* counted as running by the scheduler */
+        int result_dir_fd;   /* STATE/results/ID while the job runs */
         char *profile_path;
 };
 
@@ -478,7 +479,13 @@ static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
                         j->truncated[i] = true;
                 }
                 if (keep > 0) {
-                        if (write_all(j->file_fd[i], buf, keep) < 0)
+                        /* Created on the first byte: most short jobs
+                         * write nothing to one stream or both, and every
+                         * inode created costs on the daemon's hot path. */
+                        if (j->file_fd[i] < 0)
+                                j->file_fd[i] = openat(rj->result_dir_fd, stream_name(i),
+                                                       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+                        if (j->file_fd[i] < 0 || write_all(j->file_fd[i], buf, keep) < 0)
                                 j->truncated[i] = true;
                         else
                                 j->kept_bytes[i] += keep;
@@ -599,6 +606,8 @@ static void rjob_free(void *p) {
         free(rj->j.error_code);
         free(rj->j.error_message);
         free(rj->profile_path);
+        if (rj->result_dir_fd >= 0)
+                close(rj->result_dir_fd);
         free(rj);
 }
 
@@ -816,11 +825,9 @@ static void start_job(struct rjob *rj) {
 
         rj->slot = true;
         j->file_fd[0] = j->file_fd[1] = -1;
-        _cleanup_close_ int rdir = openat(S.results_fd, j->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        for (int i = 0; i < 2 && rdir >= 0; i++)
-                j->file_fd[i] = openat(rdir, stream_name(i), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (rdir < 0 || j->file_fd[0] < 0 || j->file_fd[1] < 0) {
-                snprintf(msg, sizeof(msg), "cannot create the output files: %s", strerror(errno));
+        rj->result_dir_fd = openat(S.results_fd, j->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rj->result_dir_fd < 0) {
+                snprintf(msg, sizeof(msg), "cannot open the result directory: %s", strerror(errno));
                 goto fail;
         }
 
@@ -1059,6 +1066,7 @@ static void handle_run(struct conn *c, struct request *req) {
         j->pid = -1;
         j->pidfd = j->status_fd = j->timer_fd = j->cgroup_fd = -1;
         j->out_fd[0] = j->out_fd[1] = j->file_fd[0] = j->file_fd[1] = -1;
+        rj->result_dir_fd = -1;
         j->exit_code = -1;
         list_init(&j->watches);
         list_init(&j->queue_link);

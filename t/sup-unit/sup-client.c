@@ -7,17 +7,31 @@
  *   sup-client SOCKET --partial     half a request, then close without a newline
  *   sup-client SOCKET --idle N      hold N idle connections, ping on another one,
  *                                   print its reply and how many idle ones are open
+ *   sup-client SOCKET --bench JOBS CLIENTS [RATE] [CMD...]
+ *                                   CLIENTS connections run JOBS jobs in all
+ *                                   (default /bin/true), each "run" with follow,
+ *                                   at most RATE jobs/s overall (0: as fast as
+ *                                   possible); prints jobs/s and the
+ *                                   submit->end latency percentiles
+ *   sup-client --time N CLIENTS RATE CMD...
+ *                                   the same load shape as --bench, but each
+ *                                   "job" is CMD run directly: the baseline
  *   sup-client --get PATH           for each JSON line on stdin that has PATH
  *                                   (a.b.c), print its value (strings raw)
  */
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <time.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 static int connect_to(const char *path) {
@@ -86,12 +100,140 @@ static int get(const char *path) {
         return found ? 0 : 1;
 }
 
+
+struct bench {
+        char **cmd;           /* --time: run this instead of a job */
+        const char *path;
+        char *req;            /* the request line */
+        int per_client;
+        double interval_s;    /* between one client's submissions; 0 = closed loop */
+        double *lat_ms;       /* per job */
+        int failures;
+        pthread_mutex_t lock;
+        int next;
+};
+
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static bool run_cmd(char **cmd) {
+        pid_t pid = fork();
+        if (pid == 0) {
+                int nul = open("/dev/null", O_RDWR);
+                dup2(nul, 0);
+                dup2(nul, 1);
+                execvp(cmd[0], cmd);
+                _exit(127);
+        }
+        int st;
+        if (pid < 0 || waitpid(pid, &st, 0) < 0)
+                return false;
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void *bench_client(void *arg) {
+        struct bench *b = arg;
+        int fd = b->cmd ? -1 : connect_to(b->path);
+        FILE *in = b->cmd ? NULL : fdopen(dup(fd), "r");
+        char *line = NULL;
+        size_t cap = 0;
+        double next = now_s();
+        for (int i = 0; i < b->per_client; i++) {
+                if (b->interval_s > 0) {
+                        double w = next - now_s();
+                        if (w > 0) {
+                                struct timespec ts = { (time_t) w, (long) ((w - (double) (time_t) w) * 1e9) };
+                                nanosleep(&ts, NULL);
+                        }
+                        next += b->interval_s;
+                }
+                double t0 = now_s();
+                bool ok = false, ended = false;
+                if (b->cmd) {
+                        ok = run_cmd(b->cmd);
+                        ended = true;
+                } else
+                        send_all(fd, b->req, strlen(b->req));
+                while (!ended && getline(&line, &cap, in) > 0) {
+                        if (strstr(line, "\"ok\":false"))
+                                ended = true;
+                        else if (strstr(line, "\"event\":\"end\"")) {
+                                ended = true;
+                                ok = strstr(line, "\"state\":\"succeeded\"") != NULL;
+                        }
+                }
+                double ms = (now_s() - t0) * 1000.0;
+                pthread_mutex_lock(&b->lock);
+                b->lat_ms[b->next++] = ms;
+                if (!ok)
+                        b->failures++;
+                pthread_mutex_unlock(&b->lock);
+                if (!ended)
+                        break;
+        }
+        free(line);
+        if (in)
+                fclose(in);
+        if (fd >= 0)
+                close(fd);
+        return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+static int bench(const char *path, int jobs, int clients, double rate, char **cmd, int ncmd, bool exec_mode) {
+        struct bench b = { .path = path, .per_client = jobs / clients, .cmd = exec_mode ? cmd : NULL };
+        pthread_mutex_init(&b.lock, NULL);
+        json_t *argv = json_array();
+        if (ncmd == 0)
+                json_array_append_new(argv, json_string("/bin/true"));
+        for (int i = 0; i < ncmd; i++)
+                json_array_append_new(argv, json_string(cmd[i]));
+        json_t *req = json_pack("{s:i, s:s, s:o, s:b}", "v", 1, "op", "run", "command", argv, "follow", 1);
+        char *s = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        b.req = malloc(strlen(s) + 2);
+        sprintf(b.req, "%s\n", s);
+        free(s);
+        b.lat_ms = calloc((size_t) jobs, sizeof(double));
+        b.interval_s = rate > 0 ? (double) clients / rate : 0;
+        pthread_t *t = calloc((size_t) clients, sizeof(pthread_t));
+        double t0 = now_s();
+        for (int i = 0; i < clients; i++)
+                pthread_create(&t[i], NULL, bench_client, &b);
+        for (int i = 0; i < clients; i++)
+                pthread_join(t[i], NULL);
+        double el = now_s() - t0;
+        int n = b.next;
+        qsort(b.lat_ms, (size_t) n, sizeof(double), cmp_double);
+        if (n == 0) {
+                printf("jobs 0\n");
+                return 1;
+        }
+        printf("jobs %d failures %d clients %d elapsed_s %.3f jobs_per_s %.1f p50_ms %.2f p95_ms %.2f p99_ms %.2f max_ms %.2f\n",
+               n, b.failures, clients, el, n / el, b.lat_ms[n / 2], b.lat_ms[(int) (n * 0.95)], b.lat_ms[(int) (n * 0.99)],
+               b.lat_ms[n - 1]);
+        return b.failures ? 1 : 0;
+}
+
 static const char ping[] = "{\"v\":1,\"op\":\"ping\"}\n";
 
 int main(int argc, char **argv) {
         if (argc < 2) {
                 fprintf(stderr, "usage: sup-client SOCKET [--big N | --partial | --idle N]\n");
                 return 2;
+        }
+        if (strcmp(argv[1], "--time") == 0 && argc >= 6) {
+                int n = atoi(argv[2]), clients = atoi(argv[3]);
+                if (n <= 0 || clients <= 0 || n < clients)
+                        return 2;
+                return bench(NULL, n, clients, atof(argv[4]), argv + 5, argc - 5, true);
         }
         if (strcmp(argv[1], "--get") == 0 && argc == 3)
                 return get(argv[2]);
@@ -121,6 +263,13 @@ int main(int argc, char **argv) {
                 shutdown(fd, SHUT_WR);
                 print_until_eof(fd);
                 return 0;
+        }
+        if (strcmp(argv[2], "--bench") == 0 && argc >= 5) {
+                int jobs = atoi(argv[3]), clients = atoi(argv[4]);
+                double rate = argc >= 6 ? atof(argv[5]) : 0;
+                if (jobs <= 0 || clients <= 0 || jobs < clients)
+                        return 2;
+                return bench(path, jobs, clients, rate, argv + 6, argc > 6 ? argc - 6 : 0, false);
         }
         if (strcmp(argv[2], "--partial") == 0) {
                 int fd = connect_to(path);

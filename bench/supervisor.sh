@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord throughput and latency: trivial jobs (/bin/true) through
+# the socket from N concurrent clients, each a "run" that follows the job to
+# its end event (so the durable result record is written before the clock
+# stops). Prints:
+#   - the daemon's RSS when idle, and its peak under load;
+#   - jobs/s with N clients as fast as they go;
+#   - submit->result latency p50/p95/p99 at half that rate, against bare
+#     sbx-launch runs of the same command with the same load shape (clients,
+#     rate) as the same user: the difference is the daemon's overhead.
+# Targets (2-core machine): >= 200 jobs/s, p95 overhead <= 5 ms, idle RSS
+# <= 10 MB. The state directory's filesystem decides what fsync costs; it is
+# printed (set SBX_BENCH_STATE to measure on another one).
+#
+# Usage: bench/supervisor.sh [JOBS] [CLIENTS]     (run as root, after make)
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+jobs=${1:-1000}
+clients=${2:-8}
+
+[ "$(id -u)" = 0 ] || { echo "bench: run as root (jobs run as nobody)" >&2; exit 77; }
+for f in launcher/sbx-launch supervisor/sbx-supervisord t/sup-unit/sup-client; do
+        [ -x "$top/$f" ] || { echo "bench: $top/$f not built (make && make t/sup-unit/sup-client)" >&2; exit 1; }
+done
+
+stage=$(mktemp -d /tmp/sbx-bench-sup.XXXXXX)
+chmod 0755 "$stage"
+mkdir -p "$stage/bin" "$stage/profiles"
+cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/t/sup-unit/sup-client" "$stage/bin/"
+cp "$top"/profiles/*.ini "$stage/profiles/"
+chmod -R a+rX "$stage"
+state=${SBX_BENCH_STATE:-$stage/state}
+
+cg=none
+mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+if [ -n "$mnt" ] && [ -w "$mnt/cgroup.procs" ]; then
+        cg="$mnt/sbx-bench-$$"
+fi
+
+cat > "$stage/sup.conf" <<EOC
+[daemon]
+socket = $stage/sock
+state_dir = $state
+launcher = $stage/bin/sbx-launch
+profile_path = $stage/profiles
+cgroup = $cg
+max_jobs = 16
+max_queue = 4096
+audit_log = $stage/audit.log
+
+[tenant.bench]
+uids = root
+max_jobs = 16
+max_queue = 4096
+EOC
+
+"$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
+pid=$!
+cleanup() {
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        [ "$cg" = none ] || rmdir "$cg" 2>/dev/null || true
+        rm -rf "$stage"
+}
+trap cleanup EXIT INT TERM
+for i in $(seq 100); do [ -S "$stage/sock" ] && break; sleep 0.05; done
+
+client="$stage/bin/sup-client"
+kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+
+echo "machine:      $(nproc) CPUs, kernel $(uname -r)"
+echo "state dir:    $state ($(stat -f -c %T "$(dirname "$state")") filesystem)"
+echo "cgroups:      $cg"
+"$client" "$stage/sock" --bench 20 2 >/dev/null   # warm up
+sleep 1
+echo "idle RSS:     $(kb "$pid" VmRSS) kB"
+
+launch_true() {
+        "$client" --time "$1" "$2" "$3" setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$stage/bin/sbx-launch" -- /bin/true
+}
+echo "--- bare sbx-launch -- /bin/true as nobody, 1 client, one after the other"
+launch_true 200 1 0
+
+echo "--- $jobs jobs, $clients clients, as fast as they go"
+full=$("$client" "$stage/sock" --bench "$jobs" "$clients")
+echo "$full"
+echo "peak RSS:     $(kb "$pid" VmHWM) kB"
+
+rate=$(echo "$full" | awk '{ for (i = 1; i < NF; i++) if ($i == "jobs_per_s") print int($(i + 1) / 2) }')
+n=$((rate * 5))
+[ "$n" -ge 100 ] || n=100
+echo "--- $n jobs at half that rate ($rate jobs/s), $clients clients"
+half=$("$client" "$stage/sock" --bench "$n" "$clients" "$rate")
+echo "$half"
+echo "--- the same load shape with bare sbx-launch (no daemon)"
+bare=$(launch_true "$n" "$clients" "$rate")
+echo "$bare"
+p95() { echo "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "p95_ms") print $(i + 1) }'; }
+p50() { echo "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "p50_ms") print $(i + 1) }'; }
+echo "p50 overhead: $(awk -v a="$(p50 "$half")" -v b="$(p50 "$bare")" 'BEGIN { printf "%.2f ms\n", a - b }')"
+echo "p95 overhead: $(awk -v a="$(p95 "$half")" -v b="$(p95 "$bare")" 'BEGIN { printf "%.2f ms\n", a - b }')"
+echo "RSS after:    $(kb "$pid" VmRSS) kB"
