@@ -224,6 +224,14 @@ int cgroup_job_cpu_usec(int fd, uint64_t *ret) {
         return 0;
 }
 
+uint64_t cgroup_job_oom_kills(int fd) {
+        _cleanup_free_ char *s = NULL;
+        if (read_file_at(fd, "memory.events", 4096, &s, NULL) < 0)
+                return 0;
+        char *p = strstr(s, "oom_kill ");
+        return p ? strtoull(p + 9, NULL, 10) : 0;
+}
+
 int cgroup_job_remove(struct cgroup_ctx *c, const char *id) {
         char name[64];
         snprintf(name, sizeof(name), "job-%s", id);

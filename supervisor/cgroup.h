@@ -41,6 +41,8 @@ int cgroup_job_create(struct cgroup_ctx *c, const char *id, const struct policy_
 int cgroup_job_kill(struct cgroup_ctx *c, int fd);
 /* cpu.stat usage_usec. */
 int cgroup_job_cpu_usec(int fd, uint64_t *ret);
+/* memory.events oom_kill count (0 when unknown). */
+uint64_t cgroup_job_oom_kills(int fd);
 /* Remove job-ID; -EBUSY while processes remain. */
 int cgroup_job_remove(struct cgroup_ctx *c, const char *id);
 /* After a restart: kill and remove every leftover job-* cgroup; returns how

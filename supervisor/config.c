@@ -77,6 +77,7 @@ void config_init(struct config *c) {
         c->max_request = 4u << 20;
         c->client_buffer = 8u << 20;
         c->kill_grace_ms = 5000;
+        c->request_timeout_ms = 30000;
         c->retention_ms = 7ull * 24 * 3600 * 1000;
         c->audit_fsync = AUDIT_FSYNC_ALWAYS;
         tenant_defaults(&c->anonymous);
@@ -399,6 +400,13 @@ static int daemon_key(struct parse_state *ps, const char *k, const char *v) {
         }
         if (streq(k, "kill_grace"))
                 return parse_dur(ps, k, v, &c->kill_grace_ms);
+        if (streq(k, "request_timeout")) {
+                if (parse_dur(ps, k, v, &c->request_timeout_ms) < 0)
+                        return ps->r;
+                if (c->request_timeout_ms < 1000)
+                        return FAIL("request_timeout: at least 1s", ps->name, ps->line);
+                return 0;
+        }
         if (streq(k, "retention"))
                 return parse_dur(ps, k, v, &c->retention_ms);
         if (streq(k, "log_format")) {

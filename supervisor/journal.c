@@ -42,14 +42,32 @@ int journal_append(struct journal *j, json_t *rec, bool sync) {
         return 0;
 }
 
-int journal_reset(struct journal *j) {
+int journal_rewrite(struct journal *j, json_t *const *recs, size_t n) {
         _cleanup_close_ int fd = openat(j->dirfd, ".journal.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
+        for (size_t i = 0; i < n; i++) {
+                char *s = json_dumps(recs[i], JSON_COMPACT);
+                if (!s)
+                        return -ENOMEM;
+                size_t len = strlen(s);
+                s[len] = '\n';
+                int r = write_all(fd, s, len + 1);
+                free(s);
+                if (r < 0)
+                        return r;
+        }
         if (fsync(fd) < 0 || renameat(j->dirfd, ".journal.tmp", j->dirfd, JOURNAL) < 0 || fsync(j->dirfd) < 0)
                 return -errno;
         journal_close(j);
-        return journal_open(j, j->dirfd);
+        int r = journal_open(j, j->dirfd);
+        if (r == 0)
+                j->lines = (unsigned) n;
+        return r;
+}
+
+int journal_reset(struct journal *j) {
+        return journal_rewrite(j, NULL, 0);
 }
 
 int proc_starttime(pid_t pid, unsigned long long *ret) {

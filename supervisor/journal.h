@@ -40,5 +40,10 @@ void journal_entries_free(struct journal_entry *e, size_t n);
 /* Start a new empty journal (after recovery wrote every record). */
 int journal_reset(struct journal *j);
 
+/* Replace the journal with just these records (the jobs still in flight),
+ * atomically: a crash during the rewrite leaves the old journal or the new
+ * one, never a mix. */
+int journal_rewrite(struct journal *j, json_t *const *recs, size_t n);
+
 /* /proc/PID/stat starttime, to tell a pid from its reuse. */
 int proc_starttime(pid_t pid, unsigned long long *ret);

@@ -10,7 +10,8 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/proto.h supervisor/proto.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/job.h supervisor/job.c \
-	supervisor/result.h supervisor/result.c
+	supervisor/result.h supervisor/result.c \
+	supervisor/journal.h supervisor/journal.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
 
@@ -22,7 +23,6 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/spawn.h supervisor/spawn.c \
 	supervisor/cgroup.h supervisor/cgroup.c \
 	supervisor/workspace.h supervisor/workspace.c \
-	supervisor/journal.h supervisor/journal.c \
 	supervisor/audit.h supervisor/audit.c
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS)
 supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS)

@@ -62,6 +62,8 @@ struct conn {
         size_t out_len, out_off;
         uint32_t events;
         struct list watches; /* struct job_watch.conn_link */
+        struct list link;    /* in S.conns */
+        uint64_t partial_since_ms; /* a request line started and not ended */
         bool closed;
 };
 
@@ -85,6 +87,7 @@ struct rjob {
         struct source pid_src, out_src[2], status_src, timer_src;
         unsigned cg_limits;
         bool slot;           /* counted as running by the scheduler */
+        unsigned long long starttime; /* the launcher's, for the journal */
         int result_dir_fd;   /* STATE/results/ID while the job runs */
         char *profile_path;
 };
@@ -102,6 +105,8 @@ static struct {
         bool stopping;
         bool listen_paused;
         bool socket_activated;
+        uint64_t next_retention_ms;
+        struct list conns;           /* struct conn.link */
 } S;
 
 static void conn_close(struct conn *c);
@@ -254,6 +259,7 @@ static void conn_close(struct conn *c) {
                 watch_free(list_entry(pos, struct job_watch, conn_link));
         loop_del(&c->src);
         close(c->src.fd);
+        list_del(&c->link);
         S.n_conns--;
         if (S.listen_paused && S.n_conns < S.cfg->max_connections) {
                 S.listen_paused = false;
@@ -651,6 +657,12 @@ static void finish_job(struct rjob *rj) {
                 j->exit_code = code;
                 j->term_signal = sig;
                 j->outcome = job_outcome_from_exit(j, code, sig);
+                /* With a memory cgroup, the kernel counts its OOM kills. */
+                if ((rj->cg_limits & CG_LIMIT_MEMORY) && j->cgroup_fd >= 0 && cgroup_job_oom_kills(j->cgroup_fd) > 0 &&
+                    j->outcome != OUTCOME_SUCCEEDED && !j->timed_out && !j->cancelled) {
+                        j->outcome = OUTCOME_OOM;
+                        set_error(j, "E_OOM", "the job ran out of memory (its cgroup's memory.max)");
+                }
                 if (j->outcome == OUTCOME_ERROR && !j->error_code)
                         set_error(j, E_SETUP, "sbx-launch could not set up the sandbox (exit status 125; see the job's stderr)");
                 if (j->outcome == OUTCOME_TIMED_OUT && !j->error_code) {
@@ -930,6 +942,7 @@ static void start_job(struct rjob *rj) {
 
         unsigned long long st = 0;
         proc_starttime(j->pid, &st);
+        rj->starttime = st;
         json_t *jr = json_pack("{s:s, s:s, s:i, s:I}", "ev", "start", "job", j->id, "pid", (int) j->pid, "starttime",
                                (json_int_t) st);
         if (jr)
@@ -992,6 +1005,16 @@ static void audit_decision(struct conn *c, const char *op, const char *decision,
                               c->tenant ? c->tenant->name : "", "decision", decision, "job", job ? json_string(job) : json_null(),
                               "code", code ? json_string(code) : json_null(), "message",
                               msg ? json_string(msg) ?: json_null() : json_null()));
+}
+
+static json_t *accept_record(const struct job *j) {
+        char ts[64];
+        json_t *jr = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s}", "ev", "accept", "job", j->id, "tenant", j->tenant->name,
+                               "uid", (json_int_t) j->caller_uid, "created", format_rfc3339(j->created_ms, ts, sizeof(ts)),
+                               "command", argv_json(&j->req.run), "profile", j->pol.profile);
+        if (jr && j->req.run.idempotency_key)
+                json_object_set_new(jr, "idempotency_key", json_string(j->req.run.idempotency_key));
+        return jr;
 }
 
 static void handle_run(struct conn *c, struct request *req) {
@@ -1089,12 +1112,7 @@ static void handle_run(struct conn *c, struct request *req) {
 
         /* Durable before acknowledged: after this line a crash still leaves
          * the job a result record. */
-        char ts[64];
-        json_t *jr = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s}", "ev", "accept", "job", j->id, "tenant", t->name, "uid",
-                               (json_int_t) c->cred.uid, "created", format_rfc3339(j->created_ms, ts, sizeof(ts)), "command",
-                               argv_json(&j->req.run), "profile", pol.profile);
-        if (jr && j->req.run.idempotency_key)
-                json_object_set_new(jr, "idempotency_key", json_string(j->req.run.idempotency_key));
+        json_t *jr = accept_record(j);
         int r = jr ? journal_append(&S.journal, jr, true) : -ENOMEM;
         json_decref(jr);
         if (r < 0) {
@@ -1353,6 +1371,11 @@ static void conn_read(struct conn *c) {
                         c->in_len = 0;
                 }
         }
+        if (c->in_len > 0 || c->discarding) {
+                if (!c->partial_since_ms)
+                        c->partial_since_ms = now_mono_ms();
+        } else
+                c->partial_since_ms = 0;
         /* Idle clients hold no buffer. */
         if (c->in_len == 0 && c->in_cap > 0) {
                 free(c->in);
@@ -1399,8 +1422,10 @@ static void on_listen(struct source *s, uint32_t events) {
                         continue;
                 }
                 list_init(&c->watches);
+                list_add_tail(&S.conns, &c->link);
                 socklen_t sl = sizeof(c->cred);
                 if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &sl) < 0) {
+                        list_del(&c->link);
                         close(fd);
                         free(c);
                         continue;
@@ -1417,6 +1442,7 @@ static void on_listen(struct source *s, uint32_t events) {
                 }
                 S.n_conns++;
                 if (loop_add(&c->src, fd, EPOLLIN | EPOLLRDHUP, on_conn) < 0) {
+                        list_del(&c->link);
                         close(fd);
                         free(c);
                         S.n_conns--;
@@ -1485,16 +1511,79 @@ static void on_signal(struct source *s, uint32_t events) {
         }
 }
 
+#define JOURNAL_COMPACT_LINES 10000
+
+/* Slow-loris: a request line must be finished within request_timeout, or
+ * the client is told and disconnected; idle clients between requests may
+ * stay as long as they like. */
+static void expire_partial_requests(uint64_t now) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &S.conns) {
+                struct conn *c = list_entry(pos, struct conn, link);
+                if (c->closed || !c->partial_since_ms || now - c->partial_since_ms < S.cfg->request_timeout_ms)
+                        continue;
+                log_warning("client uid %u: request not finished within %" PRIu64 " ms, disconnecting", (unsigned) c->cred.uid,
+                            S.cfg->request_timeout_ms);
+                conn_send(c, proto_error(NULL, E_BAD_REQUEST, "request not finished within %" PRIu64 " ms (request_timeout)",
+                                         S.cfg->request_timeout_ms));
+                if (!c->closed)
+                        conn_close(c);
+        }
+}
+
+/* The journal only needs the jobs still in flight: rewrite it with their
+ * accept (and start) records so it stays small under constant load. */
+static void compact_journal(void) {
+        size_t n = 0, cap = 0;
+        json_t **recs = NULL;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &S.jobs) {
+                struct rjob *rj = rjob_of(list_entry(pos, struct job, all_link));
+                if (n + 2 > cap) {
+                        cap = cap ? cap * 2 : 64;
+                        json_t **nr = realloc(recs, cap * sizeof(*nr));
+                        if (!nr)
+                                goto out;
+                        recs = nr;
+                }
+                recs[n] = accept_record(&rj->j);
+                if (!recs[n])
+                        goto out;
+                n++;
+                if (rj->j.pid > 0) {
+                        recs[n] = json_pack("{s:s, s:s, s:i, s:I}", "ev", "start", "job", rj->j.id, "pid", (int) rj->j.pid,
+                                            "starttime", (json_int_t) rj->starttime);
+                        if (!recs[n])
+                                goto out;
+                        n++;
+                }
+        }
+        int r = journal_rewrite(&S.journal, recs, n);
+        if (r < 0)
+                log_error("journal compaction failed: %s", strerror(-r));
+        else
+                log_debug("journal compacted to %zu records", n);
+out:
+        for (size_t i = 0; i < n; i++)
+                json_decref(recs[i]);
+        free(recs);
+}
+
 static void on_sweep(struct source *s, uint32_t events) {
         uint64_t n;
         if (read(s->fd, &n, sizeof(n)) < 0)
                 return;
-        unsigned removed = result_sweep(&S.done, S.results_fd, S.cfg->retention_ms, now_real_ms());
-        if (removed)
-                log_info("retention: removed %u old results", removed);
-        /* Keep the journal short: rewrite it when no job is in flight. */
-        if (list_empty(&S.jobs) && S.journal.lines > 10000)
-                journal_reset(&S.journal);
+        uint64_t now = now_mono_ms();
+        if (now >= S.next_retention_ms) {
+                unsigned removed = result_sweep(&S.done, S.results_fd, S.cfg->retention_ms, now_real_ms());
+                if (removed)
+                        log_info("retention: removed %u old results", removed);
+                uint64_t every = S.cfg->retention_ms / 10;
+                S.next_retention_ms = now + (every < 1000 ? 1000 : every > 3600000 ? 3600000 : every);
+        }
+        if (S.journal.lines > JOURNAL_COMPACT_LINES)
+                compact_journal();
+        expire_partial_requests(now);
 }
 
 /* After a crash: every job the journal accepted that has no record gets one,
@@ -1686,6 +1775,7 @@ int server_init(struct config *cfg, struct sbx_error *err) {
         S.cfg = cfg;
         S.state_fd = S.work_fd = S.results_fd = -1;
         list_init(&S.jobs);
+        list_init(&S.conns);
         sched_init(&S.sched, cfg->max_jobs, cfg->max_queue);
 
         if (sodium_init() < 0)
@@ -1751,12 +1841,9 @@ int server_init(struct config *cfg, struct sbx_error *err) {
 
         int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (tfd >= 0) {
-                uint64_t every = cfg->retention_ms / 10;
-                if (every < 1000)
-                        every = 1000;
-                if (every > 3600 * 1000)
-                        every = 3600 * 1000;
-                struct itimerspec its = { .it_value = { (time_t) (every / 1000), 0 }, .it_interval = { (time_t) (every / 1000), 0 } };
+                /* Housekeeping once a second: request timeouts, journal
+                 * compaction, and (at its own pace) retention. */
+                struct itimerspec its = { .it_value = { 1, 0 }, .it_interval = { 1, 0 } };
                 timerfd_settime(tfd, 0, &its, NULL);
                 loop_add(&S.sweep_src, tfd, EPOLLIN, on_sweep);
         }

@@ -11,7 +11,8 @@ setup_file() {
         sup_init
         sup_config "max_jobs = 1
 max_queue = 2
-max_request = 1M"
+max_request = 1M
+request_timeout = 1s"
         sup_start
 }
 
@@ -72,6 +73,17 @@ err_code() {
         [ "$status" -eq 0 ]
         after=$(ctl --json ls | grep -o '"job"' | wc -l)
         [ "$before" -eq "$after" ]
+}
+
+@test "a request line not finished within request_timeout ends the connection (slow loris)" {
+        start=$(date +%s)
+        run "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --slow 10
+        [ "$(err_code <<<"${lines[0]}")" = E_BAD_REQUEST ]
+        [[ "$(json_get error.message <<<"${lines[0]}")" == *request_timeout* ]]
+        [ "${lines[1]}" = closed ]
+        [ $(( $(date +%s) - start )) -lt 5 ]
+        run ctl ping
+        [ "$status" -eq 0 ]
 }
 
 @test "1000 idle connections do not stop the daemon serving others" {

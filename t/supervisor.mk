@@ -4,7 +4,8 @@
 SUP_UNIT_TESTS = \
 	t/sup-unit/proto-test \
 	t/sup-unit/policy-test \
-	t/sup-unit/job-test
+	t/sup-unit/job-test \
+	t/sup-unit/journal-test
 check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
 TESTS += $(SUP_UNIT_TESTS)
 
@@ -20,6 +21,9 @@ t_sup_unit_policy_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_job_test_SOURCES = t/sup-unit/job-test.c
 t_sup_unit_job_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_job_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
+t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_sup_client_SOURCES = t/sup-unit/sup-client.c
 t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
@@ -31,6 +35,8 @@ SUP_BATS = \
 	t/supervisor-tenants.bats \
 	t/supervisor-crash.bats \
 	t/supervisor-load.bats \
-	t/supervisor-config.bats
+	t/supervisor-config.bats \
+	t/supervisor-systemd.bats \
+	t/supervisor-retention.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash

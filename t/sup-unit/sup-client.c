@@ -5,6 +5,9 @@
  *   sup-client SOCKET               send stdin, half-close, print replies until EOF
  *   sup-client SOCKET --big N       a line of N bytes, then a ping; print replies
  *   sup-client SOCKET --partial     half a request, then close without a newline
+ *   sup-client SOCKET --slow SECS   half a request, then wait up to SECS for the
+ *                                   daemon; print its reply and "closed" if it
+ *                                   hung up
  *   sup-client SOCKET --idle N      hold N idle connections, ping on another one,
  *                                   print its reply and how many idle ones are open
  *   sup-client SOCKET --bench JOBS CLIENTS [RATE] [CMD...]
@@ -16,6 +19,9 @@
  *   sup-client --time N CLIENTS RATE CMD...
  *                                   the same load shape as --bench, but each
  *                                   "job" is CMD run directly: the baseline
+ *   sup-client --notify-listen PATH SECS
+ *                                   receive sd_notify datagrams on PATH for SECS
+ *                                   seconds and print them, one per line
  *   sup-client --get PATH           for each JSON line on stdin that has PATH
  *                                   (a.b.c), print its value (strings raw)
  */
@@ -30,6 +36,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -235,6 +243,31 @@ int main(int argc, char **argv) {
                         return 2;
                 return bench(NULL, n, clients, atof(argv[4]), argv + 5, argc - 5, true);
         }
+        if (strcmp(argv[1], "--notify-listen") == 0 && argc == 4) {
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[2]);
+                int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                unlink(argv[2]);
+                if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                        return 2;
+                chmod(argv[2], 0666);
+                double end = now_s() + atof(argv[3]);
+                char buf[4096];
+                while (now_s() < end) {
+                        struct timeval tv = { 0, 100000 };
+                        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                        ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+                        if (n > 0) {
+                                buf[n] = '\0';
+                                for (char *p = buf; *p; p++)
+                                        if (*p == '\n')
+                                                *p = ' ';
+                                printf("%s\n", buf);
+                                fflush(stdout);
+                        }
+                }
+                return 0;
+        }
         if (strcmp(argv[1], "--get") == 0 && argc == 3)
                 return get(argv[2]);
         const char *path = argv[1];
@@ -270,6 +303,19 @@ int main(int argc, char **argv) {
                 if (jobs <= 0 || clients <= 0 || jobs < clients)
                         return 2;
                 return bench(path, jobs, clients, rate, argv + 6, argc > 6 ? argc - 6 : 0, false);
+        }
+        if (strcmp(argv[2], "--slow") == 0 && argc == 4) {
+                int fd = connect_to(path);
+                static const char half[] = "{\"v\":1,\"op\":\"pi";
+                send_all(fd, half, sizeof(half) - 1);
+                struct timeval tv = { atoi(argv[3]), 0 };
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                char buf[4096];
+                ssize_t n;
+                while ((n = read(fd, buf, sizeof(buf))) > 0)
+                        fwrite(buf, 1, (size_t) n, stdout);
+                printf("%s\n", n == 0 ? "closed" : "still open");
+                return 0;
         }
         if (strcmp(argv[2], "--partial") == 0) {
                 int fd = connect_to(path);

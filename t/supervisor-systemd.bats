@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord(8) SYSTEMD: readiness and status notifications, socket
+# activation, and the shipped units.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        sup_config
+}
+
+teardown_file() {
+        sup_fini
+}
+
+require_libsystemd() {
+        ldd "$SBX_STAGE/bin/sbx-supervisord" | grep -q libsystemd ||
+                skip "built without libsystemd (--without-systemd)"
+}
+
+@test "READY=1 and STATUS= reach NOTIFY_SOCKET" {
+        require_libsystemd
+        "$SBX_STAGE/bin/sup-client" --notify-listen "$SUP_DIR/notify" 3 > "$SUP_DIR/notify.out" 3>&- &
+        listener=$!
+        sleep 0.2
+        NOTIFY_SOCKET="$SUP_DIR/notify" "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" 2>"$SUP_DIR/n.log" 3>&- &
+        pid=$!
+        for i in $(seq 50); do grep -q READY=1 "$SUP_DIR/notify.out" && break; sleep 0.05; done
+        ctl run -- true
+        kill -TERM "$pid"
+        wait "$pid"
+        wait "$listener"
+        grep -q '^READY=1' "$SUP_DIR/notify.out"
+        grep -q 'STATUS=0 running, 0 queued' "$SUP_DIR/notify.out"
+        grep -q 'STOPPING=1' "$SUP_DIR/notify.out"
+}
+
+@test "socket activation: the daemon serves the socket systemd passes" {
+        require_libsystemd
+        command -v systemd-socket-activate >/dev/null || skip "systemd-socket-activate is not installed"
+        sock="$SUP_DIR/activated.sock"
+        systemd-socket-activate -l "$sock" "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" \
+                2>"$SUP_DIR/act.log" 3>&- &
+        act=$!
+        for i in $(seq 50); do [ -S "$sock" ] && break; sleep 0.05; done
+        run "$SBX_STAGE/bin/sbxctl" --socket "$sock" run -- echo activated
+        [ "$output" = activated ]
+        grep -q "listening on the socket passed by systemd" "$SUP_DIR/act.log"
+        # the configured socket was not created
+        [ ! -e "$SUP_SOCK" ]
+        kill -TERM "$act"
+        wait "$act" || true
+}
+
+@test "the service unit is generated with the configured paths and documented" {
+        unit="$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.service"
+        [ -f "$unit" ]
+        grep -q '^Type=notify$' "$unit"
+        grep -q '^Delegate=yes$' "$unit"
+        grep -q '^Documentation=man:sbx-supervisord(8)' "$unit"
+        grep -Eq '^ExecStart=/[^@]*/sbx-supervisord --foreground --config /[^@]*/sbx/sbx-supervisord.conf$' "$unit"
+        if command -v systemd-analyze >/dev/null; then
+                # only complaints about paths not installed here are allowed
+                run systemd-analyze verify "$unit" "$SBX_SRCDIR/contrib/systemd/sbx-supervisord.socket"
+                ! grep -v -e 'is not executable' -e "Command 'man " -e 'not found' <<<"$output" | grep -q .
+        fi
+}
