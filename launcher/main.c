@@ -333,6 +333,14 @@ int main(int argc, char **argv) {
         signal(SIGCHLD, SIG_DFL);
         signal(SIGPIPE, SIG_IGN);
 
+        /* sbx-launch is built to be run by the user it sandboxes; a setuid
+         * or setgid install would hand every caller its privileges during
+         * setup (profiles from any path, mounts of any source). */
+        if (geteuid() != getuid() || getegid() != getgid()) {
+                fprintf(stderr, "sbx-launch: refusing to run setuid or setgid\n");
+                return LAUNCH_EXIT_SETUP;
+        }
+
         cli_parse(&l, argc, argv);
 
         if (l.print_profile) {
