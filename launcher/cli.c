@@ -431,9 +431,7 @@ void cli_parse(struct launch *l, int argc, char **argv) {
         if (profile_validate(&l->profile, &err) < 0)
                 die("profile", "%s", err.msg);
 
-        if (cmd >= argc && !l->print_profile && !l->check) {
-                fprintf(stderr, "sbx-launch: usage: no command given (see --help)\n");
-                exit(LAUNCH_EXIT_SETUP);
-        }
+        if (cmd >= argc && !l->print_profile && !l->check)
+                die("usage", "no command given (see --help)");
         l->argv = argv + cmd;
 }

@@ -71,6 +71,7 @@ void cli_parse(struct launch *l, int argc, char **argv);
 /* main.c: fatal error in the launcher itself; also written to the status
  * fd once it is known. */
 extern int launch_status_fd;
+extern struct launch *launch_current;
 _noreturn_ void die(const char *step, const char *fmt, ...) _printf_(2, 3);
 _noreturn_ void die_error(const char *step, const struct sbx_error *err);
 

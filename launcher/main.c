@@ -28,6 +28,7 @@
 #endif
 
 int launch_status_fd = -1;
+struct launch *launch_current;
 
 static const int forwarded_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
@@ -42,6 +43,9 @@ void die(const char *step, const char *fmt, ...) {
         (void) saved;
         fprintf(stderr, "sbx-launch: %s: %s\n", step, msg);
         status_error(launch_status_fd, step, msg);
+        /* Freed so that a sanitizer build reports real leaks only. */
+        if (launch_current)
+                profile_free(&launch_current->profile);
         exit(LAUNCH_EXIT_SETUP);
 }
 
@@ -333,14 +337,23 @@ int main(int argc, char **argv) {
         signal(SIGCHLD, SIG_DFL);
         signal(SIGPIPE, SIG_IGN);
 
+        /* sbx-launch is built to be run by the user it sandboxes; a setuid
+         * or setgid install would hand every caller its privileges during
+         * setup (profiles from any path, mounts of any source). */
+        if (geteuid() != getuid() || getegid() != getgid()) {
+                fprintf(stderr, "sbx-launch: refusing to run setuid or setgid\n");
+                return LAUNCH_EXIT_SETUP;
+        }
+
+        launch_current = &l;
         cli_parse(&l, argc, argv);
 
+        int r = 0;
         if (l.print_profile) {
                 if (profile_write(&l.profile, stdout) < 0 || fflush(stdout) != 0)
                         die("print-profile", "%s", strerror(errno));
-                return 0;
-        }
-        if (l.check)
-                return 0;
-        return run(&l);
+        } else if (!l.check)
+                r = run(&l);
+        profile_free(&l.profile);
+        return r;
 }

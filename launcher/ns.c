@@ -6,10 +6,12 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <linux/nsfs.h>
 
 #include "launch.h"
 
@@ -80,8 +82,25 @@ int ns_write_info(int fd, pid_t pid) {
         len += (size_t) snprintf(buf, sizeof(buf), "{\"child-pid\": %d, \"namespaces\": {", (int) pid);
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
                 struct stat st;
-                snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int) pid, names[i]);
-                if (stat(path, &st) < 0)
+                int r;
+                if (i == 0) {
+                        /* The user namespace that owns the sandbox's other
+                         * namespaces, asked of the mount namespace: pid 1
+                         * itself may move on into a nested one to lock out
+                         * further nesting. */
+                        snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int) pid);
+                        int mnt = open(path, O_RDONLY | O_CLOEXEC);
+                        int user = mnt < 0 ? -1 : ioctl(mnt, NS_GET_USERNS);
+                        r = user < 0 ? -1 : fstat(user, &st);
+                        if (user >= 0)
+                                close(user);
+                        if (mnt >= 0)
+                                close(mnt);
+                } else {
+                        snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int) pid, names[i]);
+                        r = stat(path, &st);
+                }
+                if (r < 0)
                         continue;
                 len += (size_t) snprintf(buf + len, sizeof(buf) - len, "%s\"%s\": %llu",
                                          buf[len - 1] == '{' ? "" : ", ", names[i],

@@ -86,10 +86,15 @@ setup() {
         for _ in $(seq 50); do [ -s "$info" ] && break; sleep 0.05; done
         pid=$(jq '."child-pid"' "$info")
         [ "$pid" -gt 1 ]
-        for n in user mnt pid net ipc uts cgroup; do
+        for n in mnt pid net ipc uts cgroup; do
                 want=$(stat -L -c %i "/proc/$pid/ns/$n")
                 [ "$(jq ".namespaces.$n" "$info")" = "$want" ]
         done
+        # user: the one owning those namespaces, the same as the command's
+        # or its parent (pid 1 may nest one more to lock out nesting)
+        user=$(jq ".namespaces.user" "$info")
+        [ "$user" -gt 0 ]
+        [ "$user" != "$(stat -L -c %i /proc/self/ns/user)" ]
         [ "$(jq ".namespaces.net" "$info")" != "$(stat -L -c %i /proc/self/ns/net)" ]
         wait
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-launch(1) --pass-fd and --file: the command gets 0, 1, 2 and the
+# descriptors passed on purpose, nothing else the caller had open.
+
+load helpers/common
+
+setup_file() {
+        sbx_stage
+}
+
+teardown_file() {
+        sbx_unstage
+}
+
+setup() {
+        require_userns
+        d=$(user_dir)
+}
+
+@test "--pass-fd passes that descriptor, readable in the command" {
+        echo passed-data > "$d/in"
+        run sbx --pass-fd 7 -- sh -c 'cat <&7' 7<"$d/in"
+        [ "$status" -eq 0 ]
+        [ "$output" = passed-data ]
+}
+
+@test "--pass-fd of a write end: the command writes to the caller's file" {
+        run sbx --pass-fd 8 -- sh -c 'echo out-data >&8' 8>"$d/out"
+        [ "$status" -eq 0 ]
+        [ "$(cat "$d/out")" = out-data ]
+}
+
+@test "descriptors the caller did not pass are closed in the command" {
+        run sbx --pass-fd 7 -- sh -c 'ls /proc/self/fd | sort -n | tr "\n" " "' 7</dev/null 8</dev/null 9>/dev/null
+        [ "$status" -eq 0 ]
+        # ls itself holds one more (its directory), the highest number
+        set -- $output
+        [ "$1 $2 $3 $4" = "0 1 2 3" ] || [ "$1 $2 $3 $4" = "0 1 2 7" ]
+        [[ " $output " == *" 7 "* ]]
+        [[ " $output " != *" 8 "* ]]
+        [[ " $output " != *" 9 "* ]]
+}
+
+@test "--pass-fd of a closed descriptor, or 0-2, is a usage error" {
+        run sbx --pass-fd 42 -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"--pass-fd 42: Bad file descriptor"* ]]
+        run sbx --pass-fd 1 -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"always passed"* ]]
+}
+
+@test "--file copies a descriptor's contents to a new file; the descriptor itself is not passed" {
+        printf 'line1\nline2\n' > "$d/src"
+        run sbx --perms 0600 --file 7 /etc/job.conf -- sh -c 'cat /etc/job.conf; stat -c %a /etc/job.conf; test -e /proc/self/fd/7 && echo leaked || echo closed' 7<"$d/src"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = line1 ]
+        [ "${lines[1]}" = line2 ]
+        [ "${lines[2]}" = 600 ]
+        [ "${lines[3]}" = closed ]
+}
+
+@test "--file onto an existing file is refused (never writes into a bound file)" {
+        echo keep > "$d/f"
+        run sbx --bind "$d/f" /etc/f --file 0 /etc/f -- true </dev/null
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"file: /etc/f: File exists"* ]]
+        [ "$(cat "$d/f")" = keep ]
+}
