@@ -275,6 +275,10 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
                         return FAIL("job_user: unknown user '%s'", ps->name, ps->line, v);
                 if (t->job_uid == 0)
                         return FAIL("job_user: jobs never run as root", ps->name, ps->line);
+                /* The user's own group, unless job_group says otherwise. */
+                struct passwd *pw = getpwuid(t->job_uid);
+                if (pw && !t->job_group_set && pw->pw_gid != 0)
+                        t->job_gid = pw->pw_gid;
                 return 0;
         }
         if (streq(k, "job_group")) {
@@ -282,6 +286,7 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
                         return FAIL("job_group: unknown group '%s'", ps->name, ps->line, v);
                 if (t->job_gid == 0)
                         return FAIL("job_group: jobs never run as group root", ps->name, ps->line);
+                t->job_group_set = true;
                 return 0;
         }
         if (streq(k, "profiles")) {

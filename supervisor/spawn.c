@@ -62,8 +62,15 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         syscall(SYS_close_range, 5U, ~0U, 0U);
 
         setsid();
-        if (setgroups(1, &p->gid) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0 ||
-            p->uid == 0) {
+        if (geteuid() == 0) {
+                if (setgroups(1, &p->gid) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 ||
+                    setresuid(p->uid, p->uid, p->uid) < 0 || p->uid == 0) {
+                        (void) !write(2, msg_ids, sizeof(msg_ids) - 1);
+                        _exit(125);
+                }
+        } else if (p->uid != geteuid()) {
+                /* An unprivileged daemon (a developer trying it out) can
+                 * only run jobs as itself. */
                 (void) !write(2, msg_ids, sizeof(msg_ids) - 1);
                 _exit(125);
         }

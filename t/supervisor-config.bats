@@ -89,6 +89,18 @@ daemon() {
         [[ "$output" == *"launcher $SUP_DIR/no-such-launcher"* ]]
 }
 
+@test "contrib/try-supervisor.sh runs a sample job through a temporary daemon" {
+        require_userns
+        run "$SBX_SRCDIR/contrib/try-supervisor.sh" sh -c 'echo "job $SBX_JOB_ID"; exit 3'
+        [ "$status" -eq 3 ]
+        [[ "${lines[0]}" == *"tenant me"* ]]
+        [[ "${lines[1]}" =~ ^job\ j[0-9a-f]{20}$ ]]
+        [[ "$output" == *"state:     failed"* ]]
+        run "$SBX_SRCDIR/contrib/try-supervisor.sh"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"hello from job j"* ]]
+}
+
 @test "unknown options are usage errors" {
         run daemon --bogus
         [ "$status" -eq 2 ]
