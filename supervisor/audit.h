@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "config.h"
+#include "conf.h"
 
 int audit_open(const char *path, enum audit_fsync policy);
 void audit_close(void);

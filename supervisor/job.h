@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
+#include "conf.h"
 #include "tenant.h"
 #include "util.h"
 

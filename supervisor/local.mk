@@ -6,7 +6,7 @@ noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
 	supervisor/log.h supervisor/log.c \
-	supervisor/config.h supervisor/config.c \
+	supervisor/conf.h supervisor/config.c \
 	supervisor/proto.h supervisor/proto.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/job.h supervisor/job.c \

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "conf.h"
 #include "log.h"
 #include "server.h"
 

@@ -3,7 +3,7 @@
  * each job's life from acceptance to its durable result. */
 #pragma once
 
-#include "config.h"
+#include "conf.h"
 #include "error.h"
 
 /* Set up state directories, recover after a crash, open the socket (or take

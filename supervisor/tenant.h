@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
+#include "conf.h"
 #include "error.h"
 #include "proto.h"
 

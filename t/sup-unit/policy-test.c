@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
+#include "conf.h"
 #include "profile.h"
 #include "tenant.h"
 

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbx-supervisord.conf(5): the daemon's settings and the tenants' policies,
+ * parsed from INI with inih. Every key is checked; a bad one is an error that
+ * names file:line, and the daemon refuses to start. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define CONFIG_UNSET UINT64_MAX
+#define CONFIG_MAX_TENANTS 1024
+#define CONFIG_MAX_IDS 256
+#define CONFIG_MAX_PROFILES 256
+
+enum audit_fsync {
+        AUDIT_FSYNC_ALWAYS, /* fdatasync after every record */
+        AUDIT_FSYNC_NEVER,  /* leave it to the kernel */
+};
+
+enum over_limit {
+        OVER_LIMIT_REJECT, /* a request above a cap is refused (default) */
+        OVER_LIMIT_CLAMP,  /* it is lowered to the cap, and the audit says so */
+};
+
+/* Network modes a tenant may ask for, as bits of 1 << enum net_mode. */
+#define NET_MODE_BIT(m) (1u << (m))
+
+struct tenant {
+        char *name;
+        char *origin;         /* "file:line" of the section header */
+        uid_t *uids;
+        size_t n_uids;
+        gid_t *gids;
+        size_t n_gids;
+        uid_t job_uid;        /* unprivileged uid the jobs run as; never 0 */
+        gid_t job_gid;
+        bool job_group_set;
+        char **profiles;      /* allowed profile names; "*" allows any */
+        size_t n_profiles;
+        char *default_profile;
+        uint64_t default_timeout_ms;
+        bool default_timeout_set;
+        uint64_t max_timeout_ms;
+        uint64_t max_memory;      /* bytes; CONFIG_UNSET: no cap */
+        uint64_t max_processes;
+        uint64_t max_cpu_s;
+        uint64_t max_output;      /* bytes kept per stream */
+        uint64_t max_upload;      /* bytes of workspace files per request */
+        uint64_t max_artifacts;   /* bytes of artifacts per job */
+        uint64_t max_jobs;        /* running at once */
+        uint64_t max_queue;       /* waiting at once */
+        unsigned net_modes;       /* NET_MODE_BIT()s allowed */
+        enum over_limit over_limit;
+
+        /* runtime counters, owned by the scheduler */
+        unsigned n_running;
+        unsigned n_queued;
+};
+
+struct config {
+        char *path;
+        char *socket_path;
+        mode_t socket_mode;
+        gid_t socket_gid;          /* (gid_t) -1: leave as is */
+        char *state_dir;
+        char *launcher;
+        char *profile_path;        /* colon-separated directories */
+        char *cgroup_root;         /* "auto", "none" or a cgroup2 directory */
+        uint64_t max_jobs;
+        uint64_t max_queue;
+        uint64_t max_connections;
+        uint64_t max_request;      /* bytes in one request line */
+        uint64_t client_buffer;    /* bytes queued to one slow client before it is dropped */
+        uint64_t kill_grace_ms;
+        uint64_t request_timeout_ms; /* to finish a request line once begun */
+        uint64_t retention_ms;
+        bool log_json;
+        char *audit_log;           /* NULL: no audit log */
+        enum audit_fsync audit_fsync;
+        bool allow_unauthenticated;
+
+        struct tenant *tenants;
+        size_t n_tenants;
+        /* the tenant unknown callers get when allow_unauthenticated is on */
+        struct tenant anonymous;
+};
+
+void config_init(struct config *c);
+void config_free(struct config *c);
+
+/* Parse path into c (after config_init). Errors name "path:line: ...". */
+int config_load(struct config *c, const char *path, struct sbx_error *err);
+/* Same, from text already in memory (unit tests). */
+int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err);
+
+/* Initialise a tenant with the defaults sbx-supervisord.conf(5) documents. */
+void tenant_defaults(struct tenant *t);
+void tenant_free(struct tenant *t);
