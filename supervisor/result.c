@@ -135,7 +135,8 @@ int result_index_load(struct result_index *ix, int results_dirfd) {
                 }
         }
         closedir(d);
-        qsort(ix->e, ix->n, sizeof(*ix->e), cmp_created);
+        if (ix->n > 1)
+                qsort(ix->e, ix->n, sizeof(*ix->e), cmp_created);
         return 0;
 }
 

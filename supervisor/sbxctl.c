@@ -125,14 +125,27 @@ static json_t *expect_ok(json_t *m) {
                 if (!json_out)
                         fprintf(stderr, "sbxctl: %s: %s\n", json_string_value(json_object_get(e, "code")) ?: "E_?",
                                 json_string_value(json_object_get(e, "message")) ?: "");
+                json_decref(m);
                 exit(125);
         }
         return m;
 }
 
+/* The last response, owned here and freed at exit (LeakSanitizer runs the
+ * CI suite). Callers borrow it. */
+static json_t *last_response;
+
+static void free_last_response(void) {
+        json_decref(last_response);
+        last_response = NULL;
+}
+
 static json_t *request(json_t *req) {
         send_request(req);
-        return expect_ok(recv_message());
+        json_decref(last_response);
+        last_response = NULL;
+        last_response = expect_ok(recv_message());
+        return last_response;
 }
 
 static void write_data(FILE *f, json_t *ev) {
@@ -450,6 +463,7 @@ int main(int argc, char **argv) {
         }
         if (sodium_init() < 0)
                 die("libsodium initialisation failed");
+        atexit(free_last_response);
         char **av = argv + optind;
         int ac = argc - optind;
         const char *cmd = av[0];
@@ -464,7 +478,6 @@ int main(int argc, char **argv) {
                                 printf("%s\n", json_string_value(json_object_get(m, "job")) ?: "?");
                         return 0;
                 }
-                json_decref(m);
                 return follow_to_end(true);
         }
 

@@ -1322,7 +1322,13 @@ static void conn_read(struct conn *c) {
                 if (c->out_len - c->out_off > S.cfg->client_buffer / 2)
                         break;
                 if (c->in_cap - c->in_len < READ_CHUNK) {
-                        size_t nc = c->in_len + READ_CHUNK;
+                        /* Doubling keeps a long line linear to read; the
+                         * line limit bounds it (max_request + one chunk). */
+                        size_t nc = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
+                        if (nc < c->in_len + READ_CHUNK)
+                                nc = c->in_len + READ_CHUNK;
+                        if (nc > max + READ_CHUNK && c->in_len + READ_CHUNK <= max + READ_CHUNK)
+                                nc = max + READ_CHUNK;
                         char *nb = realloc(c->in, nc);
                         if (!nb) {
                                 conn_close(c);

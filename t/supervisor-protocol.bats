@@ -61,8 +61,11 @@ err_code() {
         [[ "$(json_get error.message <<<"${lines[0]}")" == *"longer than"* ]]
         [ "$(json_get ok <<<"${lines[1]}")" = true ]
         rss_after=$(awk '/VmRSS/ { print $2 }' /proc/$SUP_PID/status)
-        # max_request is 1M: the daemon never held the 10 MiB
-        [ $((rss_after - rss_before)) -lt 4096 ]
+        # max_request is 1M: the daemon never held the 10 MiB (ASan's
+        # quarantine keeps freed buffers resident, so it gets more room)
+        limit=4096
+        ldd "$SBX_STAGE/bin/sbx-supervisord" | grep -q libasan && limit=8192
+        [ $((rss_after - rss_before)) -lt "$limit" ]
 }
 
 @test "half a request and then a disconnect is dropped, not run" {

@@ -227,7 +227,11 @@ static int bench(const char *path, int jobs, int clients, double rate, char **cm
         printf("jobs %d failures %d clients %d elapsed_s %.3f jobs_per_s %.1f p50_ms %.2f p95_ms %.2f p99_ms %.2f max_ms %.2f\n",
                n, b.failures, clients, el, n / el, b.lat_ms[n / 2], b.lat_ms[(int) (n * 0.95)], b.lat_ms[(int) (n * 0.99)],
                b.lat_ms[n - 1]);
-        return b.failures ? 1 : 0;
+        int rc = b.failures ? 1 : 0;
+        free(b.lat_ms);
+        free(b.req);
+        free(t);
+        return rc;
 }
 
 static const char ping[] = "{\"v\":1,\"op\":\"ping\"}\n";
@@ -292,6 +296,7 @@ int main(int argc, char **argv) {
                 big[n] = '\n';
                 int fd = connect_to(path);
                 send_all(fd, big, n + 1);
+                free(big);
                 send_all(fd, ping, sizeof(ping) - 1);
                 shutdown(fd, SHUT_WR);
                 print_until_eof(fd);
@@ -349,6 +354,7 @@ int main(int argc, char **argv) {
                                 alive++;
                 }
                 printf("idle-open %d of %d\n", alive, open_n);
+                free(fds);
                 return 0;
         }
         fprintf(stderr, "sup-client: unknown mode %s\n", argv[2]);
