@@ -63,6 +63,7 @@ struct conn {
         uint32_t events;
         struct list watches; /* struct job_watch.conn_link */
         struct list link;    /* in S.conns */
+        unsigned n_watches;
         uint64_t partial_since_ms; /* a request line started and not ended */
         bool closed;
 };
@@ -239,6 +240,7 @@ static void conn_send(struct conn *c, json_t *msg) {
 static void watch_free(struct job_watch *w) {
         list_del(&w->job_link);
         list_del(&w->conn_link);
+        w->c->n_watches--;
         json_decref(w->tag);
         free(w);
 }
@@ -268,10 +270,18 @@ static void conn_close(struct conn *c) {
         loop_defer_free(conn_free, c);
 }
 
+#define MAX_WATCHES_PER_CONN 1024
+
 static struct job_watch *watch_add(struct conn *c, struct rjob *rj, enum watch_kind kind, unsigned streams, json_t *tag) {
+        /* Bounded like everything a client controls. */
+        if (c->n_watches >= MAX_WATCHES_PER_CONN) {
+                conn_send(c, proto_error(tag, E_LIMIT, "more than %d waits and follows on one connection", MAX_WATCHES_PER_CONN));
+                return NULL;
+        }
         struct job_watch *w = calloc(1, sizeof(*w));
         if (!w)
                 return NULL;
+        c->n_watches++;
         w->c = c;
         w->j = rj;
         w->kind = kind;
@@ -1027,6 +1037,11 @@ static void handle_run(struct conn *c, struct request *req) {
                 conn_send(c, proto_error(req->tag, E_SHUTTING_DOWN, "the daemon is stopping"));
                 return;
         }
+        if (run->follow && c->n_watches >= MAX_WATCHES_PER_CONN) {
+                conn_send(c, proto_error(req->tag, E_LIMIT, "more than %d waits and follows on one connection",
+                                         MAX_WATCHES_PER_CONN));
+                return;
+        }
         if (policy_apply(t, run, &pol, &err) < 0) {
                 audit_decision(c, "run", "rejected", NULL, pol.code, err.msg);
                 conn_send(c, proto_error(req->tag, pol.code, "%s", err.msg));
@@ -1231,6 +1246,11 @@ static void handle_job_request(struct conn *c, struct request *req) {
                         json_t *o = json_pack("{s:s}", "job", rj ? rj->j.id : d->id);
                         send_capture(c, rj ? rj->j.id : d->id, req->streams, o);
                         conn_send(c, proto_ok(req->tag, o));
+                        return;
+                }
+                if (rj && c->n_watches >= MAX_WATCHES_PER_CONN) {
+                        conn_send(c, proto_error(req->tag, E_LIMIT, "more than %d waits and follows on one connection",
+                                                 MAX_WATCHES_PER_CONN));
                         return;
                 }
                 conn_send(c, proto_ok(req->tag, json_pack("{s:s}", "job", rj ? rj->j.id : d->id)));
@@ -1730,6 +1750,15 @@ static int open_socket(struct sbx_error *err) {
                 *slash = '\0';
                 if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                         return sbx_error_set(err, errno, "socket directory %s", dir);
+                /* Whoever may write the directory may replace the socket
+                 * with their own and collect the clients' requests. */
+                struct stat ds;
+                if (stat(dir, &ds) == 0 && ((ds.st_mode & 0022) && !(ds.st_mode & S_ISVTX)))
+                        log_warning("socket directory %s is writable by group or others (mode %04o): anyone who can "
+                                    "write it can replace the socket; use a 0755 directory owned by root",
+                                    dir, (unsigned) (ds.st_mode & 07777));
+                else if (stat(dir, &ds) == 0 && ds.st_uid != geteuid())
+                        log_warning("socket directory %s is owned by uid %u, not by the daemon", dir, (unsigned) ds.st_uid);
         }
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)

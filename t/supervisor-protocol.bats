@@ -122,6 +122,14 @@ err_code() {
         ctl wait "$job"
 }
 
+@test "waits on one connection are bounded (1024), each answered once" {
+        job=$(ctl submit -- sleep 1)
+        run raw $(for i in $(seq 1025); do echo "{\"v\":1,\"op\":\"wait\",\"job\":\"$job\",\"id\":$i}"; done)
+        [ "${#lines[@]}" -eq 1025 ]
+        [ "$(grep -c '"code":"E_LIMIT"' <<<"$output")" -eq 1 ]
+        [ "$(grep -c '"ok":true' <<<"$output")" -eq 1024 ]
+}
+
 @test "every response carries v:1 and echoes the request id" {
         run raw '{"v":1,"op":"ping","id":"a"}' '{"v":1,"op":"list","id":2}' '{"v":1,"op":"nope","id":"c"}'
         [ "$(json_get v <<<"${lines[0]}")" = 1 ]
