@@ -14,27 +14,29 @@
 
 #define RESULT_MAX (64u << 20)
 
-int result_store(int results_dirfd, const char *id, json_t *rec) {
-        _cleanup_close_ int dfd = openat(results_dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
+static void record_name(const char *id, char *buf, size_t len) {
+        snprintf(buf, len, "%s.json", id);
+}
+
+int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir) {
+        char name[64];
+        record_name(id, name, sizeof(name));
         char *s = json_dumps(rec, JSON_COMPACT);
         if (!s)
                 return -ENOMEM;
         size_t n = strlen(s);
         s[n] = '\n';
-        int r = write_file_durable(dfd, "result.json", s, n + 1, 0600);
+        int r = write_file_durable(results_dirfd, name, s, n + 1, 0600, sync_dir);
         free(s);
         return r;
 }
 
 int result_load(int results_dirfd, const char *id, json_t **ret) {
-        _cleanup_close_ int dfd = openat(results_dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
+        char name[64];
+        record_name(id, name, sizeof(name));
         _cleanup_free_ char *s = NULL;
         size_t len;
-        int r = read_file_at(dfd, "result.json", RESULT_MAX, &s, &len);
+        int r = read_file_at(results_dirfd, name, RESULT_MAX, &s, &len);
         if (r < 0)
                 return r;
         json_t *j = json_loadb(s, len, 0, NULL);
@@ -45,9 +47,9 @@ int result_load(int results_dirfd, const char *id, json_t **ret) {
 }
 
 int result_exists(int results_dirfd, const char *id) {
-        char p[64];
-        snprintf(p, sizeof(p), "%s/result.json", id);
-        return faccessat(results_dirfd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+        char name[64];
+        record_name(id, name, sizeof(name));
+        return faccessat(results_dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 uint64_t parse_rfc3339_ms(const char *s) {
@@ -126,10 +128,16 @@ int result_index_load(struct result_index *ix, int results_dirfd) {
         }
         struct dirent *de;
         while ((de = readdir(d))) {
-                if (!proto_valid_job_id(de->d_name))
+                char id[32];
+                size_t l = strlen(de->d_name);
+                if (l < 6 || l - 5 >= sizeof(id) || strcmp(de->d_name + l - 5, ".json") != 0)
+                        continue;
+                memcpy(id, de->d_name, l - 5);
+                id[l - 5] = '\0';
+                if (!proto_valid_job_id(id))
                         continue;
                 json_t *rec = NULL;
-                if (result_load(results_dirfd, de->d_name, &rec) == 0) {
+                if (result_load(results_dirfd, id, &rec) == 0) {
                         result_index_add(ix, rec);
                         json_decref(rec);
                 }
@@ -146,6 +154,9 @@ unsigned result_sweep(struct result_index *ix, int results_dirfd, uint64_t reten
         for (size_t i = 0; i < ix->n; i++) {
                 struct done_entry *d = &ix->e[i];
                 if (d->ended_ms && d->ended_ms + retention_ms < now_ms) {
+                        char name[64];
+                        record_name(d->id, name, sizeof(name));
+                        unlinkat(results_dirfd, name, 0);
                         rm_rf_at(results_dirfd, d->id);
                         free(d->tenant);
                         free(d->idempotency_key);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Result records: STATE/results/ID/result.json next to the job's captured
- * stdout, stderr and artifacts. A record is written tmp + fsync + rename +
+/* Result records: STATE/results/ID.json, and STATE/results/ID/ for the
+ * job's captured stdout, stderr and artifacts when it has any. A record is written tmp + fsync + rename +
  * fsync(dir) before any client hears the job ended, so an acknowledged
  * result is whole after any crash, and a partial one is never visible.
  * Also keeps the in-memory index of finished jobs that `list`, `status`
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct done_entry {
@@ -25,7 +26,9 @@ struct result_index {
         size_t n, cap;
 };
 
-int result_store(int results_dirfd, const char *id, json_t *rec);
+/* sync_dir false: the caller fsyncs results_dirfd before telling anyone
+ * (one sync for every record finished in the same loop iteration). */
+int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir);
 int result_load(int results_dirfd, const char *id, json_t **ret);
 int result_exists(int results_dirfd, const char *id);
 

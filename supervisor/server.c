@@ -64,6 +64,7 @@ struct conn {
         struct list watches; /* struct job_watch.conn_link */
         struct list link;    /* in S.conns */
         unsigned n_watches;
+        bool held;           /* replies wait for the journal sync (in S.held) */
         uint64_t partial_since_ms; /* a request line started and not ended */
         bool closed;
 };
@@ -89,7 +90,9 @@ struct rjob {
         unsigned cg_limits;
         bool slot;           /* counted as running by the scheduler */
         unsigned long long starttime; /* the launcher's, for the journal */
-        int result_dir_fd;   /* STATE/results/ID while the job runs */
+        int result_dir_fd;   /* STATE/results/ID, created on first need */
+        struct list finishing_link; /* record renamed into place, directory not yet synced */
+        json_t *rec;         /* its record, until the clients are told */
         char *profile_path;
 };
 
@@ -108,6 +111,10 @@ static struct {
         bool socket_activated;
         uint64_t next_retention_ms;
         struct list conns;           /* struct conn.link */
+        struct list finishing;       /* struct rjob.finishing_link */
+        bool journal_dirty;          /* accepts appended, not yet synced */
+        struct conn **held;          /* clients whose replies wait for that sync */
+        size_t n_held, cap_held;
 } S;
 
 static void conn_close(struct conn *c);
@@ -166,7 +173,7 @@ static void conn_update_events(struct conn *c) {
         bool backlog = c->out_len - c->out_off > S.cfg->client_buffer / 2;
         if (!c->read_eof && !backlog)
                 ev |= EPOLLIN;
-        if (c->out_len > c->out_off)
+        if (c->out_len > c->out_off && !c->held)
                 ev |= EPOLLOUT;
         if (ev != c->events) {
                 c->events = ev;
@@ -175,6 +182,10 @@ static void conn_update_events(struct conn *c) {
 }
 
 static void conn_flush(struct conn *c) {
+        if (c->held) {
+                conn_update_events(c);
+                return;
+        }
         while (c->out_off < c->out_len) {
                 ssize_t n = send(c->src.fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n < 0) {
@@ -465,6 +476,16 @@ static void on_timer(struct source *s, uint32_t events) {
         }
 }
 
+/* STATE/results/ID exists only for jobs with output or artifacts. */
+static int ensure_result_dir(struct rjob *rj) {
+        if (rj->result_dir_fd >= 0)
+                return rj->result_dir_fd;
+        if (mkdirat(S.results_fd, rj->j.id, 0700) < 0 && errno != EEXIST)
+                return -1;
+        rj->result_dir_fd = openat(S.results_fd, rj->j.id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return rj->result_dir_fd;
+}
+
 static void close_src(struct source *s, int *fd) {
         if (*fd >= 0) {
                 loop_del(s);
@@ -498,7 +519,7 @@ static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
                         /* Created on the first byte: most short jobs
                          * write nothing to one stream or both, and every
                          * inode created costs on the daemon's hot path. */
-                        if (j->file_fd[i] < 0)
+                        if (j->file_fd[i] < 0 && ensure_result_dir(rj) >= 0)
                                 j->file_fd[i] = openat(rj->result_dir_fd, stream_name(i),
                                                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
                         if (j->file_fd[i] < 0 || write_all(j->file_fd[i], buf, keep) < 0)
@@ -622,6 +643,7 @@ static void rjob_free(void *p) {
         free(rj->j.error_code);
         free(rj->j.error_message);
         free(rj->profile_path);
+        json_decref(rj->rec);
         if (rj->result_dir_fd >= 0)
                 close(rj->result_dir_fd);
         free(rj);
@@ -692,11 +714,10 @@ static void finish_job(struct rjob *rj) {
 
         json_t *arts = NULL;
         bool arts_trunc = false;
-        _cleanup_close_ int rdir = openat(S.results_fd, j->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (j->req.run.n_artifacts > 0 && was_running && rdir >= 0) {
+        if (j->req.run.n_artifacts > 0 && was_running && ensure_result_dir(rj) >= 0) {
                 struct sbx_error e;
-                if (mkdirat(rdir, "artifacts", 0700) == 0 || errno == EEXIST) {
-                        _cleanup_close_ int adir = openat(rdir, "artifacts", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (mkdirat(rj->result_dir_fd, "artifacts", 0700) == 0 || errno == EEXIST) {
+                        _cleanup_close_ int adir = openat(rj->result_dir_fd, "artifacts", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (adir >= 0 && workspace_collect(S.work_fd, j->id, j->req.run.artifacts, j->req.run.n_artifacts,
                                                            j->pol.artifacts, adir, &arts, &arts_trunc, &e) < 0)
                                 log_warning("job %s: artifacts: %s", j->id, e.msg);
@@ -705,11 +726,40 @@ static void finish_job(struct rjob *rj) {
                 }
         }
         workspace_remove(S.work_fd, j->id);
+        /* The output files' names must be as durable as the record that
+         * points at them. */
+        if (rj->result_dir_fd >= 0)
+                fsync(rj->result_dir_fd);
 
         json_t *rec = build_result(rj, arts, arts_trunc);
-        int r = rec ? result_store(S.results_fd, j->id, rec) : -ENOMEM;
+        int r = rec ? result_store(S.results_fd, j->id, rec, false) : -ENOMEM;
         if (r < 0)
                 log_error("job %s: cannot write the result record: %s", j->id, strerror(-r));
+        rj->rec = rec;
+
+        /* Free the slot now; the clients hear of the end once the results
+         * directory is synced, for every job that ended in this loop
+         * iteration at once (finish_job_tell). */
+        if (had_slot) {
+                sched_finished(&S.sched, j);
+                rj->slot = false;
+        }
+        if (j->cgroup_fd >= 0) {
+                close(j->cgroup_fd);
+                j->cgroup_fd = -1;
+                if (cgroup_job_remove(&S.cg, j->id) < 0)
+                        log_debug("job %s: cgroup not yet empty", j->id);
+        }
+        close_src(&rj->timer_src, &j->timer_fd);
+        list_add_tail(&S.finishing, &rj->finishing_link);
+        schedule();
+}
+
+/* The second half of a job's end, after the sync that made its record
+ * durable: index, journal, audit, clients, and goodbye. */
+static void finish_job_tell(struct rjob *rj) {
+        struct job *j = &rj->j;
+        json_t *rec = TAKE_PTR(rj->rec);
         if (rec)
                 result_index_add(&S.done, rec);
 
@@ -747,18 +797,8 @@ static void finish_job(struct rjob *rj) {
         }
         json_decref(rec);
 
-        if (j->cgroup_fd >= 0) {
-                close(j->cgroup_fd);
-                j->cgroup_fd = -1;
-                if (cgroup_job_remove(&S.cg, j->id) < 0)
-                        log_debug("job %s: cgroup not yet empty", j->id);
-        }
-        close_src(&rj->timer_src, &j->timer_fd);
         list_del(&j->all_link);
-        if (had_slot)
-                sched_finished(&S.sched, j);
         loop_defer_free(rjob_free, rj);
-        schedule();
         notify_status();
         if (S.stopping && list_empty(&S.jobs))
                 loop_quit();
@@ -847,11 +887,6 @@ static void start_job(struct rjob *rj) {
 
         rj->slot = true;
         j->file_fd[0] = j->file_fd[1] = -1;
-        rj->result_dir_fd = openat(S.results_fd, j->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (rj->result_dir_fd < 0) {
-                snprintf(msg, sizeof(msg), "cannot open the result directory: %s", strerror(errno));
-                goto fail;
-        }
 
         if (S.cg.enabled) {
                 r = cgroup_job_create(&S.cg, j->id, &j->pol, &j->cgroup_fd, &rj->cg_limits);
@@ -1017,6 +1052,58 @@ static void audit_decision(struct conn *c, const char *op, const char *decision,
                               msg ? json_string(msg) ?: json_null() : json_null()));
 }
 
+static void hold_conn(struct conn *c) {
+        S.journal_dirty = true;
+        if (c->held)
+                return;
+        if (S.n_held == S.cap_held) {
+                size_t nc = S.cap_held ? S.cap_held * 2 : 64;
+                struct conn **n = realloc(S.held, nc * sizeof(*n));
+                if (!n) {
+                        /* Without room to hold the reply, sync right now. */
+                        fdatasync(S.journal.fd);
+                        return;
+                }
+                S.held = n;
+                S.cap_held = nc;
+        }
+        c->held = true;
+        S.held[S.n_held++] = c;
+}
+
+/* After every batch of events: one journal sync for all the jobs accepted
+ * in it, then their replies; one sync of the results directory for all the
+ * jobs that ended in it, then their clients. Group commit keeps the
+ * durability promises at a fraction of the syncs. */
+static void on_idle(void) {
+        if (S.journal_dirty) {
+                if (fdatasync(S.journal.fd) < 0)
+                        log_error("journal: fdatasync: %s", strerror(errno));
+                S.journal_dirty = false;
+                for (size_t i = 0; i < S.n_held; i++) {
+                        struct conn *c = S.held[i];
+                        c->held = false;
+                        if (!c->closed)
+                                conn_flush(c);
+                }
+                S.n_held = 0;
+        }
+        while (!list_empty(&S.finishing)) {
+                struct list batch, *pos, *tmp;
+                if (fsync(S.results_fd) < 0)
+                        log_error("results: fsync: %s", strerror(errno));
+                list_init(&batch);
+                list_for_each_safe(pos, tmp, &S.finishing) {
+                        list_del(pos);
+                        list_add_tail(&batch, pos);
+                }
+                list_for_each_safe(pos, tmp, &batch) {
+                        list_del(pos);
+                        finish_job_tell(container_of(pos, struct rjob, finishing_link));
+                }
+        }
+}
+
 static json_t *accept_record(const struct job *j) {
         char ts[64];
         json_t *jr = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s}", "ev", "accept", "job", j->id, "tenant", j->tenant->name,
@@ -1113,28 +1200,24 @@ static void handle_run(struct conn *c, struct request *req) {
         request_init(req);
         req->tag = j->req.tag ? json_incref(j->req.tag) : NULL;
 
-        if (mkdirat(S.results_fd, j->id, 0700) < 0 ||
-            workspace_create(S.work_fd, j->id, &j->req.run, t->job_uid, t->job_gid, &err) < 0) {
-                if (errno && !err.msg[0])
-                        snprintf(err.msg, sizeof(err.msg), "%s", strerror(errno));
+        sbx_error_clear(&err);
+        if (workspace_create(S.work_fd, j->id, &j->req.run, t->job_uid, t->job_gid, &err) < 0) {
                 log_error("job %s: %s", j->id, err.msg);
                 conn_send(c, proto_error(req->tag, E_INTERNAL, "cannot prepare the job: %s", err.msg));
                 workspace_remove(S.work_fd, j->id);
-                rm_rf_at(S.results_fd, j->id);
                 rjob_free(rj);
                 return;
         }
 
-        /* Durable before acknowledged: after this line a crash still leaves
-         * the job a result record. */
+        /* After this record a crash still leaves the job a result record,
+         * once it is synced (before the client hears of the job). */
         json_t *jr = accept_record(j);
-        int r = jr ? journal_append(&S.journal, jr, true) : -ENOMEM;
+        int r = jr ? journal_append(&S.journal, jr, false) : -ENOMEM;
         json_decref(jr);
         if (r < 0) {
                 log_error("job %s: journal: %s", j->id, strerror(-r));
                 conn_send(c, proto_error(req->tag, E_INTERNAL, "cannot record the job: %s", strerror(-r)));
                 workspace_remove(S.work_fd, j->id);
-                rm_rf_at(S.results_fd, j->id);
                 rjob_free(rj);
                 return;
         }
@@ -1147,6 +1230,10 @@ static void handle_run(struct conn *c, struct request *req) {
         json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");
         if (pol.clamped[0])
                 json_object_set_new(ok, "clamped", json_string(pol.clamped));
+        /* Durable before acknowledged: this reply (and whatever follows it
+         * on this connection) goes out after the journal is synced at the
+         * end of this loop iteration, one sync for every job accepted in it. */
+        hold_conn(c);
         conn_send(c, proto_ok(req->tag, ok));
         schedule();
         notify_status();
@@ -1211,7 +1298,8 @@ static void handle_job_request(struct conn *c, struct request *req) {
         case REQ_WAIT:
                 if (rj) {
                         if (req->op == REQ_RESULT)
-                                conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s", rj->j.id, job_state_name(rj->j.state)));
+                                conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s", rj->j.id,
+                                                         rj->j.state == JOB_DONE ? "being recorded; retry" : job_state_name(rj->j.state)));
                         else
                                 watch_add(c, rj, W_WAIT, 0, req->tag);
                         return;
@@ -1637,7 +1725,6 @@ static int recover(void) {
                         kill(-x->pid, SIGKILL);
                         kill(x->pid, SIGKILL);
                 }
-                mkdirat(S.results_fd, x->id, 0700);
                 char path[4300];
                 json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:O, s:O, s:s, s:n, s:n, s:b, s:b, s:{s:s, s:s}, s:O, s:n, s:s}", "v",
                                         PROTO_VERSION, "job", x->id, "tenant", x->tenant, "uid", (json_int_t) x->caller_uid,
@@ -1660,7 +1747,7 @@ static int recover(void) {
                                                                            "truncated", 0, "path", path));
                 }
                 json_object_set_new(rec, "artifacts", json_array());
-                r = result_store(S.results_fd, x->id, rec);
+                r = result_store(S.results_fd, x->id, rec, true);
                 if (r < 0)
                         log_error("recovery: job %s: cannot write its record: %s", x->id, strerror(-r));
                 else
@@ -1811,6 +1898,7 @@ int server_init(struct config *cfg, struct sbx_error *err) {
         S.state_fd = S.work_fd = S.results_fd = -1;
         list_init(&S.jobs);
         list_init(&S.conns);
+        list_init(&S.finishing);
         sched_init(&S.sched, cfg->max_jobs, cfg->max_queue);
 
         if (sodium_init() < 0)
@@ -1860,6 +1948,7 @@ int server_init(struct config *cfg, struct sbx_error *err) {
         r = loop_init();
         if (r < 0)
                 return sbx_error_set(err, r, "epoll");
+        loop_set_idle(on_idle);
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -1909,6 +1998,8 @@ void server_done(void) {
                         unlink(S.cfg->socket_path);
         }
         journal_close(&S.journal);
+        free(S.held);
+        S.held = NULL;
         audit_close();
         result_index_free(&S.done);
         cgroup_teardown(&S.cg);

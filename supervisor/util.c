@@ -46,7 +46,7 @@ int write_all(int fd, const void *buf, size_t len) {
         return 0;
 }
 
-int write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode) {
+int write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync_dir) {
         char tmp[512];
         int r;
         if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int) sizeof(tmp))
@@ -64,7 +64,7 @@ int write_file_durable(int dirfd, const char *name, const void *data, size_t len
                 return r;
         }
         /* The rename is durable only once the directory itself is synced. */
-        if (fsync(dirfd) < 0)
+        if (sync_dir && fsync(dirfd) < 0)
                 return -errno;
         return 0;
 }

@@ -51,8 +51,10 @@ const char *format_rfc3339(uint64_t real_ms, char *buf, size_t len);
 /* Write all of buf (retrying on EINTR and short writes); -errno on failure. */
 int write_all(int fd, const void *buf, size_t len);
 
-/* Write data to dirfd/name durably: name.tmp, fsync, rename, fsync(dir). */
-int write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
+/* Write data to dirfd/name durably: .name.tmp, fsync, rename, then
+ * fsync(dir) unless the caller syncs the directory itself (once for a
+ * batch of files). */
+int write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync_dir);
 
 /* Read a whole (small) file into a NUL-terminated buffer, at most max bytes. */
 int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);

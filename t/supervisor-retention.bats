@@ -23,13 +23,15 @@ setup() {
 @test "a result is kept for the retention time, then deleted with its files" {
         job=$(ctl submit -- sh -c 'echo kept')
         ctl wait "$job"
-        [ -f "$SUP_DIR/state/results/$job/result.json" ]
+        [ -f "$SUP_DIR/state/results/$job.json" ]
+        [ -f "$SUP_DIR/state/results/$job/stdout" ]
         run ctl logs "$job"
         [ "$output" = kept ]
         for i in $(seq 80); do
-                [ -e "$SUP_DIR/state/results/$job" ] || break
+                [ -e "$SUP_DIR/state/results/$job.json" ] || break
                 sleep 0.1
         done
+        [ ! -e "$SUP_DIR/state/results/$job.json" ]
         [ ! -e "$SUP_DIR/state/results/$job" ]
         run raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]

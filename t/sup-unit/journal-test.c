@@ -105,12 +105,13 @@ static void test_rewrite(void **state) {
 }
 
 static void test_result_store(void **state) {
-        assert_int_equal(mkdirat(dfd, J1, 0700), 0);
+        assert_int_equal(mkdirat(dfd, J1, 0700), 0); /* its output directory */
         json_t *r = json_pack("{s:s, s:s, s:s, s:s, s:s}", "job", J1, "tenant", "t", "state", "succeeded", "created",
                               "2026-11-22T04:00:00.000Z", "ended", "2026-11-22T04:00:01.500Z");
-        assert_int_equal(result_store(dfd, J1, r), 0);
+        assert_int_equal(result_store(dfd, J1, r, true), 0);
         json_object_set_new(r, "state", json_string("failed"));
-        assert_int_equal(result_store(dfd, J1, r), 0);
+        assert_int_equal(result_store(dfd, J1, r, false), 0);
+        assert_int_equal(faccessat(dfd, "." J1 ".json.tmp", F_OK, 0), -1);
         json_decref(r);
         json_t *back;
         assert_int_equal(result_load(dfd, J1, &back), 0);
@@ -129,6 +130,7 @@ static void test_result_store(void **state) {
         assert_int_equal(result_sweep(&ix, dfd, 1000, ended + 1500), 1);
         assert_int_equal(ix.n, 0);
         assert_false(result_exists(dfd, J1));
+        assert_int_equal(faccessat(dfd, J1, F_OK, 0), -1); /* and its files */
         result_index_free(&ix);
 }
 
