@@ -391,7 +391,13 @@ static int follow_to_end(bool show_result) {
                         json_decref(m);
                         continue;
                 }
-                if (streq(ev, "output") && !json_out) {
+                if (streq(ev, "lagged") && !json_out) {
+                        fprintf(stderr, "sbxctl: %lld bytes of %s not shown (this client fell behind); "
+                                        "sbxctl logs %s has all of it\n",
+                                (long long) json_integer_value(json_object_get(m, "skipped")),
+                                json_string_value(json_object_get(m, "stream")) ?: "output",
+                                json_string_value(json_object_get(m, "job")) ?: "JOB");
+                } else if (streq(ev, "output") && !json_out) {
                         const char *s = json_string_value(json_object_get(m, "stream"));
                         write_data(s && streq(s, "stderr") ? stderr : stdout, m);
                 } else if (streq(ev, "end")) {

@@ -81,6 +81,7 @@ struct job_watch {
         enum watch_kind kind;
         unsigned streams;
         json_t *tag;
+        uint64_t skipped[2]; /* output not sent: the client lagged behind */
 };
 
 /* A job with the event sources the loop needs. */
@@ -415,14 +416,71 @@ static void inputs_digest(const struct run_request *run, char hex[65]) {
 
 /* ---------------------------------------------------------------- jobs */
 
-static void job_event_all(struct rjob *rj, json_t *ev, unsigned stream) {
+static size_t conn_backlog(const struct conn *c) {
+        return c->out_len - c->out_off;
+}
+
+static void send_lagged(struct job_watch *w, const char *id) {
+        for (int i = 0; i < 2; i++)
+                if (w->skipped[i]) {
+                        conn_send(w->c, json_pack("{s:i, s:s, s:s, s:s, s:I}", "v", PROTO_VERSION, "event", "lagged", "job", id,
+                                                  "stream", i ? "stderr" : "stdout", "skipped", (json_int_t) w->skipped[i]));
+                        w->skipped[i] = 0;
+                }
+}
+
+/* Send an event to every client following the job. Live output is not
+ * worth a client: one that lags behind (half its client_buffer unread)
+ * misses output, told by a "lagged" event once it catches up, and can read
+ * the whole capture with logs. Sending may still drop a client (a write
+ * error), and with it its watches, so the recipients are collected first;
+ * closed clients stay allocated until the end of the loop turn. */
+static void job_event_all(struct rjob *rj, json_t *ev, unsigned stream, size_t len) {
+        struct job_watch *to[64], **many = NULL, **list = to;
+        struct conn *cs[64], **manyc = NULL, **clist = cs;
+        size_t n = 0, cap = ARRAY_SIZE(to);
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &rj->j.watches) {
                 struct job_watch *w = list_entry(pos, struct job_watch, job_link);
                 if (w->kind != W_FOLLOW || (stream && !(w->streams & stream)))
                         continue;
-                conn_send(w->c, json_deep_copy(ev));
+                if (n == cap) {
+                        struct job_watch **nl = realloc(many, 2 * cap * sizeof(*nl));
+                        struct conn **nc = realloc(manyc, 2 * cap * sizeof(*nc));
+                        if (nl && !many)
+                                memcpy(nl, to, sizeof(to));
+                        if (nc && !manyc)
+                                memcpy(nc, cs, sizeof(cs));
+                        if (nl)
+                                many = list = nl;
+                        if (nc)
+                                manyc = clist = nc;
+                        if (!nl || !nc)
+                                break;
+                        cap *= 2;
+                }
+                list[n] = w;
+                clist[n++] = w->c;
         }
+        for (size_t i = 0; i < n; i++) {
+                /* a closed client's watches are gone: look at it first */
+                if (clist[i]->closed)
+                        continue;
+                struct job_watch *w = list[i];
+                if (stream) {
+                        int s = stream == STREAM_STDOUT ? 0 : 1;
+                        if (conn_backlog(w->c) > S.cfg->client_buffer / 2) {
+                                w->skipped[s] += len;
+                                continue;
+                        }
+                        send_lagged(w, rj->j.id);
+                        if (clist[i]->closed)
+                                continue;
+                }
+                conn_send(clist[i], json_deep_copy(ev));
+        }
+        free(many);
+        free(manyc);
         json_decref(ev);
 }
 
@@ -530,7 +588,7 @@ static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
                                 json_t *ev = json_pack("{s:i, s:s, s:s, s:s}", "v", PROTO_VERSION, "event", "output", "job",
                                                        j->id, "stream", stream_name(i));
                                 if (ev && proto_set_data(ev, "data", buf, keep) == 0)
-                                        job_event_all(rj, ev, i == 0 ? STREAM_STDOUT : STREAM_STDERR);
+                                        job_event_all(rj, ev, i == 0 ? STREAM_STDOUT : STREAM_STDERR, keep);
                                 else
                                         json_decref(ev);
                         }
@@ -781,17 +839,26 @@ static void finish_job_tell(struct rjob *rj) {
         log_info("job %s (%s): %s, exit %d%s", j->id, j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  j->truncated[0] || j->truncated[1] ? ", output truncated" : "");
 
-        /* Now the clients may hear it. */
-        struct list *pos, *tmp;
-        list_for_each_safe(pos, tmp, &j->watches) {
-                struct job_watch *w = list_entry(pos, struct job_watch, job_link);
+        /* Now the clients may hear it. Each watch is unlinked before its
+         * message goes out: sending may drop the client and its watches. */
+        while (!list_empty(&j->watches)) {
+                struct job_watch *w = list_entry(j->watches.next, struct job_watch, job_link);
                 struct conn *c = w->c;
-                if (w->kind == W_WAIT)
-                        conn_send(c, proto_ok(w->tag, json_pack("{s:s, s:O}", "job", j->id, "result", rec ? rec : json_null())));
+                enum watch_kind kind = w->kind;
+                json_t *tag = w->tag ? json_incref(w->tag) : NULL;
+                if (kind == W_FOLLOW)
+                        send_lagged(w, j->id);
+                if (c->closed) {
+                        json_decref(tag);
+                        continue; /* closing it freed w */
+                }
+                watch_free(w);
+                if (kind == W_WAIT)
+                        conn_send(c, proto_ok(tag, json_pack("{s:s, s:O}", "job", j->id, "result", rec ? rec : json_null())));
                 else
                         conn_send(c, json_pack("{s:i, s:s, s:s, s:O}", "v", PROTO_VERSION, "event", "end", "job", j->id,
                                                "result", rec ? rec : json_null()));
-                watch_free(w);
+                json_decref(tag);
                 if (!c->closed && c->read_eof && c->out_len == c->out_off && list_empty(&c->watches))
                         conn_close(c);
         }
@@ -994,7 +1061,7 @@ static void start_job(struct rjob *rj) {
                 journal_append(&S.journal, jr, false);
         json_decref(jr);
         log_debug("job %s: started pid %d", j->id, (int) j->pid);
-        job_event_all(rj, json_pack("{s:i, s:s, s:s}", "v", PROTO_VERSION, "event", "started", "job", j->id), 0);
+        job_event_all(rj, json_pack("{s:i, s:s, s:s}", "v", PROTO_VERSION, "event", "started", "job", j->id), 0, 0);
         return;
 
 fail:

@@ -130,6 +130,28 @@ err_code() {
         [ "$(grep -c '"ok":true' <<<"$output")" -eq 1024 ]
 }
 
+@test "a follower that stops reading misses output, is told, and nothing else waits for it" {
+        # 12 MB of output against the default 8M client_buffer
+        job=$(ctl submit -- sh -c 'sleep 1; head -c 12000000 /dev/zero | tr "\0" a; echo; echo end')
+        echo "{\"v\":1,\"op\":\"logs\",\"job\":\"$job\",\"follow\":true}" |
+                "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --stall 4 > "$SUP_DIR/stalled.out" &
+        staller=$!
+        rss_before=$(awk '/VmRSS/ { print $2 }' /proc/$SUP_PID/status)
+        ctl logs -f "$job" > "$SUP_DIR/follower.out"
+        [ "$(tail -1 "$SUP_DIR/follower.out")" = end ]
+        [ "$(stat -c %s "$SUP_DIR/follower.out")" -eq 12000005 ]
+        run ctl wait "$job"
+        [ "$status" -eq 0 ]
+        wait "$staller"
+        rss_after=$(awk '/VmHWM/ { print $2 }' /proc/$SUP_PID/status)
+        # the daemon held at most about one client_buffer for the staller
+        [ $((rss_after - rss_before)) -lt 20000 ]
+        run "$SBX_STAGE/bin/sup-client" --get skipped < "$SUP_DIR/stalled.out"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" -gt 0 ]
+        grep -q '"event":"end"' "$SUP_DIR/stalled.out" || grep -q closed "$SUP_DIR/stalled.out"
+}
+
 @test "every response carries v:1 and echoes the request id" {
         run raw '{"v":1,"op":"ping","id":"a"}' '{"v":1,"op":"list","id":2}' '{"v":1,"op":"nope","id":"c"}'
         [ "$(json_get v <<<"${lines[0]}")" = 1 ]

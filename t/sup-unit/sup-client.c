@@ -8,6 +8,8 @@
  *   sup-client SOCKET --slow SECS   half a request, then wait up to SECS for the
  *                                   daemon; print its reply and "closed" if it
  *                                   hung up
+ *   sup-client SOCKET --stall SECS  send stdin, then read nothing for SECS; then
+ *                                   drain and print "closed" if the daemon hung up
  *   sup-client SOCKET --idle N      hold N idle connections, ping on another one,
  *                                   print its reply and how many idle ones are open
  *   sup-client SOCKET --bench JOBS CLIENTS [RATE] [CMD...]
@@ -308,6 +310,24 @@ int main(int argc, char **argv) {
                 if (jobs <= 0 || clients <= 0 || jobs < clients)
                         return 2;
                 return bench(path, jobs, clients, rate, argv + 6, argc > 6 ? argc - 6 : 0, false);
+        }
+        if (strcmp(argv[2], "--stall") == 0 && argc == 4) {
+                int fd = connect_to(path);
+                int small = 4096;
+                /* a small receive buffer so the daemon's side fills up */
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+                char buf[65536];
+                size_t n;
+                while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
+                        send_all(fd, buf, n);
+                sleep((unsigned) atoi(argv[3]));
+                struct timeval tv = { 5, 0 };
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                ssize_t r;
+                while ((r = read(fd, buf, sizeof(buf))) > 0)
+                        fwrite(buf, 1, (size_t) r, stdout);
+                printf("%s\n", r == 0 || (r < 0 && errno == ECONNRESET) ? "closed" : "still open");
+                return 0;
         }
         if (strcmp(argv[2], "--slow") == 0 && argc == 4) {
                 int fd = connect_to(path);
