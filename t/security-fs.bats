@@ -171,6 +171,33 @@ except Exception: pass
         [[ "$out1" == *"not permitted"* ]]
 }
 
+@test "Landlock TCP rules: bind and connect only to the ports [net] lists (ABI 4)" {
+        local st="$BATS_TEST_TMPDIR/status" prog='
+import socket
+keep = []
+for p in (8080, 9090):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); s.listen(); keep.append(s); print("bind", p, "ok")
+    except OSError as e: print("bind", p, e.strerror)
+for p in (8080, 9090):
+    c = socket.socket()
+    try:
+        c.connect(("127.0.0.1", p)); print("connect", p, "ok")
+    except OSError as e: print("connect", p, e.strerror)
+'
+        run sbx --set net.tcp-bind=8080 --set net.tcp-connect=8080 --json-status-fd 3 -- python3 -c "$prog" 3>"$st"
+        grep -q '"landlock-net": true' "$st" || skip "Landlock ABI 4 (TCP rules) is not available"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "bind 8080 ok" ]
+        [ "${lines[1]}" = "bind 9090 Permission denied" ]
+        [ "${lines[2]}" = "connect 8080 ok" ]
+        [ "${lines[3]}" = "connect 9090 Permission denied" ]
+        # without port rules TCP is not restricted
+        run sbx -- python3 -c "$prog"
+        [ "${lines[1]}" = "bind 9090 ok" ]
+}
+
 @test "best-effort fallback: with Landlock and openat2 returning ENOSYS the job runs and the record says so (item 21)" {
         [ -x "$SBX_STAGE/bin/try-syscall" ] || skip "try-syscall was not built"
         local st="$BATS_TEST_TMPDIR/status"
