@@ -73,8 +73,9 @@ assert_untouched() {
         as_user mkdir "$bound/d"
         as_user ln -s "$outside" "$bound/s"
         # Swap the real directory and the symlink to outside as fast as
-        # the kernel allows, until told to stop.
-        as_user "$PY" -c '
+        # the kernel allows, until told to stop; niced, so that tests
+        # running in parallel keep their timing.
+        as_user nice -n 19 "$PY" -c '
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 a, b, stop = (p.encode() for p in sys.argv[1:4])
@@ -84,9 +85,9 @@ while not os.path.exists(stop):
         libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
 ' "$bound/d" "$bound/s" "$stop" &
         local swapper=$!
-        deadline=$((SECONDS + 20))
+        deadline=$((SECONDS + 15))
         while [ $n -lt 2000 ] && [ $SECONDS -lt $deadline ]; do
-                sbx --bind "$bound" /w --dir /w/d/evil --tmpfs /w/d/t --symlink x /w/d/evil-link -- true >/dev/null 2>&1 || true
+                nice -n 10 "$BASH" -c "$(declare -f as_user sbx); sbx \"\$@\"" sbx --bind "$bound" /w --dir /w/d/evil --tmpfs /w/d/t --symlink x /w/d/evil-link -- true >/dev/null 2>&1 || true
                 n=$((n + 1))
         done
         touch "$stop"
