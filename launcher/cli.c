@@ -160,10 +160,11 @@ static int parse_fd(const char *opt, const char *s) {
 }
 
 /* Our own fds must not reach the command: close-on-exec (pid 1 never
- * executes anything, so it keeps them). */
+ * executes anything, so it keeps them). 0, 1 and 2 are the command's
+ * anyway ("--json-status-fd 2" shares stderr) and stay as they are. */
 static int parse_own_fd(const char *opt, const char *s) {
         int fd = parse_fd(opt, s);
-        if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        if (fd > 2 && fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
                 die("usage", "%s %d: %s", opt, fd, strerror(errno));
         return fd;
 }

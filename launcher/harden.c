@@ -27,20 +27,33 @@
 /* Nested user namespaces (the way into most kernel exploits reachable
  * without privilege) are refused twice: by the seccomp filter's clone
  * flags, and by the kernel's per-namespace counter, which holds even with
- * seccomp = none or a profile that keeps capabilities:
+ * seccomp = none:
  *
  *   1. harden_proc, in the sandbox's user namespace U1 with its full
- *      capabilities, sets U1's max_user_namespaces to 1;
- *   2. harden_sandbox, in pid 1, creates one more user namespace U2 (an
- *      identity mapping of its own ids) and moves into it, using up U1's
- *      single slot; the command is forked from there;
- *   3. any unshare(CLONE_NEWUSER) from inside U2 is charged against U1's
- *      counter too and fails with ENOSPC. Raising the limit needs
- *      CAP_SYS_RESOURCE over U1, which nothing in U2 can ever hold, and
- *      /proc/sys/user seen from U2 is U2's own table.
- * As a bonus the job's leftover capabilities (p->caps) only act on U2,
- * which owns no mount, network or pid namespace. */
+ *      capabilities, opens U1's max_user_namespaces for writing before
+ *      /proc/sys turns read-only (the open fd stays writable: it belongs
+ *      to the procfs mount underneath the read-only one);
+ *   2. harden_sandbox, still in pid 1 and U1, writes the limit: 0, so
+ *      that any unshare(CLONE_NEWUSER) from inside fails with ENOSPC.
+ *      Raising it needs CAP_SYS_RESOURCE over U1, which the job lacks
+ *      once its capabilities are dropped.
+ *   3. When the profile keeps capabilities, that is not enough (a kept
+ *      CAP_SYS_RESOURCE could raise the limit, a kept CAP_SYS_ADMIN could
+ *      unmount the /proc masks). Then the limit is 1 and pid 1 creates one
+ *      more user namespace U2 (an identity map of its own ids) and moves
+ *      into it, using up U1's single slot; the command is forked there.
+ *      Creating a user namespace from U2 is charged against U1's counter
+ *      too, and nothing in U2 can ever hold a capability over U1 (or over
+ *      the mount, network and pid namespaces U1 owns), so kept
+ *      capabilities only act inside U2.
+ * U2 is only made when needed because it changes what the job sees: its
+ * uid_map is relative to U1 and its user namespace is not the one the
+ * launcher reports on --info-fd. */
 #define USERNS_LIMIT_FILE "sys/user/max_user_namespaces"
+
+/* Step 1's fd, kept by pid 1 (which builds the root file system) until
+ * harden_sandbox. */
+static int userns_limit_fd = -1;
 
 static int write_at(int dirfd, const char *path, const char *text) {
         _cleanup_close_ int fd = -1;
@@ -54,29 +67,13 @@ static int write_at(int dirfd, const char *path, const char *text) {
         return 0;
 }
 
-static int read_int_at(int dirfd, const char *path, long *ret) {
-        _cleanup_close_ int fd = -1;
-        char buf[32];
-        ssize_t n;
-
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return n < 0 ? -errno : -EIO;
-        buf[n] = '\0';
-        *ret = strtol(buf, NULL, 10);
-        return 0;
-}
-
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err) {
         int r;
 
-        /* Step 1 of the nested user namespace lock-out; must happen before
-         * /proc/sys turns read-only. Failure is not fatal: harden_sandbox
-         * reads the value back and only relies on it when it is 1. */
-        (void) write_at(proc_dirfd, USERNS_LIMIT_FILE, "1");
+        /* Step 1 of the nested user namespace lock-out. Failure is not
+         * fatal: the status record will then rely on the filter alone. */
+        if (userns_limit_fd < 0)
+                userns_limit_fd = openat(proc_dirfd, USERNS_LIMIT_FILE, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 
         r = procmask_apply(proc_dirfd, err);
         if (r < 0)
@@ -115,24 +112,42 @@ static int enter_nested_userns(int proc_dirfd, struct sbx_error *err) {
         return 0;
 }
 
-int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err) {
+static int find_proc(const struct profile *p) {
         for (size_t i = 0; i < p->n_fs; i++) {
-                _cleanup_close_ int proc = -1;
-                long limit = 0;
-                int r;
-
                 if (p->fs[i].type != FS_PROC)
                         continue;
-                proc = open(p->fs[i].dest, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (proc < 0)
-                        continue;
-                if (read_int_at(proc, USERNS_LIMIT_FILE, &limit) < 0 || limit != 1)
-                        continue;
-                r = enter_nested_userns(proc, err);
-                if (r < 0)
-                        return r;
+                int fd = open(p->fs[i].dest, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0)
+                        return fd;
+        }
+        return -1;
+}
+
+int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err) {
+        _cleanup_close_ int limit_fd = TAKE_FD(userns_limit_fd);
+        bool nest = p->n_caps > 0;
+
+        /* Step 2, or step 3 when the job keeps capabilities. */
+        if (limit_fd >= 0) {
+                const char *limit = nest ? "1" : "0";
+                if (write(limit_fd, limit, 1) != 1)
+                        return sbx_error_set(err, errno, "writing max_user_namespaces");
+                if (nest) {
+                        _cleanup_close_ int proc = find_proc(p);
+                        int r;
+
+                        if (proc < 0)
+                                return sbx_error_set(err, errno, "nested user namespace: no /proc to write maps");
+                        r = enter_nested_userns(proc, err);
+                        if (r < 0)
+                                return r;
+                }
                 prot->nested_userns_blocked = true;
-                break;
+        } else if (nest) {
+                /* Without the counter, kept capabilities would be held over
+                 * the sandbox's own namespaces; refuse rather than weaken. */
+                return sbx_error_msg(err, EPERM,
+                                     "keeping capabilities needs a proc in the profile (to lock out nested user namespaces)");
         }
 
         /* pid 1 is a copy of the launcher: a non-dumpable pid 1 keeps the

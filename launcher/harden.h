@@ -29,18 +29,19 @@ struct protections {
 };
 
 /* Called by the root filesystem setup right after a procfs is mounted at
- * proc_dirfd (an O_PATH|O_DIRECTORY fd of the new mount), in the sandbox's
- * user namespace with its capabilities: sets that namespace's
- * max_user_namespaces to 1 (see harden_sandbox), masks the sensitive
- * entries and makes the kernel-tunable trees read-only. */
+ * proc_dirfd (an O_PATH|O_DIRECTORY fd of the new mount), in pid 1, in the
+ * sandbox's user namespace with its capabilities: opens that namespace's
+ * max_user_namespaces for harden_sandbox (see harden.c), masks the
+ * sensitive entries and makes the kernel-tunable trees read-only. */
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err);
 
 /* Called in pid 1 of the sandbox, after the root filesystem and network are
  * set up and before the command's process is forked: the last chance to act
- * with the user namespace's full capabilities. Moves pid 1 into one more
- * user namespace (identity map of its own uid/gid) to lock out nested user
- * namespaces (see harden.c), so pid 1 has no capability over the sandbox's
- * mount/net/pid namespaces afterwards; and makes pid 1 non-dumpable. */
+ * with the user namespace's full capabilities. Locks out nested user
+ * namespaces (max_user_namespaces = 0; when the profile keeps capabilities,
+ * pid 1 instead moves into one more user namespace mapping its own uid/gid,
+ * so that it holds no capability over the sandbox's mount/net/pid
+ * namespaces afterwards; see harden.c) and makes pid 1 non-dumpable. */
 int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err);
 
 /* Called in the command's process immediately before execve(), after

@@ -216,6 +216,12 @@ int landlock_apply(const struct profile *p, struct protections *prot, struct sbx
         r = add_path_rule(ruleset, "/", LL_FS_READ_DIR, attr.handled_access_fs, err);
         if (r < 0)
                 return r;
+        /* [security] sys = yes: a read-only /sys, readable here too. */
+        if (p->sys) {
+                r = add_path_rule(ruleset, "/sys", LL_FS_READ_FILE | LL_FS_READ_DIR, attr.handled_access_fs, err);
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < p->n_fs; i++) {
                 const struct fs_op *op = &p->fs[i];
                 uint64_t rights = fs_rights_for_op(op);

@@ -219,13 +219,14 @@ static int run(struct launch *l) {
         close(ep[1]);
         /* pid 1 holds these now; our copies must go so that the other end
          * sees end-of-file exactly when the sandbox ends. */
-        if (l->sync_fd >= 0)
+        if (l->sync_fd > 2)
                 close(l->sync_fd);
-        if (l->block_fd >= 0)
+        if (l->block_fd > 2)
                 close(l->block_fd);
         if (l->info_fd >= 0) {
                 ns_write_info(l->info_fd, pid);
-                close(l->info_fd);
+                if (l->info_fd > 2)
+                        close(l->info_fd);
         }
 
         struct watch w = { .sock_open = true };

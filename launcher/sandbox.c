@@ -123,6 +123,12 @@ void sandbox_main(struct launch *l) {
         sigset_t chld;
 
         snprintf(prot.limits_by, sizeof(prot.limits_by), "rlimit");
+        /* Only the launcher writes these; a copy held here would keep a
+         * reader waiting for end-of-file until the sandbox ends. */
+        if (l->info_fd > 2)
+                close(l->info_fd);
+        if (l->status_fd > 2 && l->status_fd != l->sync_fd && l->status_fd != l->block_fd)
+                close(l->status_fd);
         /* Blocked from the start so that no SIGCHLD is lost before the
          * init loop waits for it. */
         sigemptyset(&chld);

@@ -4,6 +4,8 @@
  * lines on top. Applied as the very last step before execve(). */
 #pragma once
 
+#include <seccomp.h>
+
 #include "harden.h"
 
 /* The first native syscall number that we have not reviewed: everything
@@ -17,5 +19,7 @@
  * filter without CAP_SYS_ADMIN). Fills prot->seccomp/seccomp_mode. */
 int seccomp_policy_apply(const struct profile *p, struct protections *prot, struct sbx_error *err);
 
-/* Number of syscalls in the strict allow list (for tests and docs). */
-size_t seccomp_policy_strict_count(void);
+/* Build (without loading) the libseccomp filter for p. Used at run time
+ * for profiles with their own rules, and at build time by seccomp-gen to
+ * precompile the default filter. */
+int seccomp_policy_build(const struct profile *p, scmp_filter_ctx *ret_ctx, struct sbx_error *err);

@@ -198,3 +198,12 @@ make_trap_dir() {
         [ "$status" -eq 125 ]
         [[ "$output" == *"chdir: /nonexistent: No such file or directory"* ]]
 }
+
+@test "dev-bind keeps a device usable; bind and ro-bind make it nodev" {
+        run sbx --dev-bind /dev/null /dn -- sh -c 'echo x > /dn && echo usable'
+        [ "$status" -eq 0 ]
+        [ "$output" = usable ]
+        run sbx --bind /dev/null /dn -- sh -c 'echo x > /dn'
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"Permission denied"* ]]
+}

@@ -19,6 +19,10 @@ setup() {
         st="$BATS_TEST_TMPDIR/status"
 }
 
+# (Tests that watch a descriptor for end of file start sbx-launch as a
+# simple background command: the shell then forks and executes it directly
+# and keeps no copy of its redirections, as it would for a function.)
+
 @test "status: a start line with the command's pid, then an end line with every field" {
         run sbx --json-status-fd 5 -- sh -c 'exit 3' 5>"$st"
         [ "$status" -eq 3 ]
@@ -82,12 +86,13 @@ setup() {
 
 @test "info-fd: child-pid and the namespace ids, matching /proc" {
         info="$BATS_TEST_TMPDIR/info"
-        sbx --info-fd 6 -- sleep 1.5 6>"$info" &
+        sbx --info-fd 6 -- sleep 4 6>"$info" &
         for _ in $(seq 50); do [ -s "$info" ] && break; sleep 0.05; done
         pid=$(jq '."child-pid"' "$info")
         [ "$pid" -gt 1 ]
         for n in mnt pid net ipc uts cgroup; do
                 want=$(stat -L -c %i "/proc/$pid/ns/$n")
+                echo "$n: want $want got $(jq ".namespaces.$n" "$info")" >&2
                 [ "$(jq ".namespaces.$n" "$info")" = "$want" ]
         done
         # user: the one owning those namespaces, the same as the command's
@@ -97,6 +102,27 @@ setup() {
         [ "$user" != "$(stat -L -c %i /proc/self/ns/user)" ]
         [ "$(jq ".namespaces.net" "$info")" != "$(stat -L -c %i /proc/self/ns/net)" ]
         wait
+}
+
+@test "info-fd: end of file right after the record, while the sandbox still runs" {
+        fifo="$BATS_TEST_TMPDIR/info"
+        mkfifo "$fifo"
+        if [ "$(id -u)" = 0 ]; then
+                setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_LAUNCH" --info-fd 6 -- sleep 3 6>"$fifo" &
+        else
+                "$SBX_LAUNCH" --info-fd 6 -- sleep 3 6>"$fifo" &
+        fi
+        run timeout 2 cat "$fifo"
+        [ "$status" -eq 0 ]
+        [[ "$output" == '{"child-pid": '* ]]
+        wait
+}
+
+@test "status fd 2 (shared with stderr) works and the command keeps its stderr" {
+        run sbx --json-status-fd 2 -- sh -c 'echo to-stderr >&2'
+        [ "$status" -eq 0 ]
+        [[ "$output" == *to-stderr* ]]
+        [[ "$output" == *'"exit-code": 0'* ]]
 }
 
 @test "block-fd: the command waits for a byte, then runs" {
@@ -124,7 +150,11 @@ setup() {
         fifo="$BATS_TEST_TMPDIR/sync"
         mkfifo "$fifo"
         start=$(date +%s%N)
-        sbx --sync-fd 6 -- sh -c 'setsid sleep 30 & sleep 1' 6>"$fifo" &
+        if [ "$(id -u)" = 0 ]; then
+                setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_LAUNCH" --sync-fd 6 -- sh -c 'setsid sleep 30 & sleep 1' 6>"$fifo" &
+        else
+                "$SBX_LAUNCH" --sync-fd 6 -- sh -c 'setsid sleep 30 & sleep 1' 6>"$fifo" &
+        fi
         # EOF on the read side comes only once every holder is gone
         cat "$fifo" > /dev/null
         end=$(date +%s%N)

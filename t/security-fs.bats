@@ -73,8 +73,9 @@ assert_untouched() {
         as_user mkdir "$bound/d"
         as_user ln -s "$outside" "$bound/s"
         # Swap the real directory and the symlink to outside as fast as
-        # the kernel allows, until told to stop.
-        as_user "$PY" -c '
+        # the kernel allows, until told to stop; niced, so that tests
+        # running in parallel keep their timing.
+        as_user nice -n 19 "$PY" -c '
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 a, b, stop = (p.encode() for p in sys.argv[1:4])
@@ -84,9 +85,9 @@ while not os.path.exists(stop):
         libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
 ' "$bound/d" "$bound/s" "$stop" &
         local swapper=$!
-        deadline=$((SECONDS + 20))
+        deadline=$((SECONDS + 15))
         while [ $n -lt 2000 ] && [ $SECONDS -lt $deadline ]; do
-                sbx --bind "$bound" /w --dir /w/d/evil --tmpfs /w/d/t --symlink x /w/d/evil-link -- true >/dev/null 2>&1 || true
+                nice -n 10 "$BASH" -c "$(declare -f as_user sbx); sbx \"\$@\"" sbx --bind "$bound" /w --dir /w/d/evil --tmpfs /w/d/t --symlink x /w/d/evil-link -- true >/dev/null 2>&1 || true
                 n=$((n + 1))
         done
         touch "$stop"
@@ -169,6 +170,33 @@ except Exception: pass
         grep -q '"landlock-scoped": true' "$st" || skip "Landlock ABI 6 scoping is not available"
         [[ "$out1" != *SIGNALLED* ]]
         [[ "$out1" == *"not permitted"* ]]
+}
+
+@test "Landlock TCP rules: bind and connect only to the ports [net] lists (ABI 4)" {
+        local st="$BATS_TEST_TMPDIR/status" prog='
+import socket
+keep = []
+for p in (8080, 9090):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); s.listen(); keep.append(s); print("bind", p, "ok")
+    except OSError as e: print("bind", p, e.strerror)
+for p in (8080, 9090):
+    c = socket.socket()
+    try:
+        c.connect(("127.0.0.1", p)); print("connect", p, "ok")
+    except OSError as e: print("connect", p, e.strerror)
+'
+        run sbx --set net.tcp-bind=8080 --set net.tcp-connect=8080 --json-status-fd 3 -- python3 -c "$prog" 3>"$st"
+        grep -q '"landlock-net": true' "$st" || skip "Landlock ABI 4 (TCP rules) is not available"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "bind 8080 ok" ]
+        [ "${lines[1]}" = "bind 9090 Permission denied" ]
+        [ "${lines[2]}" = "connect 8080 ok" ]
+        [ "${lines[3]}" = "connect 9090 Permission denied" ]
+        # without port rules TCP is not restricted
+        run sbx -- python3 -c "$prog"
+        [ "${lines[1]}" = "bind 9090 ok" ]
 }
 
 @test "best-effort fallback: with Landlock and openat2 returning ENOSYS the job runs and the record says so (item 21)" {

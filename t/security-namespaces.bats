@@ -38,10 +38,13 @@ setup() {
 }
 
 @test "sbx-launch run inside a sandbox cannot build a nested sandbox (item 8)" {
-        run sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/sbx-launch -- true
-        [ "$status" -eq 125 ]
-        run sbx --set security.seccomp=none --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/sbx-launch -- true
-        [ "$status" -eq 125 ]
+        # (125 from a plain build; a sanitizer build may die even earlier)
+        run sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/sbx-launch -- echo NESTED
+        [ "$status" -ne 0 ]
+        [[ "$output" != *NESTED* ]]
+        run sbx --set security.seccomp=none --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/sbx-launch -- echo NESTED
+        [ "$status" -ne 0 ]
+        [[ "$output" != *NESTED* ]]
 }
 
 @test "setgroups is deny inside, so groups cannot be dropped to dodge negative permissions (item 9)" {
@@ -102,6 +105,8 @@ setup() {
                 "$0" -- true; echo "rc=$?"; cat /proc/self/uid_map /proc/self/gid_map /proc/self/setgroups' \
                 "$SBX_LAUNCH" 2>&1) || true
         echo "$fake"
-        [[ "$fake" == *"rc=125"* ]]
+        # 125 from a plain build; a sanitizer build, which needs the real
+        # /proc itself, may stop even earlier. Either way: refused, untouched.
+        [[ "$fake" == *"rc="[1-9]* ]]
         [ "$(echo "$fake" | grep -c '^untouched$')" -eq 3 ]
 }
