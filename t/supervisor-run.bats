@@ -48,6 +48,19 @@ setup() {
         [[ "$output" == *"\"job_uid\": $(id -u nobody)"* ]]
 }
 
+@test "each job runs in a cgroup of its own, removed when it ends" {
+        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 hierarchy here"
+        job=$(ctl submit -- sleep 1.5)
+        sleep 0.7
+        [ -f "$SUP_CGROUP/job-$job/cgroup.procs" ]
+        [ "$(wc -l < "$SUP_CGROUP/job-$job/cgroup.procs")" -ge 2 ]   # launcher, its init, the command
+        ctl wait "$job"
+        [ ! -e "$SUP_CGROUP/job-$job" ]
+        run ctl --json result "$job"
+        [ "$(json_get result.cgroup <<<"$output")" = true ]
+        [ "$(json_get result.cpu_ms <<<"$output")" != null ]
+}
+
 @test "the request cannot override SBX_* variables" {
         run raw '{"v":1,"op":"run","command":["true"],"env":{"SBX_JOB_ID":"forged"}}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
@@ -118,6 +131,20 @@ setup() {
         [ ! -e "$SUP_DIR/state/results/$job/artifacts/out/link" ]
         # and the workspace is gone
         [ ! -e "$SUP_DIR/state/work/$job" ]
+}
+
+@test "artifacts beyond the tenant's byte cap are left out and the result says so" {
+        sed -i 's/^\[daemon\]$/[daemon]\nsocket_mode = 0666/' "$SUP_DIR/sup.conf"
+        printf '\n[tenant.small]\nuids = 41100\nmax_artifacts = 1K\n' >> "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+        run setpriv --reuid=41100 --regid=41100 --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" --json run \
+                --artifact '*.bin' -- sh -c 'head -c 600 /dev/zero > a.bin; head -c 600 /dev/zero > b.bin'
+        [ "$status" -eq 0 ]
+        [ "$(json_get result.artifacts_truncated <<<"$output")" = true ]
+        [ "$(json_get result.artifacts.0.size <<<"$output")" = 600 ]
+        run json_get result.artifacts.1 <<<"$output"
+        [ "$status" -eq 1 ]
 }
 
 @test "uploads cannot escape the workspace" {

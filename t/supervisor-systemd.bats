@@ -67,3 +67,21 @@ require_libsystemd() {
                 ! grep -v -e 'is not executable' -e "Command 'man " -e 'not found' <<<"$output" | grep -q .
         fi
 }
+
+@test "cgroup = auto at the root of the hierarchy makes a subtree of its own and uses it" {
+        mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+        [ -n "$mnt" ] || skip "no cgroup2 mount"
+        [ "$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)" = / ] ||
+                skip "not in the root cgroup (under systemd, auto needs Delegate=yes)"
+        [ -w "$mnt/cgroup.procs" ] || skip "the cgroup2 root is not writable"
+        [ ! -e "$mnt/sbx-supervisord" ] || skip "$mnt/sbx-supervisord exists: another daemon may be using it"
+        sup_config
+        sed -i 's|^cgroup = .*|cgroup = auto|' "$SUP_DIR/sup.conf"
+        sup_start
+        grep -q "job cgroups under $mnt/sbx-supervisord (created)" "$SUP_DIR/daemon.log"
+        run ctl --json run -- sh -c 'cat /proc/self/cgroup'
+        [ "$(json_get result.cgroup <<<"$output")" = true ]
+        sup_stop
+        [ -z "$(ls -d "$mnt"/sbx-supervisord/job-* 2>/dev/null)" ]
+        rmdir "$mnt/sbx-supervisord"
+}
