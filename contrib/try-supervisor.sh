@@ -18,7 +18,7 @@ done
 d=$(mktemp -d /tmp/sbx-try.XXXXXX)
 pid=
 cleanup() {
-        [ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
+        [ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
         rm -rf "$d"
 }
 trap cleanup EXIT INT TERM

@@ -101,6 +101,20 @@ daemon() {
         [[ "$output" == *"hello from job j"* ]]
 }
 
+@test "contrib/try-supervisor.sh cleans up after a daemon that fails to start" {
+        fake="$SUP_DIR/fakebuild"
+        mkdir -p "$fake/launcher" "$fake/supervisor"
+        cp "$SBX_BUILDDIR/launcher/sbx-launch" "$fake/launcher/"
+        cp "$SBX_BUILDDIR/supervisor/sbxctl" "$fake/supervisor/"
+        printf '#!/bin/sh\necho "broken on purpose" >&2\nexit 1\n' > "$fake/supervisor/sbx-supervisord"
+        chmod +x "$fake/supervisor/sbx-supervisord"
+        before=$(ls -d /tmp/sbx-try.* 2>/dev/null | wc -l)
+        run env SBX_BUILDDIR="$fake" "$SBX_SRCDIR/contrib/try-supervisor.sh"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"broken on purpose"* ]]
+        [ "$(ls -d /tmp/sbx-try.* 2>/dev/null | wc -l)" -eq "$before" ]
+}
+
 @test "unknown options are usage errors" {
         run daemon --bogus
         [ "$status" -eq 2 ]
