@@ -20,12 +20,14 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/main.c \
 	supervisor/server.h supervisor/server.c \
 	supervisor/loop.h supervisor/loop.c \
+	supervisor/syncer.h supervisor/syncer.c \
 	supervisor/spawn.h supervisor/spawn.c \
 	supervisor/cgroup.h supervisor/cgroup.c \
 	supervisor/workspace.h supervisor/workspace.c \
 	supervisor/audit.h supervisor/audit.c
-supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS)
+supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS)
 supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS)
+supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl
 supervisor_sbxctl_SOURCES = supervisor/sbxctl.c

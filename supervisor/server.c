@@ -35,6 +35,7 @@
 #include "result.h"
 #include "server.h"
 #include "spawn.h"
+#include "syncer.h"
 #include "tenant.h"
 #include "util.h"
 #include "workspace.h"
@@ -64,7 +65,8 @@ struct conn {
         struct list watches; /* struct job_watch.conn_link */
         struct list link;    /* in S.conns */
         unsigned n_watches;
-        bool held;           /* replies wait for the journal sync (in S.held) */
+        bool held;           /* replies wait for the journal sync (in a batch) */
+        bool free_on_release; /* closed while held: freed when its batch is done */
         uint64_t partial_since_ms; /* a request line started and not ended */
         bool closed;
 };
@@ -112,10 +114,16 @@ static struct {
         bool socket_activated;
         uint64_t next_retention_ms;
         struct list conns;           /* struct conn.link */
-        struct list finishing;       /* struct rjob.finishing_link */
-        bool journal_dirty;          /* accepts appended, not yet synced */
-        struct conn **held;          /* clients whose replies wait for that sync */
-        size_t n_held, cap_held;
+        /* Group commit: the batch being filled in this loop turn, and the
+         * one whose syncs the syncer thread is running. */
+        struct batch {
+                bool journal;        /* accepts appended, not yet synced */
+                struct conn **held;  /* clients whose replies wait for that sync */
+                size_t n_held, cap_held;
+                struct list finishing; /* struct rjob.finishing_link: records renamed, directory not synced */
+        } next, inflight;
+        bool syncing;
+        struct source sync_src;
 } S;
 
 static void conn_close(struct conn *c);
@@ -279,7 +287,11 @@ static void conn_close(struct conn *c) {
                 S.listen_paused = false;
                 loop_mod(&S.listen_src, EPOLLIN);
         }
-        loop_defer_free(conn_free, c);
+        /* A batch in flight still points at it. */
+        if (c->held)
+                c->free_on_release = true;
+        else
+                loop_defer_free(conn_free, c);
 }
 
 #define MAX_WATCHES_PER_CONN 1024
@@ -809,7 +821,7 @@ static void finish_job(struct rjob *rj) {
                         log_debug("job %s: cgroup not yet empty", j->id);
         }
         close_src(&rj->timer_src, &j->timer_fd);
-        list_add_tail(&S.finishing, &rj->finishing_link);
+        list_add_tail(&S.next.finishing, &rj->finishing_link);
         schedule();
 }
 
@@ -1120,54 +1132,74 @@ static void audit_decision(struct conn *c, const char *op, const char *decision,
 }
 
 static void hold_conn(struct conn *c) {
-        S.journal_dirty = true;
+        struct batch *b = &S.next;
+        b->journal = true;
         if (c->held)
                 return;
-        if (S.n_held == S.cap_held) {
-                size_t nc = S.cap_held ? S.cap_held * 2 : 64;
-                struct conn **n = realloc(S.held, nc * sizeof(*n));
+        if (b->n_held == b->cap_held) {
+                size_t nc = b->cap_held ? b->cap_held * 2 : 64;
+                struct conn **n = realloc(b->held, nc * sizeof(*n));
                 if (!n) {
                         /* Without room to hold the reply, sync right now. */
                         fdatasync(S.journal.fd);
                         return;
                 }
-                S.held = n;
-                S.cap_held = nc;
+                b->held = n;
+                b->cap_held = nc;
         }
         c->held = true;
-        S.held[S.n_held++] = c;
+        b->held[b->n_held++] = c;
 }
 
-/* After every batch of events: one journal sync for all the jobs accepted
- * in it, then their replies; one sync of the results directory for all the
- * jobs that ended in it, then their clients. Group commit keeps the
- * durability promises at a fraction of the syncs. */
+/* After every batch of events: if the previous group commit is done, hand
+ * this turn's syncs to the syncer thread — one journal sync for every job
+ * accepted, one results-directory sync for every job ended — and go on
+ * serving. Replies and ends are released when the syncs complete
+ * (on_synced). Group commit keeps the durability promises at a fraction of
+ * the syncs, and off the event loop. */
 static void on_idle(void) {
-        if (S.journal_dirty) {
-                if (fdatasync(S.journal.fd) < 0)
-                        log_error("journal: fdatasync: %s", strerror(errno));
-                S.journal_dirty = false;
-                for (size_t i = 0; i < S.n_held; i++) {
-                        struct conn *c = S.held[i];
-                        c->held = false;
-                        if (!c->closed)
-                                conn_flush(c);
-                }
-                S.n_held = 0;
+        struct batch *n = &S.next, *f = &S.inflight;
+        struct list *pos, *tmp;
+        if (S.syncing || (!n->journal && list_empty(&n->finishing)))
+                return;
+        struct conn **h = f->held;
+        size_t hc = f->cap_held;
+        f->held = n->held;
+        f->cap_held = n->cap_held;
+        f->n_held = n->n_held;
+        n->held = h;
+        n->cap_held = hc;
+        n->n_held = 0;
+        f->journal = n->journal;
+        n->journal = false;
+        list_for_each_safe(pos, tmp, &n->finishing) {
+                list_del(pos);
+                list_add_tail(&f->finishing, pos);
         }
-        while (!list_empty(&S.finishing)) {
-                struct list batch, *pos, *tmp;
-                if (fsync(S.results_fd) < 0)
-                        log_error("results: fsync: %s", strerror(errno));
-                list_init(&batch);
-                list_for_each_safe(pos, tmp, &S.finishing) {
-                        list_del(pos);
-                        list_add_tail(&batch, pos);
-                }
-                list_for_each_safe(pos, tmp, &batch) {
-                        list_del(pos);
-                        finish_job_tell(container_of(pos, struct rjob, finishing_link));
-                }
+        S.syncing = true;
+        syncer_submit(f->journal ? S.journal.fd : -1, list_empty(&f->finishing) ? -1 : S.results_fd);
+}
+
+static void on_synced(struct source *s, uint32_t events) {
+        struct batch *f = &S.inflight;
+        struct list *pos, *tmp;
+        int r = syncer_complete();
+        if (r < 0)
+                log_error("group commit: sync failed: %s", strerror(-r));
+        S.syncing = false;
+        for (size_t i = 0; i < f->n_held; i++) {
+                struct conn *c = f->held[i];
+                c->held = false;
+                if (c->free_on_release)
+                        loop_defer_free(conn_free, c);
+                else if (!c->closed)
+                        conn_flush(c);
+        }
+        f->n_held = 0;
+        f->journal = false;
+        list_for_each_safe(pos, tmp, &f->finishing) {
+                list_del(pos);
+                finish_job_tell(container_of(pos, struct rjob, finishing_link));
         }
 }
 
@@ -1762,7 +1794,8 @@ static void on_sweep(struct source *s, uint32_t events) {
                 uint64_t every = S.cfg->retention_ms / 10;
                 S.next_retention_ms = now + (every < 1000 ? 1000 : every > 3600000 ? 3600000 : every);
         }
-        if (S.journal.lines > JOURNAL_COMPACT_LINES)
+        /* Not while a sync of the journal's descriptor is pending. */
+        if (S.journal.lines > JOURNAL_COMPACT_LINES && !S.syncing && !S.next.journal)
                 compact_journal();
         expire_partial_requests(now);
 }
@@ -1965,7 +1998,8 @@ int server_init(struct config *cfg, struct sbx_error *err) {
         S.state_fd = S.work_fd = S.results_fd = -1;
         list_init(&S.jobs);
         list_init(&S.conns);
-        list_init(&S.finishing);
+        list_init(&S.next.finishing);
+        list_init(&S.inflight.finishing);
         sched_init(&S.sched, cfg->max_jobs, cfg->max_queue);
 
         if (sodium_init() < 0)
@@ -2025,6 +2059,12 @@ int server_init(struct config *cfg, struct sbx_error *err) {
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
         sigdelset(&mask, SIGCHLD);
+        /* The syncer thread inherits the blocked signals, so they all
+         * reach the signalfd. */
+        r = syncer_start();
+        if (r < 0)
+                return sbx_error_set(err, r, "syncer thread");
+        loop_add(&S.sync_src, r, EPOLLIN, on_synced);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0)
                 return sbx_error_set(err, errno, "signalfd");
@@ -2064,9 +2104,11 @@ void server_done(void) {
                 if (!S.socket_activated)
                         unlink(S.cfg->socket_path);
         }
+        syncer_stop();
         journal_close(&S.journal);
-        free(S.held);
-        S.held = NULL;
+        free(S.next.held);
+        free(S.inflight.held);
+        S.next.held = S.inflight.held = NULL;
         audit_close();
         result_index_free(&S.done);
         cgroup_teardown(&S.cg);
