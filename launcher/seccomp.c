@@ -453,7 +453,12 @@ int seccomp_policy_apply(const struct profile *p, struct protections *prot, stru
 
         if (p->seccomp == SECCOMP_DEFAULT && p->n_seccomp_rules == 0 &&
             seccomp_arch_native() == SECCOMP_DEFAULT_BPF_ARCH) {
+                /* includes the unreviewed-syscall check */
                 r = load_prebuilt_default(err);
+                if (r < 0)
+                        return r;
+                prot->seccomp = true;
+                return 0;
         } else {
                 r = seccomp_policy_build(p, &ctx, err);
                 if (r < 0)
