@@ -125,3 +125,11 @@ c.sendall(b"ping"); print(a.recv(4).decode())'
         [ "$status" -eq 0 ]
         [ "${lines[0]// /}" = "${lines[1]}" ]
 }
+
+@test "run by root, it still builds a user namespace (no real root inside)" {
+        [ "$(id -u)" = 0 ] || skip "needs root to run sbx-launch as root"
+        run env SBX_PROFILE_PATH="$SBX_PROFILE_PATH" "$SBX_LAUNCH" -- sh -c 'readlink /proc/self/ns/user; grep ^CapEff /proc/self/status'
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" != "$(readlink /proc/self/ns/user)" ]
+        [ "${lines[1]}" = "CapEff:	0000000000000000" ]
+}
