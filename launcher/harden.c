@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "caps.h"
@@ -82,7 +84,7 @@ int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err)
         return 0;
 }
 
-/* Step 2: move pid 1 into a fresh user namespace that maps its own ids. */
+/* Step 3: move pid 1 into a fresh user namespace that maps its own ids. */
 static int enter_nested_userns(int proc_dirfd, struct sbx_error *err) {
         uid_t uid = geteuid();
         gid_t gid = getegid();
@@ -117,8 +119,13 @@ static int find_proc(const struct profile *p) {
                 if (p->fs[i].type != FS_PROC)
                         continue;
                 int fd = open(p->fs[i].dest, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0)
+                struct statfs sf;
+                /* Only a real procfs gets our id maps (SECURITY.md 15): a
+                 * later operation may have mounted something over it. */
+                if (fd >= 0 && fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC)
                         return fd;
+                if (fd >= 0)
+                        close(fd);
         }
         return -1;
 }

@@ -45,8 +45,8 @@ int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err)
 int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err);
 
 /* Called in the command's process immediately before execve(), after
- * rlimits, environment and working directory are set: Landlock,
- * capability drop, no_new_privs, fd census and seccomp, in that order.
+ * rlimits, environment and working directory are set: no_new_privs,
+ * Landlock, capability drop, fd census (and cwd check) and seccomp, in that order.
  * keep_fds (n_keep_fds entries, may be 0) are fds beyond 0,1,2 that must
  * survive exec; every other fd >= 3 is marked close-on-exec (not closed:
  * the core's exec-error pipe must live until execve succeeds). After this

@@ -407,6 +407,13 @@ int seccomp_policy_build(const struct profile *p, scmp_filter_ctx *ret_ctx, stru
         r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
         if (r < 0)
                 return sbx_error_set(err, r, "seccomp: setting the bad-architecture action");
+#ifdef SBX_SECCOMP_GENERATOR
+        /* Built once: afford the binary-tree layout, so each of the job's
+         * syscalls walks a few comparisons instead of one per rule. */
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+        if (r < 0)
+                return sbx_error_set(err, r, "seccomp: choosing the binary-tree layout");
+#endif
 
         if (p->seccomp == SECCOMP_DEFAULT)
                 r = add_builtin_default(p, ctx, err);
@@ -453,7 +460,12 @@ int seccomp_policy_apply(const struct profile *p, struct protections *prot, stru
 
         if (p->seccomp == SECCOMP_DEFAULT && p->n_seccomp_rules == 0 &&
             seccomp_arch_native() == SECCOMP_DEFAULT_BPF_ARCH) {
+                /* includes the unreviewed-syscall check */
                 r = load_prebuilt_default(err);
+                if (r < 0)
+                        return r;
+                prot->seccomp = true;
+                return 0;
         } else {
                 r = seccomp_policy_build(p, &ctx, err);
                 if (r < 0)
