@@ -80,8 +80,11 @@ echo "idle RSS:     $(kb "$pid" VmRSS) kB"
 launch_true() {
         "$client" --time "$1" "$2" "$3" setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$stage/bin/sbx-launch" -- /bin/true
 }
-echo "--- bare sbx-launch -- /bin/true as nobody, 1 client, one after the other"
-launch_true 200 1 0
+echo "--- 1 client, one job after the other: bare sbx-launch, then through the daemon"
+seq_bare=$(launch_true 300 1 0)
+echo "$seq_bare"
+seq_sup=$("$client" "$stage/sock" --bench 300 1)
+echo "$seq_sup"
 
 echo "--- $jobs jobs, $clients clients, as fast as they go"
 full=$("$client" "$stage/sock" --bench "$jobs" "$clients")
@@ -99,6 +102,7 @@ bare=$(launch_true "$n" "$clients" "$rate")
 echo "$bare"
 p95() { echo "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "p95_ms") print $(i + 1) }'; }
 p50() { echo "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "p50_ms") print $(i + 1) }'; }
+echo "sequential overhead: p50 $(awk -v a="$(p50 "$seq_sup")" -v b="$(p50 "$seq_bare")" 'BEGIN { printf "%.2f ms", a - b }'), p95 $(awk -v a="$(p95 "$seq_sup")" -v b="$(p95 "$seq_bare")" 'BEGIN { printf "%.2f ms", a - b }')"
 echo "p50 overhead: $(awk -v a="$(p50 "$half")" -v b="$(p50 "$bare")" 'BEGIN { printf "%.2f ms\n", a - b }')"
 echo "p95 overhead: $(awk -v a="$(p95 "$half")" -v b="$(p95 "$bare")" 'BEGIN { printf "%.2f ms\n", a - b }')"
 echo "RSS after:    $(kb "$pid" VmRSS) kB"
