@@ -878,6 +878,11 @@ static void finish_job_tell(struct rjob *rj) {
 
         list_del(&j->all_link);
         loop_defer_free(rjob_free, rj);
+        /* A job's end frees descriptors that accept() may have run out of. */
+        if (S.listen_paused && S.n_conns < S.cfg->max_connections && !S.stopping) {
+                S.listen_paused = false;
+                loop_mod(&S.listen_src, EPOLLIN);
+        }
         notify_status();
         if (S.stopping && list_empty(&S.jobs))
                 loop_quit();
