@@ -65,6 +65,9 @@ sup_start() {
         "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" >>"$SUP_DIR/daemon.log" 2>&1 3>&- &
         SUP_PID=$!
         export SUP_PID
+        # Tests run in subshells: the pid file lets teardown_file stop a
+        # daemon that a test restarted.
+        echo "$SUP_PID" > "$SUP_DIR/daemon.pid"
         local i
         for i in $(seq 100); do
                 [ -S "$SUP_SOCK" ] && "$SBX_STAGE/bin/sbxctl" ping >/dev/null 2>&1 && return 0
@@ -77,7 +80,9 @@ sup_start() {
 }
 
 sup_stop() {
-        if [ -n "${SUP_PID:-}" ] && kill -0 "$SUP_PID" 2>/dev/null; then
+        [ -f "$SUP_DIR/daemon.pid" ] && SUP_PID=$(cat "$SUP_DIR/daemon.pid")
+        # only our daemon, never a process that reused its pid
+        if [ -n "${SUP_PID:-}" ] && tr '\0' ' ' < "/proc/$SUP_PID/cmdline" 2>/dev/null | grep -qF "$SUP_DIR/sup.conf"; then
                 kill -TERM "$SUP_PID"
                 local i
                 for i in $(seq 200); do
@@ -87,6 +92,7 @@ sup_stop() {
                 kill -KILL "$SUP_PID" 2>/dev/null || true
                 wait "$SUP_PID" 2>/dev/null || true
         fi
+        rm -f "$SUP_DIR/daemon.pid"
         SUP_PID=
 }
 
