@@ -33,6 +33,11 @@ install-data-local: contrib/systemd/sbx-supervisord.service
 	fi
 
 uninstall-local:
+	@# the configuration goes only if nobody changed it
+	@if cmp -s $(top_srcdir)/contrib/sbx-supervisord.conf $(DESTDIR)$(sysconfdir)/sbx/sbx-supervisord.conf; then \
+		rm -f $(DESTDIR)$(sysconfdir)/sbx/sbx-supervisord.conf; \
+	fi
+	@rmdir $(DESTDIR)$(sysconfdir)/sbx 2>/dev/null || true
 	@if test -n "$(systemdsystemunitdir)"; then \
 		rm -f $(DESTDIR)$(systemdsystemunitdir)/sbx-supervisord.service \
 		      $(DESTDIR)$(systemdsystemunitdir)/sbx-supervisord.socket \
