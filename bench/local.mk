@@ -5,3 +5,8 @@ EXTRA_DIST += bench/README.md bench/launch.sh
 .PHONY: bench-launch
 bench-launch: launcher/sbx-launch
 	$(SHELL) $(srcdir)/bench/launch.sh
+
+EXTRA_DIST += bench/supervisor.sh
+.PHONY: bench-supervisor
+bench-supervisor: launcher/sbx-launch supervisor/sbx-supervisord t/sup-unit/sup-client
+	$(SHELL) $(srcdir)/bench/supervisor.sh
