@@ -86,8 +86,10 @@ setup() {
 
 @test "info-fd: child-pid and the namespace ids, matching /proc" {
         info="$BATS_TEST_TMPDIR/info"
-        sbx --info-fd 6 -- sleep 4 6>"$info" &
-        for _ in $(seq 50); do [ -s "$info" ] && break; sleep 0.05; done
+        sbx --info-fd 6 -- sleep 30 6>"$info" &
+        launcher=$!
+        # generous: a loaded machine may take seconds to set up
+        for _ in $(seq 200); do [ -s "$info" ] && break; sleep 0.05; done
         pid=$(jq '."child-pid"' "$info")
         [ "$pid" -gt 1 ]
         for n in mnt pid net ipc uts cgroup; do
@@ -101,7 +103,9 @@ setup() {
         [ "$user" -gt 0 ]
         [ "$user" != "$(stat -L -c %i /proc/self/ns/user)" ]
         [ "$(jq ".namespaces.net" "$info")" != "$(stat -L -c %i /proc/self/ns/net)" ]
-        wait
+        # ending the command ends the sandbox and the launcher
+        kill "$pid"
+        wait "$launcher" || true
 }
 
 @test "info-fd: end of file right after the record, while the sandbox still runs" {

@@ -131,8 +131,10 @@ err_code() {
 }
 
 @test "a follower that stops reading misses output, is told, and nothing else waits for it" {
-        # 12 MB of output against the default 8M client_buffer
-        job=$(ctl submit -- sh -c 'sleep 1; head -c 12000000 /dev/zero | tr "\0" a; echo; echo end')
+        # 12 MB of output against the default 8M client_buffer, paced at
+        # about 10 MB/s so that the follower that does read keeps up even on
+        # a loaded machine, while the staller falls behind for certain.
+        job=$(ctl submit -- sh -c 'sleep 1; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do head -c 1000000 /dev/zero | tr "\0" a; sleep 0.1; done; echo; echo end')
         echo "{\"v\":1,\"op\":\"logs\",\"job\":\"$job\",\"follow\":true}" |
                 "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --stall 4 > "$SUP_DIR/stalled.out" &
         staller=$!
