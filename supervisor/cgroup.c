@@ -254,14 +254,10 @@ static void wait_unpopulated(int fd) {
 
 int cgroup_reap_orphans(struct cgroup_ctx *c) {
         int n = 0;
-        int dfd = dup(c->root_fd);
-        if (dfd < 0)
-                return -errno;
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return -errno;
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_dup(c->root_fd, &d);
+        if (r < 0)
+                return r;
         struct dirent *de;
         while ((de = readdir(d))) {
                 if (strncmp(de->d_name, "job-", 4) != 0)
@@ -287,6 +283,5 @@ int cgroup_reap_orphans(struct cgroup_ctx *c) {
                 wait_unpopulated(fd);
                 unlinkat(c->root_fd, de->d_name, AT_REMOVEDIR);
         }
-        closedir(d);
         return n;
 }

@@ -118,14 +118,10 @@ static int cmp_created(const void *a, const void *b) {
 }
 
 int result_index_load(struct result_index *ix, int results_dirfd) {
-        int dfd = dup(results_dirfd);
-        if (dfd < 0)
-                return -errno;
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return -errno;
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_dup(results_dirfd, &d);
+        if (r < 0)
+                return r;
         struct dirent *de;
         while ((de = readdir(d))) {
                 char id[32];
@@ -142,7 +138,6 @@ int result_index_load(struct result_index *ix, int results_dirfd) {
                         json_decref(rec);
                 }
         }
-        closedir(d);
         if (ix->n > 1)
                 qsort(ix->e, ix->n, sizeof(*ix->e), cmp_created);
         return 0;

@@ -1866,17 +1866,12 @@ static int recover(void) {
                            recovered);
         journal_entries_free(e, n);
         /* Every workspace left is from before the restart. */
-        int wfd = dup(S.work_fd);
-        if (wfd >= 0) {
-                DIR *d = fdopendir(wfd);
-                if (d) {
-                        struct dirent *de;
-                        while ((de = readdir(d)))
-                                if (proto_valid_job_id(de->d_name))
-                                        rm_rf_at(S.work_fd, de->d_name);
-                        closedir(d);
-                } else
-                        close(wfd);
+        _cleanup_closedir_ DIR *wd = NULL;
+        if (opendir_dup(S.work_fd, &wd) == 0) {
+                struct dirent *de;
+                while ((de = readdir(wd)))
+                        if (proto_valid_job_id(de->d_name))
+                                rm_rf_at(S.work_fd, de->d_name);
         }
         return journal_reset(&S.journal);
 }

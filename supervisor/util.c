@@ -112,6 +112,21 @@ int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *re
         return 0;
 }
 
+int opendir_dup(int dirfd, DIR **ret) {
+        int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        rewinddir(d); /* a dup shares the offset of a stream read before */
+        *ret = d;
+        return 0;
+}
+
 static int rm_rf_children(int fd) {
         DIR *d = fdopendir(fd);
         if (!d) {

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <time.h>
 
 #include "macro.h"
@@ -64,3 +65,13 @@ int rm_rf_at(int dirfd, const char *name);
 
 /* Lowercase hex of len bytes into out (2*len+1 bytes). */
 void hex_encode(const unsigned char *in, size_t len, char *out);
+
+/* A directory stream over a duplicate of dirfd, so that closing the stream
+ * leaves the caller's fd open. Returns 0 or a negative errno. */
+int opendir_dup(int dirfd, DIR **ret);
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)

@@ -50,16 +50,11 @@ static int open_parent(int dirfd, const char *rel, bool create, char **ret_base,
 static int chown_tree(int fd, uid_t uid, gid_t gid, int depth) {
         if (depth > WALK_MAX_DEPTH)
                 return -ELOOP;
-        int dfd = dup(fd);
-        if (dfd < 0)
-                return -errno;
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return -errno;
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_dup(fd, &d);
+        if (r < 0)
+                return r;
         struct dirent *de;
-        int r = 0;
         while ((de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
@@ -71,7 +66,6 @@ static int chown_tree(int fd, uid_t uid, gid_t gid, int depth) {
                                 chown_tree(sub, uid, gid, depth + 1);
                 }
         }
-        closedir(d);
         return r;
 }
 
@@ -187,16 +181,11 @@ static int copy_one(struct collect *c, int dirfd, const char *name, const char *
 static int walk(struct collect *c, int dirfd, const char *prefix, int depth) {
         if (depth > WALK_MAX_DEPTH)
                 return 0;
-        int dfd = dup(dirfd);
-        if (dfd < 0)
-                return -errno;
-        DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return -errno;
-        }
+        _cleanup_closedir_ DIR *d = NULL;
+        int r = opendir_dup(dirfd, &d);
+        if (r < 0)
+                return r;
         struct dirent *de;
-        int r = 0;
         while (r == 0 && (de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
@@ -214,7 +203,6 @@ static int walk(struct collect *c, int dirfd, const char *prefix, int depth) {
                 } else if ((de->d_type == DT_REG || de->d_type == DT_UNKNOWN) && matches(c, rel))
                         r = copy_one(c, dirfd, de->d_name, rel);
         }
-        closedir(d);
         return r;
 }
 
