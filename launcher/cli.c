@@ -87,15 +87,6 @@ static const struct opt options[] = {
         { "--version", 0, O_VERSION, NULL },
 };
 
-static const struct {
-        const char *name;
-        unsigned bit;
-} ns_names[] = {
-        { "user", PROFILE_NS_USER }, { "mount", PROFILE_NS_MOUNT }, { "pid", PROFILE_NS_PID },
-        { "net", PROFILE_NS_NET },   { "ipc", PROFILE_NS_IPC },     { "uts", PROFILE_NS_UTS },
-        { "cgroup", PROFILE_NS_CGROUP },
-};
-
 static void usage(FILE *f) {
         fputs("Usage: sbx-launch [--profile NAME|FILE]... [OPTION]... [--] COMMAND [ARG]...\n"
               "Run COMMAND in a sandbox built from profiles (sbx-profile(5)) and options.\n"
@@ -181,17 +172,10 @@ static void set_words(struct launch *l, const char *section, const char *key, co
 static void set_namespaces(struct launch *l, unsigned ns, const char *origin) {
         char buf[128] = "";
         size_t n = 0;
-        for (size_t i = 0; i < ARRAY_SIZE(ns_names); i++)
-                if (ns & ns_names[i].bit)
-                        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? " " : "", ns_names[i].name);
+        for (unsigned i = 0; i < PROFILE_NS_COUNT; i++)
+                if (ns & (1u << i))
+                        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? " " : "", profile_ns_name(1u << i));
         set_key(l, "sandbox", "namespaces", buf, origin);
-}
-
-static unsigned ns_bit(const char *name) {
-        for (size_t i = 0; i < ARRAY_SIZE(ns_names); i++)
-                if (streq(ns_names[i].name, name))
-                        return ns_names[i].bit;
-        return 0;
 }
 
 static void load_profiles(struct launch *l, int argc, char **argv, int cmd) {
@@ -387,7 +371,7 @@ void cli_parse(struct launch *l, int argc, char **argv) {
                         set_namespaces(l, PROFILE_NS_ALL, origin);
                         break;
                 case O_UNSHARE:
-                        set_namespaces(l, l->profile.namespaces | ns_bit(o->arg), origin);
+                        set_namespaces(l, l->profile.namespaces | profile_ns_from_name(o->arg), origin);
                         break;
                 case O_SHARE:
                         set_key(l, "sandbox", "share", o->arg, origin);

@@ -288,15 +288,6 @@ static void *grow(void *arr, size_t n, size_t elem) {
 
 /* ---- [sandbox] --------------------------------------------------------- */
 
-static const struct {
-        const char *name;
-        unsigned bit;
-} ns_names[] = {
-        { "user", PROFILE_NS_USER }, { "mount", PROFILE_NS_MOUNT }, { "pid", PROFILE_NS_PID },
-        { "net", PROFILE_NS_NET },   { "ipc", PROFILE_NS_IPC },     { "uts", PROFILE_NS_UTS },
-        { "cgroup", PROFILE_NS_CGROUP },
-};
-
 static int ns_lookup(const struct kctx *c, size_t i, unsigned *ret) {
         int r = word_cstr(c, i, "namespace");
         if (r < 0)
@@ -305,11 +296,9 @@ static int ns_lookup(const struct kctx *c, size_t i, unsigned *ret) {
                 *ret = PROFILE_NS_ALL;
                 return 0;
         }
-        for (size_t k = 0; k < ARRAY_SIZE(ns_names); k++)
-                if (streq(c->w[i].s, ns_names[k].name)) {
-                        *ret = ns_names[k].bit;
-                        return 0;
-                }
+        *ret = profile_ns_from_name(c->w[i].s);
+        if (*ret)
+                return 0;
         return kerr(c, "unknown namespace '%s' (known: user mount pid net ipc uts cgroup all)", c->w[i].s);
 }
 

@@ -212,14 +212,13 @@ static int write_ports(FILE *f, struct val *v, const char *key, const uint16_t *
 }
 
 static int write_all(const struct profile *p, FILE *f, struct val *v) {
-        static const char *const ns[] = { "user", "mount", "pid", "net", "ipc", "uts", "cgroup" };
         char buf[64];
         int r = 0;
 
         fprintf(f, "[sandbox]\n");
-        for (size_t i = 0; i < ARRAY_SIZE(ns); i++)
+        for (unsigned i = 0; i < PROFILE_NS_COUNT; i++)
                 if (p->namespaces & (1u << i))
-                        val_str(v, ns[i]);
+                        val_str(v, profile_ns_name(1u << i));
         if ((r = emit(f, "namespaces", v)) < 0)
                 return r;
         if (p->hostname && (r = emit_str(f, v, "hostname", p->hostname)) < 0)

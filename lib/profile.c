@@ -219,6 +219,23 @@ int profile_resolve(const char *name, char **ret_path, struct sbx_error *err) {
 
 /* ---- names --------------------------------------------------------------- */
 
+/* Indexed by the bit position in enum profile_ns. */
+static const char *const ns_names[PROFILE_NS_COUNT] = { "user", "mount", "pid", "net", "ipc", "uts", "cgroup" };
+
+const char *profile_ns_name(unsigned bit) {
+        for (unsigned i = 0; i < PROFILE_NS_COUNT; i++)
+                if (bit == 1u << i)
+                        return ns_names[i];
+        return NULL;
+}
+
+unsigned profile_ns_from_name(const char *name) {
+        for (unsigned i = 0; i < PROFILE_NS_COUNT; i++)
+                if (streq(name, ns_names[i]))
+                        return 1u << i;
+        return 0;
+}
+
 const char *fs_op_type_name(enum fs_op_type t) {
         static const char *const names[] = {
                 [FS_BIND] = "bind", [FS_RO_BIND] = "ro-bind", [FS_DEV_BIND] = "dev-bind",

@@ -49,6 +49,7 @@ enum profile_ns {
         PROFILE_NS_CGROUP = 1u << 6,
         PROFILE_NS_ALL = (1u << 7) - 1,
 };
+#define PROFILE_NS_COUNT 7
 
 enum fs_op_type {
         FS_BIND,       /* bind SRC DEST (read-write) */
@@ -218,6 +219,10 @@ bool profile_equal(const struct profile *a, const struct profile *b);
 
 /* Names for messages and the status record. */
 const char *fs_op_type_name(enum fs_op_type t);
+/* "user", "mount", ... for one enum profile_ns bit; NULL for anything else. */
+const char *profile_ns_name(unsigned bit);
+/* The enum profile_ns bit of a namespace name; 0 when unknown. */
+unsigned profile_ns_from_name(const char *name);
 const char *net_mode_name(enum net_mode m);
 const char *seccomp_mode_name(enum seccomp_mode m);
 const char *landlock_mode_name(enum landlock_mode m);

@@ -10,6 +10,7 @@
 #include "conf.h"
 #include "parse.h"
 #include "profile.h"
+#include "util.h"
 
 #ifndef SBX_SYSCONFDIR
 #define SBX_SYSCONFDIR "/etc"
@@ -150,16 +151,6 @@ static int lookup_gid(const char *v, gid_t *ret) {
 
 #define FAIL(...) (ps->r = sbx_error_msg(ps->err, EINVAL, "%s:%u: " __VA_ARGS__))
 
-static bool valid_name(const char *s) {
-        if (!*s || *s == '.' || strlen(s) > 64)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                      *p == '-' || *p == '_' || *p == '.'))
-                        return false;
-        return true;
-}
-
 /* Space-separated words; calls fn on each. */
 static int each_word(const char *v, int (*fn)(struct parse_state *, const char *, void *), struct parse_state *ps,
                      void *data) {
@@ -207,7 +198,7 @@ static int add_gid(struct parse_state *ps, const char *w, void *data) {
 
 static int add_profile(struct parse_state *ps, const char *w, void *data) {
         struct tenant *t = data;
-        if (!streq(w, "*") && !valid_name(w))
+        if (!streq(w, "*") && !name_valid(w))
                 return FAIL("invalid profile name '%s'", ps->name, ps->line, w);
         if (t->n_profiles >= CONFIG_MAX_PROFILES)
                 return FAIL("too many profiles (at most %d)", ps->name, ps->line, CONFIG_MAX_PROFILES);
@@ -296,7 +287,7 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
                 return each_word(v, add_profile, ps, t);
         }
         if (streq(k, "default_profile")) {
-                if (!valid_name(v))
+                if (!name_valid(v))
                         return FAIL("default_profile: invalid profile name '%s'", ps->name, ps->line, v);
                 return set_str(&t->default_profile, v);
         }
@@ -467,7 +458,7 @@ static int handler(void *user, const char *section, const char *name, const char
                                         t = &c->tenants[i];
                 }
                 if (!t) {
-                        if (!valid_name(tn)) {
+                        if (!name_valid(tn)) {
                                 FAIL("invalid tenant name '%s'", ps->name, ps->line, tn);
                                 return 0;
                         }

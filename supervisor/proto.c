@@ -6,6 +6,7 @@
 
 #include "profile.h"
 #include "proto.h"
+#include "util.h"
 
 /* Field kinds beyond jansson's own types. */
 enum kind {
@@ -233,16 +234,6 @@ static bool valid_env_name(const char *s) {
         return true;
 }
 
-static bool valid_profile_name(const char *s) {
-        if (!*s || *s == '.' || strlen(s) > 64)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                      *p == '-' || *p == '_' || *p == '.'))
-                        return false;
-        return true;
-}
-
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
         json_t *command = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
         const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL;
@@ -286,7 +277,7 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         }
 
         if (profile) {
-                if (!valid_profile_name(profile))
+                if (!name_valid(profile))
                         return sbx_error_msg(err, EINVAL, "field 'profile': invalid profile name '%.64s'", profile);
                 run->profile = strdup(profile);
         }

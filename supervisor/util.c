@@ -112,6 +112,16 @@ int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *re
         return 0;
 }
 
+bool name_valid(const char *s) {
+        if (!*s || *s == '.' || strlen(s) > 64)
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '-' || *p == '_' || *p == '.'))
+                        return false;
+        return true;
+}
+
 int opendir_dup(int dirfd, DIR **ret) {
         int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)

@@ -75,3 +75,7 @@ static inline void closedirp(DIR **d) {
                 closedir(*d);
 }
 #define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* A tenant or profile name: 1 to 64 of [A-Za-z0-9._-], not starting with
+ * '.', so it is safe as a file name and in messages. */
+bool name_valid(const char *s);
