@@ -87,23 +87,53 @@ static int make_readonly(int proc_dirfd, const char *name, struct sbx_error *err
         return 0;
 }
 
+/* The first masked entry that is a directory, or -1. */
+static int first_masked_dir(int proc_dirfd) {
+        for (size_t i = 0; i < ARRAY_SIZE(masked); i++) {
+                struct stat st;
+
+                if (fstatat(proc_dirfd, masked[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                        return (int) i;
+        }
+        return -1;
+}
+
 int procmask_apply(int proc_dirfd, struct sbx_error *err) {
         _cleanup_close_ int mask = -1;
-        int r;
+        char file[64];
+        int r, anchor;
 
         mask = make_mask_fs(err);
         if (mask < 0)
                 return mask;
 
+        /* The mask tmpfs is attached directly over the first masked
+         * directory and every other mask is cloned from there. Closing a
+         * mount fd that was never attached unmounts it, and every unmount
+         * waits for an expedited RCU grace period (namespace_unlock): about
+         * 0.1 ms of sleeping per launch on a busy 2-vCPU machine. */
+        anchor = first_masked_dir(proc_dirfd);
+        if (anchor >= 0) {
+                if (move_mount(mask, "", proc_dirfd, masked[anchor], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return sbx_error_set(err, errno, "proc masks: mounting over /proc/%s", masked[anchor]);
+                if ((size_t) snprintf(file, sizeof(file), "%s/empty", masked[anchor]) >= sizeof(file))
+                        return sbx_error_msg(err, ENAMETOOLONG, "proc masks: /proc/%s", masked[anchor]);
+        }
+
         for (size_t i = 0; i < ARRAY_SIZE(masked); i++) {
                 struct stat st;
 
+                if ((int) i == anchor)
+                        continue;
                 if (fstatat(proc_dirfd, masked[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         if (errno == ENOENT)
                                 continue;
                         return sbx_error_set(err, errno, "proc masks: /proc/%s", masked[i]);
                 }
-                r = cover(mask, S_ISDIR(st.st_mode) ? "" : "empty", proc_dirfd, masked[i], err);
+                if (anchor >= 0)
+                        r = cover(proc_dirfd, S_ISDIR(st.st_mode) ? masked[anchor] : file, proc_dirfd, masked[i], err);
+                else
+                        r = cover(mask, S_ISDIR(st.st_mode) ? "" : "empty", proc_dirfd, masked[i], err);
                 if (r < 0)
                         return r;
         }
