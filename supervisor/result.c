@@ -31,6 +31,24 @@ int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir) 
         return r;
 }
 
+int result_store_tmp(int results_dirfd, const char *id, json_t *rec, int *ret_fd) {
+        char name[64];
+        record_name(id, name, sizeof(name));
+        char *s = json_dumps(rec, JSON_COMPACT);
+        if (!s)
+                return -ENOMEM;
+        size_t n = strlen(s);
+        s[n] = '\n';
+        int r = write_file_tmp(results_dirfd, name, s, n + 1, 0600, ret_fd);
+        free(s);
+        return r;
+}
+
+void result_names(const char *id, char name[static RESULT_NAME_MAX], char tmp[static RESULT_NAME_MAX]) {
+        record_name(id, name, RESULT_NAME_MAX);
+        snprintf(tmp, RESULT_NAME_MAX, ".%s.tmp", name);
+}
+
 int result_load(int results_dirfd, const char *id, json_t **ret) {
         char name[64];
         record_name(id, name, sizeof(name));
