@@ -800,13 +800,12 @@ static void finish_job(struct rjob *rj) {
                                 fsync(adir);
                 }
         }
-        workspace_remove(S.work_fd, j->id);
-
         /* Written, not yet durable: the group commit syncs the output
          * files, the result directory (whose names must be as durable as
          * the record that points at them) and the record, then renames it
          * into place and syncs the results directory, for every job of
-         * the batch at once and off the event loop. */
+         * the batch at once and off the event loop, where it also deletes
+         * the workspaces. */
         json_t *rec = build_result(rj, arts, arts_trunc);
         int r = rec ? result_store_tmp(S.results_fd, j->id, rec, &rj->rec_fd) : -ENOMEM;
         if (r < 0)
@@ -1194,11 +1193,11 @@ static void on_idle(void) {
         struct list *pos, *tmp;
         if (S.syncing || (!n->journal && list_empty(&n->finishing)))
                 return;
-        /* Up to four files a job: stdout, stderr, its result directory,
-         * its record. */
+        /* Up to five entries a job: stdout, stderr, its result directory,
+         * its record, its workspace. */
         size_t nf = 0;
         list_for_each_safe(pos, tmp, &n->finishing)
-                nf += 4;
+                nf += 5;
         if (nf > S.cap_sfiles) {
                 struct sync_file *a = realloc(S.sreq.files, nf * sizeof(*a));
                 if (!a) {
@@ -1234,6 +1233,7 @@ static void on_idle(void) {
                 if (rj->rec_fd >= 0)
                         S.sreq.files[nf++] = (struct sync_file) {
                                 .fd = rj->rec_fd, .dirfd = S.results_fd, .tmp = rj->rec_tmp, .name = rj->rec_name };
+                S.sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = S.work_fd, .name = rj->j.id, .remove = true };
         }
         S.sreq.n_files = nf;
         S.sreq.journal_fd = f->journal ? S.journal.fd : -1;

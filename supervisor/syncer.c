@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "syncer.h"
+#include "util.h"
 
 static pthread_t thread;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -34,7 +35,7 @@ static void *run(void *arg) {
                 int r = 0;
                 for (size_t i = 0; i < q->n_files; i++) {
                         struct sync_file *f = &q->files[i];
-                        f->err = fsync(f->fd) < 0 ? -errno : 0;
+                        f->err = f->fd >= 0 && fsync(f->fd) < 0 ? -errno : 0;
                 }
                 for (size_t i = 0; i < q->n_files; i++) {
                         struct sync_file *f = &q->files[i];
@@ -51,6 +52,9 @@ static void *run(void *arg) {
                         r = -errno;
                 if (q->dir_fd >= 0 && fsync(q->dir_fd) < 0 && r == 0)
                         r = -errno;
+                for (size_t i = 0; i < q->n_files; i++)
+                        if (q->files[i].remove)
+                                q->files[i].err = rm_rf_at(q->files[i].dirfd, q->files[i].name);
 
                 pthread_mutex_lock(&mu);
                 result = r;

@@ -9,13 +9,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* One file of a batch: fsync(fd); then, if tmp is set, rename dirfd/tmp to
- * dirfd/name (after every file of the batch is synced) and note the first
- * failure in err (-errno; the tmp file is removed then). */
+/* One file of a batch: fsync(fd) unless it is -1; then, if tmp is set,
+ * rename dirfd/tmp to dirfd/name (after every file of the batch is synced)
+ * and note the first failure in err (-errno; the tmp file is removed then).
+ * With remove set instead, the tree dirfd/name is deleted (a finished
+ * job's workspace: gone before its client hears of the end, and deleted
+ * off the event loop). */
 struct sync_file {
         int fd;
         int dirfd;
         const char *tmp, *name;
+        bool remove;
         int err;
 };
 
