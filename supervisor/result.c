@@ -31,17 +31,14 @@ int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir) 
         return r;
 }
 
-int result_store_tmp(int results_dirfd, const char *id, json_t *rec, int *ret_fd) {
-        char name[64];
-        record_name(id, name, sizeof(name));
+char *result_text(json_t *rec, size_t *ret_len) {
         char *s = json_dumps(rec, JSON_COMPACT);
         if (!s)
-                return -ENOMEM;
+                return NULL;
         size_t n = strlen(s);
-        s[n] = '\n';
-        int r = write_file_tmp(results_dirfd, name, s, n + 1, 0600, ret_fd);
-        free(s);
-        return r;
+        s[n] = '\n'; /* in the NUL's place */
+        *ret_len = n + 1;
+        return s;
 }
 
 void result_names(const char *id, char name[static RESULT_NAME_MAX], char tmp[static RESULT_NAME_MAX]) {

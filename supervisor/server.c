@@ -96,7 +96,8 @@ struct rjob {
         int result_dir_fd;   /* STATE/results/ID, created on first need */
         struct list finishing_link; /* in a batch: record written, not yet synced and renamed */
         json_t *rec;         /* its record, until the clients are told */
-        int rec_fd;          /* its record's temporary file, until synced */
+        char *rec_text;      /* its record as stored, until synced */
+        size_t rec_len;
         char rec_name[RESULT_NAME_MAX], rec_tmp[RESULT_NAME_MAX];
         int rec_err;         /* the group commit's verdict on the record */
         char *profile_path;
@@ -724,8 +725,7 @@ static void rjob_free(void *p) {
         for (int i = 0; i < 2; i++)
                 if (rj->j.file_fd[i] >= 0)
                         close(rj->j.file_fd[i]);
-        if (rj->rec_fd >= 0)
-                close(rj->rec_fd);
+        free(rj->rec_text);
         free(rj);
 }
 
@@ -800,16 +800,16 @@ static void finish_job(struct rjob *rj) {
                                 fsync(adir);
                 }
         }
-        /* Written, not yet durable: the group commit syncs the output
-         * files, the result directory (whose names must be as durable as
-         * the record that points at them) and the record, then renames it
-         * into place and syncs the results directory, for every job of
-         * the batch at once and off the event loop, where it also deletes
-         * the workspaces. */
+        /* The record is written by the group commit (on_idle), off the
+         * event loop for every job of the batch at once: it syncs the
+         * output files and the result directory (whose names must be as
+         * durable as the record that points at them), writes and syncs the
+         * record under its tmp name, renames it into place, syncs the
+         * results directory and deletes the workspaces. */
         json_t *rec = build_result(rj, arts, arts_trunc);
-        int r = rec ? result_store_tmp(S.results_fd, j->id, rec, &rj->rec_fd) : -ENOMEM;
-        if (r < 0)
-                log_error("job %s: cannot write the result record: %s", j->id, strerror(-r));
+        rj->rec_text = rec ? result_text(rec, &rj->rec_len) : NULL;
+        if (!rj->rec_text)
+                log_error("job %s: cannot write the result record: out of memory", j->id);
         result_names(j->id, rj->rec_name, rj->rec_tmp);
         rj->rec = rec;
 
@@ -858,10 +858,8 @@ static void finish_job_tell(struct rjob *rj) {
                         close(j->file_fd[i]);
                         j->file_fd[i] = -1;
                 }
-        if (rj->rec_fd >= 0) {
-                close(rj->rec_fd);
-                rj->rec_fd = -1;
-        }
+        free(rj->rec_text);
+        rj->rec_text = NULL;
 
         json_t *jr = json_pack("{s:s, s:s}", "ev", "done", "job", j->id);
         if (jr)
@@ -1230,9 +1228,10 @@ static void on_idle(void) {
                                 S.sreq.files[nf++] = (struct sync_file) { .fd = rj->j.file_fd[i], .dirfd = -1 };
                 if (rj->result_dir_fd >= 0)
                         S.sreq.files[nf++] = (struct sync_file) { .fd = rj->result_dir_fd, .dirfd = -1 };
-                if (rj->rec_fd >= 0)
-                        S.sreq.files[nf++] = (struct sync_file) {
-                                .fd = rj->rec_fd, .dirfd = S.results_fd, .tmp = rj->rec_tmp, .name = rj->rec_name };
+                if (rj->rec_text)
+                        S.sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = S.results_fd, .tmp = rj->rec_tmp,
+                                                                  .name = rj->rec_name, .data = rj->rec_text,
+                                                                  .len = rj->rec_len };
                 S.sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = S.work_fd, .name = rj->j.id, .remove = true };
         }
         S.sreq.n_files = nf;
@@ -1254,10 +1253,10 @@ static void on_synced(struct source *s, uint32_t events) {
         size_t k = 0;
         list_for_each_safe(pos, tmp, &f->finishing) {
                 struct rjob *rj = container_of(pos, struct rjob, finishing_link);
-                if (rj->rec_fd < 0)
+                if (!rj->rec_text)
                         continue;
                 for (; k < S.sreq.n_files; k++)
-                        if (S.sreq.files[k].fd == rj->rec_fd && S.sreq.files[k].tmp) {
+                        if (S.sreq.files[k].data == rj->rec_text) {
                                 rj->rec_err = S.sreq.files[k].err;
                                 break;
                         }
@@ -1365,7 +1364,7 @@ static void handle_run(struct conn *c, struct request *req) {
         j->pid = -1;
         j->pidfd = j->status_fd = j->timer_fd = j->cgroup_fd = -1;
         j->out_fd[0] = j->out_fd[1] = j->file_fd[0] = j->file_fd[1] = -1;
-        rj->result_dir_fd = rj->rec_fd = -1;
+        rj->result_dir_fd = -1;
         j->exit_code = -1;
         list_init(&j->watches);
         list_init(&j->queue_link);

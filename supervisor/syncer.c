@@ -35,6 +35,12 @@ static void *run(void *arg) {
                 int r = 0;
                 for (size_t i = 0; i < q->n_files; i++) {
                         struct sync_file *f = &q->files[i];
+                        if (f->data) {
+                                f->fd = -1;
+                                f->err = write_file_tmp(f->dirfd, f->name, f->data, f->len, 0600, &f->fd);
+                                if (f->err < 0)
+                                        continue;
+                        }
                         f->err = f->fd >= 0 && fsync(f->fd) < 0 ? -errno : 0;
                 }
                 for (size_t i = 0; i < q->n_files; i++) {
@@ -45,6 +51,10 @@ static void *run(void *arg) {
                                 f->err = -errno;
                         if (f->err < 0)
                                 unlinkat(f->dirfd, f->tmp, 0);
+                        if (f->data && f->fd >= 0) {
+                                close(f->fd);
+                                f->fd = -1;
+                        }
                 }
                 if (q->journal_fd >= 0 && fdatasync(q->journal_fd) < 0)
                         r = -errno;

@@ -9,7 +9,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* One file of a batch: fsync(fd) unless it is -1; then, if tmp is set,
+/* One file of a batch: with data set, first write it to dirfd/tmp (a new
+ * file, mode 0600; creating the inode can be slow on a busy file system,
+ * so not on the event loop) and use that as fd, closed at the end. Then
+ * fsync(fd) unless it is -1; then, if tmp is set,
  * rename dirfd/tmp to dirfd/name (after every file of the batch is synced)
  * and note the first failure in err (-errno; the tmp file is removed then).
  * With remove set instead, the tree dirfd/name is deleted (a finished
@@ -19,6 +22,8 @@ struct sync_file {
         int fd;
         int dirfd;
         const char *tmp, *name;
+        const void *data;
+        size_t len;
         bool remove;
         int err;
 };
