@@ -6,7 +6,9 @@
 # stops). Prints:
 #   - the daemon's RSS when idle, and its peak under load;
 #   - jobs/s with N clients as fast as they go;
-#   - submit->result latency p50/p95/p99 at half that rate, against bare
+#   - the daemon's own CPU time per job at that rate;
+#   - submit->result latency p50/p95/p99 at half that rate (the clients'
+#     jobs evenly spread in time, not in bursts), against bare
 #     sbx-launch runs of the same command with the same load shape (clients,
 #     rate) as the same user: the difference is the daemon's overhead.
 # Targets (2-core machine): >= 200 jobs/s, p95 overhead <= 5 ms, idle RSS
@@ -69,10 +71,13 @@ for i in $(seq 100); do [ -S "$stage/sock" ] && break; sleep 0.05; done
 
 client="$stage/bin/sup-client"
 kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# The daemon's own CPU time (every thread, not its children), in ms.
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/proc/$1/stat"; }
 
 echo "machine:      $(nproc) CPUs, kernel $(uname -r)"
 echo "state dir:    $state ($(stat -f -c %T "$(dirname "$state")") filesystem)"
 echo "cgroups:      $cg"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
 "$client" "$stage/sock" --bench 20 2 >/dev/null   # warm up
 sleep 1
 echo "idle RSS:     $(kb "$pid" VmRSS) kB"
@@ -87,8 +92,11 @@ seq_sup=$("$client" "$stage/sock" --bench 300 1)
 echo "$seq_sup"
 
 echo "--- $jobs jobs, $clients clients, as fast as they go"
+c0=$(cpu_ms "$pid")
 full=$("$client" "$stage/sock" --bench "$jobs" "$clients")
+c1=$(cpu_ms "$pid")
 echo "$full"
+echo "daemon CPU:   $(awk -v a="$c0" -v b="$c1" -v n="$jobs" 'BEGIN { printf "%.2f ms a job", (b - a) / n }')"
 echo "peak RSS:     $(kb "$pid" VmHWM) kB"
 
 rate=$(echo "$full" | awk '{ for (i = 1; i < NF; i++) if ($i == "jobs_per_s") print int($(i + 1) / 2) }')
@@ -106,3 +114,4 @@ echo "sequential overhead: p50 $(awk -v a="$(p50 "$seq_sup")" -v b="$(p50 "$seq_
 echo "p50 overhead: $(awk -v a="$(p50 "$half")" -v b="$(p50 "$bare")" 'BEGIN { printf "%.2f ms\n", a - b }')"
 echo "p95 overhead: $(awk -v a="$(p95 "$half")" -v b="$(p95 "$bare")" 'BEGIN { printf "%.2f ms\n", a - b }')"
 echo "RSS after:    $(kb "$pid" VmRSS) kB"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -12,6 +12,7 @@
 static int audit_fd = -1;
 static enum audit_fsync audit_policy;
 static bool audit_failed;
+static bool audit_pending; /* written under "always", sync left to the group commit */
 
 int audit_open(const char *path, enum audit_fsync policy) {
         audit_policy = policy;
@@ -22,12 +23,15 @@ int audit_open(const char *path, enum audit_fsync policy) {
 }
 
 void audit_close(void) {
+        if (audit_fd >= 0 && audit_pending)
+                fdatasync(audit_fd);
+        audit_pending = false;
         if (audit_fd >= 0)
                 close(audit_fd);
         audit_fd = -1;
 }
 
-void audit_write(json_t *rec) {
+static void audit_emit(json_t *rec, bool deferred) {
         char ts[64];
         if (audit_fd < 0 || !rec) {
                 json_decref(rec);
@@ -42,10 +46,29 @@ void audit_write(json_t *rec) {
         s[n] = '\n';
         int r = write_all(audit_fd, s, n + 1);
         free(s);
-        if (r == 0 && audit_policy == AUDIT_FSYNC_ALWAYS && fdatasync(audit_fd) < 0)
-                r = -errno;
+        if (r == 0 && audit_policy == AUDIT_FSYNC_ALWAYS) {
+                if (deferred)
+                        audit_pending = true;
+                else if (fdatasync(audit_fd) < 0)
+                        r = -errno;
+        }
         if (r < 0 && !audit_failed) {
                 audit_failed = true;
                 log_error("audit log write failed: %s", strerror(-r));
         }
+}
+
+void audit_write(json_t *rec) {
+        audit_emit(rec, false);
+}
+
+void audit_write_deferred(json_t *rec) {
+        audit_emit(rec, true);
+}
+
+int audit_take_pending(void) {
+        if (!audit_pending || audit_fd < 0)
+                return -1;
+        audit_pending = false;
+        return audit_fd;
 }

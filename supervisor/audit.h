@@ -13,3 +13,9 @@ void audit_close(void);
 /* Adds "time" and writes rec; steals the reference. Failures are logged
  * once, never fatal: the job's result is the record of truth. */
 void audit_write(json_t *rec);
+/* The same, leaving the sync (under "always") to the caller's group commit,
+ * which must run it before anyone hears of what the line records. */
+void audit_write_deferred(json_t *rec);
+/* The descriptor to fdatasync for the deferred lines written since the last
+ * call, or -1 if there are none (or the policy is "never"). */
+int audit_take_pending(void);

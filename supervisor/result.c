@@ -31,6 +31,21 @@ int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir) 
         return r;
 }
 
+char *result_text(json_t *rec, size_t *ret_len) {
+        char *s = json_dumps(rec, JSON_COMPACT);
+        if (!s)
+                return NULL;
+        size_t n = strlen(s);
+        s[n] = '\n'; /* in the NUL's place */
+        *ret_len = n + 1;
+        return s;
+}
+
+void result_names(const char *id, char name[static RESULT_NAME_MAX], char tmp[static RESULT_NAME_MAX]) {
+        record_name(id, name, RESULT_NAME_MAX);
+        snprintf(tmp, RESULT_NAME_MAX, ".%s.tmp", name);
+}
+
 int result_load(int results_dirfd, const char *id, json_t **ret) {
         char name[64];
         record_name(id, name, sizeof(name));

@@ -29,6 +29,12 @@ struct result_index {
 /* sync_dir false: the caller fsyncs results_dirfd before telling anyone
  * (one sync for every record finished in the same loop iteration). */
 int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir);
+/* The record as stored (a JSON line, not NUL-terminated; free() it): the
+ * group commit writes it to result_names()' tmp name, fsyncs it, renames it
+ * to the record's name and syncs the directory, before anyone is told. */
+#define RESULT_NAME_MAX 96
+char *result_text(json_t *rec, size_t *ret_len);
+void result_names(const char *id, char name[static RESULT_NAME_MAX], char tmp[static RESULT_NAME_MAX]);
 int result_load(int results_dirfd, const char *id, json_t **ret);
 int result_exists(int results_dirfd, const char *id);
 

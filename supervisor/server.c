@@ -94,8 +94,12 @@ struct rjob {
         bool slot;           /* counted as running by the scheduler */
         unsigned long long starttime; /* the launcher's, for the journal */
         int result_dir_fd;   /* STATE/results/ID, created on first need */
-        struct list finishing_link; /* record renamed into place, directory not yet synced */
+        struct list finishing_link; /* in a batch: record written, not yet synced and renamed */
         json_t *rec;         /* its record, until the clients are told */
+        char *rec_text;      /* its record as stored, until synced */
+        size_t rec_len;
+        char rec_name[RESULT_NAME_MAX], rec_tmp[RESULT_NAME_MAX];
+        int rec_err;         /* the group commit's verdict on the record */
         char *profile_path;
 };
 
@@ -120,8 +124,10 @@ static struct {
                 bool journal;        /* accepts appended, not yet synced */
                 struct conn **held;  /* clients whose replies wait for that sync */
                 size_t n_held, cap_held;
-                struct list finishing; /* struct rjob.finishing_link: records renamed, directory not synced */
+                struct list finishing; /* struct rjob.finishing_link: records written, not synced */
         } next, inflight;
+        struct sync_request sreq;    /* the inflight batch's, read by the syncer thread */
+        size_t cap_sfiles;
         bool syncing;
         struct source sync_src;
 } S;
@@ -716,6 +722,10 @@ static void rjob_free(void *p) {
         json_decref(rj->rec);
         if (rj->result_dir_fd >= 0)
                 close(rj->result_dir_fd);
+        for (int i = 0; i < 2; i++)
+                if (rj->j.file_fd[i] >= 0)
+                        close(rj->j.file_fd[i]);
+        free(rj->rec_text);
         free(rj);
 }
 
@@ -775,13 +785,8 @@ static void finish_job(struct rjob *rj) {
                         set_error(j, E_CANCELLED, "cancelled by the client");
         }
 
-        for (int i = 0; i < 2; i++)
-                if (j->file_fd[i] >= 0) {
-                        fsync(j->file_fd[i]);
-                        close(j->file_fd[i]);
-                        j->file_fd[i] = -1;
-                }
-
+        /* The output files stay open: the group commit syncs them with
+         * the record (on_idle), and closes them once told. */
         json_t *arts = NULL;
         bool arts_trunc = false;
         if (j->req.run.n_artifacts > 0 && was_running && ensure_result_dir(rj) >= 0) {
@@ -795,17 +800,30 @@ static void finish_job(struct rjob *rj) {
                                 fsync(adir);
                 }
         }
-        workspace_remove(S.work_fd, j->id);
-        /* The output files' names must be as durable as the record that
-         * points at them. */
-        if (rj->result_dir_fd >= 0)
-                fsync(rj->result_dir_fd);
-
+        /* The record is written by the group commit (on_idle), off the
+         * event loop for every job of the batch at once: it syncs the
+         * output files and the result directory (whose names must be as
+         * durable as the record that points at them), writes and syncs the
+         * record under its tmp name, renames it into place, syncs the
+         * results directory and deletes the workspaces. */
         json_t *rec = build_result(rj, arts, arts_trunc);
-        int r = rec ? result_store(S.results_fd, j->id, rec, false) : -ENOMEM;
-        if (r < 0)
-                log_error("job %s: cannot write the result record: %s", j->id, strerror(-r));
+        rj->rec_text = rec ? result_text(rec, &rj->rec_len) : NULL;
+        if (!rj->rec_text)
+                log_error("job %s: cannot write the result record: out of memory", j->id);
+        result_names(j->id, rj->rec_name, rj->rec_tmp);
         rj->rec = rec;
+
+        /* The audit line goes into the same group commit. */
+        char digest[65];
+        inputs_digest(&j->req.run, digest);
+        audit_write_deferred(json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "event", "job_end", "job",
+                                       j->id, "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "command",
+                                       argv_json(&j->req.run), "inputs_sha256", digest, "state",
+                                       job_outcome_name(j->outcome), "exit_code",
+                                       j->exit_code >= 0 ? json_integer(j->exit_code) : json_null(), "signal",
+                                       j->term_signal > 0 ? json_integer(j->term_signal) : json_null(), "wall_ms",
+                                       rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
+                                       rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null()));
 
         /* Free the slot now; the clients hear of the end once the results
          * directory is synced, for every job that ended in this loop
@@ -830,23 +848,23 @@ static void finish_job(struct rjob *rj) {
 static void finish_job_tell(struct rjob *rj) {
         struct job *j = &rj->j;
         json_t *rec = TAKE_PTR(rj->rec);
-        if (rec)
+        if (rj->rec_err < 0) {
+                log_error("job %s: cannot write the result record: %s", j->id, strerror(-rj->rec_err));
+                /* Not on disk: the index must not promise it. */
+        } else if (rec)
                 result_index_add(&S.done, rec);
+        for (int i = 0; i < 2; i++)
+                if (j->file_fd[i] >= 0) {
+                        close(j->file_fd[i]);
+                        j->file_fd[i] = -1;
+                }
+        free(rj->rec_text);
+        rj->rec_text = NULL;
 
         json_t *jr = json_pack("{s:s, s:s}", "ev", "done", "job", j->id);
         if (jr)
                 journal_append(&S.journal, jr, false);
         json_decref(jr);
-
-        char digest[65];
-        inputs_digest(&j->req.run, digest);
-        audit_write(json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "event", "job_end", "job", j->id,
-                              "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "command", argv_json(&j->req.run),
-                              "inputs_sha256", digest, "state", job_outcome_name(j->outcome), "exit_code",
-                              j->exit_code >= 0 ? json_integer(j->exit_code) : json_null(), "signal",
-                              j->term_signal > 0 ? json_integer(j->term_signal) : json_null(), "wall_ms",
-                              rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
-                              rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null()));
 
         log_info("job %s (%s): %s, exit %d%s", j->id, j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  j->truncated[0] || j->truncated[1] ? ", output truncated" : "");
@@ -1127,13 +1145,19 @@ static int resolve_profile(const char *name, char **ret) {
         return -ENOENT;
 }
 
-static void audit_decision(struct conn *c, const char *op, const char *decision, const char *job, const char *code,
-                           const char *msg) {
-        audit_write(json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o, s:o, s:o}", "event", "request", "op", op, "uid",
+/* deferred: the reply is held for the group commit, which syncs the line. */
+static void audit_decision_sync(struct conn *c, const char *op, const char *decision, const char *job, const char *code,
+                                const char *msg, bool deferred) {
+        (deferred ? audit_write_deferred : audit_write)(json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o, s:o, s:o}", "event", "request", "op", op, "uid",
                               (json_int_t) c->cred.uid, "pid", (json_int_t) c->cred.pid, "tenant",
                               c->tenant ? c->tenant->name : "", "decision", decision, "job", job ? json_string(job) : json_null(),
                               "code", code ? json_string(code) : json_null(), "message",
                               msg ? json_string(msg) ?: json_null() : json_null()));
+}
+
+static void audit_decision(struct conn *c, const char *op, const char *decision, const char *job, const char *code,
+                           const char *msg) {
+        audit_decision_sync(c, op, decision, job, code, msg, false);
 }
 
 static void hold_conn(struct conn *c) {
@@ -1167,6 +1191,21 @@ static void on_idle(void) {
         struct list *pos, *tmp;
         if (S.syncing || (!n->journal && list_empty(&n->finishing)))
                 return;
+        /* Up to five entries a job: stdout, stderr, its result directory,
+         * its record, its workspace. */
+        size_t nf = 0;
+        list_for_each_safe(pos, tmp, &n->finishing)
+                nf += 5;
+        if (nf > S.cap_sfiles) {
+                struct sync_file *a = realloc(S.sreq.files, nf * sizeof(*a));
+                if (!a) {
+                        /* Leave it for the next turn, when memory may be back. */
+                        log_error("group commit: out of memory");
+                        return;
+                }
+                S.sreq.files = a;
+                S.cap_sfiles = nf;
+        }
         struct conn **h = f->held;
         size_t hc = f->cap_held;
         f->held = n->held;
@@ -1181,8 +1220,26 @@ static void on_idle(void) {
                 list_del(pos);
                 list_add_tail(&f->finishing, pos);
         }
+        nf = 0;
+        list_for_each_safe(pos, tmp, &f->finishing) {
+                struct rjob *rj = container_of(pos, struct rjob, finishing_link);
+                for (int i = 0; i < 2; i++)
+                        if (rj->j.file_fd[i] >= 0)
+                                S.sreq.files[nf++] = (struct sync_file) { .fd = rj->j.file_fd[i], .dirfd = -1 };
+                if (rj->result_dir_fd >= 0)
+                        S.sreq.files[nf++] = (struct sync_file) { .fd = rj->result_dir_fd, .dirfd = -1 };
+                if (rj->rec_text)
+                        S.sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = S.results_fd, .tmp = rj->rec_tmp,
+                                                                  .name = rj->rec_name, .data = rj->rec_text,
+                                                                  .len = rj->rec_len };
+                S.sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = S.work_fd, .name = rj->j.id, .remove = true };
+        }
+        S.sreq.n_files = nf;
+        S.sreq.journal_fd = f->journal ? S.journal.fd : -1;
+        S.sreq.audit_fd = audit_take_pending();
+        S.sreq.dir_fd = list_empty(&f->finishing) ? -1 : S.results_fd;
         S.syncing = true;
-        syncer_submit(f->journal ? S.journal.fd : -1, list_empty(&f->finishing) ? -1 : S.results_fd);
+        syncer_submit(&S.sreq);
 }
 
 static void on_synced(struct source *s, uint32_t events) {
@@ -1192,6 +1249,18 @@ static void on_synced(struct source *s, uint32_t events) {
         if (r < 0)
                 log_error("group commit: sync failed: %s", strerror(-r));
         S.syncing = false;
+        /* Each record's own verdict, for finish_job_tell. */
+        size_t k = 0;
+        list_for_each_safe(pos, tmp, &f->finishing) {
+                struct rjob *rj = container_of(pos, struct rjob, finishing_link);
+                if (!rj->rec_text)
+                        continue;
+                for (; k < S.sreq.n_files; k++)
+                        if (S.sreq.files[k].data == rj->rec_text) {
+                                rj->rec_err = S.sreq.files[k].err;
+                                break;
+                        }
+        }
         for (size_t i = 0; i < f->n_held; i++) {
                 struct conn *c = f->held[i];
                 c->held = false;
@@ -1327,8 +1396,8 @@ static void handle_run(struct conn *c, struct request *req) {
         }
         sched_enqueue(&S.sched, j); /* capacity checked above */
         list_add_tail(&S.jobs, &j->all_link);
-        audit_decision(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j->id, NULL,
-                       pol.clamped[0] ? pol.clamped : NULL);
+        audit_decision_sync(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j->id, NULL,
+                            pol.clamped[0] ? pol.clamped : NULL, true);
         if (j->req.run.follow)
                 watch_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
         json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");
@@ -1426,8 +1495,12 @@ static void handle_job_request(struct conn *c, struct request *req) {
                         sched_remove_queued(&S.sched, &rj->j);
                         job_transition(&rj->j, JEV_CANCEL);
                         set_error(&rj->j, E_CANCELLED, "cancelled by the client before it started");
-                        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", rj->j.id, "state", "killed")));
+                        json_t *ok = json_pack("{s:s, s:s}", "job", rj->j.id, "state", "killed");
                         finish_job(rj);
+                        /* "killed" is the job's end: the caller hears it once
+                         * the record is durable, in the same group commit. */
+                        hold_conn(c);
+                        conn_send(c, proto_ok(req->tag, ok));
                         return;
                 }
                 stop_job(rj, JEV_CANCEL);
@@ -2109,6 +2182,9 @@ void server_done(void) {
         free(S.next.held);
         free(S.inflight.held);
         S.next.held = S.inflight.held = NULL;
+        free(S.sreq.files);
+        S.sreq.files = NULL;
+        S.cap_sfiles = 0;
         audit_close();
         result_index_free(&S.done);
         cgroup_teardown(&S.cg);

@@ -62,9 +62,15 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         syscall(SYS_close_range, 5U, ~0U, 0U);
 
         setsid();
+        /* Raw system calls, not glibc's setgroups/setresgid/setresuid: in a
+         * multithreaded process those broadcast the change to every thread
+         * glibc knows of (the daemon's syncer thread), which in a child
+         * made by a bare clone3 are not ours to signal: the broadcast waits
+         * on a futex forever. The kernel changes this task only, which is
+         * what we want. */
         if (geteuid() == 0) {
-                if (setgroups(1, &p->gid) < 0 || setresgid(p->gid, p->gid, p->gid) < 0 ||
-                    setresuid(p->uid, p->uid, p->uid) < 0 || p->uid == 0) {
+                if (syscall(SYS_setgroups, 1, &p->gid) < 0 || syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
+                    syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0 || p->uid == 0) {
                         (void) !write(2, msg_ids, sizeof(msg_ids) - 1);
                         _exit(125);
                 }

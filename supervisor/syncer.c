@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "syncer.h"
+#include "util.h"
 
 static pthread_t thread;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int efd = -1;
-static int req_journal = -1, req_dir = -1;
+static struct sync_request *req;
 static bool has_request, quit, started;
 static int result;
 
@@ -22,15 +25,46 @@ static void *run(void *arg) {
                         pthread_cond_wait(&cv, &mu);
                 if (quit)
                         break;
-                int j = req_journal, d = req_dir;
+                struct sync_request *q = req;
                 has_request = false;
                 pthread_mutex_unlock(&mu);
 
+                /* Data first, then the names that point at it, then the
+                 * directory that holds the names: a crash at any point
+                 * leaves either no record or a complete one. */
                 int r = 0;
-                if (j >= 0 && fdatasync(j) < 0)
+                for (size_t i = 0; i < q->n_files; i++) {
+                        struct sync_file *f = &q->files[i];
+                        if (f->data) {
+                                f->fd = -1;
+                                f->err = write_file_tmp(f->dirfd, f->name, f->data, f->len, 0600, &f->fd);
+                                if (f->err < 0)
+                                        continue;
+                        }
+                        f->err = f->fd >= 0 && fsync(f->fd) < 0 ? -errno : 0;
+                }
+                for (size_t i = 0; i < q->n_files; i++) {
+                        struct sync_file *f = &q->files[i];
+                        if (!f->tmp)
+                                continue;
+                        if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0)
+                                f->err = -errno;
+                        if (f->err < 0)
+                                unlinkat(f->dirfd, f->tmp, 0);
+                        if (f->data && f->fd >= 0) {
+                                close(f->fd);
+                                f->fd = -1;
+                        }
+                }
+                if (q->journal_fd >= 0 && fdatasync(q->journal_fd) < 0)
                         r = -errno;
-                if (d >= 0 && fsync(d) < 0 && r == 0)
+                if (q->audit_fd >= 0 && fdatasync(q->audit_fd) < 0 && r == 0)
                         r = -errno;
+                if (q->dir_fd >= 0 && fsync(q->dir_fd) < 0 && r == 0)
+                        r = -errno;
+                for (size_t i = 0; i < q->n_files; i++)
+                        if (q->files[i].remove)
+                                q->files[i].err = rm_rf_at(q->files[i].dirfd, q->files[i].name);
 
                 pthread_mutex_lock(&mu);
                 result = r;
@@ -56,10 +90,9 @@ int syncer_start(void) {
         return efd;
 }
 
-void syncer_submit(int journal_fd, int dir_fd) {
+void syncer_submit(struct sync_request *q) {
         pthread_mutex_lock(&mu);
-        req_journal = journal_fd;
-        req_dir = dir_fd;
+        req = q;
         has_request = true;
         pthread_cond_signal(&cv);
         pthread_mutex_unlock(&mu);

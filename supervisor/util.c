@@ -69,6 +69,23 @@ int write_file_durable(int dirfd, const char *name, const void *data, size_t len
         return 0;
 }
 
+int write_file_tmp(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int *ret_fd) {
+        char tmp[512];
+        if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int) sizeof(tmp))
+                return -ENAMETOOLONG;
+        int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0)
+                return -errno;
+        int r = write_all(fd, data, len);
+        if (r < 0) {
+                close(fd);
+                unlinkat(dirfd, tmp, 0);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
 int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
