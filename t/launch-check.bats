@@ -4,14 +4,6 @@
 
 load helpers/common
 
-setup_file() {
-        sbx_stage
-}
-
-teardown_file() {
-        sbx_unstage
-}
-
 setup() {
         d=$(user_dir)
 }

@@ -6,14 +6,6 @@
 
 load helpers/common
 
-setup_file() {
-        sbx_stage
-}
-
-teardown_file() {
-        sbx_unstage
-}
-
 setup() {
         require_userns
 }

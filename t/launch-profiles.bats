@@ -5,14 +5,6 @@
 
 load helpers/common
 
-setup_file() {
-        sbx_stage
-}
-
-teardown_file() {
-        sbx_unstage
-}
-
 setup() {
         require_userns
         d=$(user_dir)

@@ -6,14 +6,6 @@
 load helpers/common
 bats_require_minimum_version 1.5.0
 
-setup_file() {
-        sbx_stage
-}
-
-teardown_file() {
-        sbx_unstage
-}
-
 setup() {
         require_userns
         st="$BATS_TEST_TMPDIR/status"

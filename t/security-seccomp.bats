@@ -8,14 +8,6 @@
 
 load helpers/common
 
-setup_file() {
-        sbx_stage
-}
-
-teardown_file() {
-        sbx_unstage
-}
-
 setup() {
         require_userns
         [ -x "$SBX_STAGE/bin/try-syscall" ] || skip "try-syscall was not built"

@@ -28,6 +28,16 @@ sbx_unstage() {
         [ -n "${SBX_STAGE:-}" ] && rm -rf "$SBX_STAGE"
 }
 
+# Default per-file hooks: stage on the way in, clean up on the way out. A
+# bats file that needs more (a daemon, say) defines its own after `load`.
+setup_file() {
+        sbx_stage
+}
+
+teardown_file() {
+        sbx_unstage
+}
+
 # Run a command as the unprivileged test user (nobody when we are root,
 # ourselves otherwise). Environment is passed through explicitly.
 as_user() {
