@@ -319,6 +319,16 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
         return emit_str(f, v, "sys", p->sys ? "yes" : "no");
 }
 
+int profile_write_key(FILE *f, const char *key, const char *const *words, size_t n_words) {
+        struct val v = { 0 };
+        for (size_t i = 0; i < n_words; i++)
+                val_str(&v, words[i]);
+        int r = emit(f, key, &v);
+        free(v.s);
+        free(v.brk);
+        return r;
+}
+
 int profile_write(const struct profile *p, FILE *f) {
         struct val v = { 0 };
         int r = write_all(p, f, &v);

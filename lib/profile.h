@@ -214,6 +214,11 @@ int profile_validate(const struct profile *p, struct sbx_error *err);
  * 0 or -errno (-EIO on a write error). */
 int profile_write(const struct profile *p, FILE *f);
 
+/* Write one line "key = WORD..." spelled (quoted, escaped, wrapped) so that
+ * loading it gives back exactly these literal words: for programs that
+ * generate an overlay profile of a few keys, such as the supervisor. */
+int profile_write_key(FILE *f, const char *key, const char *const *words, size_t n_words);
+
 /* Deep equality, for tests of the round trip. */
 bool profile_equal(const struct profile *a, const struct profile *b);
 

@@ -824,6 +824,28 @@ static void test_round_trip_rich(void **state) {
         profile_free(&p);
 }
 
+/* One generated key loads back as exactly the words given, whatever they
+ * hold (the supervisor writes its workspace path this way). */
+static void test_write_key(void **state) {
+        const char *const words[] = { "/var/lib/my state;x/$HOME/#1 \"q\"\\", "/workspace" };
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        fputs("[fs]\n", f);
+        assert_int_equal(profile_write_key(f, "bind", words, 2), 0);
+        assert_int_equal(fclose(f), 0);
+        struct profile p;
+        profile_init(&p);
+        load_ok(&p, text);
+        assert_int_equal(p.n_fs, 1);
+        assert_int_equal(p.fs[0].type, FS_BIND);
+        assert_string_equal(p.fs[0].src, words[0]);
+        assert_string_equal(p.fs[0].dest, "/workspace");
+        profile_free(&p);
+        free(text);
+}
+
 static void test_write_stable(void **state) {
         struct profile p;
         profile_init(&p);
@@ -898,6 +920,7 @@ int main(void) {
                 cmocka_unit_test(test_files),
                 cmocka_unit_test(test_resolve),
                 cmocka_unit_test(test_round_trip_rich),
+                cmocka_unit_test(test_write_key),
                 cmocka_unit_test(test_write_stable),
                 cmocka_unit_test(test_write_error),
                 cmocka_unit_test(test_names),
