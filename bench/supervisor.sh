@@ -13,7 +13,9 @@
 #     rate) as the same user: the difference is the daemon's overhead.
 # Targets (2-core machine): >= 200 jobs/s, p95 overhead <= 5 ms, idle RSS
 # <= 10 MB. The state directory's filesystem decides what fsync costs; it is
-# printed (set SBX_BENCH_STATE to measure on another one).
+# printed (set SBX_BENCH_STATE to measure on another one). The workspaces go
+# on a tmpfs of their own (workspace_dir, as sbx-supervisord.conf(5)
+# recommends); SBX_BENCH_WORK=state keeps them in the state directory.
 #
 # Usage: bench/supervisor.sh [JOBS] [CLIENTS]     (run as root, after make)
 set -eu
@@ -34,6 +36,13 @@ cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/t/sup-unit
 cp "$top"/profiles/*.ini "$stage/profiles/"
 chmod -R a+rX "$stage"
 state=${SBX_BENCH_STATE:-$stage/state}
+work=${SBX_BENCH_WORK:-tmpfs}
+work_line=
+if [ "$work" = tmpfs ]; then
+        mkdir "$stage/work"
+        mount -t tmpfs -o size=256m,mode=0711 sbx-bench-work "$stage/work"
+        work_line="workspace_dir = $stage/work"
+fi
 
 cg=none
 mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
@@ -45,6 +54,7 @@ cat > "$stage/sup.conf" <<EOC
 [daemon]
 socket = $stage/sock
 state_dir = $state
+$work_line
 launcher = $stage/bin/sbx-launch
 profile_path = $stage/profiles
 cgroup = $cg
@@ -64,6 +74,7 @@ cleanup() {
         kill -TERM "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
         [ "$cg" = none ] || rmdir "$cg" 2>/dev/null || true
+        [ "$work" != tmpfs ] || umount "$stage/work" 2>/dev/null || true
         rm -rf "$stage"
 }
 trap cleanup EXIT INT TERM
@@ -76,6 +87,7 @@ cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/
 
 echo "machine:      $(nproc) CPUs, kernel $(uname -r)"
 echo "state dir:    $state ($(stat -f -c %T "$(dirname "$state")") filesystem)"
+echo "workspaces:   $([ "$work" = tmpfs ] && echo "tmpfs (workspace_dir)" || echo "in the state dir")"
 echo "cgroups:      $cg"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
 "$client" "$stage/sock" --bench 20 2 >/dev/null   # warm up

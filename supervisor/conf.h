@@ -66,6 +66,7 @@ struct config {
         mode_t socket_mode;
         gid_t socket_gid;          /* (gid_t) -1: leave as is */
         char *state_dir;
+        char *work_dir;            /* NULL: STATE/work */
         char *launcher;
         char *profile_path;        /* colon-separated directories */
         char *cgroup_root;         /* "auto", "none" or a cgroup2 directory */

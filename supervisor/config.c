@@ -89,6 +89,7 @@ void config_free(struct config *c) {
         free(c->path);
         free(c->socket_path);
         free(c->state_dir);
+        free(c->work_dir);
         free(c->launcher);
         free(c->profile_path);
         free(c->cgroup_root);
@@ -358,10 +359,14 @@ static int daemon_key(struct parse_state *ps, const char *k, const char *v) {
                         return FAIL("socket_group: unknown group '%s'", ps->name, ps->line, v);
                 return 0;
         }
-        if (streq(k, "state_dir") || streq(k, "launcher") || streq(k, "audit_log")) {
+        if (streq(k, "state_dir") || streq(k, "workspace_dir") || streq(k, "launcher") || streq(k, "audit_log")) {
                 if (v[0] != '/')
                         return FAIL("%s: must be an absolute path", ps->name, ps->line, k);
-                return set_str(streq(k, "state_dir") ? &c->state_dir : streq(k, "launcher") ? &c->launcher : &c->audit_log, v);
+                return set_str(streq(k, "state_dir")       ? &c->state_dir
+                               : streq(k, "workspace_dir") ? &c->work_dir
+                               : streq(k, "launcher")      ? &c->launcher
+                                                           : &c->audit_log,
+                               v);
         }
         if (streq(k, "profile_path")) {
                 _cleanup_free_ char *copy = strdup(v);

@@ -110,6 +110,7 @@ static struct {
         struct scheduler sched;
         struct result_index done;
         int state_fd, work_fd, results_fd;
+        char *work_path;             /* workspace_dir, or STATE/work */
         struct source listen_src, signal_src, sweep_src;
         struct list jobs;            /* struct job.all_link: queued and running */
         unsigned n_conns;
@@ -912,7 +913,7 @@ static void finish_job_tell(struct rjob *rj) {
 static int make_profile(struct rjob *rj, int *ret_fd) {
         struct job *j = &rj->j;
         char ws[4200];
-        snprintf(ws, sizeof(ws), "%s/work/%s", S.cfg->state_dir, j->id);
+        snprintf(ws, sizeof(ws), "%s/%s", S.work_path, j->id);
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
@@ -1957,6 +1958,48 @@ static int recover(void) {
         return journal_reset(&S.journal);
 }
 
+/* The workspaces: STATE/work, or workspace_dir (its own file system, say a
+ * tmpfs: scratch that never outlives its job need not share the results'
+ * disk). The daemon owns it alone: no one else may write it, and a lock
+ * keeps a second daemon from sweeping the first one's workspaces. */
+static int open_work_dir(struct sbx_error *err) {
+        const char *key = S.cfg->work_dir ? "workspace_dir" : "state_dir";
+        if (S.cfg->work_dir) {
+                S.work_path = strdup(S.cfg->work_dir);
+                if (mkdir(S.work_path, 0711) < 0 && errno != EEXIST)
+                        return sbx_error_set(err, errno, "workspace_dir %s", S.work_path);
+                S.work_fd = open(S.work_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        } else {
+                if (asprintf(&S.work_path, "%s/work", S.cfg->state_dir) < 0)
+                        S.work_path = NULL;
+                if (mkdirat(S.state_fd, "work", 0711) < 0 && errno != EEXIST)
+                        return sbx_error_set(err, errno, "state_dir %s", S.cfg->state_dir);
+                S.work_fd = openat(S.state_fd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (!S.work_path)
+                return sbx_error_msg(err, ENOMEM, "out of memory");
+        if (S.work_fd < 0)
+                return sbx_error_set(err, errno, "%s %s", key, S.work_path);
+        struct stat st;
+        if (fstat(S.work_fd, &st) < 0)
+                return sbx_error_set(err, errno, "%s %s", key, S.work_path);
+        if (st.st_uid != geteuid())
+                return sbx_error_msg(err, EPERM, "%s %s is owned by uid %u, not by the daemon", key, S.work_path,
+                                     (unsigned) st.st_uid);
+        fchmod(S.work_fd, 0711);
+        int lock = openat(S.work_fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lock < 0)
+                return sbx_error_set(err, errno, "%s %s: lock", key, S.work_path);
+        if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                close(lock);
+                if (e == EWOULDBLOCK)
+                        return sbx_error_msg(err, EBUSY, "another sbx-supervisord is using %s %s", key, S.work_path);
+                return sbx_error_set(err, e, "%s %s: lock", key, S.work_path);
+        }
+        return 0;
+}
+
 static int open_state_dirs(struct sbx_error *err) {
         const char *sd = S.cfg->state_dir;
         if (mkdir(sd, 0711) < 0 && errno != EEXIST)
@@ -1979,15 +2022,12 @@ static int open_state_dirs(struct sbx_error *err) {
         /* The job uid must be able to reach its workspace (the launcher
          * binds it), but not list anyone's: 0711 on the path. */
         fchmod(S.state_fd, 0711);
-        if ((mkdirat(S.state_fd, "work", 0711) < 0 && errno != EEXIST) ||
-            (mkdirat(S.state_fd, "results", 0700) < 0 && errno != EEXIST))
+        if (mkdirat(S.state_fd, "results", 0700) < 0 && errno != EEXIST)
                 return sbx_error_set(err, errno, "state_dir %s", sd);
-        S.work_fd = openat(S.state_fd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         S.results_fd = openat(S.state_fd, "results", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (S.work_fd < 0 || S.results_fd < 0)
+        if (S.results_fd < 0)
                 return sbx_error_set(err, errno, "state_dir %s", sd);
-        fchmod(S.work_fd, 0711);
-        return 0;
+        return open_work_dir(err);
 }
 
 static int open_socket(struct sbx_error *err) {
@@ -2193,6 +2233,8 @@ void server_done(void) {
         free(S.sreq.files);
         S.sreq.files = NULL;
         S.cap_sfiles = 0;
+        free(S.work_path);
+        S.work_path = NULL;
         audit_close();
         result_index_free(&S.done);
         cgroup_teardown(&S.cg);

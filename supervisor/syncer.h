@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The one helper thread: it runs the syncs of a group commit (the files a
- * batch of jobs wrote, their result records' renames, the journal, the
- * audit log, the results directory) so that the event loop keeps serving
- * other clients and jobs while the disk works. It touches nothing but the
- * file descriptors and names it is handed and reports completion on an
- * eventfd. */
+/* The syncer: a thread (with a few helpers) that runs the syncs of a group
+ * commit (the files a batch of jobs wrote, their result records' renames,
+ * the journal, the audit log, the results directory) so that the event loop
+ * keeps serving other clients and jobs while the disk works. The files of a
+ * batch are synced side by side, so their device flushes overlap. It
+ * touches nothing but the file descriptors and names it is handed and
+ * reports completion on an eventfd. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,12 +32,13 @@ struct sync_file {
 struct sync_request {
         struct sync_file *files;
         size_t n_files;
-        int journal_fd; /* fdatasync after the renames; -1 skips */
-        int audit_fd;   /* fdatasync; -1 skips */
-        int dir_fd;     /* fsync last, making the renames durable; -1 skips */
+        int journal_fd; /* fdatasync, beside the files; -1 skips */
+        int audit_fd;   /* fdatasync, beside the files; -1 skips */
+        int dir_fd;     /* fsync after the renames, making them durable; -1 skips */
+        int journal_err, audit_err; /* set by the syncer */
 };
 
-/* Start the thread (with every signal blocked, as the caller's mask must
+/* Start the threads (with every signal blocked, as the caller's mask must
  * already be); returns the eventfd that becomes readable on completion. */
 int syncer_start(void);
 /* Hand over req, which must stay untouched until syncer_complete(). Only

@@ -11,6 +11,7 @@ setup_file() {
 }
 
 teardown_file() {
+        umount "$SUP_DIR/ws-tmpfs" 2>/dev/null || true
         sup_fini
 }
 
@@ -79,6 +80,58 @@ daemon() {
         run ctl wait "$job"
         [ "$status" -eq 0 ]
         sup_stop
+}
+
+@test "workspace_dir puts the workspaces on another file system, owned by the daemon alone" {
+        require_userns
+        run daemon --check-config --config <(printf '[daemon]\nworkspace_dir = scratch\n')
+        [ "$status" -eq 1 ]
+        [[ "$output" == *":2: workspace_dir: must be an absolute path"* ]]
+
+        ws="$SUP_DIR/ws-tmpfs"
+        mkdir -p "$ws"
+        # A tmpfs where the test may mount one (root), else a plain directory.
+        if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=16m,mode=0700 sbx-test-ws "$ws" 2>/dev/null; then
+                mounted=1
+        fi
+        sup_config "workspace_dir = $ws"
+        sup_start
+        run ctl run -- sh -c 'echo "$SBX_WORKSPACE"; pwd; echo data > /workspace/out; ls -l /workspace/out | cut -d" " -f1'
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = /workspace ]
+        [ "${lines[1]}" = /workspace ]
+        [ "${lines[2]}" = "-rw-r--r--" ]
+        # the daemon made it 0711 and locked it; the job's workspace is gone
+        [ "$(stat -c %a "$ws")" = 711 ]
+        [ -z "$(find "$ws" -mindepth 1 -maxdepth 1 -name 'j*')" ]
+        # while a job runs, its workspace is there and nowhere else
+        job=$(ctl submit -- sh -c 'touch /workspace/here; sleep 2')
+        for i in $(seq 40); do [ -e "$ws/$job/here" ] && break; sleep 0.05; done
+        [ -e "$ws/$job/here" ]
+        [ ! -e "$SUP_DIR/state/work/$job" ]
+        # a second daemon (another state directory) may not share it
+        sed -e "s|^state_dir = .*|state_dir = $SUP_DIR/state2|" -e "s|^socket = .*|socket = $SUP_DIR/second.sock|" \
+                "$SUP_DIR/sup.conf" > "$SUP_DIR/second.conf"
+        run daemon --config "$SUP_DIR/second.conf"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"another sbx-supervisord is using workspace_dir $ws"* ]]
+        run ctl wait "$job"
+        [ "$status" -eq 0 ]
+        [ ! -e "$ws/$job" ]
+        sup_stop
+        rm -f "$SUP_DIR/sup.conf"
+        [ -z "${mounted:-}" ] || umount "$ws"
+}
+
+@test "a workspace_dir owned by someone else is refused" {
+        [ "$(id -u)" = 0 ] || skip "needs root to make a directory another user owns"
+        mkdir -p "$SUP_DIR/ws-nobody"
+        chown nobody "$SUP_DIR/ws-nobody"
+        sup_config "workspace_dir = $SUP_DIR/ws-nobody"
+        run daemon --config "$SUP_DIR/sup.conf"
+        rm -f "$SUP_DIR/sup.conf"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"workspace_dir $SUP_DIR/ws-nobody is owned by uid $(id -u nobody), not by the daemon"* ]]
 }
 
 @test "a launcher that does not exist is an error at start" {
