@@ -16,6 +16,8 @@
 # printed (set SBX_BENCH_STATE to measure on another one). The workspaces go
 # on a tmpfs of their own (workspace_dir, as sbx-supervisord.conf(5)
 # recommends); SBX_BENCH_WORK=state keeps them in the state directory.
+# Jobs get a cgroup each when cgroup2 is writable; SBX_BENCH_CGROUP=none
+# measures without.
 #
 # Usage: bench/supervisor.sh [JOBS] [CLIENTS]     (run as root, after make)
 set -eu
@@ -46,7 +48,7 @@ fi
 
 cg=none
 mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-if [ -n "$mnt" ] && [ -w "$mnt/cgroup.procs" ]; then
+if [ "${SBX_BENCH_CGROUP:-auto}" != none ] && [ -n "$mnt" ] && [ -w "$mnt/cgroup.procs" ]; then
         cg="$mnt/sbx-bench-$$"
 fi
 

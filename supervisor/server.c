@@ -1123,14 +1123,22 @@ fail:
         finish_job(rj);
 }
 
-static bool scheduling;
+static bool scheduling, schedule_wanted;
 
+/* Jobs start at the end of the loop turn, after its syncs went to the
+ * syncer thread: the accept syncs then run while the launchers start, not
+ * after. */
 static void schedule(void) {
+        schedule_wanted = true;
+}
+
+static void schedule_now(void) {
         struct job *j;
         /* finish_job() of a job that failed to start calls back in here. */
         if (scheduling || S.stopping)
                 return;
         scheduling = true;
+        schedule_wanted = false;
         while ((j = sched_next(&S.sched)))
                 start_job(rjob_of(j));
         scheduling = false;
@@ -1195,7 +1203,7 @@ static void hold_conn(struct conn *c) {
  * serving. Replies and ends are released when the syncs complete
  * (on_synced). Group commit keeps the durability promises at a fraction of
  * the syncs, and off the event loop. */
-static void on_idle(void) {
+static void submit_batch(void) {
         struct batch *n = &S.next, *f = &S.inflight;
         struct list *pos, *tmp;
         if (S.syncing || (!n->journal && list_empty(&n->finishing)))
@@ -1283,6 +1291,15 @@ static void on_synced(struct source *s, uint32_t events) {
         list_for_each_safe(pos, tmp, &f->finishing) {
                 list_del(pos);
                 finish_job_tell(container_of(pos, struct rjob, finishing_link));
+        }
+}
+
+static void on_idle(void) {
+        submit_batch();
+        if (schedule_wanted) {
+                schedule_now();
+                /* Jobs that failed to start have records to sync. */
+                submit_batch();
         }
 }
 

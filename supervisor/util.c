@@ -154,39 +154,74 @@ int opendir_dup(int dirfd, DIR **ret) {
         return 0;
 }
 
-static int rm_rf_children(int fd) {
+/* Deeper than this, a directory is not opened but moved up to the top of
+ * the tree being removed and taken from there: a job may build a tree deeper
+ * than the daemon has file descriptors, and it must still go. */
+#define RM_DEPTH 32
+
+struct rm_walk {
+        int top;        /* the directory being emptied */
+        unsigned moved; /* subtrees moved up to it */
+        int err;
+};
+
+static void rm_note(struct rm_walk *w, int e) {
+        if (w->err == 0)
+                w->err = e;
+}
+
+static void rm_children(struct rm_walk *w, int fd, unsigned depth);
+
+/* Remove the directory dirfd/name with everything in it, or move it under
+ * the top when it is too deep to open. */
+static void rm_subdir(struct rm_walk *w, int dirfd, const char *name, unsigned depth) {
+        if (depth >= RM_DEPTH) {
+                /* Never over a name the job left at the top. */
+                for (;;) {
+                        char to[32];
+                        snprintf(to, sizeof(to), ".sbx-rm-%u", w->moved++);
+                        if (renameat2(dirfd, name, w->top, to, RENAME_NOREPLACE) == 0)
+                                return;
+                        if (errno != EEXIST) {
+                                rm_note(w, -errno);
+                                return;
+                        }
+                }
+        }
+        int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0) {
+                rm_note(w, -errno);
+                return;
+        }
+        rm_children(w, sub, depth + 1);
+        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                rm_note(w, -errno);
+}
+
+/* Empty the directory fd (consumed). */
+static void rm_children(struct rm_walk *w, int fd, unsigned depth) {
         DIR *d = fdopendir(fd);
         if (!d) {
+                rm_note(w, -errno);
                 close(fd);
-                return -errno;
+                return;
         }
-        int r = 0;
         struct dirent *de;
         while ((de = readdir(d))) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
                 if (de->d_type == DT_DIR) {
-                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0) {
-                                rm_rf_children(sub);
-                                if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && r == 0)
-                                        r = -errno;
-                                continue;
-                        }
+                        rm_subdir(w, dirfd(d), de->d_name, depth);
+                        continue;
                 }
                 if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
-                        if (errno == EISDIR) {
-                                int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                                if (sub >= 0)
-                                        rm_rf_children(sub);
-                                if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && r == 0)
-                                        r = -errno;
-                        } else if (r == 0)
-                                r = -errno;
+                        if (errno == EISDIR)
+                                rm_subdir(w, dirfd(d), de->d_name, depth);
+                        else if (errno != ENOENT)
+                                rm_note(w, -errno);
                 }
         }
         closedir(d);
-        return r;
 }
 
 int rm_rf_at(int dirfd, const char *name) {
@@ -198,10 +233,26 @@ int rm_rf_at(int dirfd, const char *name) {
                         return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
                 return -errno;
         }
-        rm_rf_children(fd);
+        struct rm_walk w = { .top = fd };
+        /* Pass after pass: each removes up to RM_DEPTH levels and moves what
+         * lies deeper up to the top; another pass is needed only when it
+         * moved something. */
+        for (;;) {
+                unsigned moved = w.moved;
+                int again = dup(fd);
+                if (again < 0) {
+                        rm_note(&w, -errno);
+                        break;
+                }
+                lseek(again, 0, SEEK_SET);
+                rm_children(&w, again, 1);
+                if (w.moved == moved)
+                        break;
+        }
+        close(fd);
         if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+                rm_note(&w, -errno);
+        return w.err;
 }
 
 void hex_encode(const unsigned char *in, size_t len, char *out) {

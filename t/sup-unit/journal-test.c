@@ -2,7 +2,9 @@
 /* The accepted-job journal and result records: what a crash can leave
  * behind is read back correctly (a torn last line is ignored, a job with
  * "done" is not recovered twice), compaction keeps exactly the jobs in
- * flight, and a durable write replaces a record whole. */
+ * flight, and a durable write replaces a record whole. A finished job's
+ * workspace goes whatever the job built in it: a tree deeper than the
+ * daemon may open directories, symlinks that point out, odd names. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -141,12 +144,62 @@ static void test_rfc3339(void **state) {
         assert_int_equal(parse_rfc3339_ms("garbage"), 0);
 }
 
+static void test_rm_rf_deep(void **state) {
+        /* 3000 levels with 64 file descriptors to spare */
+        assert_int_equal(mkdirat(dfd, "ws", 0700), 0);
+        int cur = openat(dfd, "ws", O_RDONLY | O_DIRECTORY);
+        assert_true(cur >= 0);
+        for (int i = 0; i < 3000; i++) {
+                char f[16];
+                snprintf(f, sizeof(f), "f%d", i);
+                int fd = openat(cur, f, O_WRONLY | O_CREAT, 0600);
+                assert_true(fd >= 0);
+                close(fd);
+                assert_int_equal(mkdirat(cur, "d", 0700), 0);
+                int next = openat(cur, "d", O_RDONLY | O_DIRECTORY);
+                assert_true(next >= 0);
+                close(cur);
+                cur = next;
+        }
+        /* the job's own names at the top do not get in the way */
+        assert_int_equal(mkdirat(dfd, "ws/.sbx-rm-0", 0700), 0);
+        assert_int_equal(mkdirat(dfd, "ws/.sbx-rm-0/x", 0700), 0);
+        assert_int_equal(symlinkat("/etc", dfd, "ws/out"), 0);
+        assert_int_equal(symlinkat("/etc", cur, "out"), 0);
+        close(cur);
+
+        struct rlimit old, low;
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        low = old;
+        low.rlim_cur = 64;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        int r = rm_rf_at(dfd, "ws");
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        assert_int_equal(r, 0);
+        struct stat st;
+        assert_int_equal(fstatat(dfd, "ws", &st, AT_SYMLINK_NOFOLLOW), -1);
+        /* the symlinks went, not what they pointed at */
+        assert_int_equal(stat("/etc/passwd", &st), 0);
+}
+
+static void test_rm_rf_plain(void **state) {
+        assert_int_equal(rm_rf_at(dfd, "absent"), 0);
+        int fd = openat(dfd, "file", O_WRONLY | O_CREAT, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(rm_rf_at(dfd, "file"), 0);
+        struct stat st;
+        assert_int_equal(fstatat(dfd, "file", &st, 0), -1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_replay),
                 cmocka_unit_test(test_rewrite),
                 cmocka_unit_test(test_result_store),
                 cmocka_unit_test(test_rfc3339),
+                cmocka_unit_test(test_rm_rf_deep),
+                cmocka_unit_test(test_rm_rf_plain),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

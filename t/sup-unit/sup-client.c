@@ -118,6 +118,7 @@ struct bench {
         int per_client;
         double interval_s;    /* between one client's submissions; 0 = closed loop */
         double *lat_ms;       /* per job */
+        double *reply_ms, *started_ms; /* per job: the run reply, the started event */
         int failures;
         pthread_mutex_t lock;
         int next;
@@ -169,7 +170,7 @@ static void *bench_client(void *arg) {
                         }
                         next += b->interval_s;
                 }
-                double t0 = now_s();
+                double t0 = now_s(), t_reply = 0, t_started = 0;
                 bool ok = false, ended = false;
                 if (b->cmd) {
                         ok = run_cmd(b->cmd);
@@ -179,6 +180,10 @@ static void *bench_client(void *arg) {
                 while (!ended && getline(&line, &cap, in) > 0) {
                         if (strstr(line, "\"ok\":false"))
                                 ended = true;
+                        else if (strstr(line, "\"ok\":true"))
+                                t_reply = now_s();
+                        else if (strstr(line, "\"event\":\"started\""))
+                                t_started = now_s();
                         else if (strstr(line, "\"event\":\"end\"")) {
                                 ended = true;
                                 ok = strstr(line, "\"state\":\"succeeded\"") != NULL;
@@ -186,6 +191,8 @@ static void *bench_client(void *arg) {
                 }
                 double ms = (now_s() - t0) * 1000.0;
                 pthread_mutex_lock(&b->lock);
+                b->reply_ms[b->next] = t_reply > 0 ? (t_reply - t0) * 1000.0 : 0;
+                b->started_ms[b->next] = t_started > 0 ? (t_started - t0) * 1000.0 : 0;
                 b->lat_ms[b->next++] = ms;
                 if (!ok)
                         b->failures++;
@@ -221,6 +228,8 @@ static int bench(const char *path, int jobs, int clients, double rate, char **cm
         sprintf(b.req, "%s\n", s);
         free(s);
         b.lat_ms = calloc((size_t) jobs, sizeof(double));
+        b.reply_ms = calloc((size_t) jobs, sizeof(double));
+        b.started_ms = calloc((size_t) jobs, sizeof(double));
         b.interval_s = rate > 0 ? (double) clients / rate : 0;
         pthread_t *t = calloc((size_t) clients, sizeof(pthread_t));
         double t0 = now_s();
@@ -240,7 +249,15 @@ static int bench(const char *path, int jobs, int clients, double rate, char **cm
         printf("jobs %d failures %d clients %d elapsed_s %.3f jobs_per_s %.1f p50_ms %.2f p95_ms %.2f p99_ms %.2f max_ms %.2f\n",
                n, b.failures, clients, el, n / el, b.lat_ms[n / 2], b.lat_ms[(int) (n * 0.95)], b.lat_ms[(int) (n * 0.99)],
                b.lat_ms[n - 1]);
+        if (!exec_mode && getenv("SUP_CLIENT_DETAIL")) {
+                qsort(b.reply_ms, (size_t) n, sizeof(double), cmp_double);
+                qsort(b.started_ms, (size_t) n, sizeof(double), cmp_double);
+                printf("detail reply p50 %.2f p95 %.2f  started p50 %.2f p95 %.2f\n", b.reply_ms[n / 2],
+                       b.reply_ms[(int) (n * 0.95)], b.started_ms[n / 2], b.started_ms[(int) (n * 0.95)]);
+        }
         int rc = b.failures ? 1 : 0;
+        free(b.reply_ms);
+        free(b.started_ms);
         free(b.lat_ms);
         free(b.req);
         free(t);
