@@ -10,7 +10,10 @@
 #   - submit->result latency p50/p95/p99 at half that rate (the clients'
 #     jobs evenly spread in time, not in bursts), against bare
 #     sbx-launch runs of the same command with the same load shape (clients,
-#     rate) as the same user: the difference is the daemon's overhead.
+#     rate) as the same user: the difference is the daemon's overhead. The
+#     daemon and bare runs alternate in SBX_BENCH_ROUNDS rounds (default 4)
+#     and each side's latencies are pooled, here and for the sequential
+#     figures.
 # Targets (2-core machine): >= 200 jobs/s, p95 overhead <= 5 ms, idle RSS
 # <= 10 MB. The state directory's filesystem decides what fsync costs; it is
 # printed (set SBX_BENCH_STATE to measure on another one). The workspaces go
@@ -99,11 +102,27 @@ echo "idle RSS:     $(kb "$pid" VmRSS) kB"
 launch_true() {
         "$client" --time "$1" "$2" "$3" setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$stage/bin/sbx-launch" -- /bin/true
 }
-echo "--- 1 client, one job after the other: bare sbx-launch, then through the daemon"
-seq_bare=$(launch_true 300 1 0)
-echo "$seq_bare"
-seq_sup=$("$client" "$stage/sock" --bench 300 1)
-echo "$seq_sup"
+# Percentiles of every latency in a file (as sup-client prints them).
+pooled() {
+        sort -n "$1" | awk '{ v[NR] = $1 }
+                function at(p,  i) { i = int(NR * p) + 1; return v[i > NR ? NR : i] }
+                END { printf "jobs %d p50_ms %.2f p95_ms %.2f p99_ms %.2f max_ms %.2f\n", NR, at(0.5), at(0.95), at(0.99), v[NR] }'
+}
+# Bare and daemon runs alternate in rounds and each side's latencies are
+# pooled: the machine's speed drifts over seconds, and a difference of two
+# measurements taken at different times would measure the drift.
+rounds=${SBX_BENCH_ROUNDS:-4}
+
+echo "--- 1 client, one job after the other: bare sbx-launch and through the daemon, $rounds alternating rounds"
+for r in $(seq "$rounds"); do
+        SUP_CLIENT_RAW="$stage/seq-bare" launch_true $((300 / rounds)) 1 0 >/dev/null
+        SUP_CLIENT_RAW="$stage/seq-sup" "$client" "$stage/sock" --bench $((300 / rounds)) 1 >/dev/null ||
+                { echo "bench: jobs failed through the daemon" >&2; exit 1; }
+done
+seq_bare=$(pooled "$stage/seq-bare")
+seq_sup=$(pooled "$stage/seq-sup")
+echo "bare:   $seq_bare"
+echo "daemon: $seq_sup"
 
 echo "--- $jobs jobs, $clients clients, as fast as they go"
 c0=$(cpu_ms "$pid")
@@ -114,14 +133,20 @@ echo "daemon CPU:   $(awk -v a="$c0" -v b="$c1" -v n="$jobs" 'BEGIN { printf "%.
 echo "peak RSS:     $(kb "$pid" VmHWM) kB"
 
 rate=$(echo "$full" | awk '{ for (i = 1; i < NF; i++) if ($i == "jobs_per_s") print int($(i + 1) / 2) }')
-n=$((rate * 5))
+n=$((rate * 8))
 [ "$n" -ge 100 ] || n=100
-echo "--- $n jobs at half that rate ($rate jobs/s), $clients clients"
-half=$("$client" "$stage/sock" --bench "$n" "$clients" "$rate")
-echo "$half"
-echo "--- the same load shape with bare sbx-launch (no daemon)"
-bare=$(launch_true "$n" "$clients" "$rate")
-echo "$bare"
+per=$((n / rounds))
+[ "$per" -ge "$clients" ] || per=$clients
+echo "--- at half that rate ($rate jobs/s), $clients clients: $rounds rounds of $per jobs through the daemon, each followed by the same load shape with bare sbx-launch"
+for r in $(seq "$rounds"); do
+        SUP_CLIENT_RAW="$stage/half-sup" "$client" "$stage/sock" --bench "$per" "$clients" "$rate" >/dev/null ||
+                { echo "bench: jobs failed through the daemon" >&2; exit 1; }
+        SUP_CLIENT_RAW="$stage/half-bare" launch_true "$per" "$clients" "$rate" >/dev/null
+done
+half=$(pooled "$stage/half-sup")
+bare=$(pooled "$stage/half-bare")
+echo "daemon: $half"
+echo "bare:   $bare"
 p95() { echo "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "p95_ms") print $(i + 1) }'; }
 p50() { echo "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "p50_ms") print $(i + 1) }'; }
 echo "sequential overhead: p50 $(awk -v a="$(p50 "$seq_sup")" -v b="$(p50 "$seq_bare")" 'BEGIN { printf "%.2f ms", a - b }'), p95 $(awk -v a="$(p95 "$seq_sup")" -v b="$(p95 "$seq_bare")" 'BEGIN { printf "%.2f ms", a - b }')"

@@ -21,6 +21,10 @@
  *   sup-client --time N CLIENTS RATE CMD...
  *                                   the same load shape as --bench, but each
  *                                   "job" is CMD run directly: the baseline
+ *                                   With SUP_CLIENT_RAW=FILE both append every
+ *                                   latency (ms) to FILE, one per line; with
+ *                                   SUP_CLIENT_DETAIL set, --bench also prints
+ *                                   when the run reply and the started event came
  *   sup-client --notify-listen PATH SECS
  *                                   receive sd_notify datagrams on PATH for SECS
  *                                   seconds and print them, one per line
@@ -249,6 +253,14 @@ static int bench(const char *path, int jobs, int clients, double rate, char **cm
         printf("jobs %d failures %d clients %d elapsed_s %.3f jobs_per_s %.1f p50_ms %.2f p95_ms %.2f p99_ms %.2f max_ms %.2f\n",
                n, b.failures, clients, el, n / el, b.lat_ms[n / 2], b.lat_ms[(int) (n * 0.95)], b.lat_ms[(int) (n * 0.99)],
                b.lat_ms[n - 1]);
+        /* Every latency, one per line, for pooling rounds. */
+        const char *raw = getenv("SUP_CLIENT_RAW");
+        FILE *rf = raw ? fopen(raw, "a") : NULL;
+        if (rf) {
+                for (int i = 0; i < n; i++)
+                        fprintf(rf, "%.3f\n", b.lat_ms[i]);
+                fclose(rf);
+        }
         if (!exec_mode && getenv("SUP_CLIENT_DETAIL")) {
                 qsort(b.reply_ms, (size_t) n, sizeof(double), cmp_double);
                 qsort(b.started_ms, (size_t) n, sizeof(double), cmp_double);
