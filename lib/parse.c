@@ -101,6 +101,34 @@ int parse_duration_ms(const char *s, uint64_t *ret) {
         return -EINVAL;
 }
 
+int parse_cpus_milli(const char *s, uint64_t *ret) {
+        uint64_t whole = 0, frac = 0;
+        const char *p = s;
+        if (!s || !(*p >= '0' && *p <= '9'))
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                whole = whole * 10 + (uint64_t) (*p - '0');
+                if (whole > UINT32_MAX)
+                        return -ERANGE;
+        }
+        if (*p == '.') {
+                int digits = 0;
+                for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+                        if (digits < 3)
+                                frac = frac * 10 + (uint64_t) (*p - '0');
+                        else
+                                return -EINVAL; /* finer than a thousandth */
+                if (digits == 0)
+                        return -EINVAL;
+                for (; digits < 3; digits++)
+                        frac *= 10;
+        }
+        if (*p)
+                return -EINVAL;
+        *ret = whole * 1000 + frac;
+        return *ret == 0 ? -ERANGE : 0;
+}
+
 int parse_bool(const char *s, bool *ret) {
         static const char *const yes[] = { "yes", "true", "on", "1" };
         static const char *const no[] = { "no", "false", "off", "0" };

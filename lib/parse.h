@@ -20,6 +20,10 @@ int parse_size(const char *s, uint64_t *ret);
  * decides what 0 means. */
 int parse_duration_ms(const char *s, uint64_t *ret);
 
+/* A number of CPUs with at most three decimals, "0.5", "2", "1.25", in
+ * thousandths of a CPU; 0 is -ERANGE (the caller checks its own range). */
+int parse_cpus_milli(const char *s, uint64_t *ret);
+
 /* yes/no/true/false/on/off/1/0 */
 int parse_bool(const char *s, bool *ret);
 

@@ -200,6 +200,12 @@ int cgroup_job_create(struct cgroup_ctx *c, const char *id, const struct policy_
                 if (write_at(fd, "pids.max", v) == 0)
                         limits |= CG_LIMIT_PIDS;
         }
+        /* Bandwidth: QUOTA microseconds of CPU time in every 100 ms. */
+        if (c->cpu && d->cpu_milli != PROTO_UNSET) {
+                snprintf(v, sizeof(v), "%" PRIu64 " 100000", d->cpu_milli * 100);
+                if (write_at(fd, "cpu.max", v) == 0)
+                        limits |= CG_LIMIT_CPU;
+        }
         *ret_fd = fd;
         *ret_limits = limits;
         return 0;

@@ -47,6 +47,7 @@ struct tenant {
         uint64_t max_memory;      /* bytes; CONFIG_UNSET: no cap */
         uint64_t max_processes;
         uint64_t max_cpu_s;
+        uint64_t max_cpu_milli;   /* CPU bandwidth, thousandths of a CPU; CONFIG_UNSET: no cap */
         uint64_t max_output;      /* bytes kept per stream */
         uint64_t max_upload;      /* bytes of workspace files per request */
         uint64_t max_artifacts;   /* bytes of artifacts per job */

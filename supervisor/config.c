@@ -10,6 +10,7 @@
 #include "conf.h"
 #include "parse.h"
 #include "profile.h"
+#include "proto.h"
 #include "util.h"
 
 #ifndef SBX_SYSCONFDIR
@@ -40,6 +41,7 @@ void tenant_defaults(struct tenant *t) {
         t->max_memory = CONFIG_UNSET;
         t->max_processes = CONFIG_UNSET;
         t->max_cpu_s = CONFIG_UNSET;
+        t->max_cpu_milli = CONFIG_UNSET;
         t->max_output = 16u << 20;
         t->max_upload = 16u << 20;
         t->max_artifacts = 64u << 20;
@@ -311,6 +313,18 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
                 if (parse_dur(ps, k, v, &ms) < 0)
                         return ps->r;
                 t->max_cpu_s = (ms + 999) / 1000;
+                return 0;
+        }
+        if (streq(k, "max_cpus")) {
+                uint64_t m;
+                if (streq(v, "unlimited")) {
+                        t->max_cpu_milli = CONFIG_UNSET;
+                        return 0;
+                }
+                if (parse_cpus_milli(v, &m) < 0 || m < PROTO_CPUS_MIN_MILLI || m > PROTO_CPUS_MAX_MILLI)
+                        return FAIL("max_cpus: invalid number of CPUs '%s' (0.01 to 1024, e.g. 0.5 or 2, or unlimited)",
+                                    ps->name, ps->line, v);
+                t->max_cpu_milli = m;
                 return 0;
         }
         if (streq(k, "max_output"))

@@ -16,6 +16,7 @@ enum kind {
         K_ARRAY,
         K_OBJECT,
         K_TAG, /* string or integer */
+        K_NUMBER, /* integer or real */
 };
 
 struct field {
@@ -46,6 +47,7 @@ static const char *kind_name(enum kind k) {
         case K_ARRAY: return "array";
         case K_OBJECT: return "object";
         case K_TAG: return "string or integer";
+        case K_NUMBER: return "number";
         }
         return "?";
 }
@@ -58,6 +60,7 @@ static bool kind_ok(enum kind k, const json_t *j) {
         case K_ARRAY: return json_is_array(j);
         case K_OBJECT: return json_is_object(j);
         case K_TAG: return json_is_string(j) || json_is_integer(j);
+        case K_NUMBER: return json_is_number(j);
         }
         return false;
 }
@@ -108,6 +111,7 @@ static const struct field limit_fields[] = {
         { "memory", K_UINT, false },
         { "processes", K_UINT, false },
         { "cpu_s", K_UINT, false },
+        { "cpus", K_NUMBER, false },
         { "output", K_UINT, false },
 };
 static const struct field file_fields[] = {
@@ -141,7 +145,7 @@ const char *req_op_name(enum req_op op) {
 
 void request_init(struct request *r) {
         memset(r, 0, sizeof(*r));
-        r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.output = PROTO_UNSET;
+        r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.cpu_milli = r->run.output = PROTO_UNSET;
         r->run.net = -1;
         r->streams = STREAM_BOTH;
         r->limit = PROTO_MAX_LIST;
@@ -328,12 +332,20 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
 
         if (limits) {
                 json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
+                json_t *cpus = NULL;
                 r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
                 if (r < 0)
                         return r;
-                if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:I}", "memory", &mem,
-                                   "processes", &procs, "cpu_s", &cpu, "output", &out) < 0)
+                if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I}", "memory", &mem,
+                                   "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out) < 0)
                         return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
+                if (cpus) {
+                        double v = json_number_value(cpus) * 1000.0;
+                        if (!(v >= PROTO_CPUS_MIN_MILLI - 0.5 && v <= PROTO_CPUS_MAX_MILLI + 0.5))
+                                return sbx_error_msg(err, EINVAL, "field 'limits.cpus': %g is out of range (0.01 to 1024 CPUs)",
+                                                     json_number_value(cpus));
+                        run->cpu_milli = (uint64_t) (v + 0.5);
+                }
                 if (mem == 0 || procs == 0 || cpu == 0)
                         return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
                                              mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");

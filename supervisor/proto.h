@@ -15,6 +15,9 @@
 
 #define PROTO_VERSION 1
 #define PROTO_UNSET UINT64_MAX
+/* limits.cpus: from a hundredth of a CPU (cpu.max's smallest quota) to 1024. */
+#define PROTO_CPUS_MIN_MILLI 10
+#define PROTO_CPUS_MAX_MILLI 1024000
 
 /* Bounds on what one request may carry. */
 #define PROTO_MAX_ARGS 4096
@@ -87,6 +90,7 @@ struct run_request {
         uint64_t memory;       /* bytes; PROTO_UNSET: not asked */
         uint64_t processes;
         uint64_t cpu_s;
+        uint64_t cpu_milli;    /* CPU bandwidth in thousandths of a CPU; PROTO_UNSET: not asked */
         uint64_t output;       /* bytes kept per stream */
         int net;               /* enum net_mode, or -1: none asked */
         struct upload *files;

@@ -57,6 +57,7 @@ static void usage(FILE *f) {
                 "  --profile NAME      profile (default: the tenant's default)\n"
                 "  --timeout DURATION  wall-clock limit, e.g. 30s, 5m\n"
                 "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE   limits\n"
+                "  --cpus N            CPU bandwidth, e.g. 0.5 or 2 (needs the cgroup cpu controller)\n"
                 "  --network MODE      none or host\n"
                 "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
                 "  --stdin FILE        feed FILE ('-' for our stdin) to the job\n"
@@ -210,6 +211,17 @@ static void print_result(json_t *res) {
                         printf("%s:    %lld bytes%s\n", i ? "stderr" : "stdout", (long long) json_integer_value(json_object_get(s, "size")),
                                json_is_true(json_object_get(s, "truncated")) ? " (truncated)" : "");
         }
+        /* Each limit that was set, and what enforced it. */
+        const char *k;
+        json_t *l;
+        json_object_foreach(json_object_get(res, "limits"), k, l) {
+                json_t *v = json_object_get(l, "value");
+                if (json_is_integer(v))
+                        printf("limit:     %s %lld (%s)\n", k, (long long) json_integer_value(v),
+                               json_string_value(json_object_get(l, "by")) ?: "?");
+                else if (json_is_real(v))
+                        printf("limit:     %s %g (%s)\n", k, json_real_value(v), json_string_value(json_object_get(l, "by")) ?: "?");
+        }
         size_t i;
         json_t *a;
         json_array_foreach(json_object_get(res, "artifacts"), i, a)
@@ -264,11 +276,12 @@ static uint64_t opt_size(const char *opt, const char *v) {
 }
 
 static json_t *build_run(int argc, char **argv, bool follow) {
-        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY };
+        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY };
         static const struct option opts[] = {
                 { "profile", required_argument, NULL, O_PROFILE }, { "timeout", required_argument, NULL, O_TIMEOUT },
                 { "memory", required_argument, NULL, O_MEMORY },   { "processes", required_argument, NULL, O_PROCS },
                 { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
+                { "cpus", required_argument, NULL, O_CPUS },
                 { "network", required_argument, NULL, O_NET },     { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
@@ -301,6 +314,11 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                         if (parse_duration_ms(optarg, &n) < 0)
                                 die("--cpu: invalid duration '%s'", optarg);
                         json_object_set_new(limits, "cpu_s", json_integer((json_int_t) ((n + 999) / 1000)));
+                        break;
+                case O_CPUS:
+                        if (parse_cpus_milli(optarg, &n) < 0)
+                                die("--cpus: invalid number of CPUs '%s' (e.g. 0.5 or 2)", optarg);
+                        json_object_set_new(limits, "cpus", json_real((double) n / 1000.0));
                         break;
                 case O_OUTPUT:
                         json_object_set_new(limits, "output", json_integer((json_int_t) opt_size("--output", optarg)));

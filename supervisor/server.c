@@ -350,6 +350,14 @@ static json_t *limit_json(uint64_t value, const char *by) {
         return json_pack("{s:I, s:s}", "value", (json_int_t) value, "by", by);
 }
 
+/* CPU bandwidth has no rlimit: without the cgroup cpu controller it is
+ * recorded as not enforced. */
+static json_t *cpus_json(uint64_t milli, bool enforced) {
+        if (milli == PROTO_UNSET)
+                return json_pack("{s:n, s:n}", "value", "by");
+        return json_pack("{s:f, s:s}", "value", (double) milli / 1000.0, "by", enforced ? "cgroup" : "none");
+}
+
 static json_t *build_result(struct rjob *rj, json_t *artifacts, bool artifacts_truncated) {
         struct job *j = &rj->j;
         json_t *end = j->status_end;
@@ -396,10 +404,11 @@ static json_t *build_result(struct rjob *rj, json_t *artifacts, bool artifacts_t
         const char *rl = "rlimit";
         json_object_set_new(
                 rec, "limits",
-                json_pack("{s:o, s:o, s:o, s:o, s:o}", "timeout_ms", limit_json(j->pol.timeout_ms, "supervisor"), "memory",
+                json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "timeout_ms", limit_json(j->pol.timeout_ms, "supervisor"), "memory",
                           limit_json(j->pol.memory, rj->cg_limits & CG_LIMIT_MEMORY ? "cgroup" : rl), "processes",
                           limit_json(j->pol.processes, rj->cg_limits & CG_LIMIT_PIDS ? "cgroup" : rl), "cpu_s",
-                          limit_json(j->pol.cpu_s, rl), "output", limit_json(j->pol.output, "supervisor")));
+                          limit_json(j->pol.cpu_s, rl), "cpus", cpus_json(j->pol.cpu_milli, rj->cg_limits & CG_LIMIT_CPU),
+                          "output", limit_json(j->pol.output, "supervisor")));
         json_object_set_new(rec, "cgroup", json_boolean(rj->j.cgroup_fd >= 0));
         json_t *prot = end ? json_object_get(end, "protections") : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
@@ -1333,6 +1342,15 @@ static void handle_run(struct conn *c, struct request *req) {
                 conn_send(c, proto_error(req->tag, pol.code, "%s", err.msg));
                 return;
         }
+        /* Asked for and impossible: refused, not quietly ignored. (A
+         * tenant's max_cpus alone still runs, recorded as not enforced; the
+         * daemon warned at start.) */
+        if (run->cpu_milli != PROTO_UNSET && !(S.cg.enabled && S.cg.cpu)) {
+                const char *why = S.cg.enabled ? "the cgroup cpu controller is not available to it" : "it has no job cgroups";
+                audit_decision(c, "run", "rejected", NULL, E_LIMIT, "limits.cpus cannot be enforced");
+                conn_send(c, proto_error(req->tag, E_LIMIT, "field 'limits.cpus': this daemon cannot enforce CPU bandwidth (%s)", why));
+                return;
+        }
         if (run->idempotency_key) {
                 struct rjob *dup = NULL;
                 struct list *pos, *tmp;
@@ -2168,6 +2186,12 @@ int server_init(struct config *cfg, struct sbx_error *err) {
                          S.cg.memory ? "yes" : "no (rlimit)", S.cg.pids ? "yes" : "no (rlimit)", S.cg.cpu ? "yes" : "no");
         else
                 log_info("no job cgroups: %s; limits are rlimits and kills go to the launcher's process group", S.cg.how);
+        if (!(S.cg.enabled && S.cg.cpu))
+                for (size_t i = 0; i < cfg->n_tenants; i++)
+                        if (cfg->tenants[i].max_cpu_milli != CONFIG_UNSET)
+                                log_warning("%s: [tenant.%s] max_cpus is not enforced: CPU bandwidth needs the cgroup cpu "
+                                            "controller, which this daemon does not have; results record it as \"by\": \"none\"",
+                                            cfg->tenants[i].origin, cfg->tenants[i].name);
         r = audit_open(cfg->audit_log, cfg->audit_fsync);
         if (r < 0)
                 return sbx_error_set(err, r, "audit_log %s", cfg->audit_log);

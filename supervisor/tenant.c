@@ -57,6 +57,40 @@ static int cap_value(const struct tenant *t, struct policy_decision *d, const ch
         return 0;
 }
 
+/* CPU bandwidth, said in CPUs ("1.5"), kept in thousandths. */
+static const char *cpus_str(uint64_t milli, char *buf, size_t len) {
+        snprintf(buf, len, "%" PRIu64 ".%03" PRIu64, milli / 1000, milli % 1000);
+        char *e = buf + strlen(buf) - 1;
+        while (*e == '0')
+                *e-- = '\0';
+        if (*e == '.')
+                *e = '\0';
+        return buf;
+}
+
+static int cap_cpus(const struct tenant *t, struct policy_decision *d, uint64_t asked, uint64_t *out, struct sbx_error *err) {
+        char a[32], c[32];
+        uint64_t cap = t->max_cpu_milli;
+        if (asked == PROTO_UNSET) {
+                *out = cap == CONFIG_UNSET ? PROTO_UNSET : cap;
+                return 0;
+        }
+        if (cap != CONFIG_UNSET && asked > cap) {
+                if (t->over_limit == OVER_LIMIT_CLAMP) {
+                        size_t l = strlen(d->clamped);
+                        snprintf(d->clamped + l, sizeof(d->clamped) - l, "%slimits.cpus %s -> %s", l ? "; " : "",
+                                 cpus_str(asked, a, sizeof(a)), cpus_str(cap, c, sizeof(c)));
+                        *out = cap;
+                        return 0;
+                }
+                d->code = E_LIMIT;
+                return sbx_error_msg(err, EPERM, "field 'limits.cpus': %s is above tenant '%s''s cap of %s", cpus_str(asked, a, sizeof(a)),
+                                     t->name, cpus_str(cap, c, sizeof(c)));
+        }
+        *out = asked;
+        return 0;
+}
+
 int policy_apply(const struct tenant *t, const struct run_request *run, struct policy_decision *d, struct sbx_error *err) {
         int r;
         memset(d, 0, sizeof(*d));
@@ -83,6 +117,9 @@ int policy_apply(const struct tenant *t, const struct run_request *run, struct p
                 return r;
         r = cap_value(t, d, "limits.cpu_s", run->cpu_s, t->max_cpu_s, t->max_cpu_s == CONFIG_UNSET ? PROTO_UNSET : t->max_cpu_s,
                       &d->cpu_s, err);
+        if (r < 0)
+                return r;
+        r = cap_cpus(t, d, run->cpu_milli, &d->cpu_milli, err);
         if (r < 0)
                 return r;
         r = cap_value(t, d, "limits.output", run->output, t->max_output, t->max_output == CONFIG_UNSET ? (16u << 20) : t->max_output,

@@ -23,6 +23,7 @@ struct policy_decision {
         uint64_t memory;     /* PROTO_UNSET: no limit */
         uint64_t processes;
         uint64_t cpu_s;
+        uint64_t cpu_milli;  /* CPU bandwidth, thousandths of a CPU; PROTO_UNSET: none */
         uint64_t output;     /* bytes kept per stream */
         uint64_t artifacts;  /* bytes of artifacts kept */
         int net;             /* enum net_mode */

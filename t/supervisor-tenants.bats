@@ -38,6 +38,7 @@ max_memory = 256M
 max_output = 1K
 max_jobs = 1
 max_queue = 4
+max_cpus = 0.5
 network = none
 
 [tenant.charlie]
@@ -146,6 +147,46 @@ setup() {
         run as_uid $UID_C --json result "$job"
         [ "$(json_get result.limits.timeout_ms.value <<<"$output")" = 2000 ]
         grep -q '"decision":"accepted (clamped)"' "$SUP_DIR/audit.log"
+}
+
+cpu_controller() {
+        [ "$SUP_CGROUP" != none ] && grep -qw cpu "$SUP_CGROUP/cgroup.subtree_control" 2>/dev/null
+}
+
+@test "limits.cpus above the tenant's max_cpus is E_LIMIT, said in CPUs" {
+        run as_uid $UID_B run --cpus 1 -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"field 'limits.cpus': 1 is above tenant 'bravo''s cap of 0.5"* ]]
+        run as_uid $UID_B run --cpus 0.0001 -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"--cpus: invalid number of CPUs '0.0001'"* ]]
+}
+
+@test "CPU bandwidth without the cgroup cpu controller: asked for, refused; the tenant's cap, recorded as not enforced" {
+        ! cpu_controller || skip "the cgroup cpu controller is enabled here: the next test covers it"
+        grep -q "\[tenant.bravo\] max_cpus is not enforced: CPU bandwidth needs the cgroup cpu controller" "$SUP_DIR/daemon.log"
+        run as_uid $UID_B run --cpus 0.25 -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"field 'limits.cpus': this daemon cannot enforce CPU bandwidth"* ]]
+        grep -q '"decision":"rejected".*"code":"E_LIMIT","message":"limits.cpus cannot be enforced"' "$SUP_DIR/audit.log"
+        job=$(as_uid $UID_B submit -- true)
+        as_uid $UID_B wait "$job"
+        run as_uid $UID_B --json result "$job"
+        [ "$(json_get result.limits.cpus.value <<<"$output")" = 0.5 ]
+        [ "$(json_get result.limits.cpus.by <<<"$output")" = none ]
+        run as_uid $UID_B result "$job"
+        [[ "$output" == *"limit:     cpus 0.5 (none)"* ]]
+}
+
+@test "CPU bandwidth with the cgroup cpu controller: cpu.max of the job's cgroup" {
+        cpu_controller || skip "no cgroup cpu controller for job cgroups here (cgroup2 without controllers on this host)"
+        job=$(as_uid $UID_B submit --cpus 0.25 -- sleep 1)
+        for i in $(seq 40); do [ -e "$SUP_CGROUP/job-$job/cpu.max" ] && break; sleep 0.05; done
+        [ "$(cat "$SUP_CGROUP/job-$job/cpu.max")" = "25000 100000" ]
+        as_uid $UID_B wait "$job"
+        run as_uid $UID_B --json result "$job"
+        [ "$(json_get result.limits.cpus.value <<<"$output")" = 0.25 ]
+        [ "$(json_get result.limits.cpus.by <<<"$output")" = cgroup ]
 }
 
 @test "a tenant's max_jobs holds its other jobs in the queue" {

@@ -24,6 +24,7 @@ static const char conf[] =
         "max_processes = 64\n"
         "max_output = 1M\n"
         "max_upload = 10\n"
+        "max_cpus = 1.5\n"
         "network = none\n"
         "[tenant.web]\n"
         "gids = 2000\n"
@@ -31,6 +32,7 @@ static const char conf[] =
         "over_limit = clamp\n"
         "max_timeout = 5s\n"
         "max_memory = 1G\n"
+        "max_cpus = 2\n"
         "network = none host\n";
 
 static struct config cfg;
@@ -74,6 +76,7 @@ static void test_defaults(void **state) {
         assert_int_equal(d.timeout_ms, 10000);
         assert_int_equal(d.memory, 512ull << 20);   /* the cap is the default */
         assert_int_equal(d.processes, 64);
+        assert_int_equal(d.cpu_milli, 1500);
         assert_int_equal(d.output, 1u << 20);
         assert_int_equal(d.net, NET_NONE);
         assert_string_equal(d.clamped, "");
@@ -100,6 +103,16 @@ static void test_reject(void **state) {
         run_init(&r);
         r.processes = 65;
         assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+
+        run_init(&r);
+        r.cpu_milli = 2000;
+        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_string_equal(d.code, "E_LIMIT");
+        assert_string_equal(e.msg, "field 'limits.cpus': 2 is above tenant 'ci''s cap of 1.5");
+        run_init(&r);
+        r.cpu_milli = 250;
+        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_int_equal(d.cpu_milli, 250);
 
         run_init(&r);
         r.profile = (char *) "node";
@@ -134,8 +147,11 @@ static void test_clamp(void **state) {
         r.timeout_ms = 3600000;
         r.memory = 4ull << 30;
         r.net = NET_HOST;
+        r.cpu_milli = 3250;
         r.profile = (char *) "anything";
         assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_int_equal(d.cpu_milli, 2000);
+        assert_non_null(strstr(d.clamped, "limits.cpus 3.25 -> 2"));
         assert_int_equal(d.timeout_ms, 5000);
         assert_int_equal(d.memory, 1ull << 30);
         assert_int_equal(d.net, NET_HOST);
@@ -144,6 +160,12 @@ static void test_clamp(void **state) {
         assert_non_null(strstr(d.clamped, "limits.memory"));
         /* unset caps stay unset */
         assert_int_equal(d.processes, PROTO_UNSET);
+        run_init(&r);
+        struct tenant *ci = tenant_lookup(&cfg, 1000, 0, NULL, 0);
+        ci->max_cpu_milli = CONFIG_UNSET;
+        assert_int_equal(policy_apply(ci, &r, &d, &e), 0);
+        assert_int_equal(d.cpu_milli, PROTO_UNSET);
+        ci->max_cpu_milli = 1500;
 }
 
 /* The configuration parser: one line per mistake, each naming file:line. */
@@ -169,6 +191,9 @@ static void test_config_errors(void **state) {
         bad_conf("[tenant.a]\nuids = 5\n[tenant.b]\nuids = 5\n", "uid 5 is already in [tenant.a]");
         bad_conf("[tenant.a]\nuids = 5\nover_limit = maybe\n", "bad.conf:3: over_limit");
         bad_conf("[tenant.a]\nuids = 5\nnetwork = wifi\n", "bad.conf:3: unknown network mode 'wifi'");
+        bad_conf("[tenant.a]\nuids = 5\nmax_cpus = lots\n", "bad.conf:3: max_cpus: invalid number of CPUs 'lots'");
+        bad_conf("[tenant.a]\nuids = 5\nmax_cpus = 0.001\n", "bad.conf:3: max_cpus: invalid number of CPUs '0.001' (0.01 to 1024");
+        bad_conf("[tenant.a]\nuids = 5\nmax_cpus = 2000\n", "bad.conf:3: max_cpus");
         bad_conf("[daemon]\nkill_grace = soon\n", "bad.conf:2: kill_grace: invalid duration");
         bad_conf("[daemon]\nthis is not ini\n", "bad.conf:2: syntax error");
         bad_conf("[tenant.a]\nuids = 5\ndefault_timeout = 2h\nmax_timeout = 1h\n", "default_timeout is above max_timeout");

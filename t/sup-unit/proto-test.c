@@ -31,7 +31,7 @@ static void test_run_full(void **state) {
         const char *line =
                 "{\"v\":1,\"op\":\"run\",\"id\":\"t1\",\"command\":[\"/bin/echo\",\"hi\"],\"profile\":\"python\","
                 "\"env\":{\"A\":\"1\"},\"stdin\":\"in\",\"timeout_ms\":5000,\"limits\":{\"memory\":1048576,\"processes\":10,"
-                "\"cpu_s\":3,\"output\":100},\"network\":\"none\",\"files\":[{\"path\":\"d/f.txt\",\"data\":\"x\",\"mode\":493},"
+                "\"cpu_s\":3,\"cpus\":1.5,\"output\":100},\"network\":\"none\",\"files\":[{\"path\":\"d/f.txt\",\"data\":\"x\",\"mode\":493},"
                 "{\"path\":\"b\",\"data_b64\":\"AAEC\"}],\"artifacts\":[\"out/*\"],\"idempotency_key\":\"k\",\"follow\":true}";
         assert_int_equal(parse(line, &r, &e), 0);
         assert_int_equal(r.op, REQ_RUN);
@@ -46,6 +46,7 @@ static void test_run_full(void **state) {
         assert_int_equal(r.run.memory, 1048576);
         assert_int_equal(r.run.processes, 10);
         assert_int_equal(r.run.cpu_s, 3);
+        assert_int_equal(r.run.cpu_milli, 1500);
         assert_int_equal(r.run.output, 100);
         assert_int_equal(r.run.n_files, 2);
         assert_int_equal(r.run.files[0].mode, 0755);
@@ -63,6 +64,7 @@ static void test_run_minimal_defaults(void **state) {
         assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"true\"]}", &r, &e), 0);
         assert_int_equal(r.run.timeout_ms, PROTO_UNSET);
         assert_int_equal(r.run.memory, PROTO_UNSET);
+        assert_int_equal(r.run.cpu_milli, PROTO_UNSET);
         assert_int_equal(r.run.net, -1);
         assert_null(r.run.profile);
         assert_false(r.run.follow);
@@ -101,6 +103,11 @@ static void test_run_types(void **state) {
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"follow\":1}", "field 'follow': expected boolean");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"memory\":\"1G\"}}", "field 'limits.memory'");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"disk\":1}}", "unknown field 'limits.disk'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":\"2\"}}", "field 'limits.cpus': expected number, got string");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":0}}", "field 'limits.cpus': 0 is out of range (0.01 to 1024 CPUs)");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":0.001}}", "limits.cpus': 0.001 is out of range");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":-1}}", "limits.cpus': -1 is out of range");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":1025}}", "limits.cpus': 1025 is out of range");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":\"wifi\"}", "field 'network'");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"env\":{\"A\":1}}", "field 'env.A': expected string");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"env\":{\"1A\":\"x\"}}", "invalid variable name");

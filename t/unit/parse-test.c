@@ -74,6 +74,24 @@ static void test_duration(void **state) {
                 assert_int_equal(parse_duration_ms(bad[i], &v), -EINVAL);
 }
 
+static void test_cpus(void **state) {
+        static const struct {
+                const char *s;
+                uint64_t milli;
+        } ok[] = { { "1", 1000 }, { "0.5", 500 }, { "2", 2000 }, { "1.25", 1250 }, { "0.001", 1 }, { "0.010", 10 } };
+        uint64_t v;
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                assert_int_equal(parse_cpus_milli(ok[i].s, &v), 0);
+                assert_true(v == ok[i].milli);
+        }
+        assert_int_equal(parse_cpus_milli("0", &v), -ERANGE);
+        assert_int_equal(parse_cpus_milli("0.000", &v), -ERANGE);
+        assert_int_equal(parse_cpus_milli("99999999999", &v), -ERANGE);
+        const char *bad[] = { "", ".5", "1.", "1.0001", "-1", "+1", "1e3", "1,5", " 1", "1 ", "two", "1.2.3" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(parse_cpus_milli(bad[i], &v), -EINVAL);
+}
+
 static void test_bool(void **state) {
         const char *yes[] = { "yes", "true", "on", "1" }, *no[] = { "no", "false", "off", "0" };
         bool b;
@@ -157,6 +175,7 @@ int main(void) {
                 cmocka_unit_test(test_uint64),
                 cmocka_unit_test(test_size),
                 cmocka_unit_test(test_duration),
+                cmocka_unit_test(test_cpus),
                 cmocka_unit_test(test_bool),
                 cmocka_unit_test(test_mode),
                 cmocka_unit_test(test_format_round_trip),
