@@ -382,6 +382,34 @@ static int op_proc(struct rootfs *rf, const struct fs_op *op) {
         return r;
 }
 
+/* [security] sys = yes: a read-only /sys. A sysfs of our own shows the
+ * sandbox's network namespace; the kernel allows it only there, so with the
+ * host's network the host's /sys is bound read-only instead. */
+static int op_sys(struct rootfs *rf) {
+        static const struct fs_op sys = { .type = FS_DIR, .dest = "/sys" };
+        char dp[32], name[NAME_MAX + 1];
+        int parent, dst;
+        int r = resolve(rf, sys.dest, DEST_DIR, 0755, &parent, name, &dst);
+        if (r < 0)
+                return r;
+        fdpath(dp, dst);
+        if (mount("sysfs", dp, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+                if (errno != EPERM)
+                        r = sbx_error_set(rf->err, errno, "/sys: mount sysfs");
+                else if (mount("/sys", dp, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        r = sbx_error_set(rf->err, errno, "/sys: bind the host's");
+                else {
+                        r = set_mount_attr(parent, name, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                                           true);
+                        if (r < 0)
+                                sbx_error_set(rf->err, -r, "/sys: make read-only");
+                }
+        }
+        close(dst);
+        close(parent);
+        return r;
+}
+
 /* A minimal /dev: a small tmpfs with the harmless host devices bound in
  * (device nodes cannot be created in a user namespace), a private devpts
  * instance and a world-writable shm directory. */
@@ -534,6 +562,11 @@ int rootfs_setup(const struct profile *p, struct protections *prot, const char *
                 goto out_close;
         }
 
+        /* Before the profile's own operations, which may bind over parts. */
+        if (p->sys) {
+                rf.step = *ret_step = "sys";
+                r = op_sys(&rf);
+        }
         for (size_t i = 0; i < p->n_fs && r == 0; i++) {
                 const struct fs_op *op = &p->fs[i];
                 rf.step = op_step(op);

@@ -93,6 +93,10 @@ struct rjob {
         unsigned cg_limits;
         bool slot;           /* counted as running by the scheduler */
         unsigned long long starttime; /* the launcher's, for the journal */
+        /* Monotonic microseconds of each step, for the debug log: accepted,
+         * launcher started, launcher gone, record handed to the group
+         * commit, clients told. */
+        uint64_t t_us[5];
         int result_dir_fd;   /* STATE/results/ID, created on first need */
         struct list finishing_link; /* in a batch: record written, not yet synced and renamed */
         json_t *rec;         /* its record, until the clients are told */
@@ -142,6 +146,18 @@ static void finish_job(struct rjob *rj);
 
 static struct rjob *rjob_of(struct job *j) {
         return container_of(j, struct rjob, j);
+}
+
+enum { T_ACCEPTED, T_STARTED, T_EXITED, T_COMMIT, T_TOLD };
+
+static uint64_t now_mono_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static double step_ms(const struct rjob *rj, int from, int to) {
+        return rj->t_us[from] && rj->t_us[to] ? (double) (rj->t_us[to] - rj->t_us[from]) / 1000.0 : -1;
 }
 
 static const char *stream_name(int i) {
@@ -696,6 +712,7 @@ static void on_pidfd(struct source *s, uint32_t events) {
         if (waitid((idtype_t) P_PIDFD, (id_t) j->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
         j->exited = true;
+        rj->t_us[T_EXITED] = now_mono_us();
         if (si.si_code == CLD_EXITED) {
                 j->exit_code = si.si_status;
                 j->term_signal = 0;
@@ -857,6 +874,10 @@ static void finish_job(struct rjob *rj) {
  * durable: index, journal, audit, clients, and goodbye. */
 static void finish_job_tell(struct rjob *rj) {
         struct job *j = &rj->j;
+        rj->t_us[T_TOLD] = now_mono_us();
+        log_debug("job %s: accepted to started %.2f ms, ran %.2f ms, exit to commit %.2f ms, commit %.2f ms", j->id,
+                  step_ms(rj, T_ACCEPTED, T_STARTED), step_ms(rj, T_STARTED, T_EXITED), step_ms(rj, T_EXITED, T_COMMIT),
+                  step_ms(rj, T_COMMIT, T_TOLD));
         json_t *rec = TAKE_PTR(rj->rec);
         if (rj->rec_err < 0) {
                 log_error("job %s: cannot write the result record: %s", j->id, strerror(-rj->rec_err));
@@ -1104,6 +1125,7 @@ static void start_job(struct rjob *rj) {
         job_transition(j, JEV_START);
         j->started_ms = now_real_ms();
         j->started_mono_ms = now_mono_ms();
+        rj->t_us[T_STARTED] = now_mono_us();
 
         unsigned long long st = 0;
         proc_starttime(j->pid, &st);
@@ -1247,8 +1269,10 @@ static void submit_batch(void) {
                 list_add_tail(&f->finishing, pos);
         }
         nf = 0;
+        uint64_t now = now_mono_us();
         list_for_each_safe(pos, tmp, &f->finishing) {
                 struct rjob *rj = container_of(pos, struct rjob, finishing_link);
+                rj->t_us[T_COMMIT] = now;
                 for (int i = 0; i < 2; i++)
                         if (rj->j.file_fd[i] >= 0)
                                 S.sreq.files[nf++] = (struct sync_file) { .fd = rj->j.file_fd[i], .dirfd = -1 };
@@ -1399,6 +1423,7 @@ static void handle_run(struct conn *c, struct request *req) {
                 return;
         }
         struct job *j = &rj->j;
+        rj->t_us[T_ACCEPTED] = now_mono_us();
         new_job_id(j->id, sizeof(j->id));
         j->tenant = t;
         j->caller_uid = c->cred.uid;

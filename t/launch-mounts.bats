@@ -199,3 +199,27 @@ make_trap_dir() {
         [ "$status" -ne 0 ]
         [[ "$output" == *"Permission denied"* ]]
 }
+
+@test "security.sys = yes mounts a read-only /sys of the sandbox's own network namespace" {
+        run sbx --set security.sys=yes -- sh -c 'grep " /sys " /proc/self/mounts; ls /sys/class/net; touch /sys/x 2>&1; cat /sys/kernel/mm/transparent_hugepage/enabled >/dev/null && echo readable'
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == "sysfs /sys sysfs ro,nosuid,nodev,noexec"* ]]
+        # only the sandbox's loopback, not the host's interfaces
+        [ "${lines[1]}" = lo ]
+        [[ "${lines[2]}" == *"Read-only file system"* ]]
+        [ "${lines[3]}" = readable ]
+        # without it there is no /sys at all
+        run sbx -- sh -c 'ls /sys'
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"No such file or directory"* ]]
+}
+
+@test "security.sys = yes with the host's network binds the host's /sys read-only, submounts included" {
+        run sbx --set security.sys=yes --set net.mode=host -- sh -c 'ls /sys/class/net | grep -qx lo && echo host-lo; touch /sys/x 2>&1; n=0; while read -r src dst type opts rest; do case $dst in /sys*) n=$((n + 1)); case $opts in ro,*) ;; *) echo "writable: $dst" ;; esac ;; esac; done </proc/self/mounts; echo "end $n"'
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = host-lo ]
+        [[ "${lines[1]}" == *"Read-only file system"* ]]
+        # every mount under /sys is read-only, and there is more than one
+        [[ "${lines[2]}" =~ ^end\ ([0-9]+)$ ]]
+        [ "${BASH_REMATCH[1]}" -gt 1 ]
+}
