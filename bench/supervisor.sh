@@ -20,7 +20,11 @@
 # on a tmpfs of their own (workspace_dir, as sbx-supervisord.conf(5)
 # recommends); SBX_BENCH_WORK=state keeps them in the state directory.
 # Jobs get a cgroup each when cgroup2 is writable; SBX_BENCH_CGROUP=none
-# measures without.
+# measures without. On ext4 without a journal, creating a file skips every
+# inode of its group deleted in the last 60 s (360 s while the inode table
+# block is dirty): a run right after anything deleted many files there (the
+# previous run's cleanup, a test suite) pays for it in every result record;
+# leave six minutes between runs.
 #
 # Usage: bench/supervisor.sh [JOBS] [CLIENTS]     (run as root, after make)
 set -eu

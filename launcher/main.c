@@ -195,6 +195,13 @@ static int run(struct launch *l) {
         uint64_t deadline = p->limits.timeout_ms != PROFILE_UNSET && p->limits.timeout_ms > 0
                 ? start + p->limits.timeout_ms : 0;
 
+        /* With --info-fd, pid 1 waits until the record is written: the
+         * namespace ids are read from /proc/PID/ns, which stops answering
+         * once pid 1 makes itself non-dumpable. */
+        int ip[2] = { -1, -1 };
+        if (l->info_fd >= 0 && pipe2(ip, O_CLOEXEC) < 0)
+                die("pipe", "%s", strerror(errno));
+
         int pidfd;
         fflush(NULL);
         pid_t pid = clone_sandbox(ns_clone_flags(p), &pidfd);
@@ -210,6 +217,13 @@ static int run(struct launch *l) {
                 close(sv[0]);
                 close(ep[0]);
                 close(sigfd);
+                if (ip[0] >= 0) {
+                        char c;
+                        close(ip[1]);
+                        while (read(ip[0], &c, 1) < 0 && errno == EINTR)
+                                ;
+                        close(ip[0]);
+                }
                 l->report_fd = sv[1];
                 l->exit_fd = ep[1];
                 sandbox_main(l);
@@ -224,9 +238,11 @@ static int run(struct launch *l) {
         if (l->block_fd > 2)
                 close(l->block_fd);
         if (l->info_fd >= 0) {
+                close(ip[0]);
                 ns_write_info(l->info_fd, pid);
                 if (l->info_fd > 2)
                         close(l->info_fd);
+                close(ip[1]);
         }
 
         struct watch w = { .sock_open = true };
