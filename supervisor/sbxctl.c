@@ -93,6 +93,10 @@ static void send_request(json_t *req) {
                 if (w < 0) {
                         if (errno == EINTR)
                                 continue;
+                        /* The daemon may have answered and hung up before
+                         * reading (a refused caller): read its answer. */
+                        if (errno == EPIPE || errno == ECONNRESET)
+                                break;
                         die("send: %s", strerror(errno));
                 }
                 off += (size_t) w;
