@@ -166,8 +166,11 @@ unsigned result_sweep(struct result_index *ix, int results_dirfd, uint64_t reten
                 if (d->ended_ms && d->ended_ms + retention_ms < now_ms) {
                         char name[64];
                         record_name(d->id, name, sizeof(name));
-                        unlinkat(results_dirfd, name, 0);
+                        /* Files first: a crash in between leaves a record,
+                         * which the next sweep finds, not files no record
+                         * points at. */
                         rm_rf_at(results_dirfd, d->id);
+                        unlinkat(results_dirfd, name, 0);
                         free(d->tenant);
                         free(d->idempotency_key);
                         removed++;
