@@ -59,12 +59,20 @@ static int connect_to(const char *path) {
         return fd;
 }
 
+/* Set when the daemon hung up on us (a refused caller is answered and
+ * closed before it writes): nothing more is sent, what it said is read. */
+static bool peer_closed;
+
 static void send_all(int fd, const char *buf, size_t len) {
-        while (len > 0) {
+        while (len > 0 && !peer_closed) {
                 ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
+                        if (errno == EPIPE || errno == ECONNRESET) {
+                                peer_closed = true;
+                                return;
+                        }
                         fprintf(stderr, "sup-client: send: %s\n", strerror(errno));
                         exit(2);
                 }
