@@ -1736,8 +1736,9 @@ static void conn_read(struct conn *c) {
                         c->partial_since_ms = now_mono_ms();
         } else
                 c->partial_since_ms = 0;
-        /* Idle clients hold no buffer. */
-        if (c->in_len == 0 && c->in_cap > 0) {
+        /* Idle clients hold no buffer (one still sending an oversized line
+         * keeps it: no allocation per wake-up while it is skipped). */
+        if (c->in_len == 0 && c->in_cap > 0 && !c->discarding) {
                 free(c->in);
                 c->in = NULL;
                 c->in_cap = 0;

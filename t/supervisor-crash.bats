@@ -20,6 +20,11 @@ setup() {
         require_userns
 }
 
+# A test that fails half-way must not leave its daemon for the next one.
+teardown() {
+        sup_stop
+}
+
 crash_and_recover() {
         local secs=$1
         # results from before the crash
@@ -90,7 +95,9 @@ crash_and_recover() {
         : > "$acked"
         ( for i in $(seq 40); do ctl submit -- sleep 0.2 >> "$acked" 2>/dev/null || true; done ) &
         burst=$!
-        sleep 0.4
+        # in the middle of the burst: after a few acknowledgements (a
+        # loaded machine may take seconds to give the first)
+        for i in $(seq 200); do [ "$(wc -l < "$acked")" -ge 3 ] && break; sleep 0.05; done
         kill -KILL "$SUP_PID"
         SUP_PID=
         wait "$burst" || true
