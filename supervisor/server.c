@@ -150,12 +150,6 @@ static struct rjob *rjob_of(struct job *j) {
 
 enum { T_ACCEPTED, T_STARTED, T_EXITED, T_COMMIT, T_TOLD };
 
-static uint64_t now_mono_us(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static double step_ms(const struct rjob *rj, int from, int to) {
         return rj->t_us[from] && rj->t_us[to] ? (double) (rj->t_us[to] - rj->t_us[from]) / 1000.0 : -1;
 }
@@ -2019,6 +2013,22 @@ static int recover(void) {
         return journal_reset(&S.journal);
 }
 
+/* Hold an exclusive lock on dirfd/name for the daemon's life (the lock dies
+ * with the process); key and path name the directory in errors. */
+static int lock_dir(int dirfd, const char *name, const char *key, const char *path, struct sbx_error *err) {
+        int lock = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lock < 0)
+                return sbx_error_set(err, errno, "%s %s: lock", key, path);
+        if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                close(lock);
+                if (e == EWOULDBLOCK)
+                        return sbx_error_msg(err, EBUSY, "another sbx-supervisord is using %s %s", key, path);
+                return sbx_error_set(err, e, "%s %s: lock", key, path);
+        }
+        return 0;
+}
+
 /* The workspaces: STATE/work, or workspace_dir (its own file system, say a
  * tmpfs: scratch that never outlives its job need not share the results'
  * disk). The daemon owns it alone: no one else may write it, and a lock
@@ -2048,17 +2058,7 @@ static int open_work_dir(struct sbx_error *err) {
                 return sbx_error_msg(err, EPERM, "%s %s is owned by uid %u, not by the daemon", key, S.work_path,
                                      (unsigned) st.st_uid);
         fchmod(S.work_fd, 0711);
-        int lock = openat(S.work_fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (lock < 0)
-                return sbx_error_set(err, errno, "%s %s: lock", key, S.work_path);
-        if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
-                int e = errno;
-                close(lock);
-                if (e == EWOULDBLOCK)
-                        return sbx_error_msg(err, EBUSY, "another sbx-supervisord is using %s %s", key, S.work_path);
-                return sbx_error_set(err, e, "%s %s: lock", key, S.work_path);
-        }
-        return 0;
+        return lock_dir(S.work_fd, ".lock", key, S.work_path, err);
 }
 
 static int open_state_dirs(struct sbx_error *err) {
@@ -2069,17 +2069,10 @@ static int open_state_dirs(struct sbx_error *err) {
         if (S.state_fd < 0)
                 return sbx_error_set(err, errno, "state_dir %s", sd);
         /* One daemon per state directory: a second one would "recover" the
-         * first one's running jobs. The lock dies with the process. */
-        int lock = openat(S.state_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (lock < 0)
-                return sbx_error_set(err, errno, "state_dir %s: lock", sd);
-        if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
-                int e = errno;
-                close(lock);
-                if (e == EWOULDBLOCK)
-                        return sbx_error_msg(err, EBUSY, "another sbx-supervisord is using state_dir %s", sd);
-                return sbx_error_set(err, e, "state_dir %s: lock", sd);
-        }
+         * first one's running jobs. */
+        int r = lock_dir(S.state_fd, "lock", "state_dir", sd, err);
+        if (r < 0)
+                return r;
         /* The job uid must be able to reach its workspace (the launcher
          * binds it), but not list anyone's: 0711 on the path. */
         fchmod(S.state_fd, 0711);

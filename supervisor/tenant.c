@@ -31,33 +31,15 @@ bool tenant_allows_profile(const struct tenant *t, const char *name) {
         return false;
 }
 
-static void note_clamp(struct policy_decision *d, const char *what, uint64_t asked, uint64_t cap) {
-        size_t l = strlen(d->clamped);
-        snprintf(d->clamped + l, sizeof(d->clamped) - l, "%s%s %" PRIu64 " -> %" PRIu64, l ? "; " : "", what, asked, cap);
+/* How a value is said in messages: most are plain numbers; CPU bandwidth
+ * is kept in thousandths of a CPU and said in CPUs ("1.5"). */
+typedef const char *(*value_fmt)(uint64_t v, char *buf, size_t len);
+
+static const char *plain_str(uint64_t v, char *buf, size_t len) {
+        snprintf(buf, len, "%" PRIu64, v);
+        return buf;
 }
 
-/* One capped value: not asked → the default; above the cap → refuse or clamp. */
-static int cap_value(const struct tenant *t, struct policy_decision *d, const char *what, uint64_t asked, uint64_t cap,
-                     uint64_t dflt, uint64_t *out, struct sbx_error *err) {
-        if (asked == PROTO_UNSET) {
-                *out = dflt;
-                return 0;
-        }
-        if (cap != CONFIG_UNSET && asked > cap) {
-                if (t->over_limit == OVER_LIMIT_CLAMP) {
-                        note_clamp(d, what, asked, cap);
-                        *out = cap;
-                        return 0;
-                }
-                d->code = E_LIMIT;
-                return sbx_error_msg(err, EPERM, "field '%s': %" PRIu64 " is above tenant '%s''s cap of %" PRIu64, what, asked,
-                                     t->name, cap);
-        }
-        *out = asked;
-        return 0;
-}
-
-/* CPU bandwidth, said in CPUs ("1.5"), kept in thousandths. */
 static const char *cpus_str(uint64_t milli, char *buf, size_t len) {
         snprintf(buf, len, "%" PRIu64 ".%03" PRIu64, milli / 1000, milli % 1000);
         char *e = buf + strlen(buf) - 1;
@@ -68,27 +50,33 @@ static const char *cpus_str(uint64_t milli, char *buf, size_t len) {
         return buf;
 }
 
-static int cap_cpus(const struct tenant *t, struct policy_decision *d, uint64_t asked, uint64_t *out, struct sbx_error *err) {
+/* One capped value: not asked → the default; above the cap → refuse or clamp. */
+static int cap_value_fmt(const struct tenant *t, struct policy_decision *d, const char *what, uint64_t asked, uint64_t cap,
+                         uint64_t dflt, uint64_t *out, value_fmt fmt, struct sbx_error *err) {
         char a[32], c[32];
-        uint64_t cap = t->max_cpu_milli;
         if (asked == PROTO_UNSET) {
-                *out = cap == CONFIG_UNSET ? PROTO_UNSET : cap;
+                *out = dflt;
                 return 0;
         }
         if (cap != CONFIG_UNSET && asked > cap) {
                 if (t->over_limit == OVER_LIMIT_CLAMP) {
                         size_t l = strlen(d->clamped);
-                        snprintf(d->clamped + l, sizeof(d->clamped) - l, "%slimits.cpus %s -> %s", l ? "; " : "",
-                                 cpus_str(asked, a, sizeof(a)), cpus_str(cap, c, sizeof(c)));
+                        snprintf(d->clamped + l, sizeof(d->clamped) - l, "%s%s %s -> %s", l ? "; " : "", what,
+                                 fmt(asked, a, sizeof(a)), fmt(cap, c, sizeof(c)));
                         *out = cap;
                         return 0;
                 }
                 d->code = E_LIMIT;
-                return sbx_error_msg(err, EPERM, "field 'limits.cpus': %s is above tenant '%s''s cap of %s", cpus_str(asked, a, sizeof(a)),
-                                     t->name, cpus_str(cap, c, sizeof(c)));
+                return sbx_error_msg(err, EPERM, "field '%s': %s is above tenant '%s''s cap of %s", what, fmt(asked, a, sizeof(a)),
+                                     t->name, fmt(cap, c, sizeof(c)));
         }
         *out = asked;
         return 0;
+}
+
+static int cap_value(const struct tenant *t, struct policy_decision *d, const char *what, uint64_t asked, uint64_t cap,
+                     uint64_t dflt, uint64_t *out, struct sbx_error *err) {
+        return cap_value_fmt(t, d, what, asked, cap, dflt, out, plain_str, err);
 }
 
 int policy_apply(const struct tenant *t, const struct run_request *run, struct policy_decision *d, struct sbx_error *err) {
@@ -119,7 +107,8 @@ int policy_apply(const struct tenant *t, const struct run_request *run, struct p
                       &d->cpu_s, err);
         if (r < 0)
                 return r;
-        r = cap_cpus(t, d, run->cpu_milli, &d->cpu_milli, err);
+        r = cap_value_fmt(t, d, "limits.cpus", run->cpu_milli, t->max_cpu_milli,
+                          t->max_cpu_milli == CONFIG_UNSET ? PROTO_UNSET : t->max_cpu_milli, &d->cpu_milli, cpus_str, err);
         if (r < 0)
                 return r;
         r = cap_value(t, d, "limits.output", run->output, t->max_output, t->max_output == CONFIG_UNSET ? (16u << 20) : t->max_output,

@@ -42,7 +42,9 @@ static inline void list_del(struct list *n) {
         n->prev = n->next = n;
 }
 
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in milliseconds. */
+/* CLOCK_MONOTONIC in micro- and milliseconds, CLOCK_REALTIME in
+ * milliseconds. */
+uint64_t now_mono_us(void);
 uint64_t now_mono_ms(void);
 uint64_t now_real_ms(void);
 
