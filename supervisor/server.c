@@ -931,6 +931,25 @@ static void finish_job_tell(struct rjob *rj) {
                 loop_quit();
 }
 
+/* An in-memory file holding data, read from its start; sealed: nothing can
+ * change it any more. */
+static int memfd_of(const char *name, const void *data, size_t len, bool sealed, int *ret_fd) {
+        int fd = memfd_create(name, MFD_CLOEXEC | (sealed ? MFD_ALLOW_SEALING : 0));
+        if (fd < 0)
+                return -errno;
+        int r = write_all(fd, data, len);
+        if (r == 0 && sealed && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+                r = -errno;
+        if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+                r = -errno;
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
 /* The profile the daemon generates for a job, on top of the named one: the
  * workspace, the limits the cgroup does not already enforce, the network
  * mode. Handed over as a sealed memfd so no other user can read or swap it. */
@@ -963,38 +982,14 @@ static int make_profile(struct rjob *rj, int *ret_fd) {
         fprintf(f, "[net]\nmode = %s\n", j->pol.net == NET_HOST ? "host" : "none");
         if (fclose(f) != 0)
                 return -ENOMEM;
-        int fd = memfd_create("sbx-job-profile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return -errno;
-        int r = write_all(fd, text, len);
-        if (r == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
-                r = -errno;
-        if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
-                r = -errno;
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
-        *ret_fd = fd;
-        return 0;
+        return memfd_of("sbx-job-profile", text, len, true, ret_fd);
 }
 
 static int make_stdin(const struct run_request *run, int *ret_fd) {
         *ret_fd = -1;
         if (!run->stdin_data)
                 return 0;
-        int fd = memfd_create("sbx-job-stdin", MFD_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        int r = write_all(fd, run->stdin_data, run->stdin_len);
-        if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
-                r = -errno;
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
-        *ret_fd = fd;
-        return 0;
+        return memfd_of("sbx-job-stdin", run->stdin_data, run->stdin_len, false, ret_fd);
 }
 
 static int add_arg(char ***argv, size_t *n, size_t *cap, const char *a) {
