@@ -155,6 +155,8 @@ int journal_replay(int state_dirfd, struct journal_entry **ret, size_t *ret_n) {
                         x->caller_uid = (uid_t) json_integer_value(json_object_get(rec, "uid"));
                         x->accept = json_incref(rec);
                 } else if (x && streq(ev, "start")) {
+                        json_decref(x->start);
+                        x->start = json_incref(rec);
                         x->pid = (pid_t) json_integer_value(json_object_get(rec, "pid"));
                         x->starttime = (unsigned long long) json_integer_value(json_object_get(rec, "starttime"));
                 } else if (x && streq(ev, "done"))
@@ -172,6 +174,7 @@ void journal_entries_free(struct journal_entry *e, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(e[i].tenant);
                 json_decref(e[i].accept);
+                json_decref(e[i].start);
         }
         free(e);
 }

@@ -28,6 +28,7 @@ struct journal_entry {
         char *tenant;
         uid_t caller_uid;
         json_t *accept;   /* the accept record */
+        json_t *start;    /* the last start record, or NULL */
         pid_t pid;        /* 0 if it never started */
         unsigned long long starttime; /* /proc/PID/stat field 22 at start */
         bool done;

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "job.h"
+#include "launch-abi.h"
 #include "profile.h"
 #include "proto.h"
 #include "util.h"
@@ -105,6 +107,7 @@ static const struct field run_fields[] = {
         { "files", K_ARRAY, false },
         { "artifacts", K_ARRAY, false },
         { "idempotency_key", K_STRING, false },
+        { "retries", K_UINT, false },
         { "follow", K_BOOL, false },
 };
 static const struct field limit_fields[] = {
@@ -126,6 +129,8 @@ static const struct field logs_fields[] = {
         { "job", K_STRING, true },
         { "stream", K_STRING, false },
         { "follow", K_BOOL, false },
+        { "offset", K_UINT, false },
+        { "max_bytes", K_UINT, false },
 };
 static const struct field list_fields[] = {
         COMMON_FIELDS,
@@ -149,6 +154,7 @@ void request_init(struct request *r) {
         r->run.net = -1;
         r->streams = STREAM_BOTH;
         r->limit = PROTO_MAX_LIST;
+        r->max_bytes = PROTO_LOGS_CHUNK;
 }
 
 void request_free(struct request *r) {
@@ -241,7 +247,7 @@ static bool valid_env_name(const char *s) {
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
         json_t *command = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
         const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL;
-        json_int_t timeout = -1;
+        json_int_t timeout = -1, retries = 0;
         int follow = 0;
         json_error_t je;
         int r;
@@ -252,11 +258,11 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:b}",
+                           "{s:i, s:s, s?o, s:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:I, s?:b}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "profile", &profile, "env", &env, "stdin", &in, "stdin_b64", &in_b64,
                            "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
-                           "artifacts", &artifacts, "idempotency_key", &key, "follow", &follow) < 0)
+                           "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
         size_t n = json_array_size(command);
@@ -300,7 +306,7 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                         /* The task context (SBX_JOB_ID, SBX_TENANT,
                          * SBX_WORKSPACE) is the daemon's word, not the
                          * caller's. */
-                        if (strncmp(name, "SBX_", 4) == 0)
+                        if (strncmp(name, LAUNCH_ENV_RESERVED_PREFIX, strlen(LAUNCH_ENV_RESERVED_PREFIX)) == 0)
                                 return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
                         if (!json_is_string(val))
                                 return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
@@ -438,6 +444,9 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                         return sbx_error_msg(err, EINVAL, "field 'idempotency_key': must be 1 to %d bytes", PROTO_MAX_KEY);
                 run->idempotency_key = strdup(key);
         }
+        if (retries > PROTO_MAX_RETRIES)
+                return sbx_error_msg(err, EINVAL, "field 'retries': must be 0 to %d", PROTO_MAX_RETRIES);
+        run->retries = (unsigned) retries;
         run->follow = follow;
         return 0;
 }
@@ -525,6 +534,20 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                         break;
                 }
                 r->follow = json_is_true(json_object_get(root, "follow"));
+                json_t *off = json_object_get(root, "offset"), *mb = json_object_get(root, "max_bytes");
+                if ((off || mb) && r->follow) {
+                        rc = sbx_error_msg(err, EINVAL, "fields 'offset' and 'max_bytes' do not go with 'follow'");
+                        break;
+                }
+                if (off)
+                        r->offset = (uint64_t) json_integer_value(off);
+                if (mb) {
+                        r->max_bytes = (uint64_t) json_integer_value(mb);
+                        if (r->max_bytes == 0 || r->max_bytes > PROTO_LOGS_CHUNK) {
+                                rc = sbx_error_msg(err, EINVAL, "field 'max_bytes': must be 1 to %u", PROTO_LOGS_CHUNK);
+                                break;
+                        }
+                }
                 break;
         }
         case REQ_LIST: {
@@ -533,13 +556,7 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                         break;
                 const char *s = json_string_value(json_object_get(root, "state"));
                 if (s) {
-                        static const char *const states[] = { "queued", "running", "stopping", "succeeded", "failed",
-                                                               "timed_out", "killed", "oom", "rejected", "error", "active", "done" };
-                        size_t k;
-                        for (k = 0; k < ARRAY_SIZE(states); k++)
-                                if (streq(states[k], s))
-                                        break;
-                        if (k == ARRAY_SIZE(states)) {
+                        if (!job_state_filter_valid(s)) {
                                 rc = sbx_error_msg(err, EINVAL, "field 'state': unknown state '%.32s'", s);
                                 break;
                         }
@@ -598,10 +615,6 @@ json_t *proto_error(json_t *tag, const char *code, const char *fmt, ...) {
         if (o && tag)
                 json_object_set(o, "id", tag);
         return o;
-}
-
-json_t *proto_string_or_null(const char *data, size_t len) {
-        return json_stringn(data, len);
 }
 
 int proto_set_data(json_t *obj, const char *key, const char *data, size_t len) {

@@ -100,6 +100,9 @@ int result_index_add(struct result_index *ix, json_t *rec) {
         const char *t = json_string_value(json_object_get(rec, "tenant"));
         const char *k = json_string_value(json_object_get(rec, "idempotency_key"));
         const char *st = json_string_value(json_object_get(rec, "state"));
+        const char *dg = json_string_value(json_object_get(rec, "request_sha256"));
+        if (dg && strlen(dg) == 64)
+                memcpy(d->request_sha256, dg, 65);
         d->tenant = strdup(t ? t : "");
         d->idempotency_key = k ? strdup(k) : NULL;
         snprintf(d->state, sizeof(d->state), "%s", st ? st : "error");
@@ -124,6 +127,21 @@ struct done_entry *result_index_find_key(struct result_index *ix, const char *te
         for (size_t i = ix->n; i-- > 0;)
                 if (ix->e[i].idempotency_key && streq(ix->e[i].idempotency_key, key) && streq(ix->e[i].tenant, tenant))
                         return &ix->e[i];
+        return NULL;
+}
+
+void result_iter_tenant(const struct result_index *ix, const char *tenant, struct result_iter *it) {
+        it->ix = ix;
+        it->tenant = tenant;
+        it->next = ix->n;
+}
+
+const struct done_entry *result_iter_next(struct result_iter *it) {
+        while (it->next > 0) {
+                const struct done_entry *e = &it->ix->e[--it->next];
+                if (streq(e->tenant, it->tenant))
+                        return e;
+        }
         return NULL;
 }
 

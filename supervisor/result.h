@@ -15,6 +15,7 @@ struct done_entry {
         char id[24];
         char *tenant;
         char *idempotency_key;
+        char request_sha256[65]; /* "" for records without one */
         char state[16];
         int exit_code;
         uint64_t created_ms;
@@ -41,6 +42,14 @@ int result_exists(int results_dirfd, const char *id);
 int result_index_add(struct result_index *ix, json_t *rec);
 struct done_entry *result_index_find(struct result_index *ix, const char *id);
 struct done_entry *result_index_find_key(struct result_index *ix, const char *tenant, const char *key);
+/* Finished jobs of one tenant, newest first. */
+struct result_iter {
+        const struct result_index *ix;
+        const char *tenant;
+        size_t next;
+};
+void result_iter_tenant(const struct result_index *ix, const char *tenant, struct result_iter *it);
+const struct done_entry *result_iter_next(struct result_iter *it);
 /* Read every stored record into the index. */
 int result_index_load(struct result_index *ix, int results_dirfd);
 /* Delete records (and their files) that ended more than retention_ms ago. */
