@@ -49,6 +49,8 @@ SUP_BATS = \
 	t/supervisor-load.bats \
 	t/supervisor-config.bats \
 	t/supervisor-systemd.bats \
-	t/supervisor-retention.bats
+	t/supervisor-retention.bats \
+	t/supervisor-faults.bats \
+	t/supervisor-logs.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash
