@@ -39,13 +39,12 @@ static void audit_emit(json_t *rec, bool deferred) {
                 return;
         }
         json_object_set_new(rec, "time", json_string(format_rfc3339(now_real_ms(), ts, sizeof(ts))));
-        char *s = json_dumps(rec, JSON_COMPACT);
+        size_t n;
+        char *s = json_line(rec, &n);
         json_decref(rec);
         if (!s)
                 return;
-        size_t n = strlen(s);
-        s[n] = '\n';
-        int r = write_all(audit_fd, s, n + 1);
+        int r = write_all(audit_fd, s, n);
         free(s);
         if (r == 0 && audit_policy == AUDIT_FSYNC_ALWAYS) {
                 if (deferred)

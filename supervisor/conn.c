@@ -127,15 +127,6 @@ static bool room(struct conn *c, size_t n) {
         return true;
 }
 
-void conn_send_text(struct conn *c, const char *text, size_t n) {
-        if (!room(c, n + 1))
-                return;
-        memcpy(c->out + c->out_len, text, n);
-        c->out[c->out_len + n] = '\n';
-        c->out_len += n + 1;
-        flush(c);
-}
-
 void conn_send_raw(struct conn *c, const char *buf, size_t n) {
         if (!room(c, n))
                 return;
@@ -149,14 +140,14 @@ void conn_send(struct conn *c, json_t *msg) {
                 json_decref(msg);
                 return;
         }
-        char *s = json_dumps(msg, JSON_COMPACT);
+        size_t n;
+        _cleanup_free_ char *s = json_line(msg, &n);
         json_decref(msg);
         if (!s) {
                 conn_close(c);
                 return;
         }
-        conn_send_text(c, s, strlen(s));
-        free(s);
+        conn_send_raw(c, s, n);
 }
 
 void conn_hold(struct conn *c) {

@@ -66,8 +66,6 @@ void conn_close(struct conn *c);
 /* Queue msg (stolen) as one line. A client with more than client_buffer
  * unread bytes is disconnected (its jobs go on). */
 void conn_send(struct conn *c, json_t *msg);
-/* The same for a line already serialised (without its newline). */
-void conn_send_text(struct conn *c, const char *text, size_t len);
 /* Lines already serialised, each with its newline. */
 void conn_send_raw(struct conn *c, const char *buf, size_t len);
 /* Bytes queued and not yet sent. */

@@ -92,23 +92,17 @@ static int read_stream(int results_fd, const char *id, int i, uint64_t off, uint
 }
 
 static int append_line(struct logs_req *q, json_t *msg) {
-        if (!msg)
-                return -ENOMEM;
-        char *s = json_dumps(msg, JSON_COMPACT);
+        size_t n;
+        _cleanup_free_ char *s = msg ? json_line(msg, &n) : NULL;
         json_decref(msg);
         if (!s)
                 return -ENOMEM;
-        size_t n = strlen(s);
-        char *nb = realloc(q->out, q->out_len + n + 1);
-        if (!nb) {
-                free(s);
+        char *nb = realloc(q->out, q->out_len + n);
+        if (!nb)
                 return -ENOMEM;
-        }
         q->out = nb;
         memcpy(q->out + q->out_len, s, n);
-        q->out[q->out_len + n] = '\n';
-        q->out_len += n + 1;
-        free(s);
+        q->out_len += n;
         return 0;
 }
 

@@ -244,6 +244,172 @@ static bool valid_env_name(const char *s) {
         return true;
 }
 
+static int parse_command(json_t *command, struct run_request *run, struct sbx_error *err) {
+        size_t n = json_array_size(command);
+        if (n == 0)
+                return sbx_error_msg(err, EINVAL, "field 'command': must name a program");
+        if (n > PROTO_MAX_ARGS)
+                return sbx_error_msg(err, EINVAL, "field 'command': more than %d arguments", PROTO_MAX_ARGS);
+        run->argv = calloc(n + 1, sizeof(char *));
+        if (!run->argv)
+                return sbx_error_set(err, ENOMEM, "command");
+        for (size_t i = 0; i < n; i++) {
+                json_t *a = json_array_get(command, i);
+                if (!json_is_string(a))
+                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': expected string, got %s", i, json_kind_name(a));
+                if (json_string_length(a) > PROTO_MAX_ARG_LEN)
+                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': longer than %d bytes", i, PROTO_MAX_ARG_LEN);
+                if (i == 0 && json_string_length(a) == 0)
+                        return sbx_error_msg(err, EINVAL, "field 'command[0]': empty program name");
+                if (!(run->argv[i] = strdup(json_string_value(a))))
+                        return sbx_error_set(err, ENOMEM, "command");
+                run->argc++;
+        }
+        return 0;
+}
+
+static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err) {
+        const char *name;
+        json_t *val;
+        if (json_object_size(env) > PROTO_MAX_ENV)
+                return sbx_error_msg(err, EINVAL, "field 'env': more than %d variables", PROTO_MAX_ENV);
+        run->env = calloc(json_object_size(env) + 1, sizeof(*run->env));
+        if (!run->env)
+                return sbx_error_set(err, ENOMEM, "env");
+        json_object_foreach(env, name, val) {
+                if (!valid_env_name(name))
+                        return sbx_error_msg(err, EINVAL, "field 'env.%.64s': invalid variable name", name);
+                /* The task context (SBX_JOB_ID, SBX_TENANT,
+                 * SBX_WORKSPACE) is the daemon's word, not the
+                 * caller's. */
+                if (strncmp(name, LAUNCH_ENV_RESERVED_PREFIX, strlen(LAUNCH_ENV_RESERVED_PREFIX)) == 0)
+                        return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
+                if (!json_is_string(val))
+                        return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
+                if (json_string_length(val) > PROTO_MAX_ARG_LEN)
+                        return sbx_error_msg(err, EINVAL, "field 'env.%s': longer than %d bytes", name, PROTO_MAX_ARG_LEN);
+                struct env_pair *p = &run->env[run->n_env++];
+                p->name = strdup(name);
+                p->value = strdup(json_string_value(val));
+                if (!p->name || !p->value)
+                        return sbx_error_set(err, ENOMEM, "env");
+        }
+        return 0;
+}
+
+static int parse_stdin(json_t *root, const char *in, const char *in_b64, struct run_request *run, struct sbx_error *err) {
+        if (in && in_b64)
+                return sbx_error_msg(err, EINVAL, "fields 'stdin' and 'stdin_b64' exclude each other");
+        if (in) {
+                json_t *j = json_object_get(root, "stdin");
+                run->stdin_len = json_string_length(j);
+                if (dup_bytes(in, run->stdin_len, &run->stdin_data) < 0)
+                        return sbx_error_set(err, ENOMEM, "stdin");
+        } else if (in_b64 && decode_b64("stdin_b64", in_b64, &run->stdin_data, &run->stdin_len, err) < 0)
+                return -EINVAL;
+        return 0;
+}
+
+static int parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err) {
+        json_error_t je;
+        int r;
+        json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
+        json_t *cpus = NULL;
+        r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
+        if (r < 0)
+                return r;
+        if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I}", "memory", &mem,
+                           "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out) < 0)
+                return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
+        if (cpus) {
+                double v = json_number_value(cpus) * 1000.0;
+                if (!(v >= PROTO_CPUS_MIN_MILLI - 0.5 && v <= PROTO_CPUS_MAX_MILLI + 0.5))
+                        return sbx_error_msg(err, EINVAL, "field 'limits.cpus': %g is out of range (0.01 to 1024 CPUs)",
+                                             json_number_value(cpus));
+                run->cpu_milli = (uint64_t) (v + 0.5);
+        }
+        if (mem == 0 || procs == 0 || cpu == 0)
+                return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
+                                     mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");
+        if (mem > 0)
+                run->memory = (uint64_t) mem;
+        if (procs > 0)
+                run->processes = (uint64_t) procs;
+        if (cpu > 0)
+                run->cpu_s = (uint64_t) cpu;
+        if (out >= 0)
+                run->output = (uint64_t) out;
+        return 0;
+}
+
+static int parse_files(json_t *files, struct run_request *run, struct sbx_error *err) {
+        json_error_t je;
+        int r;
+        size_t nf = json_array_size(files);
+        if (nf > PROTO_MAX_FILES)
+                return sbx_error_msg(err, EINVAL, "field 'files': more than %d files", PROTO_MAX_FILES);
+        run->files = calloc(nf + 1, sizeof(*run->files));
+        if (!run->files)
+                return sbx_error_set(err, ENOMEM, "files");
+        for (size_t i = 0; i < nf; i++) {
+                json_t *f = json_array_get(files, i);
+                char where[64];
+                const char *path = NULL, *data = NULL, *data_b64 = NULL;
+                json_int_t mode = -1;
+                snprintf(where, sizeof(where), "files[%zu].", i);
+                if (!json_is_object(f))
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': expected object, got %s", i, json_kind_name(f));
+                r = check_fields(f, file_fields, ARRAY_SIZE(file_fields), where, err);
+                if (r < 0)
+                        return r;
+                if (json_unpack_ex(f, &je, JSON_STRICT, "{s:s, s?:s, s?:s, s?:I}", "path", &path, "data", &data,
+                                   "data_b64", &data_b64, "mode", &mode) < 0)
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': %s", i, je.text);
+                if (!valid_rel_path(path, false))
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': must be a relative path without '.' or '..' components", i);
+                if (!!data == !!data_b64)
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': exactly one of 'data' and 'data_b64' is required", i);
+                if (mode >= 0 && mode != 0644 && mode != 0755 && mode != 0600 && mode != 0700)
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].mode': only 0644, 0755, 0600 and 0700 (as decimal integers) are allowed", i);
+                for (size_t j = 0; j < i; j++)
+                        if (streq(run->files[j].path, path))
+                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': '%s' given twice", i, path);
+                struct upload *u = &run->files[run->n_files++];
+                u->path = strdup(path);
+                u->mode = mode >= 0 ? (mode_t) mode : 0644;
+                if (!u->path)
+                        return sbx_error_set(err, ENOMEM, "files");
+                if (data) {
+                        u->len = json_string_length(json_object_get(f, "data"));
+                        if (dup_bytes(data, u->len, &u->data) < 0)
+                                return sbx_error_set(err, ENOMEM, "files");
+                } else if (decode_b64(where, data_b64, &u->data, &u->len, err) < 0)
+                        return -EINVAL;
+                run->upload_bytes += u->len;
+        }
+        return 0;
+}
+
+static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sbx_error *err) {
+        size_t na = json_array_size(artifacts);
+        if (na > PROTO_MAX_ARTIFACTS)
+                return sbx_error_msg(err, EINVAL, "field 'artifacts': more than %d globs", PROTO_MAX_ARTIFACTS);
+        run->artifacts = calloc(na + 1, sizeof(char *));
+        if (!run->artifacts)
+                return sbx_error_set(err, ENOMEM, "artifacts");
+        for (size_t i = 0; i < na; i++) {
+                json_t *a = json_array_get(artifacts, i);
+                if (!json_is_string(a))
+                        return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': expected string, got %s", i, json_kind_name(a));
+                if (!valid_rel_path(json_string_value(a), true))
+                        return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': must be a relative glob without '.' or '..' components", i);
+                if (!(run->artifacts[i] = strdup(json_string_value(a))))
+                        return sbx_error_set(err, ENOMEM, "artifacts");
+                run->n_artifacts++;
+        }
+        return 0;
+}
+
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
         json_t *command = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
         const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL;
@@ -265,26 +431,9 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                            "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
-        size_t n = json_array_size(command);
-        if (n == 0)
-                return sbx_error_msg(err, EINVAL, "field 'command': must name a program");
-        if (n > PROTO_MAX_ARGS)
-                return sbx_error_msg(err, EINVAL, "field 'command': more than %d arguments", PROTO_MAX_ARGS);
-        run->argv = calloc(n + 1, sizeof(char *));
-        if (!run->argv)
-                return sbx_error_set(err, ENOMEM, "command");
-        for (size_t i = 0; i < n; i++) {
-                json_t *a = json_array_get(command, i);
-                if (!json_is_string(a))
-                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': expected string, got %s", i, json_kind_name(a));
-                if (json_string_length(a) > PROTO_MAX_ARG_LEN)
-                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': longer than %d bytes", i, PROTO_MAX_ARG_LEN);
-                if (i == 0 && json_string_length(a) == 0)
-                        return sbx_error_msg(err, EINVAL, "field 'command[0]': empty program name");
-                if (!(run->argv[i] = strdup(json_string_value(a))))
-                        return sbx_error_set(err, ENOMEM, "command");
-                run->argc++;
-        }
+        r = parse_command(command, run, err);
+        if (r < 0)
+                return r;
 
         if (profile) {
                 if (!name_valid(profile))
@@ -292,43 +441,11 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                 run->profile = strdup(profile);
         }
 
-        if (env) {
-                const char *name;
-                json_t *val;
-                if (json_object_size(env) > PROTO_MAX_ENV)
-                        return sbx_error_msg(err, EINVAL, "field 'env': more than %d variables", PROTO_MAX_ENV);
-                run->env = calloc(json_object_size(env) + 1, sizeof(*run->env));
-                if (!run->env)
-                        return sbx_error_set(err, ENOMEM, "env");
-                json_object_foreach(env, name, val) {
-                        if (!valid_env_name(name))
-                                return sbx_error_msg(err, EINVAL, "field 'env.%.64s': invalid variable name", name);
-                        /* The task context (SBX_JOB_ID, SBX_TENANT,
-                         * SBX_WORKSPACE) is the daemon's word, not the
-                         * caller's. */
-                        if (strncmp(name, LAUNCH_ENV_RESERVED_PREFIX, strlen(LAUNCH_ENV_RESERVED_PREFIX)) == 0)
-                                return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
-                        if (!json_is_string(val))
-                                return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
-                        if (json_string_length(val) > PROTO_MAX_ARG_LEN)
-                                return sbx_error_msg(err, EINVAL, "field 'env.%s': longer than %d bytes", name, PROTO_MAX_ARG_LEN);
-                        struct env_pair *p = &run->env[run->n_env++];
-                        p->name = strdup(name);
-                        p->value = strdup(json_string_value(val));
-                        if (!p->name || !p->value)
-                                return sbx_error_set(err, ENOMEM, "env");
-                }
-        }
+        if (env && (r = parse_env(env, run, err)) < 0)
+                return r;
 
-        if (in && in_b64)
-                return sbx_error_msg(err, EINVAL, "fields 'stdin' and 'stdin_b64' exclude each other");
-        if (in) {
-                json_t *j = json_object_get(root, "stdin");
-                run->stdin_len = json_string_length(j);
-                if (dup_bytes(in, run->stdin_len, &run->stdin_data) < 0)
-                        return sbx_error_set(err, ENOMEM, "stdin");
-        } else if (in_b64 && decode_b64("stdin_b64", in_b64, &run->stdin_data, &run->stdin_len, err) < 0)
-                return -EINVAL;
+        if ((r = parse_stdin(root, in, in_b64, run, err)) < 0)
+                return r;
 
         if (timeout >= 0) {
                 if (timeout == 0)
@@ -336,34 +453,8 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                 run->timeout_ms = (uint64_t) timeout;
         }
 
-        if (limits) {
-                json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
-                json_t *cpus = NULL;
-                r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
-                if (r < 0)
-                        return r;
-                if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I}", "memory", &mem,
-                                   "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out) < 0)
-                        return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
-                if (cpus) {
-                        double v = json_number_value(cpus) * 1000.0;
-                        if (!(v >= PROTO_CPUS_MIN_MILLI - 0.5 && v <= PROTO_CPUS_MAX_MILLI + 0.5))
-                                return sbx_error_msg(err, EINVAL, "field 'limits.cpus': %g is out of range (0.01 to 1024 CPUs)",
-                                                     json_number_value(cpus));
-                        run->cpu_milli = (uint64_t) (v + 0.5);
-                }
-                if (mem == 0 || procs == 0 || cpu == 0)
-                        return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
-                                             mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");
-                if (mem > 0)
-                        run->memory = (uint64_t) mem;
-                if (procs > 0)
-                        run->processes = (uint64_t) procs;
-                if (cpu > 0)
-                        run->cpu_s = (uint64_t) cpu;
-                if (out >= 0)
-                        run->output = (uint64_t) out;
-        }
+        if (limits && (r = parse_limits(limits, run, err)) < 0)
+                return r;
 
         if (net) {
                 if (streq(net, "none"))
@@ -374,69 +465,11 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                         return sbx_error_msg(err, EINVAL, "field 'network': expected \"none\" or \"host\"");
         }
 
-        if (files) {
-                size_t nf = json_array_size(files);
-                if (nf > PROTO_MAX_FILES)
-                        return sbx_error_msg(err, EINVAL, "field 'files': more than %d files", PROTO_MAX_FILES);
-                run->files = calloc(nf + 1, sizeof(*run->files));
-                if (!run->files)
-                        return sbx_error_set(err, ENOMEM, "files");
-                for (size_t i = 0; i < nf; i++) {
-                        json_t *f = json_array_get(files, i);
-                        char where[64];
-                        const char *path = NULL, *data = NULL, *data_b64 = NULL;
-                        json_int_t mode = -1;
-                        snprintf(where, sizeof(where), "files[%zu].", i);
-                        if (!json_is_object(f))
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': expected object, got %s", i, json_kind_name(f));
-                        r = check_fields(f, file_fields, ARRAY_SIZE(file_fields), where, err);
-                        if (r < 0)
-                                return r;
-                        if (json_unpack_ex(f, &je, JSON_STRICT, "{s:s, s?:s, s?:s, s?:I}", "path", &path, "data", &data,
-                                           "data_b64", &data_b64, "mode", &mode) < 0)
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': %s", i, je.text);
-                        if (!valid_rel_path(path, false))
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': must be a relative path without '.' or '..' components", i);
-                        if (!!data == !!data_b64)
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': exactly one of 'data' and 'data_b64' is required", i);
-                        if (mode >= 0 && mode != 0644 && mode != 0755 && mode != 0600 && mode != 0700)
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].mode': only 0644, 0755, 0600 and 0700 (as decimal integers) are allowed", i);
-                        for (size_t j = 0; j < i; j++)
-                                if (streq(run->files[j].path, path))
-                                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': '%s' given twice", i, path);
-                        struct upload *u = &run->files[run->n_files++];
-                        u->path = strdup(path);
-                        u->mode = mode >= 0 ? (mode_t) mode : 0644;
-                        if (!u->path)
-                                return sbx_error_set(err, ENOMEM, "files");
-                        if (data) {
-                                u->len = json_string_length(json_object_get(f, "data"));
-                                if (dup_bytes(data, u->len, &u->data) < 0)
-                                        return sbx_error_set(err, ENOMEM, "files");
-                        } else if (decode_b64(where, data_b64, &u->data, &u->len, err) < 0)
-                                return -EINVAL;
-                        run->upload_bytes += u->len;
-                }
-        }
+        if (files && (r = parse_files(files, run, err)) < 0)
+                return r;
 
-        if (artifacts) {
-                size_t na = json_array_size(artifacts);
-                if (na > PROTO_MAX_ARTIFACTS)
-                        return sbx_error_msg(err, EINVAL, "field 'artifacts': more than %d globs", PROTO_MAX_ARTIFACTS);
-                run->artifacts = calloc(na + 1, sizeof(char *));
-                if (!run->artifacts)
-                        return sbx_error_set(err, ENOMEM, "artifacts");
-                for (size_t i = 0; i < na; i++) {
-                        json_t *a = json_array_get(artifacts, i);
-                        if (!json_is_string(a))
-                                return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': expected string, got %s", i, json_kind_name(a));
-                        if (!valid_rel_path(json_string_value(a), true))
-                                return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': must be a relative glob without '.' or '..' components", i);
-                        if (!(run->artifacts[i] = strdup(json_string_value(a))))
-                                return sbx_error_set(err, ENOMEM, "artifacts");
-                        run->n_artifacts++;
-                }
-        }
+        if (artifacts && (r = parse_artifacts(artifacts, run, err)) < 0)
+                return r;
 
         if (key) {
                 size_t kl = strlen(key);
@@ -457,6 +490,56 @@ static int parse_job_field(json_t *root, struct request *r, struct sbx_error *er
                 return sbx_error_msg(err, EINVAL, "field 'job': not a job id");
         r->job = strdup(job);
         return r->job ? 0 : sbx_error_set(err, ENOMEM, "job");
+}
+
+static int parse_logs(json_t *root, struct request *r, struct sbx_error *err) {
+        int rc = check_fields(root, logs_fields, ARRAY_SIZE(logs_fields), "", err);
+        if (rc == 0)
+                rc = parse_job_field(root, r, err);
+        if (rc < 0)
+                return rc;
+        const char *s = json_string_value(json_object_get(root, "stream"));
+        if (!s || streq(s, "both"))
+                r->streams = STREAM_BOTH;
+        else if (streq(s, "stdout"))
+                r->streams = STREAM_STDOUT;
+        else if (streq(s, "stderr"))
+                r->streams = STREAM_STDERR;
+        else
+                return sbx_error_msg(err, EINVAL, "field 'stream': expected \"stdout\", \"stderr\" or \"both\"");
+        r->follow = json_is_true(json_object_get(root, "follow"));
+        json_t *off = json_object_get(root, "offset"), *mb = json_object_get(root, "max_bytes");
+        if ((off || mb) && r->follow)
+                return sbx_error_msg(err, EINVAL, "fields 'offset' and 'max_bytes' do not go with 'follow'");
+        if (off)
+                r->offset = (uint64_t) json_integer_value(off);
+        if (mb) {
+                r->max_bytes = (uint64_t) json_integer_value(mb);
+                if (r->max_bytes == 0 || r->max_bytes > PROTO_LOGS_CHUNK)
+                        return sbx_error_msg(err, EINVAL, "field 'max_bytes': must be 1 to %u", PROTO_LOGS_CHUNK);
+        }
+        return 0;
+}
+
+static int parse_list(json_t *root, struct request *r, struct sbx_error *err) {
+        int rc = check_fields(root, list_fields, ARRAY_SIZE(list_fields), "", err);
+        if (rc < 0)
+                return rc;
+        const char *s = json_string_value(json_object_get(root, "state"));
+        if (s) {
+                if (!job_state_filter_valid(s))
+                        return sbx_error_msg(err, EINVAL, "field 'state': unknown state '%.32s'", s);
+                r->state = strdup(s);
+                if (!r->state)
+                        return sbx_error_set(err, ENOMEM, "state");
+        }
+        json_t *l = json_object_get(root, "limit");
+        if (l) {
+                r->limit = (uint64_t) json_integer_value(l);
+                if (r->limit == 0 || r->limit > PROTO_MAX_LIST)
+                        return sbx_error_msg(err, EINVAL, "field 'limit': must be 1 to %d", PROTO_MAX_LIST);
+        }
+        return 0;
 }
 
 int proto_parse_request(const char *line, size_t len, struct request *r, struct sbx_error *err) {
@@ -515,63 +598,12 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                 if (rc == 0)
                         rc = parse_job_field(root, r, err);
                 break;
-        case REQ_LOGS: {
-                rc = check_fields(root, logs_fields, ARRAY_SIZE(logs_fields), "", err);
-                if (rc < 0)
-                        break;
-                rc = parse_job_field(root, r, err);
-                if (rc < 0)
-                        break;
-                const char *s = json_string_value(json_object_get(root, "stream"));
-                if (!s || streq(s, "both"))
-                        r->streams = STREAM_BOTH;
-                else if (streq(s, "stdout"))
-                        r->streams = STREAM_STDOUT;
-                else if (streq(s, "stderr"))
-                        r->streams = STREAM_STDERR;
-                else {
-                        rc = sbx_error_msg(err, EINVAL, "field 'stream': expected \"stdout\", \"stderr\" or \"both\"");
-                        break;
-                }
-                r->follow = json_is_true(json_object_get(root, "follow"));
-                json_t *off = json_object_get(root, "offset"), *mb = json_object_get(root, "max_bytes");
-                if ((off || mb) && r->follow) {
-                        rc = sbx_error_msg(err, EINVAL, "fields 'offset' and 'max_bytes' do not go with 'follow'");
-                        break;
-                }
-                if (off)
-                        r->offset = (uint64_t) json_integer_value(off);
-                if (mb) {
-                        r->max_bytes = (uint64_t) json_integer_value(mb);
-                        if (r->max_bytes == 0 || r->max_bytes > PROTO_LOGS_CHUNK) {
-                                rc = sbx_error_msg(err, EINVAL, "field 'max_bytes': must be 1 to %u", PROTO_LOGS_CHUNK);
-                                break;
-                        }
-                }
+        case REQ_LOGS:
+                rc = parse_logs(root, r, err);
                 break;
-        }
-        case REQ_LIST: {
-                rc = check_fields(root, list_fields, ARRAY_SIZE(list_fields), "", err);
-                if (rc < 0)
-                        break;
-                const char *s = json_string_value(json_object_get(root, "state"));
-                if (s) {
-                        if (!job_state_filter_valid(s)) {
-                                rc = sbx_error_msg(err, EINVAL, "field 'state': unknown state '%.32s'", s);
-                                break;
-                        }
-                        r->state = strdup(s);
-                }
-                json_t *l = json_object_get(root, "limit");
-                if (l) {
-                        r->limit = (uint64_t) json_integer_value(l);
-                        if (r->limit == 0 || r->limit > PROTO_MAX_LIST) {
-                                rc = sbx_error_msg(err, EINVAL, "field 'limit': must be 1 to %d", PROTO_MAX_LIST);
-                                break;
-                        }
-                }
+        case REQ_LIST:
+                rc = parse_list(root, r, err);
                 break;
-        }
         case REQ_PING:
                 rc = check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
                 break;

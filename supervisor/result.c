@@ -20,25 +20,16 @@ static void record_name(const char *id, char *buf, size_t len) {
 
 int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir) {
         char name[64];
+        size_t n;
         record_name(id, name, sizeof(name));
-        char *s = json_dumps(rec, JSON_COMPACT);
+        _cleanup_free_ char *s = json_line(rec, &n);
         if (!s)
                 return -ENOMEM;
-        size_t n = strlen(s);
-        s[n] = '\n';
-        int r = write_file_durable(results_dirfd, name, s, n + 1, 0600, sync_dir);
-        free(s);
-        return r;
+        return write_file_durable(results_dirfd, name, s, n, 0600, sync_dir);
 }
 
 char *result_text(json_t *rec, size_t *ret_len) {
-        char *s = json_dumps(rec, JSON_COMPACT);
-        if (!s)
-                return NULL;
-        size_t n = strlen(s);
-        s[n] = '\n'; /* in the NUL's place */
-        *ret_len = n + 1;
-        return s;
+        return json_line(rec, ret_len);
 }
 
 void result_names(const char *id, char name[static RESULT_NAME_MAX], char tmp[static RESULT_NAME_MAX]) {
