@@ -4,6 +4,7 @@ LIBSBX_SOURCES = \
 	lib/macro.h \
 	lib/error.h lib/error.c \
 	lib/parse.h lib/parse.c \
+	lib/ini-load.h lib/ini-load.c lib/ini-value.c \
 	lib/profile.h lib/profile-internal.h \
 	lib/profile.c lib/profile-keys.c lib/profile-load.c lib/profile-write.c \
 	lib/profile-path.c lib/launch-abi.h

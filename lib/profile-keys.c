@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Every profile key: the value syntax (words, quotes, escapes, ${VAR}), the
- * key table and one handler per key. The loader and profile_set() both end
+/* Every profile key: the key table and one handler per key (the value
+ * syntax is ini-value.c's). The loader and profile_set() both end
  * up here, so a CLI option is checked exactly like a line of a file. */
 #include <ctype.h>
 #include <inttypes.h>
@@ -14,205 +14,6 @@
 #include "macro.h"
 #include "parse.h"
 #include "profile-internal.h"
-
-/* ---- words ------------------------------------------------------------ */
-
-void pwords_free(struct pwords *w) {
-        for (size_t i = 0; i < w->n; i++)
-                free(w->v[i].s);
-        free(w->v);
-        w->v = NULL;
-        w->n = w->cap = 0;
-}
-
-struct buf {
-        char *s;
-        size_t len, cap;
-};
-
-static int buf_put(struct buf *b, const char *s, size_t n) {
-        if (b->len + n + 1 > b->cap) {
-                size_t cap = b->cap ? b->cap : 32;
-                while (cap < b->len + n + 1)
-                        cap *= 2;
-                char *t = realloc(b->s, cap);
-                if (!t)
-                        return -ENOMEM;
-                b->s = t;
-                b->cap = cap;
-        }
-        memcpy(b->s + b->len, s, n);
-        b->len += n;
-        b->s[b->len] = '\0';
-        return 0;
-}
-
-static int pwords_push(struct pwords *w, struct buf *b) {
-        if (w->n == w->cap) {
-                size_t cap = w->cap ? w->cap * 2 : 4;
-                struct pword *t = realloc(w->v, cap * sizeof(*t));
-                if (!t)
-                        return -ENOMEM;
-                w->v = t;
-                w->cap = cap;
-        }
-        if (!b->s && buf_put(b, "", 0) < 0)
-                return -ENOMEM;
-        w->v[w->n].s = b->s;
-        w->v[w->n].len = b->len;
-        w->n++;
-        *b = (struct buf) { 0 };
-        return 0;
-}
-
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* Decode one backslash escape at s (s[0] == '\\'); returns bytes consumed. */
-static int unescape_one(const char *s, char *ret, char *errbuf, size_t errlen) {
-        switch (s[1]) {
-        case 'n': *ret = '\n'; return 2;
-        case 't': *ret = '\t'; return 2;
-        case 'r': *ret = '\r'; return 2;
-        case '\\': case '"': case '\'': case ';': case '#': case '$': case ' ':
-                *ret = s[1];
-                return 2;
-        case 'x': {
-                int hi = hexval(s[2]), lo = hi >= 0 ? hexval(s[3]) : -1;
-                if (hi < 0 || lo < 0) {
-                        snprintf(errbuf, errlen, "'\\x' needs two hex digits");
-                        return -EINVAL;
-                }
-                *ret = (char) (hi * 16 + lo);
-                return 4;
-        }
-        case '\0':
-                snprintf(errbuf, errlen, "a '\\' at the end of the value continues it on the next indented line, but none follows");
-                return -EINVAL;
-        default:
-                if (isprint((unsigned char) s[1]))
-                        snprintf(errbuf, errlen, "unknown escape '\\%c' (known: \\n \\t \\r \\\\ \\\" \\' \\; \\# \\$ \\<space> \\xHH)", s[1]);
-                else
-                        snprintf(errbuf, errlen, "unknown escape '\\' followed by byte 0x%02x", (unsigned char) s[1]);
-                return -EINVAL;
-        }
-}
-
-static bool var_name_char(char c, bool first) {
-        return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (!first && c >= '0' && c <= '9');
-}
-
-/* ${NAME}: the launcher's environment at load time. The value is inserted
- * as it is: never split into words and never unescaped again, so a path
- * with spaces or backslashes in $WORKSPACE stays one literal word. */
-static int expand_var(const char *s, struct buf *b, char *errbuf, size_t errlen) {
-        const char *start = s + 2, *end = start;
-
-        while (*end && *end != '}' && end - start < 128)
-                end++;
-        if (end - start >= 128) {
-                snprintf(errbuf, errlen, "variable name longer than 127 bytes");
-                return -EINVAL;
-        }
-        if (*end != '}') {
-                snprintf(errbuf, errlen, "unterminated '${' (a variable is written ${NAME}, a literal '$' as $$)");
-                return -EINVAL;
-        }
-        size_t n = (size_t) (end - start);
-        for (size_t i = 0; i < n; i++)
-                if (!var_name_char(start[i], i == 0)) {
-                        snprintf(errbuf, errlen, "bad variable name '${%.*s}'", (int) n, start);
-                        return -EINVAL;
-                }
-        if (n == 0) {
-                snprintf(errbuf, errlen, "empty variable name '${}'");
-                return -EINVAL;
-        }
-        char name[129];
-        memcpy(name, start, n);
-        name[n] = '\0';
-        const char *v = getenv(name);
-        if (!v) {
-                snprintf(errbuf, errlen, "undefined variable ${%s}", name);
-                return -EINVAL;
-        }
-        if (buf_put(b, v, strlen(v)) < 0)
-                return -ENOMEM;
-        return (int) (n + 3);
-}
-
-int pvalue_split(const char *v, struct pwords *ret, char *errbuf, size_t errlen) {
-        struct pwords w = { 0 };
-        struct buf b = { 0 };
-        int r = 0;
-
-        for (size_t i = 0;;) {
-                while (v[i] == ' ' || v[i] == '\t')
-                        i++;
-                if (!v[i])
-                        break;
-                bool quoted = false;
-                if (buf_put(&b, "", 0) < 0)
-                        goto oom;
-                while (v[i] && (quoted || (v[i] != ' ' && v[i] != '\t'))) {
-                        char c = v[i];
-                        if (c == '"') {
-                                quoted = !quoted;
-                                i++;
-                        } else if (c == '\\') {
-                                char out;
-                                r = unescape_one(v + i, &out, errbuf, errlen);
-                                if (r < 0)
-                                        goto fail;
-                                i += (size_t) r;
-                                if (buf_put(&b, &out, 1) < 0)
-                                        goto oom;
-                        } else if (c == '$') {
-                                if (v[i + 1] == '$') {
-                                        if (buf_put(&b, "$", 1) < 0)
-                                                goto oom;
-                                        i += 2;
-                                } else if (v[i + 1] == '{') {
-                                        r = expand_var(v + i, &b, errbuf, errlen);
-                                        if (r < 0)
-                                                goto fail;
-                                        i += (size_t) r;
-                                } else {
-                                        snprintf(errbuf, errlen, "'$' must start ${NAME}; write $$ for a literal '$'");
-                                        r = -EINVAL;
-                                        goto fail;
-                                }
-                        } else {
-                                if (buf_put(&b, &c, 1) < 0)
-                                        goto oom;
-                                i++;
-                        }
-                }
-                if (quoted) {
-                        snprintf(errbuf, errlen, "unterminated double quote");
-                        r = -EINVAL;
-                        goto fail;
-                }
-                if (pwords_push(&w, &b) < 0)
-                        goto oom;
-        }
-        *ret = w;
-        return 0;
-oom:
-        snprintf(errbuf, errlen, "out of memory");
-        r = -ENOMEM;
-fail:
-        free(b.s);
-        pwords_free(&w);
-        return r;
-}
 
 /* ---- handler context and errors ---------------------------------------- */
 
@@ -645,10 +446,10 @@ static int k_fs_symlink(struct kctx *c) {
 /* ---- [env] ------------------------------------------------------------- */
 
 static bool env_name_ok(const char *s, size_t n) {
-        if (n == 0 || n > 255 || !var_name_char(s[0], true))
+        if (n == 0 || n > 255 || !pvalue_name_char(s[0], true))
                 return false;
         for (size_t i = 1; i < n; i++)
-                if (!var_name_char(s[i], false))
+                if (!pvalue_name_char(s[i], false))
                         return false;
         return true;
 }
@@ -1050,7 +851,7 @@ static const struct keydef keys[] = {
         { "security", "sys", KEY_SCALAR, k_bool, BOOL_SYS },
 };
 
-_Static_assert(ARRAY_SIZE(keys) <= PROFILE_KEYS_MAX, "the loader's per-key table is large enough");
+_Static_assert(ARRAY_SIZE(keys) <= SBX_INI_MAX_KEYS, "the loader's per-key table is large enough");
 
 bool profile_section_known(const char *section) {
         for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
@@ -1095,7 +896,7 @@ int profile_apply_value(struct profile *p, int idx, const char *value, const cha
                         struct sbx_error *err) {
         struct pwords w = { 0 };
         char why[256];
-        int r = pvalue_split(value, &w, why, sizeof(why));
+        int r = pvalue_split(value, true, &w, why, sizeof(why));
         if (r < 0) {
                 struct kctx c = { .p = p, .def = &keys[idx], .origin = origin, .raw = value, .err = err };
                 return r == -ENOMEM ? oom(&c) : kerr(&c, "%s", why);
@@ -1132,14 +933,20 @@ int profile_set_words(struct profile *p, const char *section, const char *key, c
         if (idx < 0)
                 return idx;
         struct pwords w = { 0 };
-        struct buf raw = { 0 };
+        size_t raw_len = 1;
         int r = 0;
 
+        for (size_t i = 0; i < n_words; i++)
+                raw_len += strlen(words[i]) + 1;
+        _cleanup_free_ char *raw = malloc(raw_len);
         w.v = calloc(n_words ? n_words : 1, sizeof(*w.v));
-        if (!w.v)
+        if (!w.v || !raw) {
+                free(w.v);
                 return sbx_error_msg(err, ENOMEM, "%s: out of memory", origin);
+        }
+        raw[0] = '\0';
         w.cap = n_words;
-        for (size_t i = 0; i < n_words && r >= 0; i++) {
+        for (size_t i = 0; i < n_words; i++) {
                 w.v[i].s = strdup(words[i]);
                 if (!w.v[i].s) {
                         r = -ENOMEM;
@@ -1147,14 +954,14 @@ int profile_set_words(struct profile *p, const char *section, const char *key, c
                 }
                 w.v[i].len = strlen(words[i]);
                 w.n++;
-                if ((i && buf_put(&raw, " ", 1) < 0) || buf_put(&raw, words[i], strlen(words[i])) < 0)
-                        r = -ENOMEM;
+                if (i)
+                        strcat(raw, " ");
+                strcat(raw, words[i]);
         }
         if (r < 0)
                 r = sbx_error_msg(err, ENOMEM, "%s: out of memory", origin);
         else
-                r = apply_words(p, idx, raw.s ? raw.s : "", &w, origin, false, err);
-        free(raw.s);
+                r = apply_words(p, idx, raw, &w, origin, false, err);
         pwords_free(&w);
         return r;
 }

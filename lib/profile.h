@@ -22,7 +22,7 @@
  * fixed buffer of INI_MAX_LINE (200 on Debian) bytes and would silently cut
  * longer ones; the loader refuses them instead. A longer value is split with
  * a '\' at the end of a line and continued on an indented line. */
-#define PROFILE_MAX_LINE 199
+#define PROFILE_MAX_LINE 199 /* SBX_INI_MAX_LINE (ini-load.h) */
 #define PROFILE_MAX_VALUE (320 * 1024) /* one value joined from continuation lines */
 #define PROFILE_MAX_FS_OPS 256    /* [fs] operations */
 #define PROFILE_MAX_ENV_OPS 1024  /* [env] operations */

@@ -9,8 +9,8 @@ FUZZ_TARGET = t/fuzz/fuzz-profile
 # Kept in step with LIBSBX_SOURCES in lib/local.mk (plain make: no GNU functions).
 FUZZ_SRC = $(srcdir)/t/fuzz/fuzz-profile.c $(srcdir)/lib/error.c $(srcdir)/lib/parse.c \
 	$(srcdir)/lib/profile.c $(srcdir)/lib/profile-keys.c $(srcdir)/lib/profile-load.c \
-	$(srcdir)/lib/profile-write.c
-FUZZ_HDR = $(srcdir)/lib/profile.h $(srcdir)/lib/profile-internal.h $(srcdir)/lib/error.h \
+	$(srcdir)/lib/profile-write.c $(srcdir)/lib/ini-load.c $(srcdir)/lib/ini-value.c
+FUZZ_HDR = $(srcdir)/lib/ini-load.h $(srcdir)/lib/profile.h $(srcdir)/lib/profile-internal.h $(srcdir)/lib/error.h \
 	$(srcdir)/lib/parse.h $(srcdir)/lib/macro.h
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
