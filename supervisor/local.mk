@@ -16,7 +16,11 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/launchspec.h supervisor/launchspec.c \
 	supervisor/record.h supervisor/record.c \
 	supervisor/result.h supervisor/result.c \
-	supervisor/journal.h supervisor/journal.c
+	supervisor/journal.h supervisor/journal.c \
+	supervisor/semver.h supervisor/semver.c \
+	supervisor/manifest.h supervisor/manifest.c \
+	supervisor/minisign.h supervisor/minisign.c \
+	supervisor/index.h supervisor/index.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
 

@@ -8,7 +8,10 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
-	t/sup-unit/journal-test
+	t/sup-unit/journal-test \
+	t/sup-unit/manifest-test \
+	t/sup-unit/minisign-test \
+	t/sup-unit/index-test
 check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
 TESTS += $(SUP_UNIT_TESTS)
 
@@ -36,6 +39,15 @@ t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_manifest_test_SOURCES = t/sup-unit/manifest-test.c
+t_sup_unit_manifest_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_manifest_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_minisign_test_SOURCES = t/sup-unit/minisign-test.c
+t_sup_unit_minisign_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_minisign_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_index_test_SOURCES = t/sup-unit/index-test.c
+t_sup_unit_index_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_index_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_sup_client_SOURCES = t/sup-unit/sup-client.c
 t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
@@ -53,4 +65,4 @@ SUP_BATS = \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats
 TESTS += $(SUP_BATS)
-EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash
+EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/vectors
