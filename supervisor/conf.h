@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "minisign.h"
 
 #define CONFIG_UNSET UINT64_MAX
 #define CONFIG_MAX_TENANTS 1024
@@ -23,6 +24,26 @@ enum audit_fsync {
 enum over_limit {
         OVER_LIMIT_REJECT, /* a request above a cap is refused (default) */
         OVER_LIMIT_CLAMP,  /* it is lowered to the cap, and the audit says so */
+};
+
+/* What a bundle job does when its registry cannot be reached. */
+enum offline_policy {
+        OFFLINE_FAIL,       /* the job fails, E_REGISTRY_UNAVAILABLE (default) */
+        OFFLINE_USE_CACHED, /* the newest cached version that fits runs, marked stale */
+};
+
+/* [registry.NAME]: where bundles come from and whom to trust for them. */
+struct registry_conf {
+        char *name;
+        char *origin;             /* "file:line" of the section header */
+        char *url;                /* http(s):// or file://, without a trailing '/' */
+        struct minisign_key *keys;
+        size_t n_keys;
+        enum offline_policy offline;
+        uint64_t index_ttl_ms;    /* a verified index is used this long without asking again */
+        uint64_t timeout_ms;      /* one transfer, whole */
+        uint64_t connect_timeout_ms;
+        uint64_t stall_timeout_ms; /* no byte for this long ends a transfer */
 };
 
 /* Network modes a tenant may ask for, as bits of 1 << enum net_mode. */
@@ -55,6 +76,13 @@ struct tenant {
         uint64_t max_queue;       /* waiting at once */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
         enum over_limit over_limit;
+        /* bundles (config-bundle.c) */
+        char *registry_name;      /* NULL: the tenant runs no bundles */
+        const struct registry_conf *registry; /* resolved once the file is read */
+        bool bundles_only;        /* inline commands are refused */
+        char **bundles;           /* bundle names allowed; NULL: any */
+        size_t n_bundles;
+        unsigned bundle_paths;    /* MANIFEST_PATH_BIT()s a bundle may be granted */
 };
 
 struct config {
@@ -79,6 +107,14 @@ struct config {
         char *audit_log;           /* NULL: no audit log */
         enum audit_fsync audit_fsync;
         bool allow_unauthenticated;
+        /* bundles (config-bundle.c) */
+        struct registry_conf *registries;
+        size_t n_registries;
+        uint64_t cache_size;        /* bytes of unpacked bundles kept while unused */
+        uint64_t cache_max_age_ms;  /* an unused bundle older than this goes */
+        uint64_t bundle_max_size;   /* bytes of one archive */
+        uint64_t bundle_max_unpacked; /* bytes of one unpacked bundle */
+        uint64_t bundle_max_entries;  /* files, directories and links in one bundle */
 
         struct tenant *tenants;
         size_t n_tenants;
@@ -93,6 +129,23 @@ void config_free(struct config *c);
 int config_load(struct config *c, const char *path, struct sbx_error *err);
 /* Same, from text already in memory (unit tests). */
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err);
+
+/* config-bundle.c: the keys of bundles. Each returns 0, -ENOENT when k is
+ * not one of its keys, or another -errno with err naming where. */
+void config_bundle_defaults(struct config *c);
+void config_bundle_free(struct config *c);
+void tenant_bundle_free(struct tenant *t);
+int config_bundle_daemon_key(struct config *c, const char *k, const char *v, const char *where, struct sbx_error *err);
+int config_bundle_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err);
+int config_registry_key(struct config *c, const char *name, const char *k, const char *v, const char *where,
+                        struct sbx_error *err);
+/* After the file is read: every registry complete, every tenant's registry
+ * configured. */
+int config_bundle_check(struct config *c, struct sbx_error *err);
+/* The registry called name, or NULL. */
+const struct registry_conf *config_registry_find(const struct config *c, const char *name);
+/* Does the tenant allow bundle name? */
+bool tenant_allows_bundle(const struct tenant *t, const char *name);
 
 /* Initialise a tenant with the defaults sbx-supervisord.conf(5) documents. */
 void tenant_defaults(struct tenant *t);

@@ -63,6 +63,7 @@ void tenant_free(struct tenant *t) {
                 free(t->profiles[i]);
         free(t->profiles);
         free(t->default_profile);
+        tenant_bundle_free(t);
 }
 
 void config_init(struct config *c) {
@@ -85,6 +86,7 @@ void config_init(struct config *c) {
         c->audit_fsync = AUDIT_FSYNC_ALWAYS;
         tenant_defaults(&c->anonymous);
         c->anonymous.name = strdup("anonymous");
+        config_bundle_defaults(c);
 }
 
 void config_free(struct config *c) {
@@ -100,6 +102,7 @@ void config_free(struct config *c) {
                 tenant_free(&c->tenants[i]);
         free(c->tenants);
         tenant_free(&c->anonymous);
+        config_bundle_free(c);
         memset(c, 0, sizeof(*c));
 }
 
@@ -115,6 +118,7 @@ struct parse_state {
         struct tenant *cur;   /* [tenant.NAME] being parsed */
         bool anonymous_seen;
         bool in_daemon;
+        char where[4200];     /* "file:line" for other modules' keys */
 };
 
 static int set_str(char **dst, const char *v) {
@@ -259,6 +263,19 @@ static int parse_dur(struct parse_state *ps, const char *key, const char *v, uin
         return 0;
 }
 
+/* "file:line" of the line being read, for the keys of other modules. */
+static const char *where(struct parse_state *ps) {
+        snprintf(ps->where, sizeof(ps->where), "%s:%u", ps->name, ps->line);
+        return ps->where;
+}
+
+/* A key another module parsed: its error is the first. */
+static int other_key(struct parse_state *ps, int r) {
+        if (r < 0 && r != -ENOENT)
+                ps->r = r;
+        return r;
+}
+
 static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, const char *v) {
         if (streq(k, "uids"))
                 return each_word(v, add_uid, ps, t);
@@ -350,6 +367,9 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
                         return FAIL("over_limit: expected 'reject' or 'clamp', got '%s'", ps->name, ps->line, v);
                 return 0;
         }
+        int r = other_key(ps, config_bundle_tenant_key(t, k, v, where(ps), ps->err));
+        if (r != -ENOENT)
+                return r;
         return FAIL("unknown key '%s' in [tenant.%s]", ps->name, ps->line, k, t->name);
 }
 
@@ -448,6 +468,9 @@ static int daemon_key(struct parse_state *ps, const char *k, const char *v) {
                 c->allow_unauthenticated = b;
                 return 0;
         }
+        int r = other_key(ps, config_bundle_daemon_key(c, k, v, where(ps), ps->err));
+        if (r != -ENOENT)
+                return r;
         return FAIL("unknown key '%s' in [daemon]", ps->name, ps->line, k);
 }
 
@@ -499,7 +522,9 @@ static int handler(void *user, const char *section, const char *name, const char
                         t->origin = strdup(o);
                 }
                 r = tenant_key(ps, t, name, value);
-        } else
+        } else if (strncmp(section, "registry.", 9) == 0)
+                r = other_key(ps, config_registry_key(c, section + 9, name, value, where(ps), ps->err));
+        else
                 r = FAIL("unknown section [%s]", ps->name, ps->line, section);
         if (r < 0 && ps->r == 0)
                 ps->r = sbx_error_set(ps->err, r, "%s:%u", ps->name, ps->line);
@@ -559,7 +584,7 @@ static int run_parse(struct parse_state *ps) {
                 if (t->default_timeout_ms > t->max_timeout_ms)
                         return sbx_error_msg(ps->err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
         }
-        return 0;
+        return config_bundle_check(c, ps->err);
 }
 
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err) {

@@ -7,7 +7,7 @@ noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
 	supervisor/log.h supervisor/log.c \
-	supervisor/conf.h supervisor/config.c \
+	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c \
 	supervisor/proto.h supervisor/proto.c supervisor/proto-msg.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
@@ -20,7 +20,8 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/semver.h supervisor/semver.c \
 	supervisor/manifest.h supervisor/manifest.c \
 	supervisor/minisign.h supervisor/minisign.c \
-	supervisor/index.h supervisor/index.c
+	supervisor/index.h supervisor/index.c \
+	supervisor/cache.h supervisor/cache.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
 
