@@ -22,6 +22,15 @@ void job_release(struct job *j) {
         free(j->error_code);
         free(j->error_message);
         j->error_code = j->error_message = NULL;
+        struct job_bundle *b = &j->bundle;
+        free(b->stale_why);
+        free(b->tree);
+        for (size_t i = 0; i < b->n_command; i++)
+                free(b->command[i]);
+        free(b->command);
+        b->stale_why = b->tree = NULL;
+        b->command = NULL;
+        b->n_command = 0;
 }
 
 static const char *const state_names[] = {
@@ -29,6 +38,7 @@ static const char *const state_names[] = {
         [JOB_RUNNING] = "running",
         [JOB_STOPPING] = "stopping",
         [JOB_DONE] = "done",
+        [JOB_FETCHING] = "fetching",
 };
 
 static const char *const outcome_names[] = {
@@ -101,6 +111,29 @@ int job_transition(struct job *j, enum job_event ev, const char *detail) {
                 case JEV_REJECTED:
                         end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
                         return 0;
+                case JEV_FETCH:
+                        if (!j->bundle.set)
+                                return -EINVAL;
+                        j->state = JOB_FETCHING;
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        case JOB_FETCHING:
+                switch (ev) {
+                case JEV_FETCHED:
+                        j->state = JOB_QUEUED;
+                        return 0;
+                case JEV_CANCEL:
+                        j->cancelled = true;
+                        end(j, OUTCOME_KILLED, E_CANCELLED, "cancelled by the client while its bundle was being fetched");
+                        return 0;
+                case JEV_SHUTDOWN:
+                        end(j, OUTCOME_ERROR, E_SHUTTING_DOWN, "supervisor stopped while the job's bundle was being fetched");
+                        return 0;
+                case JEV_REJECTED:
+                        end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
+                        return 0;
                 default:
                         return -EINVAL;
                 }
@@ -149,6 +182,16 @@ int job_transition(struct job *j, enum job_event ev, const char *detail) {
                 return -EINVAL;
         }
         return -EINVAL;
+}
+
+int job_bundle_failed(struct job *j, const char *code, const char *msg) {
+        if (j->state != JOB_QUEUED && j->state != JOB_FETCHING)
+                return -EINVAL;
+        /* A policy's refusal is a rejection; anything else kept the job
+         * from running. */
+        bool refused = streq(code, E_FORBIDDEN) || streq(code, E_LIMIT) || streq(code, E_NO_PROFILE);
+        end(j, refused ? OUTCOME_REJECTED : OUTCOME_ERROR, code, msg);
+        return 0;
 }
 
 enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig) {

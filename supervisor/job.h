@@ -12,6 +12,11 @@
  *     └──cancel / spawn failure / shutdown / restart──► done
  *
  * and, after a restart, running ──retry──► queued (the next attempt).
+ * A bundle job whose bundle is not at hand waits for it, counted in the
+ * queue but not started:
+ *
+ *   queued ──fetch──► fetching ──fetched──► queued
+ *                        └──cancel / shutdown / bundle failure──► done
  */
 #pragma once
 
@@ -20,6 +25,7 @@
 #include <sys/types.h>
 
 #include "conf.h"
+#include "index.h"
 #include "policy.h"
 #include "proto.h"
 #include "util.h"
@@ -29,6 +35,7 @@ enum job_state {
         JOB_RUNNING,
         JOB_STOPPING, /* SIGTERM sent (timeout, cancel, shutdown); killed after the grace period */
         JOB_DONE,     /* ended; its record is being written or is written */
+        JOB_FETCHING, /* queued, waiting for its bundle (index, download, unpacking) */
 };
 
 /* How a finished job ended (the "state" of its result record). */
@@ -52,6 +59,27 @@ enum job_event {
         JEV_RESTARTED,  /* the daemon died while the job ran (recovery) */
         JEV_REJECTED,   /* re-checked after a restart and refused (detail: why) */
         JEV_RETRY,      /* interrupted by a restart, run again as the next attempt */
+        JEV_FETCH,      /* its bundle is not at hand: wait for it */
+        JEV_FETCHED,    /* its bundle is ready and granted: it may start */
+};
+
+/* What a bundle job runs: the reference asked for and, once resolved, what
+ * it resolved to, where it came from and what the resolution cost. */
+struct job_bundle {
+        bool set;                  /* the job runs a bundle */
+        struct bundle_ref ref;     /* as asked */
+        const char *registry;      /* the tenant's registry's name (the configuration's) */
+        char version[SEMVER_MAX + 1]; /* resolved; "" until then */
+        char sha256[SHA256_HEX + 1];
+        bool from_cache;           /* the tree was in the cache: nothing was downloaded for it */
+        bool stale;                /* run from the cache because the registry could not be asked */
+        char *stale_why;           /* then: the registry's failure */
+        uint64_t serial;           /* of the index it was resolved in; 0 when stale */
+        uint64_t resolve_us, download_us, verify_us, extract_us;
+        char *tree;                /* the unpacked tree on the host, while the job holds it */
+        char **command;            /* the manifest's command, NULL-terminated */
+        size_t n_command;
+        unsigned ro_paths;         /* MANIFEST_PATH_BIT()s granted */
 };
 
 struct job {
@@ -76,6 +104,8 @@ struct job {
         int term_signal;         /* the signal that ended it, or 0 */
         char *error_code;        /* E_*, or NULL */
         char *error_message;
+
+        struct job_bundle bundle;
 };
 
 /* What is known when the launcher has exited. */
@@ -108,6 +138,12 @@ bool job_state_filter_matches(const char *filter, const char *state, bool active
  * -EINVAL when ev is not allowed in j's state (nothing changes). detail is
  * the message for JEV_SPAWN_FAIL and JEV_REJECTED (may be NULL elsewhere). */
 int job_transition(struct job *j, enum job_event ev, const char *detail);
+
+/* Resolving the job's bundle failed (code: E_REGISTRY_UNAVAILABLE,
+ * E_BUNDLE_*, or a refusal of the manifest's capabilities: E_FORBIDDEN,
+ * E_LIMIT, E_NO_PROFILE): done, state error, or rejected for a refusal.
+ * -EINVAL when j is not queued or fetching. */
+int job_bundle_failed(struct job *j, const char *code, const char *msg);
 
 /* The launcher exited: the job is done, with the outcome, exit code,
  * signal and error the facts in x call for. Returns -EINVAL when j is not

@@ -21,7 +21,8 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/manifest.h supervisor/manifest.c \
 	supervisor/minisign.h supervisor/minisign.c \
 	supervisor/index.h supervisor/index.c \
-	supervisor/cache.h supervisor/cache.c
+	supervisor/cache.h supervisor/cache.c \
+	supervisor/grant.h supervisor/grant.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
 

@@ -89,7 +89,9 @@ static void set_u64(json_t *o, const char *key, uint64_t v) {
 }
 
 json_t *proto_run_json(const struct run_request *run) {
-        json_t *o = json_pack("{s:i, s:s, s:o}", "v", PROTO_VERSION, "op", "run", "command", proto_argv(run));
+        json_t *o = run->bundle ? json_pack("{s:i, s:s, s:s, s:o}", "v", PROTO_VERSION, "op", "run", "bundle", run->bundle, "args",
+                                            proto_argv(run))
+                                : json_pack("{s:i, s:s, s:o}", "v", PROTO_VERSION, "op", "run", "command", proto_argv(run));
         if (!o)
                 return NULL;
         int r = 0;
@@ -168,6 +170,8 @@ static void finish(crypto_hash_sha256_state *h, char hex[65]) {
 }
 
 static void hash_inputs(crypto_hash_sha256_state *h, const struct run_request *run) {
+        if (run->bundle)
+                crypto_hash_sha256_update(h, (const unsigned char *) run->bundle, strlen(run->bundle) + 1);
         for (size_t i = 0; i < run->argc; i++)
                 crypto_hash_sha256_update(h, (const unsigned char *) run->argv[i], strlen(run->argv[i]) + 1);
         for (size_t i = 0; i < run->n_env; i++) {
@@ -192,6 +196,13 @@ void proto_inputs_digest(const struct run_request *run, char hex[65]) {
 void proto_request_digest(const struct run_request *run, char hex[65]) {
         crypto_hash_sha256_state h;
         crypto_hash_sha256_init(&h);
+        /* Inline requests hash as they always did (records keep these
+         * digests); a bundle's request starts with a count no command
+         * can have. */
+        if (run->bundle) {
+                put_u64(&h, UINT64_MAX);
+                put_str(&h, run->bundle);
+        }
         put_u64(&h, run->argc);
         for (size_t i = 0; i < run->argc; i++)
                 put_str(&h, run->argv[i]);

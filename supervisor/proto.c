@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "index.h"
 #include "job.h"
 #include "launch-abi.h"
 #include "profile.h"
@@ -96,7 +97,9 @@ static int check_fields(const json_t *obj, const struct field *spec, size_t n, c
 
 static const struct field run_fields[] = {
         COMMON_FIELDS,
-        { "command", K_ARRAY, true },
+        { "command", K_ARRAY, false },
+        { "bundle", K_STRING, false },
+        { "args", K_ARRAY, false },
         { "profile", K_STRING, false },
         { "env", K_OBJECT, false },
         { "stdin", K_STRING, false },
@@ -138,10 +141,13 @@ static const struct field list_fields[] = {
         { "limit", K_UINT, false },
 };
 static const struct field ping_fields[] = { COMMON_FIELDS };
+static const struct field bundle_show_fields[] = { COMMON_FIELDS, { "bundle", K_STRING, true } };
+static const struct field cache_gc_fields[] = { COMMON_FIELDS, { "all", K_BOOL, false } };
 
 static const char *const op_names[] = {
         [REQ_RUN] = "run", [REQ_STATUS] = "status", [REQ_WAIT] = "wait", [REQ_LOGS] = "logs",
         [REQ_CANCEL] = "cancel", [REQ_RESULT] = "result", [REQ_LIST] = "list", [REQ_PING] = "ping",
+        [REQ_BUNDLE_SHOW] = "bundle.show", [REQ_CACHE_LIST] = "cache.list", [REQ_CACHE_GC] = "cache.gc",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -162,6 +168,8 @@ void request_free(struct request *r) {
         json_decref(r->tag);
         free(r->job);
         free(r->state);
+        free(r->bundle);
+        free(run->bundle);
         for (size_t i = 0; i < run->argc; i++)
                 free(run->argv[i]);
         free(run->argv);
@@ -244,28 +252,48 @@ static bool valid_env_name(const char *s) {
         return true;
 }
 
-static int parse_command(json_t *command, struct run_request *run, struct sbx_error *err) {
+/* command (a program and its arguments) or, after a bundle, args (its
+ * arguments only, maybe none). */
+static int parse_command(json_t *command, const char *field, bool program, struct run_request *run, struct sbx_error *err) {
         size_t n = json_array_size(command);
-        if (n == 0)
-                return sbx_error_msg(err, EINVAL, "field 'command': must name a program");
+        if (n == 0 && program)
+                return sbx_error_msg(err, EINVAL, "field '%s': must name a program", field);
         if (n > PROTO_MAX_ARGS)
-                return sbx_error_msg(err, EINVAL, "field 'command': more than %d arguments", PROTO_MAX_ARGS);
+                return sbx_error_msg(err, EINVAL, "field '%s': more than %d arguments", field, PROTO_MAX_ARGS);
         run->argv = calloc(n + 1, sizeof(char *));
         if (!run->argv)
-                return sbx_error_set(err, ENOMEM, "command");
+                return sbx_error_set(err, ENOMEM, "%s", field);
         for (size_t i = 0; i < n; i++) {
                 json_t *a = json_array_get(command, i);
                 if (!json_is_string(a))
-                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': expected string, got %s", i, json_kind_name(a));
+                        return sbx_error_msg(err, EINVAL, "field '%s[%zu]': expected string, got %s", field, i, json_kind_name(a));
                 if (json_string_length(a) > PROTO_MAX_ARG_LEN)
-                        return sbx_error_msg(err, EINVAL, "field 'command[%zu]': longer than %d bytes", i, PROTO_MAX_ARG_LEN);
-                if (i == 0 && json_string_length(a) == 0)
-                        return sbx_error_msg(err, EINVAL, "field 'command[0]': empty program name");
+                        return sbx_error_msg(err, EINVAL, "field '%s[%zu]': longer than %d bytes", field, i, PROTO_MAX_ARG_LEN);
+                if (i == 0 && program && json_string_length(a) == 0)
+                        return sbx_error_msg(err, EINVAL, "field '%s[0]': empty program name", field);
                 if (!(run->argv[i] = strdup(json_string_value(a))))
-                        return sbx_error_set(err, ENOMEM, "command");
+                        return sbx_error_set(err, ENOMEM, "%s", field);
                 run->argc++;
         }
         return 0;
+}
+
+/* A bundle instead of a command: the manifest decides the program, its
+ * profile and its network; the request gives arguments. */
+static int parse_bundle(const char *bundle, json_t *command, json_t *args, const char *profile, const char *net,
+                        struct run_request *run, struct sbx_error *err) {
+        struct bundle_ref ref;
+        if (command)
+                return sbx_error_msg(err, EINVAL, "fields 'command' and 'bundle' exclude each other (a bundle's arguments go in 'args')");
+        if (profile)
+                return sbx_error_msg(err, EINVAL, "field 'profile': a bundle's manifest names its profile");
+        if (net)
+                return sbx_error_msg(err, EINVAL, "field 'network': a bundle's manifest declares its network");
+        if (bundle_ref_parse(bundle, &ref, err) < 0)
+                return sbx_error_wrap(err, "field 'bundle'");
+        if (!(run->bundle = strdup(bundle)))
+                return sbx_error_set(err, ENOMEM, "bundle");
+        return parse_command(args, "args", false, run, err);
 }
 
 static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err) {
@@ -411,8 +439,8 @@ static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sb
 }
 
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
-        json_t *command = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
-        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL;
+        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL, *bundle = NULL;
         json_int_t timeout = -1, retries = 0;
         int follow = 0;
         json_error_t je;
@@ -424,14 +452,22 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:I, s?:b}",
+                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:I, s?:b}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
-                           "command", &command, "profile", &profile, "env", &env, "stdin", &in, "stdin_b64", &in_b64,
+                           "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
+                           "stdin", &in, "stdin_b64", &in_b64,
                            "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
                            "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
-        r = parse_command(command, run, err);
+        if (bundle)
+                r = parse_bundle(bundle, command, args, profile, net, run, err);
+        else if (args)
+                r = sbx_error_msg(err, EINVAL, "field 'args' goes with 'bundle' (a command's arguments follow it in 'command')");
+        else if (!command)
+                r = sbx_error_msg(err, EINVAL, "missing field 'command' (or 'bundle')");
+        else
+                r = parse_command(command, "command", true, run, err);
         if (r < 0)
                 return r;
 
@@ -542,6 +578,18 @@ static int parse_list(json_t *root, struct request *r, struct sbx_error *err) {
         return 0;
 }
 
+static int parse_bundle_show(json_t *root, struct request *r, struct sbx_error *err) {
+        struct bundle_ref ref;
+        int rc = check_fields(root, bundle_show_fields, ARRAY_SIZE(bundle_show_fields), "", err);
+        if (rc < 0)
+                return rc;
+        const char *b = json_string_value(json_object_get(root, "bundle"));
+        if (bundle_ref_parse(b, &ref, err) < 0)
+                return sbx_error_wrap(err, "field 'bundle'");
+        r->bundle = strdup(b);
+        return r->bundle ? 0 : sbx_error_set(err, ENOMEM, "bundle");
+}
+
 int proto_parse_request(const char *line, size_t len, struct request *r, struct sbx_error *err) {
         json_error_t je;
         int rc;
@@ -605,7 +653,15 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                 rc = parse_list(root, r, err);
                 break;
         case REQ_PING:
+        case REQ_CACHE_LIST:
                 rc = check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
+                break;
+        case REQ_BUNDLE_SHOW:
+                rc = parse_bundle_show(root, r, err);
+                break;
+        case REQ_CACHE_GC:
+                rc = check_fields(root, cache_gc_fields, ARRAY_SIZE(cache_gc_fields), "", err);
+                r->all = json_is_true(json_object_get(root, "all"));
                 break;
         default:
                 rc = -EINVAL;

@@ -57,6 +57,12 @@
 /* The daemon cannot make results durable (a full or failing disk): no new
  * work is accepted until it can. */
 #define E_STORAGE "E_STORAGE"
+/* Bundles (in records, and in bundle.show responses). */
+#define E_REGISTRY_UNAVAILABLE "E_REGISTRY_UNAVAILABLE" /* unreachable, or it failed to serve */
+#define E_BUNDLE_INTEGRITY "E_BUNDLE_INTEGRITY"         /* the archive is not what the index says */
+#define E_BUNDLE_SIGNATURE "E_BUNDLE_SIGNATURE"         /* the index's signature is bad or by no trusted key */
+#define E_BUNDLE_ROLLBACK "E_BUNDLE_ROLLBACK"           /* the index is older than one already seen */
+#define E_BUNDLE_INVALID "E_BUNDLE_INVALID"             /* a bad archive, manifest or index */
 
 enum req_op {
         REQ_RUN,
@@ -67,6 +73,9 @@ enum req_op {
         REQ_RESULT,
         REQ_LIST,
         REQ_PING,
+        REQ_BUNDLE_SHOW,
+        REQ_CACHE_LIST,
+        REQ_CACHE_GC,
 };
 
 enum stream_mask {
@@ -88,7 +97,8 @@ struct env_pair {
 };
 
 struct run_request {
-        char **argv;           /* NULL-terminated */
+        char *bundle;          /* a bundle reference (NAME, NAME@VERSION, NAME@sha256:HEX), or NULL */
+        char **argv;           /* NULL-terminated: the command, or with a bundle its arguments (maybe none) */
         size_t argc;
         char *profile;         /* NULL: the tenant's default */
         struct env_pair *env;
@@ -122,6 +132,8 @@ struct request {
         uint64_t max_bytes;    /* logs: bytes of each stream at most */
         char *state;           /* list filter, NULL for any */
         uint64_t limit;        /* list */
+        char *bundle;          /* bundle.show: the reference */
+        bool all;              /* cache.gc: every unused tree */
         struct run_request run;
 };
 

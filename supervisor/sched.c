@@ -55,7 +55,8 @@ struct job *sched_next(struct scheduler *s) {
         list_for_each_safe(pos, tmp, &s->queue) {
                 struct job *j = list_entry(pos, struct job, queue_link);
                 struct sched_count *tc = count_of(s, j->tenant);
-                if (tc->running >= j->tenant->max_jobs)
+                /* Admitted, but its bundle is still on its way. */
+                if (j->state == JOB_FETCHING || tc->running >= j->tenant->max_jobs)
                         continue;
                 list_del(&j->queue_link);
                 s->all.queued--;

@@ -36,7 +36,8 @@ int sched_enqueue(struct scheduler *s, struct job *j, struct sbx_error *err);
 void sched_requeue(struct scheduler *s, struct job *j);
 
 /* The next queued job that may start now (FIFO, skipping tenants at their
- * max_jobs), removed from the queue and counted as running; NULL if none. */
+ * max_jobs and jobs still fetching their bundle), removed from the queue
+ * and counted as running; NULL if none. */
 struct job *sched_next(struct scheduler *s);
 
 /* Remove a queued job (cancelled, or its preparation failed). */

@@ -12,7 +12,8 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/manifest-test \
 	t/sup-unit/minisign-test \
 	t/sup-unit/index-test \
-	t/sup-unit/cache-test
+	t/sup-unit/cache-test \
+	t/sup-unit/grant-test
 check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
 TESTS += $(SUP_UNIT_TESTS)
 
@@ -52,6 +53,9 @@ t_sup_unit_index_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_cache_test_SOURCES = t/sup-unit/cache-test.c
 t_sup_unit_cache_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_cache_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_grant_test_SOURCES = t/sup-unit/grant-test.c
+t_sup_unit_grant_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_grant_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_sup_client_SOURCES = t/sup-unit/sup-client.c
 t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)

@@ -216,9 +216,61 @@ static void test_refused_transitions(void **state) {
         job_release(&j);
 }
 
+/* A bundle job waits in "fetching" for its bundle, then queues, or ends
+ * with its bundle's failure. */
+static void test_fetching(void **state) {
+        struct job j;
+        mk(&j);
+        /* an inline job has no bundle to fetch */
+        assert_int_equal(job_transition(&j, JEV_FETCH, NULL), -EINVAL);
+        j.bundle.set = true;
+        assert_int_equal(job_transition(&j, JEV_FETCH, NULL), 0);
+        assert_int_equal(j.state, JOB_FETCHING);
+        assert_string_equal(job_state_name(j.state), "fetching");
+        assert_int_equal(job_transition(&j, JEV_START, NULL), -EINVAL); /* not before its bundle */
+        assert_int_equal(job_transition(&j, JEV_TIMEOUT, NULL), -EINVAL);
+        assert_int_equal(job_transition(&j, JEV_FETCHED, NULL), 0);
+        assert_int_equal(j.state, JOB_QUEUED);
+        assert_int_equal(job_transition(&j, JEV_FETCHED, NULL), -EINVAL);
+        job_release(&j);
+
+        mk(&j);
+        j.bundle.set = true;
+        job_transition(&j, JEV_FETCH, NULL);
+        assert_int_equal(job_bundle_failed(&j, E_BUNDLE_SIGNATURE, "signed with key ABC"), 0);
+        assert_int_equal(j.state, JOB_DONE);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_BUNDLE_SIGNATURE);
+        assert_int_equal(job_bundle_failed(&j, E_BUNDLE_INVALID, "x"), -EINVAL);
+        job_release(&j);
+
+        /* a refused capability is a rejection, decided while still queued */
+        mk(&j);
+        j.bundle.set = true;
+        assert_int_equal(job_bundle_failed(&j, E_FORBIDDEN, "bundle hello declares ..."), 0);
+        assert_int_equal(j.outcome, OUTCOME_REJECTED);
+        job_release(&j);
+
+        mk(&j);
+        j.bundle.set = true;
+        job_transition(&j, JEV_FETCH, NULL);
+        assert_int_equal(job_transition(&j, JEV_CANCEL, NULL), 0);
+        assert_int_equal(j.outcome, OUTCOME_KILLED);
+        assert_string_equal(j.error_code, E_CANCELLED);
+        job_release(&j);
+
+        mk(&j);
+        j.bundle.set = true;
+        job_transition(&j, JEV_FETCH, NULL);
+        assert_int_equal(job_transition(&j, JEV_SHUTDOWN, NULL), 0);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_SHUTTING_DOWN);
+        job_release(&j);
+}
+
 /* list's filter: the live states, the outcomes, "active" and "done". */
 static void test_state_names(void **state) {
-        static const char *const ok[] = { "queued", "running", "stopping", "succeeded", "failed", "timed_out",
+        static const char *const ok[] = { "queued", "fetching", "running", "stopping", "succeeded", "failed", "timed_out",
                                           "killed", "oom", "rejected", "error", "active", "done" };
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
                 assert_true(job_state_filter_valid(ok[i]));
@@ -243,6 +295,7 @@ int main(void) {
                 cmocka_unit_test(test_timeout_then_exit), cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_shutdown),       cmocka_unit_test(test_restart),
                 cmocka_unit_test(test_refused_transitions), cmocka_unit_test(test_state_names),
+                cmocka_unit_test(test_fetching),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,30 @@ static void test_remove(void **state) {
         sched_done(&s);
 }
 
+/* A job fetching its bundle counts in the queue (its limit bounds jobs
+ * waiting for bundles too) but is passed over until its bundle is ready. */
+static void test_fetching_skipped(void **state) {
+        struct scheduler s;
+        struct job j1, j2;
+        struct sbx_error e;
+        const struct tenant *b = &tenants[1];
+        assert_int_equal(sched_init(&s, &cfg), 0);
+        mk(&j1, b);
+        mk(&j2, b);
+        j1.bundle.set = true;
+        assert_int_equal(sched_enqueue(&s, &j1, &e), 0);
+        assert_int_equal(sched_enqueue(&s, &j2, &e), 0);
+        assert_int_equal(job_transition(&j1, JEV_FETCH, NULL), 0);
+        assert_int_equal(s.all.queued, 2);
+        assert_ptr_equal(sched_next(&s), &j2);
+        assert_null(sched_next(&s));
+        assert_int_equal(job_transition(&j1, JEV_FETCHED, NULL), 0);
+        assert_ptr_equal(sched_next(&s), &j1);
+        assert_int_equal(s.all.queued, 0);
+        assert_int_equal(s.all.running, 2);
+        sched_done(&s);
+}
+
 /* Jobs admitted before a restart queue again whatever the limits, and
  * count like any other. */
 static void test_requeue(void **state) {
@@ -131,6 +155,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(test_limits, setup),
                 cmocka_unit_test_setup(test_remove, setup),
+                cmocka_unit_test_setup(test_fetching_skipped, setup),
                 cmocka_unit_test_setup(test_requeue, setup),
                 cmocka_unit_test_setup(test_anonymous, setup),
         };
