@@ -36,4 +36,7 @@
 #define LAUNCH_ENV_JOB_ID "SBX_JOB_ID"
 #define LAUNCH_ENV_TENANT "SBX_TENANT"
 #define LAUNCH_ENV_WORKSPACE "SBX_WORKSPACE"
+#define LAUNCH_ENV_BUNDLE "SBX_BUNDLE"                 /* a bundle job's bundle name */
+#define LAUNCH_ENV_BUNDLE_VERSION "SBX_BUNDLE_VERSION"
+#define LAUNCH_ENV_BUNDLE_DIR "SBX_BUNDLE_DIR"         /* where its tree is: /bundle */
 #define LAUNCH_ENV_RESERVED_PREFIX "SBX_"

@@ -7,10 +7,12 @@
 
 #include "launch-abi.h"
 #include "launchspec.h"
+#include "manifest.h"
 #include "profile.h"
 
 #define LAUNCH_PATH "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 #define JOB_WORKSPACE "/workspace"
+#define JOB_BUNDLE "/bundle"
 
 /* One NAME=VALUE word of [env] set, spelled by the profile writer (which
  * escapes whatever the value holds). */
@@ -20,6 +22,20 @@ static int write_env(FILE *f, const char *name, const char *value) {
                 return -ENOMEM;
         const char *const w[] = { word };
         return profile_write_key(f, "set", w, 1);
+}
+
+/* The bundle's tree read-only at /bundle, and the host paths it was
+ * granted read-only where they are (the -try form: a host without
+ * /etc/timezone runs the job without it). */
+static int write_bundle_fs(FILE *f, const struct job_bundle *b) {
+        const char *const tree[] = { b->tree, JOB_BUNDLE };
+        int r = profile_write_key(f, "ro-bind", tree, ARRAY_SIZE(tree));
+        for (size_t i = 0; r == 0 && i < manifest_paths_count(); i++)
+                if (b->ro_paths & MANIFEST_PATH_BIT(i)) {
+                        const char *const p[] = { manifest_path_name(i), manifest_path_name(i) };
+                        r = profile_write_key(f, "ro-bind-try", p, ARRAY_SIZE(p));
+                }
+        return r;
 }
 
 static int write_profile(const struct launchspec_input *in, FILE *f) {
@@ -34,6 +50,8 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         r = profile_write_key(f, "bind", bind, ARRAY_SIZE(bind));
         if (r < 0)
                 return r;
+        if (j->bundle.set && (r = write_bundle_fs(f, &j->bundle)) < 0)
+                return r;
         fprintf(f, "chdir = " JOB_WORKSPACE "\n");
         fprintf(f, "[env]\n");
         for (size_t i = 0; i < j->req.run.n_env; i++) {
@@ -45,6 +63,11 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
          * SBX_* (proto.c refuses it), and later settings win anyway. */
         if ((r = write_env(f, LAUNCH_ENV_JOB_ID, j->id)) < 0 || (r = write_env(f, LAUNCH_ENV_TENANT, j->tenant->name)) < 0 ||
             (r = write_env(f, LAUNCH_ENV_WORKSPACE, JOB_WORKSPACE)) < 0)
+                return r;
+        if (j->bundle.set &&
+            ((r = write_env(f, LAUNCH_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||
+             (r = write_env(f, LAUNCH_ENV_BUNDLE_VERSION, j->bundle.version)) < 0 ||
+             (r = write_env(f, LAUNCH_ENV_BUNDLE_DIR, JOB_BUNDLE)) < 0))
                 return r;
         fprintf(f, "[limits]\n");
         if (pol->memory != PROTO_UNSET && !(in->cg_limits & CG_LIMIT_MEMORY))
@@ -60,6 +83,8 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
 int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, struct sbx_error *err) {
         const struct run_request *run = &in->j->req.run;
         memset(ret, 0, sizeof(*ret));
+        if (in->j->bundle.set && (!in->j->bundle.tree || in->j->bundle.n_command == 0))
+                return sbx_error_msg(err, EINVAL, "the job's bundle is not resolved");
 
         FILE *f = open_memstream(&ret->profile, &ret->profile_len);
         if (!f)
@@ -73,7 +98,8 @@ int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, 
         }
 
         static const char *const head[] = { "--json-status-fd", "3", "--profile" };
-        size_t n = 1 + ARRAY_SIZE(head) + 3 + 1 + run->argc + 1, k = 0;
+        const struct job_bundle *b = &in->j->bundle;
+        size_t n = 1 + ARRAY_SIZE(head) + 3 + 1 + b->n_command + run->argc + 1, k = 0;
         ret->argv = calloc(n, sizeof(char *));
         if (asprintf(&ret->env_buf, "%s=%s", LAUNCH_ENV_PROFILE_PATH, in->search_path) < 0)
                 ret->env_buf = NULL;
@@ -89,6 +115,8 @@ int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, 
         ret->argv[k++] = (char *) "--profile";
         ret->argv[k++] = (char *) LAUNCH_FD_PROFILE_PATH;
         ret->argv[k++] = (char *) "--";
+        for (size_t i = 0; i < b->n_command; i++)
+                ret->argv[k++] = b->command[i];
         for (size_t i = 0; i < run->argc; i++)
                 ret->argv[k++] = run->argv[i];
         ret->argv[k] = NULL;

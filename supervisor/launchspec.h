@@ -17,6 +17,7 @@ struct launchspec_input {
         const char *profile_file;  /* the job's named profile, resolved */
         const char *search_path;   /* profile_path, for the launcher's own lookups */
         const char *workspace;     /* the job's workspace on the host */
+        /* a bundle job: j->bundle.tree, .command and .ro_paths */
         const struct job *j;
         unsigned cg_limits;        /* CG_LIMIT_* the job's cgroup enforces */
 };

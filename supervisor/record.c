@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
 #include <string.h>
 
 #include "launch-abi.h"
@@ -47,12 +48,72 @@ static json_t *int_or_null(int v, int floor) {
         return v >= floor ? json_integer(v) : json_null();
 }
 
+json_t *record_command(const struct job *j) {
+        const struct job_bundle *b = &j->bundle;
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < b->n_command; i++)
+                json_array_append_new(a, json_string(b->command[i]) ?: json_string("?"));
+        for (size_t i = 0; a && i < j->req.run.argc; i++)
+                json_array_append_new(a, json_string(j->req.run.argv[i]) ?: json_string("?"));
+        return a;
+}
+
+static json_t *str_or_null(const char *s) {
+        return s && *s ? json_string(s) : json_null();
+}
+
+json_t *record_bundle(const struct job_bundle *b) {
+        char ref[160];
+        if (!b->set)
+                return json_null();
+        bool resolved = b->sha256[0] != '\0';
+        bundle_ref_str(&b->ref, ref, sizeof(ref));
+        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:{s:I, s:I, s:I, s:I}}", "name", b->ref.name, "ref",
+                              ref, "registry", str_or_null(b->registry), "version", str_or_null(b->version), "sha256",
+                              str_or_null(b->sha256), "source",
+                              resolved ? json_string(b->from_cache ? "cache" : "registry") : json_null(), "serial",
+                              b->serial ? json_integer((json_int_t) b->serial) : json_null(), "stale", b->stale, "time_us",
+                              "resolve", (json_int_t) b->resolve_us, "download", (json_int_t) b->download_us, "verify",
+                              (json_int_t) b->verify_us, "extract", (json_int_t) b->extract_us);
+        if (o && b->stale && b->stale_why)
+                json_object_set_new(o, "stale_reason", json_string(b->stale_why));
+        return o;
+}
+
+static uint64_t u64_member(json_t *o, const char *k) {
+        json_t *v = json_object_get(o, k);
+        return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t) json_integer_value(v) : 0;
+}
+
+void record_bundle_restore(json_t *o, struct job_bundle *b) {
+        const char *v = json_string_value(json_object_get(o, "version"));
+        const char *sha = json_string_value(json_object_get(o, "sha256"));
+        const char *src = json_string_value(json_object_get(o, "source"));
+        const char *why = json_string_value(json_object_get(o, "stale_reason"));
+        json_t *t = json_object_get(o, "time_us");
+        if (!json_is_object(o))
+                return;
+        if (v && semver_valid(v))
+                snprintf(b->version, sizeof(b->version), "%s", v);
+        if (sha && sha256_hex_valid(sha))
+                snprintf(b->sha256, sizeof(b->sha256), "%s", sha);
+        b->from_cache = src && streq(src, "cache");
+        b->stale = json_is_true(json_object_get(o, "stale"));
+        if (why && !b->stale_why)
+                b->stale_why = strdup(why);
+        b->serial = u64_member(o, "serial");
+        b->resolve_us = u64_member(t, "resolve");
+        b->download_us = u64_member(t, "download");
+        b->verify_us = u64_member(t, "verify");
+        b->extract_us = u64_member(t, "extract");
+}
+
 json_t *record_build(const struct record_input *in) {
         const struct job *j = in->j;
         json_t *end = in->launcher_end;
         json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:o, s:s, s:s}", "v", PROTO_VERSION, "job", j->id, "tenant",
                                 in->tenant, "uid", (json_int_t) j->caller_uid, "job_uid", (json_int_t) in->job_uid, "job_gid",
-                                (json_int_t) in->job_gid, "command", proto_argv(&j->req.run), "profile", j->pol.profile,
+                                (json_int_t) in->job_gid, "command", record_command(j), "profile", j->pol.profile,
                                 "state", job_outcome_name(j->outcome));
         if (!rec)
                 return NULL;
@@ -89,7 +150,7 @@ json_t *record_build(const struct record_input *in) {
         json_t *prot = end ? json_object_get(end, LAUNCH_KEY_PROTECTIONS) : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
         json_object_set_new(rec, "network_events", json_array());
-        json_object_set_new(rec, "bundle", json_null());
+        json_object_set_new(rec, "bundle", record_bundle(&j->bundle));
         json_object_set_new(rec, "idempotency_key",
                             j->req.run.idempotency_key ? json_string(j->req.run.idempotency_key) : json_null());
         json_object_set_new(rec, "request_sha256", in->req_digest ? json_string(in->req_digest) : json_null());

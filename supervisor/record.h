@@ -37,3 +37,13 @@ struct record_input {
 };
 
 json_t *record_build(const struct record_input *in);
+
+/* A bundle job's "bundle" member: what was asked, what it resolved to,
+ * where from, and the time each step took (the journal's start line keeps
+ * it too, for a record written after a restart). */
+json_t *record_bundle(const struct job_bundle *b);
+/* Back from the journal: the resolution (not the tree or command). */
+void record_bundle_restore(json_t *o, struct job_bundle *b);
+/* The command the job ran: a bundle's manifest command and the caller's
+ * arguments, or the request's command. */
+json_t *record_command(const struct job *j);

@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "launch-abi.h"
 #include "launchspec.h"
+#include "manifest.h"
 #include "profile.h"
 
 static struct tenant t = { .name = "acme", .job_uid = 900, .job_gid = 900 };
@@ -138,11 +139,63 @@ static void test_cgroup_limits(void **state) {
         unmk(&j);
 }
 
+/* A bundle job: its manifest's command then the caller's arguments, the
+ * tree read-only at /bundle, the granted host paths read-only, and the
+ * bundle named in the environment. */
+static void test_bundle(void **state) {
+        struct job j;
+        struct launchspec ls;
+        struct profile p;
+        struct sbx_error e;
+        mk(&j);
+        j.bundle.set = true;
+        assert_int_equal(bundle_ref_parse("hello", &j.bundle.ref, &e), 0);
+        snprintf(j.bundle.version, sizeof(j.bundle.version), "1.2.0");
+        j.bundle.tree = strdup("/var/lib/sbx/cache/abc/tree");
+        j.bundle.command = calloc(3, sizeof(char *));
+        j.bundle.command[0] = strdup("/bundle/run.sh");
+        j.bundle.command[1] = strdup("--fast");
+        j.bundle.n_command = 2;
+        j.bundle.ro_paths = MANIFEST_PATH_BIT(manifest_path_find("/etc/ssl/certs"));
+        build(&j, 0, &ls);
+        const char *want[] = { "--", "/bundle/run.sh", "--fast", "python3", "-c", "print(1)", NULL };
+        size_t k = 0;
+        while (strcmp(ls.argv[k], "--") != 0)
+                k++;
+        for (size_t i = 0; want[i]; i++)
+                assert_string_equal(ls.argv[k + i], want[i]);
+        assert_null(ls.argv[k + 6]);
+        profile_init(&p);
+        if (profile_load_string(&p, "generated", ls.profile, &e) < 0)
+                fail_msg("%s\n%s", e.msg, ls.profile);
+        assert_int_equal(p.n_fs, 4); /* workspace, bundle, certs, chdir */
+        assert_int_equal(p.fs[1].type, FS_RO_BIND);
+        assert_false(p.fs[1].try_);
+        assert_string_equal(p.fs[1].src, "/var/lib/sbx/cache/abc/tree");
+        assert_string_equal(p.fs[1].dest, "/bundle");
+        assert_int_equal(p.fs[2].type, FS_RO_BIND);
+        assert_true(p.fs[2].try_);
+        assert_string_equal(p.fs[2].src, "/etc/ssl/certs");
+        assert_string_equal(p.fs[2].dest, "/etc/ssl/certs");
+        assert_string_equal(env_value(&p, "SBX_BUNDLE"), "hello");
+        assert_string_equal(env_value(&p, "SBX_BUNDLE_VERSION"), "1.2.0");
+        assert_string_equal(env_value(&p, "SBX_BUNDLE_DIR"), "/bundle");
+        profile_free(&p);
+        launchspec_free(&ls);
+        /* never started without its tree */
+        free(j.bundle.tree);
+        j.bundle.tree = NULL;
+        struct launchspec_input in = { .launcher = "l", .profile_file = "p", .search_path = "s", .workspace = "w", .j = &j };
+        assert_int_equal(launchspec_build(&in, &ls, &e), -EINVAL);
+        unmk(&j);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_command_line),
                 cmocka_unit_test(test_profile_round_trip),
                 cmocka_unit_test(test_cgroup_limits),
+                cmocka_unit_test(test_bundle),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

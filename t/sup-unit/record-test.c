@@ -145,11 +145,66 @@ static void test_capture_refused(void **state) {
         unmk(&j);
 }
 
+/* A bundle job: the bundle asked for and what it resolved to, the command
+ * as run (the manifest's, then the caller's arguments), and the same
+ * again after a trip through the journal. */
+static void test_bundle(void **state) {
+        struct job j;
+        struct sbx_error e;
+        mk(&j);
+        static char *cmd0 = "/bundle/hello.sh";
+        j.bundle.set = true;
+        assert_int_equal(bundle_ref_parse("hello@1.2.0", &j.bundle.ref, &e), 0);
+        j.bundle.registry = "main";
+        json_t *b = record_bundle(&j.bundle);
+        /* not resolved yet */
+        assert_true(json_is_null(json_object_get(b, "sha256")));
+        assert_true(json_is_null(json_object_get(b, "source")));
+        assert_string_equal(json_string_value(json_object_get(b, "ref")), "hello@1.2.0");
+        json_decref(b);
+        snprintf(j.bundle.version, sizeof(j.bundle.version), "1.2.0");
+        memset(j.bundle.sha256, 'a', 64);
+        j.bundle.serial = 4;
+        j.bundle.stale = true;
+        j.bundle.from_cache = true;
+        j.bundle.stale_why = strdup("connection refused");
+        j.bundle.download_us = 1500;
+        j.bundle.command = calloc(2, sizeof(char *));
+        j.bundle.command[0] = strdup(cmd0);
+        j.bundle.n_command = 1;
+        struct record_input in = { .j = &j, .tenant = "acme", .results_path = "/r", .cgroup_cpu_us = -1 };
+        json_t *rec = record_build(&in);
+        all_keys(rec);
+        b = json_object_get(rec, "bundle");
+        assert_string_equal(json_string_value(json_object_get(b, "name")), "hello");
+        assert_string_equal(json_string_value(json_object_get(b, "version")), "1.2.0");
+        assert_string_equal(json_string_value(json_object_get(b, "source")), "cache");
+        assert_true(json_is_true(json_object_get(b, "stale")));
+        assert_string_equal(json_string_value(json_object_get(b, "stale_reason")), "connection refused");
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "time_us"), "download")), 1500);
+        json_t *c = json_object_get(rec, "command");
+        assert_int_equal(json_array_size(c), 4);
+        assert_string_equal(json_string_value(json_array_get(c, 0)), "/bundle/hello.sh");
+        assert_string_equal(json_string_value(json_array_get(c, 1)), "sh");
+        /* through the journal and back */
+        struct job_bundle again = { 0 };
+        record_bundle_restore(b, &again);
+        assert_string_equal(again.version, "1.2.0");
+        assert_string_equal(again.sha256, j.bundle.sha256);
+        assert_true(again.stale && again.from_cache);
+        assert_int_equal(again.serial, 4);
+        assert_int_equal(again.download_us, 1500);
+        free(again.stale_why);
+        json_decref(rec);
+        unmk(&j);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ran_here),
                 cmocka_unit_test(test_recovered),
                 cmocka_unit_test(test_capture_refused),
+                cmocka_unit_test(test_bundle),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
