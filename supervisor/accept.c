@@ -3,13 +3,15 @@
  * it (not stopping, storage working), the tenant's policy allows it, it is
  * not a retry of a job already accepted, and the scheduler admits it; then
  * its workspace is made, its accept line is journaled, and the reply waits
- * for the journal's sync (durable before acknowledged). */
+ * for the journal's sync (durable before acknowledged). A bundle job's
+ * policy is decided once its manifest is known (bundle.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "bundle.h"
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
@@ -106,6 +108,33 @@ static void prepare_failed(struct conn *c, struct request *req, const char *what
         refuse(c, req, storage ? E_STORAGE : E_INTERNAL, "cannot prepare the job: %s", msg);
 }
 
+/* The tenant's policy: an inline command's decision now; a bundle's
+ * once its manifest is known, if the tenant runs bundles at all. */
+static bool admit(struct conn *c, struct request *req, struct policy_decision *pol) {
+        struct sbx_error err;
+        const char *code;
+        sbx_error_clear(&err);
+        if (req->run.bundle) {
+                if (bundle_admit(c->tenant, &req->run, &code, &err) < 0) {
+                        refuse(c, req, code, "%s", err.msg);
+                        return false;
+                }
+                memset(pol, 0, sizeof(*pol));
+                pol->timeout_ms = pol->memory = pol->processes = pol->cpu_s = pol->cpu_milli = pol->output = PROTO_UNSET;
+                return true;
+        }
+        if (c->tenant->bundles_only) {
+                refuse(c, req, E_FORBIDDEN, "field 'command': tenant '%s' runs bundles only (bundles_only): name a bundle",
+                       c->tenant->name);
+                return false;
+        }
+        if (policy_apply(c->tenant, &req->run, &c->d->caps, pol, &err) < 0) {
+                refuse(c, req, pol->code, "%s", err.msg);
+                return false;
+        }
+        return true;
+}
+
 void accept_run(struct conn *c, struct request *req) {
         struct daemon *d = c->d;
         struct sbx_error err;
@@ -126,15 +155,13 @@ void accept_run(struct conn *c, struct request *req) {
         }
         if (req->run.follow && !subscribe_room(c, req->tag))
                 return;
-        if (policy_apply(c->tenant, &req->run, &d->caps, &pol, &err) < 0) {
-                refuse(c, req, pol.code, "%s", err.msg);
+        if (!admit(c, req, &pol))
                 return;
-        }
         proto_request_digest(&req->run, digest);
         if (idempotent(c, req, digest))
                 return;
         _cleanup_free_ char *profile_path = NULL;
-        if (resolve_profile(d, c, req, pol.profile, &profile_path) < 0)
+        if (!req->run.bundle && resolve_profile(d, c, req, pol.profile, &profile_path) < 0)
                 return;
 
         struct rjob *rj = rjob_new(d);
@@ -154,6 +181,11 @@ void accept_run(struct conn *c, struct request *req) {
         j->req = *req; /* the job owns the request now */
         request_init(req);
         req->tag = j->req.tag ? json_incref(j->req.tag) : NULL;
+        if (j->req.run.bundle) {
+                j->bundle.set = true;
+                j->bundle.registry = c->tenant->registry->name;
+                bundle_ref_parse(j->req.run.bundle, &j->bundle.ref, &err);
+        }
 
         if (sched_enqueue(&d->sched, j, &err) < 0) {
                 refuse(c, req, E_QUEUE_FULL, "%s", err.msg);
@@ -185,9 +217,16 @@ void accept_run(struct conn *c, struct request *req) {
                       pol.clamped[0] ? pol.clamped : NULL, true);
         if (j->req.run.follow)
                 subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
-        json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");
-        if (pol.clamped[0])
-                json_object_set_new(ok, "clamped", json_string(pol.clamped));
+        /* At hand, it queues now; else it waits ("fetching"); refused, it
+         * has ended already. */
+        if (j->bundle.set)
+                bundle_job_start(rj);
+        json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state",
+                               j->state == JOB_DONE ? job_outcome_name(j->outcome) : job_state_name(j->state));
+        if (j->pol.clamped[0])
+                json_object_set_new(ok, "clamped", json_string(j->pol.clamped));
+        if (j->bundle.set)
+                json_object_set_new(ok, "bundle", json_string(j->req.run.bundle));
         /* Durable before acknowledged: this reply (and whatever follows it
          * on this connection) goes out after the journal is synced at the
          * end of this loop turn, one sync for every job accepted in it. */

@@ -15,6 +15,7 @@
 #endif
 
 #include "audit.h"
+#include "bundle.h"
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
@@ -80,9 +81,10 @@ static void begin_stop(struct daemon *d, const char *why) {
         sd_notify(0, "STOPPING=1");
 #endif
         listener_stop(d);
+        bundles_stop(d);
         list_for_each_safe(pos, tmp, &d->jobs.all) {
                 struct rjob *rj = list_entry(pos, struct rjob, link);
-                if (rj->j.state == JOB_QUEUED) {
+                if (rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING) {
                         sched_remove_queued(&d->sched, &rj->j);
                         job_transition(&rj->j, JEV_SHUTDOWN, NULL);
                         runner_end(rj);
@@ -131,6 +133,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         }
         conns_expire_partial(&d->conns, now, d->cfg->request_timeout_ms);
         commit_retry(d, now);
+        bundles_housekeeping(d);
 }
 
 static void on_worker(struct source *s, uint32_t events) {
@@ -267,6 +270,9 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return sbx_error_set(err, wfd, "worker threads");
         if ((r = loop_add(&d->worker_src, wfd, EPOLLIN, on_worker)) < 0)
                 return sbx_error_set(err, r, "worker threads");
+        /* Before recovery: jobs it queues again may fetch their bundles. */
+        if ((r = bundles_init(d, err)) < 0)
+                return r;
         r = recover_run(d, err);
         if (r < 0)
                 return r;
@@ -295,6 +301,7 @@ void daemon_done(struct daemon *d) {
          * client that went away. */
         conns_close_all(&d->conns);
         worker_stop();
+        bundles_done(d);
         commit_done(d);
         /* Jobs still here have no durable record: the journal keeps them
          * for the next start. */

@@ -20,6 +20,8 @@
 #include "sched.h"
 #include "statedir.h"
 
+struct bundles;
+
 /* A tenant the configuration no longer has, for its jobs' records after a
  * restart. */
 struct ghost_tenant {
@@ -45,6 +47,7 @@ struct daemon {
         bool starting;            /* runner_start_ready() is starting jobs */
         uint64_t next_retention_ms;
         struct ghost_tenant *ghosts;
+        struct bundles *bundles;  /* bundle.c */
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

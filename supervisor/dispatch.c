@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "bundle.h"
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
@@ -32,8 +33,13 @@ static bool lookup(struct conn *c, const struct request *req, struct rjob **ret_
 
 static json_t *live_summary(const struct rjob *rj) {
         const struct job *j = &rj->j;
-        return proto_summary_live(j->id, j->tenant->name, job_state_name(j->state), j->created_ms, j->started_ms,
-                                  j->req.run.argv[0]);
+        const struct run_request *run = &j->req.run;
+        /* A bundle job's command is its bundle's until it runs. */
+        const char *cmd = run->bundle ? (j->bundle.n_command ? j->bundle.command[0] : run->bundle) : run->argv[0];
+        json_t *o = proto_summary_live(j->id, j->tenant->name, job_state_name(j->state), j->created_ms, j->started_ms, cmd);
+        if (o && run->bundle)
+                json_object_set_new(o, "bundle", json_string(run->bundle));
+        return o;
 }
 
 static json_t *done_summary(const struct done_entry *e) {
@@ -102,7 +108,7 @@ static void op_cancel(struct conn *c, struct request *req, struct rjob *rj, stru
                 return;
         }
         audit_request(c, "cancel", "accepted", rj->j.id, NULL, NULL, false);
-        if (rj->j.state == JOB_QUEUED) {
+        if (rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING) {
                 sched_remove_queued(&d->sched, &rj->j);
                 job_transition(&rj->j, JEV_CANCEL, NULL);
                 json_t *ok = json_pack("{s:s, s:s}", "job", rj->j.id, "state", job_outcome_name(rj->j.outcome));
@@ -192,6 +198,16 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
                 break;
         case REQ_LIST:
                 op_list(c, &req);
+                break;
+        case REQ_BUNDLE_SHOW:
+                bundle_op_show(c, &req);
+                break;
+        case REQ_CACHE_LIST:
+                bundle_op_cache_list(c, &req);
+                break;
+        case REQ_CACHE_GC:
+                audit_request(c, "cache.gc", "accepted", NULL, NULL, NULL, false);
+                bundle_op_cache_gc(c, &req);
                 break;
         default:
                 op_job(c, &req);

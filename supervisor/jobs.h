@@ -14,6 +14,7 @@
 #include "result.h"
 #include "worker.h"
 
+struct cache_entry;
 struct daemon;
 
 /* Steps of a job's life, in monotonic microseconds, for the debug log. */
@@ -39,6 +40,10 @@ struct rjob {
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;
+
+        /* bundle.c: the resolution it waits for, then the tree it holds */
+        void *bundle_wait;
+        struct cache_entry *bundle_tree;
 
         /* the end: artifacts, then the record through the group commit */
         struct work work;

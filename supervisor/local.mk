@@ -43,17 +43,25 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/commit.h supervisor/commit.c \
 	supervisor/recover.h supervisor/recover.c \
 	supervisor/loop.h supervisor/loop.c \
+	supervisor/pool.h supervisor/pool.c \
 	supervisor/worker.h supervisor/worker.c \
 	supervisor/syncer.h supervisor/syncer.c \
 	supervisor/spawn.h supervisor/spawn.c \
 	supervisor/cgroup.h supervisor/cgroup.c \
 	supervisor/workspace.h supervisor/workspace.c \
-	supervisor/audit.h supervisor/audit.c
-supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS)
+	supervisor/audit.h supervisor/audit.c \
+	supervisor/extract.h supervisor/extract.c \
+	supervisor/fetch.h supervisor/fetch.c \
+	supervisor/cachefs.h supervisor/cachefs.c \
+	supervisor/registry.h supervisor/registry.c \
+	supervisor/bundle.h supervisor/bundle-internal.h supervisor/bundle.c \
+	supervisor/bundle-job.c supervisor/bundle-ops.c
+supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
+	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/sbxctl.c
+supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)

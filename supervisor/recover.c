@@ -8,10 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bundle.h"
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
 #include "profile.h"
+#include "record.h"
 #include "recover.h"
 #include "runner.h"
 #include "tenant.h"
@@ -114,7 +116,14 @@ static struct rjob *rebuild(struct daemon *d, const struct journal_entry *x, boo
                 rjob_free(rj);
                 return NULL;
         }
-        if (policy_from_json(json_object_get(x->accept, "policy"), &j->pol) < 0) {
+        if (j->req.run.bundle) {
+                /* What it was to run; what it resolved to, if it started. */
+                j->bundle.set = bundle_ref_parse(j->req.run.bundle, &j->bundle.ref, NULL) == 0;
+                j->bundle.registry = j->tenant->registry ? j->tenant->registry->name : NULL;
+                record_bundle_restore(json_object_get(x->start, "bundle"), &j->bundle);
+        }
+        json_t *pol = json_object_get(x->start, "policy") ?: json_object_get(x->accept, "policy");
+        if (policy_from_json(pol, &j->pol) < 0) {
                 /* A line from before the journal kept decisions. */
                 const char *p = json_string_value(json_object_get(x->accept, "profile"));
                 snprintf(j->pol.profile, sizeof(j->pol.profile), "%s", p ? p : "?");
@@ -128,9 +137,12 @@ static struct rjob *rebuild(struct daemon *d, const struct journal_entry *x, boo
 static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
         struct sbx_error err;
         struct job *j = &rj->j;
+        const char *code;
         sbx_error_clear(&err);
-        int r = policy_apply(j->tenant, &j->req.run, &d->caps, &j->pol, &err);
-        if (r == 0) {
+        /* A bundle's decision is taken again once it is resolved again. */
+        int r = j->bundle.set ? bundle_admit(j->tenant, &j->req.run, &code, &err)
+                              : policy_apply(j->tenant, &j->req.run, &d->caps, &j->pol, &err);
+        if (r == 0 && !j->bundle.set) {
                 r = profile_find(j->pol.profile, d->cfg->profile_path, &rj->profile_path);
                 if (r < 0)
                         sbx_error_msg(&err, -r, "no profile '%s' in %s", j->pol.profile, d->cfg->profile_path);
@@ -150,6 +162,8 @@ static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
         }
         sched_requeue(&d->sched, j);
         t->requeued++;
+        if (j->bundle.set)
+                bundle_job_start(rj);
         return 0;
 }
 

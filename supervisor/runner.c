@@ -12,8 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bundle.h"
 #include "cgroup.h"
 #include "commit.h"
+#include "record.h"
 #include "daemon.h"
 #include "launch-abi.h"
 #include "launchspec.h"
@@ -157,9 +159,16 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
 }
 
 json_t *runner_start_record(const struct rjob *rj) {
-        return json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:b, s:i}", "ev", "start", "job", rj->j.id, "pid", (int) rj->pid,
-                         "starttime", (json_int_t) rj->starttime, "started", proto_time(rj->j.started_ms), "cg_limits",
-                         (int) rj->cg_limits, "cgroup", rj->had_cgroup, "attempt", (int) rj->j.attempt);
+        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:b, s:i}", "ev", "start", "job", rj->j.id, "pid", (int) rj->pid,
+                              "starttime", (json_int_t) rj->starttime, "started", proto_time(rj->j.started_ms), "cg_limits",
+                              (int) rj->cg_limits, "cgroup", rj->had_cgroup, "attempt", (int) rj->j.attempt);
+        /* A bundle job's resolution and grant are known only now: a record
+         * written after a restart needs them. */
+        if (o && rj->j.bundle.set) {
+                json_object_set_new(o, "bundle", record_bundle(&rj->j.bundle));
+                json_object_set_new(o, "policy", policy_to_json(&rj->j.pol));
+        }
+        return o;
 }
 
 /* The journal's start line: the launcher's pid (to kill orphans when
@@ -337,6 +346,8 @@ static void artifacts_done(struct work *w) {
 void runner_end(struct rjob *rj) {
         struct daemon *d = rj->d;
         bool was_running = rj->j.started_ms != 0;
+        if (rj->j.bundle.set)
+                bundle_job_release(rj);
         rj->j.ended_ms = now_real_ms();
         capture_stop(&rj->cap);
         if (rj->slot) {

@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "parse.h"
 #include "proto.h"
+#include "sbxctl.h"
 
 #ifndef SBX_RUNSTATEDIR
 #define SBX_RUNSTATEDIR "/run"
@@ -25,11 +26,11 @@
 #define MAX_UPLOAD (256u << 20)
 
 static const char *socket_path;
-static bool json_out;
+bool json_out;
 static FILE *conn_in;
 static int conn_fd = -1;
 
-_noreturn_ _printf_(1, 2) static void die(const char *fmt, ...) {
+void die(const char *fmt, ...) {
         va_list ap;
         fputs("sbxctl: ", stderr);
         va_start(ap, fmt);
@@ -52,8 +53,12 @@ static void usage(FILE *f) {
                 "  cancel JOB          stop a job (SIGTERM, then kill after the grace period)\n"
                 "  result [--json] JOB the job's result record\n"
                 "  ls [--state S] [--limit N]   your jobs, newest first\n"
-                "  ping                check the daemon and show who you are to it\n\n"
+                "  ping                check the daemon and show who you are to it\n"
+                "  bundle show NAME[@VERSION]   a bundle: manifest, derived profile, your policy's verdict\n"
+                "  cache ls            the cached bundles of your registry\n"
+                "  cache gc [--all]    remove cached bundles past the budget or age (--all: every unused one)\n\n"
                 "run/submit options:\n"
+                "  --bundle NAME[@VERSION|@sha256:HEX]  run a bundle; what follows -- are its arguments\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
                 "  --timeout DURATION  wall-clock limit, e.g. 30s, 5m\n"
                 "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE   limits\n"
@@ -66,7 +71,7 @@ static void usage(FILE *f) {
                 "  --idempotency-key K make retries of this submission safe\n");
 }
 
-static void connect_daemon(void) {
+void connect_daemon(void) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(socket_path) >= sizeof(sa.sun_path))
                 die("socket path too long: %s", socket_path);
@@ -145,7 +150,7 @@ static void free_last_response(void) {
         last_response = NULL;
 }
 
-static json_t *request(json_t *req) {
+json_t *request(json_t *req) {
         send_request(req);
         json_decref(last_response);
         last_response = NULL;
@@ -202,6 +207,7 @@ static void print_result(json_t *res) {
         if (json_is_object(err))
                 printf("error:     %s: %s\n", json_string_value(json_object_get(err, "code")) ?: "",
                        json_string_value(json_object_get(err, "message")) ?: "");
+        print_bundle(json_object_get(res, "bundle"));
         printf("created:   %s\n", json_string_value(json_object_get(res, "created")) ?: "-");
         printf("ended:     %s\n", json_string_value(json_object_get(res, "ended")) ?: "-");
         json_t *w = json_object_get(res, "wall_ms"), *cpu = json_object_get(res, "cpu_ms");
@@ -234,7 +240,7 @@ static void print_result(json_t *res) {
                        json_string_value(json_object_get(a, "sha256")) ?: "?");
 }
 
-static json_t *new_req(const char *op) {
+json_t *new_req(const char *op) {
         return json_pack("{s:i, s:s}", "v", PROTO_VERSION, "op", op);
 }
 
@@ -280,8 +286,11 @@ static uint64_t opt_size(const char *opt, const char *v) {
 }
 
 static json_t *build_run(int argc, char **argv, bool follow) {
-        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY };
+        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY,
+               O_BUNDLE };
+        const char *bundle = NULL;
         static const struct option opts[] = {
+                { "bundle", required_argument, NULL, O_BUNDLE },
                 { "profile", required_argument, NULL, O_PROFILE }, { "timeout", required_argument, NULL, O_TIMEOUT },
                 { "memory", required_argument, NULL, O_MEMORY },   { "processes", required_argument, NULL, O_PROCS },
                 { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
@@ -371,17 +380,24 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 case O_KEY:
                         json_object_set_new(req, "idempotency_key", json_string(optarg));
                         break;
+                case O_BUNDLE:
+                        bundle = optarg;
+                        break;
                 default:
                         usage(stderr);
                         exit(2);
                 }
         }
-        if (optind >= argc)
-                die("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]...)", argv[0], argv[0]);
+        if (optind >= argc && !bundle)
+                die("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]..., or --bundle NAME)", argv[0], argv[0]);
         json_t *cmd = json_array();
         for (int i = optind; i < argc; i++)
                 json_array_append_new(cmd, json_string(argv[i]));
-        json_object_set_new(req, "command", cmd);
+        if (bundle) {
+                json_object_set_new(req, "bundle", json_string(bundle));
+                json_object_set_new(req, "args", cmd);
+        } else
+                json_object_set_new(req, "command", cmd);
         if (json_object_size(limits))
                 json_object_set_new(req, "limits", limits);
         else
@@ -492,6 +508,8 @@ int main(int argc, char **argv) {
         if (sodium_init() < 0)
                 die("libsodium initialisation failed");
         atexit(free_last_response);
+        if (streq(argv[optind], "bundle") || streq(argv[optind], "cache"))
+                return sbxctl_bundle(argc - optind, argv + optind);
         char **av = argv + optind;
         int ac = argc - optind;
         const char *cmd = av[0];

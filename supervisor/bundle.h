@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Bundles on the event loop: resolving a job's bundle reference through
+ * its tenant's registry (a verified index kept in memory for index_ttl,
+ * so that a warm run asks nothing of the registry), the cache of unpacked
+ * trees (a job holds its tree while it runs; least recently used trees
+ * go beyond the byte budget or the age limit, never one in use), and the
+ * transfers and unpacking, which run on a pool of their own: one download
+ * for every job that asks for the same missing bundle, and a job waiting
+ * for its bundle is in state "fetching". When the bundle is ready its
+ * manifest's capabilities are intersected with the tenant's policy
+ * (grant.h) and the job queues, or ends with the refusal; every failure is
+ * the job's result (E_REGISTRY_UNAVAILABLE, E_BUNDLE_*), audited. With a
+ * registry's offline = use-cached, a registry that cannot be asked lets
+ * the newest cached version that fits run, marked stale. */
+#pragma once
+
+#include <stdint.h>
+
+#include "conf.h"
+#include "error.h"
+#include "proto.h"
+
+struct conn;
+struct daemon;
+struct rjob;
+
+/* After the state directory and the loop: the cache read from disk, the
+ * pool started. */
+int bundles_init(struct daemon *d, struct sbx_error *err);
+/* The daemon is stopping: transfers and unpacking stop at once. */
+void bundles_stop(struct daemon *d);
+/* After the clients are gone: the pool joined, everything freed. */
+void bundles_done(struct daemon *d);
+/* Once a second: trees past the age limit or the budget go. */
+void bundles_housekeeping(struct daemon *d);
+
+/* May t run the bundle run names? 0, or -EPERM with *code and err. */
+int bundle_admit(const struct tenant *t, const struct run_request *run, const char **code, struct sbx_error *err);
+/* An accepted bundle job (queued): resolved now if its bundle is at hand,
+ * else it waits ("fetching"). It may end here (refused). */
+void bundle_job_start(struct rjob *rj);
+/* The job ends: it stops waiting, and lets go of its tree. */
+void bundle_job_release(struct rjob *rj);
+
+/* bundle.show, cache.list, cache.gc (bundle-ops.c). */
+void bundle_op_show(struct conn *c, struct request *req);
+void bundle_op_cache_list(struct conn *c, struct request *req);
+void bundle_op_cache_gc(struct conn *c, struct request *req);

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbxctl's pieces shared by its commands (sbxctl.c: jobs; sbxctl-bundle.c:
+ * bundles and the cache). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "macro.h"
+
+extern bool json_out;
+
+_noreturn_ _printf_(1, 2) void die(const char *fmt, ...);
+void connect_daemon(void);
+json_t *new_req(const char *op);
+/* Send req (stolen); the ok response (borrowed until the next request),
+ * or exit 125 with the daemon's error. */
+json_t *request(json_t *req);
+
+/* sbxctl bundle show REF | cache ls | cache gc [--all] */
+int sbxctl_bundle(int argc, char **argv);
+/* The result record's bundle, a line of print_result. */
+void print_bundle(json_t *b);
