@@ -65,3 +65,10 @@ bin_PROGRAMS += supervisor/sbxctl
 supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
+
+# sbx-bundle(1): the publisher's tool (pack, check, index).
+bin_PROGRAMS += supervisor/sbx-bundle
+supervisor_sbx_bundle_SOURCES = supervisor/sbx-bundle.c supervisor/bundle-tool.h supervisor/bundle-pack.c \
+	supervisor/extract.h supervisor/extract.c
+supervisor_sbx_bundle_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(ARCHIVE_CFLAGS)
+supervisor_sbx_bundle_LDADD = $(LIBSUP) $(ARCHIVE_LIBS)

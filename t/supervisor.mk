@@ -71,6 +71,7 @@ SUP_BATS = \
 	t/supervisor-systemd.bats \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
-	t/supervisor-logs.bats
+	t/supervisor-logs.bats \
+	t/bundle-run.bats
 TESTS += $(SUP_BATS)
-EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/vectors
+EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py
