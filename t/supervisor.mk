@@ -72,6 +72,8 @@ SUP_BATS = \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats \
-	t/bundle-run.bats
+	t/bundle-run.bats \
+	t/bundle-verify.bats \
+	t/bundle-archive.bats
 TESTS += $(SUP_BATS)
-EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py
+EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py
