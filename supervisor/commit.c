@@ -107,7 +107,7 @@ static void audit_end(const struct rjob *rj, json_t *rec) {
         proto_inputs_digest(&j->req.run, digest);
         audit_write_deferred(json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "event", "job_end", "job",
                                        j->id, "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "command",
-                                       proto_argv(&j->req.run), "inputs_sha256", digest, "state", job_outcome_name(j->outcome),
+                                       record_command(j), "inputs_sha256", digest, "state", job_outcome_name(j->outcome),
                                        "exit_code", j->exit_code >= 0 ? json_integer(j->exit_code) : json_null(), "signal",
                                        j->term_signal > 0 ? json_integer(j->term_signal) : json_null(), "wall_ms",
                                        rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",

@@ -230,9 +230,11 @@ static int add_key(void *data, const char *w, const char *where, struct sbx_erro
                 return BAD("%s: keys: '%s' is not an absolute path", where, w);
         if (r->n_keys >= CONFIG_MAX_KEYS)
                 return BAD("%s: keys: more than %d keys", where, CONFIG_MAX_KEYS);
-        int e = minisign_key_load(w, &k, err);
-        if (e < 0)
-                return sbx_error_wrap(err, "%s: keys", where);
+        if (minisign_key_load(w, &k, err) < 0) {
+                sbx_error_wrap(err, "%s: keys", where);
+                /* -ENOENT means "not my key" to the caller. */
+                return -EINVAL;
+        }
         struct minisign_key *n = realloc(r->keys, (r->n_keys + 1) * sizeof(*n));
         if (!n)
                 return -ENOMEM;
