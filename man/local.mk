@@ -6,7 +6,9 @@ MAN_SCD = \
 	man/sbx-supervisord.conf.5.scd \
 	man/sbx-protocol.7.scd \
 	man/sbxctl.1.scd \
-	man/sbx-profile.5.scd
+	man/sbx-profile.5.scd \
+	man/sbx-manifest.5.scd \
+	man/sbx-bundle.1.scd
 dist_man_MANS += $(MAN_SCD:.scd=)
 EXTRA_DIST += $(MAN_SCD) man/tidy.awk
 MAINTAINERCLEANFILES += $(MAN_SCD:.scd=)
