@@ -15,7 +15,8 @@ contrib/systemd/sbx-supervisord.service: $(top_srcdir)/contrib/systemd/sbx-super
 
 all-local: contrib/systemd/sbx-supervisord.service
 CLEANFILES += contrib/systemd/sbx-supervisord.service
-EXTRA_DIST += contrib/sbx-supervisord.conf contrib/try-supervisor.sh contrib/systemd/sbx-supervisord.service.in contrib/systemd/sbx-supervisord.socket \
+EXTRA_DIST += contrib/sbx-supervisord.conf contrib/try-supervisor.sh contrib/try-bundle.sh \
+	contrib/bundles/hello/manifest.ini contrib/bundles/hello/hello.sh contrib/systemd/sbx-supervisord.service.in contrib/systemd/sbx-supervisord.socket \
 	contrib/systemd/sbx.sysusers contrib/systemd/sbx.tmpfiles
 
 install-data-local: contrib/systemd/sbx-supervisord.service

@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: Apache-2.0
-# Running bundles (sbx-manifest(5), sbx-supervisord.conf(5) REGISTRIES):
+# Running bundles (sbx-manifest(5), sbx-supervisord.conf(5) [registry.NAME]):
 # from a signed registry over HTTP or file://, read-only at /bundle, the
 # record saying what ran and where it came from; the cache answering
 # without asking the registry; versions side by side; one download for
 # many jobs; eviction that never takes a tree in use; bundle show and the
-# cache commands.
+# cache commands; contrib/try-bundle.sh, the README's sample, end to end.
 
 load sup-unit/bundle
 bats_require_minimum_version 1.5.0
@@ -310,4 +310,17 @@ memory = 128M" >/dev/null
         run "$SBX_STAGE/bin/sbx-bundle" pack "$dir"
         [ "$status" -eq 1 ]
         [[ "$output" == *"$dir/manifest.ini:3: bundle.version: not a semantic version"* ]]
+}
+
+@test "contrib/try-bundle.sh packs, signs, publishes and runs the sample bundle, the second run from the cache" {
+        before=$(ls -d /tmp/sbx-try-bundle.* 2>/dev/null | wc -l)
+        run "$SBX_SRCDIR/contrib/try-bundle.sh" there
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"hello, there, from bundle hello 1.0.0 (job j"* ]]
+        [[ "$output" == *"again, there, from bundle hello 1.0.0 (job j"* ]]
+        [[ "$output" == *"it cannot be written; the workspace can: /workspace"* ]]
+        [[ "$output" == *"from the registry)"* ]]
+        [[ "$output" == *"verdict:       allowed by your policy"* ]]
+        [[ "$output" != *"that should not happen"* ]]
+        [ "$(ls -d /tmp/sbx-try-bundle.* 2>/dev/null | wc -l)" -eq "$before" ]
 }
