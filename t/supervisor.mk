@@ -76,6 +76,7 @@ SUP_BATS = \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
 	t/bundle-policy.bats \
-	t/bundle-crash.bats
+	t/bundle-crash.bats \
+	t/bundle-registry.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py

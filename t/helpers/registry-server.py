@@ -18,6 +18,7 @@ without its leading '/'); the first that matches decides:
     delay SECS       wait SECS, then answer normally
     hold FILE        wait until FILE exists (at most a minute), then answer
     slow BYTES       send BYTES bytes a second (bounded by the file)
+    redirect URL     answer 302 with Location: URL
 """
 import fnmatch
 import http.server
@@ -61,6 +62,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            return
+        if action == "redirect":
+            self.send_response(302)
+            self.send_header("Location", arg)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         if action == "delay":
             time.sleep(float(arg))
