@@ -99,11 +99,13 @@ teardown() {
 }
 
 @test "a new version published while the old one runs: the old job keeps its tree, a new job gets the new one" {
-        publish hello 1.0.0 1 "" 'echo "start $SBX_BUNDLE_VERSION"; sleep 3; echo "end $SBX_BUNDLE_VERSION $(cat /bundle/run.sh | wc -c)"' >/dev/null
+        # long enough for the new version's job to run meanwhile, under
+        # ASan on a loaded machine too
+        publish hello 1.0.0 1 "" 'echo "start $SBX_BUNDLE_VERSION"; sleep 15; echo "end $SBX_BUNDLE_VERSION $(cat /bundle/run.sh | wc -c)"' >/dev/null
         BUNDLE_REGISTRY="index_ttl = 0" bundle_config
         sup_start
         old=$(ctl submit --bundle hello)
-        for i in $(seq 100); do
+        for i in $(seq 600); do
                 [ "$(ctl --json status "$old" | json_get job.state)" = running ] && break
                 sleep 0.05
         done
@@ -190,13 +192,13 @@ big_bundle() {
 }
 
 @test "a small budget removes unused trees, least recently used first, never one in use" {
-        sha_a=$(publish_dir "$(big_bundle a 'echo a; sleep 3' 700)" 1)
+        sha_a=$(publish_dir "$(big_bundle a 'echo a; sleep 15' 700)" 1)
         sha_b=$(publish_dir "$(big_bundle b 'echo b' 700)" 1)
         sha_c=$(publish_dir "$(big_bundle c 'echo c' 700)" 1)
         BUNDLE_DAEMON="cache_size = 1M" bundle_config
         sup_start
         ja=$(ctl submit --bundle a)
-        for i in $(seq 100); do
+        for i in $(seq 600); do
                 [ "$(ctl --json status "$ja" | json_get job.state)" = running ] && break
                 sleep 0.05
         done

@@ -16,7 +16,7 @@ without its leading '/'); the first that matches decides:
     truncate         announce the whole length, send half, close
     stall SECS       announce the whole length, send half, then wait SECS
     delay SECS       wait SECS, then answer normally
-    hold FILE        wait until FILE exists (at most a minute), then answer
+    hold FILE        wait until FILE exists (at most five minutes), then answer
     slow BYTES       send BYTES bytes a second (bounded by the file)
     redirect URL     answer 302 with Location: URL
 """
@@ -72,7 +72,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if action == "delay":
             time.sleep(float(arg))
         if action == "hold":
-            for _ in range(1200):
+            for _ in range(6000):
                 if os.path.exists(arg):
                     break
                 time.sleep(0.05)
