@@ -58,7 +58,7 @@ int grant_bundle(const struct tenant *t, const struct manifest *m, const struct 
         if (m->net == MANIFEST_NET_RESTRICTED)
                 return refuse(d, E_FORBIDDEN, err,
                               "bundle %s declares network = restricted (%s:%u%s), which this sbx-supervisord cannot grant: "
-                              "restricted networking is not available yet",
+                              "it does not give restricted networking to bundles yet",
                               m->name, m->connect[0].host, (unsigned) m->connect[0].port, m->n_connect > 1 ? ", ..." : "");
         unsigned beyond = m->ro_paths & ~t->bundle_paths;
         for (size_t i = 0; beyond && i < manifest_paths_count(); i++)
