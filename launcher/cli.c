@@ -219,7 +219,7 @@ void cli_parse(struct launch *l, int argc, char **argv) {
                 const struct opt *o = find_opt(a, &inl);
                 if (!o) {
                         fprintf(stderr, "sbx-launch: usage: unknown option '%s' (see --help)\n", a);
-                        exit(LAUNCH_EXIT_SETUP);
+                        exit(SBX_EXIT_SETUP);
                 }
                 if (o->id == O_HELP)
                         help = true;
@@ -228,7 +228,7 @@ void cli_parse(struct launch *l, int argc, char **argv) {
                 if (!inl && i + o->nargs >= argc) {
                         fprintf(stderr, "sbx-launch: usage: %s needs %d argument%s\n", a, o->nargs,
                                 o->nargs > 1 ? "s" : "");
-                        exit(LAUNCH_EXIT_SETUP);
+                        exit(SBX_EXIT_SETUP);
                 }
                 i += inl ? 0 : o->nargs;
         }

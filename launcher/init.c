@@ -64,5 +64,5 @@ void init_run(pid_t command, int exit_fd, bool own_pid_ns) {
 
         ssize_t n = write(exit_fd, &status, sizeof(status));
         (void) n;
-        _exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
+        _exit(WIFSIGNALED(status) ? SBX_EXIT_FOR_SIGNAL(WTERMSIG(status)) : WEXITSTATUS(status));
 }

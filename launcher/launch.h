@@ -18,12 +18,8 @@
 
 #include "error.h"
 #include "harden.h"
+#include "launch-abi.h"
 #include "profile.h"
-
-#define LAUNCH_EXIT_TIMEOUT 124
-#define LAUNCH_EXIT_SETUP 125
-#define LAUNCH_EXIT_NOEXEC 126
-#define LAUNCH_EXIT_NOTFOUND 127
 
 #define LAUNCH_MAX_PASS_FDS 64
 
@@ -55,10 +51,13 @@ enum report_type {
         REPORT_EXEC_FAILED,        /* execve failed: errnum */
 };
 
+/* Longest step name in a report, NUL included. */
+#define STATUS_STEP_MAX 32
+
 struct report {
         int type;
         int errnum;
-        char step[32];
+        char step[STATUS_STEP_MAX];
         char msg[SBX_ERROR_MAX];
         struct protections prot;
 };
@@ -121,5 +120,3 @@ struct run_result {
 void status_start(int fd, pid_t command_pid);
 void status_end(int fd, const struct profile *p, const struct run_result *r);
 void status_error(int fd, const char *step, const char *message);
-/* Append s to buf as a JSON string literal (with quotes). */
-size_t json_escape(char *buf, size_t size, const char *s);

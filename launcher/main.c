@@ -46,7 +46,7 @@ void die(const char *step, const char *fmt, ...) {
         /* Freed so that a sanitizer build reports real leaks only. */
         if (launch_current)
                 profile_free(&launch_current->profile);
-        exit(LAUNCH_EXIT_SETUP);
+        exit(SBX_EXIT_SETUP);
 }
 
 void die_error(const char *step, const struct sbx_error *err) {
@@ -303,16 +303,16 @@ static int run(struct launch *l) {
         res.have_prot = w.ready;
         res.prot = w.prot;
         if (res.timed_out) {
-                res.exit_code = LAUNCH_EXIT_TIMEOUT;
+                res.exit_code = SBX_EXIT_TIMEOUT;
                 res.signal = SIGKILL;
         } else if (w.setup_failed) {
                 fprintf(stderr, "sbx-launch: %s: %s\n", w.last_error.step, w.last_error.msg);
                 status_error(l->status_fd, w.last_error.step, w.last_error.msg);
-                return LAUNCH_EXIT_SETUP;
+                return SBX_EXIT_SETUP;
         } else if (have_cmd_status) {
                 if (WIFSIGNALED(cmd_status)) {
                         res.signal = WTERMSIG(cmd_status);
-                        res.exit_code = 128 + res.signal;
+                        res.exit_code = SBX_EXIT_FOR_SIGNAL(res.signal);
                 } else {
                         res.exit_code = WEXITSTATUS(cmd_status);
                 }
@@ -320,14 +320,14 @@ static int run(struct launch *l) {
                 /* pid 1 itself was killed from outside (OOM killer, an
                  * administrator): the command went with it. */
                 res.signal = WTERMSIG(st);
-                res.exit_code = 128 + res.signal;
+                res.exit_code = SBX_EXIT_FOR_SIGNAL(res.signal);
         } else {
                 res.exit_code = WEXITSTATUS(st);
-                if (!w.ready && res.exit_code == LAUNCH_EXIT_SETUP) {
+                if (!w.ready && res.exit_code == SBX_EXIT_SETUP) {
                         const char *m = "sandbox ended during setup without a report";
                         fprintf(stderr, "sbx-launch: setup: %s\n", m);
                         status_error(l->status_fd, "setup", m);
-                        return LAUNCH_EXIT_SETUP;
+                        return SBX_EXIT_SETUP;
                 }
         }
         if (w.exec_failed)
@@ -359,7 +359,7 @@ int main(int argc, char **argv) {
          * setup (profiles from any path, mounts of any source). */
         if (geteuid() != getuid() || getegid() != getgid()) {
                 fprintf(stderr, "sbx-launch: refusing to run setuid or setgid\n");
-                return LAUNCH_EXIT_SETUP;
+                return SBX_EXIT_SETUP;
         }
 
         launch_current = &l;

@@ -38,7 +38,7 @@ static void report(int fd, int type, const char *step, const struct sbx_error *e
 
 static _noreturn_ void fail(struct launch *l, const char *step, const struct sbx_error *err) {
         report(l->report_fd, REPORT_ERROR, step, err, NULL);
-        _exit(LAUNCH_EXIT_SETUP);
+        _exit(SBX_EXIT_SETUP);
 }
 
 static void reset_signals(void) {
@@ -66,17 +66,17 @@ static void reset_signals(void) {
  * time it is set, so look again afterwards. */
 static void die_with_parent(pid_t expected_ppid, int parent_sock) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                _exit(LAUNCH_EXIT_SETUP);
+                _exit(SBX_EXIT_SETUP);
         if (expected_ppid > 0) {
                 if (getppid() != expected_ppid)
-                        _exit(LAUNCH_EXIT_SETUP);
+                        _exit(SBX_EXIT_SETUP);
                 return;
         }
         /* Our parent is outside our pid namespace, where getppid() says 0:
          * the launcher's end of the report socket tells us instead. */
         struct pollfd pfd = { .fd = parent_sock, .events = POLLRDHUP };
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLRDHUP)))
-                _exit(LAUNCH_EXIT_SETUP);
+                _exit(SBX_EXIT_SETUP);
 }
 
 static _noreturn_ void command_main(struct launch *l, struct protections *prot, pid_t init_pid) {
@@ -112,7 +112,7 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
         int e = errno;
         sbx_error_set(&err, e, "%s", l->argv[0]);
         report(l->report_fd, REPORT_EXEC_FAILED, "exec", &err, prot);
-        _exit(e == ENOENT ? LAUNCH_EXIT_NOTFOUND : LAUNCH_EXIT_NOEXEC);
+        _exit(e == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC);
 }
 
 void sandbox_main(struct launch *l) {

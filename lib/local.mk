@@ -4,6 +4,9 @@ LIBSBX_SOURCES = \
 	lib/macro.h \
 	lib/error.h lib/error.c \
 	lib/parse.h lib/parse.c \
+	lib/fd-util.h lib/fd-util.c \
+	lib/json-string.h lib/json-string.c \
+	lib/launch-abi.h \
 	lib/profile.h lib/profile-internal.h \
 	lib/profile.c lib/profile-keys.c lib/profile-load.c lib/profile-write.c
 lib_libsbx_a_SOURCES = $(LIBSBX_SOURCES)
