@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "fd-util.h"
 #include "harden.h"
 #include "landlock.h"
 #include "procmask.h"
@@ -57,18 +58,6 @@
  * harden_sandbox. */
 static int userns_limit_fd = -1;
 
-static int write_at(int dirfd, const char *path, const char *text) {
-        _cleanup_close_ int fd = -1;
-        size_t len = strlen(text);
-
-        fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, text, len) != (ssize_t) len)
-                return errno ? -errno : -EIO;
-        return 0;
-}
-
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err) {
         int r;
 
@@ -100,15 +89,15 @@ static int enter_nested_userns(int proc_dirfd, struct sbx_error *err) {
         if (dumpable == 0 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
                 return sbx_error_set(err, errno, "nested user namespace: prctl(PR_SET_DUMPABLE)");
 
-        r = write_at(proc_dirfd, "self/setgroups", "deny");
+        r = fd_write_at(proc_dirfd, "self/setgroups", "deny");
         if (r < 0 && r != -EPERM)
                 return sbx_error_set(err, r, "nested user namespace: writing setgroups");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) uid, (unsigned) uid);
-        r = write_at(proc_dirfd, "self/uid_map", map);
+        r = fd_write_at(proc_dirfd, "self/uid_map", map);
         if (r < 0)
                 return sbx_error_set(err, r, "nested user namespace: writing uid_map");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) gid, (unsigned) gid);
-        r = write_at(proc_dirfd, "self/gid_map", map);
+        r = fd_write_at(proc_dirfd, "self/gid_map", map);
         if (r < 0)
                 return sbx_error_set(err, r, "nested user namespace: writing gid_map");
         return 0;
