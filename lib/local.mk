@@ -4,6 +4,7 @@ LIBSBX_SOURCES = \
 	lib/macro.h \
 	lib/error.h lib/error.c \
 	lib/parse.h lib/parse.c \
+	lib/env-name.h lib/env-name.c \
 	lib/fd-util.h lib/fd-util.c \
 	lib/json-string.h lib/json-string.c \
 	lib/launch-abi.h \

@@ -11,6 +11,7 @@
 #include <cap-ng.h>
 #include <seccomp.h>
 
+#include "env-name.h"
 #include "macro.h"
 #include "parse.h"
 #include "profile-internal.h"
@@ -105,10 +106,6 @@ static int unescape_one(const char *s, char *ret, char *errbuf, size_t errlen) {
         }
 }
 
-static bool var_name_char(char c, bool first) {
-        return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (!first && c >= '0' && c <= '9');
-}
-
 /* ${NAME}: the launcher's environment at load time. The value is inserted
  * as it is: never split into words and never unescaped again, so a path
  * with spaces or backslashes in $WORKSPACE stays one literal word. */
@@ -126,13 +123,12 @@ static int expand_var(const char *s, struct buf *b, char *errbuf, size_t errlen)
                 return -EINVAL;
         }
         size_t n = (size_t) (end - start);
-        for (size_t i = 0; i < n; i++)
-                if (!var_name_char(start[i], i == 0)) {
-                        snprintf(errbuf, errlen, "bad variable name '${%.*s}'", (int) n, start);
-                        return -EINVAL;
-                }
         if (n == 0) {
                 snprintf(errbuf, errlen, "empty variable name '${}'");
+                return -EINVAL;
+        }
+        if (!env_name_valid(start, n)) {
+                snprintf(errbuf, errlen, "bad variable name '${%.*s}'", (int) n, start);
                 return -EINVAL;
         }
         char name[129];
@@ -644,15 +640,6 @@ static int k_fs_symlink(struct kctx *c) {
 
 /* ---- [env] ------------------------------------------------------------- */
 
-static bool env_name_ok(const char *s, size_t n) {
-        if (n == 0 || n > 255 || !var_name_char(s[0], true))
-                return false;
-        for (size_t i = 1; i < n; i++)
-                if (!var_name_char(s[i], false))
-                        return false;
-        return true;
-}
-
 static int env_push(struct kctx *c, enum env_op_type type, const char *name, size_t nlen, const char *value) {
         struct profile *p = c->p;
         if (p->n_env >= PROFILE_MAX_ENV_OPS)
@@ -685,7 +672,7 @@ static int k_env_set(struct kctx *c) {
                 if (!eq)
                         return kerr(c, "expected NAME=VALUE (quote values with spaces: NAME=\"a b\")");
                 size_t nlen = (size_t) (eq - c->w[i].s);
-                if (!env_name_ok(c->w[i].s, nlen))
+                if (!env_name_valid(c->w[i].s, nlen))
                         return kerr(c, "bad variable name '%.*s' (letters, digits and '_', not starting with a digit)",
                                     (int) (nlen > 64 ? 64 : nlen), c->w[i].s);
                 r = env_push(c, ENV_SET, c->w[i].s, nlen, eq + 1);
@@ -702,7 +689,7 @@ static int k_env_name(struct kctx *c) {
                 int r = word_cstr(c, i, "variable name");
                 if (r < 0)
                         return r;
-                if (!env_name_ok(c->w[i].s, c->w[i].len))
+                if (!env_name_valid(c->w[i].s, c->w[i].len))
                         return kerr(c, "bad variable name '%.64s' (letters, digits and '_', not starting with a digit)",
                                     c->w[i].s);
                 r = env_push(c, (enum env_op_type) c->def->arg, c->w[i].s, c->w[i].len, NULL);

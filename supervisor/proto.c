@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "env-name.h"
 #include "profile.h"
 #include "proto.h"
 #include "util.h"
@@ -230,12 +231,7 @@ static bool valid_rel_path(const char *p, bool glob) {
 }
 
 static bool valid_env_name(const char *s) {
-        if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 256)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-                        return false;
-        return true;
+        return env_name_valid(s, strlen(s));
 }
 
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
