@@ -6,12 +6,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "launch-abi.h"
 #include "macro.h"
 #include "profile-internal.h"
 
 #ifndef SBX_PROFILEDIR
 #define SBX_PROFILEDIR "/usr/local/share/sbx/profiles"
 #endif
+
+#define PROFILE_SUFFIX ".ini"
 
 void profile_init(struct profile *p) {
         *p = (struct profile) {
@@ -172,49 +175,55 @@ static bool is_file(const char *path) {
         return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int profile_resolve(const char *name, char **ret_path, struct sbx_error *err) {
+int profile_find(const char *name, const char *search_path, char **ret_path, struct sbx_error *err) {
         size_t n = strlen(name);
 
         if (n == 0)
                 return sbx_error_msg(err, EINVAL, "empty profile name");
-        if (strchr(name, '/') || (n > 4 && streq(name + n - 4, ".ini"))) {
+        if (strchr(name, '/') || streq(name, ".") || streq(name, ".."))
+                return sbx_error_msg(err, EINVAL, "profile name '%.64s' is not a name", name);
+        if (n > NAME_MAX - strlen(PROFILE_SUFFIX))
+                return sbx_error_msg(err, ENAMETOOLONG, "profile name '%.64s...' is too long", name);
+
+        /* Every candidate is listed in the error, so a typo in the search
+         * path is visible at once. */
+        char looked[SBX_ERROR_MAX / 2] = "";
+        size_t used = 0;
+        for (const char *s = search_path ? search_path : "";;) {
+                const char *e = strchrnul(s, ':');
+                size_t len = (size_t) (e - s);
+                if (len > 0) {
+                        _cleanup_free_ char *path = NULL;
+                        if (asprintf(&path, "%.*s/%s" PROFILE_SUFFIX, (int) len, s, name) < 0)
+                                return sbx_error_set(err, ENOMEM, "profile %s", name);
+                        if (is_file(path)) {
+                                *ret_path = TAKE_PTR(path);
+                                return 0;
+                        }
+                        int w = snprintf(looked + used, sizeof(looked) - used, "%s%s", used ? ", " : "", path);
+                        if (w > 0)
+                                used = used + (size_t) w < sizeof(looked) ? used + (size_t) w : sizeof(looked) - 1;
+                }
+                if (!*e)
+                        break;
+                s = e + 1;
+        }
+        return sbx_error_msg(err, ENOENT, "profile '%s' not found (looked for %s)", name, used ? looked : "nothing: the search path is empty");
+}
+
+int profile_resolve(const char *name, char **ret_path, struct sbx_error *err) {
+        size_t n = strlen(name);
+        size_t suffix = strlen(PROFILE_SUFFIX);
+
+        if (strchr(name, '/') || (n > suffix && streq(name + n - suffix, PROFILE_SUFFIX))) {
                 *ret_path = strdup(name);
                 return *ret_path ? 0 : sbx_error_set(err, ENOMEM, "profile %s", name);
         }
-        if (n > NAME_MAX - 4)
-                return sbx_error_msg(err, ENAMETOOLONG, "profile name '%.64s...' is too long", name);
-
-        /* Every candidate is listed in the error, so a typo in
-         * SBX_PROFILE_PATH is visible at once. */
-        char looked[SBX_ERROR_MAX / 2] = "";
-        size_t used = 0;
-        const char *env = getenv("SBX_PROFILE_PATH");
-        const char *dirs[2] = { env ? env : "", SBX_PROFILEDIR };
-
-        for (size_t d = 0; d < ARRAY_SIZE(dirs); d++) {
-                for (const char *s = dirs[d]; *s || d == 1;) {
-                        const char *e = d == 1 ? s + strlen(s) : strchrnul(s, ':');
-                        size_t len = (size_t) (e - s);
-                        if (len > 0) {
-                                _cleanup_free_ char *path = NULL;
-                                if (asprintf(&path, "%.*s/%s.ini", (int) len, s, name) < 0)
-                                        return sbx_error_set(err, ENOMEM, "profile %s", name);
-                                if (is_file(path)) {
-                                        *ret_path = TAKE_PTR(path);
-                                        return 0;
-                                }
-                                int w = snprintf(looked + used, sizeof(looked) - used, "%s%s",
-                                                 used ? ", " : "", path);
-                                if (w > 0)
-                                        used = used + (size_t) w < sizeof(looked) ? used + (size_t) w
-                                                                                   : sizeof(looked) - 1;
-                        }
-                        if (!*e || d == 1)
-                                break;
-                        s = e + 1;
-                }
-        }
-        return sbx_error_msg(err, ENOENT, "profile '%s' not found (looked for %s)", name, looked);
+        const char *env = getenv(SBX_ENV_PROFILE_PATH);
+        _cleanup_free_ char *search = NULL;
+        if (asprintf(&search, "%s%s%s", env ? env : "", env && *env ? ":" : "", SBX_PROFILEDIR) < 0)
+                return sbx_error_set(err, ENOMEM, "profile %s", name);
+        return profile_find(name, search, ret_path, err);
 }
 
 /* ---- names --------------------------------------------------------------- */

@@ -199,10 +199,16 @@ int profile_set_words(struct profile *p, const char *section, const char *key,
                       const char *const *words, size_t n_words, const char *origin,
                       struct sbx_error *err);
 
-/* Find a profile by name: NAME.ini in each directory of $SBX_PROFILE_PATH
- * (colon-separated), then in SBX_PROFILEDIR ($(pkgdatadir)/profiles). A
- * name containing '/' or ending in ".ini" is taken as a path. *ret_path is
- * malloc'd. */
+/* Find a profile by name: the first NAME.ini that is a regular file in the
+ * directories of search_path (colon-separated; empty entries are skipped).
+ * *ret_path is malloc'd. -EINVAL for a name that is empty or holds '/',
+ * -ENOENT (the message lists every path tried) when none is found. */
+int profile_find(const char *name, const char *search_path, char **ret_path, struct sbx_error *err);
+
+/* sbx-launch's --profile: a value containing '/' or ending in ".ini" is a
+ * path, taken as it is; anything else a name, found with profile_find() in
+ * $SBX_PROFILE_PATH, then in SBX_PROFILEDIR ($(pkgdatadir)/profiles).
+ * *ret_path is malloc'd. */
 int profile_resolve(const char *name_or_path, char **ret_path, struct sbx_error *err);
 
 /* Whole-profile checks after all merging, documented in sbx-profile(5)

@@ -764,6 +764,21 @@ static void test_resolve(void **state) {
         snprintf(want, sizeof(want), "profile 'nosuch' not found (looked for %s/nosuch.ini)", SBX_PROFILEDIR);
         assert_string_equal(e.msg, want);
         assert_int_equal(profile_resolve("", &ret, &e), -EINVAL);
+
+        /* profile_find, as the supervisor uses it: its own path only. */
+        snprintf(env, sizeof(env), "%s:%s:", dir2, dir1);
+        assert_int_equal(profile_find("python", env, &ret, &e), 0);
+        snprintf(path, sizeof(path), "%s/python.ini", dir2);
+        assert_string_equal(ret, path);
+        free(ret);
+        assert_int_equal(profile_find("python", dir1, &ret, &e), -ENOENT);
+        snprintf(want, sizeof(want), "profile 'python' not found (looked for %s/python.ini)", dir1);
+        assert_string_equal(e.msg, want);
+        assert_int_equal(profile_find("python", "", &ret, &e), -ENOENT);
+        assert_string_equal(e.msg, "profile 'python' not found (looked for nothing: the search path is empty)");
+        assert_int_equal(profile_find("../two/python", env, &ret, &e), -EINVAL);
+        assert_int_equal(profile_find("..", env, &ret, &e), -EINVAL);
+        assert_int_equal(profile_find("", env, &ret, &e), -EINVAL);
 }
 
 /* ---- the round trip of a profile that uses everything ------------------- */
