@@ -6,6 +6,7 @@ LIBSBX_SOURCES = \
 	lib/parse.h lib/parse.c \
 	lib/env-name.h lib/env-name.c \
 	lib/fd-util.h lib/fd-util.c \
+	lib/inifile.h lib/inifile.c \
 	lib/json-string.h lib/json-string.c \
 	lib/launch-abi.h \
 	lib/profile.h lib/profile-internal.h \

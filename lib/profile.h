@@ -15,22 +15,20 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "inifile.h"
 
 /* Upper bounds on what a profile may contain (STYLE.md: limits on everything
  * a user controls). Exceeding one is a validation error naming file:line. */
-/* Bytes in one physical line, without its line end. inih reads lines into a
- * fixed buffer of INI_MAX_LINE (200 on Debian) bytes and would silently cut
- * longer ones; the loader refuses them instead. A longer value is split with
- * a '\' at the end of a line and continued on an indented line. */
-#define PROFILE_MAX_LINE 199
-#define PROFILE_MAX_VALUE (320 * 1024) /* one value joined from continuation lines */
+/* Bytes in one physical line, and in one value joined from continued lines
+ * (see inifile.h). */
+#define PROFILE_MAX_LINE INIFILE_MAX_LINE
+#define PROFILE_MAX_VALUE INIFILE_MAX_VALUE
 #define PROFILE_MAX_FS_OPS 256    /* [fs] operations */
 #define PROFILE_MAX_ENV_OPS 256   /* [env] operations */
 #define PROFILE_MAX_SECCOMP_RULES 512
 #define PROFILE_MAX_CAPS 64
 #define PROFILE_MAX_PORTS 64
 #define PROFILE_MAX_FILE_DATA (64 * 1024) /* inline file contents */
-#define PROFILE_MAX_DEPTH 8       /* reserved for include = nesting (not supported yet) */
 
 /* "unset" marker for optional numeric settings. */
 #define PROFILE_UNSET UINT64_MAX

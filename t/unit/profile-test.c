@@ -434,8 +434,8 @@ static void test_errors(void **state) {
                 { "[Fs]\n", "t.ini:1: unknown section [Fs] (known: sandbox fs env net limits security)" },
                 { "[fs]\nBind = /a /b\n", "t.ini:2: fs.Bind: unknown key (known in [fs]: bind bind-try ro-bind ro-bind-try dev-bind dev-bind-try tmpfs dir symlink file proc dev mqueue remount-ro chdir)" },
                 { "[net]\nports = 1\n", "t.ini:2: net.ports: unknown key (known in [net]: mode tcp-bind tcp-connect)" },
-                { "[sandbox]\njust words\n", "t.ini:2: expected '[section]' or 'key = value' (line 'just words')" },
-                { "[sandbox\n", "t.ini:1: expected '[section]' or 'key = value' (line '[sandbox')" },
+                { "[sandbox]\njust words\n", "t.ini:2: syntax error: expected '[section]' or 'key = value' (line 'just words')" },
+                { "[sandbox\n", "t.ini:1: syntax error: expected '[section]' or 'key = value' (line '[sandbox')" },
                 { "[sandbox]\nuid = 1\nuid = 2\n", "t.ini:3: sandbox.uid: set twice in this file (first on line 2)" },
                 { "[sandbox]\nnamespaces = pid\n[sandbox]\nnamespaces = net\n",
                   "t.ini:4: sandbox.namespaces: set twice in this file (first on line 2)" },
@@ -714,7 +714,7 @@ static void test_files(void **state) {
         fwrite("[fs]\n\nproc = /p\0roc\n", 1, 20, f);
         fclose(f);
         assert_int_equal(profile_load_file(&p, path, &e), -EINVAL);
-        snprintf(want, sizeof(want), "%s:3: NUL byte in profile", path);
+        snprintf(want, sizeof(want), "%s:3: NUL byte in the file", path);
         assert_string_equal(e.msg, want);
 
         write_file(path, "[fs]\nproc = /proc\n");
