@@ -178,7 +178,7 @@ static void set_namespaces(struct launch *l, unsigned ns, const char *origin) {
         set_key(l, "sandbox", "namespaces", buf, origin);
 }
 
-static void load_profiles(struct launch *l, int argc, char **argv, int cmd) {
+static void load_profiles(struct launch *l, char **argv, int cmd) {
         struct sbx_error err = { 0 };
         bool any = false;
 
@@ -197,7 +197,6 @@ static void load_profiles(struct launch *l, int argc, char **argv, int cmd) {
         }
         if (!any && profile_load_string(&l->profile, "built-in default profile", default_profile_ini, &err) < 0)
                 die("profile", "%s", err.msg);
-        (void) argc;
 }
 
 void cli_parse(struct launch *l, int argc, char **argv) {
@@ -252,7 +251,7 @@ void cli_parse(struct launch *l, int argc, char **argv) {
         }
 
         profile_init(&l->profile);
-        load_profiles(l, argc, argv, opts_end);
+        load_profiles(l, argv, opts_end);
 
         /* Pass 2: everything else, in order. */
         uint64_t pending_size = PROFILE_UNSET;

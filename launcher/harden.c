@@ -156,8 +156,9 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
 
 /* Only 0, 1, 2 and the fds passed on purpose survive execve()
  * (CVE-2024-21626: a leaked directory fd is a way out of the root). The
- * others are marked close-on-exec rather than closed, because the core's
- * exec-error pipe must live until execve() succeeds. */
+ * others are marked close-on-exec rather than closed, because the report
+ * socket must live until execve() succeeds (its end-of-file tells the
+ * launcher that exec worked). */
 static int fd_census(const int *keep_fds, size_t n_keep_fds, struct sbx_error *err) {
         if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
                 if (errno != ENOSYS && errno != EINVAL)

@@ -12,6 +12,7 @@
  * close-on-exec, so end-of-file there means exec succeeded). */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -48,7 +49,7 @@ struct launch {
 enum report_type {
         REPORT_ERROR = 1,          /* setup failed: step + message */
         REPORT_READY,              /* the command's process is about to execve */
-        REPORT_EXEC_FAILED,        /* execve failed: errnum */
+        REPORT_EXEC_FAILED,        /* execve failed: step + message */
 };
 
 /* Longest step name in a report, NUL included. */
@@ -56,7 +57,6 @@ enum report_type {
 
 struct report {
         int type;
-        int errnum;
         char step[STATUS_STEP_MAX];
         char msg[SBX_ERROR_MAX];
         struct protections prot;
@@ -103,7 +103,10 @@ char **env_build(const struct profile *p, char **caller_env, struct sbx_error *e
 /* sandbox.c: runs in the cloned child; never returns. */
 _noreturn_ void sandbox_main(struct launch *l);
 
-/* init.c: pid 1's loop once the command runs; never returns. */
+/* init.c: the signals the launcher passes to pid 1 and pid 1 to the
+ * command, added to set. */
+void init_add_forwarded(sigset_t *set);
+/* pid 1's loop once the command runs; never returns. */
 _noreturn_ void init_run(pid_t command, int exit_fd, bool own_pid_ns);
 
 /* status.c: JSON lines on --json-status-fd. */

@@ -24,10 +24,8 @@ static void report(int fd, int type, const char *step, const struct sbx_error *e
         struct report r = { .type = type };
         if (step)
                 snprintf(r.step, sizeof(r.step), "%s", step);
-        if (err) {
-                r.errnum = err->code;
+        if (err)
                 snprintf(r.msg, sizeof(r.msg), "%s", err->msg);
-        }
         if (prot)
                 r.prot = *prot;
         /* write(), not send(): it is the one call every seccomp policy
@@ -122,7 +120,6 @@ void sandbox_main(struct launch *l) {
         const char *step;
         sigset_t chld;
 
-        snprintf(prot.limits_by, sizeof(prot.limits_by), "rlimit");
         /* Only the launcher writes these; a copy held here would keep a
          * reader waiting for end-of-file until the sandbox ends. */
         if (l->info_fd > 2)

@@ -149,7 +149,7 @@ static int emit_str(FILE *f, struct val *v, const char *key, const char *value) 
 
 static int write_fs(FILE *f, struct val *v, const struct fs_op *op) {
         char key[32], buf[64];
-        snprintf(key, sizeof(key), "%s%s", fs_op_type_name(op->type), op->try_ ? "-try" : "");
+        snprintf(key, sizeof(key), "%s", fs_op_name(op));
 
         if (op->type == FS_SYMLINK || op->type == FS_BIND || op->type == FS_RO_BIND || op->type == FS_DEV_BIND)
                 val_str(v, op->src);

@@ -255,6 +255,17 @@ const char *fs_op_type_name(enum fs_op_type t) {
         return (unsigned) t < ARRAY_SIZE(names) ? names[t] : "unknown";
 }
 
+const char *fs_op_name(const struct fs_op *op) {
+        static const char *const try_names[] = {
+                [FS_BIND] = "bind-try", [FS_RO_BIND] = "ro-bind-try", [FS_DEV_BIND] = "dev-bind-try",
+        };
+        if (op->try_ && (unsigned) op->type < ARRAY_SIZE(try_names) && try_names[op->type])
+                return try_names[op->type];
+        return fs_op_type_name(op->type);
+}
+
+const char *const profile_dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
+
 const char *net_mode_name(enum net_mode m) {
         return m == NET_NONE ? "none" : m == NET_HOST ? "host" : "unknown";
 }

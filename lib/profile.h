@@ -58,7 +58,7 @@ enum fs_op_type {
         FS_SYMLINK,    /* symlink TARGET LINKPATH */
         FS_FILE,       /* file DEST fd=N | file DEST data=ESCAPED [mode=OCTAL] */
         FS_PROC,       /* proc DEST */
-        FS_DEV,        /* dev DEST: minimal /dev (null zero full random urandom tty, pts, shm) */
+        FS_DEV,        /* dev DEST: minimal /dev (profile_dev_nodes, pts, shm) */
         FS_MQUEUE,     /* mqueue DEST */
         FS_REMOUNT_RO, /* remount-ro DEST */
         FS_CHDIR,      /* chdir DEST: working directory inside; last one wins */
@@ -226,8 +226,20 @@ int profile_write_key(FILE *f, const char *key, const char *const *words, size_t
 /* Deep equality, for tests of the round trip. */
 bool profile_equal(const struct profile *a, const struct profile *b);
 
+/* What a "dev" operation puts in its /dev: these host device nodes, bound
+ * in (a user namespace cannot make device nodes; NULL-terminated), a
+ * devpts instance of the sandbox's own at PROFILE_DEV_PTS with the link
+ * PROFILE_DEV_PTMX to its ptmx, and a world-writable PROFILE_DEV_SHM. */
+extern const char *const profile_dev_nodes[];
+#define PROFILE_DEV_PTS "pts"
+#define PROFILE_DEV_PTMX "ptmx"
+#define PROFILE_DEV_SHM "shm"
+
 /* Names for messages and the status record. */
 const char *fs_op_type_name(enum fs_op_type t);
+/* The key of an operation, "-try" included: "bind", "ro-bind-try", ...;
+ * also the launcher's step name when it fails. */
+const char *fs_op_name(const struct fs_op *op);
 /* "user", "mount", ... for one enum profile_ns bit; NULL for anything else. */
 const char *profile_ns_name(unsigned bit);
 /* The enum profile_ns bit of a namespace name; 0 when unknown. */
