@@ -169,6 +169,34 @@ static void set_words(struct launch *l, const char *section, const char *key, co
                 die("profile", "%s", err.msg);
 }
 
+/* A relative bind source on the command line is taken relative to the
+ * caller's working directory, as bwrap does; the profile records the
+ * absolute path, so --print-profile shows what is bound. Profile files
+ * name absolute sources only: their meaning must not depend on where
+ * sbx-launch is started. */
+static char *absolute_source(const char *opt, const char *src) {
+        char *abs = NULL;
+        if (src[0] == '/' || !src[0])
+                abs = strdup(src);
+        else {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+                if (!cwd || cwd[0] != '/')
+                        die("usage", "%s %s: a relative source needs the working directory: %s", opt, src,
+                            cwd ? "not reachable" : strerror(errno));
+                /* "./job.py" and "." read better without the dot. */
+                while (src[0] == '.' && src[1] == '/')
+                        for (src++; *src == '/'; src++)
+                                ;
+                if (streq(src, "."))
+                        src = "";
+                if (asprintf(&abs, "%s%s%s", cwd, *src && !streq(cwd, "/") ? "/" : "", src) < 0)
+                        abs = NULL;
+        }
+        if (!abs)
+                die("usage", "%s", strerror(ENOMEM));
+        return abs;
+}
+
 static void set_namespaces(struct launch *l, unsigned ns, const char *origin) {
         char buf[128] = "";
         size_t n = 0;
@@ -321,7 +349,10 @@ void cli_parse(struct launch *l, int argc, char **argv) {
                         set_key(l, "sandbox", "gid", a1, origin);
                         break;
                 case O_FS2: {
-                        const char *w[] = { a1, a2 };
+                        _cleanup_free_ char *src = streq(o->arg, "symlink") ? strdup(a1) : absolute_source(o->name, a1);
+                        if (!src)
+                                die("usage", "%s", strerror(ENOMEM));
+                        const char *w[] = { src, a2 };
                         set_words(l, "fs", o->arg, w, 2, origin);
                         break;
                 }
