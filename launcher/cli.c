@@ -21,7 +21,7 @@ static const char default_profile_ini[] =
 enum opt_id {
         O_PROFILE, O_SET, O_TIMEOUT, O_SETENV, O_UNSETENV, O_KEEPENV, O_CLEARENV, O_CHDIR,
         O_HOSTNAME, O_UID, O_GID, O_FS1, O_FS2, O_FILE, O_SIZE, O_PERMS, O_UNSHARE_ALL, O_UNSHARE,
-        O_SHARE, O_BOOL_YES, O_PASS_FD, O_STATUS_FD, O_INFO_FD, O_BLOCK_FD, O_SYNC_FD,
+        O_SHARE, O_BOOL_YES, O_PTY, O_PASS_FD, O_STATUS_FD, O_INFO_FD, O_BLOCK_FD, O_SYNC_FD,
         O_PRINT_PROFILE, O_CHECK, O_HELP, O_VERSION,
 };
 
@@ -75,6 +75,8 @@ static const struct opt options[] = {
         { "--share-cgroup", 0, O_SHARE, "cgroup" },
         { "--die-with-parent", 0, O_BOOL_YES, "die-with-parent" },
         { "--new-session", 0, O_BOOL_YES, "new-session" },
+        { "--pty", 0, O_PTY, "yes" },
+        { "--no-pty", 0, O_PTY, "no" },
         { "--pass-fd", 1, O_PASS_FD, NULL },
         { "--json-status-fd", 1, O_STATUS_FD, NULL },
         { "--info-fd", 1, O_INFO_FD, NULL },
@@ -109,6 +111,9 @@ static void usage(FILE *f) {
               "  --clearenv  --setenv VAR VALUE  --unsetenv VAR  --keepenv VAR\n"
               "Limits and lifetime:\n"
               "  --timeout DURATION  --die-with-parent  --new-session\n"
+              "Terminal:\n"
+              "  --pty, --no-pty         a terminal of the job's own, relayed to the caller's\n"
+              "                          (default: when stdin and stdout are terminals)\n"
               "File descriptors:\n"
               "  --pass-fd FD  --json-status-fd FD  --info-fd FD  --block-fd FD  --sync-fd FD\n"
               "  --help  --version\n"
@@ -408,6 +413,9 @@ void cli_parse(struct launch *l, int argc, char **argv) {
                         break;
                 case O_BOOL_YES:
                         set_key(l, "sandbox", o->arg, "yes", origin);
+                        break;
+                case O_PTY:
+                        set_key(l, "sandbox", "pty", o->arg, origin);
                         break;
                 case O_PASS_FD: {
                         int fd = parse_fd(o->name, a1);

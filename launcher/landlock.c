@@ -154,7 +154,7 @@ static int add_dev_rule(int ruleset, const char *dev, const char *name, uint64_t
 }
 
 static int add_dev_rules(int ruleset, const char *dev, uint64_t handled, struct sbx_error *err) {
-        static const char *const terminals[] = { PROFILE_DEV_PTMX, PROFILE_DEV_PTS };
+        static const char *const terminals[] = { PROFILE_DEV_PTMX, PROFILE_DEV_PTS, PROFILE_DEV_CONSOLE };
         const uint64_t node_rights = LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_WRITE_FILE |
                                      LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
         int r;

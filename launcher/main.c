@@ -37,6 +37,8 @@ void die(const char *step, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        if (launch_current)
+                pty_restore(&launch_current->pty);
         fprintf(stderr, "sbx-launch: %s: %s\n", step, msg);
         status_error(launch_status_fd, step, msg);
         /* Freed so that a sanitizer build reports real leaks only. */
@@ -164,7 +166,7 @@ struct sandbox {
         int pidfd;
         int report;                /* our end of the report socket */
         int exit_pipe;             /* pid 1 writes the command's wait status here */
-        int sigfd;                 /* forwarded signals */
+        int sigfd;                 /* forwarded signals, and SIGWINCH with a pty */
         int info_pipe[2];          /* --info-fd: holds pid 1 until the record is written */
         uint64_t start_ms;
         uint64_t deadline_ms;      /* 0: no timeout */
@@ -191,6 +193,8 @@ static void open_channels(struct launch *l, struct sandbox *sb, int ret_child[2]
 
         sigemptyset(&set);
         init_add_forwarded(&set);
+        if (l->pty.master >= 0)
+                sigaddset(&set, SIGWINCH);
         /* Blocked before clone so that pid 1 inherits the block and queues
          * anything sent before its loop runs. */
         if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
@@ -213,6 +217,7 @@ static _noreturn_ void enter_sandbox(struct launch *l, struct sandbox *sb, const
         close(sb->report);
         close(sb->exit_pipe);
         close(sb->sigfd);
+        closep(&l->pty.master);
         if (sb->info_pipe[0] >= 0) {
                 char c;
                 close(sb->info_pipe[1]);
@@ -229,6 +234,8 @@ static void start_sandbox(struct launch *l, struct sandbox *sb) {
         struct sbx_error err = { 0 };
         int child[2];
 
+        if (pty_wanted(&l->profile) && pty_open(&l->pty, &err) < 0)
+                die_error("terminal", &err);
         open_channels(l, sb, child);
         sb->start_ms = now_ms();
         if (l->profile.limits.timeout_ms != PROFILE_UNSET && l->profile.limits.timeout_ms > 0)
@@ -261,18 +268,26 @@ static void start_sandbox(struct launch *l, struct sandbox *sb) {
                         close(l->info_fd);
                 close(sb->info_pipe[1]);
         }
+        if (l->pty.master >= 0 && pty_start(&l->pty, &err) < 0) {
+                syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+                die_error("terminal", &err);
+        }
 }
 
-static void take_signals(struct sandbox *sb) {
+static void take_signals(struct launch *l, struct sandbox *sb) {
         struct signalfd_siginfo si;
-        while (read(sb->sigfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
-                syscall(SYS_pidfd_send_signal, sb->pidfd, (int) si.ssi_signo, NULL, 0);
+        while (read(sb->sigfd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+                if (si.ssi_signo == SIGWINCH)
+                        pty_resize(&l->pty);
+                else
+                        syscall(SYS_pidfd_send_signal, sb->pidfd, (int) si.ssi_signo, NULL, 0);
+        }
 }
 
-/* Until pid 1 exits: reports, signals and the timeout. */
+/* Until pid 1 exits: reports, signals, the timeout and the terminal. */
 static void watch_sandbox(struct launch *l, struct sandbox *sb, struct watch *w, struct run_result *res) {
-        enum { P_REPORT, P_PID, P_SIGNAL, P_COUNT };
-        struct pollfd pfd[P_COUNT];
+        enum { P_REPORT, P_PID, P_SIGNAL, P_PTY };
+        struct pollfd pfd[P_PTY + PTY_POLL_COUNT];
 
         for (;;) {
                 int timeout_ms = -1;
@@ -284,7 +299,8 @@ static void watch_sandbox(struct launch *l, struct sandbox *sb, struct watch *w,
                 pfd[P_REPORT] = (struct pollfd) { .fd = w->sock_open ? sb->report : -1, .events = POLLIN };
                 pfd[P_PID] = (struct pollfd) { .fd = sb->pidfd, .events = POLLIN };
                 pfd[P_SIGNAL] = (struct pollfd) { .fd = sb->sigfd, .events = POLLIN };
-                int n = poll(pfd, P_COUNT, timeout_ms);
+                size_t n_pfd = P_PTY + pty_poll_set(&l->pty, pfd + P_PTY);
+                int n = poll(pfd, n_pfd, timeout_ms);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -302,7 +318,9 @@ static void watch_sandbox(struct launch *l, struct sandbox *sb, struct watch *w,
                 if (pfd[P_REPORT].revents)
                         drain_reports(l, sb->report, w);
                 if (pfd[P_SIGNAL].revents & POLLIN)
-                        take_signals(sb);
+                        take_signals(l, sb);
+                if (n_pfd > P_PTY)
+                        pty_pump(&l->pty, pfd + P_PTY);
                 if (pfd[P_PID].revents)
                         return;
         }
@@ -374,6 +392,8 @@ static int run(struct launch *l) {
         l->outer_gid = getgid();
         start_sandbox(l, &sb);
         watch_sandbox(l, &sb, &w, &res);
+        /* The terminal first: messages below go to the caller's own. */
+        pty_finish(&l->pty);
         return sandbox_result(l, &sb, &w, &res);
 }
 
@@ -401,6 +421,7 @@ int main(int argc, char **argv) {
                 return SBX_EXIT_SETUP;
         }
 
+        pty_init(&l.pty);
         launch_current = &l;
         cli_parse(&l, argc, argv);
 

@@ -51,6 +51,7 @@
 
 struct rootfs {
         int root;             /* O_PATH fd of the new root */
+        const struct pty *console;  /* the job's terminal, or NULL */
         bool openat2;         /* false once openat2 said ENOSYS */
         struct protections *prot;
         const char *step;
@@ -363,20 +364,42 @@ static int op_sys(struct rootfs *rf) {
         return r < 0 ? sbx_error_set(rf->err, r, "/sys: make read-only") : 0;
 }
 
-/* Bind the host's /dev/NAME onto an empty file dev/NAME. */
-static int dev_bind_node(struct rootfs *rf, int dev, const char *dest, const char *name) {
-        char src[FD_PATH_MAX + NAME_MAX], p[FD_PATH_MAX];
+/* Bind src (the host's /dev/NAME when NULL) onto an empty file dev/NAME. */
+static int dev_bind_node(struct rootfs *rf, int dev, const char *dest, const char *name, const char *src) {
+        char host[FD_PATH_MAX + NAME_MAX], p[FD_PATH_MAX];
         _cleanup_close_ int c = open_component(rf, dev, name, O_WRONLY | O_CREAT | O_EXCL, 0444);
         if (c < 0)
                 return sbx_error_set(rf->err, errno, "%s/%s", dest, name);
         _cleanup_close_ int t = open_component(rf, dev, name, O_PATH, 0);
         if (t < 0)
                 return sbx_error_set(rf->err, errno, "%s/%s", dest, name);
-        snprintf(src, sizeof(src), "/dev/%s", name);
+        if (!src) {
+                snprintf(host, sizeof(host), "/dev/%s", name);
+                src = host;
+        }
         fd_path(p, t);
         if (mount(src, p, NULL, MS_BIND, NULL) < 0)
                 return sbx_error_set(rf->err, errno, "%s", src);
         return 0;
+}
+
+/* The job's terminal comes from the host's devpts, which is not mounted
+ * inside: without a name there, ttyname(3) and tty(1) would say "not a
+ * tty". It is bound by its name in our own mount namespace (a descriptor
+ * opened in the launcher's cannot be the source of a bind mount here),
+ * after checking that the name still is that terminal. */
+static int dev_console(struct rootfs *rf, int dev, const char *dest) {
+        struct stat want, got;
+        char src[FD_PATH_MAX];
+
+        if (!rf->console || rf->console->slave < 0 || !rf->console->name[0])
+                return 0;
+        _cleanup_close_ int fd = open(rf->console->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &got) < 0 || fstat(rf->console->slave, &want) < 0 || !S_ISCHR(got.st_mode) ||
+            got.st_rdev != want.st_rdev || got.st_ino != want.st_ino || got.st_dev != want.st_dev)
+                return 0;
+        fd_path(src, fd);
+        return dev_bind_node(rf, dev, dest, PROFILE_DEV_CONSOLE, src);
 }
 
 static int dev_dirs(struct rootfs *rf, int dev, const char *dest) {
@@ -411,10 +434,13 @@ static int op_dev(struct rootfs *rf, const struct fs_op *op) {
         if (r < 0)
                 return r;
         for (size_t i = 0; profile_dev_nodes[i]; i++) {
-                r = dev_bind_node(rf, d.fd, op->dest, profile_dev_nodes[i]);
+                r = dev_bind_node(rf, d.fd, op->dest, profile_dev_nodes[i], NULL);
                 if (r < 0)
                         return r;
         }
+        r = dev_console(rf, d.fd, op->dest);
+        if (r < 0)
+                return r;
         r = dev_dirs(rf, d.fd, op->dest);
         if (r < 0)
                 return r;
@@ -524,11 +550,11 @@ static int pivot(struct rootfs *rf) {
         return 0;
 }
 
-int rootfs_setup(const struct profile *p, struct protections *prot, const char **ret_step,
+int rootfs_setup(const struct profile *p, const struct pty *console, struct protections *prot, const char **ret_step,
                  struct sbx_error *err) {
         _cleanup_(sources_done) struct sources srcs = { 0 };
         struct rootfs rf = {
-                .root = -1, .openat2 = true, .prot = prot, .step = "rootfs", .err = err,
+                .root = -1, .console = console, .openat2 = true, .prot = prot, .step = "rootfs", .err = err,
         };
         int r;
 

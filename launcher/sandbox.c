@@ -89,6 +89,8 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
                 sbx_error_set(&err, errno, "setsid");
                 fail(l, "session", &err);
         }
+        if (l->pty.slave >= 0 && pty_attach(&l->pty, &err) < 0)
+                fail(l, "terminal", &err);
         if (p->die_with_parent)
                 die_with_parent(init_pid, -1);
         if (limits_apply(p, &err) < 0)
@@ -146,7 +148,7 @@ void sandbox_main(struct launch *l) {
                         fail(l, "hostname", &err);
                 }
         }
-        if (rootfs_setup(p, &prot, &step, &err) < 0)
+        if (rootfs_setup(p, &l->pty, &prot, &step, &err) < 0)
                 fail(l, step, &err);
         if ((p->namespaces & PROFILE_NS_NET) && net_loopback_up(&err) < 0)
                 fail(l, "network", &err);
@@ -176,5 +178,6 @@ void sandbox_main(struct launch *l) {
         if (pid == 0)
                 command_main(l, &prot, init_pid);
         close(l->report_fd);
+        closep(&l->pty.slave);
         init_run(pid, l->exit_fd, p->namespaces & PROFILE_NS_PID);
 }

@@ -404,6 +404,19 @@ static int k_bool(struct kctx *c) {
         return 0;
 }
 
+static int k_pty(struct kctx *c) {
+        static const enum profile_pty modes[] = { PTY_AUTO, PTY_YES, PTY_NO };
+        int r = want_words(c, 1, 1, "auto, yes or no");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
+                if (streq(c->w[0].s, pty_mode_name(modes[i]))) {
+                        c->p->pty = modes[i];
+                        return 0;
+                }
+        return kerr(c, "expected auto, yes or no");
+}
+
 /* ---- [fs] -------------------------------------------------------------- */
 
 /* Paths inside the sandbox: absolute, "//" and "." collapsed, no "..", no
@@ -993,6 +1006,7 @@ static const struct keydef keys[] = {
         { "sandbox", "gid", KEY_SCALAR, k_id, 1 },
         { "sandbox", "die-with-parent", KEY_SCALAR, k_bool, BOOL_DIE_WITH_PARENT },
         { "sandbox", "new-session", KEY_SCALAR, k_bool, BOOL_NEW_SESSION },
+        { "sandbox", "pty", KEY_SCALAR, k_pty, 0 },
 
         { "fs", "bind", KEY_LIST, k_fs_bind, FS_BIND },
         { "fs", "bind-try", KEY_LIST, k_fs_bind, FS_BIND | TRY },

@@ -234,7 +234,8 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                         return r;
         }
         if ((r = emit_str(f, v, "die-with-parent", p->die_with_parent ? "yes" : "no")) < 0 ||
-            (r = emit_str(f, v, "new-session", p->new_session ? "yes" : "no")) < 0)
+            (r = emit_str(f, v, "new-session", p->new_session ? "yes" : "no")) < 0 ||
+            (r = emit_str(f, v, "pty", pty_mode_name(p->pty))) < 0)
                 return r;
 
         fprintf(f, "\n[fs]\n");

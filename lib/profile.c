@@ -23,6 +23,7 @@ void profile_init(struct profile *p) {
                 .gid = (gid_t) PROFILE_ID_SAME,
                 .die_with_parent = true,
                 .new_session = true,
+                .pty = PTY_AUTO,
                 .env_clear = true,
                 .net = NET_NONE,
                 .limits = {
@@ -81,6 +82,9 @@ int profile_validate(const struct profile *p, struct sbx_error *err) {
         if (!!(p->namespaces & PROFILE_NS_NET) != (p->net == NET_NONE))
                 return sbx_error_msg(err, EINVAL, "net.mode: %s disagrees with the net namespace being %s",
                                      net_mode_name(p->net), (p->namespaces & PROFILE_NS_NET) ? "new" : "shared");
+        if (p->pty == PTY_YES && !p->new_session)
+                return sbx_error_msg(err, EINVAL, "sandbox.pty: a terminal of the job's own needs a new session "
+                                     "(sandbox.new-session = yes)");
         if (p->hostname && !(p->namespaces & PROFILE_NS_UTS))
                 return sbx_error_msg(err, EINVAL,
                                      "sandbox.hostname: setting a host name needs the uts namespace (it would "
@@ -134,7 +138,8 @@ static bool fs_eq(const struct fs_op *a, const struct fs_op *b) {
 
 bool profile_equal(const struct profile *a, const struct profile *b) {
         if (a->namespaces != b->namespaces || !str_eq(a->hostname, b->hostname) || a->uid != b->uid ||
-            a->gid != b->gid || a->die_with_parent != b->die_with_parent || a->new_session != b->new_session)
+            a->gid != b->gid || a->die_with_parent != b->die_with_parent || a->new_session != b->new_session ||
+            a->pty != b->pty)
                 return false;
         if (a->n_fs != b->n_fs)
                 return false;
@@ -272,6 +277,10 @@ const char *net_mode_name(enum net_mode m) {
 
 const char *seccomp_mode_name(enum seccomp_mode m) {
         return m == SECCOMP_DEFAULT ? "default" : m == SECCOMP_STRICT ? "strict" : m == SECCOMP_NONE ? "none" : "unknown";
+}
+
+const char *pty_mode_name(enum profile_pty m) {
+        return m == PTY_AUTO ? "auto" : m == PTY_YES ? "yes" : m == PTY_NO ? "no" : "unknown";
 }
 
 const char *landlock_mode_name(enum landlock_mode m) {

@@ -103,6 +103,12 @@ enum seccomp_mode {
         SECCOMP_NONE,    /* no filter (no_new_privs still set) */
 };
 
+enum profile_pty {
+        PTY_AUTO,  /* a terminal of its own when stdin and stdout are terminals (default) */
+        PTY_YES,
+        PTY_NO,
+};
+
 enum landlock_mode {
         LANDLOCK_OFF,
         LANDLOCK_BEST_EFFORT, /* default: apply what the kernel supports, report it */
@@ -138,6 +144,7 @@ struct profile {
         gid_t gid;            /* PROFILE_ID_SAME: the caller's own id */
         bool die_with_parent; /* default yes */
         bool new_session;     /* default yes */
+        enum profile_pty pty; /* default auto; yes needs new_session */
 
         /* [fs] — executed in order */
         struct fs_op *fs;
@@ -234,6 +241,8 @@ extern const char *const profile_dev_nodes[];
 #define PROFILE_DEV_PTS "pts"
 #define PROFILE_DEV_PTMX "ptmx"
 #define PROFILE_DEV_SHM "shm"
+/* With a terminal of the job's own (sandbox.pty), that terminal too. */
+#define PROFILE_DEV_CONSOLE "console"
 
 /* Names for messages and the status record. */
 const char *fs_op_type_name(enum fs_op_type t);
@@ -247,3 +256,4 @@ unsigned profile_ns_from_name(const char *name);
 const char *net_mode_name(enum net_mode m);
 const char *seccomp_mode_name(enum seccomp_mode m);
 const char *landlock_mode_name(enum landlock_mode m);
+const char *pty_mode_name(enum profile_pty m);

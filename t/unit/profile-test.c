@@ -155,7 +155,14 @@ static void test_sandbox_keys(void **state) {
         assert_false(p.namespaces & PROFILE_NS_NET);
         load_ok(&p, "[net]\nmode = none\n");
         assert_true(p.namespaces & PROFILE_NS_NET);
+        /* The job's terminal: auto by default, then as said. */
+        assert_int_equal(p.pty, PTY_AUTO);
+        load_ok(&p, "[sandbox]\npty = yes\n");
+        assert_int_equal(p.pty, PTY_YES);
+        load_ok(&p, "[sandbox]\npty = no\n");
+        assert_int_equal(p.pty, PTY_NO);
         profile_free(&p);
+        expect_error("[sandbox]\npty = always\n", "t.ini:2: sandbox.pty: expected auto, yes or no (value 'always')");
 }
 
 static void test_fs_ops(void **state) {
@@ -621,6 +628,8 @@ static void test_validate(void **state) {
         expect_invalid("[limits]\nmemory = 16M\nstack = 32M\n", "limits.stack: larger than limits.memory");
         expect_invalid("[limits]\nstack = 1K\n", "limits.stack: less than 16K cannot start a program");
         expect_invalid("[limits]\ndata = 1K\n", "limits.data: less than 64K cannot start a program");
+        expect_invalid("[sandbox]\nnew-session = no\npty = yes\n",
+                       "sandbox.pty: a terminal of the job's own needs a new session (sandbox.new-session = yes)");
 
         /* And a few that are fine. */
         struct profile p;
@@ -787,7 +796,7 @@ static void test_round_trip_rich(void **state) {
         struct profile p;
         profile_init(&p);
         load_ok(&p, "[sandbox]\nnamespaces = user mount pid ipc uts cgroup\nhostname = rich\nuid = 0\ngid = 100\n"
-                    "die-with-parent = no\nnew-session = no\n"
+                    "die-with-parent = no\nnew-session = no\npty = no\n"
                     "[fs]\nro-bind = /usr /usr\nro-bind-try = /lib64 /lib64\nbind = \"/with space\" /w\n"
                     "dev-bind-try = /dev/dri /dev/dri\nsymlink = usr/bin /bin\ntmpfs = /tmp size=64M mode=1777 nr_inodes=4096\n"
                     "tmpfs = /run\ndir = /work mode=0700\nfile = /etc/motd data=\"line 1\\nline\\t2 \\; $$HOME \\\\ \\\"q\\\" #x\\x01\\xff\"\n"
@@ -872,6 +881,7 @@ static void test_write_stable(void **state) {
                             "namespaces = user mount pid net ipc uts cgroup\n"
                             "die-with-parent = yes\n"
                             "new-session = yes\n"
+                            "pty = auto\n"
                             "\n[fs]\n"
                             "ro-bind = /usr /usr\n"
                             "tmpfs = /tmp size=64M mode=1777\n"
