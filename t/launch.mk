@@ -15,6 +15,7 @@ LAUNCH_TESTS = \
 	t/launch-check.bats \
 	t/launch-profiles.bats \
 	t/launch-fds.bats \
-	t/launch-pty.bats
+	t/launch-pty.bats \
+	t/launch-docs.bats
 TESTS += $(LAUNCH_TESTS)
 EXTRA_DIST += $(LAUNCH_TESTS) t/helpers/tty-caller.py
