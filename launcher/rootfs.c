@@ -242,8 +242,8 @@ static int op_tmpfs(struct rootfs *rf, const struct fs_op *op) {
         if (r < 0)
                 return r;
         int n = snprintf(opts, sizeof(opts), "mode=%04o", op->mode_set ? (unsigned) op->mode : DEFAULT_DIR_MODE);
-        if (op->size != PROFILE_UNSET)
-                n += snprintf(opts + n, sizeof(opts) - (size_t) n, ",size=%llu", (unsigned long long) op->size);
+        if (op->size_bytes != PROFILE_UNSET)
+                n += snprintf(opts + n, sizeof(opts) - (size_t) n, ",size=%llu", (unsigned long long) op->size_bytes);
         if (op->nr_inodes != PROFILE_UNSET)
                 snprintf(opts + n, sizeof(opts) - (size_t) n, ",nr_inodes=%llu", (unsigned long long) op->nr_inodes);
         fd_path(dp, d.fd);

@@ -154,9 +154,9 @@ static int write_fs(FILE *f, struct val *v, const struct fs_op *op) {
         if (op->type == FS_SYMLINK || op->type == FS_BIND || op->type == FS_RO_BIND || op->type == FS_DEV_BIND)
                 val_str(v, op->src);
         val_str(v, op->dest);
-        if (op->size != PROFILE_UNSET) {
+        if (op->size_bytes != PROFILE_UNSET) {
                 char sz[32];
-                snprintf(buf, sizeof(buf), "size=%s", format_size(op->size, sz, sizeof(sz)));
+                snprintf(buf, sizeof(buf), "size=%s", format_size(op->size_bytes, sz, sizeof(sz)));
                 val_str(v, buf);
         }
         if (op->nr_inodes != PROFILE_UNSET) {
@@ -272,11 +272,11 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
         const struct profile_limits *l = &p->limits;
         if ((r = write_limit(f, v, "timeout", l->timeout_ms, 't')) < 0 ||
             (r = write_limit(f, v, "cpu", l->cpu_s, 's')) < 0 ||
-            (r = write_limit(f, v, "memory", l->memory, 'b')) < 0 ||
-            (r = write_limit(f, v, "data", l->data, 'b')) < 0 ||
-            (r = write_limit(f, v, "file-size", l->file_size, 'b')) < 0 ||
-            (r = write_limit(f, v, "stack", l->stack, 'b')) < 0 ||
-            (r = write_limit(f, v, "core", l->core, 'b')) < 0 ||
+            (r = write_limit(f, v, "memory", l->memory_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "data", l->data_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "file-size", l->file_size_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "stack", l->stack_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "core", l->core_bytes, 'b')) < 0 ||
             (r = write_limit(f, v, "processes", l->processes, 'n')) < 0 ||
             (r = write_limit(f, v, "open-files", l->open_files, 'n')) < 0)
                 return r;

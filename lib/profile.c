@@ -29,15 +29,15 @@ void profile_init(struct profile *p) {
                 .limits = {
                         .timeout_ms = PROFILE_UNSET,
                         .cpu_s = PROFILE_UNSET,
-                        .memory = PROFILE_UNSET,
-                        .data = PROFILE_UNSET,
+                        .memory_bytes = PROFILE_UNSET,
+                        .data_bytes = PROFILE_UNSET,
                         .processes = PROFILE_UNSET,
-                        .file_size = PROFILE_UNSET,
+                        .file_size_bytes = PROFILE_UNSET,
                         .open_files = PROFILE_UNSET,
-                        .stack = PROFILE_UNSET,
+                        .stack_bytes = PROFILE_UNSET,
                         /* No core dumps unless asked: a dump of a job may
                          * hold its secrets and lands in the host's pattern. */
-                        .core = 0,
+                        .core_bytes = 0,
                 },
                 .seccomp = SECCOMP_DEFAULT,
                 .landlock = LANDLOCK_BEST_EFFORT,
@@ -107,14 +107,14 @@ int profile_validate(const struct profile *p, struct sbx_error *err) {
                                      "which security.landlock = off turns off");
 
         /* Limits that make every job fail before its first instruction. */
-        if (l->memory != PROFILE_UNSET && l->memory != PROFILE_UNLIMITED && l->memory < 1024 * 1024)
+        if (l->memory_bytes != PROFILE_UNSET && l->memory_bytes != PROFILE_UNLIMITED && l->memory_bytes < 1024 * 1024)
                 return sbx_error_msg(err, EINVAL, "limits.memory: less than 1M cannot start a program");
-        if (l->data != PROFILE_UNSET && l->data != PROFILE_UNLIMITED && l->data < 64 * 1024)
+        if (l->data_bytes != PROFILE_UNSET && l->data_bytes != PROFILE_UNLIMITED && l->data_bytes < 64 * 1024)
                 return sbx_error_msg(err, EINVAL, "limits.data: less than 64K cannot start a program");
-        if (l->stack != PROFILE_UNSET && l->stack != PROFILE_UNLIMITED && l->stack < 16 * 1024)
+        if (l->stack_bytes != PROFILE_UNSET && l->stack_bytes != PROFILE_UNLIMITED && l->stack_bytes < 16 * 1024)
                 return sbx_error_msg(err, EINVAL, "limits.stack: less than 16K cannot start a program");
-        if (l->stack != PROFILE_UNSET && l->stack != PROFILE_UNLIMITED && l->memory != PROFILE_UNSET &&
-            l->memory != PROFILE_UNLIMITED && l->stack > l->memory)
+        if (l->stack_bytes != PROFILE_UNSET && l->stack_bytes != PROFILE_UNLIMITED && l->memory_bytes != PROFILE_UNSET &&
+            l->memory_bytes != PROFILE_UNLIMITED && l->stack_bytes > l->memory_bytes)
                 return sbx_error_msg(err, EINVAL, "limits.stack: larger than limits.memory");
         if (l->open_files != PROFILE_UNSET && l->open_files < 3)
                 return sbx_error_msg(err, EINVAL, "limits.open-files: at least 3 (stdin, stdout and stderr)");
@@ -131,7 +131,7 @@ static bool str_eq(const char *a, const char *b) {
 
 static bool fs_eq(const struct fs_op *a, const struct fs_op *b) {
         return a->type == b->type && a->try_ == b->try_ && str_eq(a->src, b->src) && str_eq(a->dest, b->dest) &&
-               a->size == b->size && a->nr_inodes == b->nr_inodes && a->mode_set == b->mode_set &&
+               a->size_bytes == b->size_bytes && a->nr_inodes == b->nr_inodes && a->mode_set == b->mode_set &&
                (!a->mode_set || a->mode == b->mode) && a->fd == b->fd && !a->data == !b->data &&
                a->data_len == b->data_len && (!a->data || memcmp(a->data, b->data, a->data_len) == 0);
 }

@@ -69,7 +69,7 @@ struct fs_op {
         bool try_;           /* the -try form: a missing source is skipped */
         char *src;           /* bind source (host path), symlink target; else NULL */
         char *dest;          /* path inside the sandbox, absolute, normalised */
-        uint64_t size;       /* tmpfs size= in bytes, PROFILE_UNSET if not given */
+        uint64_t size_bytes; /* tmpfs size=, PROFILE_UNSET if not given */
         uint64_t nr_inodes;  /* tmpfs nr_inodes=, PROFILE_UNSET if not given */
         mode_t mode;         /* tmpfs/dir/file mode= */
         bool mode_set;
@@ -126,13 +126,13 @@ struct seccomp_rule {
 struct profile_limits {
         uint64_t timeout_ms;  /* wall clock; PROFILE_UNSET = none */
         uint64_t cpu_s;       /* RLIMIT_CPU seconds */
-        uint64_t memory;      /* RLIMIT_AS bytes */
-        uint64_t data;        /* RLIMIT_DATA bytes */
-        uint64_t processes;   /* RLIMIT_NPROC */
-        uint64_t file_size;   /* RLIMIT_FSIZE bytes */
-        uint64_t open_files;  /* RLIMIT_NOFILE */
-        uint64_t stack;       /* RLIMIT_STACK bytes */
-        uint64_t core;        /* RLIMIT_CORE bytes; 0 unless a profile says so */
+        uint64_t memory_bytes;     /* RLIMIT_AS */
+        uint64_t data_bytes;       /* RLIMIT_DATA */
+        uint64_t processes;        /* RLIMIT_NPROC */
+        uint64_t file_size_bytes;  /* RLIMIT_FSIZE */
+        uint64_t open_files;       /* RLIMIT_NOFILE */
+        uint64_t stack_bytes;      /* RLIMIT_STACK */
+        uint64_t core_bytes;       /* RLIMIT_CORE; 0 unless a profile says so */
 };
 
 struct profile {

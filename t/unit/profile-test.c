@@ -113,8 +113,8 @@ static void test_defaults(void **state) {
         assert_int_equal(p.net, NET_NONE);
         assert_int_equal(p.seccomp, SECCOMP_DEFAULT);
         assert_int_equal(p.landlock, LANDLOCK_BEST_EFFORT);
-        assert_true(p.limits.core == 0);
-        assert_true(p.limits.timeout_ms == PROFILE_UNSET && p.limits.memory == PROFILE_UNSET &&
+        assert_true(p.limits.core_bytes == 0);
+        assert_true(p.limits.timeout_ms == PROFILE_UNSET && p.limits.memory_bytes == PROFILE_UNSET &&
                     p.limits.cpu_s == PROFILE_UNSET && p.limits.open_files == PROFILE_UNSET);
         assert_false(p.sys);
         assert_false(p.ports_set);
@@ -196,7 +196,7 @@ static void test_fs_ops(void **state) {
         assert_int_equal(p.fs[6].type, FS_SYMLINK);
         assert_string_equal(p.fs[6].src, "usr/lib");
         assert_string_equal(p.fs[6].dest, "/lib");
-        assert_true(p.fs[7].size == 64 << 20);
+        assert_true(p.fs[7].size_bytes == 64 << 20);
         assert_true(p.fs[7].nr_inodes == 1000);
         assert_true(p.fs[7].mode_set);
         assert_int_equal(p.fs[7].mode, 01777);
@@ -211,7 +211,7 @@ static void test_fs_ops(void **state) {
         assert_string_equal(p.fs[15].dest, "/");
         assert_int_equal(p.fs[16].type, FS_CHDIR);
         assert_string_equal(p.fs[3].origin, "t.ini:5");
-        assert_true(p.fs[0].size == PROFILE_UNSET && p.fs[0].nr_inodes == PROFILE_UNSET);
+        assert_true(p.fs[0].size_bytes == PROFILE_UNSET && p.fs[0].nr_inodes == PROFILE_UNSET);
         assert_false(p.fs[0].mode_set);
         assert_int_equal(profile_validate(&p, NULL), 0);
         assert_round_trip(&p);
@@ -270,11 +270,11 @@ static void test_limits(void **state) {
                     "stack = 8M\ncore = unlimited\nprocesses = 64\nopen-files = 256\n");
         assert_true(p.limits.timeout_ms == 90000);
         assert_true(p.limits.cpu_s == 120);
-        assert_true(p.limits.memory == 512ULL << 20);
-        assert_true(p.limits.data == PROFILE_UNLIMITED);
-        assert_true(p.limits.file_size == 64ULL << 20);
-        assert_true(p.limits.stack == 8ULL << 20);
-        assert_true(p.limits.core == PROFILE_UNLIMITED);
+        assert_true(p.limits.memory_bytes == 512ULL << 20);
+        assert_true(p.limits.data_bytes == PROFILE_UNLIMITED);
+        assert_true(p.limits.file_size_bytes == 64ULL << 20);
+        assert_true(p.limits.stack_bytes == 8ULL << 20);
+        assert_true(p.limits.core_bytes == PROFILE_UNLIMITED);
         assert_true(p.limits.processes == 64);
         assert_true(p.limits.open_files == 256);
         assert_round_trip(&p);
@@ -653,7 +653,7 @@ static void test_merge(void **state) {
         /* Scalars and sets: the later file wins. */
         assert_string_equal(p.hostname, "second");
         assert_int_equal(p.namespaces, PROFILE_NS_USER | PROFILE_NS_MOUNT | PROFILE_NS_PID);
-        assert_true(p.limits.memory == 2ULL << 30);
+        assert_true(p.limits.memory_bytes == 2ULL << 30);
         assert_true(p.limits.timeout_ms == 10000);
         assert_int_equal(p.n_caps, 1);
         assert_int_equal(p.caps[0], CAP_KILL);
@@ -670,7 +670,7 @@ static void test_merge(void **state) {
         /* profile_set: same checks, origin in the message. */
         struct sbx_error e;
         assert_int_equal(profile_set(&p, "limits", "memory", "4G", "--memory", &e), 0);
-        assert_true(p.limits.memory == 4ULL << 30);
+        assert_true(p.limits.memory_bytes == 4ULL << 30);
         assert_int_equal(profile_set(&p, "fs", "bind", "\"/a b\" /c", "--set", &e), 0);
         assert_string_equal(p.fs[2].src, "/a b");
         assert_string_equal(p.fs[2].origin, "--set");
