@@ -11,6 +11,10 @@
 #include "parse.h"
 #include "profile-keys.h"
 
+/* The largest errno the kernel returns from a syscall (and so the largest
+ * a SECCOMP_RET_ERRNO action can carry meaningfully). */
+#define ERRNO_MAX 4095
+
 int pkey_seccomp(struct kctx *c) {
         int r = pkey_want_words(c, 1, 1, "default, strict or none");
         if (r < 0)
@@ -127,8 +131,9 @@ int pkey_seccomp_rule(struct kctx *c) {
                                 if (strcasecmp(e, errno_names[k].name) == 0)
                                         errnum = errno_names[k].num;
                         if (!errnum) {
-                                if (parse_uint64(e, 4095, &v) < 0 || v == 0)
-                                        return pkey_err(c, "'%.32s' is not an errno name (like EPERM) or number (1 to 4095)", e);
+                                if (parse_uint64(e, ERRNO_MAX, &v) < 0 || v == 0)
+                                        return pkey_err(c, "'%.32s' is not an errno name (like EPERM) or number "
+                                                        "(1 to %d)", e, ERRNO_MAX);
                                 errnum = (int) v;
                         }
                 }

@@ -289,8 +289,8 @@ static int k_ports(struct kctx *c) {
         }
         for (size_t i = 0; i < c->n; i++) {
                 uint64_t v;
-                if (parse_uint64(c->w[i].s, 65535, &v) < 0 || v == 0 || strlen(c->w[i].s) != c->w[i].len)
-                        return pkey_err(c, "'%.32s' is not a TCP port (1 to 65535)", c->w[i].s);
+                if (parse_uint64(c->w[i].s, UINT16_MAX, &v) < 0 || v == 0 || strlen(c->w[i].s) != c->w[i].len)
+                        return pkey_err(c, "'%.32s' is not a TCP port (1 to %u)", c->w[i].s, UINT16_MAX);
                 if (*n >= PROFILE_MAX_PORTS)
                         return pkey_err(c, "too many ports (at most %d)", PROFILE_MAX_PORTS);
                 uint16_t *t = pkey_grow(*arr, *n, sizeof(*t));

@@ -72,9 +72,8 @@ static int unescape_one(const char *s, char *ret, struct sbx_error *why) {
                 return 2;
         case 'x': {
                 int hi = hexval(s[2]), lo = hi >= 0 ? hexval(s[3]) : -1;
-                if (hi < 0 || lo < 0) {
+                if (hi < 0 || lo < 0)
                         return sbx_error_msg(why, EINVAL, "'\\x' needs two hex digits");
-                }
                 *ret = (char) (hi * 16 + lo);
                 return 4;
         }
@@ -92,29 +91,24 @@ static int unescape_one(const char *s, char *ret, struct sbx_error *why) {
  * with spaces or backslashes in $WORKSPACE stays one literal word. */
 static int expand_var(const char *s, struct pbuf *b, struct sbx_error *why) {
         const char *start = s + 2, *end = start;
+        char name[ENV_NAME_MAX + 1];
 
-        while (*end && *end != '}' && end - start < 128)
+        while (*end && *end != '}' && end - start <= ENV_NAME_MAX)
                 end++;
-        if (end - start >= 128) {
-                return sbx_error_msg(why, EINVAL, "variable name longer than 127 bytes");
-        }
-        if (*end != '}') {
+        if (end - start > ENV_NAME_MAX)
+                return sbx_error_msg(why, EINVAL, "variable name longer than %d bytes", ENV_NAME_MAX);
+        if (*end != '}')
                 return sbx_error_msg(why, EINVAL, "unterminated '${' (a variable is written ${NAME}, a literal '$' as $$)");
-        }
         size_t n = (size_t) (end - start);
-        if (n == 0) {
+        if (n == 0)
                 return sbx_error_msg(why, EINVAL, "empty variable name '${}'");
-        }
-        if (!env_name_valid(start, n)) {
+        if (!env_name_valid(start, n))
                 return sbx_error_msg(why, EINVAL, "bad variable name '${%.*s}'", (int) n, start);
-        }
-        char name[129];
         memcpy(name, start, n);
         name[n] = '\0';
         const char *v = getenv(name);
-        if (!v) {
+        if (!v)
                 return sbx_error_msg(why, EINVAL, "undefined variable ${%s}", name);
-        }
         if (pbuf_put(b, v, strlen(v)) < 0)
                 return -ENOMEM;
         return (int) (n + 3);

@@ -211,9 +211,9 @@ static int write_ports(FILE *f, struct val *v, const char *key, const uint16_t *
         return emit(f, key, v);
 }
 
-static int write_all(const struct profile *p, FILE *f, struct val *v) {
+static int write_sandbox(const struct profile *p, FILE *f, struct val *v) {
         char buf[64];
-        int r = 0;
+        int r;
 
         fprintf(f, "[sandbox]\n");
         for (unsigned i = 0; i < PROFILE_NS_COUNT; i++)
@@ -237,11 +237,11 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
             (r = emit_str(f, v, "new-session", p->new_session ? "yes" : "no")) < 0 ||
             (r = emit_str(f, v, "pty", pty_mode_name(p->pty))) < 0)
                 return r;
+        return 0;
+}
 
-        fprintf(f, "\n[fs]\n");
-        for (size_t i = 0; i < p->n_fs; i++)
-                if ((r = write_fs(f, v, &p->fs[i])) < 0)
-                        return r;
+static int write_env(const struct profile *p, FILE *f, struct val *v) {
+        int r;
 
         fprintf(f, "\n[env]\n");
         if ((r = emit_str(f, v, "clear", p->env_clear ? "yes" : "no")) < 0)
@@ -259,6 +259,12 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+static int write_net_limits(const struct profile *p, FILE *f, struct val *v) {
+        const struct profile_limits *l = &p->limits;
+        int r;
 
         fprintf(f, "\n[net]\n");
         if ((r = emit_str(f, v, "mode", net_mode_name(p->net))) < 0 ||
@@ -269,7 +275,6 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                 return r;
 
         fprintf(f, "\n[limits]\n");
-        const struct profile_limits *l = &p->limits;
         if ((r = write_limit(f, v, "timeout", l->timeout_ms, 't')) < 0 ||
             (r = write_limit(f, v, "cpu", l->cpu_s, 's')) < 0 ||
             (r = write_limit(f, v, "memory", l->memory_bytes, 'b')) < 0 ||
@@ -280,6 +285,12 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
             (r = write_limit(f, v, "processes", l->processes, 'n')) < 0 ||
             (r = write_limit(f, v, "open-files", l->open_files, 'n')) < 0)
                 return r;
+        return 0;
+}
+
+static int write_security(const struct profile *p, FILE *f, struct val *v) {
+        char buf[64];
+        int r;
 
         fprintf(f, "\n[security]\n");
         if ((r = emit_str(f, v, "seccomp", seccomp_mode_name(p->seccomp))) < 0)
@@ -305,19 +316,31 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                 val_str(v, "none");
         for (size_t i = 0; i < p->n_caps; i++) {
                 const char *name = capng_capability_to_name((unsigned) p->caps[i]);
-                if (name) {
-                        size_t j = (size_t) snprintf(buf, sizeof(buf), "CAP_");
-                        for (; *name && j + 1 < sizeof(buf); name++)
-                                buf[j++] = (char) toupper((unsigned char) *name);
-                        buf[j] = '\0';
-                } else {
+                if (!name)
                         return -EINVAL;
-                }
+                size_t j = (size_t) snprintf(buf, sizeof(buf), "CAP_");
+                for (; *name && j + 1 < sizeof(buf); name++)
+                        buf[j++] = (char) toupper((unsigned char) *name);
+                buf[j] = '\0';
                 val_str(v, buf);
         }
         if ((r = emit(f, "capabilities", v)) < 0)
                 return r;
         return emit_str(f, v, "sys", p->sys ? "yes" : "no");
+}
+
+static int write_all(const struct profile *p, FILE *f, struct val *v) {
+        int r;
+
+        if ((r = write_sandbox(p, f, v)) < 0)
+                return r;
+        fprintf(f, "\n[fs]\n");
+        for (size_t i = 0; i < p->n_fs; i++)
+                if ((r = write_fs(f, v, &p->fs[i])) < 0)
+                        return r;
+        if ((r = write_env(p, f, v)) < 0 || (r = write_net_limits(p, f, v)) < 0)
+                return r;
+        return write_security(p, f, v);
 }
 
 int profile_write_key(FILE *f, const char *key, const char *const *words, size_t n_words) {

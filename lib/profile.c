@@ -74,6 +74,21 @@ void profile_free(struct profile *p) {
 
 /* ---- validation ---------------------------------------------------------- */
 
+/* The smallest limits a program can start under. */
+#define PROFILE_MIN_MEMORY_BYTES (1024 * 1024)
+#define PROFILE_MIN_DATA_BYTES (64 * 1024)
+#define PROFILE_MIN_STACK_BYTES (16 * 1024)
+#define PROFILE_MIN_OPEN_FILES 3  /* stdin, stdout and stderr */
+
+/* A limit with a value: neither unset nor "unlimited". */
+static bool limit_set(uint64_t v) {
+        return v != PROFILE_UNSET && v != PROFILE_UNLIMITED;
+}
+
+static bool limit_below(uint64_t v, uint64_t min) {
+        return limit_set(v) && v < min;
+}
+
 int profile_validate(const struct profile *p, struct sbx_error *err) {
         const struct profile_limits *l = &p->limits;
 
@@ -107,16 +122,15 @@ int profile_validate(const struct profile *p, struct sbx_error *err) {
                                      "which security.landlock = off turns off");
 
         /* Limits that make every job fail before its first instruction. */
-        if (l->memory_bytes != PROFILE_UNSET && l->memory_bytes != PROFILE_UNLIMITED && l->memory_bytes < 1024 * 1024)
+        if (limit_below(l->memory_bytes, PROFILE_MIN_MEMORY_BYTES))
                 return sbx_error_msg(err, EINVAL, "limits.memory: less than 1M cannot start a program");
-        if (l->data_bytes != PROFILE_UNSET && l->data_bytes != PROFILE_UNLIMITED && l->data_bytes < 64 * 1024)
+        if (limit_below(l->data_bytes, PROFILE_MIN_DATA_BYTES))
                 return sbx_error_msg(err, EINVAL, "limits.data: less than 64K cannot start a program");
-        if (l->stack_bytes != PROFILE_UNSET && l->stack_bytes != PROFILE_UNLIMITED && l->stack_bytes < 16 * 1024)
+        if (limit_below(l->stack_bytes, PROFILE_MIN_STACK_BYTES))
                 return sbx_error_msg(err, EINVAL, "limits.stack: less than 16K cannot start a program");
-        if (l->stack_bytes != PROFILE_UNSET && l->stack_bytes != PROFILE_UNLIMITED && l->memory_bytes != PROFILE_UNSET &&
-            l->memory_bytes != PROFILE_UNLIMITED && l->stack_bytes > l->memory_bytes)
+        if (limit_set(l->stack_bytes) && limit_set(l->memory_bytes) && l->stack_bytes > l->memory_bytes)
                 return sbx_error_msg(err, EINVAL, "limits.stack: larger than limits.memory");
-        if (l->open_files != PROFILE_UNSET && l->open_files < 3)
+        if (l->open_files != PROFILE_UNSET && l->open_files < PROFILE_MIN_OPEN_FILES)
                 return sbx_error_msg(err, EINVAL, "limits.open-files: at least 3 (stdin, stdout and stderr)");
         if (l->processes == 0)
                 return sbx_error_msg(err, EINVAL, "limits.processes: at least 1 (the command itself)");
