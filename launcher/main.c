@@ -427,8 +427,10 @@ int main(int argc, char **argv) {
 
         int r = 0;
         if (l.print_profile) {
-                if (profile_write(&l.profile, stdout) < 0 || fflush(stdout) != 0)
-                        die("print-profile", "%s", strerror(errno));
+                /* profile_write flushes and answers -errno itself. */
+                r = profile_write(&l.profile, stdout);
+                if (r < 0)
+                        die("print-profile", "%s", strerror(-r));
         } else if (!l.check)
                 r = run(&l);
         profile_free(&l.profile);

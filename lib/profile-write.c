@@ -360,7 +360,7 @@ int profile_write(const struct profile *p, FILE *f) {
         free(v.brk);
         if (r < 0)
                 return r;
-        if (fflush(f) != 0 || ferror(f))
-                return -EIO;
-        return 0;
+        if (fflush(f) != 0)
+                return errno > 0 ? -errno : -EIO;
+        return ferror(f) ? -EIO : 0;
 }

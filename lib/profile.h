@@ -222,7 +222,7 @@ int profile_resolve(const char *name_or_path, char **ret_path, struct sbx_error 
 int profile_validate(const struct profile *p, struct sbx_error *err);
 
 /* Write p as INI that profile_load_* reads back to an equal profile. Returns
- * 0 or -errno (-EIO on a write error). */
+ * 0 or -errno (that of the failed write, such as -ENOSPC, or -EIO). */
 int profile_write(const struct profile *p, FILE *f);
 
 /* Write one line "key = WORD..." spelled (quoted, escaped, wrapped) so that

@@ -911,7 +911,7 @@ static void test_write_error(void **state) {
         }
         struct profile p;
         profile_init(&p);
-        assert_int_equal(profile_write(&p, f), -EIO);
+        assert_int_equal(profile_write(&p, f), -ENOSPC);
         fclose(f);
         profile_free(&p);
 }
