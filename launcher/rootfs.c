@@ -402,16 +402,23 @@ static int dev_console(struct rootfs *rf, int dev, const char *dest) {
         return dev_bind_node(rf, dev, dest, PROFILE_DEV_CONSOLE, src);
 }
 
+/* A new directory in the fresh /dev tmpfs (nothing is there yet). */
+static int make_dir(struct rootfs *rf, int dev, const char *name, mode_t mode) {
+        if (mkdirat(dev, name, mode) < 0)
+                return -1;
+        return open_component(rf, dev, name, O_PATH | O_DIRECTORY, 0);
+}
+
 static int dev_dirs(struct rootfs *rf, int dev, const char *dest) {
         char p[FD_PATH_MAX];
-        _cleanup_close_ int shm = open_or_make_dir(rf, dev, PROFILE_DEV_SHM, DEV_SHM_MODE);
+        _cleanup_close_ int shm = make_dir(rf, dev, PROFILE_DEV_SHM, DEV_SHM_MODE);
         if (shm < 0)
                 return sbx_error_set(rf->err, errno, "%s/" PROFILE_DEV_SHM, dest);
         /* mkdir's mode went through the umask. */
         fd_path(p, shm);
         if (chmod(p, DEV_SHM_MODE) < 0)
                 return sbx_error_set(rf->err, errno, "%s/" PROFILE_DEV_SHM, dest);
-        _cleanup_close_ int pts = open_or_make_dir(rf, dev, PROFILE_DEV_PTS, DEFAULT_DIR_MODE);
+        _cleanup_close_ int pts = make_dir(rf, dev, PROFILE_DEV_PTS, DEFAULT_DIR_MODE);
         if (pts < 0)
                 return sbx_error_set(rf->err, errno, "%s/" PROFILE_DEV_PTS, dest);
         /* A new devpts instance: the job sees only its own terminals. */
