@@ -72,7 +72,7 @@ int ns_write_info(int fd, pid_t pid) {
         char buf[1024], path[64];
         size_t len = 0;
 
-        len += (size_t) snprintf(buf, sizeof(buf), "{\"child-pid\": %d, \"namespaces\": {", (int) pid);
+        len += (size_t) snprintf(buf, sizeof(buf), "{\"" SBX_STATUS_CHILD_PID "\": %d, \"" SBX_INFO_NAMESPACES "\": {", (int) pid);
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
                 struct stat st;
                 int r;

@@ -59,6 +59,9 @@
  * input that are not (a path, a command, a message) are written as U+FFFD,
  * one per byte (lib/json-string.h), so that every line parses. */
 
+/* The --info-fd record: {"child-pid": N, "namespaces": {"user": INODE, ...}}. */
+#define SBX_INFO_NAMESPACES "namespaces"
+
 /* ---- what a supervisor hands the launcher ---------------------------------- */
 
 /* sbx-supervisord starts the launcher with the job's stdin, stdout and
