@@ -86,7 +86,8 @@ json_t *accept_record(const struct rjob *rj) {
 }
 
 static int resolve_profile(struct daemon *d, struct conn *c, struct request *req, const char *name, char **ret) {
-        int r = profile_find(name, d->cfg->profile_path, ret);
+        struct sbx_error err;
+        int r = profile_find(name, d->cfg->profile_path, ret, &err);
         if (r == -ENOENT) {
                 refuse(c, req, E_NO_PROFILE, "field 'profile': no profile '%s' in %s", name, d->cfg->profile_path);
                 return r;

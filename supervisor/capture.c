@@ -150,7 +150,7 @@ static void status_line(struct capture *cap, const char *line, size_t len) {
         json_t *m = json_loadb(line, len, 0, NULL);
         if (!m)
                 return;
-        if (json_object_get(m, LAUNCH_KEY_EXIT_CODE)) {
+        if (json_object_get(m, SBX_STATUS_EXIT_CODE)) {
                 json_decref(cap->status_end);
                 cap->status_end = m;
                 return;

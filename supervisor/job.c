@@ -160,11 +160,11 @@ enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig) {
                 return OUTCOME_KILLED;
         if (code == 0)
                 return OUTCOME_SUCCEEDED;
-        if (code == LAUNCH_EXIT_TIMEOUT)
+        if (code == SBX_EXIT_TIMEOUT)
                 return OUTCOME_TIMED_OUT;
-        if (code == LAUNCH_EXIT_SETUP)
+        if (code == SBX_EXIT_SETUP)
                 return OUTCOME_ERROR;
-        if (code > LAUNCH_EXIT_SIGNAL_BASE && code < LAUNCH_EXIT_SIGNAL_BASE + 65)
+        if (code > SBX_EXIT_SIGNAL_BASE && code < SBX_EXIT_SIGNAL_BASE + 65)
                 return OUTCOME_KILLED;
         return OUTCOME_FAILED;
 }

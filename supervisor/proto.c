@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "env-name.h"
 #include "job.h"
 #include "launch-abi.h"
 #include "profile.h"
@@ -236,12 +237,7 @@ static bool valid_rel_path(const char *p, bool glob) {
 }
 
 static bool valid_env_name(const char *s) {
-        if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 256)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-                        return false;
-        return true;
+        return env_name_valid(s, strlen(s));
 }
 
 static int parse_command(json_t *command, struct run_request *run, struct sbx_error *err) {
@@ -282,7 +278,7 @@ static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err
                 /* The task context (SBX_JOB_ID, SBX_TENANT,
                  * SBX_WORKSPACE) is the daemon's word, not the
                  * caller's. */
-                if (strncmp(name, LAUNCH_ENV_RESERVED_PREFIX, strlen(LAUNCH_ENV_RESERVED_PREFIX)) == 0)
+                if (strncmp(name, SBX_ENV_RESERVED_PREFIX, strlen(SBX_ENV_RESERVED_PREFIX)) == 0)
                         return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
                 if (!json_is_string(val))
                         return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));

@@ -71,12 +71,12 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "ended", proto_time(j->ended_ms));
         uint64_t wall = j->started_ms && j->ended_ms >= j->started_ms ? j->ended_ms - j->started_ms : 0;
         json_object_set_new(rec, "wall_ms", json_integer((json_int_t) wall));
-        json_t *cpu = end ? json_object_get(end, LAUNCH_KEY_CPU_MS) : NULL;
+        json_t *cpu = end ? json_object_get(end, SBX_STATUS_CPU_MS) : NULL;
         if (in->cgroup_cpu_us >= 0)
                 json_object_set_new(rec, "cpu_ms", json_integer((json_int_t) (in->cgroup_cpu_us / 1000)));
         else
                 json_object_set_new(rec, "cpu_ms", cpu ? json_incref(cpu) : json_null());
-        json_t *rss = end ? json_object_get(end, LAUNCH_KEY_PEAK_RSS_KB) : NULL;
+        json_t *rss = end ? json_object_get(end, SBX_STATUS_PEAK_RSS_KB) : NULL;
         json_object_set_new(rec, "peak_rss_kb", rss ? json_incref(rss) : json_null());
         for (int i = 0; i < 2; i++)
                 json_object_set_new(rec, proto_stream_name(i), stream_json(in, i));
@@ -86,7 +86,7 @@ json_t *record_build(const struct record_input *in) {
                 json_object_set_new(rec, "artifacts_error", json_string(in->artifacts_error));
         json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits));
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
-        json_t *prot = end ? json_object_get(end, LAUNCH_KEY_PROTECTIONS) : NULL;
+        json_t *prot = end ? json_object_get(end, SBX_STATUS_PROTECTIONS) : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
         json_object_set_new(rec, "network_events", json_array());
         json_object_set_new(rec, "bundle", json_null());

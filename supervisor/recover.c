@@ -131,7 +131,7 @@ static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
         sbx_error_clear(&err);
         int r = policy_apply(j->tenant, &j->req.run, &d->caps, &j->pol, &err);
         if (r == 0) {
-                r = profile_find(j->pol.profile, d->cfg->profile_path, &rj->profile_path);
+                r = profile_find(j->pol.profile, d->cfg->profile_path, &rj->profile_path, &err);
                 if (r < 0)
                         sbx_error_msg(&err, -r, "no profile '%s' in %s", j->pol.profile, d->cfg->profile_path);
         }

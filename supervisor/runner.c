@@ -287,16 +287,16 @@ void runner_start_ready(struct daemon *d) {
 
 void runner_exited(struct rjob *rj) {
         struct capture *cap = &rj->cap;
-        json_t *end = cap->status_end, *err = end ? json_object_get(end, LAUNCH_KEY_ERROR) : NULL;
-        json_t *ec = end ? json_object_get(end, LAUNCH_KEY_EXIT_CODE) : NULL, *sg = end ? json_object_get(end, LAUNCH_KEY_SIGNAL) : NULL;
+        json_t *end = cap->status_end, *err = end ? json_object_get(end, SBX_STATUS_ERROR) : NULL;
+        json_t *ec = end ? json_object_get(end, SBX_STATUS_EXIT_CODE) : NULL, *sg = end ? json_object_get(end, SBX_STATUS_SIGNAL) : NULL;
         struct job_exit x = {
                 .status = cap->exit_status,
                 .signal = cap->exit_signal,
                 .have_end = json_is_integer(ec),
                 .end_exit_code = json_is_integer(ec) ? (int) json_integer_value(ec) : -1,
                 .end_signal = json_is_integer(sg) ? (int) json_integer_value(sg) : 0,
-                .setup_step = json_is_object(err) ? json_string_value(json_object_get(err, LAUNCH_KEY_ERROR_STEP)) ?: "setup" : NULL,
-                .setup_message = json_is_object(err) ? json_string_value(json_object_get(err, LAUNCH_KEY_ERROR_MESSAGE)) : NULL,
+                .setup_step = json_is_object(err) ? json_string_value(json_object_get(err, SBX_STATUS_ERROR_STEP)) ?: "setup" : NULL,
+                .setup_message = json_is_object(err) ? json_string_value(json_object_get(err, SBX_STATUS_ERROR_MESSAGE)) : NULL,
                 .spawn_error = cap->spawn_error,
                 .oom_killed = (rj->cg_limits & CG_LIMIT_MEMORY) && rj->cgroup_fd >= 0 && cgroup_job_oom_kills(rj->cgroup_fd) > 0,
         };
