@@ -23,4 +23,9 @@ include t/supervisor.mk
 TESTS += t/man-lint.sh
 EXTRA_DIST += t/man-lint.sh
 
+# What the build makes besides the binaries.
+BUILD_TESTS = t/configured-paths.bats
+TESTS += $(BUILD_TESTS)
+EXTRA_DIST += $(BUILD_TESTS)
+
 include t/fuzz/local.mk
