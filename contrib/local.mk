@@ -23,6 +23,17 @@ all-local: $(CONTRIB_GEN)
 CLEANFILES += $(CONTRIB_GEN)
 EXTRA_DIST += $(CONTRIB_GEN:=.in) contrib/try-supervisor.sh contrib/systemd/sbx.sysusers
 
+# bash completion (bashcompletiondir: see configure), knowing the shipped
+# profile directory.
+BASH_COMPLETIONS = contrib/bash-completion/sbx-launch contrib/bash-completion/sbxctl
+nodist_bashcompletion_DATA = $(BASH_COMPLETIONS)
+$(BASH_COMPLETIONS): Makefile
+	$(AM_V_GEN)$(do_subst)
+contrib/bash-completion/sbx-launch: contrib/bash-completion/sbx-launch.in
+contrib/bash-completion/sbxctl: contrib/bash-completion/sbxctl.in
+CLEANFILES += $(BASH_COMPLETIONS)
+EXTRA_DIST += $(BASH_COMPLETIONS:=.in)
+
 install-data-local: $(CONTRIB_GEN)
 	@$(MKDIR_P) $(DESTDIR)$(sysconfdir)/sbx
 	@if test ! -e $(DESTDIR)$(sysconfdir)/sbx/sbx-supervisord.conf; then \

@@ -23,8 +23,8 @@ include t/supervisor.mk
 TESTS += t/man-lint.sh
 EXTRA_DIST += t/man-lint.sh
 
-# What the build makes besides the binaries.
-BUILD_TESTS = t/configured-paths.bats
+# What the build makes besides the binaries: paths filled in, completions.
+BUILD_TESTS = t/configured-paths.bats t/completion.bats
 TESTS += $(BUILD_TESTS)
 EXTRA_DIST += $(BUILD_TESTS)
 
