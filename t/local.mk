@@ -28,4 +28,8 @@ BUILD_TESTS = t/configured-paths.bats t/completion.bats
 TESTS += $(BUILD_TESTS)
 EXTRA_DIST += $(BUILD_TESTS)
 
+# sbxctl(1)'s usage errors.
+TESTS += t/sbxctl-usage.bats
+EXTRA_DIST += t/sbxctl-usage.bats
+
 include t/fuzz/local.mk
