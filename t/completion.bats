@@ -14,7 +14,7 @@ teardown_file() {
         sup_fini
 }
 
-# complete [--with-bash-completion] COMMAND WORD... : the candidates for the
+# complete_line [--with-bash-completion] COMMAND WORD...: the candidates for the
 # last WORD, one per line, sorted. COMMAND is the script's name in
 # contrib/bash-completion (and the command typed).
 complete_line() {
