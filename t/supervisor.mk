@@ -9,8 +9,11 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
 	t/sup-unit/journal-test
-check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
+check_PROGRAMS += t/sup-unit/sup-client
+if HAVE_CMOCKA
+check_PROGRAMS += $(SUP_UNIT_TESTS)
 TESTS += $(SUP_UNIT_TESTS)
+endif
 
 SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
