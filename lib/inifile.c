@@ -143,7 +143,7 @@ static char *reader(char *buf, int num, void *stream) {
 /* inih keeps inline comments on continuation lines; strip them the same
  * way it does on key lines: ';' after whitespace starts a comment. */
 static void strip_inline_comment(char *v) {
-        for (size_t i = 1; v[i]; i++)
+        for (size_t i = 1; v[0] && v[i]; i++)
                 if (v[i] == ';' && isspace((unsigned char) v[i - 1])) {
                         v[i] = '\0';
                         break;
