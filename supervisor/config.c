@@ -43,6 +43,7 @@ void tenant_defaults(struct tenant *t) {
         t->max_cpu_s = CONFIG_UNSET;
         t->max_cpu_milli = CONFIG_UNSET;
         t->max_output = 16u << 20;
+        t->max_disk = 1ull << 30;
         t->max_upload = 16u << 20;
         t->max_artifacts = 64u << 20;
         t->max_jobs = 8;
@@ -74,6 +75,8 @@ void config_init(struct config *c) {
         c->launcher = strdup(SBX_BINDIR "/sbx-launch");
         c->profile_path = strdup(SBX_SYSCONFDIR "/sbx/profiles:" SBX_PROFILEDIR);
         c->cgroup_root = strdup("auto");
+        c->job_uid_first = CONFIG_JOB_UIDS_FIRST;
+        c->job_uid_count = CONFIG_JOB_UIDS_COUNT;
         c->max_jobs = 16;
         c->max_queue = 1024;
         c->max_connections = 4096;
@@ -265,6 +268,7 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
         if (streq(k, "gids"))
                 return each_word(v, add_gid, ps, t);
         if (streq(k, "job_user")) {
+                t->job_user_set = true;
                 if (lookup_uid(v, &t->job_uid) < 0)
                         return FAIL("job_user: unknown user '%s'", ps->name, ps->line, v);
                 if (t->job_uid == 0)
@@ -329,6 +333,8 @@ static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, c
         }
         if (streq(k, "max_output"))
                 return parse_cap_size(ps, k, v, &t->max_output);
+        if (streq(k, "max_disk"))
+                return parse_cap_size(ps, k, v, &t->max_disk);
         if (streq(k, "max_upload"))
                 return parse_cap_size(ps, k, v, &t->max_upload);
         if (streq(k, "max_artifacts"))
@@ -391,6 +397,26 @@ static int daemon_key(struct parse_state *ps, const char *k, const char *v) {
                         if (d[0] != '/')
                                 return FAIL("profile_path: '%s' is not an absolute path", ps->name, ps->line, d);
                 return set_str(&c->profile_path, v);
+        }
+        if (streq(k, "job_uids")) {
+                uint64_t lo, hi;
+                const char *dash = strchr(v, '-');
+                if (streq(v, "none")) {
+                        c->job_uid_count = 0;
+                        return 0;
+                }
+                char first[32];
+                if (!dash || (size_t) (dash - v) >= sizeof(first))
+                        return FAIL("job_uids: expected FIRST-LAST or none, got '%s'", ps->name, ps->line, v);
+                memcpy(first, v, (size_t) (dash - v));
+                first[dash - v] = '\0';
+                if (parse_uint64(first, UINT32_MAX - 1, &lo) < 0 || parse_uint64(dash + 1, UINT32_MAX - 1, &hi) < 0 || hi < lo)
+                        return FAIL("job_uids: expected FIRST-LAST or none, got '%s'", ps->name, ps->line, v);
+                if (hi - lo + 1 > (1u << 20) || lo == 0 || (lo <= 65534 && hi >= 65534))
+                        return FAIL("job_uids: '%s' must be at most 1048576 uids, without 0 and 65534", ps->name, ps->line, v);
+                c->job_uid_first = (uid_t) lo;
+                c->job_uid_count = (uint32_t) (hi - lo + 1);
+                return 0;
         }
         if (streq(k, "cgroup")) {
                 if (!streq(v, "auto") && !streq(v, "none") && v[0] != '/')

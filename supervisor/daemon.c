@@ -170,6 +170,30 @@ static void caps_setup(struct daemon *d) {
         }
 }
 
+/* Root can give each job a uid and a file system of its own; a daemon
+ * that is not root cannot, and says what that costs. */
+static int isolation_setup(struct daemon *d, struct sbx_error *err) {
+        const struct config *cfg = d->cfg;
+        if (geteuid() != 0) {
+                log_warning("not running as root: jobs run as this daemon's own uid, share it with each other and with the "
+                            "daemon (they can reach each other's processes and files), RLIMIT_NPROC counts them all "
+                            "together, and workspaces are plain directories without a size quota or nosuid");
+                return 0;
+        }
+        d->own_mounts = true;
+        if (cfg->job_uid_count == 0) {
+                log_warning("job_uids = none: each tenant's jobs share its job user (they can reach each other's processes "
+                            "and files, and RLIMIT_NPROC counts them together)");
+                return 0;
+        }
+        int r = uidpool_init(&d->uids, cfg->job_uid_first, cfg->job_uid_count);
+        if (r < 0)
+                return sbx_error_set(err, r, "job_uids");
+        log_info("jobs run as uids %u-%u, one each", (unsigned) cfg->job_uid_first,
+                 (unsigned) (cfg->job_uid_first + cfg->job_uid_count - 1));
+        return 0;
+}
+
 /* Signals arrive on a signalfd; the threads started after this inherit
  * the blocked mask, so they all reach it. */
 static int signals_setup(struct daemon *d, struct sbx_error *err) {
@@ -216,6 +240,9 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         if (r < 0)
                 return r;
         caps_setup(d);
+        r = isolation_setup(d, err);
+        if (r < 0)
+                return r;
         r = audit_open(cfg->audit_log, cfg->audit_fsync);
         if (r < 0)
                 return sbx_error_set(err, r, "audit_log %s", cfg->audit_log);
@@ -307,6 +334,7 @@ void daemon_done(struct daemon *d) {
         audit_close();
         result_index_free(&d->done);
         cgroup_teardown(&d->cg);
+        uidpool_done(&d->uids);
         sched_done(&d->sched);
         statedir_close(&d->dirs);
         while (d->ghosts) {

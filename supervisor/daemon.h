@@ -19,6 +19,7 @@
 #include "result.h"
 #include "sched.h"
 #include "statedir.h"
+#include "uidpool.h"
 
 /* A tenant the configuration no longer has, for its jobs' records after a
  * restart. */
@@ -32,6 +33,8 @@ struct daemon {
         struct statedir dirs;
         struct cgroup_ctx cg;
         struct daemon_caps caps;
+        struct uidpool uids;      /* job uids (empty: jobs run as their tenant's job user) */
+        bool own_mounts;          /* workspaces are tmpfs mounts of their own */
         struct journal journal;
         struct scheduler sched;
         struct result_index done;

@@ -101,6 +101,11 @@ int policy_apply(const struct tenant *t, const struct run_request *run, const st
         if (r < 0)
                 return r;
 
+        uint64_t disk_default = t->max_disk != CONFIG_UNSET && t->max_disk < POLICY_DISK_DEFAULT ? t->max_disk : POLICY_DISK_DEFAULT;
+        r = cap_value(t, d, "limits.disk", run->disk, t->max_disk, disk_default, &d->disk, err);
+        if (r < 0)
+                return r;
+
         /* Uploads cannot be clamped without changing what the job sees. */
         if (t->max_upload != CONFIG_UNSET && run->upload_bytes > t->max_upload) {
                 d->code = E_LIMIT;
@@ -132,9 +137,9 @@ static json_t *u64_json(uint64_t v) {
 }
 
 json_t *policy_to_json(const struct policy_decision *d) {
-        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "profile", d->profile, "timeout_ms",
+        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "profile", d->profile, "timeout_ms",
                          u64_json(d->timeout_ms), "memory", u64_json(d->memory), "processes", u64_json(d->processes), "cpu_s",
-                         u64_json(d->cpu_s), "cpu_milli", u64_json(d->cpu_milli), "output", u64_json(d->output), "artifacts",
+                         u64_json(d->cpu_s), "cpu_milli", u64_json(d->cpu_milli), "output", u64_json(d->output), "disk", u64_json(d->disk), "artifacts",
                          u64_json(d->artifacts), "net", d->net == NET_HOST ? "host" : "none", "clamped", d->clamped);
 }
 
@@ -157,6 +162,7 @@ int policy_from_json(json_t *o, struct policy_decision *d) {
         d->cpu_s = u64_of(o, "cpu_s");
         d->cpu_milli = u64_of(o, "cpu_milli");
         d->output = u64_of(o, "output");
+        d->disk = u64_of(o, "disk");
         d->artifacts = u64_of(o, "artifacts");
         d->net = net && streq(net, "host") ? NET_HOST : NET_NONE;
         snprintf(d->clamped, sizeof(d->clamped), "%s", clamped ? clamped : "");

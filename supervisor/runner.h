@@ -17,6 +17,8 @@ struct rjob;
 void runner_schedule(struct daemon *d);
 /* At the end of the loop turn: start jobs the scheduler lets run. */
 void runner_start_ready(struct daemon *d);
+/* The job is ready (prepare.c): spawn its launcher. */
+void runner_launch(struct rjob *rj);
 /* Timeout, cancel or shutdown of a running job. */
 void runner_stop(struct rjob *rj, enum job_event why);
 /* The launcher is gone and its pipes are drained (capture.c). */

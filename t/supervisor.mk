@@ -8,6 +8,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
+	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test
 check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
 TESTS += $(SUP_UNIT_TESTS)
@@ -33,6 +34,9 @@ t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_uidpool_test_SOURCES = t/sup-unit/uidpool-test.c
+t_sup_unit_uidpool_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_uidpool_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)

@@ -19,6 +19,8 @@ static const char *const keys[] = {
         "bundle", "idempotency_key", "request_sha256",
 };
 
+static const char *const limit_keys[] = { "timeout_ms", "memory", "processes", "cpu_s", "cpus", "output", "disk" };
+
 static struct tenant t = { .name = "acme", .job_uid = 900, .job_gid = 901 };
 static char *argv[] = { "sh", "-c", "echo hi", NULL };
 
@@ -58,9 +60,8 @@ static void all_keys(json_t *rec) {
                 assert_non_null(json_object_get(o, "truncated"));
                 assert_non_null(json_object_get(o, "path"));
         }
-        static const char *const limits[] = { "timeout_ms", "memory", "processes", "cpu_s", "cpus", "output" };
-        for (size_t i = 0; i < 6; i++)
-                assert_non_null(json_object_get(json_object_get(rec, "limits"), limits[i]));
+        for (size_t i = 0; i < sizeof(limit_keys) / sizeof(limit_keys[0]); i++)
+                assert_non_null(json_object_get(json_object_get(rec, "limits"), limit_keys[i]));
 }
 
 static const char *by(json_t *rec, const char *limit) {
@@ -106,6 +107,7 @@ static void test_ran_here(void **state) {
 static void test_recovered(void **state) {
         struct job j;
         mk(&j);
+        assert_int_equal(job_transition(&j, JEV_PREPARE, NULL), 0);
         assert_int_equal(job_transition(&j, JEV_START, NULL), 0);
         assert_int_equal(job_transition(&j, JEV_RESTARTED, NULL), 0);
         struct record_input in = {
