@@ -38,8 +38,10 @@ void tenant_defaults(struct tenant *t) {
         t->job_gid = pw ? pw->pw_gid : NOBODY_ID;
         t->default_timeout_ms = 60 * 1000;
         t->max_timeout_ms = 60 * 60 * 1000;
-        t->max_memory = CONFIG_UNSET;
-        t->max_processes = CONFIG_UNSET;
+        /* A tenant without caps still has some: a job cannot take the
+         * host's memory or process table (sbx-supervisord.conf(5)). */
+        t->max_memory = 4ull << 30;
+        t->max_processes = 1024;
         t->max_cpu_s = CONFIG_UNSET;
         t->max_cpu_milli = CONFIG_UNSET;
         t->max_output = 16u << 20;

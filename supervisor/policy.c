@@ -63,6 +63,14 @@ static int cap_value(const struct tenant *t, struct policy_decision *d, const ch
         return cap_value_fmt(t, d, what, asked, cap, dflt, out, plain_str, err);
 }
 
+/* What a job gets when it does not ask: the default, or the cap when it is
+ * lower; nothing when the tenant has no cap at all ("unlimited"). */
+static uint64_t capped_default(uint64_t cap, uint64_t dflt) {
+        if (cap == CONFIG_UNSET)
+                return PROTO_UNSET;
+        return cap < dflt ? cap : dflt;
+}
+
 int policy_apply(const struct tenant *t, const struct run_request *run, const struct daemon_caps *caps,
                  struct policy_decision *d, struct sbx_error *err) {
         int r;
@@ -80,12 +88,12 @@ int policy_apply(const struct tenant *t, const struct run_request *run, const st
         r = cap_value(t, d, "timeout_ms", run->timeout_ms, t->max_timeout_ms, t->default_timeout_ms, &d->timeout_ms, err);
         if (r < 0)
                 return r;
-        r = cap_value(t, d, "limits.memory", run->memory, t->max_memory, t->max_memory == CONFIG_UNSET ? PROTO_UNSET : t->max_memory,
+        r = cap_value(t, d, "limits.memory", run->memory, t->max_memory, capped_default(t->max_memory, POLICY_MEMORY_DEFAULT),
                       &d->memory, err);
         if (r < 0)
                 return r;
         r = cap_value(t, d, "limits.processes", run->processes, t->max_processes,
-                      t->max_processes == CONFIG_UNSET ? PROTO_UNSET : t->max_processes, &d->processes, err);
+                      capped_default(t->max_processes, POLICY_PROCESSES_DEFAULT), &d->processes, err);
         if (r < 0)
                 return r;
         r = cap_value(t, d, "limits.cpu_s", run->cpu_s, t->max_cpu_s, t->max_cpu_s == CONFIG_UNSET ? PROTO_UNSET : t->max_cpu_s,

@@ -16,6 +16,8 @@
 /* A job's workspace size when neither the request nor a lower tenant cap
  * says otherwise. */
 #define POLICY_DISK_DEFAULT (256ull << 20)
+#define POLICY_MEMORY_DEFAULT (1ull << 30)
+#define POLICY_PROCESSES_DEFAULT 256
 
 /* What the daemon can enforce, found at start. */
 struct daemon_caps {

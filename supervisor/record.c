@@ -21,10 +21,22 @@ static json_t *cpus_json(uint64_t milli, bool enforced) {
 /* Which mechanism enforced each limit: the daemon's own timer for the wall
  * clock and the output, the job cgroup where its controller is enabled,
  * otherwise the launcher's rlimits. */
+/* What a memory limit kept by rlimits covers, and what not: said, so that
+ * nobody reads it as the whole job's memory. */
+#define MEMORY_RLIMIT_COVERS \
+        "the address space of each process (RLIMIT_AS); memfd_create refused; not the job as a whole, nor its tmpfs mounts, which have sizes of their own"
+
+static json_t *memory_json(uint64_t value, bool cgroup) {
+        json_t *o = limit_json(value, cgroup ? "cgroup" : "rlimit");
+        if (o && value != PROTO_UNSET && !cgroup)
+                json_object_set_new(o, "covers", json_string(MEMORY_RLIMIT_COVERS));
+        return o;
+}
+
 static json_t *limits_json(const struct policy_decision *pol, unsigned cg, bool disk_quota) {
         const char *rl = "rlimit";
         return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "timeout_ms", limit_json(pol->timeout_ms, "supervisor"),
-                         "memory", limit_json(pol->memory, cg & CG_LIMIT_MEMORY ? "cgroup" : rl), "processes",
+                         "memory", memory_json(pol->memory, cg & CG_LIMIT_MEMORY), "processes",
                          limit_json(pol->processes, cg & CG_LIMIT_PIDS ? "cgroup" : rl), "cpu_s", limit_json(pol->cpu_s, rl),
                          "cpus", cpus_json(pol->cpu_milli, cg & CG_LIMIT_CPU), "output", limit_json(pol->output, "supervisor"),
                          "disk", limit_json(pol->disk, disk_quota ? "tmpfs" : "none"));

@@ -95,10 +95,15 @@ submit_gated() {
                 jobs+=("$(ctl submit -- sh -c "until [ -e /workspace/go ]; do sleep 0.05; done; echo job $i")")
         done
         for j in "${jobs[@]}"; do
-                for i in $(seq 200); do
+                for i in $(seq 400); do
                         [ "$(ctl --json status "$j" | json_get job.state)" = running ] && break
                         sleep 0.05
                 done
+                [ "$(ctl --json status "$j" | json_get job.state)" = running ] || {
+                        ctl --json status "$j" >&2
+                        tail -20 "$SUP_DIR/daemon.log" >&2
+                        return 1
+                }
         done
 }
 
