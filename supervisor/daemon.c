@@ -133,6 +133,30 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         commit_retry(d, now);
 }
 
+#define CPU_CHECK_MS 250
+
+static void on_cpu_check(struct source *s, uint32_t events) {
+        struct daemon *d = container_of(s, struct daemon, cpu_src);
+        uint64_t n;
+        if (read(s->fd, &n, sizeof(n)) < 0)
+                return;
+        runner_check_cpu(d);
+}
+
+void daemon_cpu_watch(struct daemon *d, int delta) {
+        bool was = d->cpu_watched > 0;
+        d->cpu_watched += delta;
+        bool now = d->cpu_watched > 0;
+        if (was == now || d->cpu_src.fd < 0)
+                return;
+        struct itimerspec its = { 0 };
+        if (now) {
+                its.it_value.tv_nsec = CPU_CHECK_MS * 1000000L;
+                its.it_interval = its.it_value;
+        }
+        timerfd_settime(d->cpu_src.fd, 0, &its, NULL);
+}
+
 static void on_worker(struct source *s, uint32_t events) {
         worker_complete();
 }
@@ -222,6 +246,13 @@ static int timers_setup(struct daemon *d, struct sbx_error *err) {
         struct itimerspec its = { .it_value = { 1, 0 }, .it_interval = { HOUSEKEEPING_MS / 1000, 0 } };
         timerfd_settime(fd, 0, &its, NULL);
         int r = loop_add(&d->sweep_src, fd, EPOLLIN, on_housekeeping);
+        if (r < 0)
+                return sbx_error_set(err, r, "timerfd");
+        /* The CPU time check: disarmed until a job needs it. */
+        fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "timerfd");
+        r = loop_add(&d->cpu_src, fd, EPOLLIN, on_cpu_check);
         return r < 0 ? sbx_error_set(err, r, "timerfd") : 0;
 }
 
@@ -265,6 +296,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         d->dirs.state_fd = d->dirs.results_fd = d->dirs.work_fd = -1;
         d->listener.fd = -1;
         d->journal.fd = -1;
+        d->cpu_src.fd = -1;
         jobs_init(&d->jobs);
         conns_init(&d->conns);
         list_init(&d->cg.releasing);

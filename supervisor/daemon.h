@@ -42,7 +42,8 @@ struct daemon {
         struct conns conns;
         struct listener listener;
         struct commit commit;
-        struct source signal_src, sweep_src, worker_src;
+        struct source signal_src, sweep_src, worker_src, cpu_src;
+        unsigned cpu_watched;     /* running jobs whose CPU time is checked */
         bool stopping;
         bool schedule_wanted;
         bool starting;            /* runner_start_ready() is starting jobs */
@@ -60,5 +61,8 @@ void daemon_notify_status(struct daemon *d);
 /* Rewrite the journal with just the jobs in memory (accept and start
  * lines), atomically; the old journal stays on failure. */
 int daemon_compact_journal(struct daemon *d);
+/* One more (delta 1) or one less (-1) job whose CPU time is checked: the
+ * check's timer runs only while there are some. */
+void daemon_cpu_watch(struct daemon *d, int delta);
 /* A job left the daemon: stop the loop if stopping and none are left. */
 void daemon_job_gone(struct daemon *d);

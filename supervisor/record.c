@@ -19,8 +19,9 @@ static json_t *cpus_json(uint64_t milli, bool enforced) {
 }
 
 /* Which mechanism enforced each limit: the daemon's own timer for the wall
- * clock and the output, the job cgroup where its controller is enabled,
- * otherwise the launcher's rlimits. */
+ * clock and the output, the job cgroup where its controller is enabled
+ * (CPU time: its cpu.stat, which every cgroup has, summed over all the
+ * job's processes), otherwise the launcher's rlimits (per process). */
 /* What a memory limit kept by rlimits covers, and what not: said, so that
  * nobody reads it as the whole job's memory. */
 #define MEMORY_RLIMIT_COVERS \
@@ -33,11 +34,11 @@ static json_t *memory_json(uint64_t value, bool cgroup) {
         return o;
 }
 
-static json_t *limits_json(const struct policy_decision *pol, unsigned cg, bool disk_quota) {
+static json_t *limits_json(const struct policy_decision *pol, unsigned cg, bool cgroup, bool disk_quota) {
         const char *rl = "rlimit";
         return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "timeout_ms", limit_json(pol->timeout_ms, "supervisor"),
                          "memory", memory_json(pol->memory, cg & CG_LIMIT_MEMORY), "processes",
-                         limit_json(pol->processes, cg & CG_LIMIT_PIDS ? "cgroup" : rl), "cpu_s", limit_json(pol->cpu_s, rl),
+                         limit_json(pol->processes, cg & CG_LIMIT_PIDS ? "cgroup" : rl), "cpu_s", limit_json(pol->cpu_s, cgroup ? "cgroup" : rl),
                          "cpus", cpus_json(pol->cpu_milli, cg & CG_LIMIT_CPU), "output", limit_json(pol->output, "supervisor"),
                          "disk", limit_json(pol->disk, disk_quota ? "tmpfs" : "none"));
 }
@@ -99,7 +100,7 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "artifacts_truncated", json_boolean(in->artifacts_truncated));
         if (in->artifacts_error)
                 json_object_set_new(rec, "artifacts_error", json_string(in->artifacts_error));
-        json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->disk_quota));
+        json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->cgroup, in->disk_quota));
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
         json_t *prot = end ? json_object_get(end, LAUNCH_KEY_PROTECTIONS) : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());

@@ -257,6 +257,10 @@ void runner_launch(struct rjob *rj) {
                 log_error("job %s: no timer (%s): it runs without its timeout", rj->j.id, strerror(errno));
         job_transition(&rj->j, JEV_START, NULL);
         rj->had_cgroup = rj->cgroup_fd >= 0;
+        if (rj->had_cgroup && rj->j.pol.cpu_s != PROTO_UNSET) {
+                rj->cpu_watched = true;
+                daemon_cpu_watch(d, 1);
+        }
         rj->j.started_ms = now_real_ms();
         rj->t_us[T_STARTED] = now_mono_us();
         journal_start(rj);
@@ -328,8 +332,33 @@ static void artifacts_done(struct work *w) {
         commit_job(rj->d, rj);
 }
 
+void runner_check_cpu(struct daemon *d) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &d->jobs.all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                uint64_t usec;
+                if (!rj->cpu_watched || rj->cgroup_fd < 0 || cgroup_job_cpu_usec(rj->cgroup_fd, &usec) < 0)
+                        continue;
+                if (usec <= rj->j.pol.cpu_s * 1000000)
+                        continue;
+                char msg[128];
+                snprintf(msg, sizeof(msg), "its processes used %.1f s of CPU time; its limit is %" PRIu64 " s",
+                         (double) usec / 1e6, rj->j.pol.cpu_s);
+                log_info("job %s: %s, killing every process", rj->j.id, msg);
+                job_transition(&rj->j, JEV_CPU_TIME, msg);
+                /* Like the kernel's own CPU time limit: no grace. */
+                hard_kill(rj);
+                rj->cpu_watched = false;
+                daemon_cpu_watch(d, -1);
+        }
+}
+
 void runner_end(struct rjob *rj) {
         struct daemon *d = rj->d;
+        if (rj->cpu_watched) {
+                rj->cpu_watched = false;
+                daemon_cpu_watch(d, -1);
+        }
         bool was_running = rj->j.started_ms != 0;
         rj->j.ended_ms = now_real_ms();
         capture_stop(&rj->cap);

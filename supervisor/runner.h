@@ -26,6 +26,10 @@ void runner_exited(struct rjob *rj);
 /* The journal's start line for a running job (also rewritten by
  * compaction). */
 json_t *runner_start_record(const struct rjob *rj);
+/* Every running job with a CPU time limit and a cgroup: stopped when its
+ * processes together have used it (the cgroup's cpu.stat counts them all,
+ * children and the departed included). */
+void runner_check_cpu(struct daemon *d);
 /* The job is done (never started, or exited): free its slot and cgroup,
  * collect artifacts, then commit its record. */
 void runner_end(struct rjob *rj);

@@ -93,7 +93,7 @@ static void test_ran_here(void **state) {
                             "/var/lib/sbx/results/j00000000000000000001/stdout");
         assert_string_equal(by(rec, "memory"), "cgroup");
         assert_string_equal(by(rec, "cpus"), "cgroup");
-        assert_string_equal(by(rec, "cpu_s"), "rlimit");
+        assert_string_equal(by(rec, "cpu_s"), "cgroup"); /* cpu.stat: every process of the job together */
         assert_string_equal(by(rec, "timeout_ms"), "supervisor");
         assert_null(by(rec, "processes")); /* not set: no mechanism */
         assert_true(json_is_null(json_object_get(rec, "error")));
@@ -124,6 +124,8 @@ static void test_recovered(void **state) {
         assert_true(json_is_null(json_object_get(rec, "cpu_ms")));
         assert_string_equal(by(rec, "memory"), "rlimit");
         assert_string_equal(by(rec, "cpus"), "none"); /* asked for, and nothing could enforce it */
+        assert_string_equal(by(rec, "cpu_s"), "rlimit");
+        assert_non_null(json_object_get(json_object_get(json_object_get(rec, "limits"), "memory"), "covers"));
         assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "stdout"), "produced")), 10);
         json_decref(rec);
         unmk(&j);
