@@ -27,7 +27,7 @@ static void refuse(struct conn *c, struct request *req, const char *code, const 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        audit_request(c, "run", "rejected", NULL, code, msg, false);
+        audit_request(c, "run", "rejected", NULL, code, msg, true);
         conn_send(c, proto_error(req->tag, code, "%s", msg));
 }
 
@@ -173,7 +173,7 @@ void accept_run(struct conn *c, struct request *req) {
         }
         jobs_add(&d->jobs, rj);
         audit_request(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j->id, NULL,
-                      pol.clamped[0] ? pol.clamped : NULL, true);
+                      pol.clamped[0] ? pol.clamped : NULL, false);
         if (j->req.run.follow)
                 subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
         json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");

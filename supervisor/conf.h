@@ -78,6 +78,8 @@ struct config {
         uint64_t max_jobs;
         uint64_t max_queue;
         uint64_t max_connections;
+        uint64_t max_tenant_connections; /* of one tenant */
+        uint64_t request_memory;   /* bytes of unfinished request lines over all clients */
         uint64_t max_request;      /* bytes in one request line */
         uint64_t client_buffer;    /* bytes queued to one slow client before it is dropped */
         uint64_t kill_grace_ms;

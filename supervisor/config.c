@@ -82,6 +82,8 @@ void config_init(struct config *c) {
         c->max_jobs = 16;
         c->max_queue = 1024;
         c->max_connections = 4096;
+        c->max_tenant_connections = 1024;
+        c->request_memory = 64u << 20;
         c->max_request = 4u << 20;
         c->client_buffer = 8u << 20;
         c->kill_grace_ms = 5000;
@@ -431,6 +433,13 @@ static int daemon_key(struct parse_state *ps, const char *k, const char *v) {
                 return parse_cap_count(ps, k, v, &c->max_queue, false);
         if (streq(k, "max_connections"))
                 return parse_cap_count(ps, k, v, &c->max_connections, false);
+        if (streq(k, "max_tenant_connections"))
+                return parse_cap_count(ps, k, v, &c->max_tenant_connections, false);
+        if (streq(k, "request_memory")) {
+                if (parse_size(v, &c->request_memory) < 0 || c->request_memory < (1u << 20))
+                        return FAIL("request_memory: expected a size of at least 1M, got '%s'", ps->name, ps->line, v);
+                return 0;
+        }
         if (streq(k, "max_request")) {
                 if (parse_size(v, &c->max_request) < 0 || c->max_request < 1024 || c->max_request > (256u << 20))
                         return FAIL("max_request: expected a size between 1K and 256M, got '%s'", ps->name, ps->line, v);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sodium.h>
@@ -101,9 +102,15 @@ static void on_signal(struct source *s, uint32_t events) {
                 case SIGINT:
                         begin_stop(d, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
                         break;
-                case SIGHUP:
-                        log_notice("SIGHUP: configuration reload is not supported; restart the daemon to apply changes");
+                case SIGHUP: {
+                        /* logrotate moved the audit log: write a new one. */
+                        int r = audit_reopen();
+                        if (r < 0)
+                                log_error("SIGHUP: cannot reopen the audit log: %s; writing on to the old one", strerror(-r));
+                        else
+                                log_notice("SIGHUP: audit log reopened (the configuration is read only at start)");
                         break;
+                }
                 default:
                         break;
                 }
@@ -297,8 +304,11 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         d->listener.fd = -1;
         d->journal.fd = -1;
         d->cpu_src.fd = -1;
+        /* Output past its cap is moved there by the kernel (splice). */
+        d->null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
         jobs_init(&d->jobs);
-        conns_init(&d->conns);
+        if (conns_init(&d->conns, cfg) < 0)
+                return sbx_error_msg(err, ENOMEM, "out of memory");
         list_init(&d->cg.releasing);
         if (sched_init(&d->sched, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
@@ -367,6 +377,7 @@ void daemon_done(struct daemon *d) {
         result_index_free(&d->done);
         cgroup_teardown(&d->cg);
         uidpool_done(&d->uids);
+        conns_done(&d->conns);
         sched_done(&d->sched);
         statedir_close(&d->dirs);
         while (d->ghosts) {
@@ -375,5 +386,7 @@ void daemon_done(struct daemon *d) {
                 tenant_free(&g->t);
                 free(g);
         }
+        if (d->null_fd >= 0)
+                close(d->null_fd);
         loop_done();
 }

@@ -35,6 +35,7 @@ struct daemon {
         struct daemon_caps caps;
         struct uidpool uids;      /* job uids (empty: jobs run as their tenant's job user) */
         bool own_mounts;          /* workspaces are tmpfs mounts of their own */
+        int null_fd;              /* /dev/null, where output past its cap goes */
         struct journal journal;
         struct scheduler sched;
         struct result_index done;

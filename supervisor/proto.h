@@ -47,6 +47,7 @@
 #define E_INTERNAL "E_INTERNAL"
 #define E_SHUTTING_DOWN "E_SHUTTING_DOWN"
 #define E_TOO_MANY_CONNECTIONS "E_TOO_MANY_CONNECTIONS"
+#define E_BUSY "E_BUSY"
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"
 #define E_SETUP "E_SETUP"

@@ -233,8 +233,10 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
         }
         journal_entries_free(e, n);
         sweep_workspaces(d);
-        if (t.requeued)
+        if (t.requeued) {
                 log_notice("recovery: %u jobs accepted before a restart are queued to run", t.requeued);
+                runner_schedule(d);
+        }
         if (t.ended)
                 log_notice("recovery: %u jobs interrupted by a restart get records (state error, E_RESTARTED)", t.ended);
         if (t.rejected)
