@@ -172,6 +172,8 @@ struct releasing {
         struct cgroup_ctx *c;
         struct list link;
         char name[64];
+        void (*gone)(void *arg);
+        void *arg;
 };
 
 static void release_free(struct releasing *rl) {
@@ -196,13 +198,20 @@ static void on_events(struct source *s, uint32_t events) {
         if (populated(rl->src.fd))
                 return;
         unlinkat(rl->c->root_fd, rl->name, AT_REMOVEDIR);
+        if (rl->gone)
+                rl->gone(rl->arg);
         release_free(rl);
 }
 
-void cgroup_job_release(struct cgroup_ctx *c, const char *id) {
+void cgroup_job_release(struct cgroup_ctx *c, const char *id, void (*gone)(void *arg), void *arg) {
         char name[64];
         snprintf(name, sizeof(name), "job-%s", id);
-        if (unlinkat(c->root_fd, name, AT_REMOVEDIR) == 0 || errno != EBUSY)
+        if (unlinkat(c->root_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+                if (gone)
+                        gone(arg);
+                return;
+        }
+        if (errno != EBUSY)
                 return;
         struct releasing *rl = calloc(1, sizeof(*rl));
         if (!rl)
@@ -219,6 +228,8 @@ void cgroup_job_release(struct cgroup_ctx *c, const char *id) {
                 return;
         }
         rl->c = c;
+        rl->gone = gone;
+        rl->arg = arg;
         snprintf(rl->name, sizeof(rl->name), "%s", name);
         list_add_tail(&c->releasing, &rl->link);
         c->n_releasing++;
@@ -232,7 +243,13 @@ void cgroup_teardown(struct cgroup_ctx *c) {
                 list_for_each_safe(pos, tmp, &c->releasing) {
                         struct releasing *rl = list_entry(pos, struct releasing, link);
                         unlinkat(c->root_fd, rl->name, AT_REMOVEDIR);
-                        /* The loop is gone by now: nothing to defer to. */
+                        /* The loop is gone by now: nothing to defer to. A
+                         * cgroup still populated keeps its uid from the
+                         * pool (the pool goes with the daemon). */
+                        if (rl->gone && !populated(rl->src.fd))
+                                rl->gone(rl->arg);
+                        else
+                                free(rl->arg);
                         close(rl->src.fd);
                         list_del(&rl->link);
                         free(rl);

@@ -40,11 +40,14 @@ void tenant_defaults(struct tenant *t) {
         t->job_gid = pw ? pw->pw_gid : NOBODY_ID;
         t->default_timeout_ms = 60 * 1000;
         t->max_timeout_ms = 60 * 60 * 1000;
-        t->max_memory = CONFIG_UNSET;
-        t->max_processes = CONFIG_UNSET;
+        /* A tenant without caps still has some: a job cannot take the
+         * host's memory or process table (sbx-supervisord.conf(5)). */
+        t->max_memory = 4ull << 30;
+        t->max_processes = 1024;
         t->max_cpu_s = CONFIG_UNSET;
         t->max_cpu_milli = CONFIG_UNSET;
         t->max_output = 16u << 20;
+        t->max_disk = 1ull << 30;
         t->max_upload = 16u << 20;
         t->max_artifacts = 64u << 20;
         t->max_jobs = 8;
@@ -76,9 +79,13 @@ void config_init(struct config *c) {
         c->launcher = strdup(SBX_BINDIR "/sbx-launch");
         c->profile_path = strdup(SBX_SYSCONFDIR "/sbx/profiles:" SBX_PROFILEDIR);
         c->cgroup_root = strdup("auto");
+        c->job_uid_first = CONFIG_JOB_UIDS_FIRST;
+        c->job_uid_count = CONFIG_JOB_UIDS_COUNT;
         c->max_jobs = 16;
         c->max_queue = 1024;
         c->max_connections = 4096;
+        c->max_tenant_connections = 1024;
+        c->request_memory = 64u << 20;
         c->max_request = 4u << 20;
         c->client_buffer = 8u << 20;
         c->kill_grace_ms = 5000;
@@ -243,6 +250,28 @@ static int k_profile_path(struct cctx *c) {
         return set_str(field(c), c->v);
 }
 
+/* FIRST-LAST, or none: the uids handed out one per job. */
+static int k_job_uids(struct cctx *c) {
+        uint64_t lo, hi;
+        const char *dash = strchr(c->v, '-');
+        char first[32];
+        if (streq(c->v, "none")) {
+                c->c->job_uid_count = 0;
+                return 0;
+        }
+        if (!dash || (size_t) (dash - c->v) >= sizeof(first))
+                return FAIL(c, "job_uids: expected FIRST-LAST or none, got '%s'", c->v);
+        memcpy(first, c->v, (size_t) (dash - c->v));
+        first[dash - c->v] = '\0';
+        if (parse_uint64(first, UINT32_MAX - 1, &lo) < 0 || parse_uint64(dash + 1, UINT32_MAX - 1, &hi) < 0 || hi < lo)
+                return FAIL(c, "job_uids: expected FIRST-LAST or none, got '%s'", c->v);
+        if (hi - lo + 1 > (1u << 20) || lo == 0 || (lo <= 65534 && hi >= 65534))
+                return FAIL(c, "job_uids: '%s' must be at most 1048576 uids, without 0 and 65534", c->v);
+        c->c->job_uid_first = (uid_t) lo;
+        c->c->job_uid_count = (uint32_t) (hi - lo + 1);
+        return 0;
+}
+
 static int k_cgroup(struct cctx *c) {
         if (!streq(c->v, "auto") && !streq(c->v, "none") && c->v[0] != '/')
                 return FAIL(c, "cgroup: expected auto, none or an absolute path");
@@ -405,6 +434,7 @@ static int k_network(struct cctx *c) {
 
 static int k_job_user(struct cctx *c) {
         struct tenant *t = c->t;
+        t->job_user_set = true;
         if (lookup_uid(c->v, &t->job_uid) < 0)
                 return FAIL(c, "job_user: unknown user '%s'", c->v);
         if (t->job_uid == 0)
@@ -490,6 +520,9 @@ static const struct conf_key keys[] = {
         DAEMON("max_jobs", CONF_SCALAR, k_count, IN_CONFIG(max_jobs)),
         DAEMON("max_queue", CONF_SCALAR, k_count, IN_CONFIG(max_queue)),
         DAEMON("max_connections", CONF_SCALAR, k_count, IN_CONFIG(max_connections)),
+        DAEMON("max_tenant_connections", CONF_SCALAR, k_count, IN_CONFIG(max_tenant_connections)),
+        DAEMON("request_memory", CONF_SCALAR, k_size, IN_CONFIG(request_memory), .min = 1u << 20),
+        DAEMON("job_uids", CONF_SCALAR, k_job_uids),
         DAEMON("max_request", CONF_SCALAR, k_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
         DAEMON("client_buffer", CONF_SCALAR, k_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
         DAEMON("kill_grace", CONF_SCALAR, k_duration, IN_CONFIG(kill_grace_ms)),
@@ -513,6 +546,7 @@ static const struct conf_key keys[] = {
         TENANT("max_cpu", CONF_SCALAR, k_max_cpu),
         TENANT("max_cpus", CONF_SCALAR, k_max_cpus),
         TENANT("max_output", CONF_SCALAR, k_size, IN_TENANT(max_output), .unlimited = true),
+        TENANT("max_disk", CONF_SCALAR, k_size, IN_TENANT(max_disk), .unlimited = true),
         TENANT("max_upload", CONF_SCALAR, k_size, IN_TENANT(max_upload), .unlimited = true),
         TENANT("max_artifacts", CONF_SCALAR, k_size, IN_TENANT(max_artifacts), .unlimited = true),
         TENANT("max_jobs", CONF_SCALAR, k_count, IN_TENANT(max_jobs)),

@@ -54,6 +54,11 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         if (pol->cpu_s != PROTO_UNSET)
                 fprintf(f, "cpu = %" PRIu64 "s\n", pol->cpu_s);
         fprintf(f, "[net]\nmode = %s\n", pol->net == NET_HOST ? "host" : "none");
+        /* An rlimit on the address space does not see memory in a memfd:
+         * without the memory controller, a job may not make one (a
+         * "memory" limit it could step around would be no limit). */
+        if (pol->memory != PROTO_UNSET && !(in->cg_limits & CG_LIMIT_MEMORY))
+                fprintf(f, "[security]\ndeny = memfd_create:EPERM\n");
         return 0;
 }
 

@@ -117,6 +117,7 @@ static const struct field limit_fields[] = {
         { "cpu_s", K_UINT, false },
         { "cpus", K_NUMBER, false },
         { "output", K_UINT, false },
+        { "disk", K_UINT, false },
 };
 static const struct field file_fields[] = {
         { "path", K_STRING, true },
@@ -151,7 +152,8 @@ const char *req_op_name(enum req_op op) {
 
 void request_init(struct request *r) {
         memset(r, 0, sizeof(*r));
-        r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.cpu_milli = r->run.output = PROTO_UNSET;
+        r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.cpu_milli = r->run.output = r->run.disk =
+                PROTO_UNSET;
         r->run.net = -1;
         r->streams = STREAM_BOTH;
         r->limit = PROTO_MAX_LIST;
@@ -309,13 +311,13 @@ static int parse_stdin(json_t *root, const char *in, const char *in_b64, struct 
 static int parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err) {
         json_error_t je;
         int r;
-        json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
+        json_int_t mem = -1, procs = -1, cpu = -1, out = -1, disk = -1;
         json_t *cpus = NULL;
         r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
         if (r < 0)
                 return r;
-        if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I}", "memory", &mem,
-                           "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out) < 0)
+        if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I, s?:I}", "memory", &mem,
+                           "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out, "disk", &disk) < 0)
                 return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
         if (cpus) {
                 double v = json_number_value(cpus) * 1000.0;
@@ -324,9 +326,11 @@ static int parse_limits(json_t *limits, struct run_request *run, struct sbx_erro
                                              json_number_value(cpus));
                 run->cpu_milli = (uint64_t) (v + 0.5);
         }
-        if (mem == 0 || procs == 0 || cpu == 0)
+        if (mem == 0 || procs == 0 || cpu == 0 || disk == 0)
                 return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
-                                     mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");
+                                     mem == 0 ? "memory" : procs == 0 ? "processes" : cpu == 0 ? "cpu_s" : "disk");
+        if (disk > 0)
+                run->disk = (uint64_t) disk;
         if (mem > 0)
                 run->memory = (uint64_t) mem;
         if (procs > 0)

@@ -79,7 +79,8 @@ static void usage(FILE *f) {
                 "run/submit options:\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
                 "  --timeout DURATION  wall-clock limit, e.g. 30s, 5m\n"
-                "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE   limits\n"
+                "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE, --disk SIZE   limits\n"
+                "  --retries N         run again up to N times if the daemon dies meanwhile\n"
                 "  --cpus N            CPU bandwidth, e.g. 0.5 or 2 (needs the cgroup cpu controller)\n"
                 "  --network MODE      none or host\n"
                 "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
@@ -303,12 +304,14 @@ static uint64_t opt_size(const char *opt, const char *v) {
 }
 
 static json_t *build_run(int argc, char **argv, bool follow) {
-        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY };
+        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY,
+               O_DISK, O_RETRIES };
         static const struct option opts[] = {
                 { "profile", required_argument, NULL, O_PROFILE }, { "timeout", required_argument, NULL, O_TIMEOUT },
                 { "memory", required_argument, NULL, O_MEMORY },   { "processes", required_argument, NULL, O_PROCS },
                 { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
-                { "cpus", required_argument, NULL, O_CPUS },
+                { "cpus", required_argument, NULL, O_CPUS },       { "disk", required_argument, NULL, O_DISK },
+                { "retries", required_argument, NULL, O_RETRIES },
                 { "network", required_argument, NULL, O_NET },     { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
@@ -351,6 +354,14 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                         break;
                 case O_OUTPUT:
                         json_object_set_new(limits, "output", json_integer((json_int_t) opt_size("--output", optarg)));
+                        break;
+                case O_DISK:
+                        json_object_set_new(limits, "disk", json_integer((json_int_t) opt_size("--disk", optarg)));
+                        break;
+                case O_RETRIES:
+                        if (parse_uint64(optarg, 10, &n) < 0)
+                                die("--retries: expected 0 to 10, got '%s'", optarg);
+                        json_object_set_new(req, "retries", json_integer((json_int_t) n));
                         break;
                 case O_NET:
                         json_object_set_new(req, "network", json_string(optarg));

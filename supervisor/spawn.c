@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "launch-abi.h"
@@ -142,4 +143,35 @@ int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd)
         *ret_pid = (pid_t) pid;
         *ret_pidfd = pidfd;
         return 0;
+}
+
+/* Rounds of kill(-1) before giving up: each round kills everything there
+ * is; a process forked in between needs another. RLIMIT_NPROC bounds how
+ * many a job can make. */
+#define KILL_UID_ROUNDS 1000
+
+int spawn_kill_uid(uid_t uid, gid_t gid) {
+        if (uid == 0 || geteuid() != 0)
+                return -EPERM;
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                /* Raw system calls, as in child(): this process is a fork of
+                 * a multithreaded one. */
+                if (syscall(SYS_setgroups, 1, &gid) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+                    syscall(SYS_setresuid, uid, uid, uid) < 0)
+                        _exit(2);
+                for (int i = 0; i < KILL_UID_ROUNDS; i++)
+                        if (kill(-1, SIGKILL) < 0 && errno == ESRCH)
+                                _exit(0);
+                _exit(1);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (!WIFEXITED(st))
+                return -EIO;
+        return WEXITSTATUS(st) == 0 ? 0 : WEXITSTATUS(st) == 2 ? -EPERM : -EAGAIN;
 }

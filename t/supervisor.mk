@@ -8,6 +8,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
+	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test
 check_PROGRAMS += t/sup-unit/sup-client
 if HAVE_CMOCKA
@@ -36,6 +37,9 @@ t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_uidpool_test_SOURCES = t/sup-unit/uidpool-test.c
+t_sup_unit_uidpool_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_uidpool_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
@@ -54,6 +58,8 @@ SUP_BATS = \
 	t/supervisor-systemd.bats \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
-	t/supervisor-logs.bats
+	t/supervisor-logs.bats \
+	t/supervisor-isolation.bats \
+	t/supervisor-fairness.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash
