@@ -10,3 +10,8 @@ EXTRA_DIST += bench/supervisor.sh
 .PHONY: bench-supervisor
 bench-supervisor: launcher/sbx-launch supervisor/sbx-supervisord t/sup-unit/sup-client
 	$(SHELL) $(srcdir)/bench/supervisor.sh
+
+EXTRA_DIST += bench/fairness.sh
+.PHONY: bench-fairness
+bench-fairness: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client
+	$(SHELL) $(srcdir)/bench/fairness.sh

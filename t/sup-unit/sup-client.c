@@ -21,6 +21,11 @@
  *                                   line without its end; after a second prints
  *                                   "pending K busy B of N": K still open and
  *                                   silent, B answered E_BUSY
+ *   sup-client SOCKET --pings N INTERVAL_MS
+ *                                   N pings on one connection, one every
+ *                                   INTERVAL_MS, each timed from request to
+ *                                   reply; prints "pings N p50 A p99 B max C"
+ *                                   (ms)
  *   sup-client SOCKET --bench JOBS CLIENTS [RATE] [CMD...]
  *                                   CLIENTS connections run JOBS jobs in all
  *                                   (default /bin/true), each "run" with follow,
@@ -410,6 +415,34 @@ static int halfline_mode(const char *path, int n, size_t bytes) {
         return 0;
 }
 
+static int pings_mode(const char *path, int n, int interval_ms) {
+        int fd = connect_to(path);
+        FILE *in = fdopen(dup(fd), "r");
+        double *lat = calloc((size_t) n, sizeof(double));
+        char *line = NULL;
+        size_t cap = 0;
+        if (!in || !lat || n <= 0)
+                return 2;
+        for (int i = 0; i < n; i++) {
+                double t0 = now_s();
+                send_all(fd, ping, sizeof(ping) - 1);
+                if (getline(&line, &cap, in) < 0 || !strstr(line, "\"ok\":true")) {
+                        fprintf(stderr, "sup-client: ping %d: %s\n", i, line ? line : "no reply");
+                        return 1;
+                }
+                lat[i] = (now_s() - t0) * 1000.0;
+                usleep((useconds_t) interval_ms * 1000);
+        }
+        qsort(lat, (size_t) n, sizeof(double), cmp_double);
+        printf("pings %d p50 %.1f p99 %.1f max %.1f\n", n, lat[n / 2], lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1],
+               lat[n - 1]);
+        free(line);
+        free(lat);
+        fclose(in);
+        close(fd);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc < 2) {
                 fprintf(stderr, "usage: sup-client SOCKET [--big N | --partial | --idle N]\n");
@@ -521,6 +554,8 @@ int main(int argc, char **argv) {
                 close(fd);
                 return 0;
         }
+        if (strcmp(argv[2], "--pings") == 0 && argc == 5)
+                return pings_mode(path, atoi(argv[3]), atoi(argv[4]));
         if (strcmp(argv[2], "--hold") == 0 && argc == 5)
                 return hold_mode(path, atoi(argv[3]), atoi(argv[4]));
         if (strcmp(argv[2], "--halfline") == 0 && argc == 5)
