@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # sbx-supervisord(8) SECURITY: no tenant can hold up the others. One tenant
 # holding connections, many clients sending half of long request lines, and
-# a flood of refused requests, each as the hostile review ran it: the other
+# a flood of refused requests, 40 big logs requests, a job ending with
+# 100,000 artifact matches, each as the hostile review ran it: the other
 # tenant is still served, the daemon's memory and audit log stay bounded.
 
 load sup-unit/daemon
@@ -111,4 +112,42 @@ peak_rss_kb() {
         grep -q '"accepted"' "$audit"
         ! grep -q "$(tail -1 "$audit" | json_get job)" "$audit.1"
         run -0 ctl ping
+}
+
+# victim_pings N: N pings by the other tenant, one every 20 ms; prints the
+# slowest in whole ms.
+victim_pings() {
+        setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" \
+                --pings "$1" 20 | awk '{ printf "%d\n", $NF }'
+}
+
+@test "40 logs requests on a 16 MiB capture: the other tenant is answered within a second throughout" {
+        job=$(ctl submit --output 16M -- sh -c 'yes sbx-fairness | head -c 16777216')
+        run -0 ctl wait "$job"
+        # 20 at a time (this file's max_tenant_connections), in two waves
+        (
+                for w in 0 20; do
+                        for i in $(seq $((w + 1)) $((w + 20))); do ctl logs "$job" > "$BATS_TEST_TMPDIR/logs.$i" & done
+                        wait
+                done
+        ) &
+        readers=$!
+        slowest=$(victim_pings 100)
+        wait "$readers"
+        echo "# slowest ping ${slowest} ms (the review saw 55 s)" >&3
+        [ "$slowest" -lt 1000 ]
+        # and each of the 40 got the whole capture
+        for i in $(seq 40); do [ "$(stat -c %s "$BATS_TEST_TMPDIR/logs.$i")" = 16777216 ]; done
+}
+
+@test "a job ending with 100,000 empty artifact matches: the other tenant is answered within a second, 10,000 kept" {
+        job=$(ctl submit --disk 1G --timeout 2m --artifact 'd/*' -- \
+                sh -c 'mkdir d && cd d && seq 100000 | xargs touch && sleep 0.5')
+        slowest=$(victim_pings 250)
+        run -0 ctl wait "$job"
+        echo "# slowest ping ${slowest} ms (the review saw 17.7 s)" >&3
+        [ "$slowest" -lt 1000 ]
+        run -0 ctl --json result "$job"
+        [ "$(json_get result.artifacts_truncated <<<"$output")" = true ]
+        [ "$(grep -o '"sha256"' <<<"$output" | wc -l)" = 10000 ]
 }
