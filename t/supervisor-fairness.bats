@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: Apache-2.0
 # sbx-supervisord(8) SECURITY: no tenant can hold up the others. One tenant
-# holding connections, many clients sending half of long request lines, and
-# a flood of refused requests, 40 big logs requests, a job ending with
+# holding connections, many clients sending half of long request lines, a
+# flood of refused requests, 40 big logs requests and a job ending with
 # 100,000 artifact matches, each as the hostile review ran it: the other
 # tenant is still served, the daemon's memory and audit log stay bounded.
 
