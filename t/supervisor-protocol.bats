@@ -138,10 +138,12 @@ err_code() {
 @test "a follower that stops reading misses output, is told, and nothing else waits for it" {
         # 12 MB of output against the default 8M client_buffer, paced at
         # about 10 MB/s so that the follower that does read keeps up even on
-        # a loaded machine, while the staller falls behind for certain.
+        # a loaded machine, while the staller falls behind for certain: it
+        # reads nothing for 10 s, longer than the job takes to start and
+        # write it all even under a sanitizer on a busy machine.
         job=$(ctl submit -- sh -c 'sleep 1; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do head -c 1000000 /dev/zero | tr "\0" a; sleep 0.1; done; echo; echo end')
         echo "{\"v\":1,\"op\":\"logs\",\"job\":\"$job\",\"follow\":true}" |
-                "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --stall 4 > "$SUP_DIR/stalled.out" &
+                "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --stall 10 > "$SUP_DIR/stalled.out" &
         staller=$!
         rss_before=$(awk '/VmRSS/ { print $2 }' /proc/$SUP_PID/status)
         ctl logs -f "$job" > "$SUP_DIR/follower.out"
