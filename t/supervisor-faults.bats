@@ -92,7 +92,7 @@ submit_gated() {
         jobs=()
         local i j
         for i in $(seq "$1"); do
-                jobs+=("$(ctl submit -- sh -c "until [ -e /workspace/go ]; do sleep 0.05; done; echo job $i")")
+                jobs+=("$(ctl submit --timeout 5m -- sh -c "until [ -e /workspace/go ]; do sleep 0.05; done; echo job $i")")
         done
         for j in "${jobs[@]}"; do
                 for i in $(seq 400); do
