@@ -1958,7 +1958,7 @@ static int recover(void) {
                 /* Without a cgroup, the recorded pid — if it is still the
                  * same process — and its process group. */
                 unsigned long long st;
-                if (x->pid > 0 && proc_starttime(x->pid, &st) == 0 && st == x->starttime) {
+                if (x->pid > 0 && proc_starttime(x->pid, &st) == 0 && st == x->starttime_ticks) {
                         kill(-x->pid, SIGKILL);
                         kill(x->pid, SIGKILL);
                 }

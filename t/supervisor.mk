@@ -5,7 +5,9 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/proto-test \
 	t/sup-unit/policy-test \
 	t/sup-unit/job-test \
-	t/sup-unit/journal-test
+	t/sup-unit/journal-test \
+	t/sup-unit/result-test \
+	t/sup-unit/storage-fault-test
 check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
 TESTS += $(SUP_UNIT_TESTS)
 
@@ -24,6 +26,12 @@ t_sup_unit_job_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_result_test_SOURCES = t/sup-unit/result-test.c
+t_sup_unit_result_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_result_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_storage_fault_test_SOURCES = t/sup-unit/storage-fault-test.c
+t_sup_unit_storage_fault_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_storage_fault_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_sup_client_SOURCES = t/sup-unit/sup-client.c
 t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
