@@ -10,7 +10,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/proto.h supervisor/proto.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/job.h supervisor/job.c \
-	supervisor/result.h supervisor/result.c \
+	supervisor/result.h supervisor/result.c supervisor/result-index.c \
 	supervisor/journal.h supervisor/journal.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)

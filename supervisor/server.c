@@ -1615,9 +1615,9 @@ static void handle_list(struct conn *c, struct request *req) {
                         break;
                 json_array_append_new(arr, job_summary(j));
         }
-        for (size_t i = S.done.n; i-- > 0 && n < req->limit;) {
-                struct done_entry *d = &S.done.e[i];
-                if (!streq(d->tenant, c->tenant->name) || !state_matches(req->state, d->state, false))
+        for (struct done_entry *d = result_index_newest(&S.done, c->tenant->name); d && n < req->limit;
+             d = result_index_older(&S.done, d)) {
+                if (!state_matches(req->state, d->state, false))
                         continue;
                 n++;
                 json_array_append_new(arr, done_summary(d));

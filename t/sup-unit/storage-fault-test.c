@@ -5,7 +5,8 @@
  * read-only bind mount. A journal append is all or nothing and the next one
  * after space is freed is replayed; a journal rewrite that fails leaves the
  * old journal whole and in use; a record that cannot be written leaves
- * nothing. Needs root (mounts, in a mount namespace of its
+ * nothing; the results cache stays whole lines and a record it missed is
+ * found at the next load. Needs root (mounts, in a mount namespace of its
  * own); skipped with the reason otherwise. */
 #include <errno.h>
 #include <fcntl.h>
@@ -291,6 +292,25 @@ static json_t *record(unsigned n, const char *key) {
         return r;
 }
 
+static json_t *store(unsigned n, const char *key) {
+        char id[24];
+        job_id(n, id);
+        json_t *r = record(n, key);
+        assert_int_equal(result_store(fsfd, id, r, true), 0);
+        return r;
+}
+
+static void add(struct result_index *ix, json_t *r) {
+        assert_int_equal(result_index_add(ix, r), 0);
+        json_decref(r);
+}
+
+static struct done_entry *find_n(struct result_index *ix, unsigned n) {
+        char id[24];
+        job_id(n, id);
+        return result_index_find(ix, id);
+}
+
 /* A record that cannot be written leaves nothing behind. */
 static void test_record_enospc(void **state) {
         fill();
@@ -299,6 +319,94 @@ static void test_record_enospc(void **state) {
         json_decref(r);
         assert_false(result_exists(fsfd, "j00000000000000000001"));
         assert_int_equal(faccessat(fsfd, ".j00000000000000000001.json.tmp", F_OK, 0), -1);
+}
+
+/* The cache's append is cut short by ENOSPC: it is cut back to whole lines,
+ * the job stays indexed, and the next load reads its record. */
+static void test_cache_append_enospc(void **state) {
+        struct result_index ix = { 0 };
+        assert_int_equal(result_index_load(&ix, fsfd), 0);
+        assert_true(ix.fd >= 0);
+        /* learn a line's length without its key, then bring the cache to
+         * 20 bytes short of a page boundary with a long key */
+        add(&ix, store(1, "k"));
+        off_t line = ix.size - (off_t) strlen("sbx-results-index 1\n") - 1;
+        size_t need = (size_t) (4096 - 20 - ix.size % 4096 + 4096) % 4096;
+        if (need < (size_t) line + 1)
+                need += 4096;
+        char *key = malloc(need - (size_t) line + 1);
+        assert_non_null(key);
+        memset(key, 'k', need - (size_t) line);
+        key[need - (size_t) line] = '\0';
+        add(&ix, store(2, key));
+        free(key);
+        assert_int_equal(ix.size % 4096, 4096 - 20);
+        json_t *r3 = store(3, NULL); /* durable before the disk fills */
+        off_t before = ix.size;
+        fill();
+        assert_write_cut_short(ix.fd, before, 200);
+
+        add(&ix, r3);
+        assert_non_null(find_n(&ix, 3)); /* indexed all the same */
+        struct stat st;
+        assert_int_equal(fstat(ix.fd, &st), 0);
+        assert_int_equal(st.st_size, before);
+        assert_int_equal(assert_whole_lines("index", false), 3);
+
+        unfill();
+        add(&ix, store(4, NULL));
+        assert_int_equal(assert_whole_lines("index", false), 4);
+        result_index_free(&ix);
+        assert_int_equal(result_index_load(&ix, fsfd), 0);
+        assert_int_equal(ix.n, 4);
+        for (unsigned i = 1; i <= 4; i++)
+                assert_non_null(find_n(&ix, i));
+        result_index_free(&ix);
+        assert_int_equal(assert_whole_lines("index", false), 5); /* rewritten with job 3 */
+}
+
+/* A rewrite of the cache that fails keeps the old one, still appended to. */
+static void test_cache_save_enospc(void **state) {
+        struct result_index ix = { 0 };
+        assert_int_equal(result_index_load(&ix, fsfd), 0);
+        for (unsigned i = 1; i <= 5; i++)
+                add(&ix, store(i, NULL));
+        json_t *r6 = store(6, NULL);
+        size_t old_len;
+        char *old = slurp(fsfd, "index", &old_len);
+        fill();
+        assert_int_equal(result_index_save(&ix), -ENOSPC);
+        size_t len;
+        char *now = slurp(fsfd, "index", &len);
+        assert_int_equal(len, old_len);
+        assert_memory_equal(now, old, len);
+        free(now);
+        free(old);
+        assert_int_equal(faccessat(fsfd, ".index.tmp", F_OK, 0), -1);
+        unfill();
+        add(&ix, r6);
+        assert_int_equal(assert_whole_lines("index", false), 7);
+        result_index_free(&ix);
+}
+
+/* A results directory that turned read-only: the index loads from the
+ * records and lives in memory. */
+static void test_results_read_only(void **state) {
+        for (unsigned i = 1; i <= 3; i++)
+                json_decref(store(i, NULL));
+        int rofd = read_only_view();
+        struct result_index ix = { 0 };
+        assert_int_equal(result_index_load(&ix, rofd), 0);
+        assert_int_equal(ix.n, 3);
+        assert_int_equal(ix.fd, -1);
+        add(&ix, record(4, "k"));
+        assert_non_null(result_index_find_key(&ix, "alice", "k"));
+        /* retention cannot delete: the entries stay for the next sweep */
+        assert_int_equal(result_sweep(&ix, rofd, 0, UINT64_MAX / 2), 0);
+        assert_int_equal(ix.n, 4);
+        result_index_free(&ix);
+        assert_int_equal(faccessat(fsfd, "index", F_OK, 0), -1);
+        close(rofd);
 }
 
 /* The mounts happen in a mount namespace of our own whose mounts do not
@@ -329,6 +437,9 @@ int main(void) {
                 T64(test_journal_rewrite_enospc),
                 T256(test_journal_read_only),
                 T64(test_record_enospc),
+                T256(test_cache_append_enospc),
+                T64(test_cache_save_enospc),
+                T256(test_results_read_only),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
