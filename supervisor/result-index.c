@@ -22,7 +22,7 @@
 #define CACHE_HEADER "sbx-results-index 1\n"
 /* Longer lines are not ours; an entry too long for one (possible only for a
  * record written by hand) is left out and read from its record. */
-#define CACHE_LINE_MAX 4096
+#define CACHE_LINE_MAX_BYTES 4096
 #define CACHE_WRITE_CHUNK_BYTES 65536
 #define NONE UINT32_MAX
 
@@ -80,9 +80,9 @@ static uint32_t *probe(const struct result_index *ix, uint32_t *slots, size_t ma
                         return &slots[i];
 }
 
-static void link_entry(struct result_index *ix, uint32_t i) {
+/* Link entry i everywhere but in by_id. */
+static void link_key_and_tenant(struct result_index *ix, uint32_t i) {
         struct done_entry *d = &ix->e[i];
-        *probe(ix, ix->by_id, ix->mask, hash(ix, d->id), id_match, d->id) = i + 1;
         if (d->idempotency_key) {
                 struct key_probe k = { d->tenant_no, d->idempotency_key };
                 /* later entries win: the newest job with the key */
@@ -91,6 +91,11 @@ static void link_entry(struct result_index *ix, uint32_t i) {
         struct result_tenant *t = &ix->tenants[d->tenant_no];
         d->older = t->newest;
         t->newest = i;
+}
+
+static void link_entry(struct result_index *ix, uint32_t i) {
+        *probe(ix, ix->by_id, ix->mask, hash(ix, ix->e[i].id), id_match, ix->e[i].id) = i + 1;
+        link_key_and_tenant(ix, i);
 }
 
 /* Relink every entry (after entries moved), without allocating. */
@@ -129,6 +134,20 @@ static int grow_tables(struct result_index *ix) {
         ix->mask = size - 1;
         relink(ix);
         return 0;
+}
+
+/* Room for cap entries, the tables sized for them. */
+static int reserve(struct result_index *ix, size_t cap) {
+        if (cap <= ix->cap && ix->by_id)
+                return 0;
+        if (cap > ix->cap) {
+                struct done_entry *ne = realloc(ix->e, cap * sizeof(*ne));
+                if (!ne)
+                        return -ENOMEM;
+                ix->e = ne;
+                ix->cap = cap;
+        }
+        return grow_tables(ix);
 }
 
 /* Tenant names are kept once, however many entries share them. */
@@ -179,12 +198,18 @@ static int find_no(struct result_index *ix, const char *id, uint32_t *ret) {
         return 0;
 }
 
+static void copy_str(char *dst, size_t size, const char *src) {
+        size_t l = strnlen(src, size - 1);
+        memcpy(dst, src, l);
+        dst[l] = '\0';
+}
+
 static void set_fields(struct done_entry *d, const struct fields *f, uint32_t tenant_no, const char *tenant, char *key) {
-        snprintf(d->id, sizeof(d->id), "%s", f->id);
+        copy_str(d->id, sizeof(d->id), f->id);
         d->tenant = tenant;
         d->tenant_no = tenant_no;
         d->idempotency_key = key;
-        snprintf(d->state, sizeof(d->state), "%s", f->state);
+        copy_str(d->state, sizeof(d->state), f->state);
         d->exit_code = f->exit_code;
         d->created_ms = f->created_ms;
         d->ended_ms = f->ended_ms;
@@ -192,16 +217,19 @@ static void set_fields(struct done_entry *d, const struct fields *f, uint32_t te
 
 /* Index an entry, replacing one with the same id. *ret_replaced: it did. */
 static int put(struct result_index *ix, const struct fields *f, bool *ret_replaced) {
-        uint32_t t, i;
+        uint32_t t;
         int r = intern_tenant(ix, f->tenant, &t);
+        if (r == 0 && (ix->n == ix->cap || !ix->by_id))
+                r = reserve(ix, ix->n == ix->cap ? 2 * ix->cap + 256 : ix->cap);
         if (r < 0)
                 return r;
         char *key = NULL;
         if (f->key && !(key = strdup(f->key)))
                 return -ENOMEM;
-        *ret_replaced = find_no(ix, f->id, &i) == 0;
+        uint32_t *slot = probe(ix, ix->by_id, ix->mask, hash(ix, f->id), id_match, f->id);
+        *ret_replaced = *slot != 0;
         if (*ret_replaced) {
-                struct done_entry *d = &ix->e[i];
+                struct done_entry *d = &ix->e[*slot - 1];
                 bool moved = d->tenant_no != t || !d->idempotency_key != !key ||
                              (key && !streq(d->idempotency_key, key));
                 free(d->idempotency_key);
@@ -210,27 +238,9 @@ static int put(struct result_index *ix, const struct fields *f, bool *ret_replac
                         relink(ix);
                 return 0;
         }
-        if (ix->n == ix->cap) {
-                size_t cap = ix->cap ? 2 * ix->cap : 256;
-                struct done_entry *ne = realloc(ix->e, cap * sizeof(*ne));
-                if (!ne) {
-                        free(key);
-                        return -ENOMEM;
-                }
-                ix->e = ne;
-                ix->cap = cap;
-        }
         set_fields(&ix->e[ix->n], f, t, ix->tenants[t].name, key);
-        ix->n++;
-        if (ix->by_id && 2 * ix->cap <= ix->mask + 1) {
-                link_entry(ix, (uint32_t) ix->n - 1);
-                return 0;
-        }
-        r = grow_tables(ix);
-        if (r < 0) {
-                free(ix->e[--ix->n].idempotency_key);
-                return r;
-        }
+        *slot = (uint32_t) ix->n + 1;
+        link_key_and_tenant(ix, (uint32_t) ix->n++);
         return 0;
 }
 
@@ -239,24 +249,23 @@ struct done_entry *result_index_find(struct result_index *ix, const char *id) {
         return find_no(ix, id, &i) == 0 ? &ix->e[i] : NULL;
 }
 
-struct done_entry *result_index_find_key(struct result_index *ix, const char *tenant, const char *key) {
+/* The tenant's number + 1, 0 when it has no entry. */
+static uint32_t tenant_slot(struct result_index *ix, const char *tenant) {
         if (!ix->by_id || !ix->by_tenant)
-                return NULL;
-        uint32_t t = *probe(ix, ix->by_tenant, ix->tenant_mask, hash(ix, tenant), tenant_match, tenant);
-        if (!t)
-                return NULL;
+                return 0;
+        return *probe(ix, ix->by_tenant, ix->tenant_mask, hash(ix, tenant), tenant_match, tenant);
+}
+
+struct done_entry *result_index_find_key(struct result_index *ix, const char *tenant, const char *key) {
+        uint32_t t = tenant_slot(ix, tenant);
         struct key_probe k = { t - 1, key };
-        uint32_t slot = *probe(ix, ix->by_key, ix->mask, key_hash(ix, t - 1, key), key_match, &k);
+        uint32_t slot = t ? *probe(ix, ix->by_key, ix->mask, key_hash(ix, t - 1, key), key_match, &k) : 0;
         return slot ? &ix->e[slot - 1] : NULL;
 }
 
 struct done_entry *result_index_newest(struct result_index *ix, const char *tenant) {
-        if (!ix->by_id || !ix->by_tenant)
-                return NULL;
-        uint32_t t = *probe(ix, ix->by_tenant, ix->tenant_mask, hash(ix, tenant), tenant_match, tenant);
-        if (!t || ix->tenants[t - 1].newest == NONE)
-                return NULL;
-        return &ix->e[ix->tenants[t - 1].newest];
+        uint32_t t = tenant_slot(ix, tenant);
+        return t && ix->tenants[t - 1].newest != NONE ? &ix->e[ix->tenants[t - 1].newest] : NULL;
 }
 
 struct done_entry *result_index_older(struct result_index *ix, const struct done_entry *d) {
@@ -416,7 +425,7 @@ static bool parse_line(char *line, size_t len, struct fields *f) {
 static void cache_append(struct result_index *ix, const struct done_entry *d) {
         if (!ix->attached || ix->fd < 0)
                 return;
-        char line[CACHE_LINE_MAX];
+        char line[CACHE_LINE_MAX_BYTES];
         size_t len = format_line(d, line, sizeof(line));
         if (len == 0)
                 return;
@@ -475,12 +484,12 @@ int result_index_save(struct result_index *ix) {
         if (buf)
                 memcpy(buf, CACHE_HEADER, used);
         for (size_t i = 0; i < ix->n && r == 0; i++) {
-                if (CACHE_WRITE_CHUNK_BYTES - used < CACHE_LINE_MAX) {
+                if (CACHE_WRITE_CHUNK_BYTES - used < CACHE_LINE_MAX_BYTES) {
                         r = write_all(fd, buf, used);
                         size += (off_t) used;
                         used = 0;
                 }
-                used += format_line(&ix->e[i], buf + used, CACHE_LINE_MAX);
+                used += format_line(&ix->e[i], buf + used, CACHE_LINE_MAX_BYTES);
         }
         if (r == 0) {
                 r = write_all(fd, buf, used);
@@ -520,10 +529,18 @@ static int read_cache(struct result_index *ix, size_t *stale) {
                 (*stale)++;
                 return 0;
         }
+        /* Sized once for what the cache holds (lines are about 80 bytes),
+         * instead of growing and relinking ten times over. */
+        struct stat st;
+        if (fstat(fd, &st) == 0) {
+                int r = reserve(ix, (size_t) st.st_size / 64 + 1);
+                if (r < 0)
+                        return r;
+        }
         while ((len = getline(&line, &cap, f)) > 0) {
                 struct fields fl;
                 bool replaced;
-                if (len > CACHE_LINE_MAX || line[len - 1] != '\n' || !parse_line(line, (size_t) len - 1, &fl)) {
+                if (len > CACHE_LINE_MAX_BYTES || line[len - 1] != '\n' || !parse_line(line, (size_t) len - 1, &fl)) {
                         (*stale)++;
                         continue;
                 }
