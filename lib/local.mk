@@ -5,7 +5,8 @@ LIBSBX_SOURCES = \
 	lib/error.h lib/error.c \
 	lib/parse.h lib/parse.c \
 	lib/profile.h lib/profile-internal.h \
-	lib/profile.c lib/profile-keys.c lib/profile-load.c lib/profile-write.c
+	lib/profile.c lib/profile-keys.c lib/profile-load.c lib/profile-write.c \
+	lib/profile-path.c lib/launch-abi.h
 lib_libsbx_a_SOURCES = $(LIBSBX_SOURCES)
 lib_libsbx_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
 # The profile parser resolves syscall names with libseccomp and capability

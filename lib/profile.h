@@ -25,7 +25,7 @@
 #define PROFILE_MAX_LINE 199
 #define PROFILE_MAX_VALUE (320 * 1024) /* one value joined from continuation lines */
 #define PROFILE_MAX_FS_OPS 256    /* [fs] operations */
-#define PROFILE_MAX_ENV_OPS 256   /* [env] operations */
+#define PROFILE_MAX_ENV_OPS 1024  /* [env] operations */
 #define PROFILE_MAX_SECCOMP_RULES 512
 #define PROFILE_MAX_CAPS 64
 #define PROFILE_MAX_PORTS 64
@@ -218,6 +218,10 @@ int profile_write(const struct profile *p, FILE *f);
  * loading it gives back exactly these literal words: for programs that
  * generate an overlay profile of a few keys, such as the supervisor. */
 int profile_write_key(FILE *f, const char *key, const char *const *words, size_t n_words);
+
+/* The first DIR/NAME.ini readable in search_path (DIR:DIR:...); -ENOENT
+ * when there is none. */
+int profile_find(const char *name, const char *search_path, char **ret);
 
 /* Deep equality, for tests of the round trip. */
 bool profile_equal(const struct profile *a, const struct profile *b);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "conn.h"
 #include "log.h"
 #include "util.h"
 
@@ -38,13 +39,12 @@ static void audit_emit(json_t *rec, bool deferred) {
                 return;
         }
         json_object_set_new(rec, "time", json_string(format_rfc3339(now_real_ms(), ts, sizeof(ts))));
-        char *s = json_dumps(rec, JSON_COMPACT);
+        size_t n;
+        char *s = json_line(rec, &n);
         json_decref(rec);
         if (!s)
                 return;
-        size_t n = strlen(s);
-        s[n] = '\n';
-        int r = write_all(audit_fd, s, n + 1);
+        int r = write_all(audit_fd, s, n);
         free(s);
         if (r == 0 && audit_policy == AUDIT_FSYNC_ALWAYS) {
                 if (deferred)
@@ -71,4 +71,14 @@ int audit_take_pending(void) {
                 return -1;
         audit_pending = false;
         return audit_fd;
+}
+
+void audit_request(const struct conn *c, const char *op, const char *decision, const char *job, const char *code,
+                   const char *msg, bool deferred) {
+        audit_emit(json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o, s:o, s:o}", "event", "request", "op", op, "uid",
+                             (json_int_t) c->cred.uid, "pid", (json_int_t) c->cred.pid, "tenant",
+                             c->tenant ? c->tenant->name : "", "decision", decision, "job", job ? json_string(job) : json_null(),
+                             "code", code ? json_string(code) : json_null(), "message",
+                             msg ? json_string(msg) ?: json_null() : json_null()),
+                   deferred);
 }

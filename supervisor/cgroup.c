@@ -10,9 +10,11 @@
 #include <sys/xattr.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "loop.h"
 #include "util.h"
 
 static int write_at(int dirfd, const char *name, const char *val) {
@@ -108,6 +110,7 @@ int cgroup_setup(const char *cfg, struct cgroup_ctx *c, struct sbx_error *err) {
         char mnt[1024], own[2048], path[4096];
         memset(c, 0, sizeof(*c));
         c->root_fd = -1;
+        list_init(&c->releasing);
 
         if (streq(cfg, "none")) {
                 c->how = "disabled by configuration";
@@ -170,7 +173,76 @@ int cgroup_setup(const char *cfg, struct cgroup_ctx *c, struct sbx_error *err) {
         return 0;
 }
 
+struct releasing {
+        struct source src;
+        struct cgroup_ctx *c;
+        struct list link;
+        char name[64];
+};
+
+static void release_free(struct releasing *rl) {
+        loop_del(&rl->src);
+        close(rl->src.fd);
+        list_del(&rl->link);
+        rl->c->n_releasing--;
+        loop_defer_free(free, rl);
+}
+
+static bool populated(int events_fd) {
+        char buf[256];
+        ssize_t n = pread(events_fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        return !strstr(buf, "populated 0");
+}
+
+static void on_events(struct source *s, uint32_t events) {
+        struct releasing *rl = container_of(s, struct releasing, src);
+        if (populated(rl->src.fd))
+                return;
+        unlinkat(rl->c->root_fd, rl->name, AT_REMOVEDIR);
+        release_free(rl);
+}
+
+void cgroup_job_release(struct cgroup_ctx *c, const char *id) {
+        char name[64];
+        snprintf(name, sizeof(name), "job-%s", id);
+        if (unlinkat(c->root_fd, name, AT_REMOVEDIR) == 0 || errno != EBUSY)
+                return;
+        struct releasing *rl = calloc(1, sizeof(*rl));
+        if (!rl)
+                return; /* reaped at the next start */
+        int dfd = openat(c->root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = dfd >= 0 ? openat(dfd, "cgroup.events", O_RDONLY | O_CLOEXEC) : -1;
+        if (dfd >= 0)
+                close(dfd);
+        /* cgroup.events signals a change as an exceptional condition. */
+        if (fd < 0 || loop_add(&rl->src, fd, EPOLLPRI, on_events) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                free(rl);
+                return;
+        }
+        rl->c = c;
+        snprintf(rl->name, sizeof(rl->name), "%s", name);
+        list_add_tail(&c->releasing, &rl->link);
+        c->n_releasing++;
+        /* It may have emptied before the watch began. */
+        on_events(&rl->src, EPOLLPRI);
+}
+
 void cgroup_teardown(struct cgroup_ctx *c) {
+        struct list *pos, *tmp;
+        if (c->releasing.next)
+                list_for_each_safe(pos, tmp, &c->releasing) {
+                        struct releasing *rl = list_entry(pos, struct releasing, link);
+                        unlinkat(c->root_fd, rl->name, AT_REMOVEDIR);
+                        /* The loop is gone by now: nothing to defer to. */
+                        close(rl->src.fd);
+                        list_del(&rl->link);
+                        free(rl);
+                }
         if (c->root_fd >= 0)
                 close(c->root_fd);
         c->root_fd = -1;

@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #include "error.h"
-#include "tenant.h"
+#include "util.h"
+#include "policy.h"
 
 struct cgroup_ctx {
         bool enabled;
@@ -22,6 +23,8 @@ struct cgroup_ctx {
         bool memory, pids, cpu; /* controllers enabled for job cgroups */
         bool kill;       /* cgroup.kill exists (Linux >= 5.14) */
         const char *how; /* "configured", "delegated", "created", or why disabled */
+        struct list releasing; /* job cgroups waiting for their last process to go */
+        unsigned n_releasing;
 };
 
 /* cfg: "auto", "none" or a directory. Fills c; never fails for "auto"
@@ -29,10 +32,6 @@ struct cgroup_ctx {
 int cgroup_setup(const char *cfg, struct cgroup_ctx *c, struct sbx_error *err);
 void cgroup_teardown(struct cgroup_ctx *c);
 
-/* Which limits the job's cgroup enforces, as bits. */
-#define CG_LIMIT_MEMORY 1u
-#define CG_LIMIT_PIDS 2u
-#define CG_LIMIT_CPU 4u
 
 /* Create job-ID, apply what the controllers allow; returns an O_DIRECTORY
  * fd for CLONE_INTO_CGROUP and the CG_LIMIT_* bits it enforces. */
@@ -45,6 +44,11 @@ int cgroup_job_cpu_usec(int fd, uint64_t *ret);
 uint64_t cgroup_job_oom_kills(int fd);
 /* Remove job-ID; -EBUSY while processes remain. */
 int cgroup_job_remove(struct cgroup_ctx *c, const char *id);
+/* Remove job-ID now, or as soon as its last process has gone (the kernel
+ * tells through cgroup.events, watched on the event loop): a job killed
+ * after its grace period, or whose launcher was killed from outside, still
+ * leaves no cgroup behind. */
+void cgroup_job_release(struct cgroup_ctx *c, const char *id);
 /* After a restart: kill and remove every leftover job-* cgroup; returns how
  * many were found. */
 int cgroup_reap_orphans(struct cgroup_ctx *c);

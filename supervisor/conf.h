@@ -55,10 +55,6 @@ struct tenant {
         uint64_t max_queue;       /* waiting at once */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
         enum over_limit over_limit;
-
-        /* runtime counters, owned by the scheduler */
-        unsigned n_running;
-        unsigned n_queued;
 };
 
 struct config {

@@ -1,34 +1,87 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "job.h"
+#include "launch-abi.h"
+
+void job_init(struct job *j) {
+        memset(j, 0, sizeof(*j));
+        j->state = JOB_QUEUED;
+        j->attempt = 1;
+        j->exit_code = -1;
+        list_init(&j->queue_link);
+        request_init(&j->req);
+}
+
+void job_release(struct job *j) {
+        request_free(&j->req);
+        free(j->error_code);
+        free(j->error_message);
+        j->error_code = j->error_message = NULL;
+}
+
+static const char *const state_names[] = {
+        [JOB_QUEUED] = "queued",
+        [JOB_RUNNING] = "running",
+        [JOB_STOPPING] = "stopping",
+        [JOB_DONE] = "done",
+};
+
+static const char *const outcome_names[] = {
+        [OUTCOME_NONE] = "none",         [OUTCOME_SUCCEEDED] = "succeeded", [OUTCOME_FAILED] = "failed",
+        [OUTCOME_TIMED_OUT] = "timed_out", [OUTCOME_KILLED] = "killed",     [OUTCOME_OOM] = "oom",
+        [OUTCOME_REJECTED] = "rejected", [OUTCOME_ERROR] = "error",
+};
 
 const char *job_state_name(enum job_state s) {
-        switch (s) {
-        case JOB_QUEUED: return "queued";
-        case JOB_RUNNING: return "running";
-        case JOB_STOPPING: return "stopping";
-        case JOB_DONE: return "done";
-        }
-        return "?";
+        return (size_t) s < ARRAY_SIZE(state_names) ? state_names[s] : "?";
 }
 
 const char *job_outcome_name(enum job_outcome o) {
-        switch (o) {
-        case OUTCOME_NONE: return "none";
-        case OUTCOME_SUCCEEDED: return "succeeded";
-        case OUTCOME_FAILED: return "failed";
-        case OUTCOME_TIMED_OUT: return "timed_out";
-        case OUTCOME_KILLED: return "killed";
-        case OUTCOME_OOM: return "oom";
-        case OUTCOME_REJECTED: return "rejected";
-        case OUTCOME_ERROR: return "error";
-        }
-        return "?";
+        return (size_t) o < ARRAY_SIZE(outcome_names) ? outcome_names[o] : "?";
 }
 
-int job_transition(struct job *j, enum job_event ev) {
+bool job_state_filter_valid(const char *s) {
+        if (streq(s, "active") || streq(s, "done"))
+                return true;
+        for (size_t i = 0; i < ARRAY_SIZE(state_names); i++)
+                if (i != JOB_DONE && streq(state_names[i], s))
+                        return true;
+        for (size_t i = 0; i < ARRAY_SIZE(outcome_names); i++)
+                if (i != OUTCOME_NONE && streq(outcome_names[i], s))
+                        return true;
+        return false;
+}
+
+bool job_state_filter_matches(const char *filter, const char *state, bool active) {
+        if (!filter)
+                return true;
+        if (streq(filter, "active"))
+                return active;
+        if (streq(filter, "done"))
+                return !active;
+        return streq(filter, state);
+}
+
+/* The first reason a job ended is the one its record gives. */
+static void set_error(struct job *j, const char *code, const char *msg) {
+        if (j->error_code)
+                return;
+        j->error_code = strdup(code);
+        j->error_message = strdup(msg ? msg : "");
+}
+
+static void end(struct job *j, enum job_outcome o, const char *code, const char *msg) {
+        j->state = JOB_DONE;
+        j->outcome = o;
+        set_error(j, code, msg);
+}
+
+int job_transition(struct job *j, enum job_event ev, const char *detail) {
         switch (j->state) {
         case JOB_QUEUED:
                 switch (ev) {
@@ -36,17 +89,17 @@ int job_transition(struct job *j, enum job_event ev) {
                         j->state = JOB_RUNNING;
                         return 0;
                 case JEV_SPAWN_FAIL:
-                        j->state = JOB_DONE;
-                        j->outcome = OUTCOME_ERROR;
+                        end(j, OUTCOME_ERROR, E_SPAWN, detail);
                         return 0;
                 case JEV_CANCEL:
                         j->cancelled = true;
-                        j->state = JOB_DONE;
-                        j->outcome = OUTCOME_KILLED;
+                        end(j, OUTCOME_KILLED, E_CANCELLED, "cancelled by the client before it started");
                         return 0;
                 case JEV_SHUTDOWN:
-                        j->state = JOB_DONE;
-                        j->outcome = OUTCOME_ERROR;
+                        end(j, OUTCOME_ERROR, E_SHUTTING_DOWN, "supervisor stopped before the job started");
+                        return 0;
+                case JEV_REJECTED:
+                        end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
                         return 0;
                 default:
                         return -EINVAL;
@@ -62,24 +115,32 @@ int job_transition(struct job *j, enum job_event ev) {
                         j->state = JOB_STOPPING;
                         return 0;
                 case JEV_SHUTDOWN:
+                        set_error(j, E_SHUTTING_DOWN, "supervisor stopped while the job ran");
                         j->state = JOB_STOPPING;
                         return 0;
-                case JEV_EXIT:
-                        j->state = JOB_DONE;
+                case JEV_RESTARTED:
+                        end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
+                        return 0;
+                case JEV_RETRY:
+                        j->state = JOB_QUEUED;
+                        j->started_ms = 0;
+                        j->attempt++;
                         return 0;
                 default:
                         return -EINVAL;
                 }
         case JOB_STOPPING:
                 switch (ev) {
-                case JEV_EXIT:
-                        j->state = JOB_DONE;
-                        return 0;
                 /* A second timeout is the end of the grace period; a cancel
                  * after a timeout changes nothing: the first reason wins. */
                 case JEV_TIMEOUT:
                 case JEV_CANCEL:
+                        return 0;
                 case JEV_SHUTDOWN:
+                        set_error(j, E_SHUTTING_DOWN, "supervisor stopped while the job ran");
+                        return 0;
+                case JEV_RESTARTED:
+                        end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
                         return 0;
                 default:
                         return -EINVAL;
@@ -99,58 +160,59 @@ enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig) {
                 return OUTCOME_KILLED;
         if (code == 0)
                 return OUTCOME_SUCCEEDED;
-        if (code == 124)
+        if (code == LAUNCH_EXIT_TIMEOUT)
                 return OUTCOME_TIMED_OUT;
-        if (code == 125)
+        if (code == LAUNCH_EXIT_SETUP)
                 return OUTCOME_ERROR;
-        if (code > 128 && code < 128 + 65)
+        if (code > LAUNCH_EXIT_SIGNAL_BASE && code < LAUNCH_EXIT_SIGNAL_BASE + 65)
                 return OUTCOME_KILLED;
         return OUTCOME_FAILED;
 }
 
-void sched_init(struct scheduler *s, uint64_t max_running, uint64_t max_queued) {
-        list_init(&s->queue);
-        s->n_queued = s->n_running = 0;
-        s->max_running = max_running;
-        s->max_queued = max_queued;
-}
+int job_exited(struct job *j, const struct job_exit *x) {
+        char msg[SBX_ERROR_MAX + 64];
+        if (j->state != JOB_RUNNING && j->state != JOB_STOPPING)
+                return -EINVAL;
+        j->state = JOB_DONE;
 
-int sched_enqueue(struct scheduler *s, struct job *j) {
-        if (s->n_queued >= s->max_queued)
-                return -EAGAIN;
-        if (j->tenant->n_queued >= j->tenant->max_queue)
-                return -EAGAIN;
-        list_add_tail(&s->queue, &j->queue_link);
-        s->n_queued++;
-        j->tenant->n_queued++;
-        return 0;
-}
-
-struct job *sched_next(struct scheduler *s) {
-        struct list *pos, *tmp;
-        if (s->n_running >= s->max_running)
-                return NULL;
-        list_for_each_safe(pos, tmp, &s->queue) {
-                struct job *j = list_entry(pos, struct job, queue_link);
-                if (j->tenant->n_running >= j->tenant->max_jobs)
-                        continue;
-                list_del(&j->queue_link);
-                s->n_queued--;
-                j->tenant->n_queued--;
-                s->n_running++;
-                j->tenant->n_running++;
-                return j;
+        if (x->spawn_error) {
+                /* The daemon's child died before it could exec the
+                 * launcher: nothing of the sandbox ever ran. */
+                j->exit_code = -1;
+                j->term_signal = 0;
+                j->outcome = OUTCOME_ERROR;
+                set_error(j, E_SPAWN, x->spawn_error);
+                return 0;
         }
-        return NULL;
-}
+        int code = x->status, sig = x->signal;
+        if (x->have_end) {
+                /* The launcher's own account: the command's status, not
+                 * the launcher's. */
+                code = x->end_exit_code;
+                sig = x->end_signal;
+        } else if (sig > 0)
+                code = -1;
+        j->exit_code = code;
+        j->term_signal = sig;
+        j->outcome = job_outcome_from_exit(j, code, sig);
 
-void sched_remove_queued(struct scheduler *s, struct job *j) {
-        list_del(&j->queue_link);
-        s->n_queued--;
-        j->tenant->n_queued--;
-}
-
-void sched_finished(struct scheduler *s, struct job *j) {
-        s->n_running--;
-        j->tenant->n_running--;
+        if (x->setup_step) {
+                snprintf(msg, sizeof(msg), "sbx-launch: %s: %s", x->setup_step,
+                         x->setup_message ? x->setup_message : "failed");
+                set_error(j, E_SETUP, msg);
+        }
+        /* With a memory cgroup, the kernel counts its OOM kills. */
+        if (x->oom_killed && j->outcome != OUTCOME_SUCCEEDED && !j->timed_out && !j->cancelled) {
+                j->outcome = OUTCOME_OOM;
+                set_error(j, E_OOM, "the job ran out of memory (its cgroup's memory.max)");
+        }
+        if (j->outcome == OUTCOME_ERROR)
+                set_error(j, E_SETUP, "sbx-launch could not set up the sandbox (exit status 125; see the job's stderr)");
+        if (j->outcome == OUTCOME_TIMED_OUT) {
+                snprintf(msg, sizeof(msg), "timed out after %" PRIu64 " ms", j->pol.timeout_ms);
+                set_error(j, E_TIMEOUT, msg);
+        }
+        if (j->cancelled && !j->timed_out)
+                set_error(j, E_CANCELLED, "cancelled by the client");
+        return 0;
 }

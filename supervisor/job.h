@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Jobs: the state machine every job follows, and the scheduler that picks
- * which queued job runs next under the global and per-tenant concurrency
- * limits. Kept free of I/O so the unit tests drive it directly; the daemon
- * (server.c) performs the side effects each transition calls for.
+/* One job's life as a pure state machine: the only code that sets a job's
+ * state, its outcome and its error. The modules that act (runner, capture,
+ * dispatch, recover) report events and facts here and do what the new state
+ * calls for; the unit tests drive it directly.
  *
  *   queued ──start──► running ──exit──► done
  *     │                 │  ▲
- *     │           timeout/cancel
+ *     │      timeout/cancel/shutdown
  *     │                 ▼  │
- *     │              stopping ──exit / kill──► done
- *     └──cancel / spawn failure / shutdown──► done
+ *     │              stopping ──exit──► done
+ *     └──cancel / spawn failure / shutdown / restart──► done
+ *
+ * and, after a restart, running ──retry──► queued (the next attempt).
  */
 #pragma once
 
@@ -18,14 +20,15 @@
 #include <sys/types.h>
 
 #include "conf.h"
-#include "tenant.h"
+#include "policy.h"
+#include "proto.h"
 #include "util.h"
 
 enum job_state {
         JOB_QUEUED,
         JOB_RUNNING,
-        JOB_STOPPING, /* SIGTERM sent (timeout or cancel); kill after the grace period */
-        JOB_DONE,     /* result record written */
+        JOB_STOPPING, /* SIGTERM sent (timeout, cancel, shutdown); killed after the grace period */
+        JOB_DONE,     /* ended; its record is being written or is written */
 };
 
 /* How a finished job ended (the "state" of its result record). */
@@ -42,88 +45,75 @@ enum job_outcome {
 
 enum job_event {
         JEV_START,      /* the launcher was spawned */
-        JEV_SPAWN_FAIL, /* it could not be */
+        JEV_SPAWN_FAIL, /* it could not be (detail: why) */
         JEV_TIMEOUT,    /* the wall-clock timer fired */
         JEV_CANCEL,     /* a client asked */
-        JEV_EXIT,       /* the launcher exited (pidfd) */
         JEV_SHUTDOWN,   /* the daemon is stopping */
+        JEV_RESTARTED,  /* the daemon died while the job ran (recovery) */
+        JEV_REJECTED,   /* re-checked after a restart and refused (detail: why) */
+        JEV_RETRY,      /* interrupted by a restart, run again as the next attempt */
 };
-
-struct job_watch;
 
 struct job {
         char id[24];
-        struct tenant *tenant;
+        const struct tenant *tenant;
         uid_t caller_uid;
         enum job_state state;
         enum job_outcome outcome;
         bool timed_out;
         bool cancelled;
+        unsigned attempt;        /* 1, or more when re-run after a restart */
         struct list queue_link;  /* in the scheduler's queue while queued */
-        struct list all_link;    /* in the daemon's list of active jobs */
 
-        /* the request, validated and with the policy applied */
+        /* the request, validated, and the policy decision for it */
         struct request req;
         struct policy_decision pol;
 
-        /* times, CLOCK_REALTIME ms */
+        /* CLOCK_REALTIME milliseconds; 0: not yet */
         uint64_t created_ms, started_ms, ended_ms;
-        uint64_t started_mono_ms;
 
-        /* runtime state, managed by server.c */
-        pid_t pid;
-        int pidfd;
-        int out_fd[2];           /* read ends of stdout/stderr pipes, -1 when closed */
-        int file_fd[2];          /* capture files */
-        uint64_t out_bytes[2];   /* bytes seen per stream */
-        uint64_t kept_bytes[2];  /* bytes written to the files */
-        bool truncated[2];
-        int status_fd;           /* read end of --json-status-fd */
-        char *status_buf;
-        size_t status_len;
-        void *status_end;        /* json_t *: the launcher's end record */
-        int timer_fd;            /* wall clock / grace timer */
-        int cgroup_fd;           /* the job's cgroup directory, -1 without */
-        bool exited;
-        int wait_status;         /* raw waitid si_code/si_status folded as for waitpid */
-        int exit_code;           /* launcher exit status or -1 */
-        int term_signal;         /* or 0 */
-        char *error_code;
+        int exit_code;           /* the command's exit status, or -1 */
+        int term_signal;         /* the signal that ended it, or 0 */
+        char *error_code;        /* E_*, or NULL */
         char *error_message;
-        struct list watches;     /* struct job_watch: waiters and followers */
 };
+
+/* What is known when the launcher has exited. */
+struct job_exit {
+        int status;              /* the launcher's exit status, or -1 when a signal ended it */
+        int signal;              /* that signal, or 0 */
+        bool have_end;           /* the launcher wrote its end record */
+        int end_exit_code;       /* from the end record */
+        int end_signal;
+        const char *setup_step;  /* the launcher's set-up failure, or NULL */
+        const char *setup_message;
+        const char *spawn_error; /* the daemon could not exec the launcher, or NULL */
+        bool oom_killed;         /* the job's memory cgroup counted OOM kills */
+};
+
+void job_init(struct job *j);
+/* Frees what the job owns (the request, the error), not j itself. */
+void job_release(struct job *j);
 
 const char *job_state_name(enum job_state s);
 const char *job_outcome_name(enum job_outcome o);
+/* Is s a state `list` can filter on: a live state, an outcome, "active"
+ * or "done"? */
+bool job_state_filter_valid(const char *s);
+/* Does a job in live state `state` (when active) or with outcome name
+ * `state` (when done) pass the filter (NULL: any)? */
+bool job_state_filter_matches(const char *filter, const char *state, bool active);
 
-/* Apply ev to j. Returns 0 with j->state (and outcome flags) updated, or
- * -EINVAL when ev is not allowed in j's state (the caller ignores it). */
-int job_transition(struct job *j, enum job_event ev);
+/* Apply ev to j. Returns 0 with the state, outcome and error updated, or
+ * -EINVAL when ev is not allowed in j's state (nothing changes). detail is
+ * the message for JEV_SPAWN_FAIL and JEV_REJECTED (may be NULL elsewhere). */
+int job_transition(struct job *j, enum job_event ev, const char *detail);
 
-/* The outcome of a job whose launcher exited with status `code` (the
- * launcher's conventions: 124 timeout, 125 setup failure, 128+N signal). */
+/* The launcher exited: the job is done, with the outcome, exit code,
+ * signal and error the facts in x call for. Returns -EINVAL when j is not
+ * running or stopping. */
+int job_exited(struct job *j, const struct job_exit *x);
+
+/* The outcome for a launcher exit status (124 timeout, 125 set-up failure,
+ * 128+N signal), given what happened to the job before. */
 enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig);
-
-struct scheduler {
-        struct list queue;       /* struct job.queue_link, FIFO */
-        unsigned n_queued;
-        unsigned n_running;      /* running or stopping */
-        uint64_t max_running;
-        uint64_t max_queued;
-};
-
-void sched_init(struct scheduler *s, uint64_t max_running, uint64_t max_queued);
-
-/* Admit j to the queue: 0, or -EAGAIN when the global queue or the
- * tenant's is full (E_QUEUE_FULL). */
-int sched_enqueue(struct scheduler *s, struct job *j);
-
-/* The next queued job that may start now (FIFO, skipping tenants at their
- * max_jobs), removed from the queue and counted as running; NULL if none. */
-struct job *sched_next(struct scheduler *s);
-
-/* Remove a queued job (cancelled before it started). */
-void sched_remove_queued(struct scheduler *s, struct job *j);
-
-/* A running job finished: free its slot. */
-void sched_finished(struct scheduler *s, struct job *j);

@@ -16,23 +16,6 @@
 /* How much of the tail is read at a time when looking for the last newline. */
 #define TAIL_CHUNK_BYTES 65536
 
-/* The record as one line (NUL-terminated after the newline; free() it). */
-static char *record_line(json_t *rec, size_t *ret_len) {
-        char *s = json_dumps(rec, JSON_COMPACT);
-        if (!s)
-                return NULL;
-        size_t n = strlen(s);
-        char *line = realloc(s, n + 2);
-        if (!line) {
-                free(s);
-                return NULL;
-        }
-        line[n] = '\n';
-        line[n + 1] = '\0';
-        *ret_len = n + 1;
-        return line;
-}
-
 /* The size of the file up to and including its last newline: what is after
  * it is a line a crash cut short. */
 static int whole_lines_size(int fd, off_t *ret) {
@@ -119,7 +102,7 @@ int journal_append(struct journal *j, json_t *rec, bool sync) {
                         return r;
         }
         size_t len;
-        _cleanup_free_ char *line = record_line(rec, &len);
+        _cleanup_free_ char *line = json_line(rec, &len);
         if (!line)
                 return -ENOMEM;
         int r = write_all(j->fd, line, len);
@@ -134,21 +117,12 @@ int journal_append(struct journal *j, json_t *rec, bool sync) {
         return 0;
 }
 
-json_t *journal_start_record(const char *id, pid_t pid, unsigned long long starttime_ticks) {
-        return json_pack("{s:s, s:s, s:i, s:I}", "ev", "start", "job", id, "pid", (int) pid, "starttime",
-                         (json_int_t) starttime_ticks);
-}
-
-json_t *journal_done_record(const char *id) {
-        return json_pack("{s:s, s:s}", "ev", "done", "job", id);
-}
-
 /* Write the records to a new file; its size on success. */
 static int write_records(int fd, json_t *const *recs, size_t n, off_t *ret_size) {
         off_t size = 0;
         for (size_t i = 0; i < n; i++) {
                 size_t len;
-                _cleanup_free_ char *line = record_line(recs[i], &len);
+                _cleanup_free_ char *line = json_line(recs[i], &len);
                 if (!line)
                         return -ENOMEM;
                 int r = write_all(fd, line, len);
@@ -184,27 +158,6 @@ int journal_rewrite(struct journal *j, json_t *const *recs, size_t n) {
         j->cut_pending = false;
         j->dir_unsynced = true;
         return sync_dir(j);
-}
-
-int journal_rewrite_entries(struct journal *j, const struct journal_entry *keep, size_t n) {
-        _cleanup_free_ json_t **recs = calloc(2 * n + 1, sizeof(*recs));
-        if (!recs)
-                return -ENOMEM;
-        size_t m = 0;
-        int r = 0;
-        for (size_t i = 0; i < n && r == 0; i++) {
-                recs[m++] = json_incref(keep[i].accept);
-                if (keep[i].pid > 0) {
-                        recs[m] = journal_start_record(keep[i].id, keep[i].pid, keep[i].starttime_ticks);
-                        if (!recs[m++])
-                                r = -ENOMEM;
-                }
-        }
-        if (r == 0)
-                r = journal_rewrite(j, recs, m);
-        for (size_t i = 0; i < m; i++)
-                json_decref(recs[i]);
-        return r;
 }
 
 int journal_reset(struct journal *j) {
@@ -315,6 +268,8 @@ int journal_replay(int state_dirfd, struct journal_entry **ret, size_t *ret_n) {
                                 break;
                         }
                 } else if (x && streq(ev, "start")) {
+                        json_decref(x->start);
+                        x->start = json_incref(rec);
                         x->pid = (pid_t) json_integer_value(json_object_get(rec, "pid"));
                         x->starttime_ticks = (unsigned long long) json_integer_value(json_object_get(rec, "starttime"));
                 } else if (x && streq(ev, "done"))
@@ -336,6 +291,7 @@ void journal_entries_free(struct journal_entry *e, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(e[i].tenant);
                 json_decref(e[i].accept);
+                json_decref(e[i].start);
         }
         free(e);
 }

@@ -39,16 +39,12 @@ void journal_close(struct journal *j);
  * returning; without it the caller syncs j->fd (the group commit). */
 int journal_append(struct journal *j, json_t *rec, bool sync);
 
-/* The "start" and "done" records (the caller builds "accept", which carries
- * the request's fields). NULL when out of memory. */
-json_t *journal_start_record(const char *id, pid_t pid, unsigned long long starttime_ticks);
-json_t *journal_done_record(const char *id);
-
 struct journal_entry {
         char id[24];
         char *tenant;
         uid_t caller_uid;
         json_t *accept;   /* the accept record */
+        json_t *start;    /* the last start record, or NULL */
         pid_t pid;        /* 0 if it never started */
         unsigned long long starttime_ticks; /* /proc/PID/stat field 22 at start */
         bool done;
@@ -75,11 +71,6 @@ void journal_entries_free(struct journal_entry *e, size_t n);
  * the directory sync succeeds, so nothing is acknowledged that such a crash
  * could lose. */
 int journal_rewrite(struct journal *j, json_t *const *recs, size_t n);
-
-/* journal_rewrite() to exactly these replayed entries: each one's accept
- * record, and its start record if it started. Recovery keeps the entries
- * whose result record is not durable. Same errors as journal_rewrite(). */
-int journal_rewrite_entries(struct journal *j, const struct journal_entry *keep, size_t n);
 
 /* Start a new empty journal: journal_rewrite() with no records. */
 int journal_reset(struct journal *j);

@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 # sbx-supervisord and sbxctl. The modules without I/O on the event loop
-# (config, proto, tenant policy, job state machine, results) form a small
+# (config, proto, tenant, policy, job state machine, scheduler, launchspec,
+# record, results, journal) form a small
 # library the unit tests link against.
 noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
 	supervisor/log.h supervisor/log.c \
 	supervisor/conf.h supervisor/config.c \
-	supervisor/proto.h supervisor/proto.c \
+	supervisor/proto.h supervisor/proto.c supervisor/proto-msg.c \
 	supervisor/tenant.h supervisor/tenant.c \
+	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
+	supervisor/sched.h supervisor/sched.c \
+	supervisor/launchspec.h supervisor/launchspec.c \
+	supervisor/record.h supervisor/record.c \
 	supervisor/result.h supervisor/result.c supervisor/result-index.c \
 	supervisor/journal.h supervisor/journal.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
@@ -18,8 +23,21 @@ LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
 sbin_PROGRAMS += supervisor/sbx-supervisord
 supervisor_sbx_supervisord_SOURCES = \
 	supervisor/main.c \
-	supervisor/server.h supervisor/server.c \
+	supervisor/daemon.h supervisor/daemon.c \
+	supervisor/statedir.h supervisor/statedir.c \
+	supervisor/listener.h supervisor/listener.c \
+	supervisor/conn.h supervisor/conn.c \
+	supervisor/dispatch.h supervisor/dispatch.c \
+	supervisor/accept.c \
+	supervisor/logs.c \
+	supervisor/jobs.h supervisor/jobs.c \
+	supervisor/runner.h supervisor/runner.c \
+	supervisor/capture.h supervisor/capture.c \
+	supervisor/subscribe.h supervisor/subscribe.c \
+	supervisor/commit.h supervisor/commit.c \
+	supervisor/recover.h supervisor/recover.c \
 	supervisor/loop.h supervisor/loop.c \
+	supervisor/worker.h supervisor/worker.c \
 	supervisor/syncer.h supervisor/syncer.c \
 	supervisor/spawn.h supervisor/spawn.c \
 	supervisor/cgroup.h supervisor/cgroup.c \

@@ -17,14 +17,27 @@ struct deferred {
 static int epfd = -1;
 static bool quit;
 static struct deferred *deferred;
-static void (*idle_fn)(void);
+static void (*idle_fn)(void *);
+static void *idle_arg;
 
 int loop_init(void) {
         epfd = epoll_create1(EPOLL_CLOEXEC);
         return epfd < 0 ? -errno : 0;
 }
 
+static void run_deferred(void) {
+        while (deferred) {
+                struct deferred *d = deferred;
+                deferred = d->next;
+                d->fn(d->ptr);
+                free(d);
+        }
+}
+
 void loop_done(void) {
+        run_deferred();
+        idle_fn = NULL;
+        quit = false;
         if (epfd >= 0)
                 close(epfd);
         epfd = -1;
@@ -53,12 +66,9 @@ void loop_quit(void) {
         quit = true;
 }
 
-bool loop_quitting(void) {
-        return quit;
-}
-
-void loop_set_idle(void (*fn)(void)) {
+void loop_set_idle(void (*fn)(void *), void *arg) {
         idle_fn = fn;
+        idle_arg = arg;
 }
 
 void loop_defer_free(void (*fn)(void *), void *ptr) {
@@ -71,15 +81,6 @@ void loop_defer_free(void (*fn)(void *), void *ptr) {
         d->ptr = ptr;
         d->next = deferred;
         deferred = d;
-}
-
-static void run_deferred(void) {
-        while (deferred) {
-                struct deferred *d = deferred;
-                deferred = d->next;
-                d->fn(d->ptr);
-                free(d);
-        }
 }
 
 int loop_run(void) {
@@ -97,7 +98,7 @@ int loop_run(void) {
                                 s->cb(s, evs[i].events);
                 }
                 if (idle_fn)
-                        idle_fn();
+                        idle_fn(idle_arg);
                 run_deferred();
         }
         run_deferred();

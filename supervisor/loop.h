@@ -21,6 +21,7 @@ struct source {
 };
 
 int loop_init(void);
+/* Runs what is still deferred, then closes the loop. */
 void loop_done(void);
 int loop_add(struct source *s, int fd, uint32_t events, source_cb cb);
 int loop_mod(struct source *s, uint32_t events);
@@ -28,8 +29,7 @@ void loop_del(struct source *s);
 /* Run until loop_quit(); returns 0 or -errno. */
 int loop_run(void);
 void loop_quit(void);
-bool loop_quitting(void);
 /* Free ptr with fn after the current batch of events. */
 void loop_defer_free(void (*fn)(void *), void *ptr);
 /* Called once after every batch (flushes, scheduling). */
-void loop_set_idle(void (*fn)(void));
+void loop_set_idle(void (*fn)(void *arg), void *arg);

@@ -8,7 +8,7 @@
 
 #include "conf.h"
 #include "log.h"
-#include "server.h"
+#include "daemon.h"
 
 #ifndef SBX_SYSCONFDIR
 #define SBX_SYSCONFDIR "/etc"
@@ -106,15 +106,16 @@ int main(int argc, char **argv) {
         if (geteuid() != 0)
                 log_warning("not running as root: jobs can only run as this user's uid, and cgroups are likely unavailable");
 
-        int r = server_init(&cfg, &err);
+        struct daemon d;
+        int r = daemon_init(&d, &cfg, &err);
         if (r < 0) {
                 log_error("%s", err.msg);
-                server_done();
+                daemon_done(&d);
                 config_free(&cfg);
                 return 1;
         }
-        r = server_run();
-        server_done();
+        r = daemon_run(&d);
+        daemon_done(&d);
         config_free(&cfg);
         if (r < 0) {
                 log_error("event loop: %s", strerror(-r));

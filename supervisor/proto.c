@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "job.h"
+#include "launch-abi.h"
 #include "profile.h"
 #include "proto.h"
 #include "util.h"
@@ -105,6 +107,7 @@ static const struct field run_fields[] = {
         { "files", K_ARRAY, false },
         { "artifacts", K_ARRAY, false },
         { "idempotency_key", K_STRING, false },
+        { "retries", K_UINT, false },
         { "follow", K_BOOL, false },
 };
 static const struct field limit_fields[] = {
@@ -126,6 +129,8 @@ static const struct field logs_fields[] = {
         { "job", K_STRING, true },
         { "stream", K_STRING, false },
         { "follow", K_BOOL, false },
+        { "offset", K_UINT, false },
+        { "max_bytes", K_UINT, false },
 };
 static const struct field list_fields[] = {
         COMMON_FIELDS,
@@ -149,6 +154,7 @@ void request_init(struct request *r) {
         r->run.net = -1;
         r->streams = STREAM_BOTH;
         r->limit = PROTO_MAX_LIST;
+        r->max_bytes = PROTO_LOGS_CHUNK;
 }
 
 void request_free(struct request *r) {
@@ -238,27 +244,7 @@ static bool valid_env_name(const char *s) {
         return true;
 }
 
-static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
-        json_t *command = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
-        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL;
-        json_int_t timeout = -1;
-        int follow = 0;
-        json_error_t je;
-        int r;
-
-        r = check_fields(root, run_fields, ARRAY_SIZE(run_fields), "", err);
-        if (r < 0)
-                return r;
-        /* The checks above give the precise message; the strict unpack
-         * guarantees extraction and validation agree on the field set. */
-        if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:b}",
-                           "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
-                           "command", &command, "profile", &profile, "env", &env, "stdin", &in, "stdin_b64", &in_b64,
-                           "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
-                           "artifacts", &artifacts, "idempotency_key", &key, "follow", &follow) < 0)
-                return sbx_error_msg(err, EINVAL, "%s", je.text);
-
+static int parse_command(json_t *command, struct run_request *run, struct sbx_error *err) {
         size_t n = json_array_size(command);
         if (n == 0)
                 return sbx_error_msg(err, EINVAL, "field 'command': must name a program");
@@ -279,41 +265,39 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                         return sbx_error_set(err, ENOMEM, "command");
                 run->argc++;
         }
+        return 0;
+}
 
-        if (profile) {
-                if (!name_valid(profile))
-                        return sbx_error_msg(err, EINVAL, "field 'profile': invalid profile name '%.64s'", profile);
-                run->profile = strdup(profile);
-        }
-
-        if (env) {
-                const char *name;
-                json_t *val;
-                if (json_object_size(env) > PROTO_MAX_ENV)
-                        return sbx_error_msg(err, EINVAL, "field 'env': more than %d variables", PROTO_MAX_ENV);
-                run->env = calloc(json_object_size(env) + 1, sizeof(*run->env));
-                if (!run->env)
+static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err) {
+        const char *name;
+        json_t *val;
+        if (json_object_size(env) > PROTO_MAX_ENV)
+                return sbx_error_msg(err, EINVAL, "field 'env': more than %d variables", PROTO_MAX_ENV);
+        run->env = calloc(json_object_size(env) + 1, sizeof(*run->env));
+        if (!run->env)
+                return sbx_error_set(err, ENOMEM, "env");
+        json_object_foreach(env, name, val) {
+                if (!valid_env_name(name))
+                        return sbx_error_msg(err, EINVAL, "field 'env.%.64s': invalid variable name", name);
+                /* The task context (SBX_JOB_ID, SBX_TENANT,
+                 * SBX_WORKSPACE) is the daemon's word, not the
+                 * caller's. */
+                if (strncmp(name, LAUNCH_ENV_RESERVED_PREFIX, strlen(LAUNCH_ENV_RESERVED_PREFIX)) == 0)
+                        return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
+                if (!json_is_string(val))
+                        return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
+                if (json_string_length(val) > PROTO_MAX_ARG_LEN)
+                        return sbx_error_msg(err, EINVAL, "field 'env.%s': longer than %d bytes", name, PROTO_MAX_ARG_LEN);
+                struct env_pair *p = &run->env[run->n_env++];
+                p->name = strdup(name);
+                p->value = strdup(json_string_value(val));
+                if (!p->name || !p->value)
                         return sbx_error_set(err, ENOMEM, "env");
-                json_object_foreach(env, name, val) {
-                        if (!valid_env_name(name))
-                                return sbx_error_msg(err, EINVAL, "field 'env.%.64s': invalid variable name", name);
-                        /* The task context (SBX_JOB_ID, SBX_TENANT,
-                         * SBX_WORKSPACE) is the daemon's word, not the
-                         * caller's. */
-                        if (strncmp(name, "SBX_", 4) == 0)
-                                return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
-                        if (!json_is_string(val))
-                                return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
-                        if (json_string_length(val) > PROTO_MAX_ARG_LEN)
-                                return sbx_error_msg(err, EINVAL, "field 'env.%s': longer than %d bytes", name, PROTO_MAX_ARG_LEN);
-                        struct env_pair *p = &run->env[run->n_env++];
-                        p->name = strdup(name);
-                        p->value = strdup(json_string_value(val));
-                        if (!p->name || !p->value)
-                                return sbx_error_set(err, ENOMEM, "env");
-                }
         }
+        return 0;
+}
 
+static int parse_stdin(json_t *root, const char *in, const char *in_b64, struct run_request *run, struct sbx_error *err) {
         if (in && in_b64)
                 return sbx_error_msg(err, EINVAL, "fields 'stdin' and 'stdin_b64' exclude each other");
         if (in) {
@@ -323,6 +307,145 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                         return sbx_error_set(err, ENOMEM, "stdin");
         } else if (in_b64 && decode_b64("stdin_b64", in_b64, &run->stdin_data, &run->stdin_len, err) < 0)
                 return -EINVAL;
+        return 0;
+}
+
+static int parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err) {
+        json_error_t je;
+        int r;
+        json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
+        json_t *cpus = NULL;
+        r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
+        if (r < 0)
+                return r;
+        if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I}", "memory", &mem,
+                           "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out) < 0)
+                return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
+        if (cpus) {
+                double v = json_number_value(cpus) * 1000.0;
+                if (!(v >= PROTO_CPUS_MIN_MILLI - 0.5 && v <= PROTO_CPUS_MAX_MILLI + 0.5))
+                        return sbx_error_msg(err, EINVAL, "field 'limits.cpus': %g is out of range (0.01 to 1024 CPUs)",
+                                             json_number_value(cpus));
+                run->cpu_milli = (uint64_t) (v + 0.5);
+        }
+        if (mem == 0 || procs == 0 || cpu == 0)
+                return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
+                                     mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");
+        if (mem > 0)
+                run->memory = (uint64_t) mem;
+        if (procs > 0)
+                run->processes = (uint64_t) procs;
+        if (cpu > 0)
+                run->cpu_s = (uint64_t) cpu;
+        if (out >= 0)
+                run->output = (uint64_t) out;
+        return 0;
+}
+
+static int parse_files(json_t *files, struct run_request *run, struct sbx_error *err) {
+        json_error_t je;
+        int r;
+        size_t nf = json_array_size(files);
+        if (nf > PROTO_MAX_FILES)
+                return sbx_error_msg(err, EINVAL, "field 'files': more than %d files", PROTO_MAX_FILES);
+        run->files = calloc(nf + 1, sizeof(*run->files));
+        if (!run->files)
+                return sbx_error_set(err, ENOMEM, "files");
+        for (size_t i = 0; i < nf; i++) {
+                json_t *f = json_array_get(files, i);
+                char where[64];
+                const char *path = NULL, *data = NULL, *data_b64 = NULL;
+                json_int_t mode = -1;
+                snprintf(where, sizeof(where), "files[%zu].", i);
+                if (!json_is_object(f))
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': expected object, got %s", i, json_kind_name(f));
+                r = check_fields(f, file_fields, ARRAY_SIZE(file_fields), where, err);
+                if (r < 0)
+                        return r;
+                if (json_unpack_ex(f, &je, JSON_STRICT, "{s:s, s?:s, s?:s, s?:I}", "path", &path, "data", &data,
+                                   "data_b64", &data_b64, "mode", &mode) < 0)
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': %s", i, je.text);
+                if (!valid_rel_path(path, false))
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': must be a relative path without '.' or '..' components", i);
+                if (!!data == !!data_b64)
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': exactly one of 'data' and 'data_b64' is required", i);
+                if (mode >= 0 && mode != 0644 && mode != 0755 && mode != 0600 && mode != 0700)
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].mode': only 0644, 0755, 0600 and 0700 (as decimal integers) are allowed", i);
+                for (size_t j = 0; j < i; j++)
+                        if (streq(run->files[j].path, path))
+                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': '%s' given twice", i, path);
+                struct upload *u = &run->files[run->n_files++];
+                u->path = strdup(path);
+                u->mode = mode >= 0 ? (mode_t) mode : 0644;
+                if (!u->path)
+                        return sbx_error_set(err, ENOMEM, "files");
+                if (data) {
+                        u->len = json_string_length(json_object_get(f, "data"));
+                        if (dup_bytes(data, u->len, &u->data) < 0)
+                                return sbx_error_set(err, ENOMEM, "files");
+                } else if (decode_b64(where, data_b64, &u->data, &u->len, err) < 0)
+                        return -EINVAL;
+                run->upload_bytes += u->len;
+        }
+        return 0;
+}
+
+static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sbx_error *err) {
+        size_t na = json_array_size(artifacts);
+        if (na > PROTO_MAX_ARTIFACTS)
+                return sbx_error_msg(err, EINVAL, "field 'artifacts': more than %d globs", PROTO_MAX_ARTIFACTS);
+        run->artifacts = calloc(na + 1, sizeof(char *));
+        if (!run->artifacts)
+                return sbx_error_set(err, ENOMEM, "artifacts");
+        for (size_t i = 0; i < na; i++) {
+                json_t *a = json_array_get(artifacts, i);
+                if (!json_is_string(a))
+                        return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': expected string, got %s", i, json_kind_name(a));
+                if (!valid_rel_path(json_string_value(a), true))
+                        return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': must be a relative glob without '.' or '..' components", i);
+                if (!(run->artifacts[i] = strdup(json_string_value(a))))
+                        return sbx_error_set(err, ENOMEM, "artifacts");
+                run->n_artifacts++;
+        }
+        return 0;
+}
+
+static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
+        json_t *command = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL;
+        json_int_t timeout = -1, retries = 0;
+        int follow = 0;
+        json_error_t je;
+        int r;
+
+        r = check_fields(root, run_fields, ARRAY_SIZE(run_fields), "", err);
+        if (r < 0)
+                return r;
+        /* The checks above give the precise message; the strict unpack
+         * guarantees extraction and validation agree on the field set. */
+        if (json_unpack_ex(root, &je, JSON_STRICT,
+                           "{s:i, s:s, s?o, s:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:I, s?:b}",
+                           "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
+                           "command", &command, "profile", &profile, "env", &env, "stdin", &in, "stdin_b64", &in_b64,
+                           "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
+                           "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow) < 0)
+                return sbx_error_msg(err, EINVAL, "%s", je.text);
+
+        r = parse_command(command, run, err);
+        if (r < 0)
+                return r;
+
+        if (profile) {
+                if (!name_valid(profile))
+                        return sbx_error_msg(err, EINVAL, "field 'profile': invalid profile name '%.64s'", profile);
+                run->profile = strdup(profile);
+        }
+
+        if (env && (r = parse_env(env, run, err)) < 0)
+                return r;
+
+        if ((r = parse_stdin(root, in, in_b64, run, err)) < 0)
+                return r;
 
         if (timeout >= 0) {
                 if (timeout == 0)
@@ -330,34 +453,8 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                 run->timeout_ms = (uint64_t) timeout;
         }
 
-        if (limits) {
-                json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
-                json_t *cpus = NULL;
-                r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
-                if (r < 0)
-                        return r;
-                if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I}", "memory", &mem,
-                                   "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out) < 0)
-                        return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
-                if (cpus) {
-                        double v = json_number_value(cpus) * 1000.0;
-                        if (!(v >= PROTO_CPUS_MIN_MILLI - 0.5 && v <= PROTO_CPUS_MAX_MILLI + 0.5))
-                                return sbx_error_msg(err, EINVAL, "field 'limits.cpus': %g is out of range (0.01 to 1024 CPUs)",
-                                                     json_number_value(cpus));
-                        run->cpu_milli = (uint64_t) (v + 0.5);
-                }
-                if (mem == 0 || procs == 0 || cpu == 0)
-                        return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
-                                             mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");
-                if (mem > 0)
-                        run->memory = (uint64_t) mem;
-                if (procs > 0)
-                        run->processes = (uint64_t) procs;
-                if (cpu > 0)
-                        run->cpu_s = (uint64_t) cpu;
-                if (out >= 0)
-                        run->output = (uint64_t) out;
-        }
+        if (limits && (r = parse_limits(limits, run, err)) < 0)
+                return r;
 
         if (net) {
                 if (streq(net, "none"))
@@ -368,69 +465,11 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                         return sbx_error_msg(err, EINVAL, "field 'network': expected \"none\" or \"host\"");
         }
 
-        if (files) {
-                size_t nf = json_array_size(files);
-                if (nf > PROTO_MAX_FILES)
-                        return sbx_error_msg(err, EINVAL, "field 'files': more than %d files", PROTO_MAX_FILES);
-                run->files = calloc(nf + 1, sizeof(*run->files));
-                if (!run->files)
-                        return sbx_error_set(err, ENOMEM, "files");
-                for (size_t i = 0; i < nf; i++) {
-                        json_t *f = json_array_get(files, i);
-                        char where[64];
-                        const char *path = NULL, *data = NULL, *data_b64 = NULL;
-                        json_int_t mode = -1;
-                        snprintf(where, sizeof(where), "files[%zu].", i);
-                        if (!json_is_object(f))
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': expected object, got %s", i, json_kind_name(f));
-                        r = check_fields(f, file_fields, ARRAY_SIZE(file_fields), where, err);
-                        if (r < 0)
-                                return r;
-                        if (json_unpack_ex(f, &je, JSON_STRICT, "{s:s, s?:s, s?:s, s?:I}", "path", &path, "data", &data,
-                                           "data_b64", &data_b64, "mode", &mode) < 0)
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': %s", i, je.text);
-                        if (!valid_rel_path(path, false))
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': must be a relative path without '.' or '..' components", i);
-                        if (!!data == !!data_b64)
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu]': exactly one of 'data' and 'data_b64' is required", i);
-                        if (mode >= 0 && mode != 0644 && mode != 0755 && mode != 0600 && mode != 0700)
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].mode': only 0644, 0755, 0600 and 0700 (as decimal integers) are allowed", i);
-                        for (size_t j = 0; j < i; j++)
-                                if (streq(run->files[j].path, path))
-                                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': '%s' given twice", i, path);
-                        struct upload *u = &run->files[run->n_files++];
-                        u->path = strdup(path);
-                        u->mode = mode >= 0 ? (mode_t) mode : 0644;
-                        if (!u->path)
-                                return sbx_error_set(err, ENOMEM, "files");
-                        if (data) {
-                                u->len = json_string_length(json_object_get(f, "data"));
-                                if (dup_bytes(data, u->len, &u->data) < 0)
-                                        return sbx_error_set(err, ENOMEM, "files");
-                        } else if (decode_b64(where, data_b64, &u->data, &u->len, err) < 0)
-                                return -EINVAL;
-                        run->upload_bytes += u->len;
-                }
-        }
+        if (files && (r = parse_files(files, run, err)) < 0)
+                return r;
 
-        if (artifacts) {
-                size_t na = json_array_size(artifacts);
-                if (na > PROTO_MAX_ARTIFACTS)
-                        return sbx_error_msg(err, EINVAL, "field 'artifacts': more than %d globs", PROTO_MAX_ARTIFACTS);
-                run->artifacts = calloc(na + 1, sizeof(char *));
-                if (!run->artifacts)
-                        return sbx_error_set(err, ENOMEM, "artifacts");
-                for (size_t i = 0; i < na; i++) {
-                        json_t *a = json_array_get(artifacts, i);
-                        if (!json_is_string(a))
-                                return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': expected string, got %s", i, json_kind_name(a));
-                        if (!valid_rel_path(json_string_value(a), true))
-                                return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': must be a relative glob without '.' or '..' components", i);
-                        if (!(run->artifacts[i] = strdup(json_string_value(a))))
-                                return sbx_error_set(err, ENOMEM, "artifacts");
-                        run->n_artifacts++;
-                }
-        }
+        if (artifacts && (r = parse_artifacts(artifacts, run, err)) < 0)
+                return r;
 
         if (key) {
                 size_t kl = strlen(key);
@@ -438,6 +477,9 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                         return sbx_error_msg(err, EINVAL, "field 'idempotency_key': must be 1 to %d bytes", PROTO_MAX_KEY);
                 run->idempotency_key = strdup(key);
         }
+        if (retries > PROTO_MAX_RETRIES)
+                return sbx_error_msg(err, EINVAL, "field 'retries': must be 0 to %d", PROTO_MAX_RETRIES);
+        run->retries = (unsigned) retries;
         run->follow = follow;
         return 0;
 }
@@ -448,6 +490,56 @@ static int parse_job_field(json_t *root, struct request *r, struct sbx_error *er
                 return sbx_error_msg(err, EINVAL, "field 'job': not a job id");
         r->job = strdup(job);
         return r->job ? 0 : sbx_error_set(err, ENOMEM, "job");
+}
+
+static int parse_logs(json_t *root, struct request *r, struct sbx_error *err) {
+        int rc = check_fields(root, logs_fields, ARRAY_SIZE(logs_fields), "", err);
+        if (rc == 0)
+                rc = parse_job_field(root, r, err);
+        if (rc < 0)
+                return rc;
+        const char *s = json_string_value(json_object_get(root, "stream"));
+        if (!s || streq(s, "both"))
+                r->streams = STREAM_BOTH;
+        else if (streq(s, "stdout"))
+                r->streams = STREAM_STDOUT;
+        else if (streq(s, "stderr"))
+                r->streams = STREAM_STDERR;
+        else
+                return sbx_error_msg(err, EINVAL, "field 'stream': expected \"stdout\", \"stderr\" or \"both\"");
+        r->follow = json_is_true(json_object_get(root, "follow"));
+        json_t *off = json_object_get(root, "offset"), *mb = json_object_get(root, "max_bytes");
+        if ((off || mb) && r->follow)
+                return sbx_error_msg(err, EINVAL, "fields 'offset' and 'max_bytes' do not go with 'follow'");
+        if (off)
+                r->offset = (uint64_t) json_integer_value(off);
+        if (mb) {
+                r->max_bytes = (uint64_t) json_integer_value(mb);
+                if (r->max_bytes == 0 || r->max_bytes > PROTO_LOGS_CHUNK)
+                        return sbx_error_msg(err, EINVAL, "field 'max_bytes': must be 1 to %u", PROTO_LOGS_CHUNK);
+        }
+        return 0;
+}
+
+static int parse_list(json_t *root, struct request *r, struct sbx_error *err) {
+        int rc = check_fields(root, list_fields, ARRAY_SIZE(list_fields), "", err);
+        if (rc < 0)
+                return rc;
+        const char *s = json_string_value(json_object_get(root, "state"));
+        if (s) {
+                if (!job_state_filter_valid(s))
+                        return sbx_error_msg(err, EINVAL, "field 'state': unknown state '%.32s'", s);
+                r->state = strdup(s);
+                if (!r->state)
+                        return sbx_error_set(err, ENOMEM, "state");
+        }
+        json_t *l = json_object_get(root, "limit");
+        if (l) {
+                r->limit = (uint64_t) json_integer_value(l);
+                if (r->limit == 0 || r->limit > PROTO_MAX_LIST)
+                        return sbx_error_msg(err, EINVAL, "field 'limit': must be 1 to %d", PROTO_MAX_LIST);
+        }
+        return 0;
 }
 
 int proto_parse_request(const char *line, size_t len, struct request *r, struct sbx_error *err) {
@@ -506,55 +598,12 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                 if (rc == 0)
                         rc = parse_job_field(root, r, err);
                 break;
-        case REQ_LOGS: {
-                rc = check_fields(root, logs_fields, ARRAY_SIZE(logs_fields), "", err);
-                if (rc < 0)
-                        break;
-                rc = parse_job_field(root, r, err);
-                if (rc < 0)
-                        break;
-                const char *s = json_string_value(json_object_get(root, "stream"));
-                if (!s || streq(s, "both"))
-                        r->streams = STREAM_BOTH;
-                else if (streq(s, "stdout"))
-                        r->streams = STREAM_STDOUT;
-                else if (streq(s, "stderr"))
-                        r->streams = STREAM_STDERR;
-                else {
-                        rc = sbx_error_msg(err, EINVAL, "field 'stream': expected \"stdout\", \"stderr\" or \"both\"");
-                        break;
-                }
-                r->follow = json_is_true(json_object_get(root, "follow"));
+        case REQ_LOGS:
+                rc = parse_logs(root, r, err);
                 break;
-        }
-        case REQ_LIST: {
-                rc = check_fields(root, list_fields, ARRAY_SIZE(list_fields), "", err);
-                if (rc < 0)
-                        break;
-                const char *s = json_string_value(json_object_get(root, "state"));
-                if (s) {
-                        static const char *const states[] = { "queued", "running", "stopping", "succeeded", "failed",
-                                                               "timed_out", "killed", "oom", "rejected", "error", "active", "done" };
-                        size_t k;
-                        for (k = 0; k < ARRAY_SIZE(states); k++)
-                                if (streq(states[k], s))
-                                        break;
-                        if (k == ARRAY_SIZE(states)) {
-                                rc = sbx_error_msg(err, EINVAL, "field 'state': unknown state '%.32s'", s);
-                                break;
-                        }
-                        r->state = strdup(s);
-                }
-                json_t *l = json_object_get(root, "limit");
-                if (l) {
-                        r->limit = (uint64_t) json_integer_value(l);
-                        if (r->limit == 0 || r->limit > PROTO_MAX_LIST) {
-                                rc = sbx_error_msg(err, EINVAL, "field 'limit': must be 1 to %d", PROTO_MAX_LIST);
-                                break;
-                        }
-                }
+        case REQ_LIST:
+                rc = parse_list(root, r, err);
                 break;
-        }
         case REQ_PING:
                 rc = check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
                 break;
@@ -598,10 +647,6 @@ json_t *proto_error(json_t *tag, const char *code, const char *fmt, ...) {
         if (o && tag)
                 json_object_set(o, "id", tag);
         return o;
-}
-
-json_t *proto_string_or_null(const char *data, size_t len) {
-        return json_stringn(data, len);
 }
 
 int proto_set_data(json_t *obj, const char *key, const char *data, size_t len) {

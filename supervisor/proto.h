@@ -28,6 +28,11 @@
 #define PROTO_MAX_PATH 1024
 #define PROTO_MAX_KEY 128
 #define PROTO_MAX_LIST 10000
+#define PROTO_MAX_RETRIES 10
+/* logs: bytes of each stream in one response (the default and the most). */
+#define PROTO_LOGS_CHUNK (1u << 20)
+/* output events: bytes of output in one event. */
+#define PROTO_EVENT_CHUNK 65536
 
 /* Stable error codes (sbx-protocol(7)). */
 #define E_BAD_REQUEST "E_BAD_REQUEST"
@@ -48,6 +53,10 @@
 #define E_RESTARTED "E_RESTARTED"
 #define E_CANCELLED "E_CANCELLED"
 #define E_TIMEOUT "E_TIMEOUT"
+#define E_OOM "E_OOM"
+/* The daemon cannot make results durable (a full or failing disk): no new
+ * work is accepted until it can. */
+#define E_STORAGE "E_STORAGE"
 
 enum req_op {
         REQ_RUN,
@@ -99,6 +108,7 @@ struct run_request {
         char **artifacts;      /* globs relative to the workspace */
         size_t n_artifacts;
         char *idempotency_key;
+        unsigned retries;      /* runs after a restart that interrupted it */
         bool follow;           /* stream output and the end of the job on this connection */
 };
 
@@ -108,6 +118,8 @@ struct request {
         char *job;             /* status, wait, logs, cancel, result */
         unsigned streams;      /* logs */
         bool follow;           /* logs */
+        uint64_t offset;       /* logs: first byte of each stream */
+        uint64_t max_bytes;    /* logs: bytes of each stream at most */
         char *state;           /* list filter, NULL for any */
         uint64_t limit;        /* list */
         struct run_request run;
@@ -131,8 +143,39 @@ json_t *proto_error(json_t *tag, const char *code, const char *fmt, ...) _printf
 /* A job id the daemon could have made: "j" + 20 lowercase hex digits. */
 bool proto_valid_job_id(const char *s);
 
-/* JSON string of data when it is valid UTF-8, else NULL. */
-json_t *proto_string_or_null(const char *data, size_t len);
 /* Set `key` to data as a string, or `key`_b64 to its base64 if it is not
  * UTF-8. Returns 0 or -ENOMEM. */
 int proto_set_data(json_t *obj, const char *key, const char *data, size_t len);
+
+/* proto-msg.c: every other message the daemon sends. */
+const char *proto_stream_name(int i); /* 0 stdout, 1 stderr */
+unsigned proto_stream_bit(int i);
+/* {"v":1,"event":EVENT,"job":ID} and the members each event has. */
+json_t *proto_ev_started(const char *job);
+json_t *proto_ev_output(const char *job, int stream, const char *data, size_t len);
+json_t *proto_ev_lagged(const char *job, int stream, uint64_t skipped);
+json_t *proto_ev_end(const char *job, json_t *rec);
+/* The job ended but its record cannot be written yet. */
+json_t *proto_ev_error(const char *job, const char *code, const char *msg);
+/* A job's summary in status and list responses: a live job's (state and
+ * start) or a finished one's (outcome, end, exit code). */
+json_t *proto_summary_live(const char *job, const char *tenant, const char *state, uint64_t created_ms,
+                           uint64_t started_ms, const char *command);
+json_t *proto_summary_done(const char *job, const char *tenant, const char *state, uint64_t created_ms,
+                           uint64_t ended_ms, int exit_code);
+/* RFC 3339 or null for 0. */
+json_t *proto_time(uint64_t real_ms);
+json_t *proto_argv(const struct run_request *run);
+
+/* The run request as a request object that proto_parse_request() takes
+ * back to an equal struct (the journal keeps it, so that a job a restart
+ * interrupted can run again). */
+json_t *proto_run_json(const struct run_request *run);
+
+/* SHA-256 (hex) of what the job is given: command, environment, stdin and
+ * files (the audit log's inputs_sha256). */
+void proto_inputs_digest(const struct run_request *run, char hex[65]);
+/* SHA-256 (hex) of the whole request as it bears on the job (the inputs,
+ * the profile, limits, network, artifacts, retries): two runs with one
+ * idempotency key must have the same. */
+void proto_request_digest(const struct run_request *run, char hex[65]);

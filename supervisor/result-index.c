@@ -33,7 +33,7 @@ struct result_tenant {
 
 /* An entry before it is in the index: from a record or a cache line. */
 struct fields {
-        const char *id, *tenant, *key, *state;
+        const char *id, *tenant, *key, *state, *digest;
         int exit_code;
         uint64_t created_ms, ended_ms;
 };
@@ -210,6 +210,8 @@ static void set_fields(struct done_entry *d, const struct fields *f, uint32_t te
         d->tenant_no = tenant_no;
         d->idempotency_key = key;
         copy_str(d->state, sizeof(d->state), f->state);
+        /* only the conflict check of an idempotency key needs it */
+        copy_str(d->request_sha256, sizeof(d->request_sha256), key && f->digest ? f->digest : "");
         d->exit_code = f->exit_code;
         d->created_ms = f->created_ms;
         d->ended_ms = f->ended_ms;
@@ -250,7 +252,7 @@ struct done_entry *result_index_find(struct result_index *ix, const char *id) {
 }
 
 /* The tenant's number + 1, 0 when it has no entry. */
-static uint32_t tenant_slot(struct result_index *ix, const char *tenant) {
+static uint32_t tenant_slot(const struct result_index *ix, const char *tenant) {
         if (!ix->by_id || !ix->by_tenant)
                 return 0;
         return *probe(ix, ix->by_tenant, ix->tenant_mask, hash(ix, tenant), tenant_match, tenant);
@@ -263,19 +265,25 @@ struct done_entry *result_index_find_key(struct result_index *ix, const char *te
         return slot ? &ix->e[slot - 1] : NULL;
 }
 
-struct done_entry *result_index_newest(struct result_index *ix, const char *tenant) {
+void result_iter_tenant(const struct result_index *ix, const char *tenant, struct result_iter *it) {
         uint32_t t = tenant_slot(ix, tenant);
-        return t && ix->tenants[t - 1].newest != NONE ? &ix->e[ix->tenants[t - 1].newest] : NULL;
+        it->ix = ix;
+        it->next = t ? ix->tenants[t - 1].newest : NONE;
 }
 
-struct done_entry *result_index_older(struct result_index *ix, const struct done_entry *d) {
-        return d->older == NONE ? NULL : &ix->e[d->older];
+const struct done_entry *result_iter_next(struct result_iter *it) {
+        if (it->next == NONE)
+                return NULL;
+        const struct done_entry *d = &it->ix->e[it->next];
+        it->next = d->older;
+        return d;
 }
 
 /* ------------------------------------------------------------ cache lines */
 
-/* A line: ID STATE EXIT CREATED_MS ENDED_MS TENANT KEY CHECK. Strings are
- * percent-encoded outside [A-Za-z0-9._~-], "-" standing for none or empty;
+/* A line: ID STATE EXIT CREATED_MS ENDED_MS TENANT KEY REQUEST_SHA256 CHECK.
+ * Strings are percent-encoded outside [A-Za-z0-9._~-], "-" standing for none
+ * or empty;
  * CHECK is the FNV-1a hash of what precedes it, in hex, so that a line torn
  * or garbled by a crash (the cache is never synced) is not believed. */
 static uint64_t fnv1a(const char *s, size_t len) {
@@ -293,22 +301,11 @@ static bool plain_char(char c) {
 /* Append the encoding of s at *p, before end; false if it does not fit. */
 static bool put_escaped(char **p, const char *end, const char *s) {
         static const char hex[] = "0123456789ABCDEF";
-        if (!s || !*s)
-                s = NULL;
-        if (!s || streq(s, "-")) {
-                const char *w = s ? "%2D" : "-";
-                size_t l = strlen(w);
-                if ((size_t) (end - *p) < l + 1)
-                        return false;
-                memcpy(*p, w, l);
-                *p += l;
-                *(*p)++ = ' ';
-                return true;
-        }
-        for (; *s; s++) {
+        bool lone_dash = s && streq(s, "-"); /* a lone "-" stands for none */
+        for (s = s && *s ? s : "-"; *s; s++) {
                 if (end - *p < 4)
                         return false;
-                if (plain_char(*s))
+                if (plain_char(*s) && !lone_dash)
                         *(*p)++ = *s;
                 else {
                         *(*p)++ = '%';
@@ -331,7 +328,8 @@ static size_t format_line(const struct done_entry *d, char *buf, size_t size) {
         if (n < 0 || n >= end - p)
                 return 0;
         p += n;
-        if (!put_escaped(&p, end, d->tenant) || !put_escaped(&p, end, d->idempotency_key))
+        if (!put_escaped(&p, end, d->tenant) || !put_escaped(&p, end, d->idempotency_key) ||
+            !put_escaped(&p, end, d->request_sha256))
                 return 0;
         p--; /* the separator before the check */
         if (end - p < 19)
@@ -370,6 +368,10 @@ fail:
         return NULL;
 }
 
+static bool is_digest(const char *s) {
+        return strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
 static bool parse_u64(const char *s, uint64_t *ret) {
         char *end;
         if (*s < '0' || *s > '9')
@@ -394,8 +396,8 @@ static bool parse_line(char *line, size_t len, struct fields *f) {
         if (check != fnv1a(line, (size_t) (sp - line)))
                 return false;
         *sp = '\0';
-        char *field[7], *p = line;
-        for (int i = 0; i < 7; i++) {
+        char *field[8], *p = line;
+        for (int i = 0; i < 8; i++) {
                 field[i] = strsep(&p, " ");
                 if (!field[i] || !*field[i])
                         return false;
@@ -410,8 +412,10 @@ static bool parse_line(char *line, size_t len, struct fields *f) {
         long ec = strtol(field[2], &end, 10);
         f->tenant = unescape(field[5], &bad);
         f->key = unescape(field[6], &bad);
+        f->digest = unescape(field[7], &bad);
         if (bad || errno || *end || ec < -1 || ec > INT32_MAX || !f->state || strlen(f->state) >= 16 ||
-            !proto_valid_job_id(f->id) || !parse_u64(field[3], &f->created_ms) || !parse_u64(field[4], &f->ended_ms))
+            !proto_valid_job_id(f->id) || !parse_u64(field[3], &f->created_ms) || !parse_u64(field[4], &f->ended_ms) ||
+            (f->digest && !is_digest(f->digest)))
                 return false;
         f->exit_code = (int) ec;
         if (!f->tenant)
@@ -419,34 +423,35 @@ static bool parse_line(char *line, size_t len, struct fields *f) {
         return true;
 }
 
-/* Append the entry's line to the cache. When that fails, the cache is cut
- * back to whole lines, or, if even that fails, no longer appended to: the
- * next load reads the record the cache lacks. */
+/* Append the entry's line to the cache. The file is opened for each line,
+ * not kept open: a results file system that turns read-only (remounted
+ * after an I/O error, or by an operator) must not find it busy. A failed
+ * append is cut back to whole lines; should the cut fail too, the next
+ * line is glued onto the torn one, fails its check at the next load, and
+ * its record is read instead. */
 static void cache_append(struct result_index *ix, const struct done_entry *d) {
-        if (!ix->attached || ix->fd < 0)
+        if (!ix->attached)
                 return;
         char line[CACHE_LINE_MAX_BYTES];
         size_t len = format_line(d, line, sizeof(line));
-        if (len == 0)
+        _cleanup_close_ int fd = len ? openat(ix->dirfd, CACHE, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW) : -1;
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return;
-        if (write_all(ix->fd, line, len) < 0) {
-                if (ftruncate(ix->fd, ix->size) < 0) {
-                        close(ix->fd);
-                        ix->fd = -1;
-                }
-                return;
-        }
-        ix->size += (off_t) len;
+        if (write_all(fd, line, len) < 0 && ftruncate(fd, st.st_size) < 0)
+                return; /* see above */
 }
 
 static void fields_of_record(json_t *rec, struct fields *f) {
         const char *k = json_string_value(json_object_get(rec, "idempotency_key"));
+        const char *dg = json_string_value(json_object_get(rec, "request_sha256"));
         json_t *ec = json_object_get(rec, "exit_code");
         *f = (struct fields){
                 .id = json_string_value(json_object_get(rec, "job")),
                 .tenant = json_string_value(json_object_get(rec, "tenant")) ?: "",
                 .key = k && *k ? k : NULL,
                 .state = json_string_value(json_object_get(rec, "state")) ?: "error",
+                .digest = dg && is_digest(dg) ? dg : NULL,
                 .exit_code = json_is_integer(ec) ? (int) json_integer_value(ec) : -1,
                 .created_ms = parse_rfc3339_ms(json_string_value(json_object_get(rec, "created"))),
                 .ended_ms = parse_rfc3339_ms(json_string_value(json_object_get(rec, "ended"))),
@@ -479,22 +484,18 @@ int result_index_save(struct result_index *ix) {
                 return -errno;
         _cleanup_free_ char *buf = malloc(CACHE_WRITE_CHUNK_BYTES);
         size_t used = strlen(CACHE_HEADER);
-        off_t size = 0;
         int r = buf ? 0 : -ENOMEM;
         if (buf)
                 memcpy(buf, CACHE_HEADER, used);
         for (size_t i = 0; i < ix->n && r == 0; i++) {
                 if (CACHE_WRITE_CHUNK_BYTES - used < CACHE_LINE_MAX_BYTES) {
                         r = write_all(fd, buf, used);
-                        size += (off_t) used;
                         used = 0;
                 }
                 used += format_line(&ix->e[i], buf + used, CACHE_LINE_MAX_BYTES);
         }
-        if (r == 0) {
+        if (r == 0)
                 r = write_all(fd, buf, used);
-                size += (off_t) used;
-        }
         /* Not synced: after a crash the next load checks whatever is there. */
         if (r == 0 && renameat(ix->dirfd, CACHE_TMP, ix->dirfd, CACHE) < 0)
                 r = -errno;
@@ -502,10 +503,6 @@ int result_index_save(struct result_index *ix) {
                 unlinkat(ix->dirfd, CACHE_TMP, 0);
                 return r;
         }
-        if (ix->fd >= 0)
-                close(ix->fd);
-        ix->fd = TAKE_FD(fd);
-        ix->size = size;
         ix->dead_lines = 0;
         return 0;
 }
@@ -635,7 +632,6 @@ int result_index_load(struct result_index *ix, int results_dirfd) {
                 return -EBUSY;
         ix->attached = true;
         ix->dirfd = results_dirfd;
-        ix->fd = -1;
         /* a save that a crash interrupted */
         unlinkat(results_dirfd, CACHE_TMP, 0);
         size_t stale = 0;
@@ -647,19 +643,10 @@ int result_index_load(struct result_index *ix, int results_dirfd) {
                 return r;
         }
         sort_by_created(ix);
-        if (stale > 0) {
-                /* Should that fail, the index lives in memory only, and the
-                 * next load reads what the old cache lacks. */
+        /* Should that fail, the next load reads again what the old cache
+         * lacks (or all the records, if there is none). */
+        if (stale > 0)
                 result_index_save(ix);
-                return 0;
-        }
-        int fd = openat(results_dirfd, CACHE, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0) {
-                ix->fd = fd;
-                ix->size = st.st_size;
-        } else if (fd >= 0)
-                close(fd);
         return 0;
 }
 
@@ -714,7 +701,5 @@ void result_index_free(struct result_index *ix) {
         free(ix->by_id);
         free(ix->by_key);
         free(ix->by_tenant);
-        if (ix->attached && ix->fd >= 0)
-                close(ix->fd);
         memset(ix, 0, sizeof(*ix));
 }

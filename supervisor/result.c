@@ -21,20 +21,14 @@ int result_store(int results_dirfd, const char *id, json_t *rec, bool sync_dir) 
         char name[64];
         record_name(id, name, sizeof(name));
         size_t n;
-        _cleanup_free_ char *s = result_text(rec, &n);
+        _cleanup_free_ char *s = json_line(rec, &n);
         if (!s)
                 return -ENOMEM;
         return write_file_durable(results_dirfd, name, s, n, 0600, sync_dir);
 }
 
 char *result_text(json_t *rec, size_t *ret_len) {
-        char *s = json_dumps(rec, JSON_COMPACT);
-        if (!s)
-                return NULL;
-        size_t n = strlen(s);
-        s[n] = '\n'; /* in the NUL's place */
-        *ret_len = n + 1;
-        return s;
+        return json_line(rec, ret_len);
 }
 
 void result_names(const char *id, char name[static RESULT_NAME_MAX], char tmp[static RESULT_NAME_MAX]) {

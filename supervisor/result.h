@@ -18,12 +18,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 struct done_entry {
         char id[24];
         const char *tenant;    /* "" when the record names none; owned by the index */
         char *idempotency_key; /* NULL: none */
+        char request_sha256[65]; /* "" for records without one */
         char state[16];
         int exit_code;         /* -1: none */
         uint64_t created_ms;   /* 0: unknown */
@@ -43,9 +43,8 @@ struct result_index {
         uint32_t *by_id, *by_key, *by_tenant; /* entry or tenant number + 1; 0: free */
         size_t mask, tenant_mask;
         unsigned char hash_key[16];
-        bool attached;     /* dirfd is set; fd is the cache file when >= 0 */
-        int dirfd, fd;
-        off_t size;        /* of the cache file's whole lines */
+        bool attached;     /* loaded: dirfd is the results directory, with the cache */
+        int dirfd;
         size_t dead_lines; /* cache lines no entry needs any more */
 };
 
@@ -66,17 +65,21 @@ int result_exists(int results_dirfd, const char *id);
  * loaded. A record whose id is already indexed replaces its entry. Returns
  * -EINVAL for a record without a valid "job" id, -ENOMEM; the entry is then
  * not indexed. A failed append to the cache is not an error: the cache is
- * cut back to whole lines (or no longer appended to) and the next load reads
- * the record itself. Entry pointers from the index stay valid until the next
+ * cut back to whole lines, and the next load reads the record itself. (The
+ * cache is opened for each append, never held open.) Entry pointers from the index stay valid until the next
  * add, load, sweep or free. */
 int result_index_add(struct result_index *ix, json_t *rec);
 struct done_entry *result_index_find(struct result_index *ix, const char *id);
 /* The newest entry of this tenant with this idempotency key. */
 struct done_entry *result_index_find_key(struct result_index *ix, const char *tenant, const char *key);
-/* A tenant's entries newest first: result_index_newest(), then
- * result_index_older() until NULL. */
-struct done_entry *result_index_newest(struct result_index *ix, const char *tenant);
-struct done_entry *result_index_older(struct result_index *ix, const struct done_entry *d);
+/* Finished jobs of one tenant, newest first, without looking at the
+ * others': result_iter_tenant(), then result_iter_next() until NULL. */
+struct result_iter {
+        const struct result_index *ix;
+        uint32_t next; /* entry number; UINT32_MAX: none left */
+};
+void result_iter_tenant(const struct result_index *ix, const char *tenant, struct result_iter *it);
+const struct done_entry *result_iter_next(struct result_iter *it);
 
 /* Fill an empty index from the results directory: the cache file, checked
  * against the directory listing; the records the cache lacks are read
@@ -85,8 +88,8 @@ struct done_entry *result_index_older(struct result_index *ix, const struct done
  * (the index is then emptied). A cache that cannot be read or written is
  * not an error: the records are read, and the index lives in memory only. */
 int result_index_load(struct result_index *ix, int results_dirfd);
-/* Rewrite the cache file from the index (tmp + rename, unsynced) and append
- * to the new one. On error the old cache stays and is still appended to. */
+/* Rewrite the cache file from the index (tmp + rename, unsynced). On error
+ * the old cache stays, and is still appended to. */
 int result_index_save(struct result_index *ix);
 /* Delete records (and their files) that ended more than retention_ms ago;
  * the number deleted. A record that cannot be deleted stays indexed (the

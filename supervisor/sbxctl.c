@@ -626,23 +626,38 @@ int main(int argc, char **argv) {
                         send_request(req);
                         return follow_to_end(false);
                 }
-                json_t *m = request(req);
-                if (!json_out) {
-                        json_t *ev = json_object();
-                        for (int i = 0; i < 2; i++) {
-                                const char *k = i ? "stderr" : "stdout";
-                                char kb[16];
-                                snprintf(kb, sizeof(kb), "%s_b64", k);
-                                json_object_clear(ev);
+                json_decref(req);
+                /* The daemon sends a capture in bounded pieces: ask for
+                 * each stream from where the last piece ended until its
+                 * end. */
+                for (int i = 0; i < 2; i++) {
+                        const char *k = i ? "stderr" : "stdout";
+                        if (stream && !streq(stream, "both") && !streq(stream, k))
+                                continue;
+                        char kb[32], ks[32], ke[32];
+                        snprintf(kb, sizeof(kb), "%s_b64", k);
+                        snprintf(ks, sizeof(ks), "%s_size", k);
+                        snprintf(ke, sizeof(ke), "%s_end", k);
+                        for (json_int_t off = 0;;) {
+                                req = new_req("logs");
+                                json_object_set_new(req, "job", json_string(job));
+                                json_object_set_new(req, "stream", json_string(k));
+                                json_object_set_new(req, "offset", json_integer(off));
+                                json_t *m = request(req);
+                                json_t *ev = json_object();
                                 if (json_object_get(m, k))
                                         json_object_set(ev, "data", json_object_get(m, k));
                                 else if (json_object_get(m, kb))
                                         json_object_set(ev, "data_b64", json_object_get(m, kb));
-                                else
-                                        continue;
-                                write_data(i ? stderr : stdout, ev);
+                                if (!json_out)
+                                        write_data(i ? stderr : stdout, ev);
+                                json_decref(ev);
+                                json_int_t end = json_integer_value(json_object_get(m, ke));
+                                json_int_t size = json_integer_value(json_object_get(m, ks));
+                                if (end <= off || end >= size)
+                                        break;
+                                off = end;
                         }
-                        json_decref(ev);
                 }
                 return 0;
         }

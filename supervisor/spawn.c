@@ -5,13 +5,18 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "launch-abi.h"
 #include "spawn.h"
 #include "util.h"
+
+/* Where the child keeps the report pipe, next to the launcher's 0..4. */
+#define SPAWN_ERR_FD 5
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -28,11 +33,19 @@
 
 /* Only async-signal-safe calls from here until exec: the daemon may hold
  * locks (malloc, stdio) that the child must not touch. */
+/* Async-signal-safe: the report is two ints, written with one write(). */
+_noreturn_ static void fail(const struct spawn_params *p, enum spawn_step step, int err, int code) {
+        struct spawn_report r = { .step = step, .err = err };
+        if (p->err_fd >= 0)
+                (void) !write(SPAWN_ERR_FD, &r, sizeof(r));
+        _exit(code);
+}
+
+/* Only async-signal-safe calls from here until exec: the daemon may hold
+ * locks (malloc, stdio) that the child must not touch. */
 _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         sigset_t all;
-        int hi[5];
-        static const char msg_ids[] = "sbx-supervisord: cannot switch to the job uid\n";
-        static const char msg_exec[] = "sbx-supervisord: cannot execute the launcher\n";
+        int hi[5], err_hi = -1;
 
         /* The daemon blocks signals for its signalfd and ignores SIGPIPE;
          * the launcher must start with the defaults. */
@@ -43,13 +56,19 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         }
         sigprocmask(SIG_UNBLOCK, &all, NULL);
 
-        /* Move sources out of 0..4 first so no dup2 clobbers another. */
+        /* Move sources out of 0..5 first so no dup2 clobbers another; the
+         * report pipe lands on 5, close-on-exec. */
         for (int i = 0; i < 5; i++)
                 hi[i] = p->fds[i] >= 0 ? fcntl(p->fds[i], F_DUPFD_CLOEXEC, 64) : -1;
+        if (p->err_fd >= 0) {
+                err_hi = fcntl(p->err_fd, F_DUPFD_CLOEXEC, 64);
+                if (err_hi < 0 || dup3(err_hi, SPAWN_ERR_FD, O_CLOEXEC) < 0)
+                        _exit(LAUNCH_EXIT_SETUP);
+        }
         for (int i = 0; i < 5; i++) {
                 if (hi[i] >= 0) {
                         if (dup2(hi[i], i) < 0)
-                                _exit(125);
+                                fail(p, SPAWN_STEP_FDS, errno, LAUNCH_EXIT_SETUP);
                 } else if (i < 3) {
                         int n = open("/dev/null", O_RDWR);
                         if (n >= 0 && n != i) {
@@ -59,7 +78,7 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
                 } else
                         close(i);
         }
-        syscall(SYS_close_range, 5U, ~0U, 0U);
+        syscall(SYS_close_range, p->err_fd >= 0 ? SPAWN_ERR_FD + 1U : 5U, ~0U, 0U);
 
         setsid();
         /* Raw system calls, not glibc's setgroups/setresgid/setresuid: in a
@@ -70,26 +89,35 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
          * what we want. */
         if (geteuid() == 0) {
                 if (syscall(SYS_setgroups, 1, &p->gid) < 0 || syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
-                    syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0 || p->uid == 0) {
-                        (void) !write(2, msg_ids, sizeof(msg_ids) - 1);
-                        _exit(125);
-                }
+                    syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
+                        fail(p, SPAWN_STEP_IDS, errno, LAUNCH_EXIT_SETUP);
+                if (p->uid == 0)
+                        fail(p, SPAWN_STEP_IDS, EPERM, LAUNCH_EXIT_SETUP);
         } else if (p->uid != geteuid()) {
                 /* An unprivileged daemon (a developer trying it out) can
                  * only run jobs as itself. */
-                (void) !write(2, msg_ids, sizeof(msg_ids) - 1);
-                _exit(125);
+                fail(p, SPAWN_STEP_IDS, EPERM, LAUNCH_EXIT_SETUP);
         }
         /* Credential changes clear the parent-death signal, so set it now;
          * then make sure the daemon did not die before we asked. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
-                _exit(125);
+                fail(p, SPAWN_STEP_PARENT, ESRCH, LAUNCH_EXIT_SETUP);
         if (chdir("/") < 0)
-                _exit(125);
+                fail(p, SPAWN_STEP_FDS, errno, LAUNCH_EXIT_SETUP);
         execve(p->path, p->argv, p->envp);
-        (void) !write(2, msg_exec, sizeof(msg_exec) - 1);
-        _exit(errno == ENOENT ? 127 : 126);
+        fail(p, SPAWN_STEP_EXEC, errno, errno == ENOENT ? LAUNCH_EXIT_NOTFOUND : LAUNCH_EXIT_NOEXEC);
+}
+
+void spawn_report_format(const struct spawn_report *r, char *buf, size_t len) {
+        static const char *const what[] = {
+                [SPAWN_STEP_FDS] = "cannot set up the launcher's descriptors",
+                [SPAWN_STEP_IDS] = "cannot switch to the job uid",
+                [SPAWN_STEP_PARENT] = "the daemon went away before the launcher started",
+                [SPAWN_STEP_EXEC] = "cannot execute the launcher",
+        };
+        const char *w = r->step > 0 && (size_t) r->step < ARRAY_SIZE(what) ? what[r->step] : "cannot start the launcher";
+        snprintf(buf, len, "%s: %s", w, strerror(r->err));
 }
 
 int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd) {

@@ -5,6 +5,7 @@
  * ask for SIGKILL if the daemon dies, so no job outlives it unwatched. */
 #pragma once
 
+#include <stddef.h>
 #include <sys/types.h>
 
 struct spawn_params {
@@ -15,7 +16,25 @@ struct spawn_params {
         uid_t uid;
         gid_t gid;
         int cgroup_fd;       /* -1: stay in the daemon's cgroup */
+        int err_fd;          /* the child reports a failure before exec here (struct spawn_report); -1: none */
 };
+
+/* What the child writes to err_fd when it cannot exec the launcher: exec
+ * closes err_fd, so end-of-file there means the launcher started. */
+enum spawn_step {
+        SPAWN_STEP_FDS = 1,
+        SPAWN_STEP_IDS,
+        SPAWN_STEP_PARENT,
+        SPAWN_STEP_EXEC,
+};
+
+struct spawn_report {
+        int step;            /* enum spawn_step */
+        int err;             /* errno */
+};
+
+/* "cannot switch to the job uid: Operation not permitted" */
+void spawn_report_format(const struct spawn_report *r, char *buf, size_t len);
 
 /* 0 with *ret_pid and *ret_pidfd, or -errno. */
 int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd);

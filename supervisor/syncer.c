@@ -143,8 +143,9 @@ static void *run(void *arg) {
                                 f->fd = -1;
                         }
                 }
-                if (q->dir_fd >= 0 && fsync(q->dir_fd) < 0 && r == 0)
-                        r = -errno;
+                q->dir_err = q->dir_fd >= 0 && fsync(q->dir_fd) < 0 ? -errno : 0;
+                if (r == 0)
+                        r = q->dir_err;
                 run_phase(q, q->n_files, remove_one);
 
                 pthread_mutex_lock(&mu);

@@ -35,7 +35,7 @@ struct sync_request {
         int journal_fd; /* fdatasync, beside the files; -1 skips */
         int audit_fd;   /* fdatasync, beside the files; -1 skips */
         int dir_fd;     /* fsync after the renames, making them durable; -1 skips */
-        int journal_err, audit_err; /* set by the syncer */
+        int journal_err, audit_err, dir_err; /* set by the syncer */
 };
 
 /* Start the threads (with every signal blocked, as the caller's mask must

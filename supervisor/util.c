@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "util.h"
 
 uint64_t now_mono_us(void) {
@@ -266,4 +268,14 @@ void hex_encode(const unsigned char *in, size_t len, char *out) {
                 out[2 * i + 1] = digits[in[i] & 15];
         }
         out[2 * len] = '\0';
+}
+
+char *json_line(const json_t *j, size_t *ret_len) {
+        char *s = json_dumps(j, JSON_COMPACT);
+        if (!s)
+                return NULL;
+        size_t n = strlen(s);
+        s[n] = '\n'; /* in the NUL's place */
+        *ret_len = n + 1;
+        return s;
 }

@@ -69,6 +69,12 @@ int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *re
 /* Remove a directory tree below dirfd/name without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);
 
+/* json as one compact line ending in '\n' (malloc'd, not NUL-terminated
+ * beyond that); the form of every JSON line sbx writes: the journal, the
+ * audit log, result records, protocol messages. NULL without memory. */
+typedef struct json_t json_t;
+char *json_line(const json_t *j, size_t *ret_len);
+
 /* Lowercase hex of len bytes into out (2*len+1 bytes). */
 void hex_encode(const unsigned char *in, size_t len, char *out);
 

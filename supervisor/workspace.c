@@ -14,6 +14,9 @@
 
 #define WALK_MAX_DEPTH 32
 #define WALK_MAX_ENTRIES 100000
+/* Files kept as artifacts of one job: the record lists each, and a record
+ * must stay small enough to read and send at once. */
+#define ARTIFACTS_MAX_FILES 10000
 
 /* mkdir -p for the parents of rel below dirfd, never following symlinks
  * (the directory is fresh and only the daemon writes it, but be strict). */
@@ -129,7 +132,7 @@ static int copy_one(struct collect *c, int dirfd, const char *name, const char *
         struct stat st;
         if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
                 return 0;
-        if ((uint64_t) st.st_size > c->cap - c->used) {
+        if ((uint64_t) st.st_size > c->cap - c->used || json_array_size(c->list) >= ARTIFACTS_MAX_FILES) {
                 c->truncated = true;
                 return 0;
         }
@@ -167,8 +170,8 @@ static int copy_one(struct collect *c, int dirfd, const char *name, const char *
                 crypto_hash_sha256_update(&h, (unsigned char *) buf, (size_t) n);
                 total += (uint64_t) n;
         }
-        if (fsync(out) < 0)
-                return sbx_error_set(c->err, errno, "artifact %s", rel);
+        /* Not synced one by one: the caller syncs the file system once
+         * for all of them. */
         unsigned char digest[crypto_hash_sha256_BYTES];
         char hex[2 * crypto_hash_sha256_BYTES + 1];
         crypto_hash_sha256_final(&h, digest);

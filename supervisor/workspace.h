@@ -18,8 +18,10 @@
 int workspace_create(int work_dirfd, const char *id, const struct run_request *run, uid_t uid, gid_t gid,
                      struct sbx_error *err);
 
-/* Copy files of work/ID matching globs into dest_dirfd; *ret is a JSON
- * array of {path, size, sha256}. */
+/* Copy files of work/ID matching globs into dest_dirfd, at most 10,000
+ * files and cap bytes; *ret is a JSON array of {path, size, sha256}. The
+ * copies are not synced: the caller syncs them (syncfs) before the record
+ * that lists them. */
 int workspace_collect(int work_dirfd, const char *id, char *const *globs, size_t n_globs, uint64_t cap, int dest_dirfd,
                       json_t **ret, bool *ret_truncated, struct sbx_error *err);
 

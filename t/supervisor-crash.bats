@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: Apache-2.0
 # sbx-supervisord(8) CRASH RECOVERY: SIGKILL the daemon with jobs running
-# and queued, start it again: every accepted job has a record (state error,
-# "supervisor restarted"), no job process survives, and every result written
-# before the crash is intact.
+# and queued, start it again: every job that was running has a record
+# (state error, "supervisor restarted"), every job that never started runs,
+# no job process survives, and every result written before the crash is
+# intact.
 
 load sup-unit/daemon
 bats_require_minimum_version 1.5.0
@@ -33,29 +34,49 @@ crash_and_recover() {
         done_rec=$(ctl --json result "$done_job")
 
         jobs=()
-        for i in 1 2 3 4 5; do
+        for i in 1 2 3; do
                 jobs+=("$(ctl submit -- sh -c "echo started; sleep $secs")")
         done
         # three run (max_jobs = 3), two wait
+        queued=()
+        for i in 1 2; do
+                queued+=("$(ctl submit -- sh -c "echo queued $i ran")")
+        done
         for i in $(seq 50); do
                 [ "$(pgrep -f "sleep $secs" | wc -l)" -ge 3 ] && break
                 sleep 0.1
         done
         [ "$(pgrep -f "sleep $secs" | wc -l)" -ge 3 ]
+        [ "$(ctl --json status "${queued[0]}" | json_get job.state)" = queued ]
 
         kill -KILL "$SUP_PID"
         wait "$SUP_PID" 2>/dev/null || true
         SUP_PID=
         sup_start
 
+        # the running ones were interrupted: a record each
         for j in "${jobs[@]}"; do
                 run ctl --json result "$j"
                 [ "$status" -eq 0 ]
                 [ "$(json_get result.state <<<"$output")" = error ]
                 [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
                 [ "$(json_get result.error.message <<<"$output")" = "supervisor restarted" ]
+                # the record has what a normal one has, and when it started
+                [ "$(json_get result.started <<<"$output")" != null ]
+                [ "$(json_get result.limits.timeout_ms.by <<<"$output")" = supervisor ]
+                # (what it printed may or may not have been read before the kill)
+                [ "$(json_get result.stdout.produced <<<"$output")" = "$(json_get result.stdout.size <<<"$output")" ]
         done
-        grep -q "recovery: 5 jobs interrupted by a restart" "$SUP_DIR/daemon.log"
+        grep -q "recovery: 3 jobs interrupted by a restart" "$SUP_DIR/daemon.log"
+        # the queued ones never started: they run now
+        grep -q "recovery: 2 jobs accepted before a restart are queued to run" "$SUP_DIR/daemon.log"
+        for i in 1 2; do
+                ctl wait "${queued[$((i - 1))]}" >/dev/null
+                run ctl --json result "${queued[$((i - 1))]}"
+                [ "$(json_get result.state <<<"$output")" = succeeded ]
+                [ "$(json_get result.attempt <<<"$output")" = 1 ]
+                [ "$(ctl logs "${queued[$((i - 1))]}")" = "queued $i ran" ]
+        done
         # nothing the jobs started is still alive
         sleep 0.3
         run pgrep -f "sleep $secs"
@@ -70,7 +91,7 @@ crash_and_recover() {
         [ "$output" = after ]
 }
 
-@test "SIGKILL with jobs running and queued: every job gets a record, none survives (job cgroups)" {
+@test "SIGKILL with jobs running and queued: the running get records, the queued run, none survives (job cgroups)" {
         [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 hierarchy here"
         sup_config "max_jobs = 3"
         sup_start
@@ -105,6 +126,8 @@ crash_and_recover() {
         n=0
         while read -r job; do
                 [ -n "$job" ] || continue
+                # one that never started runs now: wait for its end
+                ctl wait "$job" >/dev/null || true
                 run ctl --json result "$job"
                 [ "$status" -eq 0 ]
                 state=$(json_get result.state <<<"$output")

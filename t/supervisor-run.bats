@@ -194,3 +194,21 @@ setup() {
         [ "$(json_get job <<<"$output")" = "$a" ]
         [ "$(json_get duplicate <<<"$output")" = true ]
 }
+
+@test "the same idempotency_key with a different request is refused (E_CONFLICT), live or finished" {
+        a=$(ctl submit --idempotency-key k2 -- sleep 1)
+        run ctl --json submit --idempotency-key k2 -- sleep 2
+        [ "$status" -ne 0 ]
+        [ "$(json_get error.code <<<"$output")" = E_CONFLICT ]
+        [[ "$(json_get error.message <<<"$output")" == *"job $a was submitted with this key and a different request"* ]]
+        # a different environment is a different request too
+        run ctl --json submit --idempotency-key k2 --env X=1 -- sleep 1
+        [ "$(json_get error.code <<<"$output")" = E_CONFLICT ]
+        ctl wait "$a" >/dev/null
+        run ctl --json submit --idempotency-key k2 -- sleep 2
+        [ "$(json_get error.code <<<"$output")" = E_CONFLICT ]
+        run ctl --json submit --idempotency-key k2 -- sleep 1
+        [ "$(json_get job <<<"$output")" = "$a" ]
+        [ "$(json_get duplicate <<<"$output")" = true ]
+        [ "$(ctl --json result "$a" | json_get result.request_sha256 | wc -c)" = 65 ]
+}

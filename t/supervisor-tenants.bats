@@ -168,7 +168,7 @@ cpu_controller() {
         run as_uid $UID_B run --cpus 0.25 -- true
         [ "$status" -ne 0 ]
         [[ "$output" == *"field 'limits.cpus': this daemon cannot enforce CPU bandwidth"* ]]
-        grep -q '"decision":"rejected".*"code":"E_LIMIT","message":"limits.cpus cannot be enforced"' "$SUP_DIR/audit.log"
+        grep -q '"decision":"rejected".*"code":"E_LIMIT","message":"field '"'"'limits.cpus'"'"': this daemon cannot enforce CPU bandwidth' "$SUP_DIR/audit.log"
         job=$(as_uid $UID_B submit -- true)
         as_uid $UID_B wait "$job"
         run as_uid $UID_B --json result "$job"

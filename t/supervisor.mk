@@ -5,6 +5,9 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/proto-test \
 	t/sup-unit/policy-test \
 	t/sup-unit/job-test \
+	t/sup-unit/sched-test \
+	t/sup-unit/launchspec-test \
+	t/sup-unit/record-test \
 	t/sup-unit/journal-test \
 	t/sup-unit/result-test \
 	t/sup-unit/storage-fault-test
@@ -23,6 +26,15 @@ t_sup_unit_policy_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_job_test_SOURCES = t/sup-unit/job-test.c
 t_sup_unit_job_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_job_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_sched_test_SOURCES = t/sup-unit/sched-test.c
+t_sup_unit_sched_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_sched_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_launchspec_test_SOURCES = t/sup-unit/launchspec-test.c
+t_sup_unit_launchspec_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
+t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
@@ -45,6 +57,8 @@ SUP_BATS = \
 	t/supervisor-load.bats \
 	t/supervisor-config.bats \
 	t/supervisor-systemd.bats \
-	t/supervisor-retention.bats
+	t/supervisor-retention.bats \
+	t/supervisor-faults.bats \
+	t/supervisor-logs.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The job state machine and the scheduler: every transition allowed or
- * refused as job.h draws it; concurrency and queue limits, global and per
- * tenant; FIFO order that skips tenants at their limit. */
+/* The job state machine: every transition allowed or refused as job.h
+ * draws it, and the outcome, exit code and error a job ends with for each
+ * set of facts its launcher's exit gives. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,140 +11,238 @@
 
 #include "job.h"
 
-static void mk(struct job *j, struct tenant *t) {
-        memset(j, 0, sizeof(*j));
-        j->tenant = t;
-        j->state = JOB_QUEUED;
-        list_init(&j->queue_link);
+static struct tenant t = { .name = "t" };
+
+static void mk(struct job *j) {
+        job_init(j);
+        j->tenant = &t;
+        j->pol.timeout_ms = 1500;
+}
+
+static void running(struct job *j) {
+        mk(j);
+        assert_int_equal(job_transition(j, JEV_START, NULL), 0);
+        assert_int_equal(j->state, JOB_RUNNING);
+}
+
+static void exit_with(struct job *j, int status, int sig) {
+        struct job_exit x = { .status = status, .signal = sig };
+        assert_int_equal(job_exited(j, &x), 0);
+        assert_int_equal(j->state, JOB_DONE);
 }
 
 static void test_happy_path(void **state) {
-        struct tenant t = { .name = "t" };
         struct job j;
-        mk(&j, &t);
-        assert_int_equal(job_transition(&j, JEV_START), 0);
-        assert_int_equal(j.state, JOB_RUNNING);
-        assert_int_equal(job_transition(&j, JEV_EXIT), 0);
-        assert_int_equal(j.state, JOB_DONE);
+        running(&j);
+        exit_with(&j, 0, 0);
+        assert_int_equal(j.outcome, OUTCOME_SUCCEEDED);
+        assert_int_equal(j.exit_code, 0);
+        assert_null(j.error_code);
+        /* nothing happens to a finished job */
+        for (int ev = JEV_START; ev <= JEV_RETRY; ev++)
+                assert_int_equal(job_transition(&j, (enum job_event) ev, "x"), -EINVAL);
+        struct job_exit x = { 0 };
+        assert_int_equal(job_exited(&j, &x), -EINVAL);
+        job_release(&j);
+}
+
+static void test_outcome_from_exit(void **state) {
+        struct job j;
+        mk(&j);
         assert_int_equal(job_outcome_from_exit(&j, 0, 0), OUTCOME_SUCCEEDED);
         assert_int_equal(job_outcome_from_exit(&j, 3, 0), OUTCOME_FAILED);
         assert_int_equal(job_outcome_from_exit(&j, 125, 0), OUTCOME_ERROR);
         assert_int_equal(job_outcome_from_exit(&j, 124, 0), OUTCOME_TIMED_OUT);
         assert_int_equal(job_outcome_from_exit(&j, -1, 9), OUTCOME_KILLED);
         assert_int_equal(job_outcome_from_exit(&j, 137, 0), OUTCOME_KILLED);
-        /* nothing happens to a finished job */
-        for (int ev = JEV_START; ev <= JEV_SHUTDOWN; ev++)
-                assert_int_equal(job_transition(&j, (enum job_event) ev), -EINVAL);
+        job_release(&j);
+}
+
+/* The launcher's own end record wins over its exit status. */
+static void test_end_record(void **state) {
+        struct job j;
+        running(&j);
+        struct job_exit x = { .status = 3, .have_end = true, .end_exit_code = -1, .end_signal = 9 };
+        assert_int_equal(job_exited(&j, &x), 0);
+        assert_int_equal(j.outcome, OUTCOME_KILLED);
+        assert_int_equal(j.term_signal, 9);
+        job_release(&j);
+}
+
+static void test_setup_failure(void **state) {
+        struct job j;
+        running(&j);
+        struct job_exit x = { .status = 125, .have_end = true, .end_exit_code = 125, .setup_step = "mount",
+                              .setup_message = "bind /nope: No such file or directory" };
+        assert_int_equal(job_exited(&j, &x), 0);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_SETUP);
+        assert_string_equal(j.error_message, "sbx-launch: mount: bind /nope: No such file or directory");
+        job_release(&j);
+        /* Without the launcher's word: still a set-up failure, said so. */
+        running(&j);
+        exit_with(&j, 125, 0);
+        assert_string_equal(j.error_code, E_SETUP);
+        job_release(&j);
+}
+
+/* The daemon's own child failing before exec is not a sandbox set-up
+ * failure. */
+static void test_spawn_failure(void **state) {
+        struct job j;
+        running(&j);
+        struct job_exit x = { .status = 125, .spawn_error = "cannot switch to the job uid: Operation not permitted" };
+        assert_int_equal(job_exited(&j, &x), 0);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_SPAWN);
+        assert_string_equal(j.error_message, "cannot switch to the job uid: Operation not permitted");
+        assert_int_equal(j.exit_code, -1);
+        job_release(&j);
+        mk(&j);
+        assert_int_equal(job_transition(&j, JEV_SPAWN_FAIL, "pipe: Too many open files"), 0);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_SPAWN);
+        assert_string_equal(j.error_message, "pipe: Too many open files");
+        job_release(&j);
+}
+
+static void test_oom(void **state) {
+        struct job j;
+        running(&j);
+        struct job_exit x = { .status = 137, .oom_killed = true };
+        assert_int_equal(job_exited(&j, &x), 0);
+        assert_int_equal(j.outcome, OUTCOME_OOM);
+        assert_string_equal(j.error_code, E_OOM);
+        job_release(&j);
+        /* A job that succeeded despite an OOM kill of a child succeeded. */
+        running(&j);
+        x.status = 0;
+        assert_int_equal(job_exited(&j, &x), 0);
+        assert_int_equal(j.outcome, OUTCOME_SUCCEEDED);
+        job_release(&j);
 }
 
 static void test_timeout_then_exit(void **state) {
-        struct tenant t = { .name = "t" };
         struct job j;
-        mk(&j, &t);
-        job_transition(&j, JEV_START);
-        assert_int_equal(job_transition(&j, JEV_TIMEOUT), 0);
+        running(&j);
+        assert_int_equal(job_transition(&j, JEV_TIMEOUT, NULL), 0);
         assert_int_equal(j.state, JOB_STOPPING);
         assert_true(j.timed_out);
         /* the grace timer firing, or a later cancel, keeps it stopping */
-        assert_int_equal(job_transition(&j, JEV_TIMEOUT), 0);
-        assert_int_equal(job_transition(&j, JEV_CANCEL), 0);
+        assert_int_equal(job_transition(&j, JEV_TIMEOUT, NULL), 0);
+        assert_int_equal(job_transition(&j, JEV_CANCEL, NULL), 0);
         assert_int_equal(j.state, JOB_STOPPING);
         assert_false(j.cancelled); /* the first reason wins */
-        assert_int_equal(job_transition(&j, JEV_EXIT), 0);
-        assert_int_equal(j.state, JOB_DONE);
         /* even if the command exited 0 in its grace period */
-        assert_int_equal(job_outcome_from_exit(&j, 0, 0), OUTCOME_TIMED_OUT);
+        exit_with(&j, 0, 0);
+        assert_int_equal(j.outcome, OUTCOME_TIMED_OUT);
+        assert_string_equal(j.error_code, E_TIMEOUT);
+        assert_string_equal(j.error_message, "timed out after 1500 ms");
+        job_release(&j);
 }
 
 static void test_cancel(void **state) {
-        struct tenant t = { .name = "t" };
         struct job j;
-        mk(&j, &t);
-        assert_int_equal(job_transition(&j, JEV_CANCEL), 0);
+        mk(&j);
+        assert_int_equal(job_transition(&j, JEV_CANCEL, NULL), 0);
         assert_int_equal(j.state, JOB_DONE);
         assert_int_equal(j.outcome, OUTCOME_KILLED);
-        mk(&j, &t);
-        job_transition(&j, JEV_START);
-        assert_int_equal(job_transition(&j, JEV_CANCEL), 0);
+        assert_string_equal(j.error_code, E_CANCELLED);
+        job_release(&j);
+        running(&j);
+        assert_int_equal(job_transition(&j, JEV_CANCEL, NULL), 0);
         assert_int_equal(j.state, JOB_STOPPING);
-        assert_int_equal(job_outcome_from_exit(&j, 143, 0), OUTCOME_KILLED);
+        exit_with(&j, 143, 0);
+        assert_int_equal(j.outcome, OUTCOME_KILLED);
+        assert_string_equal(j.error_code, E_CANCELLED);
+        job_release(&j);
+}
+
+static void test_shutdown(void **state) {
+        struct job j;
+        mk(&j);
+        assert_int_equal(job_transition(&j, JEV_SHUTDOWN, NULL), 0);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_SHUTTING_DOWN);
+        job_release(&j);
+        /* Running: stopped, and its record says why even after the exit. */
+        running(&j);
+        assert_int_equal(job_transition(&j, JEV_SHUTDOWN, NULL), 0);
+        assert_int_equal(j.state, JOB_STOPPING);
+        exit_with(&j, 143, 0);
+        assert_int_equal(j.outcome, OUTCOME_KILLED);
+        assert_string_equal(j.error_code, E_SHUTTING_DOWN);
+        job_release(&j);
+}
+
+/* After a restart: a running job ends E_RESTARTED, or is queued again as
+ * its next attempt; a queued one may be rejected under a new policy. */
+static void test_restart(void **state) {
+        struct job j;
+        running(&j);
+        j.started_ms = 1000;
+        assert_int_equal(job_transition(&j, JEV_RESTARTED, NULL), 0);
+        assert_int_equal(j.state, JOB_DONE);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_RESTARTED);
+        job_release(&j);
+        running(&j);
+        j.started_ms = 1000;
+        assert_int_equal(job_transition(&j, JEV_RETRY, NULL), 0);
+        assert_int_equal(j.state, JOB_QUEUED);
+        assert_int_equal(j.attempt, 2);
+        assert_int_equal(j.started_ms, 0);
+        assert_int_equal(job_transition(&j, JEV_REJECTED, "no longer allowed"), 0);
+        assert_int_equal(j.outcome, OUTCOME_REJECTED);
+        assert_string_equal(j.error_message, "no longer allowed");
+        job_release(&j);
+        mk(&j);
+        assert_int_equal(job_transition(&j, JEV_RESTARTED, NULL), -EINVAL); /* never started: it runs */
+        assert_int_equal(job_transition(&j, JEV_RETRY, NULL), -EINVAL);
+        job_release(&j);
 }
 
 static void test_refused_transitions(void **state) {
-        struct tenant t = { .name = "t" };
         struct job j;
-        mk(&j, &t);
-        assert_int_equal(job_transition(&j, JEV_EXIT), -EINVAL);    /* never started */
-        assert_int_equal(job_transition(&j, JEV_TIMEOUT), -EINVAL); /* timers run only while running */
+        mk(&j);
+        struct job_exit x = { 0 };
+        assert_int_equal(job_exited(&j, &x), -EINVAL);                      /* never started */
+        assert_int_equal(job_transition(&j, JEV_TIMEOUT, NULL), -EINVAL); /* timers run only while running */
         assert_int_equal(j.state, JOB_QUEUED);
-        job_transition(&j, JEV_START);
-        assert_int_equal(job_transition(&j, JEV_START), -EINVAL);
-        assert_int_equal(job_transition(&j, JEV_SPAWN_FAIL), -EINVAL);
-        mk(&j, &t);
-        assert_int_equal(job_transition(&j, JEV_SPAWN_FAIL), 0);
-        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        job_transition(&j, JEV_START, NULL);
+        assert_int_equal(job_transition(&j, JEV_START, NULL), -EINVAL);
+        assert_int_equal(job_transition(&j, JEV_SPAWN_FAIL, "x"), -EINVAL);
+        assert_int_equal(job_transition(&j, JEV_REJECTED, "x"), -EINVAL);
+        job_release(&j);
 }
 
-static void test_scheduler_limits(void **state) {
-        struct tenant a = { .name = "a", .max_jobs = 1, .max_queue = 3 };
-        struct tenant b = { .name = "b", .max_jobs = 2, .max_queue = 3 };
-        struct scheduler s;
-        struct job ja[4], jb[2];
-        sched_init(&s, 2, 5);
-        for (int i = 0; i < 3; i++) {
-                mk(&ja[i], &a);
-                assert_int_equal(sched_enqueue(&s, &ja[i]), 0);
-        }
-        mk(&ja[3], &a);
-        assert_int_equal(sched_enqueue(&s, &ja[3]), -EAGAIN); /* tenant a's queue is full */
-        for (int i = 0; i < 2; i++) {
-                mk(&jb[i], &b);
-                assert_int_equal(sched_enqueue(&s, &jb[i]), 0);
-        }
-        assert_int_equal(s.n_queued, 5);
-        struct job extra;
-        mk(&extra, &b);
-        assert_int_equal(sched_enqueue(&s, &extra), -EAGAIN); /* the daemon's queue is full */
-
-        /* FIFO, but a is limited to one running job: a0 then b0 */
-        assert_ptr_equal(sched_next(&s), &ja[0]);
-        assert_ptr_equal(sched_next(&s), &jb[0]);
-        assert_null(sched_next(&s)); /* global max_running = 2 */
-        sched_finished(&s, &ja[0]);
-        /* a1 is next in line and a has a free slot again */
-        assert_ptr_equal(sched_next(&s), &ja[1]);
-        sched_finished(&s, &jb[0]);
-        /* a is at its limit: b1 overtakes a2 */
-        assert_ptr_equal(sched_next(&s), &jb[1]);
-        assert_null(sched_next(&s));
-        sched_finished(&s, &ja[1]);
-        assert_ptr_equal(sched_next(&s), &ja[2]);
-        assert_int_equal(s.n_queued, 0);
-        assert_int_equal(a.n_queued, 0);
-        assert_int_equal(s.n_running, 2);
-}
-
-static void test_scheduler_remove(void **state) {
-        struct tenant a = { .name = "a", .max_jobs = 1, .max_queue = 3 };
-        struct scheduler s;
-        struct job j1, j2;
-        sched_init(&s, 1, 3);
-        mk(&j1, &a);
-        mk(&j2, &a);
-        sched_enqueue(&s, &j1);
-        sched_enqueue(&s, &j2);
-        sched_remove_queued(&s, &j1);
-        assert_int_equal(s.n_queued, 1);
-        assert_int_equal(a.n_queued, 1);
-        assert_ptr_equal(sched_next(&s), &j2);
-        assert_null(sched_next(&s));
+/* list's filter: the live states, the outcomes, "active" and "done". */
+static void test_state_names(void **state) {
+        static const char *const ok[] = { "queued", "running", "stopping", "succeeded", "failed", "timed_out",
+                                          "killed", "oom", "rejected", "error", "active", "done" };
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+                assert_true(job_state_filter_valid(ok[i]));
+        assert_false(job_state_filter_valid("none"));
+        assert_false(job_state_filter_valid("Running"));
+        assert_false(job_state_filter_valid(""));
+        assert_true(job_state_filter_matches(NULL, "running", true));
+        assert_true(job_state_filter_matches("active", "queued", true));
+        assert_false(job_state_filter_matches("active", "failed", false));
+        assert_true(job_state_filter_matches("done", "failed", false));
+        assert_true(job_state_filter_matches("failed", "failed", false));
+        assert_false(job_state_filter_matches("failed", "oom", false));
+        assert_string_equal(job_state_name(JOB_STOPPING), "stopping");
+        assert_string_equal(job_outcome_name(OUTCOME_TIMED_OUT), "timed_out");
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_happy_path),         cmocka_unit_test(test_timeout_then_exit),
-                cmocka_unit_test(test_cancel),             cmocka_unit_test(test_refused_transitions),
-                cmocka_unit_test(test_scheduler_limits),   cmocka_unit_test(test_scheduler_remove),
+                cmocka_unit_test(test_happy_path),     cmocka_unit_test(test_outcome_from_exit),
+                cmocka_unit_test(test_end_record),     cmocka_unit_test(test_setup_failure),
+                cmocka_unit_test(test_spawn_failure),  cmocka_unit_test(test_oom),
+                cmocka_unit_test(test_timeout_then_exit), cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_shutdown),       cmocka_unit_test(test_restart),
+                cmocka_unit_test(test_refused_transitions), cmocka_unit_test(test_state_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,8 +94,10 @@ static void test_replay(void **state) {
         assert_int_equal(journal_open(&j, dfd), 0);
         append_ok(&j, rec("accept", J1), true);
         append_ok(&j, rec("accept", J2), true);
-        append_ok(&j, journal_start_record(J1, 4242, 99), false);
-        append_ok(&j, journal_done_record(J2), false);
+        append_ok(&j, json_pack("{s:s, s:s, s:i, s:I, s:s}", "ev", "start", "job", J1, "pid", 4242, "starttime",
+                                (json_int_t) 99, "started", "2026-11-23T10:00:00.000Z"),
+                  false);
+        append_ok(&j, rec("done", J2), false);
         assert_int_equal(j.lines, 4);
         /* a crash in the middle of an append */
         assert_int_equal(write(j.fd, "{\"ev\":\"accept\",\"job\":\"" J3 "\",\"ten", 38), 38);
@@ -109,6 +111,8 @@ static void test_replay(void **state) {
         assert_false(e[0].done);
         assert_int_equal(e[0].pid, 4242);
         assert_int_equal(e[0].starttime_ticks, 99);
+        assert_string_equal(json_string_value(json_object_get(e[0].start, "started")), "2026-11-23T10:00:00.000Z");
+        assert_null(e[1].start);
         assert_int_equal(e[0].caller_uid, 7);
         assert_string_equal(e[0].tenant, "t");
         assert_string_equal(e[1].id, J2);
@@ -221,35 +225,6 @@ static void test_rewrite(void **state) {
         free(e);
 }
 
-/* Recovery keeps exactly the entries whose record is not durable, with
- * what it needs to find their processes again. */
-static void test_rewrite_entries(void **state) {
-        struct journal j;
-        assert_int_equal(journal_open(&j, dfd), 0);
-        append_ok(&j, rec("accept", J1), true);
-        append_ok(&j, rec("accept", J2), true);
-        append_ok(&j, journal_start_record(J2, 77, 12345), true);
-        append_ok(&j, rec("accept", J3), true);
-        struct journal_entry *e;
-        size_t n;
-        assert_int_equal(journal_replay(dfd, &e, &n), 0);
-        assert_int_equal(n, 3);
-        /* J1 got its record; J2 and J3 did not */
-        assert_int_equal(journal_rewrite_entries(&j, e + 1, 2), 0);
-        journal_entries_free(e, n);
-        assert_int_equal(j.lines, 3);
-        journal_close(&j);
-        assert_int_equal(journal_replay(dfd, &e, &n), 0);
-        assert_int_equal(n, 2);
-        assert_string_equal(e[0].id, J2);
-        assert_int_equal(e[0].pid, 77);
-        assert_int_equal(e[0].starttime_ticks, 12345);
-        assert_string_equal(e[1].id, J3);
-        assert_int_equal(e[1].pid, 0);
-        assert_string_equal(json_string_value(json_object_get(e[1].accept, "tenant")), "t");
-        journal_entries_free(e, n);
-}
-
 /* A rewrite that died before its rename left its temporary file: the next
  * open removes it and keeps the journal. */
 static void test_open_removes_stale_tmp(void **state) {
@@ -335,7 +310,6 @@ int main(void) {
                 T(test_replay_resync),
                 T(test_open_cuts_torn_tail),
                 T(test_rewrite),
-                T(test_rewrite_entries),
                 T(test_open_removes_stale_tmp),
                 T(test_proc_starttime),
                 T(test_rm_rf_deep),

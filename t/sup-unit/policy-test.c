@@ -10,7 +10,14 @@
 
 #include "conf.h"
 #include "profile.h"
+#include "policy.h"
+#include "proto.h"
 #include "tenant.h"
+
+/* A daemon that can enforce everything, and one without the cgroup cpu
+ * controller. */
+static const struct daemon_caps all_caps = { .cpu_bandwidth = true };
+static const struct daemon_caps no_cpu = { .cpu_bandwidth = false, .no_cpu_why = "it has no job cgroups" };
 
 static const char conf[] =
         "[daemon]\n"
@@ -70,8 +77,8 @@ static void test_defaults(void **state) {
         struct policy_decision d;
         struct sbx_error e;
         run_init(&r);
-        struct tenant *t = tenant_lookup(&cfg, 1000, 0, NULL, 0);
-        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        const struct tenant *t = tenant_lookup(&cfg, 1000, 0, NULL, 0);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
         assert_string_equal(d.profile, "default");
         assert_int_equal(d.timeout_ms, 10000);
         assert_int_equal(d.memory, 512ull << 20);   /* the cap is the default */
@@ -86,55 +93,55 @@ static void test_reject(void **state) {
         struct run_request r;
         struct policy_decision d;
         struct sbx_error e;
-        struct tenant *t = tenant_lookup(&cfg, 1000, 0, NULL, 0);
+        const struct tenant *t = tenant_lookup(&cfg, 1000, 0, NULL, 0);
 
         run_init(&r);
         r.timeout_ms = 61000;
-        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), -EPERM);
         assert_string_equal(d.code, "E_LIMIT");
         assert_non_null(strstr(e.msg, "timeout_ms"));
         assert_non_null(strstr(e.msg, "60000"));
 
         run_init(&r);
         r.memory = (512ull << 20) + 1;
-        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), -EPERM);
         assert_non_null(strstr(e.msg, "limits.memory"));
 
         run_init(&r);
         r.processes = 65;
-        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), -EPERM);
 
         run_init(&r);
         r.cpu_milli = 2000;
-        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), -EPERM);
         assert_string_equal(d.code, "E_LIMIT");
         assert_string_equal(e.msg, "field 'limits.cpus': 2 is above tenant 'ci''s cap of 1.5");
         run_init(&r);
         r.cpu_milli = 250;
-        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
         assert_int_equal(d.cpu_milli, 250);
 
         run_init(&r);
         r.profile = (char *) "node";
-        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), -EPERM);
         assert_string_equal(d.code, "E_FORBIDDEN");
         assert_non_null(strstr(e.msg, "'node'"));
 
         run_init(&r);
         r.net = NET_HOST;
-        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), -EPERM);
         assert_string_equal(d.code, "E_FORBIDDEN");
 
         run_init(&r);
         r.upload_bytes = 11;
-        assert_int_equal(policy_apply(t, &r, &d, &e), -EPERM);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), -EPERM);
         assert_non_null(strstr(e.msg, "files"));
 
         /* at the cap exactly is fine */
         run_init(&r);
         r.timeout_ms = 60000;
         r.memory = 512ull << 20;
-        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
         assert_int_equal(d.timeout_ms, 60000);
 }
 
@@ -142,14 +149,14 @@ static void test_clamp(void **state) {
         struct run_request r;
         struct policy_decision d;
         struct sbx_error e;
-        struct tenant *t = tenant_lookup(&cfg, 7, 2000, NULL, 0);
+        const struct tenant *t = tenant_lookup(&cfg, 7, 2000, NULL, 0);
         run_init(&r);
         r.timeout_ms = 3600000;
         r.memory = 4ull << 30;
         r.net = NET_HOST;
         r.cpu_milli = 3250;
         r.profile = (char *) "anything";
-        assert_int_equal(policy_apply(t, &r, &d, &e), 0);
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
         assert_int_equal(d.cpu_milli, 2000);
         assert_non_null(strstr(d.clamped, "limits.cpus 3.25 -> 2"));
         assert_int_equal(d.timeout_ms, 5000);
@@ -161,11 +168,54 @@ static void test_clamp(void **state) {
         /* unset caps stay unset */
         assert_int_equal(d.processes, PROTO_UNSET);
         run_init(&r);
-        struct tenant *ci = tenant_lookup(&cfg, 1000, 0, NULL, 0);
+        struct tenant *ci = (struct tenant *) tenant_lookup(&cfg, 1000, 0, NULL, 0);
         ci->max_cpu_milli = CONFIG_UNSET;
-        assert_int_equal(policy_apply(ci, &r, &d, &e), 0);
+        assert_int_equal(policy_apply(ci, &r, &all_caps, &d, &e), 0);
         assert_int_equal(d.cpu_milli, PROTO_UNSET);
         ci->max_cpu_milli = 1500;
+}
+
+/* What the daemon cannot enforce is refused when asked for, not ignored;
+ * a tenant's cap alone still runs (recorded as not enforced). */
+static void test_policy_daemon_caps(void **state) {
+        struct run_request r;
+        struct policy_decision d;
+        struct sbx_error e;
+        const struct tenant *t = tenant_lookup(&cfg, 1000, 0, NULL, 0);
+        run_init(&r);
+        r.cpu_milli = 500;
+        assert_int_equal(policy_apply(t, &r, &no_cpu, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_LIMIT);
+        assert_string_equal(e.msg, "field 'limits.cpus': this daemon cannot enforce CPU bandwidth (it has no job cgroups)");
+        run_init(&r);
+        assert_int_equal(policy_apply(t, &r, &no_cpu, &d, &e), 0);
+        assert_int_equal(d.cpu_milli, 1500);
+}
+
+/* The decision survives the journal: every value, unset ones included. */
+static void test_policy_json_round_trip(void **state) {
+        struct run_request r;
+        struct policy_decision d, back;
+        struct sbx_error e;
+        const struct tenant *t = tenant_lookup(&cfg, 7, 2000, NULL, 0);
+        run_init(&r);
+        r.timeout_ms = 3600000;
+        r.net = NET_HOST;
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
+        json_t *j = policy_to_json(&d);
+        assert_non_null(j);
+        assert_int_equal(policy_from_json(j, &back), 0);
+        json_decref(j);
+        assert_string_equal(back.profile, d.profile);
+        assert_int_equal(back.timeout_ms, d.timeout_ms);
+        assert_int_equal(back.memory, d.memory);
+        assert_int_equal(back.processes, PROTO_UNSET);
+        assert_int_equal(back.cpu_milli, d.cpu_milli);
+        assert_int_equal(back.output, d.output);
+        assert_int_equal(back.artifacts, d.artifacts);
+        assert_int_equal(back.net, NET_HOST);
+        assert_string_equal(back.clamped, d.clamped);
+        assert_int_equal(policy_from_json(json_null(), &back), -EINVAL);
 }
 
 /* The configuration parser: one line per mistake, each naming file:line. */
@@ -207,14 +257,16 @@ static void test_config_values(void **state) {
         assert_int_equal(t->max_upload, 10);
         assert_true(t->job_uid != 0);
         assert_int_equal(cfg.tenants[1].over_limit, OVER_LIMIT_CLAMP);
-        assert_true(tenant_allows_profile(&cfg.tenants[1], "whatever"));
-        assert_false(tenant_allows_profile(t, "node"));
+        assert_true(policy_allows_profile(&cfg.tenants[1], "whatever"));
+        assert_false(policy_allows_profile(t, "node"));
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lookup),        cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_reject),        cmocka_unit_test(test_clamp),
+                cmocka_unit_test(test_policy_daemon_caps),
+                cmocka_unit_test(test_policy_json_round_trip),
                 cmocka_unit_test(test_config_errors), cmocka_unit_test(test_config_values),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

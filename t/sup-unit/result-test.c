@@ -58,6 +58,9 @@ static json_t *record(unsigned n, const char *tenant, const char *key, const cha
                               "wall_ms", 1500);
         assert_non_null(r);
         json_object_set_new(r, "idempotency_key", key ? json_string(key) : json_null());
+        char digest[65];
+        snprintf(digest, sizeof(digest), "%064x", n);
+        json_object_set_new(r, "request_sha256", json_string(digest));
         return r;
 }
 
@@ -172,7 +175,9 @@ static void test_lookup(void **state) {
         /* each tenant's jobs, newest first, and only theirs */
         for (unsigned t = 0; t < 3; t++) {
                 unsigned seen = 0, last = n + 3;
-                for (struct done_entry *d = result_index_newest(&ix, tenants[t]); d; d = result_index_older(&ix, d)) {
+                struct result_iter it;
+                result_iter_tenant(&ix, tenants[t], &it);
+                for (const struct done_entry *d; (d = result_iter_next(&it));) {
                         unsigned i = (unsigned) strtoul(d->id + 1, NULL, 16);
                         assert_int_equal(i % 3, t);
                         assert_true(i < last);
@@ -181,7 +186,9 @@ static void test_lookup(void **state) {
                 }
                 assert_int_equal(seen, n / 3 + (t > 0 && t <= n % 3));
         }
-        assert_null(result_index_newest(&ix, "dave"));
+        struct result_iter it;
+        result_iter_tenant(&ix, "dave", &it);
+        assert_null(result_iter_next(&it));
 
         /* a record stored again replaces its entry, key included */
         json_t *r = record(10, "alice", "fresh", "killed", -1);
@@ -205,7 +212,8 @@ static void test_lookup(void **state) {
         json_decref(r);
         result_index_free(&ix);
         assert_null(result_index_find(&ix, "j00000000000000000001"));
-        assert_null(result_index_newest(&ix, "alice"));
+        result_iter_tenant(&ix, "alice", &it);
+        assert_null(result_iter_next(&it));
 }
 
 /* The first load reads the records and writes the cache; the next one
@@ -233,7 +241,9 @@ static void test_load_uses_cache(void **state) {
         assert_string_equal(d->state, "succeeded");
         assert_string_equal(d->tenant, "alice");
         /* sorted by creation: the newest last */
-        assert_ptr_equal(result_index_newest(&ix, "bob"), find_n(&ix, 50));
+        struct result_iter it;
+        result_iter_tenant(&ix, "bob", &it);
+        assert_ptr_equal(result_iter_next(&it), find_n(&ix, 50));
         result_index_free(&ix);
 }
 
@@ -320,7 +330,8 @@ static void test_corrupt_cache(void **state) {
         result_index_free(&ix);
 }
 
-/* Names and keys with any bytes survive the cache. */
+/* Names and keys with any bytes, and the request digests of keyed jobs,
+ * survive the cache. */
 static void test_cache_escaping(void **state) {
         static const char *const keys[] = { "-", "a b", "100%", "x\ty\nz", "caf\xc3\xa9", "%2D", "k-1" };
         struct result_index ix = { 0 };
@@ -337,10 +348,15 @@ static void test_cache_escaping(void **state) {
                 assert_non_null(d);
                 assert_ptr_equal(d, find_n(&ix, i + 1));
                 assert_string_equal(d->idempotency_key, keys[i]);
+                /* what the conflict check of a key compares */
+                char digest[65];
+                snprintf(digest, sizeof(digest), "%064x", i + 1);
+                assert_string_equal(d->request_sha256, digest);
         }
         struct done_entry *d = find_n(&ix, 20);
         assert_string_equal(d->tenant, "");
         assert_null(d->idempotency_key);
+        assert_string_equal(d->request_sha256, ""); /* no key, no need */
         assert_string_equal(d->state, "timed_out");
         result_index_free(&ix);
 }
@@ -369,7 +385,9 @@ static void test_sweep(void **state) {
         }
         assert_null(result_index_find_key(&ix, "bob", "two"));
         unsigned seen = 0;
-        for (struct done_entry *d = result_index_newest(&ix, "alice"); d; d = result_index_older(&ix, d))
+        struct result_iter it;
+        result_iter_tenant(&ix, "alice", &it);
+        while (result_iter_next(&it))
                 seen++;
         assert_int_equal(seen, 3); /* 5, 7, 9 */
 

@@ -562,7 +562,7 @@ static void expect_too_many(const char *section, const char *key, const char *va
 }
 
 static void test_too_many(void **state) {
-        expect_too_many("env", "unset", "X", PROFILE_MAX_ENV_OPS + 1, "too many [env] operations (at most 256)");
+        expect_too_many("env", "unset", "X", PROFILE_MAX_ENV_OPS + 1, "too many [env] operations (at most 1024)");
         expect_too_many("security", "deny", "ptrace", PROFILE_MAX_SECCOMP_RULES + 1,
                         "too many seccomp rules (at most 512)");
         expect_too_many("fs", "proc", "/proc", PROFILE_MAX_FS_OPS + 1, "too many [fs] operations (at most 256)");

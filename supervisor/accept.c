@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The run operation: a request becomes a job only when the daemon may run
+ * it (not stopping, storage working), the tenant's policy allows it, it is
+ * not a retry of a job already accepted, and the scheduler admits it; then
+ * its workspace is made, its accept line is journaled, and the reply waits
+ * for the journal's sync (durable before acknowledged). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "conn.h"
+#include "daemon.h"
+#include "dispatch.h"
+#include "log.h"
+#include "profile.h"
+#include "runner.h"
+#include "subscribe.h"
+#include "workspace.h"
+
+static void refuse(struct conn *c, struct request *req, const char *code, const char *fmt, ...) _printf_(4, 5);
+
+static void refuse(struct conn *c, struct request *req, const char *code, const char *fmt, ...) {
+        char msg[SBX_ERROR_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        audit_request(c, "run", "rejected", NULL, code, msg, false);
+        conn_send(c, proto_error(req->tag, code, "%s", msg));
+}
+
+static void reply_duplicate(struct conn *c, struct request *req, const char *id, const char *state) {
+        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:b}", "job", id, "state", state, "duplicate", 1)));
+}
+
+/* A retry of a job this tenant already submitted with the same key: the
+ * first job, unless the payload differs (a different job under a reused
+ * key is refused, not answered with the wrong job). Returns true when the
+ * request was answered. */
+static bool idempotent(struct conn *c, struct request *req, const char *digest) {
+        struct daemon *d = c->d;
+        const char *key = req->run.idempotency_key;
+        if (!key)
+                return false;
+        struct rjob *live = jobs_find_key(&d->jobs, c->tenant, key);
+        if (live) {
+                if (!streq(live->req_digest, digest)) {
+                        refuse(c, req, E_CONFLICT, "field 'idempotency_key': job %s was submitted with this key and a different request",
+                               live->j.id);
+                        return true;
+                }
+                if (req->run.follow && !subscribe_add(c, live, W_FOLLOW, STREAM_BOTH, req->tag))
+                        return true;
+                reply_duplicate(c, req, live->j.id, job_state_name(live->j.state));
+                return true;
+        }
+        struct done_entry *e = result_index_find_key(&d->done, c->tenant->name, key);
+        if (!e)
+                return false;
+        /* Records from before request digests were kept have none. */
+        if (e->request_sha256[0] && !streq(e->request_sha256, digest)) {
+                refuse(c, req, E_CONFLICT, "field 'idempotency_key': job %s was submitted with this key and a different request", e->id);
+                return true;
+        }
+        reply_duplicate(c, req, e->id, "done");
+        if (req->run.follow) {
+                json_t *rec = NULL;
+                if (result_load(d->dirs.results_fd, e->id, &rec) == 0)
+                        conn_send(c, proto_ev_end(e->id, rec));
+                json_decref(rec);
+        }
+        return true;
+}
+
+/* The accept line: everything needed to run the job again after a crash
+ * (the request as validated), and what its record needs if it cannot. */
+json_t *accept_record(const struct rjob *rj) {
+        const struct job *j = &rj->j;
+        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:s, s:o, s:s, s:i}", "ev", "accept", "job", j->id,
+                         "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "job_uid", (json_int_t) j->tenant->job_uid,
+                         "job_gid", (json_int_t) j->tenant->job_gid, "created", proto_time(j->created_ms), "command",
+                         proto_argv(&j->req.run), "request", proto_run_json(&j->req.run), "profile", j->pol.profile, "policy",
+                         policy_to_json(&j->pol), "request_sha256", rj->req_digest, "attempt", (int) j->attempt);
+}
+
+static int resolve_profile(struct daemon *d, struct conn *c, struct request *req, const char *name, char **ret) {
+        int r = profile_find(name, d->cfg->profile_path, ret);
+        if (r == -ENOENT) {
+                refuse(c, req, E_NO_PROFILE, "field 'profile': no profile '%s' in %s", name, d->cfg->profile_path);
+                return r;
+        }
+        if (r < 0)
+                refuse(c, req, E_INTERNAL, "profile '%s': %s", name, strerror(-r));
+        return r;
+}
+
+/* Storage errors say so (E_STORAGE, and no new work until it works);
+ * anything else is the daemon's own failure. */
+static void prepare_failed(struct conn *c, struct request *req, const char *what, int r, const char *msg) {
+        bool storage = r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EIO;
+        log_error("%s: %s", what, msg);
+        if (storage)
+                commit_storage_failed(c->d, what, r);
+        refuse(c, req, storage ? E_STORAGE : E_INTERNAL, "cannot prepare the job: %s", msg);
+}
+
+void accept_run(struct conn *c, struct request *req) {
+        struct daemon *d = c->d;
+        struct sbx_error err;
+        struct policy_decision pol;
+        char digest[65];
+        const char *what;
+        int r, serr;
+        sbx_error_clear(&err);
+
+        if (d->stopping) {
+                conn_send(c, proto_error(req->tag, E_SHUTTING_DOWN, "the daemon is stopping"));
+                return;
+        }
+        if (commit_storage_failing(d, &what, &serr)) {
+                refuse(c, req, E_STORAGE, "the daemon cannot make results durable (%s: %s); no new jobs until it can", what,
+                       strerror(-serr));
+                return;
+        }
+        if (req->run.follow && !subscribe_room(c, req->tag))
+                return;
+        if (policy_apply(c->tenant, &req->run, &d->caps, &pol, &err) < 0) {
+                refuse(c, req, pol.code, "%s", err.msg);
+                return;
+        }
+        proto_request_digest(&req->run, digest);
+        if (idempotent(c, req, digest))
+                return;
+        _cleanup_free_ char *profile_path = NULL;
+        if (resolve_profile(d, c, req, pol.profile, &profile_path) < 0)
+                return;
+
+        struct rjob *rj = rjob_new(d);
+        if (!rj) {
+                refuse(c, req, E_INTERNAL, "out of memory");
+                return;
+        }
+        struct job *j = &rj->j;
+        rj->t_us[T_ACCEPTED] = now_mono_us();
+        jobs_new_id(j->id);
+        j->tenant = c->tenant;
+        j->caller_uid = c->cred.uid;
+        j->pol = pol;
+        j->created_ms = now_real_ms();
+        memcpy(rj->req_digest, digest, sizeof(digest));
+        rj->profile_path = TAKE_PTR(profile_path);
+        j->req = *req; /* the job owns the request now */
+        request_init(req);
+        req->tag = j->req.tag ? json_incref(j->req.tag) : NULL;
+
+        if (sched_enqueue(&d->sched, j, &err) < 0) {
+                refuse(c, req, E_QUEUE_FULL, "%s", err.msg);
+                rjob_free(rj);
+                return;
+        }
+        r = workspace_create(d->dirs.work_fd, j->id, &j->req.run, j->tenant->job_uid, j->tenant->job_gid, &err);
+        if (r < 0) {
+                workspace_remove(d->dirs.work_fd, j->id);
+                sched_remove_queued(&d->sched, j);
+                prepare_failed(c, req, "workspace", r, err.msg);
+                rjob_free(rj);
+                return;
+        }
+        /* After this line a crash still leaves the job a result record,
+         * once it is synced (before the client hears of the job). */
+        json_t *jr = accept_record(rj);
+        r = jr ? journal_append(&d->journal, jr, false) : -ENOMEM;
+        json_decref(jr);
+        if (r < 0) {
+                workspace_remove(d->dirs.work_fd, j->id);
+                sched_remove_queued(&d->sched, j);
+                prepare_failed(c, req, "journal", r, strerror(-r));
+                rjob_free(rj);
+                return;
+        }
+        jobs_add(&d->jobs, rj);
+        audit_request(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j->id, NULL,
+                      pol.clamped[0] ? pol.clamped : NULL, true);
+        if (j->req.run.follow)
+                subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
+        json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");
+        if (pol.clamped[0])
+                json_object_set_new(ok, "clamped", json_string(pol.clamped));
+        /* Durable before acknowledged: this reply (and whatever follows it
+         * on this connection) goes out after the journal is synced at the
+         * end of this loop turn, one sync for every job accepted in it. */
+        commit_hold(d, c);
+        conn_send(c, proto_ok(req->tag, ok));
+        runner_schedule(d);
+        daemon_notify_status(d);
+}

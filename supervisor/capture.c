@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "cgroup.h"
+#include "daemon.h"
+#include "launch-abi.h"
+#include "proto.h"
+#include "runner.h"
+#include "spawn.h"
+#include "subscribe.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+#define READ_CHUNK PROTO_EVENT_CHUNK
+/* Reads per stream and wake-up, for fairness between jobs. */
+#define READS_PER_WAKEUP 16
+/* The launcher writes two short lines; anything beyond is not read. */
+#define STATUS_MAX (1u << 20)
+
+void capture_init(struct capture *cap) {
+        memset(cap, 0, sizeof(*cap));
+        cap->out_fd[0] = cap->out_fd[1] = cap->file_fd[0] = cap->file_fd[1] = -1;
+        cap->status_fd = cap->spawn_err_fd = cap->pidfd = cap->result_dir_fd = -1;
+        cap->exit_status = -1;
+}
+
+static void close_src(struct source *s, int *fd) {
+        if (*fd >= 0) {
+                if (s->cb)
+                        loop_del(s);
+                close(*fd);
+                *fd = -1;
+        }
+}
+
+void capture_stop(struct capture *cap) {
+        for (int i = 0; i < 2; i++)
+                close_src(&cap->out_src[i], &cap->out_fd[i]);
+        close_src(&cap->status_src, &cap->status_fd);
+        close_src(&cap->pid_src, &cap->pidfd);
+        if (cap->spawn_err_fd >= 0)
+                close(cap->spawn_err_fd);
+        cap->spawn_err_fd = -1;
+}
+
+void capture_release(struct capture *cap) {
+        capture_stop(cap);
+        for (int i = 0; i < 2; i++)
+                if (cap->file_fd[i] >= 0)
+                        close(cap->file_fd[i]);
+        if (cap->result_dir_fd >= 0)
+                close(cap->result_dir_fd);
+        json_decref(cap->status_end);
+        free(cap->status_buf);
+        free(cap->spawn_error);
+        capture_init(cap);
+}
+
+int capture_result_dir(struct rjob *rj) {
+        struct capture *cap = &rj->cap;
+        if (cap->result_dir_fd >= 0)
+                return cap->result_dir_fd;
+        int results = rj->d->dirs.results_fd;
+        if (mkdirat(results, rj->j.id, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        cap->result_dir_fd = openat(results, rj->j.id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return cap->result_dir_fd >= 0 ? cap->result_dir_fd : -errno;
+}
+
+/* Keep up to the output cap in the capture file, created on the first
+ * byte: most short jobs write nothing to one stream or both, and every
+ * inode created costs on the daemon's hot path. */
+static size_t keep(struct rjob *rj, int i, const char *buf, size_t n) {
+        struct capture *cap = &rj->cap;
+        size_t k = n;
+        if (cap->kept[i] + k > rj->j.pol.output) {
+                k = (size_t) (rj->j.pol.output - cap->kept[i]);
+                cap->truncated[i] = true;
+        }
+        if (k == 0 || cap->write_err[i])
+                return 0;
+        if (cap->file_fd[i] < 0) {
+                int r = capture_result_dir(rj);
+                if (r >= 0) {
+                        cap->file_fd[i] = openat(r, proto_stream_name(i), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                                                 0600);
+                        r = cap->file_fd[i] >= 0 ? 0 : -errno;
+                }
+                if (r < 0) {
+                        cap->write_err[i] = r;
+                        return 0;
+                }
+        }
+        int r = write_all(cap->file_fd[i], buf, k);
+        if (r < 0) {
+                /* What part of the chunk landed is not known: the size the
+                 * record gives is what was surely written. */
+                cap->write_err[i] = r;
+                return 0;
+        }
+        cap->kept[i] += k;
+        return k;
+}
+
+/* Read what a pipe has (bounded per call); returns true at end of file. */
+static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
+        struct capture *cap = &rj->cap;
+        char buf[READ_CHUNK];
+        while (max_reads-- > 0 && cap->out_fd[i] >= 0) {
+                ssize_t n = read(cap->out_fd[i], buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errno != EAGAIN;
+                }
+                if (n == 0)
+                        return true;
+                cap->produced[i] += (uint64_t) n;
+                size_t k = keep(rj, i, buf, (size_t) n);
+                if (k > 0 && !list_empty(&rj->watches))
+                        subscribe_event(rj, proto_ev_output(rj->j.id, i, buf, k), proto_stream_bit(i), k);
+        }
+        return false;
+}
+
+static void on_stdout(struct source *s, uint32_t events) {
+        struct rjob *rj = container_of(s, struct rjob, cap.out_src[0]);
+        if (drain_output(rj, 0, READS_PER_WAKEUP))
+                close_src(s, &rj->cap.out_fd[0]);
+}
+
+static void on_stderr(struct source *s, uint32_t events) {
+        struct rjob *rj = container_of(s, struct rjob, cap.out_src[1]);
+        if (drain_output(rj, 1, READS_PER_WAKEUP))
+                close_src(s, &rj->cap.out_fd[1]);
+}
+
+static void status_line(struct capture *cap, const char *line, size_t len) {
+        json_t *m = json_loadb(line, len, 0, NULL);
+        if (!m)
+                return;
+        if (json_object_get(m, LAUNCH_KEY_EXIT_CODE)) {
+                json_decref(cap->status_end);
+                cap->status_end = m;
+                return;
+        }
+        json_decref(m); /* the start line: the pid is known from the pidfd */
+}
+
+static void drain_status(struct capture *cap) {
+        char buf[8192];
+        for (;;) {
+                ssize_t n = read(cap->status_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n == 0 || errno != EAGAIN)
+                                close_src(&cap->status_src, &cap->status_fd);
+                        return;
+                }
+                if (cap->status_len + (size_t) n > STATUS_MAX)
+                        continue;
+                char *nb = realloc(cap->status_buf, cap->status_len + (size_t) n + 1);
+                if (!nb)
+                        return;
+                cap->status_buf = nb;
+                memcpy(nb + cap->status_len, buf, (size_t) n);
+                cap->status_len += (size_t) n;
+                char *nl;
+                while ((nl = memchr(cap->status_buf, '\n', cap->status_len))) {
+                        size_t l = (size_t) (nl - cap->status_buf);
+                        status_line(cap, cap->status_buf, l);
+                        memmove(cap->status_buf, nl + 1, cap->status_len - l - 1);
+                        cap->status_len -= l + 1;
+                }
+        }
+}
+
+static void on_status(struct source *s, uint32_t events) {
+        drain_status(&container_of(s, struct rjob, cap.status_src)->cap);
+}
+
+/* The daemon's child reports here if it never reached the launcher. */
+static void read_spawn_error(struct capture *cap) {
+        struct spawn_report rep;
+        if (cap->spawn_err_fd < 0)
+                return;
+        ssize_t n = read(cap->spawn_err_fd, &rep, sizeof(rep));
+        if (n == (ssize_t) sizeof(rep)) {
+                char msg[512];
+                spawn_report_format(&rep, msg, sizeof(msg));
+                cap->spawn_error = strdup(msg);
+        }
+        close(cap->spawn_err_fd);
+        cap->spawn_err_fd = -1;
+}
+
+static void on_pidfd(struct source *s, uint32_t events) {
+        struct rjob *rj = container_of(s, struct rjob, cap.pid_src);
+        struct capture *cap = &rj->cap;
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        if (waitid((idtype_t) P_PIDFD, (id_t) cap->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+                return;
+        cap->exited = true;
+        rj->t_us[T_EXITED] = now_mono_us();
+        if (si.si_code == CLD_EXITED) {
+                cap->exit_status = si.si_status;
+                cap->exit_signal = 0;
+        } else {
+                cap->exit_status = -1;
+                cap->exit_signal = si.si_status;
+        }
+        close_src(&cap->pid_src, &cap->pidfd);
+        /* Stragglers outside the launcher's control (none should exist)
+         * must not keep the pipes open or outlive the job. */
+        if (rj->cgroup_fd >= 0)
+                cgroup_job_kill(&rj->d->cg, rj->cgroup_fd);
+        for (int i = 0; i < 2; i++) {
+                /* EAGAIN with the writer gone means empty. */
+                drain_output(rj, i, 64);
+                close_src(&cap->out_src[i], &cap->out_fd[i]);
+        }
+        if (cap->status_fd >= 0)
+                drain_status(cap);
+        close_src(&cap->status_src, &cap->status_fd);
+        read_spawn_error(cap);
+        runner_exited(rj);
+}
+
+int capture_start(struct rjob *rj, int out_fd, int err_fd, int status_fd, int spawn_err_fd, int pidfd) {
+        struct capture *cap = &rj->cap;
+        cap->out_fd[0] = out_fd;
+        cap->out_fd[1] = err_fd;
+        cap->status_fd = status_fd;
+        cap->spawn_err_fd = spawn_err_fd;
+        cap->pidfd = pidfd;
+        int fds[] = { out_fd, err_fd, status_fd, spawn_err_fd };
+        for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+                if (fcntl(fds[i], F_SETFL, O_NONBLOCK) < 0)
+                        return -errno;
+        int r = loop_add(&cap->out_src[0], out_fd, EPOLLIN, on_stdout);
+        if (r == 0)
+                r = loop_add(&cap->out_src[1], err_fd, EPOLLIN, on_stderr);
+        if (r == 0)
+                r = loop_add(&cap->status_src, status_fd, EPOLLIN, on_status);
+        if (r == 0)
+                r = loop_add(&cap->pid_src, pidfd, EPOLLIN, on_pidfd);
+        return r;
+}

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "commit.h"
+#include "conn.h"
+#include "daemon.h"
+#include "log.h"
+#include "record.h"
+#include "subscribe.h"
+
+/* Files a job hands a batch: stdout, stderr, its result directory, its
+ * record, its workspace (deleted). */
+#define FILES_PER_JOB 5
+#define RETRY_MIN_MS 1000
+#define RETRY_MAX_MS 30000
+
+static void on_synced(struct source *s, uint32_t events);
+
+int commit_init(struct daemon *d, struct sbx_error *err) {
+        struct commit *cm = &d->commit;
+        memset(cm, 0, sizeof(*cm));
+        list_init(&cm->next.jobs);
+        list_init(&cm->inflight.jobs);
+        list_init(&cm->retry);
+        cm->gen = 1;
+        int fd = syncer_start();
+        if (fd < 0)
+                return sbx_error_set(err, fd, "syncer thread");
+        int r = loop_add(&cm->src, fd, EPOLLIN, on_synced);
+        return r < 0 ? sbx_error_set(err, r, "syncer thread") : 0;
+}
+
+void commit_done(struct daemon *d) {
+        struct commit *cm = &d->commit;
+        syncer_stop();
+        free(cm->next.held);
+        free(cm->inflight.held);
+        free(cm->sreq.files);
+        cm->next.held = cm->inflight.held = NULL;
+        cm->sreq.files = NULL;
+}
+
+void commit_journal(struct daemon *d) {
+        d->commit.next.journal = true;
+}
+
+void commit_hold(struct daemon *d, struct conn *c) {
+        struct commit *cm = &d->commit;
+        struct batch *b = &cm->next;
+        b->journal = true;
+        if (c->hold_gen == cm->gen)
+                return;
+        if (b->n_held == b->cap_held) {
+                size_t nc = b->cap_held ? b->cap_held * 2 : 64;
+                struct conn **n = realloc(b->held, nc * sizeof(*n));
+                if (!n) {
+                        /* Without room to hold the reply, sync right now. */
+                        fdatasync(d->journal.fd);
+                        return;
+                }
+                b->held = n;
+                b->cap_held = nc;
+        }
+        c->hold_gen = cm->gen;
+        conn_hold(c);
+        b->held[b->n_held++] = c;
+}
+
+bool commit_storage_failing(const struct daemon *d, const char **what, int *err) {
+        if (!d->commit.storage_err)
+                return false;
+        *what = d->commit.storage_what;
+        *err = d->commit.storage_err;
+        return true;
+}
+
+void commit_storage_failed(struct daemon *d, const char *what, int err) {
+        struct commit *cm = &d->commit;
+        if (!cm->storage_err)
+                log_error("storage is failing (%s: %s): no new jobs are accepted until results can be written again", what,
+                          strerror(-err));
+        cm->storage_err = err;
+        snprintf(cm->storage_what, sizeof(cm->storage_what), "%s", what);
+        if (!cm->retry_at_ms)
+                cm->retry_at_ms = now_mono_ms() + RETRY_MIN_MS;
+}
+
+static void storage_works(struct daemon *d) {
+        struct commit *cm = &d->commit;
+        if (!cm->storage_err || cm->n_retry)
+                return;
+        log_notice("storage works again (%s): accepting new jobs", cm->storage_what);
+        cm->storage_err = 0;
+        cm->retry_at_ms = 0;
+}
+
+static void audit_end(const struct rjob *rj, json_t *rec) {
+        const struct job *j = &rj->j;
+        char digest[65];
+        proto_inputs_digest(&j->req.run, digest);
+        audit_write_deferred(json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "event", "job_end", "job",
+                                       j->id, "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "command",
+                                       proto_argv(&j->req.run), "inputs_sha256", digest, "state", job_outcome_name(j->outcome),
+                                       "exit_code", j->exit_code >= 0 ? json_integer(j->exit_code) : json_null(), "signal",
+                                       j->term_signal > 0 ? json_integer(j->term_signal) : json_null(), "wall_ms",
+                                       rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
+                                       rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null()));
+}
+
+void commit_job(struct daemon *d, struct rjob *rj) {
+        const struct capture *cap = &rj->cap;
+        json_decref(TAKE_PTR(rj->rec));
+        struct record_input in = {
+                .j = &rj->j,
+                .tenant = rj->j.tenant->name,
+                .job_uid = rj->j.tenant->job_uid,
+                .job_gid = rj->j.tenant->job_gid,
+                .results_path = NULL,
+                .artifacts = rj->artifacts,
+                .artifacts_truncated = rj->artifacts_truncated,
+                .artifacts_error = rj->artifacts_error,
+                .launcher_end = cap->status_end,
+                .cgroup_cpu_us = rj->cgroup_cpu_us,
+                .cgroup = rj->had_cgroup,
+                .cg_limits = rj->cg_limits,
+                .req_digest = rj->req_digest,
+        };
+        char results[4200];
+        snprintf(results, sizeof(results), "%s/results", d->cfg->state_dir);
+        in.results_path = results;
+        for (int i = 0; i < 2; i++)
+                in.out[i] = (struct record_stream) { .kept = cap->kept[i], .produced = cap->produced[i],
+                                                     .truncated = cap->truncated[i], .write_err = cap->write_err[i] };
+        rj->rec = record_build(&in);
+        rj->rec_text = rj->rec ? result_text(rj->rec, &rj->rec_len) : NULL;
+        result_names(rj->j.id, rj->rec_name, rj->rec_tmp);
+        if (rj->rec_attempts == 0)
+                audit_end(rj, rj->rec);
+        if (!rj->rec_text) {
+                /* Out of memory now: the retry builds it again. */
+                rj->rec_err = -ENOMEM;
+                rj->rec_attempts++;
+                list_add_tail(&d->commit.retry, &rj->commit_link);
+                d->commit.n_retry++;
+                commit_storage_failed(d, "result record", -ENOMEM);
+                return;
+        }
+        list_add_tail(&d->commit.next.jobs, &rj->commit_link);
+}
+
+static void take_batch(struct commit *cm) {
+        struct batch *n = &cm->next, *f = &cm->inflight;
+        struct conn **h = f->held;
+        size_t hc = f->cap_held;
+        f->held = n->held;
+        f->cap_held = n->cap_held;
+        f->n_held = n->n_held;
+        n->held = h;
+        n->cap_held = hc;
+        n->n_held = 0;
+        f->journal = n->journal;
+        n->journal = false;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &n->jobs) {
+                list_del(pos);
+                list_add_tail(&f->jobs, pos);
+        }
+        cm->gen++;
+}
+
+/* After every loop turn: if the previous group commit is done, hand this
+ * turn's syncs to the syncer thread — one journal sync for every job
+ * accepted, one results-directory sync for every job ended — and go on
+ * serving. Replies and ends are released when the syncs complete
+ * (on_synced). Group commit keeps the durability promises at a fraction of
+ * the syncs, and off the event loop. */
+void commit_submit(struct daemon *d) {
+        struct commit *cm = &d->commit;
+        struct list *pos, *tmp;
+        if (cm->syncing || (!cm->next.journal && list_empty(&cm->next.jobs)))
+                return;
+        size_t nf = 0;
+        list_for_each_safe(pos, tmp, &cm->next.jobs)
+                nf += FILES_PER_JOB;
+        if (nf > cm->cap_files) {
+                struct sync_file *a = realloc(cm->sreq.files, nf * sizeof(*a));
+                if (!a) {
+                        /* Left for the next turn, when memory may be back. */
+                        log_error("group commit: out of memory");
+                        return;
+                }
+                cm->sreq.files = a;
+                cm->cap_files = nf;
+        }
+        take_batch(cm);
+        nf = 0;
+        uint64_t now = now_mono_us();
+        list_for_each_safe(pos, tmp, &cm->inflight.jobs) {
+                struct rjob *rj = container_of(pos, struct rjob, commit_link);
+                rj->t_us[T_COMMIT] = now;
+                for (int i = 0; i < 2; i++)
+                        if (rj->cap.file_fd[i] >= 0)
+                                cm->sreq.files[nf++] = (struct sync_file) { .fd = rj->cap.file_fd[i], .dirfd = -1 };
+                if (rj->cap.result_dir_fd >= 0)
+                        cm->sreq.files[nf++] = (struct sync_file) { .fd = rj->cap.result_dir_fd, .dirfd = -1 };
+                cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.results_fd, .tmp = rj->rec_tmp,
+                                                            .name = rj->rec_name, .data = rj->rec_text, .len = rj->rec_len };
+                cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.work_fd, .name = rj->j.id, .remove = true };
+        }
+        cm->sreq.n_files = nf;
+        cm->sreq.journal_fd = cm->inflight.journal ? d->journal.fd : -1;
+        cm->sreq.audit_fd = audit_take_pending();
+        cm->sreq.dir_fd = list_empty(&cm->inflight.jobs) ? -1 : d->dirs.results_fd;
+        cm->syncing = true;
+        syncer_submit(&cm->sreq);
+}
+
+static void debug_steps(const struct rjob *rj) {
+        const uint64_t *t = rj->t_us;
+#define STEP_MS(a, b) (t[a] && t[b] ? (double) (t[b] - t[a]) / 1000.0 : -1)
+        log_debug("job %s: accepted to started %.2f ms, ran %.2f ms, exit to commit %.2f ms, commit %.2f ms", rj->j.id,
+                  STEP_MS(T_ACCEPTED, T_STARTED), STEP_MS(T_STARTED, T_EXITED), STEP_MS(T_EXITED, T_COMMIT),
+                  STEP_MS(T_COMMIT, T_TOLD));
+#undef STEP_MS
+}
+
+/* The record is durable: index, journal, clients, and goodbye. */
+static void tell(struct daemon *d, struct rjob *rj) {
+        struct job *j = &rj->j;
+        rj->t_us[T_TOLD] = now_mono_us();
+        debug_steps(rj);
+        json_t *rec = TAKE_PTR(rj->rec);
+        int r = result_index_add(&d->done, rec);
+        if (r < 0)
+                log_warning("job %s: not in the index of results (%s); it is read from disk at the next start", j->id,
+                            strerror(-r));
+        json_t *jr = json_pack("{s:s, s:s}", "ev", "done", "job", j->id);
+        /* Not synced: a crash before it leaves an accept whose record
+         * exists, which recovery skips. */
+        if (jr && journal_append(&d->journal, jr, false) < 0)
+                log_debug("job %s: journal: done line not written", j->id);
+        json_decref(jr);
+        log_info("job %s (%s): %s, exit %d%s", j->id, j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
+                 rj->cap.truncated[0] || rj->cap.truncated[1] ? ", output truncated at its cap" : "");
+        subscribe_end(rj, rec);
+        json_decref(rec);
+        jobs_remove(&d->jobs, rj);
+        loop_defer_free(rjob_free, rj);
+        daemon_job_gone(d);
+}
+
+static uint64_t backoff_ms(unsigned attempts) {
+        uint64_t ms = RETRY_MIN_MS;
+        while (--attempts > 0 && ms < RETRY_MAX_MS)
+                ms *= 2;
+        return ms < RETRY_MAX_MS ? ms : RETRY_MAX_MS;
+}
+
+/* The record could not be written: the job stays (in memory and in the
+ * journal), its clients hear the truth, and the write is tried again. */
+static void failed(struct daemon *d, struct rjob *rj, int err) {
+        struct commit *cm = &d->commit;
+        char msg[SBX_ERROR_MAX];
+        rj->rec_err = err;
+        rj->rec_attempts++;
+        commit_storage_failed(d, "result record", err);
+        if (rj->rec_attempts == 1) {
+                log_error("job %s: cannot write its result record: %s; kept in the journal, retrying", rj->j.id, strerror(-err));
+                snprintf(msg, sizeof(msg),
+                         "job %s ended (%s) but its result record cannot be written (%s); the daemon keeps the job and "
+                         "retries: ask for its result later",
+                         rj->j.id, job_outcome_name(rj->j.outcome), strerror(-err));
+                subscribe_fail(rj, E_STORAGE, msg);
+        }
+        list_add_tail(&cm->retry, &rj->commit_link);
+        cm->n_retry++;
+        uint64_t at = now_mono_ms() + backoff_ms(rj->rec_attempts);
+        if (!cm->retry_at_ms || at < cm->retry_at_ms)
+                cm->retry_at_ms = at;
+}
+
+static int record_verdict(const struct commit *cm, const struct rjob *rj) {
+        for (size_t k = 0; k < cm->sreq.n_files; k++)
+                if (cm->sreq.files[k].data && cm->sreq.files[k].data == rj->rec_text)
+                        return cm->sreq.files[k].err;
+        return -EIO;
+}
+
+static void on_synced(struct source *s, uint32_t events) {
+        struct daemon *d = container_of(s, struct daemon, commit.src);
+        struct commit *cm = &d->commit;
+        struct list *pos, *tmp;
+        int r = syncer_complete();
+        cm->syncing = false;
+        if (cm->sreq.journal_err < 0)
+                commit_storage_failed(d, "journal", cm->sreq.journal_err);
+        if (cm->sreq.audit_err < 0)
+                log_error("audit log: sync failed: %s", strerror(-cm->sreq.audit_err));
+        /* The directory's sync makes the renames durable: without it no
+         * record of the batch is. */
+        int dir_err = cm->sreq.dir_err;
+        (void) r; /* each part's error is looked at on its own */
+        for (size_t i = 0; i < cm->inflight.n_held; i++)
+                conn_release(cm->inflight.held[i]);
+        cm->inflight.n_held = 0;
+        cm->inflight.journal = false;
+        bool all_ok = cm->sreq.journal_err == 0;
+        list_for_each_safe(pos, tmp, &cm->inflight.jobs) {
+                struct rjob *rj = container_of(pos, struct rjob, commit_link);
+                list_del(pos);
+                int v = record_verdict(cm, rj) ?: dir_err;
+                if (v < 0) {
+                        all_ok = false;
+                        failed(d, rj, v);
+                } else
+                        tell(d, rj);
+        }
+        if (all_ok)
+                storage_works(d);
+}
+
+/* Can the disk take a small file and the journal a line again? */
+static bool probe(struct daemon *d) {
+        int r = write_file_durable(d->dirs.results_fd, ".probe", "ok\n", 3, 0600, true);
+        if (r == 0)
+                unlinkat(d->dirs.results_fd, ".probe", 0);
+        json_t *jr = r == 0 ? json_pack("{s:s}", "ev", "probe") : NULL;
+        if (jr) {
+                r = journal_append(&d->journal, jr, true);
+                json_decref(jr);
+        }
+        return r == 0;
+}
+
+void commit_retry(struct daemon *d, uint64_t now_ms) {
+        struct commit *cm = &d->commit;
+        struct list *pos, *tmp;
+        if (!cm->storage_err || now_ms < cm->retry_at_ms)
+                return;
+        cm->retry_at_ms = now_ms + RETRY_MIN_MS;
+        if (list_empty(&cm->retry)) {
+                if (probe(d))
+                        storage_works(d);
+                return;
+        }
+        list_for_each_safe(pos, tmp, &cm->retry) {
+                struct rjob *rj = container_of(pos, struct rjob, commit_link);
+                list_del(pos);
+                cm->n_retry--;
+                if (!rj->rec_text) {
+                        /* Built again (it failed for memory). */
+                        rj->rec_err = 0;
+                        commit_job(d, rj);
+                        continue;
+                }
+                list_add_tail(&cm->next.jobs, &rj->commit_link);
+        }
+}

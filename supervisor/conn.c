@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "daemon.h"
+#include "dispatch.h"
+#include "log.h"
+#include "proto.h"
+#include "subscribe.h"
+
+#define READ_CHUNK 65536
+/* Lines read from one client per wake-up, for fairness between clients. */
+#define READ_ROUNDS 64
+
+void conns_init(struct conns *cs) {
+        list_init(&cs->all);
+        cs->n = 0;
+}
+
+static void conn_free(void *p) {
+        struct conn *c = p;
+        free(c->in);
+        free(c->out);
+        free(c);
+}
+
+void conn_ref(struct conn *c) {
+        c->refs++;
+}
+
+void conn_unref(struct conn *c) {
+        if (--c->refs == 0)
+                /* Events of this loop turn may still name it. */
+                loop_defer_free(conn_free, c);
+}
+
+size_t conn_backlog(const struct conn *c) {
+        return c->out_len - c->out_off;
+}
+
+bool conn_lagging(const struct conn *c) {
+        return conn_backlog(c) > c->d->cfg->client_buffer / 2;
+}
+
+static void update_events(struct conn *c) {
+        uint32_t ev = EPOLLRDHUP;
+        if (!c->read_eof && !conn_lagging(c) && !c->busy)
+                ev |= EPOLLIN;
+        if (conn_backlog(c) && !c->holds)
+                ev |= EPOLLOUT;
+        if (ev != c->events) {
+                c->events = ev;
+                loop_mod(&c->src, ev);
+        }
+}
+
+/* The client finished sending and has everything it waits for: the
+ * conversation is over. */
+static bool finished(const struct conn *c) {
+        return c->read_eof && !conn_backlog(c) && list_empty(&c->watches) && !c->busy && !c->holds;
+}
+
+static void flush(struct conn *c) {
+        bool was_lagging = conn_lagging(c);
+        if (c->holds) {
+                update_events(c);
+                return;
+        }
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->src.fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        conn_close(c);
+                        return;
+                }
+                c->out_off += (size_t) n;
+        }
+        if (c->out_off == c->out_len) {
+                free(c->out);
+                c->out = NULL;
+                c->out_len = c->out_off = 0;
+                if (finished(c)) {
+                        conn_close(c);
+                        return;
+                }
+        }
+        if (was_lagging && !conn_lagging(c) && c->on_drained)
+                c->on_drained(c);
+        if (!c->closed)
+                update_events(c);
+}
+
+/* Room for n more bytes, or the client is dropped. */
+static bool room(struct conn *c, size_t n) {
+        if (c->closed)
+                return false;
+        if (conn_backlog(c) + n > c->d->cfg->client_buffer) {
+                /* A client that does not read its messages would make us
+                 * hold unbounded output; it is dropped, the jobs go on. */
+                log_warning("client uid %u: more than %" PRIu64 " bytes unread, disconnecting", (unsigned) c->cred.uid,
+                            c->d->cfg->client_buffer);
+                conn_close(c);
+                return false;
+        }
+        /* Sent bytes are dropped from the front once they are half the
+         * buffer: amortised, never a copy of the backlog per message. */
+        if (c->out_off > 0 && c->out_off >= c->out_len / 2) {
+                memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+                c->out_len -= c->out_off;
+                c->out_off = 0;
+        }
+        char *nb = realloc(c->out, c->out_len + n);
+        if (!nb) {
+                conn_close(c);
+                return false;
+        }
+        c->out = nb;
+        return true;
+}
+
+void conn_send_raw(struct conn *c, const char *buf, size_t n) {
+        if (!room(c, n))
+                return;
+        memcpy(c->out + c->out_len, buf, n);
+        c->out_len += n;
+        flush(c);
+}
+
+void conn_send(struct conn *c, json_t *msg) {
+        if (!msg || c->closed) {
+                json_decref(msg);
+                return;
+        }
+        size_t n;
+        _cleanup_free_ char *s = json_line(msg, &n);
+        json_decref(msg);
+        if (!s) {
+                conn_close(c);
+                return;
+        }
+        conn_send_raw(c, s, n);
+}
+
+void conn_hold(struct conn *c) {
+        if (c->holds++ == 0)
+                conn_ref(c);
+}
+
+void conn_release(struct conn *c) {
+        if (--c->holds == 0) {
+                if (!c->closed)
+                        flush(c);
+                conn_unref(c);
+        }
+}
+
+static void conn_read(struct conn *c);
+
+void conn_busy(struct conn *c) {
+        if (c->busy++ == 0)
+                conn_ref(c);
+        if (!c->closed)
+                update_events(c);
+}
+
+void conn_unbusy(struct conn *c) {
+        if (--c->busy > 0)
+                return;
+        if (!c->closed) {
+                /* Lines that arrived meanwhile wait in the buffer. */
+                conn_read(c);
+                if (!c->closed)
+                        flush(c);
+        }
+        conn_unref(c);
+}
+
+void conn_close(struct conn *c) {
+        if (c->closed)
+                return;
+        c->closed = true;
+        subscribe_conn_closed(c);
+        /* Whoever waited for the client to read on is told it never will. */
+        if (c->on_drained) {
+                void (*cb)(struct conn *) = c->on_drained;
+                c->on_drained = NULL;
+                cb(c);
+        }
+        loop_del(&c->src);
+        close(c->src.fd);
+        list_del(&c->link);
+        c->d->conns.n--;
+        conn_unref(c);
+}
+
+void conns_close_all(struct conns *cs) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cs->all)
+                conn_close(list_entry(pos, struct conn, link));
+}
+
+/* Hand complete lines to the dispatcher, one at a time: a line that is
+ * served off the loop makes the connection busy, and the rest waits. */
+static void take_lines(struct conn *c, size_t *scan_from) {
+        size_t consumed = 0;
+        for (size_t i = *scan_from; i < c->in_len && !c->closed && !c->busy; i++) {
+                if (c->in[i] != '\n')
+                        continue;
+                if (c->discarding)
+                        c->discarding = false;
+                else
+                        dispatch_line(c, c->in + consumed, i - consumed);
+                consumed = i + 1;
+        }
+        if (c->closed)
+                return;
+        if (consumed > 0) {
+                memmove(c->in, c->in + consumed, c->in_len - consumed);
+                c->in_len -= consumed;
+        }
+        *scan_from = c->busy ? c->in_len : 0;
+}
+
+static int grow_in(struct conn *c, size_t max) {
+        if (c->in_cap - c->in_len >= READ_CHUNK)
+                return 0;
+        /* Doubling keeps a long line linear to read; the line limit bounds
+         * it (max_request + one chunk). */
+        size_t nc = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
+        if (nc < c->in_len + READ_CHUNK)
+                nc = c->in_len + READ_CHUNK;
+        if (nc > max + READ_CHUNK && c->in_len + READ_CHUNK <= max + READ_CHUNK)
+                nc = max + READ_CHUNK;
+        char *nb = realloc(c->in, nc);
+        if (!nb)
+                return -ENOMEM;
+        c->in = nb;
+        c->in_cap = nc;
+        return 0;
+}
+
+static void conn_read(struct conn *c) {
+        size_t max = (size_t) c->d->cfg->max_request, scan = 0;
+        /* Lines already buffered first (after a busy request). */
+        take_lines(c, &scan);
+        for (int rounds = 0; rounds < READ_ROUNDS && !c->closed && !c->read_eof && !c->busy; rounds++) {
+                /* Stop taking requests while a client ignores the answers. */
+                if (conn_lagging(c))
+                        break;
+                if (grow_in(c, max) < 0) {
+                        conn_close(c);
+                        return;
+                }
+                ssize_t n = recv(c->src.fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                conn_close(c);
+                        break;
+                }
+                if (n == 0) {
+                        /* Half a line and then EOF is dropped, not run. */
+                        c->read_eof = true;
+                        c->in_len = 0;
+                        break;
+                }
+                scan = c->in_len;
+                c->in_len += (size_t) n;
+                take_lines(c, &scan);
+                if (c->closed)
+                        return;
+                if (c->discarding)
+                        c->in_len = 0;
+                else if (c->in_len > max && !c->busy) {
+                        conn_send(c, proto_error(NULL, E_BAD_REQUEST, "request line longer than %zu bytes (max_request)", max));
+                        c->discarding = true;
+                        c->in_len = 0;
+                }
+        }
+        if (c->closed)
+                return;
+        if (c->in_len > 0 || c->discarding) {
+                if (!c->partial_since_ms)
+                        c->partial_since_ms = now_mono_ms();
+        } else
+                c->partial_since_ms = 0;
+        /* Idle clients hold no buffer (one still sending an oversized line
+         * keeps it: no allocation per wake-up while it is skipped). */
+        if (c->in_len == 0 && c->in_cap > 0 && !c->discarding) {
+                free(c->in);
+                c->in = NULL;
+                c->in_cap = 0;
+        }
+        flush(c);
+}
+
+static void on_conn(struct source *s, uint32_t events) {
+        struct conn *c = container_of(s, struct conn, src);
+        conn_ref(c);
+        if (events & EPOLLOUT)
+                flush(c);
+        if (!c->closed && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)))
+                conn_read(c);
+        if (!c->closed && (events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN))
+                conn_close(c);
+        conn_unref(c);
+}
+
+struct conn *conn_new(struct daemon *d, int fd, const struct ucred *cred) {
+        struct conn *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        c->d = d;
+        c->cred = *cred;
+        c->refs = 1; /* the daemon's list's */
+        list_init(&c->watches);
+        if (loop_add(&c->src, fd, EPOLLIN | EPOLLRDHUP, on_conn) < 0) {
+                free(c);
+                return NULL;
+        }
+        c->events = EPOLLIN | EPOLLRDHUP;
+        list_add_tail(&d->conns.all, &c->link);
+        d->conns.n++;
+        return c;
+}
+
+/* Slow-loris: a request line must be finished within request_timeout, or
+ * the client is told and disconnected; idle clients between requests may
+ * stay as long as they like. */
+void conns_expire_partial(struct conns *cs, uint64_t now_ms, uint64_t timeout_ms) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cs->all) {
+                struct conn *c = list_entry(pos, struct conn, link);
+                if (c->closed || c->busy || !c->partial_since_ms || now_ms - c->partial_since_ms < timeout_ms)
+                        continue;
+                log_warning("client uid %u: request not finished within %" PRIu64 " ms, disconnecting", (unsigned) c->cred.uid,
+                            timeout_ms);
+                conn_send(c, proto_error(NULL, E_BAD_REQUEST, "request not finished within %" PRIu64 " ms (request_timeout)",
+                                         timeout_ms));
+                conn_close(c);
+        }
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One client connection: a bounded line reader (requests), an output
+ * buffer with back-pressure (responses and events), and holds that keep
+ * replies back until the group commit has made what they promise durable.
+ *
+ * A connection is freed when it is closed and nothing refers to it any
+ * more: a batch holding its replies and work in flight for it each keep a
+ * reference (conn_ref / conn_unref). While a request of the connection is
+ * being served off the loop (conn_busy), no further request of it is read,
+ * so responses keep the order of their requests. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "conf.h"
+#include "loop.h"
+#include "util.h"
+
+struct daemon;
+
+struct conn {
+        struct source src;
+        struct daemon *d;
+        struct ucred cred;
+        const struct tenant *tenant;
+        bool anonymous;
+        char *in;
+        size_t in_len, in_cap;
+        bool discarding;      /* skipping the rest of an oversized line */
+        bool read_eof;
+        char *out;
+        size_t out_len, out_off;
+        uint32_t events;
+        struct list watches;  /* struct job_watch.conn_link */
+        unsigned n_watches;
+        struct list link;     /* in the daemon's list of connections */
+        unsigned refs;
+        unsigned holds;       /* batches whose sync this connection's output waits for */
+        uint64_t hold_gen;    /* the last batch that holds it (commit.c) */
+        unsigned busy;        /* requests being served off the loop */
+        uint64_t partial_since_ms; /* a request line started and not ended */
+        bool closed;
+        void (*on_drained)(struct conn *c); /* output fell below half the buffer */
+        void *drain_arg;
+};
+
+struct conns {
+        struct list all;      /* struct conn.link */
+        unsigned n;
+};
+
+void conns_init(struct conns *cs);
+/* Close every connection (daemon shutdown). */
+void conns_close_all(struct conns *cs);
+
+/* A new connection on fd (already accepted, non-blocking); NULL without
+ * memory. It is on the loop and in the daemon's list. */
+struct conn *conn_new(struct daemon *d, int fd, const struct ucred *cred);
+void conn_ref(struct conn *c);
+void conn_unref(struct conn *c);
+void conn_close(struct conn *c);
+
+/* Queue msg (stolen) as one line. A client with more than client_buffer
+ * unread bytes is disconnected (its jobs go on). */
+void conn_send(struct conn *c, json_t *msg);
+/* Lines already serialised, each with its newline. */
+void conn_send_raw(struct conn *c, const char *buf, size_t len);
+/* Bytes queued and not yet sent. */
+size_t conn_backlog(const struct conn *c);
+/* Is the client reading slower than we write (half its buffer unread)? */
+bool conn_lagging(const struct conn *c);
+
+/* Replies queued from now on wait until conn_release() (the group commit). */
+void conn_hold(struct conn *c);
+void conn_release(struct conn *c);
+
+/* A request of c is being served off the loop: read no further requests
+ * until conn_unbusy(). */
+void conn_busy(struct conn *c);
+void conn_unbusy(struct conn *c);
+
+/* Close connections whose request line was begun more than
+ * request_timeout ago (slow-loris). */
+void conns_expire_partial(struct conns *cs, uint64_t now_ms, uint64_t timeout_ms);

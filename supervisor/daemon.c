@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include "audit.h"
+#include "daemon.h"
+#include "dispatch.h"
+#include "log.h"
+#include "recover.h"
+#include "runner.h"
+#include "worker.h"
+
+/* The journal only needs the jobs still in memory: compacted when it grows
+ * past this many lines. */
+#define JOURNAL_COMPACT_LINES 10000
+#define HOUSEKEEPING_MS 1000
+
+void daemon_notify_status(struct daemon *d) {
+#ifdef HAVE_SYSTEMD
+        sd_notifyf(0, "STATUS=%u running, %u queued, %u clients%s", d->sched.all.running, d->sched.all.queued, d->conns.n,
+                   d->stopping ? ", stopping" : "");
+#else
+        (void) d;
+#endif
+}
+
+void daemon_job_gone(struct daemon *d) {
+        daemon_notify_status(d);
+        /* Jobs whose records cannot be written stay in the journal for the
+         * next start; they do not hold the daemon. */
+        if (d->stopping && d->jobs.n <= d->commit.n_retry)
+                loop_quit();
+}
+
+int daemon_compact_journal(struct daemon *d) {
+        size_t n = 0, cap = 2 * d->jobs.n;
+        json_t **recs = cap ? calloc(cap, sizeof(*recs)) : NULL;
+        struct list *pos, *tmp;
+        int r = 0;
+        if (cap && !recs)
+                return -ENOMEM;
+        list_for_each_safe(pos, tmp, &d->jobs.all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                if (!(recs[n++] = accept_record(rj))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (rj->j.started_ms && !(recs[n++] = runner_start_record(rj))) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        if (r == 0)
+                r = journal_rewrite(&d->journal, recs, n);
+        for (size_t i = 0; i < n; i++)
+                json_decref(recs[i]);
+        free(recs);
+        return r;
+}
+
+static void begin_stop(struct daemon *d, const char *why) {
+        struct list *pos, *tmp;
+        if (d->stopping)
+                return;
+        d->stopping = true;
+        log_notice("%s: stopping; %u running and %u queued jobs are ended", why, d->sched.all.running, d->sched.all.queued);
+#ifdef HAVE_SYSTEMD
+        sd_notify(0, "STOPPING=1");
+#endif
+        listener_stop(d);
+        list_for_each_safe(pos, tmp, &d->jobs.all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                if (rj->j.state == JOB_QUEUED) {
+                        sched_remove_queued(&d->sched, &rj->j);
+                        job_transition(&rj->j, JEV_SHUTDOWN, NULL);
+                        runner_end(rj);
+                } else
+                        runner_stop(rj, JEV_SHUTDOWN);
+        }
+        daemon_job_gone(d);
+}
+
+static void on_signal(struct source *s, uint32_t events) {
+        struct daemon *d = container_of(s, struct daemon, signal_src);
+        struct signalfd_siginfo si;
+        while (read(s->fd, &si, sizeof(si)) == sizeof(si)) {
+                switch (si.ssi_signo) {
+                case SIGTERM:
+                case SIGINT:
+                        begin_stop(d, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+                        break;
+                case SIGHUP:
+                        log_notice("SIGHUP: configuration reload is not supported; restart the daemon to apply changes");
+                        break;
+                default:
+                        break;
+                }
+        }
+}
+
+static void on_housekeeping(struct source *s, uint32_t events) {
+        struct daemon *d = container_of(s, struct daemon, sweep_src);
+        uint64_t n;
+        if (read(s->fd, &n, sizeof(n)) < 0)
+                return;
+        uint64_t now = now_mono_ms();
+        if (now >= d->next_retention_ms) {
+                unsigned removed = result_sweep(&d->done, d->dirs.results_fd, d->cfg->retention_ms, now_real_ms());
+                if (removed)
+                        log_info("retention: removed %u old results", removed);
+                uint64_t every = d->cfg->retention_ms / 10;
+                d->next_retention_ms = now + (every < 1000 ? 1000 : every > 3600000 ? 3600000 : every);
+        }
+        /* Not while a sync of the journal's descriptor is pending. */
+        if (d->journal.lines > JOURNAL_COMPACT_LINES && !d->commit.syncing && !d->commit.next.journal) {
+                int r = daemon_compact_journal(d);
+                if (r < 0)
+                        log_error("journal compaction failed: %s", strerror(-r));
+        }
+        conns_expire_partial(&d->conns, now, d->cfg->request_timeout_ms);
+        commit_retry(d, now);
+}
+
+static void on_worker(struct source *s, uint32_t events) {
+        worker_complete();
+}
+
+/* After every batch of events: syncs to the syncer, then starts (so the
+ * accept syncs run while launchers start), then the syncs of jobs that
+ * failed to start. */
+static void on_idle(void *arg) {
+        struct daemon *d = arg;
+        commit_submit(d);
+        if (d->schedule_wanted) {
+                runner_start_ready(d);
+                commit_submit(d);
+        }
+        listener_maybe_resume(d);
+}
+
+static void caps_setup(struct daemon *d) {
+        const struct cgroup_ctx *cg = &d->cg;
+        d->caps.cpu_bandwidth = cg->enabled && cg->cpu;
+        d->caps.no_cpu_why = cg->enabled ? "the cgroup cpu controller is not available to it" : "it has no job cgroups";
+        if (cg->enabled)
+                log_info("job cgroups under %s (%s); controllers: memory %s, pids %s, cpu %s", cg->root, cg->how,
+                         cg->memory ? "yes" : "no (rlimit)", cg->pids ? "yes" : "no (rlimit)", cg->cpu ? "yes" : "no");
+        else
+                log_info("no job cgroups: %s; limits are rlimits and kills go to the launcher's process group", cg->how);
+        if (d->caps.cpu_bandwidth)
+                return;
+        for (size_t i = 0; i < d->cfg->n_tenants; i++) {
+                const struct tenant *t = &d->cfg->tenants[i];
+                if (t->max_cpu_milli != CONFIG_UNSET)
+                        log_warning("%s: [tenant.%s] max_cpus is not enforced: CPU bandwidth needs the cgroup cpu controller, "
+                                    "which this daemon does not have; results record it as \"by\": \"none\"",
+                                    t->origin, t->name);
+        }
+}
+
+/* Signals arrive on a signalfd; the threads started after this inherit
+ * the blocked mask, so they all reach it. */
+static int signals_setup(struct daemon *d, struct sbx_error *err) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        sigdelset(&mask, SIGCHLD);
+        int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "signalfd");
+        int r = loop_add(&d->signal_src, fd, EPOLLIN, on_signal);
+        return r < 0 ? sbx_error_set(err, r, "signalfd") : 0;
+}
+
+static int timers_setup(struct daemon *d, struct sbx_error *err) {
+        int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "timerfd");
+        /* Housekeeping once a second: request timeouts, journal
+         * compaction, record retries, and (at its own pace) retention. */
+        struct itimerspec its = { .it_value = { 1, 0 }, .it_interval = { HOUSEKEEPING_MS / 1000, 0 } };
+        timerfd_settime(fd, 0, &its, NULL);
+        int r = loop_add(&d->sweep_src, fd, EPOLLIN, on_housekeeping);
+        return r < 0 ? sbx_error_set(err, r, "timerfd") : 0;
+}
+
+/* State before the socket, the socket before recovery (finding another
+ * live daemon on it must stop us before we touch job cgroups; clients that
+ * connect meanwhile wait in the backlog), recovery before serving. */
+static int open_state(struct daemon *d, struct sbx_error *err) {
+        struct config *cfg = d->cfg;
+        int r = statedir_open(&d->dirs, cfg, err);
+        if (r < 0)
+                return r;
+        r = listener_open(&d->listener, cfg, err);
+        if (r < 0)
+                return r;
+        r = cgroup_setup(cfg->cgroup_root, &d->cg, err);
+        if (r < 0)
+                return r;
+        caps_setup(d);
+        r = audit_open(cfg->audit_log, cfg->audit_fsync);
+        if (r < 0)
+                return sbx_error_set(err, r, "audit_log %s", cfg->audit_log);
+        r = journal_open(&d->journal, d->dirs.state_fd);
+        if (r < 0)
+                return sbx_error_set(err, r, "journal in %s", cfg->state_dir);
+        r = result_index_load(&d->done, d->dirs.results_fd);
+        if (r < 0)
+                return sbx_error_set(err, r, "results in %s", cfg->state_dir);
+        unsigned removed = result_sweep(&d->done, d->dirs.results_fd, cfg->retention_ms, now_real_ms());
+        if (removed)
+                log_info("retention: removed %u old results", removed);
+        return 0;
+}
+
+int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
+        int r;
+        memset(d, 0, sizeof(*d));
+        d->cfg = cfg;
+        d->dirs.state_fd = d->dirs.results_fd = d->dirs.work_fd = -1;
+        d->listener.fd = -1;
+        d->journal.fd = -1;
+        jobs_init(&d->jobs);
+        conns_init(&d->conns);
+        list_init(&d->cg.releasing);
+        if (sched_init(&d->sched, cfg) < 0)
+                return sbx_error_msg(err, ENOMEM, "out of memory");
+        if (sodium_init() < 0)
+                return sbx_error_msg(err, EIO, "libsodium initialisation failed");
+        /* Thousands of idle clients are fine; they need file descriptors. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (access(cfg->launcher, X_OK) < 0)
+                return sbx_error_set(err, errno, "launcher %s", cfg->launcher);
+        r = open_state(d, err);
+        if (r < 0)
+                return r;
+        r = loop_init();
+        if (r < 0)
+                return sbx_error_set(err, r, "epoll");
+        loop_set_idle(on_idle, d);
+        if ((r = signals_setup(d, err)) < 0 || (r = commit_init(d, err)) < 0 || (r = timers_setup(d, err)) < 0)
+                return r;
+        int wfd = worker_start();
+        if (wfd < 0)
+                return sbx_error_set(err, wfd, "worker threads");
+        if ((r = loop_add(&d->worker_src, wfd, EPOLLIN, on_worker)) < 0)
+                return sbx_error_set(err, r, "worker threads");
+        r = recover_run(d, err);
+        if (r < 0)
+                return r;
+        listener_start(d);
+        if (cfg->allow_unauthenticated)
+                log_warning("allow_unauthenticated is ON: callers in no tenant run jobs as tenant 'anonymous' (job uid %u). "
+                            "Never use this in production.",
+                            (unsigned) cfg->anonymous.job_uid);
+        log_notice("ready on %s: %zu tenants, max_jobs %" PRIu64 ", max_queue %" PRIu64 ", launcher %s", cfg->socket_path,
+                   cfg->n_tenants, cfg->max_jobs, cfg->max_queue, cfg->launcher);
+        return 0;
+}
+
+int daemon_run(struct daemon *d) {
+#ifdef HAVE_SYSTEMD
+        sd_notify(0, "READY=1");
+#endif
+        daemon_notify_status(d);
+        return loop_run();
+}
+
+void daemon_done(struct daemon *d) {
+        struct list *pos, *tmp;
+        listener_close(&d->listener, d->cfg);
+        /* Clients first: work still in flight for them then ends as for a
+         * client that went away. */
+        conns_close_all(&d->conns);
+        worker_stop();
+        commit_done(d);
+        /* Jobs still here have no durable record: the journal keeps them
+         * for the next start. */
+        list_for_each_safe(pos, tmp, &d->jobs.all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                jobs_remove(&d->jobs, rj);
+                rjob_free(rj);
+        }
+        journal_close(&d->journal);
+        audit_close();
+        result_index_free(&d->done);
+        cgroup_teardown(&d->cg);
+        sched_done(&d->sched);
+        statedir_close(&d->dirs);
+        while (d->ghosts) {
+                struct ghost_tenant *g = d->ghosts;
+                d->ghosts = g->next;
+                tenant_free(&g->t);
+                free(g);
+        }
+        loop_done();
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The daemon: its state in one struct, start-up in order, signals, the
+ * housekeeping timer, and stopping. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cgroup.h"
+#include "commit.h"
+#include "conf.h"
+#include "conn.h"
+#include "error.h"
+#include "jobs.h"
+#include "journal.h"
+#include "listener.h"
+#include "loop.h"
+#include "policy.h"
+#include "result.h"
+#include "sched.h"
+#include "statedir.h"
+
+/* A tenant the configuration no longer has, for its jobs' records after a
+ * restart. */
+struct ghost_tenant {
+        struct tenant t;
+        struct ghost_tenant *next;
+};
+
+struct daemon {
+        struct config *cfg;
+        struct statedir dirs;
+        struct cgroup_ctx cg;
+        struct daemon_caps caps;
+        struct journal journal;
+        struct scheduler sched;
+        struct result_index done;
+        struct jobs jobs;
+        struct conns conns;
+        struct listener listener;
+        struct commit commit;
+        struct source signal_src, sweep_src, worker_src;
+        bool stopping;
+        bool schedule_wanted;
+        bool starting;            /* runner_start_ready() is starting jobs */
+        uint64_t next_retention_ms;
+        struct ghost_tenant *ghosts;
+};
+
+int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);
+/* Serve until SIGTERM/SIGINT and every job is finished. */
+int daemon_run(struct daemon *d);
+void daemon_done(struct daemon *d);
+
+/* systemd's STATUS= line, after changes. */
+void daemon_notify_status(struct daemon *d);
+/* Rewrite the journal with just the jobs in memory (accept and start
+ * lines), atomically; the old journal stays on failure. */
+int daemon_compact_journal(struct daemon *d);
+/* A job left the daemon: stop the loop if stopping and none are left. */
+void daemon_job_gone(struct daemon *d);

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One request line of a client: parsed (proto), then one handler per
+ * operation. Handlers reply on the connection; the run operation is in
+ * accept.c, logs in logs.c. */
+#pragma once
+
+#include <stddef.h>
+
+#include "proto.h"
+
+struct conn;
+struct rjob;
+struct done_entry;
+
+void dispatch_line(struct conn *c, const char *line, size_t len);
+
+/* accept.c: a run request. */
+void accept_run(struct conn *c, struct request *req);
+/* The journal's accept line for a job (also rewritten by compaction). */
+json_t *accept_record(const struct rjob *rj);
+/* logs.c: the captured output of a job of c's tenant (live or finished). */
+void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id);

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "jobs.h"
+
+void jobs_init(struct jobs *js) {
+        list_init(&js->all);
+        js->n = 0;
+}
+
+struct rjob *rjob_new(struct daemon *d) {
+        struct rjob *rj = calloc(1, sizeof(*rj));
+        if (!rj)
+                return NULL;
+        job_init(&rj->j);
+        rj->d = d;
+        list_init(&rj->link);
+        list_init(&rj->watches);
+        list_init(&rj->commit_link);
+        rj->pid = -1;
+        rj->timer_fd = rj->cgroup_fd = -1;
+        rj->cgroup_cpu_us = -1;
+        capture_init(&rj->cap);
+        return rj;
+}
+
+void rjob_free(void *p) {
+        struct rjob *rj = p;
+        job_release(&rj->j);
+        capture_release(&rj->cap);
+        if (rj->timer_fd >= 0)
+                close(rj->timer_fd);
+        if (rj->cgroup_fd >= 0)
+                close(rj->cgroup_fd);
+        free(rj->profile_path);
+        json_decref(rj->artifacts);
+        free(rj->artifacts_error);
+        json_decref(rj->rec);
+        free(rj->rec_text);
+        free(rj);
+}
+
+void jobs_add(struct jobs *js, struct rjob *rj) {
+        list_add_tail(&js->all, &rj->link);
+        js->n++;
+}
+
+void jobs_remove(struct jobs *js, struct rjob *rj) {
+        list_del(&rj->link);
+        js->n--;
+}
+
+struct rjob *jobs_find(struct jobs *js, const char *id) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &js->all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                if (streq(rj->j.id, id))
+                        return rj;
+        }
+        return NULL;
+}
+
+struct rjob *jobs_find_key(struct jobs *js, const struct tenant *t, const char *key) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &js->all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                const char *k = rj->j.req.run.idempotency_key;
+                if (rj->j.tenant == t && k && streq(k, key))
+                        return rj;
+        }
+        return NULL;
+}
+
+void jobs_new_id(char buf[static 24]) {
+        unsigned char rnd[10];
+        char hex[21];
+        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+                /* Never in practice (the pool is seeded long before the
+                 * daemon starts); still unique enough with the clock. */
+                uint64_t t = now_real_ms() ^ ((uint64_t) getpid() << 40);
+                memcpy(rnd, &t, 8);
+                rnd[8] = rnd[9] = 0;
+        }
+        hex_encode(rnd, sizeof(rnd), hex);
+        snprintf(buf, 24, "j%s", hex);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The live jobs: each job from its acceptance until its clients have been
+ * told of its durable end, with what the daemon needs to run it; ids, and
+ * lookups by id and by idempotency key. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "job.h"
+#include "loop.h"
+#include "result.h"
+#include "worker.h"
+
+struct daemon;
+
+/* Steps of a job's life, in monotonic microseconds, for the debug log. */
+enum { T_ACCEPTED, T_STARTED, T_EXITED, T_COMMIT, T_TOLD, T_N };
+
+struct rjob {
+        struct job j;
+        struct daemon *d;
+        char req_digest[65];      /* proto_request_digest(): idempotency */
+        struct list link;         /* in the registry */
+        struct list watches;      /* struct job_watch.job_link: waiters and followers */
+
+        /* runner */
+        char *profile_path;       /* the named profile, resolved */
+        pid_t pid;                /* the launcher */
+        unsigned long long starttime;
+        int timer_fd;             /* wall clock, then grace period */
+        struct source timer_src;
+        int cgroup_fd;            /* the job's cgroup, -1 without */
+        unsigned cg_limits;       /* CG_LIMIT_* it enforces */
+        bool slot;                /* counted as running by the scheduler */
+        bool had_cgroup;          /* it ran in a cgroup of its own */
+        int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
+
+        struct capture cap;
+
+        /* the end: artifacts, then the record through the group commit */
+        struct work work;
+        json_t *artifacts;
+        bool artifacts_truncated;
+        char *artifacts_error;
+        json_t *rec;
+        char *rec_text;           /* as stored, until synced */
+        size_t rec_len;
+        char rec_name[RESULT_NAME_MAX], rec_tmp[RESULT_NAME_MAX];
+        int rec_err;              /* the last commit's verdict on it */
+        unsigned rec_attempts;
+        struct list commit_link;  /* in a batch, or waiting for a retry */
+
+        uint64_t t_us[T_N];
+};
+
+struct jobs {
+        struct list all;          /* struct rjob.link */
+        unsigned n;
+};
+
+void jobs_init(struct jobs *js);
+/* A new job (state queued, nothing started), not yet registered. */
+struct rjob *rjob_new(struct daemon *d);
+/* Free what it owns; for loop_defer_free. */
+void rjob_free(void *p);
+void jobs_add(struct jobs *js, struct rjob *rj);
+void jobs_remove(struct jobs *js, struct rjob *rj);
+struct rjob *jobs_find(struct jobs *js, const char *id);
+struct rjob *jobs_find_key(struct jobs *js, const struct tenant *t, const char *key);
+/* "j" and 20 random lowercase hex digits. */
+void jobs_new_id(char buf[static 24]);
+
+static inline struct rjob *rjob_of(struct job *j) {
+        return container_of(j, struct rjob, j);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the daemon hands sbx-launch for a job, computed without I/O: the
+ * command line, the launcher's environment, and the profile generated on
+ * top of the job's named profile (workspace, limits the cgroup does not
+ * enforce, network mode, and the job's environment — values travel in this
+ * profile, in a sealed memfd, never on a command line that `ps` shows).
+ * Unit-tested. */
+#pragma once
+
+#include <stddef.h>
+
+#include "error.h"
+#include "job.h"
+
+struct launchspec_input {
+        const char *launcher;      /* sbx-launch */
+        const char *profile_file;  /* the job's named profile, resolved */
+        const char *search_path;   /* profile_path, for the launcher's own lookups */
+        const char *workspace;     /* the job's workspace on the host */
+        const struct job *j;
+        unsigned cg_limits;        /* CG_LIMIT_* the job's cgroup enforces */
+};
+
+struct launchspec {
+        char **argv;               /* NULL-terminated; the strings belong to the input or to env_buf */
+        char *envp[4];
+        char *env_buf;
+        char *profile;             /* the generated profile (INI) */
+        size_t profile_len;
+};
+
+int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, struct sbx_error *err);
+void launchspec_free(struct launchspec *ls);

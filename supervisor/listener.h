@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The socket: taken from systemd (socket activation) or bound at the
+ * configured path; accepting clients, their peer credentials to a tenant,
+ * and the connection cap. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "conf.h"
+#include "error.h"
+#include "loop.h"
+
+struct daemon;
+
+struct listener {
+        struct source src;
+        int fd;
+        bool activated;       /* passed by systemd: not ours to unlink */
+        bool paused;          /* out of descriptors */
+        unsigned held_at_pause; /* connections and jobs (their descriptors) then */
+        bool on_loop;
+};
+
+int listener_open(struct listener *l, const struct config *cfg, struct sbx_error *err);
+void listener_start(struct daemon *d);
+/* Stop accepting (shutdown). */
+void listener_stop(struct daemon *d);
+/* Accept again after a pause for descriptors, once some are free. */
+void listener_maybe_resume(struct daemon *d);
+void listener_close(struct listener *l, const struct config *cfg);

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The logs operation: a job's captured output, read off the event loop and
+ * sent in bounded pieces, so that no capture size makes a message larger
+ * than a bound or stalls other clients.
+ *
+ * Without follow: one response with up to max_bytes of each stream from
+ * offset, with each stream's size so the client can ask for the rest.
+ * With follow: a response, then the capture so far as output events, read
+ * piece by piece as the client keeps up; then, for a live job, its live
+ * output (it joins the followers once the replay has caught up with what
+ * is captured, so no byte is sent twice or missed); for a finished job,
+ * the end event with its record. While a replay runs the connection reads
+ * no further requests, keeping responses in order. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "daemon.h"
+#include "dispatch.h"
+#include "result.h"
+#include "subscribe.h"
+#include "worker.h"
+
+/* Bytes of output read per piece of a replay. */
+#define REPLAY_PIECE (256u * 1024)
+
+struct logs_req {
+        struct work work;
+        struct conn *c;
+        int results_fd;
+        char id[24];
+        json_t *tag;
+        unsigned streams;
+        bool follow;
+        uint64_t off[2];      /* next byte of each stream */
+        uint64_t max_bytes;   /* per stream, per response or piece */
+        /* filled by the worker */
+        char *out;            /* serialised lines, each with its newline */
+        size_t out_len;
+        uint64_t size[2];     /* each stream's captured size when read */
+        bool have_record;     /* the job is finished: its record ends the replay */
+        bool end_sent;
+        int err;
+};
+
+static void req_free(struct logs_req *q) {
+        json_decref(q->tag);
+        free(q->out);
+        free(q);
+}
+
+/* Read up to max bytes of stream i from off; *ret_size is its size. */
+static int read_stream(int results_fd, const char *id, int i, uint64_t off, uint64_t max, char **ret, size_t *ret_len,
+                       uint64_t *ret_size) {
+        char path[64];
+        *ret = NULL;
+        *ret_len = 0;
+        *ret_size = 0;
+        snprintf(path, sizeof(path), "%s/%s", id, proto_stream_name(i));
+        _cleanup_close_ int fd = openat(results_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno; /* nothing captured */
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        *ret_size = (uint64_t) st.st_size;
+        if (off >= *ret_size)
+                return 0;
+        size_t n = (size_t) (*ret_size - off < max ? *ret_size - off : max);
+        _cleanup_free_ char *buf = malloc(n ? n : 1);
+        if (!buf)
+                return -ENOMEM;
+        size_t got = 0;
+        while (got < n) {
+                ssize_t k = pread(fd, buf + got, n - got, (off_t) (off + got));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                got += (size_t) k;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_len = got;
+        return 0;
+}
+
+static int append_line(struct logs_req *q, json_t *msg) {
+        size_t n;
+        _cleanup_free_ char *s = msg ? json_line(msg, &n) : NULL;
+        json_decref(msg);
+        if (!s)
+                return -ENOMEM;
+        char *nb = realloc(q->out, q->out_len + n);
+        if (!nb)
+                return -ENOMEM;
+        q->out = nb;
+        memcpy(q->out + q->out_len, s, n);
+        q->out_len += n;
+        return 0;
+}
+
+/* Without follow: the whole response. */
+static void run_snapshot(struct work *w) {
+        struct logs_req *q = container_of(w, struct logs_req, work);
+        json_t *o = json_pack("{s:s, s:I}", "job", q->id, "offset", (json_int_t) q->off[0]);
+        for (int i = 0; o && i < 2; i++) {
+                if (!(q->streams & proto_stream_bit(i)))
+                        continue;
+                _cleanup_free_ char *data = NULL;
+                size_t len;
+                int r = read_stream(q->results_fd, q->id, i, q->off[0], q->max_bytes, &data, &len, &q->size[i]);
+                if (r < 0) {
+                        q->err = r;
+                        break;
+                }
+                char key[32];
+                proto_set_data(o, proto_stream_name(i), data ? data : "", len);
+                snprintf(key, sizeof(key), "%s_size", proto_stream_name(i));
+                json_object_set_new(o, key, json_integer((json_int_t) q->size[i]));
+                snprintf(key, sizeof(key), "%s_end", proto_stream_name(i));
+                json_object_set_new(o, key, json_integer((json_int_t) (q->off[0] + len)));
+        }
+        if (q->err < 0) {
+                json_decref(o);
+                return;
+        }
+        q->err = append_line(q, proto_ok(q->tag, o));
+}
+
+/* With follow: the next piece of each stream as output events, and for a
+ * finished job at the end of its capture, its record. */
+static void run_piece(struct work *w) {
+        struct logs_req *q = container_of(w, struct logs_req, work);
+        bool at_end = true;
+        for (int i = 0; i < 2 && q->err == 0; i++) {
+                if (!(q->streams & proto_stream_bit(i)))
+                        continue;
+                _cleanup_free_ char *data = NULL;
+                size_t len;
+                q->err = read_stream(q->results_fd, q->id, i, q->off[i], q->max_bytes, &data, &len, &q->size[i]);
+                for (size_t at = 0; q->err == 0 && at < len; at += PROTO_EVENT_CHUNK) {
+                        size_t n = len - at < PROTO_EVENT_CHUNK ? len - at : PROTO_EVENT_CHUNK;
+                        q->err = append_line(q, proto_ev_output(q->id, i, data + at, n));
+                }
+                q->off[i] += len;
+                if (q->off[i] < q->size[i])
+                        at_end = false;
+        }
+        if (q->err == 0 && at_end && q->have_record) {
+                json_t *rec = NULL;
+                int r = result_load(q->results_fd, q->id, &rec);
+                q->err = append_line(q, proto_ev_end(q->id, r == 0 ? rec : NULL));
+                json_decref(rec);
+                q->end_sent = true;
+        }
+}
+
+static void finish(struct logs_req *q) {
+        struct conn *c = q->c;
+        if (!c->closed)
+                c->on_drained = NULL;
+        conn_unbusy(c);
+        conn_unref(c);
+        req_free(q);
+}
+
+static void piece_done(struct work *w);
+
+static void next_piece(struct logs_req *q) {
+        q->work.run = run_piece;
+        q->work.done = piece_done;
+        free(q->out);
+        q->out = NULL;
+        q->out_len = 0;
+        worker_submit(&q->work);
+}
+
+static void on_drained(struct conn *c) {
+        struct logs_req *q = c->drain_arg;
+        c->on_drained = NULL;
+        next_piece(q);
+}
+
+static void piece_done(struct work *w) {
+        struct logs_req *q = container_of(w, struct logs_req, work);
+        struct conn *c = q->c;
+        if (c->closed || q->err < 0) {
+                if (!c->closed)
+                        conn_send(c, proto_ev_error(q->id, E_INTERNAL, strerror(-q->err)));
+                finish(q);
+                return;
+        }
+        if (q->out_len)
+                conn_send_raw(c, q->out, q->out_len);
+        if (c->closed || q->end_sent) {
+                finish(q);
+                return;
+        }
+        /* A live job: caught up with what it captured, it goes on as a
+         * follower. Looked up again: it may have ended meanwhile. */
+        struct rjob *rj = q->have_record ? NULL : jobs_find(&c->d->jobs, q->id);
+        if (!q->have_record && !rj) {
+                q->have_record = true; /* ended: read to the end, then its record */
+        } else if (rj) {
+                bool caught_up = true;
+                for (int i = 0; i < 2; i++)
+                        if ((q->streams & proto_stream_bit(i)) && q->off[i] < rj->cap.kept[i])
+                                caught_up = false;
+                if (caught_up) {
+                        subscribe_add(c, rj, W_FOLLOW, q->streams, q->tag);
+                        finish(q);
+                        return;
+                }
+        }
+        if (conn_lagging(c)) {
+                c->drain_arg = q;
+                c->on_drained = on_drained;
+                return;
+        }
+        next_piece(q);
+}
+
+static void snapshot_done(struct work *w) {
+        struct logs_req *q = container_of(w, struct logs_req, work);
+        struct conn *c = q->c;
+        if (!c->closed) {
+                if (q->err < 0)
+                        conn_send(c, proto_error(q->tag, E_INTERNAL, "cannot read the output of %s: %s", q->id, strerror(-q->err)));
+                else
+                        conn_send_raw(c, q->out, q->out_len);
+        }
+        finish(q);
+}
+
+void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id) {
+        struct daemon *d = c->d;
+        /* Every message within the client's buffer, whatever its bytes: a
+         * byte may take up to six in JSON (\u00XX), two streams. */
+        uint64_t bound = d->cfg->client_buffer / 12;
+        if (req->follow && rj && !subscribe_room(c, req->tag))
+                return;
+        struct logs_req *q = calloc(1, sizeof(*q));
+        if (!q) {
+                conn_send(c, proto_error(req->tag, E_INTERNAL, "out of memory"));
+                return;
+        }
+        q->c = c;
+        q->results_fd = d->dirs.results_fd;
+        snprintf(q->id, sizeof(q->id), "%s", id);
+        q->tag = req->tag ? json_incref(req->tag) : NULL;
+        q->streams = req->streams;
+        q->follow = req->follow;
+        q->off[0] = q->off[1] = req->follow ? 0 : req->offset;
+        q->max_bytes = req->follow ? REPLAY_PIECE : req->max_bytes;
+        if (q->max_bytes > bound)
+                q->max_bytes = bound;
+        q->have_record = !rj;
+        conn_ref(c);
+        conn_busy(c);
+        if (req->follow) {
+                conn_send(c, proto_ok(req->tag, json_pack("{s:s}", "job", id)));
+                next_piece(q);
+                return;
+        }
+        q->work.run = run_snapshot;
+        q->work.done = snapshot_done;
+        worker_submit(&q->work);
+}

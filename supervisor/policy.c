@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy.h"
+#include "profile.h"
+#include "util.h"
+
+bool policy_allows_profile(const struct tenant *t, const char *name) {
+        for (size_t i = 0; i < t->n_profiles; i++)
+                if (streq(t->profiles[i], "*") || streq(t->profiles[i], name))
+                        return true;
+        return false;
+}
+
+/* How a value is said in messages: most are plain numbers; CPU bandwidth
+ * is kept in thousandths of a CPU and said in CPUs ("1.5"). */
+typedef const char *(*value_fmt)(uint64_t v, char *buf, size_t len);
+
+static const char *plain_str(uint64_t v, char *buf, size_t len) {
+        snprintf(buf, len, "%" PRIu64, v);
+        return buf;
+}
+
+static const char *cpus_str(uint64_t milli, char *buf, size_t len) {
+        snprintf(buf, len, "%" PRIu64 ".%03" PRIu64, milli / 1000, milli % 1000);
+        char *e = buf + strlen(buf) - 1;
+        while (*e == '0')
+                *e-- = '\0';
+        if (*e == '.')
+                *e = '\0';
+        return buf;
+}
+
+/* One capped value: not asked → the default; above the cap → refuse or clamp. */
+static int cap_value_fmt(const struct tenant *t, struct policy_decision *d, const char *what, uint64_t asked, uint64_t cap,
+                         uint64_t dflt, uint64_t *out, value_fmt fmt, struct sbx_error *err) {
+        char a[32], c[32];
+        if (asked == PROTO_UNSET) {
+                *out = dflt;
+                return 0;
+        }
+        if (cap != CONFIG_UNSET && asked > cap) {
+                if (t->over_limit == OVER_LIMIT_CLAMP) {
+                        size_t l = strlen(d->clamped);
+                        snprintf(d->clamped + l, sizeof(d->clamped) - l, "%s%s %s -> %s", l ? "; " : "", what,
+                                 fmt(asked, a, sizeof(a)), fmt(cap, c, sizeof(c)));
+                        *out = cap;
+                        return 0;
+                }
+                d->code = E_LIMIT;
+                return sbx_error_msg(err, EPERM, "field '%s': %s is above tenant '%s''s cap of %s", what, fmt(asked, a, sizeof(a)),
+                                     t->name, fmt(cap, c, sizeof(c)));
+        }
+        *out = asked;
+        return 0;
+}
+
+static int cap_value(const struct tenant *t, struct policy_decision *d, const char *what, uint64_t asked, uint64_t cap,
+                     uint64_t dflt, uint64_t *out, struct sbx_error *err) {
+        return cap_value_fmt(t, d, what, asked, cap, dflt, out, plain_str, err);
+}
+
+int policy_apply(const struct tenant *t, const struct run_request *run, const struct daemon_caps *caps,
+                 struct policy_decision *d, struct sbx_error *err) {
+        int r;
+        memset(d, 0, sizeof(*d));
+
+        const char *prof = run->profile ? run->profile : t->default_profile ? t->default_profile : "default";
+        if (!policy_allows_profile(t, prof)) {
+                d->code = E_FORBIDDEN;
+                return sbx_error_msg(err, EPERM, "field 'profile': tenant '%s' may not use profile '%s'", t->name, prof);
+        }
+        snprintf(d->profile, sizeof(d->profile), "%s", prof);
+
+        /* The limits that the job could not run sensibly without are always
+         * set: a timeout, and output kept per stream. */
+        r = cap_value(t, d, "timeout_ms", run->timeout_ms, t->max_timeout_ms, t->default_timeout_ms, &d->timeout_ms, err);
+        if (r < 0)
+                return r;
+        r = cap_value(t, d, "limits.memory", run->memory, t->max_memory, t->max_memory == CONFIG_UNSET ? PROTO_UNSET : t->max_memory,
+                      &d->memory, err);
+        if (r < 0)
+                return r;
+        r = cap_value(t, d, "limits.processes", run->processes, t->max_processes,
+                      t->max_processes == CONFIG_UNSET ? PROTO_UNSET : t->max_processes, &d->processes, err);
+        if (r < 0)
+                return r;
+        r = cap_value(t, d, "limits.cpu_s", run->cpu_s, t->max_cpu_s, t->max_cpu_s == CONFIG_UNSET ? PROTO_UNSET : t->max_cpu_s,
+                      &d->cpu_s, err);
+        if (r < 0)
+                return r;
+        r = cap_value_fmt(t, d, "limits.cpus", run->cpu_milli, t->max_cpu_milli,
+                          t->max_cpu_milli == CONFIG_UNSET ? PROTO_UNSET : t->max_cpu_milli, &d->cpu_milli, cpus_str, err);
+        if (r < 0)
+                return r;
+        r = cap_value(t, d, "limits.output", run->output, t->max_output, t->max_output == CONFIG_UNSET ? (16u << 20) : t->max_output,
+                      &d->output, err);
+        if (r < 0)
+                return r;
+
+        /* Uploads cannot be clamped without changing what the job sees. */
+        if (t->max_upload != CONFIG_UNSET && run->upload_bytes > t->max_upload) {
+                d->code = E_LIMIT;
+                return sbx_error_msg(err, EPERM, "field 'files': %zu bytes is above tenant '%s''s cap of %" PRIu64, run->upload_bytes,
+                                     t->name, t->max_upload);
+        }
+        d->artifacts = t->max_artifacts == CONFIG_UNSET ? (1ull << 40) : t->max_artifacts;
+
+        d->net = run->net < 0 ? NET_NONE : run->net;
+        if (!(t->net_modes & NET_MODE_BIT(d->net))) {
+                d->code = E_FORBIDDEN;
+                return sbx_error_msg(err, EPERM, "field 'network': tenant '%s' may not use network mode '%s'", t->name,
+                                     d->net == NET_HOST ? "host" : "none");
+        }
+
+        /* Asked for and impossible here: refused, not quietly ignored. (A
+         * tenant's max_cpus alone still runs, recorded as not enforced; the
+         * daemon warned at start.) */
+        if (run->cpu_milli != PROTO_UNSET && !(caps && caps->cpu_bandwidth)) {
+                d->code = E_LIMIT;
+                return sbx_error_msg(err, EPERM, "field 'limits.cpus': this daemon cannot enforce CPU bandwidth (%s)",
+                                     caps && caps->no_cpu_why ? caps->no_cpu_why : "no cgroup cpu controller");
+        }
+        return 0;
+}
+
+static json_t *u64_json(uint64_t v) {
+        return v == PROTO_UNSET ? json_null() : json_integer((json_int_t) v);
+}
+
+json_t *policy_to_json(const struct policy_decision *d) {
+        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "profile", d->profile, "timeout_ms",
+                         u64_json(d->timeout_ms), "memory", u64_json(d->memory), "processes", u64_json(d->processes), "cpu_s",
+                         u64_json(d->cpu_s), "cpu_milli", u64_json(d->cpu_milli), "output", u64_json(d->output), "artifacts",
+                         u64_json(d->artifacts), "net", d->net == NET_HOST ? "host" : "none", "clamped", d->clamped);
+}
+
+static uint64_t u64_of(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t) json_integer_value(v) : PROTO_UNSET;
+}
+
+int policy_from_json(json_t *o, struct policy_decision *d) {
+        memset(d, 0, sizeof(*d));
+        const char *profile = json_string_value(json_object_get(o, "profile"));
+        const char *net = json_string_value(json_object_get(o, "net"));
+        const char *clamped = json_string_value(json_object_get(o, "clamped"));
+        if (!json_is_object(o) || !profile)
+                return -EINVAL;
+        snprintf(d->profile, sizeof(d->profile), "%s", profile);
+        d->timeout_ms = u64_of(o, "timeout_ms");
+        d->memory = u64_of(o, "memory");
+        d->processes = u64_of(o, "processes");
+        d->cpu_s = u64_of(o, "cpu_s");
+        d->cpu_milli = u64_of(o, "cpu_milli");
+        d->output = u64_of(o, "output");
+        d->artifacts = u64_of(o, "artifacts");
+        d->net = net && streq(net, "host") ? NET_HOST : NET_NONE;
+        snprintf(d->clamped, sizeof(d->clamped), "%s", clamped ? clamped : "");
+        return 0;
+}

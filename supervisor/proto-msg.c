@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The messages the daemon sends besides plain responses: events, job
+ * summaries, and the digests that identify a request. */
+#include <inttypes.h>
+#include <sodium.h>
+#include <string.h>
+
+#include "profile.h"
+#include "proto.h"
+#include "util.h"
+
+const char *proto_stream_name(int i) {
+        return i == 0 ? "stdout" : "stderr";
+}
+
+unsigned proto_stream_bit(int i) {
+        return i == 0 ? STREAM_STDOUT : STREAM_STDERR;
+}
+
+json_t *proto_time(uint64_t real_ms) {
+        char ts[64];
+        return real_ms ? json_string(format_rfc3339(real_ms, ts, sizeof(ts))) : json_null();
+}
+
+json_t *proto_argv(const struct run_request *run) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < run->argc; i++)
+                json_array_append_new(a, json_string(run->argv[i]) ?: json_string("?"));
+        return a;
+}
+
+static json_t *event(const char *name, const char *job) {
+        return json_pack("{s:i, s:s, s:s}", "v", PROTO_VERSION, "event", name, "job", job);
+}
+
+json_t *proto_ev_started(const char *job) {
+        return event("started", job);
+}
+
+json_t *proto_ev_output(const char *job, int stream, const char *data, size_t len) {
+        json_t *ev = event("output", job);
+        if (ev && (json_object_set_new(ev, "stream", json_string(proto_stream_name(stream))) < 0 ||
+                   proto_set_data(ev, "data", data, len) < 0)) {
+                json_decref(ev);
+                return NULL;
+        }
+        return ev;
+}
+
+json_t *proto_ev_lagged(const char *job, int stream, uint64_t skipped) {
+        json_t *ev = event("lagged", job);
+        if (ev) {
+                json_object_set_new(ev, "stream", json_string(proto_stream_name(stream)));
+                json_object_set_new(ev, "skipped", json_integer((json_int_t) skipped));
+        }
+        return ev;
+}
+
+json_t *proto_ev_end(const char *job, json_t *rec) {
+        json_t *ev = event("end", job);
+        if (ev)
+                json_object_set(ev, "result", rec ? rec : json_null());
+        return ev;
+}
+
+json_t *proto_ev_error(const char *job, const char *code, const char *msg) {
+        json_t *ev = event("error", job);
+        if (ev)
+                json_object_set_new(ev, "error", json_pack("{s:s, s:s}", "code", code, "message", msg));
+        return ev;
+}
+
+json_t *proto_summary_live(const char *job, const char *tenant, const char *state, uint64_t created_ms,
+                           uint64_t started_ms, const char *command) {
+        return json_pack("{s:s, s:s, s:s, s:o, s:o, s:[s]}", "job", job, "tenant", tenant, "state", state, "created",
+                         proto_time(created_ms), "started", proto_time(started_ms), "command", command);
+}
+
+json_t *proto_summary_done(const char *job, const char *tenant, const char *state, uint64_t created_ms,
+                           uint64_t ended_ms, int exit_code) {
+        return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "job", job, "tenant", tenant, "state", state, "created",
+                         proto_time(created_ms), "ended", proto_time(ended_ms), "exit_code",
+                         exit_code >= 0 ? json_integer(exit_code) : json_null());
+}
+
+static void set_u64(json_t *o, const char *key, uint64_t v) {
+        if (v != PROTO_UNSET)
+                json_object_set_new(o, key, json_integer((json_int_t) v));
+}
+
+json_t *proto_run_json(const struct run_request *run) {
+        json_t *o = json_pack("{s:i, s:s, s:o}", "v", PROTO_VERSION, "op", "run", "command", proto_argv(run));
+        if (!o)
+                return NULL;
+        int r = 0;
+        if (run->profile)
+                r |= json_object_set_new(o, "profile", json_string(run->profile));
+        if (run->n_env) {
+                json_t *env = json_object();
+                for (size_t i = 0; env && i < run->n_env; i++)
+                        r |= json_object_set_new(env, run->env[i].name, json_string(run->env[i].value));
+                r |= json_object_set_new(o, "env", env);
+        }
+        if (run->stdin_data)
+                r |= proto_set_data(o, "stdin", (const char *) run->stdin_data, run->stdin_len);
+        set_u64(o, "timeout_ms", run->timeout_ms);
+        json_t *lim = json_object();
+        if (lim) {
+                set_u64(lim, "memory", run->memory);
+                set_u64(lim, "processes", run->processes);
+                set_u64(lim, "cpu_s", run->cpu_s);
+                set_u64(lim, "output", run->output);
+                if (run->cpu_milli != PROTO_UNSET)
+                        json_object_set_new(lim, "cpus", json_real((double) run->cpu_milli / 1000.0));
+        }
+        r |= json_object_set_new(o, "limits", lim);
+        if (run->net >= 0)
+                r |= json_object_set_new(o, "network", json_string(run->net == NET_HOST ? "host" : "none"));
+        if (run->n_files) {
+                json_t *files = json_array();
+                for (size_t i = 0; files && i < run->n_files; i++) {
+                        const struct upload *u = &run->files[i];
+                        json_t *f = json_pack("{s:s, s:i}", "path", u->path, "mode", (int) u->mode);
+                        if (!f || proto_set_data(f, "data", (const char *) u->data, u->len) < 0)
+                                r = -1;
+                        r |= json_array_append_new(files, f);
+                }
+                r |= json_object_set_new(o, "files", files);
+        }
+        if (run->n_artifacts) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < run->n_artifacts; i++)
+                        r |= json_array_append_new(a, json_string(run->artifacts[i]));
+                r |= json_object_set_new(o, "artifacts", a);
+        }
+        if (run->idempotency_key)
+                r |= json_object_set_new(o, "idempotency_key", json_string(run->idempotency_key));
+        if (run->retries)
+                r |= json_object_set_new(o, "retries", json_integer(run->retries));
+        if (r) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+/* Each piece is hashed with its length first, so that moving bytes from
+ * one piece to the next changes the digest. */
+static void put(crypto_hash_sha256_state *h, const void *p, size_t len) {
+        uint64_t n = len;
+        crypto_hash_sha256_update(h, (const unsigned char *) &n, sizeof(n));
+        if (len)
+                crypto_hash_sha256_update(h, p, len);
+}
+
+static void put_str(crypto_hash_sha256_state *h, const char *s) {
+        put(h, s ? s : "", s ? strlen(s) + 1 : 0);
+}
+
+static void put_u64(crypto_hash_sha256_state *h, uint64_t v) {
+        crypto_hash_sha256_update(h, (const unsigned char *) &v, sizeof(v));
+}
+
+static void finish(crypto_hash_sha256_state *h, char hex[65]) {
+        unsigned char d[crypto_hash_sha256_BYTES];
+        crypto_hash_sha256_final(h, d);
+        hex_encode(d, sizeof(d), hex);
+}
+
+static void hash_inputs(crypto_hash_sha256_state *h, const struct run_request *run) {
+        for (size_t i = 0; i < run->argc; i++)
+                crypto_hash_sha256_update(h, (const unsigned char *) run->argv[i], strlen(run->argv[i]) + 1);
+        for (size_t i = 0; i < run->n_env; i++) {
+                crypto_hash_sha256_update(h, (const unsigned char *) run->env[i].name, strlen(run->env[i].name) + 1);
+                crypto_hash_sha256_update(h, (const unsigned char *) run->env[i].value, strlen(run->env[i].value) + 1);
+        }
+        if (run->stdin_data)
+                crypto_hash_sha256_update(h, run->stdin_data, run->stdin_len);
+        for (size_t i = 0; i < run->n_files; i++) {
+                crypto_hash_sha256_update(h, (const unsigned char *) run->files[i].path, strlen(run->files[i].path) + 1);
+                crypto_hash_sha256_update(h, run->files[i].data, run->files[i].len);
+        }
+}
+
+void proto_inputs_digest(const struct run_request *run, char hex[65]) {
+        crypto_hash_sha256_state h;
+        crypto_hash_sha256_init(&h);
+        hash_inputs(&h, run);
+        finish(&h, hex);
+}
+
+void proto_request_digest(const struct run_request *run, char hex[65]) {
+        crypto_hash_sha256_state h;
+        crypto_hash_sha256_init(&h);
+        put_u64(&h, run->argc);
+        for (size_t i = 0; i < run->argc; i++)
+                put_str(&h, run->argv[i]);
+        put_u64(&h, run->n_env);
+        for (size_t i = 0; i < run->n_env; i++) {
+                put_str(&h, run->env[i].name);
+                put_str(&h, run->env[i].value);
+        }
+        put_u64(&h, run->stdin_data ? 1 : 0);
+        put(&h, run->stdin_data, run->stdin_len);
+        put_u64(&h, run->n_files);
+        for (size_t i = 0; i < run->n_files; i++) {
+                put_str(&h, run->files[i].path);
+                put(&h, run->files[i].data, run->files[i].len);
+                put_u64(&h, run->files[i].mode);
+        }
+        put_str(&h, run->profile);
+        put_u64(&h, run->timeout_ms);
+        put_u64(&h, run->memory);
+        put_u64(&h, run->processes);
+        put_u64(&h, run->cpu_s);
+        put_u64(&h, run->cpu_milli);
+        put_u64(&h, run->output);
+        put_u64(&h, (uint64_t) (int64_t) run->net);
+        put_u64(&h, run->n_artifacts);
+        for (size_t i = 0; i < run->n_artifacts; i++)
+                put_str(&h, run->artifacts[i]);
+        put_u64(&h, run->retries);
+        finish(&h, hex);
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <string.h>
+
+#include "launch-abi.h"
+#include "record.h"
+
+static json_t *limit_json(uint64_t value, const char *by) {
+        if (value == PROTO_UNSET)
+                return json_pack("{s:n, s:n}", "value", "by");
+        return json_pack("{s:I, s:s}", "value", (json_int_t) value, "by", by);
+}
+
+/* CPU bandwidth has no rlimit: without the cgroup cpu controller it is
+ * recorded as not enforced. */
+static json_t *cpus_json(uint64_t milli, bool enforced) {
+        if (milli == PROTO_UNSET)
+                return json_pack("{s:n, s:n}", "value", "by");
+        return json_pack("{s:f, s:s}", "value", (double) milli / 1000.0, "by", enforced ? "cgroup" : "none");
+}
+
+/* Which mechanism enforced each limit: the daemon's own timer for the wall
+ * clock and the output, the job cgroup where its controller is enabled,
+ * otherwise the launcher's rlimits. */
+static json_t *limits_json(const struct policy_decision *pol, unsigned cg) {
+        const char *rl = "rlimit";
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "timeout_ms", limit_json(pol->timeout_ms, "supervisor"), "memory",
+                         limit_json(pol->memory, cg & CG_LIMIT_MEMORY ? "cgroup" : rl), "processes",
+                         limit_json(pol->processes, cg & CG_LIMIT_PIDS ? "cgroup" : rl), "cpu_s", limit_json(pol->cpu_s, rl),
+                         "cpus", cpus_json(pol->cpu_milli, cg & CG_LIMIT_CPU), "output", limit_json(pol->output, "supervisor"));
+}
+
+static json_t *stream_json(const struct record_input *in, int i) {
+        char path[4200];
+        const struct record_stream *s = &in->out[i];
+        snprintf(path, sizeof(path), "%s/%s/%s", in->results_path, in->j->id, proto_stream_name(i));
+        json_t *o = json_pack("{s:I, s:I, s:b, s:s}", "size", (json_int_t) s->kept, "produced",
+                              (json_int_t) (s->produced > s->kept ? s->produced : s->kept), "truncated", s->truncated, "path",
+                              path);
+        /* Kept short of the cap because the disk refused it: say so, not
+         * "truncated" alone. */
+        if (o && s->write_err < 0)
+                json_object_set_new(o, "error", json_string(strerror(-s->write_err)));
+        return o;
+}
+
+static json_t *int_or_null(int v, int floor) {
+        return v >= floor ? json_integer(v) : json_null();
+}
+
+json_t *record_build(const struct record_input *in) {
+        const struct job *j = in->j;
+        json_t *end = in->launcher_end;
+        json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:o, s:s, s:s}", "v", PROTO_VERSION, "job", j->id, "tenant",
+                                in->tenant, "uid", (json_int_t) j->caller_uid, "job_uid", (json_int_t) in->job_uid, "job_gid",
+                                (json_int_t) in->job_gid, "command", proto_argv(&j->req.run), "profile", j->pol.profile,
+                                "state", job_outcome_name(j->outcome));
+        if (!rec)
+                return NULL;
+        json_object_set_new(rec, "exit_code", int_or_null(j->exit_code, 0));
+        json_object_set_new(rec, "signal", int_or_null(j->term_signal, 1));
+        json_object_set_new(rec, "timed_out", json_boolean(j->timed_out));
+        json_object_set_new(rec, "cancelled", json_boolean(j->cancelled));
+        if (j->error_code)
+                json_object_set_new(rec, "error", json_pack("{s:s, s:s}", "code", j->error_code, "message",
+                                                            j->error_message ? j->error_message : ""));
+        else
+                json_object_set_new(rec, "error", json_null());
+        json_object_set_new(rec, "attempt", json_integer(j->attempt));
+        json_object_set_new(rec, "created", proto_time(j->created_ms));
+        json_object_set_new(rec, "started", proto_time(j->started_ms));
+        json_object_set_new(rec, "ended", proto_time(j->ended_ms));
+        uint64_t wall = j->started_ms && j->ended_ms >= j->started_ms ? j->ended_ms - j->started_ms : 0;
+        json_object_set_new(rec, "wall_ms", json_integer((json_int_t) wall));
+        json_t *cpu = end ? json_object_get(end, LAUNCH_KEY_CPU_MS) : NULL;
+        if (in->cgroup_cpu_us >= 0)
+                json_object_set_new(rec, "cpu_ms", json_integer((json_int_t) (in->cgroup_cpu_us / 1000)));
+        else
+                json_object_set_new(rec, "cpu_ms", cpu ? json_incref(cpu) : json_null());
+        json_t *rss = end ? json_object_get(end, LAUNCH_KEY_PEAK_RSS_KB) : NULL;
+        json_object_set_new(rec, "peak_rss_kb", rss ? json_incref(rss) : json_null());
+        for (int i = 0; i < 2; i++)
+                json_object_set_new(rec, proto_stream_name(i), stream_json(in, i));
+        json_object_set_new(rec, "artifacts", in->artifacts ? json_incref(in->artifacts) : json_array());
+        json_object_set_new(rec, "artifacts_truncated", json_boolean(in->artifacts_truncated));
+        if (in->artifacts_error)
+                json_object_set_new(rec, "artifacts_error", json_string(in->artifacts_error));
+        json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits));
+        json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
+        json_t *prot = end ? json_object_get(end, LAUNCH_KEY_PROTECTIONS) : NULL;
+        json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
+        json_object_set_new(rec, "network_events", json_array());
+        json_object_set_new(rec, "bundle", json_null());
+        json_object_set_new(rec, "idempotency_key",
+                            j->req.run.idempotency_key ? json_string(j->req.run.idempotency_key) : json_null());
+        json_object_set_new(rec, "request_sha256", in->req_digest ? json_string(in->req_digest) : json_null());
+        if (j->pol.clamped[0])
+                json_object_set_new(rec, "clamped", json_string(j->pol.clamped));
+        return rec;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The result record (sbx-protocol(7)): the one builder, for jobs that ran
+ * and ended here and for jobs that a restart interrupted (recover.c), so
+ * both carry every field. Pure, unit-tested. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "job.h"
+
+/* What became of one output stream. */
+struct record_stream {
+        uint64_t kept;          /* bytes in the capture file */
+        uint64_t produced;      /* bytes the job wrote (at least kept) */
+        bool truncated;         /* the output cap was reached */
+        int write_err;          /* the capture file could not be written: -errno */
+};
+
+struct record_input {
+        const struct job *j;
+        const char *tenant;         /* the tenant's name (the job's tenant may be gone after a restart) */
+        uid_t job_uid;
+        gid_t job_gid;
+        const char *results_path;   /* STATE/results, for the capture files' paths */
+        struct record_stream out[2];
+        json_t *artifacts;          /* borrowed; NULL: none */
+        bool artifacts_truncated;
+        const char *artifacts_error;
+        json_t *launcher_end;       /* borrowed: the launcher's end record, or NULL */
+        int64_t cgroup_cpu_us;      /* the job cgroup's usage, or -1 */
+        bool cgroup;                /* the job had a cgroup */
+        unsigned cg_limits;         /* CG_LIMIT_* it enforced */
+        const char *req_digest;     /* proto_request_digest(), or NULL */
+};
+
+json_t *record_build(const struct record_input *in);

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+#include "dispatch.h"
+#include "log.h"
+#include "profile.h"
+#include "recover.h"
+#include "runner.h"
+#include "tenant.h"
+#include "workspace.h"
+
+struct tally {
+        unsigned requeued, ended, rejected;
+};
+
+/* A tenant the configuration no longer has: its interrupted jobs still get
+ * records under its name. Kept by the daemon until it exits. */
+static const struct tenant *ghost(struct daemon *d, const struct journal_entry *x) {
+        struct ghost_tenant *g;
+        for (g = d->ghosts; g; g = g->next)
+                if (streq(g->t.name, x->tenant))
+                        return &g->t;
+        g = calloc(1, sizeof(*g));
+        if (!g)
+                return NULL;
+        tenant_defaults(&g->t);
+        g->t.name = strdup(x->tenant);
+        g->t.job_uid = (uid_t) json_integer_value(json_object_get(x->accept, "job_uid"));
+        g->t.job_gid = (gid_t) json_integer_value(json_object_get(x->accept, "job_gid"));
+        if (!g->t.name) {
+                free(g);
+                return NULL;
+        }
+        g->next = d->ghosts;
+        d->ghosts = g;
+        return &g->t;
+}
+
+/* The validated request again, from the accept line; a line from before
+ * the journal kept requests has only the command. */
+static int request_of(const struct journal_entry *x, struct request *req, bool *whole) {
+        struct sbx_error err;
+        json_t *r = json_object_get(x->accept, "request");
+        *whole = false;
+        if (json_is_object(r)) {
+                _cleanup_free_ char *line = json_dumps(r, JSON_COMPACT);
+                if (line && proto_parse_request(line, strlen(line), req, &err) == 0) {
+                        *whole = true;
+                        return 0;
+                }
+                request_free(req);
+        }
+        json_t *cmd = json_object_get(x->accept, "command");
+        size_t n = json_array_size(cmd);
+        request_init(req);
+        req->op = REQ_RUN;
+        req->run.argv = calloc(n + 2, sizeof(char *));
+        if (!req->run.argv)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const char *a = json_string_value(json_array_get(cmd, i));
+                if (!(req->run.argv[req->run.argc] = strdup(a ? a : "?")))
+                        return -ENOMEM;
+                req->run.argc++;
+        }
+        if (n == 0 && !(req->run.argv[req->run.argc++] = strdup("?")))
+                return -ENOMEM;
+        return 0;
+}
+
+/* What the job's capture files hold: all that is known of its output. */
+static void capture_sizes(struct daemon *d, struct rjob *rj) {
+        _cleanup_close_ int dir = openat(d->dirs.results_fd, rj->j.id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        for (int i = 0; i < 2 && dir >= 0; i++) {
+                struct stat st;
+                if (fstatat(dir, proto_stream_name(i), &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        rj->cap.kept[i] = rj->cap.produced[i] = (uint64_t) st.st_size;
+        }
+}
+
+/* Without a cgroup: the recorded pid — if it is still the same process —
+ * and its process group. */
+static void kill_leftover(const struct journal_entry *x) {
+        unsigned long long st;
+        if (x->pid > 0 && proc_starttime(x->pid, &st) == 0 && st == x->starttime_ticks) {
+                kill(-x->pid, SIGKILL);
+                kill(x->pid, SIGKILL);
+        }
+}
+
+static struct rjob *rebuild(struct daemon *d, const struct journal_entry *x, bool *whole) {
+        struct rjob *rj = rjob_new(d);
+        if (!rj)
+                return NULL;
+        struct job *j = &rj->j;
+        snprintf(j->id, sizeof(j->id), "%s", x->id);
+        j->tenant = tenant_find(d->cfg, x->tenant) ?: ghost(d, x);
+        j->caller_uid = x->caller_uid;
+        j->created_ms = parse_rfc3339_ms(json_string_value(json_object_get(x->accept, "created")));
+        json_t *att = json_object_get(x->accept, "attempt");
+        j->attempt = json_is_integer(att) && json_integer_value(att) > 0 ? (unsigned) json_integer_value(att) : 1;
+        const char *dg = json_string_value(json_object_get(x->accept, "request_sha256"));
+        if (dg && strlen(dg) == 64)
+                memcpy(rj->req_digest, dg, 65);
+        if (!j->tenant || request_of(x, &j->req, whole) < 0) {
+                rjob_free(rj);
+                return NULL;
+        }
+        if (policy_from_json(json_object_get(x->accept, "policy"), &j->pol) < 0) {
+                /* A line from before the journal kept decisions. */
+                const char *p = json_string_value(json_object_get(x->accept, "profile"));
+                snprintf(j->pol.profile, sizeof(j->pol.profile), "%s", p ? p : "?");
+                j->pol.timeout_ms = j->pol.memory = j->pol.processes = j->pol.cpu_s = j->pol.cpu_milli = j->pol.output = PROTO_UNSET;
+        }
+        return rj;
+}
+
+/* A job that may run (again): its decision re-taken under today's
+ * configuration, a fresh workspace, and a place in the queue. */
+static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
+        struct sbx_error err;
+        struct job *j = &rj->j;
+        sbx_error_clear(&err);
+        int r = policy_apply(j->tenant, &j->req.run, &d->caps, &j->pol, &err);
+        if (r == 0) {
+                r = profile_find(j->pol.profile, d->cfg->profile_path, &rj->profile_path);
+                if (r < 0)
+                        sbx_error_msg(&err, -r, "no profile '%s' in %s", j->pol.profile, d->cfg->profile_path);
+        }
+        if (r < 0) {
+                char msg[SBX_ERROR_MAX + 64];
+                snprintf(msg, sizeof(msg), "refused when run again after a restart: %s", err.msg);
+                job_transition(j, JEV_REJECTED, msg);
+                t->rejected++;
+                return r;
+        }
+        workspace_remove(d->dirs.work_fd, j->id);
+        r = workspace_create(d->dirs.work_fd, j->id, &j->req.run, j->tenant->job_uid, j->tenant->job_gid, &err);
+        if (r < 0) {
+                job_transition(j, JEV_SPAWN_FAIL, err.msg);
+                return r;
+        }
+        sched_requeue(&d->sched, j);
+        t->requeued++;
+        return 0;
+}
+
+static void recover_one(struct daemon *d, const struct journal_entry *x, struct tally *t) {
+        bool whole;
+        struct rjob *rj = rebuild(d, x, &whole);
+        if (!rj) {
+                log_error("recovery: job %s: cannot rebuild it from the journal; it keeps its journal entry", x->id);
+                return;
+        }
+        struct job *j = &rj->j;
+        bool started = x->pid > 0;
+        bool own_tenant = tenant_find(d->cfg, x->tenant) != NULL;
+        jobs_add(&d->jobs, rj);
+        if (started) {
+                kill_leftover(x);
+                json_t *cg = json_object_get(x->start, "cg_limits");
+                rj->cg_limits = json_is_integer(cg) ? (unsigned) json_integer_value(cg) : 0;
+                rj->had_cgroup = json_is_true(json_object_get(x->start, "cgroup"));
+                j->started_ms = parse_rfc3339_ms(json_string_value(json_object_get(x->start, "started")));
+                job_transition(j, JEV_START, NULL);
+        }
+        /* Never started: it cannot have had side effects, so it runs. A
+         * started one runs again only if its request asked for retries. */
+        if (whole && own_tenant && (!started || j->attempt <= j->req.run.retries)) {
+                if (started)
+                        job_transition(j, JEV_RETRY, NULL);
+                if (requeue(d, rj, t) == 0)
+                        return;
+        } else if (started) {
+                job_transition(j, JEV_RESTARTED, NULL);
+                capture_sizes(d, rj);
+                t->ended++;
+        } else {
+                job_transition(j, JEV_REJECTED,
+                               own_tenant ? "accepted before a restart, and the journal has too little of it to run it again"
+                                          : "accepted before a restart; its tenant is no longer configured");
+                t->rejected++;
+        }
+        /* Its record goes through the group commit like any job's. */
+        runner_end(rj);
+}
+
+/* Every workspace but those of jobs queued again is from before the
+ * restart (the ended jobs' go with their records). */
+static void sweep_workspaces(struct daemon *d) {
+        _cleanup_closedir_ DIR *wd = NULL;
+        if (opendir_dup(d->dirs.work_fd, &wd) < 0)
+                return;
+        struct dirent *de;
+        while ((de = readdir(wd)))
+                if (proto_valid_job_id(de->d_name) && !jobs_find(&d->jobs, de->d_name))
+                        rm_rf_at(d->dirs.work_fd, de->d_name);
+}
+
+int recover_run(struct daemon *d, struct sbx_error *err) {
+        struct journal_entry *e = NULL;
+        size_t n = 0;
+        struct tally t = { 0 };
+        int r = journal_replay(d->dirs.state_fd, &e, &n);
+        if (r < 0)
+                return sbx_error_set(err, r, "journal in %s", d->cfg->state_dir);
+        if (d->cg.enabled) {
+                int k = cgroup_reap_orphans(&d->cg);
+                if (k > 0)
+                        log_notice("recovery: killed the processes of %d leftover job cgroups", k);
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct journal_entry *x = &e[i];
+                if (x->done || result_exists(d->dirs.results_fd, x->id) || jobs_find(&d->jobs, x->id))
+                        continue;
+                recover_one(d, x, &t);
+        }
+        journal_entries_free(e, n);
+        sweep_workspaces(d);
+        if (t.requeued)
+                log_notice("recovery: %u jobs accepted before a restart are queued to run", t.requeued);
+        if (t.ended)
+                log_notice("recovery: %u jobs interrupted by a restart get records (state error, E_RESTARTED)", t.ended);
+        if (t.rejected)
+                log_notice("recovery: %u jobs accepted before a restart cannot run and get records (state rejected)", t.rejected);
+        /* The journal now needs only what is in memory: the jobs queued
+         * again and those whose records are not yet written. */
+        r = daemon_compact_journal(d);
+        if (r < 0)
+                log_warning("recovery: journal not compacted (%s); the old one still holds every job", strerror(-r));
+        return 0;
+}

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* At start, after a crash: every job the journal accepted and no record
+ * ended gets one. A job that never started runs now (it cannot have had
+ * side effects); one that was running ends E_RESTARTED, or runs again if
+ * its request asked for retries. Nothing it started is left running, and
+ * no journal entry is dropped before its record is durable: the records
+ * go through the group commit like any other job's. */
+#pragma once
+
+#include "error.h"
+
+struct daemon;
+
+int recover_run(struct daemon *d, struct sbx_error *err);

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "commit.h"
+#include "daemon.h"
+#include "launch-abi.h"
+#include "launchspec.h"
+#include "log.h"
+#include "runner.h"
+#include "spawn.h"
+#include "subscribe.h"
+#include "workspace.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+void runner_schedule(struct daemon *d) {
+        d->schedule_wanted = true;
+}
+
+static void arm_timer(struct rjob *rj, uint64_t ms) {
+        struct itimerspec its = { 0 };
+        if (ms == 0)
+                ms = 1;
+        its.it_value.tv_sec = (time_t) (ms / 1000);
+        its.it_value.tv_nsec = (long) (ms % 1000) * 1000000;
+        timerfd_settime(rj->timer_fd, 0, &its, NULL);
+}
+
+/* Every process of the job, now: the cgroup when there is one, else the
+ * launcher's process group (the launcher's pid 1 takes the namespace with
+ * it when the launcher dies). */
+static void hard_kill(struct rjob *rj) {
+        if (rj->cgroup_fd >= 0 && cgroup_job_kill(&rj->d->cg, rj->cgroup_fd) == 0)
+                return;
+        if (rj->pid > 0 && !rj->cap.exited) {
+                kill(-rj->pid, SIGKILL);
+                kill(rj->pid, SIGKILL);
+        }
+}
+
+void runner_stop(struct rjob *rj, enum job_event why) {
+        enum job_state before = rj->j.state;
+        if (job_transition(&rj->j, why, NULL) < 0)
+                return;
+        if (before == JOB_RUNNING && rj->j.state == JOB_STOPPING) {
+                uint64_t grace_ms = rj->d->cfg->kill_grace_ms;
+                /* SIGTERM first: the launcher forwards it to the command,
+                 * which gets the grace period to clean up. */
+                if (rj->pid > 0 && !rj->cap.exited)
+                        kill(rj->pid, SIGTERM);
+                arm_timer(rj, grace_ms);
+                log_info("job %s: %s, SIGTERM sent, kill in %" PRIu64 " ms", rj->j.id,
+                         why == JEV_TIMEOUT ? "timed out" : why == JEV_CANCEL ? "cancelled" : "daemon stopping", grace_ms);
+        }
+}
+
+static void on_timer(struct source *s, uint32_t events) {
+        struct rjob *rj = container_of(s, struct rjob, timer_src);
+        uint64_t n;
+        if (read(s->fd, &n, sizeof(n)) < 0)
+                return;
+        if (rj->j.state == JOB_RUNNING)
+                runner_stop(rj, JEV_TIMEOUT);
+        else if (rj->j.state == JOB_STOPPING) {
+                log_info("job %s: grace period over, killing every process", rj->j.id);
+                hard_kill(rj);
+        }
+}
+
+/* An in-memory file holding data, read from its start; sealed: nothing can
+ * change it any more. */
+static int memfd_of(const char *name, const void *data, size_t len, bool sealed, int *ret_fd) {
+        _cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | (sealed ? MFD_ALLOW_SEALING : 0));
+        if (fd < 0)
+                return -errno;
+        int r = write_all(fd, data, len);
+        if (r < 0)
+                return r;
+        if (sealed && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+                return -errno;
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+struct pipes {
+        int out[2], err[2], status[2], report[2];
+};
+
+static void pipes_close(struct pipes *p) {
+        int *all = &p->out[0];
+        for (size_t i = 0; i < sizeof(*p) / sizeof(int); i++)
+                if (all[i] >= 0) {
+                        close(all[i]);
+                        all[i] = -1;
+                }
+}
+
+static int pipes_open(struct pipes *p) {
+        memset(p, -1, sizeof(*p));
+        if (pipe2(p->out, O_CLOEXEC) < 0 || pipe2(p->err, O_CLOEXEC) < 0 || pipe2(p->status, O_CLOEXEC) < 0 ||
+            pipe2(p->report, O_CLOEXEC) < 0) {
+                int r = -errno;
+                pipes_close(p);
+                return r;
+        }
+        return 0;
+}
+
+static void no_cgroup(struct rjob *rj) {
+        close(rj->cgroup_fd);
+        rj->cgroup_fd = -1;
+        rj->cg_limits = 0;
+        cgroup_job_remove(&rj->d->cg, rj->j.id);
+}
+
+/* Clone the launcher as the job uid, into the job's cgroup when it has
+ * one. The caller closes the child's ends of the pipes. */
+static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, int stdin_fd, struct pipes *p,
+                 int *ret_pidfd) {
+        struct daemon *d = rj->d;
+        struct spawn_params sp = {
+                .path = d->cfg->launcher,
+                .argv = ls->argv,
+                .envp = (char **) ls->envp,
+                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd },
+                .uid = rj->j.tenant->job_uid,
+                .gid = rj->j.tenant->job_gid,
+                .cgroup_fd = rj->cgroup_fd,
+                .err_fd = p->report[1],
+        };
+        int r = spawn_launcher(&sp, &rj->pid, ret_pidfd);
+        if (r < 0 && rj->cgroup_fd >= 0) {
+                /* CLONE_INTO_CGROUP can fail where plain clone works (e.g. a
+                 * threaded cgroup); run without the cgroup rather than not at all. */
+                log_warning("job %s: clone into cgroup failed (%s), starting without it", rj->j.id, strerror(-r));
+                no_cgroup(rj);
+                sp.cgroup_fd = -1;
+                r = spawn_launcher(&sp, &rj->pid, ret_pidfd);
+        }
+        return r;
+}
+
+json_t *runner_start_record(const struct rjob *rj) {
+        return json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:b, s:i}", "ev", "start", "job", rj->j.id, "pid", (int) rj->pid,
+                         "starttime", (json_int_t) rj->starttime, "started", proto_time(rj->j.started_ms), "cg_limits",
+                         (int) rj->cg_limits, "cgroup", rj->had_cgroup, "attempt", (int) rj->j.attempt);
+}
+
+/* The journal's start line: the launcher's pid (to kill orphans when
+ * there is no cgroup) and what a record written at recovery needs. */
+static void journal_start(struct rjob *rj) {
+        unsigned long long st = 0;
+        proc_starttime(rj->pid, &st);
+        rj->starttime = st;
+        json_t *jr = runner_start_record(rj);
+        int r = jr ? journal_append(&rj->d->journal, jr, false) : -ENOMEM;
+        json_decref(jr);
+        /* Not fatal: the accept line alone still gets the job a record. */
+        if (r < 0)
+                log_warning("job %s: journal: %s", rj->j.id, strerror(-r));
+}
+
+static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int *stdin_fd, struct sbx_error *err) {
+        struct daemon *d = rj->d;
+        const struct run_request *run = &rj->j.req.run;
+        char ws[4200];
+        snprintf(ws, sizeof(ws), "%s/%s", d->dirs.work_path, rj->j.id);
+        struct launchspec_input in = {
+                .launcher = d->cfg->launcher,
+                .profile_file = rj->profile_path,
+                .search_path = d->cfg->profile_path,
+                .workspace = ws,
+                .j = &rj->j,
+                .cg_limits = rj->cg_limits,
+        };
+        int r = launchspec_build(&in, ls, err);
+        if (r < 0)
+                return r;
+        r = memfd_of("sbx-job-profile", ls->profile, ls->profile_len, true, profile_fd);
+        if (r == 0 && run->stdin_data)
+                r = memfd_of("sbx-job-stdin", run->stdin_data, run->stdin_len, false, stdin_fd);
+        return r < 0 ? sbx_error_set(err, r, "cannot prepare the job") : 0;
+}
+
+static void start_job(struct rjob *rj) {
+        struct daemon *d = rj->d;
+        struct sbx_error err;
+        struct launchspec ls = { 0 };
+        struct pipes p;
+        _cleanup_close_ int profile_fd = -1, stdin_fd = -1;
+        int pidfd = -1, r;
+        bool captured = false;
+        sbx_error_clear(&err);
+        memset(&p, -1, sizeof(p));
+
+        rj->slot = true;
+        if (d->cg.enabled) {
+                r = cgroup_job_create(&d->cg, rj->j.id, &rj->j.pol, &rj->cgroup_fd, &rj->cg_limits);
+                if (r < 0) {
+                        log_warning("job %s: no cgroup (%s); limits go to rlimits", rj->j.id, strerror(-r));
+                        rj->cgroup_fd = -1;
+                        rj->cg_limits = 0;
+                }
+        }
+        r = prepare(rj, &ls, &profile_fd, &stdin_fd, &err);
+        if (r == 0 && (r = pipes_open(&p)) < 0)
+                sbx_error_set(&err, r, "pipe");
+        if (r == 0) {
+                r = spawn(rj, &ls, profile_fd, stdin_fd, &p, &pidfd);
+                if (r < 0)
+                        sbx_error_set(&err, r, "cannot start %s", d->cfg->launcher);
+                /* The child's ends are the child's. */
+                int *child_ends[] = { &p.out[1], &p.err[1], &p.status[1], &p.report[1] };
+                for (size_t i = 0; i < ARRAY_SIZE(child_ends); i++) {
+                        close(*child_ends[i]);
+                        *child_ends[i] = -1;
+                }
+        }
+        launchspec_free(&ls);
+        if (r == 0) {
+                /* From here the read ends and the pidfd are the capture's. */
+                captured = true;
+                r = capture_start(rj, p.out[0], p.err[0], p.status[0], p.report[0], pidfd);
+                if (r < 0) {
+                        /* Nothing watches the launcher: it must not run unwatched. */
+                        kill(-rj->pid, SIGKILL);
+                        kill(rj->pid, SIGKILL);
+                        siginfo_t si;
+                        waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                        sbx_error_set(&err, r, "cannot watch the launcher");
+                }
+        }
+        if (r < 0) {
+                if (captured)
+                        capture_stop(&rj->cap);
+                else
+                        pipes_close(&p);
+                log_error("job %s: %s", rj->j.id, err.msg);
+                job_transition(&rj->j, JEV_SPAWN_FAIL, err.msg);
+                runner_end(rj);
+                return;
+        }
+        rj->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (rj->timer_fd >= 0 && loop_add(&rj->timer_src, rj->timer_fd, EPOLLIN, on_timer) == 0)
+                arm_timer(rj, rj->j.pol.timeout_ms);
+        else
+                log_error("job %s: no timer (%s): it runs without its timeout", rj->j.id, strerror(errno));
+        job_transition(&rj->j, JEV_START, NULL);
+        rj->had_cgroup = rj->cgroup_fd >= 0;
+        rj->j.started_ms = now_real_ms();
+        rj->t_us[T_STARTED] = now_mono_us();
+        journal_start(rj);
+        log_debug("job %s: started pid %d", rj->j.id, (int) rj->pid);
+        subscribe_event(rj, proto_ev_started(rj->j.id), 0, 0);
+}
+
+/* Jobs start at the end of the loop turn, after its syncs went to the
+ * syncer thread: the accept syncs then run while the launchers start, not
+ * after. */
+void runner_start_ready(struct daemon *d) {
+        struct job *j;
+        /* A job that fails to start ends, which asks for scheduling again. */
+        if (d->starting || d->stopping || !d->schedule_wanted)
+                return;
+        d->starting = true;
+        d->schedule_wanted = false;
+        while ((j = sched_next(&d->sched)))
+                start_job(rjob_of(j));
+        d->starting = false;
+}
+
+void runner_exited(struct rjob *rj) {
+        struct capture *cap = &rj->cap;
+        json_t *end = cap->status_end, *err = end ? json_object_get(end, LAUNCH_KEY_ERROR) : NULL;
+        json_t *ec = end ? json_object_get(end, LAUNCH_KEY_EXIT_CODE) : NULL, *sg = end ? json_object_get(end, LAUNCH_KEY_SIGNAL) : NULL;
+        struct job_exit x = {
+                .status = cap->exit_status,
+                .signal = cap->exit_signal,
+                .have_end = json_is_integer(ec),
+                .end_exit_code = json_is_integer(ec) ? (int) json_integer_value(ec) : -1,
+                .end_signal = json_is_integer(sg) ? (int) json_integer_value(sg) : 0,
+                .setup_step = json_is_object(err) ? json_string_value(json_object_get(err, LAUNCH_KEY_ERROR_STEP)) ?: "setup" : NULL,
+                .setup_message = json_is_object(err) ? json_string_value(json_object_get(err, LAUNCH_KEY_ERROR_MESSAGE)) : NULL,
+                .spawn_error = cap->spawn_error,
+                .oom_killed = (rj->cg_limits & CG_LIMIT_MEMORY) && rj->cgroup_fd >= 0 && cgroup_job_oom_kills(rj->cgroup_fd) > 0,
+        };
+        job_exited(&rj->j, &x);
+        runner_end(rj);
+}
+
+static void artifacts_run(struct work *w) {
+        struct rjob *rj = container_of(w, struct rjob, work);
+        struct sbx_error e;
+        const struct run_request *run = &rj->j.req.run;
+        sbx_error_clear(&e);
+        int dir = rj->cap.result_dir_fd;
+        if (mkdirat(dir, "artifacts", 0700) < 0 && errno != EEXIST) {
+                sbx_error_set(&e, errno, "artifacts");
+        } else {
+                _cleanup_close_ int adir = openat(dir, "artifacts", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (adir < 0)
+                        sbx_error_set(&e, errno, "artifacts");
+                /* One syncfs for every copy instead of an fsync each: a job
+                 * with many small artifacts costs one flush, not thousands. */
+                else if (workspace_collect(rj->d->dirs.work_fd, rj->j.id, run->artifacts, run->n_artifacts, rj->j.pol.artifacts,
+                                           adir, &rj->artifacts, &rj->artifacts_truncated, &e) == 0 &&
+                         syncfs(adir) < 0)
+                        sbx_error_set(&e, errno, "artifacts: syncfs");
+        }
+        if (e.msg[0])
+                rj->artifacts_error = strdup(e.msg);
+}
+
+static void artifacts_done(struct work *w) {
+        struct rjob *rj = container_of(w, struct rjob, work);
+        if (rj->artifacts_error)
+                log_warning("job %s: %s", rj->j.id, rj->artifacts_error);
+        commit_job(rj->d, rj);
+}
+
+void runner_end(struct rjob *rj) {
+        struct daemon *d = rj->d;
+        bool was_running = rj->j.started_ms != 0;
+        rj->j.ended_ms = now_real_ms();
+        capture_stop(&rj->cap);
+        if (rj->slot) {
+                sched_finished(&d->sched, &rj->j);
+                rj->slot = false;
+        }
+        if (rj->timer_fd >= 0) {
+                loop_del(&rj->timer_src);
+                close(rj->timer_fd);
+                rj->timer_fd = -1;
+        }
+        if (rj->cgroup_fd >= 0) {
+                uint64_t usec;
+                if (cgroup_job_cpu_usec(rj->cgroup_fd, &usec) == 0)
+                        rj->cgroup_cpu_us = (int64_t) usec;
+                close(rj->cgroup_fd);
+                rj->cgroup_fd = -1;
+                /* Gone now, or as soon as its last process is (a job killed
+                 * after the grace period may still be dying). */
+                cgroup_job_release(&d->cg, rj->j.id);
+        }
+        runner_schedule(d);
+        /* Copying artifacts may take long: off the loop. */
+        if (rj->j.req.run.n_artifacts > 0 && was_running && capture_result_dir(rj) >= 0) {
+                rj->work.run = artifacts_run;
+                rj->work.done = artifacts_done;
+                worker_submit(&rj->work);
+                return;
+        }
+        commit_job(d, rj);
+}

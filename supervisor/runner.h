@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Running jobs: starting queued jobs when the scheduler has room (the
+ * job's cgroup, its generated profile, the launcher spawned as the job uid),
+ * stopping them (SIGTERM, then every process after the grace period), and
+ * ending them (artifacts off the loop, then the record through the group
+ * commit). */
+#pragma once
+
+#include <jansson.h>
+
+#include "job.h"
+
+struct daemon;
+struct rjob;
+
+/* Start what may start, at the end of this loop turn. */
+void runner_schedule(struct daemon *d);
+/* At the end of the loop turn: start jobs the scheduler lets run. */
+void runner_start_ready(struct daemon *d);
+/* Timeout, cancel or shutdown of a running job. */
+void runner_stop(struct rjob *rj, enum job_event why);
+/* The launcher is gone and its pipes are drained (capture.c). */
+void runner_exited(struct rjob *rj);
+/* The journal's start line for a running job (also rewritten by
+ * compaction). */
+json_t *runner_start_record(const struct rjob *rj);
+/* The job is done (never started, or exited): free its slot and cgroup,
+ * collect artifacts, then commit its record. */
+void runner_end(struct rjob *rj);

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sched.h"
+
+int sched_init(struct scheduler *s, const struct config *cfg) {
+        list_init(&s->queue);
+        s->cfg = cfg;
+        s->all = (struct sched_count) { 0 };
+        s->max_running = cfg->max_jobs;
+        s->max_queued = cfg->max_queue;
+        s->tenant = calloc(cfg->n_tenants + 1, sizeof(*s->tenant));
+        return s->tenant ? 0 : -ENOMEM;
+}
+
+void sched_done(struct scheduler *s) {
+        free(s->tenant);
+        s->tenant = NULL;
+}
+
+static struct sched_count *count_of(const struct scheduler *s, const struct tenant *t) {
+        const struct config *c = s->cfg;
+        if (t >= c->tenants && t < c->tenants + c->n_tenants)
+                return &s->tenant[t - c->tenants];
+        return &s->tenant[c->n_tenants];
+}
+
+const struct sched_count *sched_tenant(const struct scheduler *s, const struct tenant *t) {
+        return count_of(s, t);
+}
+
+int sched_enqueue(struct scheduler *s, struct job *j, struct sbx_error *err) {
+        struct sched_count *tc = count_of(s, j->tenant);
+        if (s->all.queued >= s->max_queued)
+                return sbx_error_msg(err, EAGAIN, "the daemon's queue is full (%u waiting); try again later", s->all.queued);
+        if (tc->queued >= j->tenant->max_queue)
+                return sbx_error_msg(err, EAGAIN, "the tenant's queue is full (%u waiting); try again later", tc->queued);
+        list_add_tail(&s->queue, &j->queue_link);
+        s->all.queued++;
+        tc->queued++;
+        return 0;
+}
+
+void sched_requeue(struct scheduler *s, struct job *j) {
+        list_add_tail(&s->queue, &j->queue_link);
+        s->all.queued++;
+        count_of(s, j->tenant)->queued++;
+}
+
+struct job *sched_next(struct scheduler *s) {
+        struct list *pos, *tmp;
+        if (s->all.running >= s->max_running)
+                return NULL;
+        list_for_each_safe(pos, tmp, &s->queue) {
+                struct job *j = list_entry(pos, struct job, queue_link);
+                struct sched_count *tc = count_of(s, j->tenant);
+                if (tc->running >= j->tenant->max_jobs)
+                        continue;
+                list_del(&j->queue_link);
+                s->all.queued--;
+                tc->queued--;
+                s->all.running++;
+                tc->running++;
+                return j;
+        }
+        return NULL;
+}
+
+void sched_remove_queued(struct scheduler *s, struct job *j) {
+        struct sched_count *tc = count_of(s, j->tenant);
+        list_del(&j->queue_link);
+        s->all.queued--;
+        tc->queued--;
+}
+
+void sched_finished(struct scheduler *s, const struct job *j) {
+        struct sched_count *tc = count_of(s, j->tenant);
+        s->all.running--;
+        tc->running--;
+}

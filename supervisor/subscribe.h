@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Clients waiting for a job (wait: one response with the result) or
+ * following it (run or logs with follow: events, then the end). Live
+ * output is not worth a client: one that lags behind misses output, told
+ * by a "lagged" event once it catches up, and can read the capture with
+ * logs. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct conn;
+struct rjob;
+
+#define SUBSCRIBE_MAX_PER_CONN 1024
+
+enum watch_kind {
+        W_WAIT,   /* one response with the result when the job ends */
+        W_FOLLOW, /* output events, then an end event */
+};
+
+struct job_watch {
+        struct list job_link, conn_link;
+        struct conn *c;
+        struct rjob *rj;
+        enum watch_kind kind;
+        unsigned streams;
+        json_t *tag;
+        uint64_t skipped[2];   /* output not sent: the client lagged behind */
+};
+
+/* Has c room for another watch? If not, it is told (E_LIMIT, tag). */
+bool subscribe_room(struct conn *c, json_t *tag);
+struct job_watch *subscribe_add(struct conn *c, struct rjob *rj, enum watch_kind kind, unsigned streams, json_t *tag);
+/* Send ev (stolen) to every follower of rj; stream (STREAM_STDOUT or
+ * STREAM_STDERR, 0 for others) selects followers and lets lagging ones
+ * skip len bytes. */
+void subscribe_event(struct rjob *rj, json_t *ev, unsigned stream, size_t len);
+/* The job's record is durable: tell every waiter and follower (rec
+ * borrowed) and drop their watches. */
+void subscribe_end(struct rjob *rj, json_t *rec);
+/* The job ended but its record cannot be written: tell every waiter and
+ * follower the truth and drop their watches. */
+void subscribe_fail(struct rjob *rj, const char *code, const char *msg);
+/* A closing connection's watches go. */
+void subscribe_conn_closed(struct conn *c);
