@@ -283,8 +283,8 @@ const struct done_entry *result_iter_next(struct result_iter *it) {
 
 /* A line: ID STATE EXIT CREATED_MS ENDED_MS TENANT KEY REQUEST_SHA256 CHECK.
  * Strings are percent-encoded outside [A-Za-z0-9._~-], "-" standing for none
- * or empty;
- * CHECK is the FNV-1a hash of what precedes it, in hex, so that a line torn
+ * or empty (REQUEST_SHA256 is kept for keyed jobs only: the idempotency
+ * conflict check is its one reader); CHECK is the FNV-1a hash of what precedes it, in hex, so that a line torn
  * or garbled by a crash (the cache is never synced) is not believed. */
 static uint64_t fnv1a(const char *s, size_t len) {
         uint64_t h = 0xcbf29ce484222325ull;

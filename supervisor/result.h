@@ -65,9 +65,10 @@ int result_exists(int results_dirfd, const char *id);
  * loaded. A record whose id is already indexed replaces its entry. Returns
  * -EINVAL for a record without a valid "job" id, -ENOMEM; the entry is then
  * not indexed. A failed append to the cache is not an error: the cache is
- * cut back to whole lines, and the next load reads the record itself. (The
- * cache is opened for each append, never held open.) Entry pointers from the index stay valid until the next
- * add, load, sweep or free. */
+ * cut back to whole lines, and the next load reads the record itself. The
+ * cache is opened for each append, never held open, so that the results
+ * file system can be remounted read-only. Entry pointers from the index
+ * stay valid until the next add, load, sweep or free. */
 int result_index_add(struct result_index *ix, json_t *rec);
 struct done_entry *result_index_find(struct result_index *ix, const char *id);
 /* The newest entry of this tenant with this idempotency key. */

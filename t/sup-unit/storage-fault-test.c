@@ -6,8 +6,9 @@
  * after space is freed is replayed; a journal rewrite that fails leaves the
  * old journal whole and in use; a record that cannot be written leaves
  * nothing; the results cache stays whole lines, a record it missed is found
- * at the next load, and it is never held open for writing. Needs root (mounts, in a mount namespace of its
- * own); skipped with the reason otherwise. */
+ * at the next load, and it is never held open for writing. Needs root
+ * (mounts, in a mount namespace of its own); skipped with the reason
+ * otherwise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
