@@ -59,6 +59,7 @@ SUP_BATS = \
 	t/supervisor-systemd.bats \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
-	t/supervisor-logs.bats
+	t/supervisor-logs.bats \
+	t/supervisor-results.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash
