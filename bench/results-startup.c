@@ -55,7 +55,7 @@ static json_t *stream(const char *dir, const char *id, const char *name, json_in
         return json_pack("{s:I, s:I, s:b, s:s}", "size", size, "produced", size, "truncated", 0, "path", path);
 }
 
-/* The shape of build_result() in the daemon. */
+/* The shape of the daemon's records (supervisor/record.c). */
 static json_t *record(const char *dir, unsigned long i) {
         char id[24], tenant[16], created[64], started[64], ended[64], key[32];
         job_id(i, id);
@@ -92,6 +92,11 @@ static json_t *record(const char *dir, unsigned long i) {
         json_object_set_new(r, "network_events", json_array());
         json_object_set_new(r, "bundle", json_null());
         json_object_set_new(r, "idempotency_key", i % 3 ? json_null() : json_string(key));
+        json_object_set_new(r, "attempt", json_integer(1));
+        /* hex as a digest's, distinct per job */
+        char digest[65];
+        snprintf(digest, sizeof(digest), "%016lx%016lx%016lx%016lx", i * 0x9e3779b97f4a7c15ul, ~i, i * 2654435761ul, i);
+        json_object_set_new(r, "request_sha256", json_string(digest));
         return r;
 }
 
