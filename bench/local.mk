@@ -20,3 +20,8 @@ EXTRA_DIST += bench/results-startup.sh
 .PHONY: bench-results
 bench-results: bench/results-startup
 	$(SHELL) $(srcdir)/bench/results-startup.sh
+
+EXTRA_DIST += bench/fairness.sh
+.PHONY: bench-fairness
+bench-fairness: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client
+	$(SHELL) $(srcdir)/bench/fairness.sh

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "fd-util.h"
 #include "harden.h"
 #include "landlock.h"
 #include "procmask.h"
@@ -57,18 +58,6 @@
  * harden_sandbox. */
 static int userns_limit_fd = -1;
 
-static int write_at(int dirfd, const char *path, const char *text) {
-        _cleanup_close_ int fd = -1;
-        size_t len = strlen(text);
-
-        fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, text, len) != (ssize_t) len)
-                return errno ? -errno : -EIO;
-        return 0;
-}
-
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err) {
         int r;
 
@@ -100,15 +89,15 @@ static int enter_nested_userns(int proc_dirfd, struct sbx_error *err) {
         if (dumpable == 0 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
                 return sbx_error_set(err, errno, "nested user namespace: prctl(PR_SET_DUMPABLE)");
 
-        r = write_at(proc_dirfd, "self/setgroups", "deny");
+        r = fd_write_at(proc_dirfd, "self/setgroups", "deny");
         if (r < 0 && r != -EPERM)
                 return sbx_error_set(err, r, "nested user namespace: writing setgroups");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) uid, (unsigned) uid);
-        r = write_at(proc_dirfd, "self/uid_map", map);
+        r = fd_write_at(proc_dirfd, "self/uid_map", map);
         if (r < 0)
                 return sbx_error_set(err, r, "nested user namespace: writing uid_map");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) gid, (unsigned) gid);
-        r = write_at(proc_dirfd, "self/gid_map", map);
+        r = fd_write_at(proc_dirfd, "self/gid_map", map);
         if (r < 0)
                 return sbx_error_set(err, r, "nested user namespace: writing gid_map");
         return 0;
@@ -167,8 +156,9 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
 
 /* Only 0, 1, 2 and the fds passed on purpose survive execve()
  * (CVE-2024-21626: a leaked directory fd is a way out of the root). The
- * others are marked close-on-exec rather than closed, because the core's
- * exec-error pipe must live until execve() succeeds. */
+ * others are marked close-on-exec rather than closed, because the report
+ * socket must live until execve() succeeds (its end-of-file tells the
+ * launcher that exec worked). */
 static int fd_census(const int *keep_fds, size_t n_keep_fds, struct sbx_error *err) {
         if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
                 if (errno != ENOSYS && errno != EINVAL)

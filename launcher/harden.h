@@ -11,8 +11,8 @@
 #include "error.h"
 #include "profile.h"
 
-/* Plain data: copied over a pipe from the command's process to the
- * launcher outside, which prints it in the status record. */
+/* Plain data: sent over the report socket from the command's process to
+ * the launcher outside, which prints it in the status record. */
 struct protections {
         bool no_new_privs;
         bool seccomp;              /* a filter was loaded */
@@ -25,7 +25,6 @@ struct protections {
         bool nested_userns_blocked;
         bool proc_masked;
         bool openat2;              /* setup resolved paths with openat2 */
-        char limits_by[16];        /* "rlimit" (the launcher has no cgroup) */
 };
 
 /* Called by the root filesystem setup right after a procfs is mounted at
@@ -49,7 +48,7 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
  * Landlock, capability drop, fd census (and cwd check) and seccomp, in that order.
  * keep_fds (n_keep_fds entries, may be 0) are fds beyond 0,1,2 that must
  * survive exec; every other fd >= 3 is marked close-on-exec (not closed:
- * the core's exec-error pipe must live until execve succeeds). After this
+ * the report socket must live until execve succeeds). After this
  * returns 0 only execve() may follow: the syscall filter is loaded. */
 int harden_exec(const struct profile *p, const int *keep_fds, size_t n_keep_fds,
                 struct protections *prot, struct sbx_error *err);

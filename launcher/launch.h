@@ -12,20 +12,63 @@
  * close-on-exec, so end-of-file there means exec succeeded). */
 #pragma once
 
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "error.h"
 #include "harden.h"
+#include "launch-abi.h"
 #include "profile.h"
 
-#define LAUNCH_EXIT_TIMEOUT 124
-#define LAUNCH_EXIT_SETUP 125
-#define LAUNCH_EXIT_NOEXEC 126
-#define LAUNCH_EXIT_NOTFOUND 127
-
 #define LAUNCH_MAX_PASS_FDS 64
+
+/* pty.c: the job's terminal (sandbox.pty), relayed to the caller's. */
+struct pty_buf {
+        char data[4096];
+        size_t len, off;
+};
+
+struct pty {
+        int master;                /* -1: no pty */
+        int slave;                 /* for the command; the launcher's copy closes at the start */
+        char name[32];             /* the slave's path, /dev/pts/N, as the launcher saw it */
+        int in_fd, out_fd;         /* the caller's: 0 and 1 */
+        bool in_is_tty;
+        bool stderr_too;           /* the command's stderr is the pty too */
+        bool in_open, master_open;
+        bool raw;                  /* the caller's terminal is raw; saved holds its modes */
+        pid_t owner;               /* the launcher, which alone restores them */
+        struct termios saved;
+        struct pty_buf to_master, to_caller;
+};
+
+/* The relay's slots in the launcher's poll set. */
+enum { PTY_POLL_IN, PTY_POLL_MASTER, PTY_POLL_OUT, PTY_POLL_COUNT };
+
+void pty_init(struct pty *t);
+/* Whether this run gets a pty: yes, no, or (auto) when stdin and stdout
+ * are terminals and the launcher is in the foreground. */
+bool pty_wanted(const struct profile *p);
+/* Before clone: the pair, with the caller's modes and window size. */
+int pty_open(struct pty *t, struct sbx_error *err);
+/* In the command's process, in its new session: the controlling terminal
+ * and the standard streams. */
+int pty_attach(const struct pty *t, struct sbx_error *err);
+/* In the launcher after clone: the caller's terminal goes raw. */
+int pty_start(struct pty *t, struct sbx_error *err);
+/* Fill the PTY_POLL_COUNT slots (0 returned without a pty), then act. */
+size_t pty_poll_set(const struct pty *t, struct pollfd *pfd);
+void pty_pump(struct pty *t, const struct pollfd *pfd);
+/* SIGWINCH: the caller's window size to the job's terminal. */
+void pty_resize(struct pty *t);
+/* After the sandbox ended: the job's last output, then pty_restore(). */
+void pty_finish(struct pty *t);
+/* Put the caller's terminal modes back (any exit path of the launcher). */
+void pty_restore(struct pty *t);
 
 struct launch {
         struct profile profile;
@@ -40,6 +83,7 @@ struct launch {
 
         bool print_profile;
         bool check;
+        struct pty pty;
 
         /* Set up by main before clone. */
         uid_t outer_uid;
@@ -52,13 +96,15 @@ struct launch {
 enum report_type {
         REPORT_ERROR = 1,          /* setup failed: step + message */
         REPORT_READY,              /* the command's process is about to execve */
-        REPORT_EXEC_FAILED,        /* execve failed: errnum */
+        REPORT_EXEC_FAILED,        /* execve failed: step + message */
 };
+
+/* Longest step name in a report, NUL included. */
+#define STATUS_STEP_MAX 32
 
 struct report {
         int type;
-        int errnum;
-        char step[32];
+        char step[STATUS_STEP_MAX];
         char msg[SBX_ERROR_MAX];
         struct protections prot;
 };
@@ -84,9 +130,10 @@ int ns_write_maps(uid_t inner_uid, uid_t outer_uid, gid_t inner_gid, gid_t outer
 /* Write the --info-fd record: pid 1's pid and its namespace inode numbers. */
 int ns_write_info(int fd, pid_t pid);
 
-/* rootfs.c: build the new root from p->fs and pivot into it. Returns 0 or a
- * negative errno with step and err filled. */
-int rootfs_setup(const struct profile *p, struct protections *prot,
+/* rootfs.c: build the new root from p->fs and pivot into it; the job's
+ * terminal (console; NULL or no slave: none) is given a name in each
+ * minimal /dev. Returns 0 or a negative errno with step and err filled. */
+int rootfs_setup(const struct profile *p, const struct pty *console, struct protections *prot,
                  const char **ret_step, struct sbx_error *err);
 /* The working directory for the command (last chdir op, else "/"). */
 const char *rootfs_chdir(const struct profile *p);
@@ -104,7 +151,10 @@ char **env_build(const struct profile *p, char **caller_env, struct sbx_error *e
 /* sandbox.c: runs in the cloned child; never returns. */
 _noreturn_ void sandbox_main(struct launch *l);
 
-/* init.c: pid 1's loop once the command runs; never returns. */
+/* init.c: the signals the launcher passes to pid 1 and pid 1 to the
+ * command, added to set. */
+void init_add_forwarded(sigset_t *set);
+/* pid 1's loop once the command runs; never returns. */
 _noreturn_ void init_run(pid_t command, int exit_fd, bool own_pid_ns);
 
 /* status.c: JSON lines on --json-status-fd. */
@@ -121,5 +171,3 @@ struct run_result {
 void status_start(int fd, pid_t command_pid);
 void status_end(int fd, const struct profile *p, const struct run_result *r);
 void status_error(int fd, const char *step, const char *message);
-/* Append s to buf as a JSON string literal (with quotes). */
-size_t json_escape(char *buf, size_t size, const char *s);

@@ -37,18 +37,18 @@ static int set_one(int resource, const char *key, uint64_t v, bool cpu, struct s
 
 int limits_apply(const struct profile *p, struct sbx_error *err) {
         const struct profile_limits *l = &p->limits;
-        uint64_t memory = SBX_SKIP_VM_LIMITS ? PROFILE_UNSET : l->memory;
-        uint64_t data = SBX_SKIP_VM_LIMITS ? PROFILE_UNSET : l->data;
+        uint64_t memory = SBX_SKIP_VM_LIMITS ? PROFILE_UNSET : l->memory_bytes;
+        uint64_t data = SBX_SKIP_VM_LIMITS ? PROFILE_UNSET : l->data_bytes;
         int r;
 
         if ((r = set_one(RLIMIT_CPU, "cpu", l->cpu_s, true, err)) < 0 ||
             (r = set_one(RLIMIT_AS, "memory", memory, false, err)) < 0 ||
             (r = set_one(RLIMIT_DATA, "data", data, false, err)) < 0 ||
             (r = set_one(RLIMIT_NPROC, "processes", l->processes, false, err)) < 0 ||
-            (r = set_one(RLIMIT_FSIZE, "file-size", l->file_size, false, err)) < 0 ||
+            (r = set_one(RLIMIT_FSIZE, "file-size", l->file_size_bytes, false, err)) < 0 ||
             (r = set_one(RLIMIT_NOFILE, "open-files", l->open_files, false, err)) < 0 ||
-            (r = set_one(RLIMIT_STACK, "stack", l->stack, false, err)) < 0 ||
-            (r = set_one(RLIMIT_CORE, "core", l->core == PROFILE_UNSET ? 0 : l->core, false, err)) < 0)
+            (r = set_one(RLIMIT_STACK, "stack", l->stack_bytes, false, err)) < 0 ||
+            (r = set_one(RLIMIT_CORE, "core", l->core_bytes == PROFILE_UNSET ? 0 : l->core_bytes, false, err)) < 0)
                 return r;
         return 0;
 }

@@ -1,60 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The status record on --json-status-fd: one JSON object per line, written
- * with a single write() so a reader never sees half a line. The schema is
- * documented in sbx-launch(1) and relied on by sbx-supervisord. */
-#include <errno.h>
+ * with a single write() so a reader never sees half a line. The keys are
+ * those of lib/launch-abi.h, documented in sbx-launch(1) and read by
+ * sbx-supervisord. */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "fd-util.h"
+#include "json-string.h"
+#include "launch-abi.h"
 #include "launch.h"
 
-size_t json_escape(char *buf, size_t size, const char *s) {
-        size_t n = 0;
-#define PUT(c) do { if (n + 1 < size) buf[n] = (c); n++; } while (0)
-        PUT('"');
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                switch (*p) {
-                case '"': PUT('\\'); PUT('"'); break;
-                case '\\': PUT('\\'); PUT('\\'); break;
-                case '\n': PUT('\\'); PUT('n'); break;
-                case '\t': PUT('\\'); PUT('t'); break;
-                case '\r': PUT('\\'); PUT('r'); break;
-                default:
-                        if (*p < 0x20) {
-                                char u[8];
-                                snprintf(u, sizeof(u), "\\u%04x", *p);
-                                for (char *c = u; *c; c++)
-                                        PUT(*c);
-                        } else
-                                PUT((char) *p);
-                }
-        }
-        PUT('"');
-#undef PUT
-        if (size)
-                buf[n < size ? n : size - 1] = '\0';
-        return n;
-}
+/* An object key: "\"name\": ". */
+#define K(name) "\"" name "\": "
 
-static void emit(int fd, const char *line, size_t len) {
-        while (len > 0) {
-                ssize_t w = write(fd, line, len);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return;
-                line += w;
-                len -= (size_t) w;
-        }
+static void emit(int fd, const char *line, int len) {
+        /* A reader that went away loses the record; the exit status is
+         * still the caller's to see. */
+        if (len > 0)
+                (void) fd_write_all(fd, line, (size_t) len);
 }
 
 void status_start(int fd, pid_t command_pid) {
         char line[64];
         if (fd < 0)
                 return;
-        int n = snprintf(line, sizeof(line), "{\"child-pid\": %d}\n", (int) command_pid);
-        emit(fd, line, (size_t) n);
+        int n = snprintf(line, sizeof(line), "{" K(SBX_STATUS_CHILD_PID) "%d}\n", (int) command_pid);
+        if (n > 0 && (size_t) n < sizeof(line))
+                emit(fd, line, n);
 }
 
 static const char *json_bool(bool b) {
@@ -65,10 +38,8 @@ void status_end(int fd, const struct profile *p, const struct run_result *r) {
         char line[2048], sig[16], secc[16];
         if (fd < 0)
                 return;
-        const struct protections *pr = &r->prot;
         static const struct protections none = { 0 };
-        if (!r->have_prot)
-                pr = &none;
+        const struct protections *pr = r->have_prot ? &r->prot : &none;
         if (r->signal)
                 snprintf(sig, sizeof(sig), "%d", r->signal);
         else
@@ -82,12 +53,14 @@ void status_end(int fd, const struct profile *p, const struct run_result *r) {
         else
                 snprintf(secc, sizeof(secc), "null");
         int n = snprintf(line, sizeof(line),
-                         "{\"exit-code\": %d, \"signal\": %s, \"timed-out\": %s, \"wall-ms\": %llu, "
-                         "\"cpu-ms\": %llu, \"peak-rss-kb\": %llu, \"limits-by\": \"rlimit\", "
-                         "\"protections\": {\"no-new-privs\": %s, \"seccomp\": %s, \"landlock-abi\": %d, "
-                         "\"landlock-fs\": %s, \"landlock-net\": %s, \"landlock-scoped\": %s, "
-                         "\"caps-dropped\": %s, \"nested-userns-blocked\": %s, \"proc-masked\": %s, "
-                         "\"openat2\": %s}}\n",
+                         "{" K(SBX_STATUS_EXIT_CODE) "%d, " K(SBX_STATUS_SIGNAL) "%s, " K(SBX_STATUS_TIMED_OUT) "%s, "
+                         K(SBX_STATUS_WALL_MS) "%llu, " K(SBX_STATUS_CPU_MS) "%llu, " K(SBX_STATUS_PEAK_RSS_KB) "%llu, "
+                         K(SBX_STATUS_LIMITS_BY) "\"" SBX_LIMITS_BY_RLIMIT "\", "
+                         K(SBX_STATUS_PROTECTIONS) "{" K(SBX_PROT_NO_NEW_PRIVS) "%s, " K(SBX_PROT_SECCOMP) "%s, "
+                         K(SBX_PROT_LANDLOCK_ABI) "%d, " K(SBX_PROT_LANDLOCK_FS) "%s, " K(SBX_PROT_LANDLOCK_NET) "%s, "
+                         K(SBX_PROT_LANDLOCK_SCOPED) "%s, " K(SBX_PROT_CAPS_DROPPED) "%s, "
+                         K(SBX_PROT_NESTED_USERNS_BLOCKED) "%s, " K(SBX_PROT_PROC_MASKED) "%s, "
+                         K(SBX_PROT_OPENAT2) "%s}}\n",
                          r->exit_code, sig, json_bool(r->timed_out), (unsigned long long) r->wall_ms,
                          (unsigned long long) r->cpu_ms, (unsigned long long) r->peak_rss_kb,
                          json_bool(pr->no_new_privs), secc, pr->landlock_abi, json_bool(pr->landlock_fs),
@@ -95,16 +68,21 @@ void status_end(int fd, const struct profile *p, const struct run_result *r) {
                          json_bool(pr->caps_dropped), json_bool(pr->nested_userns_blocked),
                          json_bool(pr->proc_masked), json_bool(pr->openat2));
         if (n > 0 && (size_t) n < sizeof(line))
-                emit(fd, line, (size_t) n);
+                emit(fd, line, n);
 }
 
 void status_error(int fd, const char *step, const char *message) {
-        char line[3 * SBX_ERROR_MAX], s[128], m[2 * SBX_ERROR_MAX + 8];
+        /* Sized so that nothing is cut: any byte may take six. */
+        char s[JSON_STRING_MAX(STATUS_STEP_MAX)], m[JSON_STRING_MAX(SBX_ERROR_MAX)];
+        char line[sizeof(s) + sizeof(m) + 64];
         if (fd < 0)
                 return;
-        json_escape(s, sizeof(s), step);
-        json_escape(m, sizeof(m), message);
-        int n = snprintf(line, sizeof(line), "{\"exit-code\": 125, \"error\": {\"step\": %s, \"message\": %s}}\n", s, m);
+        json_string_escape(s, sizeof(s), step);
+        json_string_escape(m, sizeof(m), message);
+        int n = snprintf(line, sizeof(line),
+                         "{" K(SBX_STATUS_EXIT_CODE) "%d, " K(SBX_STATUS_ERROR) "{" K(SBX_STATUS_ERROR_STEP) "%s, "
+                         K(SBX_STATUS_ERROR_MESSAGE) "%s}}\n",
+                         SBX_EXIT_SETUP, s, m);
         if (n > 0 && (size_t) n < sizeof(line))
-                emit(fd, line, (size_t) n);
+                emit(fd, line, n);
 }

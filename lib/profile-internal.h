@@ -22,9 +22,16 @@ struct pwords {
 
 void pwords_free(struct pwords *w);
 
+/* A growing, NUL-terminated byte string. */
+struct pbuf {
+        char *s;
+        size_t len, cap;
+};
+int pbuf_put(struct pbuf *b, const char *s, size_t n);
+
 /* Split a value into words (see sbx-profile(5), VALUE SYNTAX). On error
- * returns -EINVAL and puts a short reason into errbuf. */
-int pvalue_split(const char *value, struct pwords *ret, char *errbuf, size_t errlen);
+ * returns -EINVAL (or -ENOMEM) with a short reason in why. */
+int pvalue_split(const char *value, struct pwords *ret, struct sbx_error *why);
 
 /* How a key behaves when it is given more than once. */
 enum key_kind {

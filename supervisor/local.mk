@@ -12,6 +12,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
+	supervisor/uidpool.h supervisor/uidpool.c \
 	supervisor/sched.h supervisor/sched.c \
 	supervisor/launchspec.h supervisor/launchspec.c \
 	supervisor/record.h supervisor/record.c \
@@ -32,6 +33,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/logs.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
+	supervisor/prepare.h supervisor/prepare.c \
 	supervisor/capture.h supervisor/capture.c \
 	supervisor/subscribe.h supervisor/subscribe.c \
 	supervisor/commit.h supervisor/commit.c \

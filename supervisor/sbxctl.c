@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +40,28 @@ _noreturn_ _printf_(1, 2) static void die(const char *fmt, ...) {
         exit(125);
 }
 
+/* A usage error: what was wrong, then exit 2 as sbxctl(1) says. */
+_noreturn_ _printf_(1, 2) static void usage_error(const char *fmt, ...) {
+        va_list ap;
+        fputs("sbxctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs(" (see sbxctl --help)\n", stderr);
+        exit(2);
+}
+
+/* getopt_long's '?' or ':' (opterr is off: its own message would name
+ * argv[0], which is the command for a command's options). */
+_noreturn_ static void bad_option(const char *where, int o, char **argv) {
+        const char *arg = argv[optind - 1];
+        char short_opt[3] = { '-', (char) optopt, '\0' };
+        const char *opt = strncmp(arg, "--", 2) == 0 ? arg : short_opt;
+        if (o == ':')
+                usage_error("%s%s needs a value", where, opt);
+        usage_error("%sunknown option '%s'", where, opt);
+}
+
 static void usage(FILE *f) {
         fprintf(f,
                 "Usage: sbxctl [--socket PATH] [--json] COMMAND [ARG]...\n"
@@ -47,7 +70,7 @@ static void usage(FILE *f) {
                 "  run [OPTION]... -- CMD [ARG]...   run a job, stream its output, exit with its status\n"
                 "  submit [OPTION]... -- CMD [ARG]... queue a job and print its id\n"
                 "  status JOB          state of a job\n"
-                "  wait JOB            wait for a job to end; exit with its status\n"
+                "  wait [--json] JOB   wait for a job to end; exit with its status\n"
                 "  logs [-f] [--stream S] JOB   captured output (-f: follow until the end)\n"
                 "  cancel JOB          stop a job (SIGTERM, then kill after the grace period)\n"
                 "  result [--json] JOB the job's result record\n"
@@ -56,7 +79,8 @@ static void usage(FILE *f) {
                 "run/submit options:\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
                 "  --timeout DURATION  wall-clock limit, e.g. 30s, 5m\n"
-                "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE   limits\n"
+                "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE, --disk SIZE   limits\n"
+                "  --retries N         run again up to N times if the daemon dies meanwhile\n"
                 "  --cpus N            CPU bandwidth, e.g. 0.5 or 2 (needs the cgroup cpu controller)\n"
                 "  --network MODE      none or host\n"
                 "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
@@ -275,17 +299,19 @@ static char *b64(const unsigned char *d, size_t len) {
 static uint64_t opt_size(const char *opt, const char *v) {
         uint64_t n;
         if (parse_size(v, &n) < 0)
-                die("%s: invalid size '%s'", opt, v);
+                usage_error("%s: invalid size '%s'", opt, v);
         return n;
 }
 
 static json_t *build_run(int argc, char **argv, bool follow) {
-        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY };
+        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY,
+               O_DISK, O_RETRIES };
         static const struct option opts[] = {
                 { "profile", required_argument, NULL, O_PROFILE }, { "timeout", required_argument, NULL, O_TIMEOUT },
                 { "memory", required_argument, NULL, O_MEMORY },   { "processes", required_argument, NULL, O_PROCS },
                 { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
-                { "cpus", required_argument, NULL, O_CPUS },
+                { "cpus", required_argument, NULL, O_CPUS },       { "disk", required_argument, NULL, O_DISK },
+                { "retries", required_argument, NULL, O_RETRIES },
                 { "network", required_argument, NULL, O_NET },     { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
@@ -295,15 +321,17 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                *arts = json_array();
         uint64_t n;
         int o;
+        char where[16];
+        snprintf(where, sizeof(where), "%s: ", argv[0]);
         optind = 1;
-        while ((o = getopt_long(argc, argv, "+", opts, NULL)) >= 0) {
+        while ((o = getopt_long(argc, argv, "+:", opts, NULL)) >= 0) {
                 switch (o) {
                 case O_PROFILE:
                         json_object_set_new(req, "profile", json_string(optarg));
                         break;
                 case O_TIMEOUT:
                         if (parse_duration_ms(optarg, &n) < 0 || n == 0)
-                                die("--timeout: invalid duration '%s'", optarg);
+                                usage_error("--timeout: invalid duration '%s'", optarg);
                         json_object_set_new(req, "timeout_ms", json_integer((json_int_t) n));
                         break;
                 case O_MEMORY:
@@ -311,21 +339,29 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                         break;
                 case O_PROCS:
                         if (parse_uint64(optarg, 1u << 30, &n) < 0)
-                                die("--processes: invalid number '%s'", optarg);
+                                usage_error("--processes: invalid number '%s'", optarg);
                         json_object_set_new(limits, "processes", json_integer((json_int_t) n));
                         break;
                 case O_CPU:
                         if (parse_duration_ms(optarg, &n) < 0)
-                                die("--cpu: invalid duration '%s'", optarg);
+                                usage_error("--cpu: invalid duration '%s'", optarg);
                         json_object_set_new(limits, "cpu_s", json_integer((json_int_t) ((n + 999) / 1000)));
                         break;
                 case O_CPUS:
                         if (parse_cpus_milli(optarg, &n) < 0)
-                                die("--cpus: invalid number of CPUs '%s' (e.g. 0.5 or 2)", optarg);
+                                usage_error("--cpus: invalid number of CPUs '%s' (e.g. 0.5 or 2)", optarg);
                         json_object_set_new(limits, "cpus", json_real((double) n / 1000.0));
                         break;
                 case O_OUTPUT:
                         json_object_set_new(limits, "output", json_integer((json_int_t) opt_size("--output", optarg)));
+                        break;
+                case O_DISK:
+                        json_object_set_new(limits, "disk", json_integer((json_int_t) opt_size("--disk", optarg)));
+                        break;
+                case O_RETRIES:
+                        if (parse_uint64(optarg, 10, &n) < 0)
+                                die("--retries: expected 0 to 10, got '%s'", optarg);
+                        json_object_set_new(req, "retries", json_integer((json_int_t) n));
                         break;
                 case O_NET:
                         json_object_set_new(req, "network", json_string(optarg));
@@ -333,7 +369,7 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 case O_ENV: {
                         char *eq = strchr(optarg, '=');
                         if (!eq)
-                                die("--env: expected NAME=VALUE, got '%s'", optarg);
+                                usage_error("--env: expected NAME=VALUE, got '%s'", optarg);
                         *eq = '\0';
                         json_object_set_new(env, optarg, json_string(eq + 1));
                         break;
@@ -372,12 +408,11 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                         json_object_set_new(req, "idempotency_key", json_string(optarg));
                         break;
                 default:
-                        usage(stderr);
-                        exit(2);
+                        bad_option(where, o, argv);
                 }
         }
         if (optind >= argc)
-                die("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]...)", argv[0], argv[0]);
+                usage_error("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]...)", argv[0], argv[0]);
         json_t *cmd = json_array();
         for (int i = optind; i < argc; i++)
                 json_array_append_new(cmd, json_string(argv[i]));
@@ -452,10 +487,27 @@ static int follow_to_end(bool show_result) {
 
 static const char *need_job(int argc, char **argv, int i) {
         if (i >= argc)
-                die("%s: missing job id", argv[0]);
+                usage_error("%s: missing job id", argv[0]);
         if (i + 1 < argc)
-                die("%s: unexpected argument '%s'", argv[0], argv[i + 1]);
+                usage_error("%s: unexpected argument '%s'", argv[0], argv[i + 1]);
         return argv[i];
+}
+
+/* Every command, and which options of main's sub[] it takes (by their
+ * letters); run and submit parse their own in build_run. */
+static const struct command {
+        const char *name;
+        const char *opts;
+} commands[] = {
+        { "run", NULL },  { "submit", NULL }, { "status", "" }, { "wait", "j" },  { "logs", "fS" },
+        { "cancel", "" }, { "result", "j" },  { "ls", "tn" },   { "ping", "" },
+};
+
+static const struct command *find_command(const char *name) {
+        for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+                if (streq(commands[i].name, name))
+                        return &commands[i];
+        usage_error("unknown command '%s'", name);
 }
 
 int main(int argc, char **argv) {
@@ -466,7 +518,8 @@ int main(int argc, char **argv) {
         };
         int o;
         socket_path = getenv("SBX_SOCKET") ?: DEFAULT_SOCKET;
-        while ((o = getopt_long(argc, argv, "+s:jhV", opts, NULL)) >= 0) {
+        opterr = 0;
+        while ((o = getopt_long(argc, argv, "+:s:jhV", opts, NULL)) >= 0) {
                 switch (o) {
                 case 's':
                         socket_path = optarg;
@@ -481,14 +534,14 @@ int main(int argc, char **argv) {
                         printf("sbxctl %s\n", PACKAGE_VERSION);
                         return 0;
                 default:
-                        usage(stderr);
-                        return 2;
+                        bad_option("", o, argv);
                 }
         }
         if (optind >= argc) {
                 usage(stderr);
                 return 2;
         }
+        const struct command *command = find_command(argv[optind]);
         if (sodium_init() < 0)
                 die("libsodium initialisation failed");
         atexit(free_last_response);
@@ -518,13 +571,23 @@ int main(int argc, char **argv) {
                 { "json", no_argument, NULL, 'j' },   { "state", required_argument, NULL, 't' },
                 { "limit", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
         };
+        char where[16];
+        snprintf(where, sizeof(where), "%s: ", cmd);
         optind = 1;
-        while ((o = getopt_long(ac, av, "+fjS:t:n:", sub, NULL)) >= 0) {
+        while ((o = getopt_long(ac, av, "+:fjS:t:n:", sub, NULL)) >= 0) {
+                if (o != '?' && o != ':' && !strchr(command->opts, o)) {
+                        const struct option *so = sub;
+                        while (so->val != o)
+                                so++;
+                        usage_error("%s takes no option --%s", cmd, so->name);
+                }
                 switch (o) {
                 case 'f':
                         follow = true;
                         break;
                 case 'S':
+                        if (!streq(optarg, "stdout") && !streq(optarg, "stderr") && !streq(optarg, "both"))
+                                usage_error("%s--stream: expected stdout, stderr or both, got '%s'", where, optarg);
                         stream = optarg;
                         break;
                 case 'j':
@@ -533,16 +596,22 @@ int main(int argc, char **argv) {
                 case 't':
                         state = optarg;
                         break;
-                case 'n':
-                        limit = strtol(optarg, NULL, 10);
-                        if (limit <= 0)
-                                die("--limit: expected a positive number");
+                case 'n': {
+                        uint64_t n;
+                        if (parse_uint64(optarg, LONG_MAX, &n) < 0 || n == 0)
+                                usage_error("%s--limit: expected a positive number, got '%s'", where, optarg);
+                        limit = (long) n;
                         break;
+                }
                 default:
-                        usage(stderr);
-                        return 2;
+                        bad_option(where, o, av);
                 }
         }
+        const char *job = NULL;
+        if (!streq(cmd, "ping") && !streq(cmd, "ls"))
+                job = need_job(ac, av, optind);
+        else if (optind < ac)
+                usage_error("%sunexpected argument '%s'", where, av[optind]);
         connect_daemon();
         if (streq(cmd, "ping")) {
                 json_t *m = request(new_req("ping"));
@@ -577,7 +646,6 @@ int main(int argc, char **argv) {
                 }
                 return 0;
         }
-        const char *job = need_job(ac, av, optind);
         json_t *req;
         if (streq(cmd, "status")) {
                 req = new_req("status");
@@ -661,5 +729,5 @@ int main(int argc, char **argv) {
                 }
                 return 0;
         }
-        die("unknown command '%s' (see sbxctl --help)", cmd);
+        abort(); /* find_command let only the commands above through */
 }

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -18,8 +19,14 @@ static struct work *todo_head, *todo_tail, *finished;
 static bool quit;
 static int efd = -1;
 
+/* Workers run at a lower priority than the event loop: copying, deleting
+ * and unpacking for one tenant must not take the CPU the loop needs to
+ * answer the others (bench/fairness.sh). */
+#define WORKER_NICE 10
+
 static void *worker(void *arg) {
         (void) arg;
+        (void) setpriority(PRIO_PROCESS, (id_t) gettid(), WORKER_NICE);
         pthread_mutex_lock(&mu);
         for (;;) {
                 while (!todo_head && !quit)

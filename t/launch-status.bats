@@ -63,6 +63,32 @@ setup() {
         [[ "$(jq -r '.error.message' "$st")" == *cpu* ]]
 }
 
+@test "status: bytes that are not UTF-8, in a failing bind path and in a message, are written as U+FFFD" {
+        command -v python3 >/dev/null || skip "python3 is needed to parse the record strictly"
+        # python3's json module, given bytes, refuses anything but UTF-8.
+        local parse='import json, sys
+r = json.loads(open(sys.argv[1], "rb").read())
+print(r["exit-code"], r["error"]["step"])
+print(r["error"]["message"])'
+        run sbx --json-status-fd 5 --ro-bind $'/nonexistent-sbx/\xff\xfe-caf\xc3\xa9' /x -- true 5>"$st"
+        [ "$status" -eq 125 ]
+        grep -qF '\ufffd\ufffd' "$st"
+        run python3 -c "$parse" "$st"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "125 ro-bind" ]
+        [ "${lines[1]}" = $'/nonexistent-sbx/\xef\xbf\xbd\xef\xbf\xbd-caf\xc3\xa9: No such file or directory' ]
+
+        # A profile error quotes the bad value: an overlong '/', a cut
+        # sequence and a UTF-16 surrogate, each byte one U+FFFD.
+        run sbx --json-status-fd 5 --set $'limits.cpu=\xc0\xaf\xe2\x82-\xed\xa0\x80' -- true 5>"$st"
+        [ "$status" -eq 125 ]
+        run python3 -c "$parse" "$st"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "125 profile" ]
+        local r=$'\xef\xbf\xbd'
+        [[ "${lines[1]}" == *"(value '$r$r$r$r-$r$r$r')" ]]
+}
+
 @test "status: exec failures have no start line but a full end line" {
         run -127 sbx --json-status-fd 5 -- no-such-command-sbx 5>"$st"
         [ "$status" -eq 127 ]

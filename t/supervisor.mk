@@ -8,11 +8,15 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
+	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test \
 	t/sup-unit/result-test \
 	t/sup-unit/storage-fault-test
-check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
+check_PROGRAMS += t/sup-unit/sup-client
+if HAVE_CMOCKA
+check_PROGRAMS += $(SUP_UNIT_TESTS)
 TESTS += $(SUP_UNIT_TESTS)
+endif
 
 SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
@@ -35,6 +39,9 @@ t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_uidpool_test_SOURCES = t/sup-unit/uidpool-test.c
+t_sup_unit_uidpool_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_uidpool_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
@@ -60,6 +67,8 @@ SUP_BATS = \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats \
+	t/supervisor-isolation.bats \
+	t/supervisor-fairness.bats \
 	t/supervisor-results.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash

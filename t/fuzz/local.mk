@@ -8,9 +8,13 @@ FUZZ_SECONDS = 60
 FUZZ_TARGET = t/fuzz/fuzz-profile
 # Kept in step with LIBSBX_SOURCES in lib/local.mk (plain make: no GNU functions).
 FUZZ_SRC = $(srcdir)/t/fuzz/fuzz-profile.c $(srcdir)/lib/error.c $(srcdir)/lib/parse.c \
-	$(srcdir)/lib/profile.c $(srcdir)/lib/profile-keys.c $(srcdir)/lib/profile-load.c \
+	$(srcdir)/lib/env-name.c $(srcdir)/lib/inifile.c \
+	$(srcdir)/lib/profile.c $(srcdir)/lib/profile-value.c $(srcdir)/lib/profile-keys.c \
+	$(srcdir)/lib/profile-keys-fs.c $(srcdir)/lib/profile-keys-security.c $(srcdir)/lib/profile-load.c \
 	$(srcdir)/lib/profile-write.c
-FUZZ_HDR = $(srcdir)/lib/profile.h $(srcdir)/lib/profile-internal.h $(srcdir)/lib/error.h \
+FUZZ_HDR = $(srcdir)/lib/profile.h $(srcdir)/lib/profile-internal.h $(srcdir)/lib/profile-keys.h \
+	$(srcdir)/lib/error.h \
+	$(srcdir)/lib/env-name.h $(srcdir)/lib/inifile.h $(srcdir)/lib/launch-abi.h \
 	$(srcdir)/lib/parse.h $(srcdir)/lib/macro.h
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
