@@ -16,7 +16,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/sched.h supervisor/sched.c \
 	supervisor/launchspec.h supervisor/launchspec.c \
 	supervisor/record.h supervisor/record.c \
-	supervisor/result.h supervisor/result.c \
+	supervisor/result.h supervisor/result.c supervisor/result-index.c \
 	supervisor/journal.h supervisor/journal.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)

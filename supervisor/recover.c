@@ -91,7 +91,7 @@ static void capture_sizes(struct daemon *d, struct rjob *rj) {
  * and its process group. */
 static void kill_leftover(const struct journal_entry *x) {
         unsigned long long st;
-        if (x->pid > 0 && proc_starttime(x->pid, &st) == 0 && st == x->starttime) {
+        if (x->pid > 0 && proc_starttime(x->pid, &st) == 0 && st == x->starttime_ticks) {
                 kill(-x->pid, SIGKILL);
                 kill(x->pid, SIGKILL);
         }

@@ -128,11 +128,19 @@ err_code() {
 }
 
 @test "waits on one connection are bounded (1024), each answered once" {
-        job=$(ctl submit -- sleep 1)
-        run raw $(for i in $(seq 1025); do echo "{\"v\":1,\"op\":\"wait\",\"job\":\"$job\",\"id\":$i}"; done)
-        [ "${#lines[@]}" -eq 1025 ]
+        # The job ends when the cancel behind the waits on the same
+        # connection is read, so after every wait is in, however slowly a
+        # loaded machine reads them (a job of a fixed second once ended
+        # first, and the 1025th wait was then answered with its result).
+        job=$(ctl submit -- sleep 600)
+        run raw $(for i in $(seq 1025); do echo "{\"v\":1,\"op\":\"wait\",\"job\":\"$job\",\"id\":$i}"; done) \
+                "{\"v\":1,\"op\":\"cancel\",\"job\":\"$job\",\"id\":0}"
+        [ "${#lines[@]}" -eq 1026 ]
         [ "$(grep -c '"code":"E_LIMIT"' <<<"$output")" -eq 1 ]
-        [ "$(grep -c '"ok":true' <<<"$output")" -eq 1024 ]
+        [ "$(grep '"code":"E_LIMIT"' <<<"$output" | json_get id)" = 1025 ]
+        # each wait answered once, with the job's end
+        [ "$(grep -c '"ok":true,"id":[1-9][0-9]*,"job":"'"$job"'","result"' <<<"$output")" -eq 1024 ]
+        [ "$(grep '"id":0,' <<<"$output" | json_get ok)" = true ]
 }
 
 @test "a follower that stops reading misses output, is told, and nothing else waits for it" {

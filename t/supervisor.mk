@@ -9,7 +9,9 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
 	t/sup-unit/uidpool-test \
-	t/sup-unit/journal-test
+	t/sup-unit/journal-test \
+	t/sup-unit/result-test \
+	t/sup-unit/storage-fault-test
 check_PROGRAMS += t/sup-unit/sup-client
 if HAVE_CMOCKA
 check_PROGRAMS += $(SUP_UNIT_TESTS)
@@ -43,6 +45,12 @@ t_sup_unit_uidpool_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_result_test_SOURCES = t/sup-unit/result-test.c
+t_sup_unit_result_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_result_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_storage_fault_test_SOURCES = t/sup-unit/storage-fault-test.c
+t_sup_unit_storage_fault_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_storage_fault_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_sup_client_SOURCES = t/sup-unit/sup-client.c
 t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
@@ -60,6 +68,7 @@ SUP_BATS = \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats \
 	t/supervisor-isolation.bats \
-	t/supervisor-fairness.bats
+	t/supervisor-fairness.bats \
+	t/supervisor-results.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash
