@@ -58,6 +58,14 @@
  * harden_sandbox. */
 static int userns_limit_fd = -1;
 
+/* SysV shared memory outlives every mapping of it: a job can create a
+ * segment, touch it through a short attach, detach and keep it, memory
+ * that no address-space rlimit sees. In the sandbox's own IPC namespace
+ * the total (kernel.shmall, in pages) is set to the memory limit; the fd
+ * is opened, like step 1's, before /proc/sys turns read-only. */
+#define SHMALL_FILE "sys/kernel/shmall"
+static int shmall_fd = -1;
+
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err) {
         int r;
 
@@ -65,6 +73,8 @@ int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err)
          * fatal: the status record will then rely on the filter alone. */
         if (userns_limit_fd < 0)
                 userns_limit_fd = openat(proc_dirfd, USERNS_LIMIT_FILE, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (shmall_fd < 0)
+                shmall_fd = openat(proc_dirfd, SHMALL_FILE, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 
         r = procmask_apply(proc_dirfd, err);
         if (r < 0)
@@ -119,9 +129,30 @@ static int find_proc(const struct profile *p) {
         return -1;
 }
 
+/* The SysV shared memory of the sandbox's own IPC namespace, capped at
+ * the memory limit. */
+static int cap_sysv_shm(const struct profile *p, int fd, struct protections *prot, struct sbx_error *err) {
+        char pages[32];
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (fd < 0 || !limits_memory_rlimited(p) || !(p->namespaces & PROFILE_NS_IPC) || page <= 0)
+                return 0;
+        int n = snprintf(pages, sizeof(pages), "%llu", (unsigned long long) (p->limits.memory_bytes / (uint64_t) page));
+        if (write(fd, pages, (size_t) n) != n)
+                return sbx_error_set(err, errno, "writing kernel.shmall");
+        prot->sysv_shm_capped = true;
+        return 0;
+}
+
 int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err) {
         _cleanup_close_ int limit_fd = TAKE_FD(userns_limit_fd);
+        _cleanup_close_ int shm_fd = TAKE_FD(shmall_fd);
         bool nest = p->n_caps > 0;
+        int r;
+
+        r = cap_sysv_shm(p, shm_fd, prot, err);
+        if (r < 0)
+                return r;
 
         /* Step 2, or step 3 when the job keeps capabilities. */
         if (limit_fd >= 0) {
@@ -130,7 +161,6 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
                         return sbx_error_set(err, errno, "writing max_user_namespaces");
                 if (nest) {
                         _cleanup_close_ int proc = find_proc(p);
-                        int r;
 
                         if (proc < 0)
                                 return sbx_error_set(err, errno, "nested user namespace: no /proc to write maps");

@@ -26,6 +26,14 @@
 
 #define LAUNCH_MAX_PASS_FDS 64
 
+/* limits.c: the [limits] keys that are rlimits. */
+enum limit_id {
+        LIMIT_CPU, LIMIT_MEMORY, LIMIT_DATA, LIMIT_PROCESSES, LIMIT_FILE_SIZE,
+        LIMIT_OPEN_FILES, LIMIT_STACK, LIMIT_CORE, LIMIT_COUNT,
+};
+/* A limit read back as infinite (or unreadable): nothing enforced. */
+#define LIMIT_NONE UINT64_MAX
+
 /* pty.c: the job's terminal (sandbox.pty), relayed to the caller's. */
 struct pty_buf {
         char data[4096];
@@ -107,6 +115,7 @@ struct report {
         char step[STATUS_STEP_MAX];
         char msg[SBX_ERROR_MAX];
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];   /* REPORT_READY: limits_read_back() */
 };
 
 /* cli.c: parse argv into l (profiles loaded, options applied through
@@ -141,8 +150,15 @@ const char *rootfs_chdir(const struct profile *p);
 /* net.c: bring the loopback interface up in the current net namespace. */
 int net_loopback_up(struct sbx_error *err);
 
-/* limits.c: apply p->limits as rlimits to the calling process. */
+/* limits.c */
+/* Apply p->limits as rlimits to the calling process. */
 int limits_apply(const struct profile *p, struct sbx_error *err);
+/* The soft limits the calling process now has, LIMIT_NONE for infinity. */
+void limits_read_back(uint64_t ret_cur[LIMIT_COUNT]);
+/* The profile key of a limit ("file-size"), and what it counts per:
+ * "process", "sandbox" or "file" (sbx-launch(1), STATUS RECORD). */
+const char *limits_key(enum limit_id id);
+const char *limits_per(enum limit_id id);
 
 /* env.c: build the command's environment from the caller's (envp) and the
  * profile. Returns a NULL-terminated malloc'd array or NULL with err set. */
@@ -167,6 +183,8 @@ struct run_result {
         uint64_t peak_rss_kb;
         bool have_prot;
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];   /* what the command's process had */
+        uid_t outer_uid;                /* whose rlimits: see status.c */
 };
 void status_start(int fd, pid_t command_pid);
 void status_end(int fd, const struct profile *p, const struct run_result *r);

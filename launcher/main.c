@@ -97,6 +97,7 @@ struct watch {
         pid_t command_pid;
         struct report last_error;
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];
 };
 
 /* Read every message queued on the report socket without blocking. */
@@ -143,6 +144,7 @@ static void drain_reports(struct launch *l, int sock, struct watch *w) {
                 case REPORT_READY:
                         w->ready = true;
                         w->prot = r.prot;
+                        memcpy(w->limits, r.limits, sizeof(w->limits));
                         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
                                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
                                         struct ucred uc;
@@ -347,6 +349,8 @@ static int sandbox_result(struct launch *l, struct sandbox *sb, struct watch *w,
 
         res->have_prot = w->ready;
         res->prot = w->prot;
+        memcpy(res->limits, w->limits, sizeof(res->limits));
+        res->outer_uid = l->outer_uid;
         if (res->timed_out) {
                 res->exit_code = SBX_EXIT_TIMEOUT;
                 res->signal = SIGKILL;
