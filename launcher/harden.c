@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
@@ -208,6 +209,40 @@ static int fd_census(const int *keep_fds, size_t n_keep_fds, struct sbx_error *e
         return 0;
 }
 
+/* The command's standard streams are the caller's, handed over as they
+ * are; two kinds would reach outside the sandbox (issue 9):
+ *   - a directory: fchdir(0) or openat(0, "..") walks the host's tree
+ *     from there, past the new root (CVE-2024-21626 is the same escape
+ *     through a leaked fd); refused whatever else applies;
+ *   - a file or block device opened without write access (a "< FILE"
+ *     stdin): /proc/self/fd/N opens the same inode again, for writing,
+ *     with the job's uid, which is the caller's. Landlock refuses that
+ *     second open (the host file is under no rule that grants write), so
+ *     only a job without Landlock's file rules is refused such a stream;
+ *     a pipe (cat FILE | sbx-launch ...) carries the same data safely. */
+static int check_stdio(bool landlock_fs, struct sbx_error *err) {
+        static const char *const names[] = { "stdin", "stdout", "stderr" };
+
+        for (int fd = 0; fd <= 2; fd++) {
+                struct stat st;
+                int fl = fcntl(fd, F_GETFL);
+                if (fl < 0 || fstat(fd, &st) < 0)
+                        continue; /* closed: nothing handed over */
+                if (S_ISDIR(st.st_mode))
+                        return sbx_error_msg(err, EISDIR,
+                                             "%s (fd %d) is a directory: a job is never handed a directory of the host",
+                                             names[fd], fd);
+                bool lacks_write = (fl & O_PATH) || (fl & O_ACCMODE) == O_RDONLY;
+                if (!landlock_fs && lacks_write && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+                        return sbx_error_msg(err, EPERM,
+                                             "%s (fd %d) is a read-only file of the host and Landlock is not applied: "
+                                             "the job could open it again for writing through /proc/self/fd/%d; "
+                                             "pass it through a pipe instead",
+                                             names[fd], fd, fd);
+        }
+        return 0;
+}
+
 /* The working directory must be inside the new root: getcwd() prefixes
  * "(unreachable)" or fails when it is not (CVE-2024-21626). */
 static int check_cwd(struct sbx_error *err) {
@@ -246,6 +281,9 @@ int harden_exec(const struct profile *p, const int *keep_fds, size_t n_keep_fds,
         prot->no_new_privs = true;
 
         r = landlock_apply(p, prot, err);
+        if (r < 0)
+                return r;
+        r = check_stdio(prot->landlock_fs, err);
         if (r < 0)
                 return r;
         r = caps_drop(p, prot, err);
