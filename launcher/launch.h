@@ -48,7 +48,8 @@ struct pty {
         bool in_is_tty;
         bool stderr_too;           /* the command's stderr is the pty too */
         bool in_open, master_open;
-        bool raw;                  /* the caller's terminal is raw; saved holds its modes */
+        bool raw;                  /* the caller's modes, saved, are to be put back on in_fd */
+        bool direct;               /* no pty: the command holds the caller's terminal itself */
         pid_t owner;               /* the launcher, which alone restores them */
         struct termios saved;
         struct pty_buf to_master, to_caller;
@@ -77,6 +78,9 @@ void pty_resize(struct pty *t);
 void pty_finish(struct pty *t);
 /* Put the caller's terminal modes back (any exit path of the launcher). */
 void pty_restore(struct pty *t);
+/* Without a pty: save the modes of the caller's terminal among 0, 1 and 2,
+ * which the command can change (stty raw), for pty_restore. */
+void pty_save_caller(struct pty *t);
 
 struct launch {
         struct profile profile;

@@ -236,8 +236,11 @@ static void start_sandbox(struct launch *l, struct sandbox *sb) {
         struct sbx_error err = { 0 };
         int child[2];
 
-        if (pty_wanted(&l->profile) && pty_open(&l->pty, &err) < 0)
-                die_error("terminal", &err);
+        if (pty_wanted(&l->profile)) {
+                if (pty_open(&l->pty, &err) < 0)
+                        die_error("terminal", &err);
+        } else
+                pty_save_caller(&l->pty);
         open_channels(l, sb, child);
         sb->start_ms = now_ms();
         if (l->profile.limits.timeout_ms != PROFILE_UNSET && l->profile.limits.timeout_ms > 0)
