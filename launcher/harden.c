@@ -131,18 +131,16 @@ static int find_proc(const struct profile *p) {
 }
 
 /* The SysV shared memory of the sandbox's own IPC namespace, capped at
- * the memory limit. */
-static int cap_sysv_shm(const struct profile *p, int fd, struct protections *prot, struct sbx_error *err) {
+ * the memory limit. Where it cannot be (the file opens for uid 0 inside
+ * only), the command's filter refuses shmget instead (seccomp-guard.c). */
+static void cap_sysv_shm(const struct profile *p, int fd, struct protections *prot) {
         char pages[32];
         long page = sysconf(_SC_PAGESIZE);
 
         if (fd < 0 || !limits_memory_rlimited(p) || !(p->namespaces & PROFILE_NS_IPC) || page <= 0)
-                return 0;
+                return;
         int n = snprintf(pages, sizeof(pages), "%llu", (unsigned long long) (p->limits.memory_bytes / (uint64_t) page));
-        if (write(fd, pages, (size_t) n) != n)
-                return sbx_error_set(err, errno, "writing kernel.shmall");
-        prot->sysv_shm_capped = true;
-        return 0;
+        prot->sysv_shm_capped = write(fd, pages, (size_t) n) == n;
 }
 
 int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err) {
@@ -151,9 +149,7 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
         bool nest = p->n_caps > 0;
         int r;
 
-        r = cap_sysv_shm(p, shm_fd, prot, err);
-        if (r < 0)
-                return r;
+        cap_sysv_shm(p, shm_fd, prot);
 
         /* Step 2, or step 3 when the job keeps capabilities. */
         if (limit_fd >= 0) {

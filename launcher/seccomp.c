@@ -347,7 +347,7 @@ static int add_profile_rules(const struct profile *p, scmp_filter_ctx ctx, bool 
                         continue; /* overridden by a later line */
                 if (rule->allow && default_allow)
                         continue; /* the built-in rules were skipped: allowed */
-                if (rule->allow && p->seccomp != SECCOMP_NONE && seccomp_guard_handles(rule->name))
+                if (rule->allow && p->seccomp != SECCOMP_NONE && rule->name && seccomp_guard_handles(rule->name))
                         continue; /* the setuid guard allowed the harmless calls */
                 r = seccomp_rule_add(ctx, rule->allow ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(rule->errnum),
                                      rule->nr, 0);
