@@ -26,6 +26,14 @@
 
 #define LAUNCH_MAX_PASS_FDS 64
 
+/* limits.c: the [limits] keys that are rlimits. */
+enum limit_id {
+        LIMIT_CPU, LIMIT_MEMORY, LIMIT_DATA, LIMIT_PROCESSES, LIMIT_FILE_SIZE,
+        LIMIT_OPEN_FILES, LIMIT_STACK, LIMIT_CORE, LIMIT_COUNT,
+};
+/* A limit read back as infinite (or unreadable): nothing enforced. */
+#define LIMIT_NONE UINT64_MAX
+
 /* pty.c: the job's terminal (sandbox.pty), relayed to the caller's. */
 struct pty_buf {
         char data[4096];
@@ -40,7 +48,8 @@ struct pty {
         bool in_is_tty;
         bool stderr_too;           /* the command's stderr is the pty too */
         bool in_open, master_open;
-        bool raw;                  /* the caller's terminal is raw; saved holds its modes */
+        bool raw;                  /* the caller's modes, saved, are to be put back on in_fd */
+        bool direct;               /* no pty: the command holds the caller's terminal itself */
         pid_t owner;               /* the launcher, which alone restores them */
         struct termios saved;
         struct pty_buf to_master, to_caller;
@@ -69,6 +78,9 @@ void pty_resize(struct pty *t);
 void pty_finish(struct pty *t);
 /* Put the caller's terminal modes back (any exit path of the launcher). */
 void pty_restore(struct pty *t);
+/* Without a pty: save the modes of the caller's terminal among 0, 1 and 2,
+ * which the command can change (stty raw), for pty_restore. */
+void pty_save_caller(struct pty *t);
 
 struct launch {
         struct profile profile;
@@ -107,6 +119,7 @@ struct report {
         char step[STATUS_STEP_MAX];
         char msg[SBX_ERROR_MAX];
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];   /* REPORT_READY: limits_read_back() */
 };
 
 /* cli.c: parse argv into l (profiles loaded, options applied through
@@ -141,8 +154,15 @@ const char *rootfs_chdir(const struct profile *p);
 /* net.c: bring the loopback interface up in the current net namespace. */
 int net_loopback_up(struct sbx_error *err);
 
-/* limits.c: apply p->limits as rlimits to the calling process. */
+/* limits.c */
+/* Apply p->limits as rlimits to the calling process. */
 int limits_apply(const struct profile *p, struct sbx_error *err);
+/* The soft limits the calling process now has, LIMIT_NONE for infinity. */
+void limits_read_back(uint64_t ret_cur[LIMIT_COUNT]);
+/* The profile key of a limit ("file-size"), and what it counts per:
+ * "process", "sandbox" or "file" (sbx-launch(1), STATUS RECORD). */
+const char *limits_key(enum limit_id id);
+const char *limits_per(enum limit_id id);
 
 /* env.c: build the command's environment from the caller's (envp) and the
  * profile. Returns a NULL-terminated malloc'd array or NULL with err set. */
@@ -167,6 +187,8 @@ struct run_result {
         uint64_t peak_rss_kb;
         bool have_prot;
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];   /* what the command's process had */
+        uid_t outer_uid;                /* whose rlimits: see status.c */
 };
 void status_start(int fd, pid_t command_pid);
 void status_end(int fd, const struct profile *p, const struct run_result *r);

@@ -97,6 +97,7 @@ struct watch {
         pid_t command_pid;
         struct report last_error;
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];
 };
 
 /* Read every message queued on the report socket without blocking. */
@@ -143,6 +144,7 @@ static void drain_reports(struct launch *l, int sock, struct watch *w) {
                 case REPORT_READY:
                         w->ready = true;
                         w->prot = r.prot;
+                        memcpy(w->limits, r.limits, sizeof(w->limits));
                         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
                                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
                                         struct ucred uc;
@@ -234,8 +236,11 @@ static void start_sandbox(struct launch *l, struct sandbox *sb) {
         struct sbx_error err = { 0 };
         int child[2];
 
-        if (pty_wanted(&l->profile) && pty_open(&l->pty, &err) < 0)
-                die_error("terminal", &err);
+        if (pty_wanted(&l->profile)) {
+                if (pty_open(&l->pty, &err) < 0)
+                        die_error("terminal", &err);
+        } else
+                pty_save_caller(&l->pty);
         open_channels(l, sb, child);
         sb->start_ms = now_ms();
         if (l->profile.limits.timeout_ms != PROFILE_UNSET && l->profile.limits.timeout_ms > 0)
@@ -347,6 +352,8 @@ static int sandbox_result(struct launch *l, struct sandbox *sb, struct watch *w,
 
         res->have_prot = w->ready;
         res->prot = w->prot;
+        memcpy(res->limits, w->limits, sizeof(res->limits));
+        res->outer_uid = l->outer_uid;
         if (res->timed_out) {
                 res->exit_code = SBX_EXIT_TIMEOUT;
                 res->signal = SIGKILL;

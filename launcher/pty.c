@@ -115,12 +115,40 @@ int pty_start(struct pty *t, struct sbx_error *err) {
         return 0;
 }
 
+/* Without a pty the command holds the caller's terminal on its standard
+ * streams, and what it sets there (stty raw -echo) would outlive it: the
+ * review of issue 9 was left at a raw terminal. The modes are saved
+ * before the sandbox starts and put back when it ends, like a shell does
+ * around a foreground job. One terminal is saved: the first of 0, 1, 2. */
+void pty_save_caller(struct pty *t) {
+        for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+                if (tcgetattr(fd, &t->saved) == 0) {
+                        t->in_fd = fd;
+                        t->owner = getpid();
+                        t->direct = t->raw = true;
+                        return;
+                }
+}
+
 void pty_restore(struct pty *t) {
         /* pid 1 is a copy of the launcher: only the launcher restores. */
         if (!t->raw || getpid() != t->owner)
                 return;
         t->raw = false;
-        while (tcsetattr(t->in_fd, TCSADRAIN, &t->saved) < 0 && errno == EINTR)
+        /* A launcher in the background leaves the terminal to the shell
+         * that holds the foreground (and a write would stop us with
+         * SIGTTOU); a terminal that is not ours to control is restored. */
+        int when = TCSADRAIN;
+        if (t->direct) {
+                pid_t fg = tcgetpgrp(t->in_fd);
+                if (fg >= 0 && fg != getpgrp())
+                        return;
+                /* The job may have suspended output (tcflow TCOOFF): a
+                 * drain would then wait for ever. */
+                (void) tcflow(t->in_fd, TCOON);
+                when = TCSANOW;
+        }
+        while (tcsetattr(t->in_fd, when, &t->saved) < 0 && errno == EINTR)
                 ;
 }
 
@@ -201,8 +229,10 @@ void pty_pump(struct pty *t, const struct pollfd *pfd) {
 }
 
 void pty_finish(struct pty *t) {
-        if (t->master < 0)
+        if (t->master < 0) {
+                pty_restore(t);
                 return;
+        }
         /* The sandbox is gone: what the job wrote last is still in the
          * master's queue. The master is non-blocking; the caller's output
          * is written as it is (blocking). */

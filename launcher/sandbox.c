@@ -20,7 +20,7 @@
 extern char **environ;
 
 static void report(int fd, int type, const char *step, const struct sbx_error *err,
-                   const struct protections *prot) {
+                   const struct protections *prot, const uint64_t *limits) {
         struct report r = { .type = type };
         if (step)
                 snprintf(r.step, sizeof(r.step), "%s", step);
@@ -28,6 +28,8 @@ static void report(int fd, int type, const char *step, const struct sbx_error *e
                 snprintf(r.msg, sizeof(r.msg), "%s", err->msg);
         if (prot)
                 r.prot = *prot;
+        if (limits)
+                memcpy(r.limits, limits, sizeof(r.limits));
         /* write(), not send(): it is the one call every seccomp policy
          * allows right before execve. */
         if (write(fd, &r, sizeof(r)) != (ssize_t) sizeof(r) && type != REPORT_READY)
@@ -35,7 +37,7 @@ static void report(int fd, int type, const char *step, const struct sbx_error *e
 }
 
 static _noreturn_ void fail(struct launch *l, const char *step, const struct sbx_error *err) {
-        report(l->report_fd, REPORT_ERROR, step, err, NULL);
+        report(l->report_fd, REPORT_ERROR, step, err, NULL, NULL);
         _exit(SBX_EXIT_SETUP);
 }
 
@@ -95,6 +97,8 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
                 die_with_parent(init_pid, -1);
         if (limits_apply(p, &err) < 0)
                 fail(l, "limits", &err);
+        uint64_t limits[LIMIT_COUNT];
+        limits_read_back(limits);
         char **envp = env_build(p, environ, &err);
         if (!envp)
                 fail(l, "env", &err);
@@ -106,12 +110,12 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
         if (harden_exec(p, l->pass_fds, l->n_pass_fds, prot, &err) < 0)
                 fail(l, "harden", &err);
 
-        report(l->report_fd, REPORT_READY, NULL, NULL, prot);
+        report(l->report_fd, REPORT_READY, NULL, NULL, prot, limits);
         environ = envp;
         execvp(l->argv[0], l->argv);
         int e = errno;
         sbx_error_set(&err, e, "%s", l->argv[0]);
-        report(l->report_fd, REPORT_EXEC_FAILED, "exec", &err, prot);
+        report(l->report_fd, REPORT_EXEC_FAILED, "exec", &err, prot, limits);
         _exit(e == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC);
 }
 

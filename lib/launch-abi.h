@@ -31,11 +31,25 @@
 #define SBX_STATUS_WALL_MS "wall-ms"           /* integer */
 #define SBX_STATUS_CPU_MS "cpu-ms"             /* integer */
 #define SBX_STATUS_PEAK_RSS_KB "peak-rss-kb"   /* integer */
-#define SBX_STATUS_LIMITS_BY "limits-by"       /* string, one of SBX_LIMITS_BY_* */
+#define SBX_STATUS_LIMITS "limits"             /* object: [limits] key -> SBX_LIMIT_* object */
 #define SBX_STATUS_PROTECTIONS "protections"   /* object of SBX_PROT_* keys */
 
-/* How the launcher enforced the profile's [limits]: it has no cgroup. */
-#define SBX_LIMITS_BY_RLIMIT "rlimit"
+/* Members of "limits": one object per [limits] key of sbx-profile(5)
+ * ("timeout", "cpu", "memory", "data", "processes", "file-size",
+ * "open-files", "stack", "core"), saying how it was enforced. A limit is
+ * never reported enforced when it is not. */
+#define SBX_LIMIT_VALUE "value"     /* integer in the key's unit (ms, s, bytes, count), or null */
+#define SBX_LIMIT_BY "by"           /* one of SBX_LIMIT_BY_* */
+#define SBX_LIMIT_PER "per"         /* with "rlimit": "process", "sandbox" or "file" */
+#define SBX_LIMIT_COVERS "covers"   /* memory with "rlimit": array of SBX_COVERS_* */
+#define SBX_LIMIT_BY_RLIMIT "rlimit"      /* setrlimit(2) in the command's process */
+#define SBX_LIMIT_BY_LAUNCHER "launcher"  /* the timeout: sbx-launch's own clock */
+#define SBX_LIMIT_BY_NONE "none"          /* nothing enforces it */
+/* What a memory limit kept by rlimits bounds, besides nothing else. */
+#define SBX_COVERS_ADDRESS_SPACE "address-space" /* each process's mappings (RLIMIT_AS) */
+#define SBX_COVERS_MEMFD "memfd"                 /* memfd_create refused by the filter */
+#define SBX_COVERS_SYSV_SHM "sysv-shm"           /* SysV shared memory capped at the limit */
+#define SBX_COVERS_TMPFS "tmpfs"                 /* every tmpfs of the sandbox has a size */
 
 /* Members of "protections": what was really applied. */
 #define SBX_PROT_NO_NEW_PRIVS "no-new-privs"                     /* boolean */
@@ -48,6 +62,8 @@
 #define SBX_PROT_NESTED_USERNS_BLOCKED "nested-userns-blocked"   /* boolean */
 #define SBX_PROT_PROC_MASKED "proc-masked"                       /* boolean */
 #define SBX_PROT_OPENAT2 "openat2"                               /* boolean */
+#define SBX_PROT_SETID_REFUSED "setid-refused"                   /* boolean */
+#define SBX_PROT_MEMFD_REFUSED "memfd-refused"                   /* boolean */
 
 /* The line of a launcher that failed before the command started:
  * {"exit-code": 125, "error": {"step": S, "message": M}}. */

@@ -101,11 +101,35 @@ field() {
         [ "$(field status)" = 125 ]
         [ "$(field modes_same)" = true ]
 
-        # The harness does see a change: without a pty of its own the job
-        # reaches the caller's terminal.
-        at_terminal -- --no-pty -- sh -c 'stty raw -echo'
-        [ "$(field status)" = 0 ]
+}
+
+# Issue 9: without a pty of its own the job holds the caller's terminal;
+# what it sets there is undone when it ends.
+@test "--no-pty: stty raw on the caller's own terminal is undone at exit, timeout, kill and SIGTERM" {
+        # The harness does see a change when nothing restores the modes.
+        "$PY" "$SBX_SRCDIR/t/helpers/tty-caller.py" --timeout 60 -- sh -c 'stty raw -echo' > "$r"
         [ "$(field modes_same)" = false ]
+
+        at_terminal -- --no-pty -- sh -c 'stty raw -echo -isig; echo raw'
+        [ "$(field status)" = 0 ]
+        [ "$(field modes_same)" = true ]
+
+        at_terminal -- --no-pty --timeout 2s -- sh -c 'stty raw -echo; echo raw; sleep 60'
+        [ "$(field status)" = 124 ]
+        [ "$(field modes_same)" = true ]
+
+        at_terminal -- --no-pty -- sh -c 'stty raw -echo; echo raw; kill -KILL $$'
+        [ "$(field status)" = 137 ]
+        [ "$(field modes_same)" = true ]
+
+        at_terminal --signal TERM --signal-after raw -- --no-pty -- sh -c 'stty raw -echo; echo raw; sleep 60'
+        [ "$(field status)" = 143 ]
+        [ "$(field modes_same)" = true ]
+
+        # output suspended by the job (tcflow TCOOFF) does not hang the restore
+        at_terminal -- --no-pty -- python3 -c 'import termios, os; os.system("stty raw"); termios.tcflow(1, termios.TCOOFF)'
+        [ "$(field status)" = 0 ]
+        [ "$(field modes_same)" = true ]
 }
 
 @test "TIOCSTI on the job's terminal cannot push input into the caller's terminal" {
