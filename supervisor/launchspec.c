@@ -47,10 +47,17 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
             (r = write_env(f, SBX_ENV_WORKSPACE, JOB_WORKSPACE)) < 0)
                 return r;
         fprintf(f, "[limits]\n");
+        /* Always said, so the named profile's own bounds (the default
+         * profile has some) never stand in for the job's: a limit the
+         * job cgroup keeps, or none, is "unlimited" for the launcher. */
         if (pol->memory != PROTO_UNSET && !(in->cg_limits & CG_LIMIT_MEMORY))
                 fprintf(f, "memory = %" PRIu64 "\n", pol->memory);
+        else
+                fprintf(f, "memory = unlimited\n");
         if (pol->processes != PROTO_UNSET && !(in->cg_limits & CG_LIMIT_PIDS))
                 fprintf(f, "processes = %" PRIu64 "\n", pol->processes);
+        else
+                fprintf(f, "processes = unlimited\n");
         if (pol->cpu_s != PROTO_UNSET)
                 fprintf(f, "cpu = %" PRIu64 "s\n", pol->cpu_s);
         fprintf(f, "[net]\nmode = %s\n", pol->net == NET_HOST ? "host" : "none");

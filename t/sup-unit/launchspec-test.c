@@ -118,7 +118,8 @@ static void test_profile_round_trip(void **state) {
         unmk(&j);
 }
 
-/* Limits the job's cgroup enforces are not set again as rlimits. */
+/* Limits the job's cgroup enforces are not set again as rlimits, nor
+ * left to the named profile's own bounds. */
 static void test_cgroup_limits(void **state) {
         struct job j;
         struct launchspec ls;
@@ -129,8 +130,8 @@ static void test_cgroup_limits(void **state) {
         build(&j, CG_LIMIT_MEMORY | CG_LIMIT_PIDS, &ls);
         profile_init(&p);
         assert_int_equal(profile_load_string(&p, "generated", ls.profile, &e), 0);
-        assert_int_equal(p.limits.memory_bytes, PROFILE_UNSET);
-        assert_int_equal(p.limits.processes, PROFILE_UNSET);
+        assert_int_equal(p.limits.memory_bytes, PROFILE_UNLIMITED);
+        assert_int_equal(p.limits.processes, PROFILE_UNLIMITED);
         assert_int_equal(p.limits.cpu_s, 10);
         assert_int_equal(p.net, NET_HOST);
         profile_free(&p);
