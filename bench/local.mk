@@ -15,3 +15,18 @@ EXTRA_DIST += bench/bundle.sh
 .PHONY: bench-bundle
 bench-bundle: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl supervisor/sbx-bundle
 	bash $(srcdir)/bench/bundle.sh
+
+# Built with the tests (so that it keeps compiling), run only on demand.
+check_PROGRAMS += bench/results-startup
+bench_results_startup_SOURCES = bench/results-startup.c
+bench_results_startup_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/supervisor
+bench_results_startup_LDADD = $(LIBSUP)
+EXTRA_DIST += bench/results-startup.sh
+.PHONY: bench-results
+bench-results: bench/results-startup
+	$(SHELL) $(srcdir)/bench/results-startup.sh
+
+EXTRA_DIST += bench/fairness.sh
+.PHONY: bench-fairness
+bench-fairness: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client
+	$(SHELL) $(srcdir)/bench/fairness.sh

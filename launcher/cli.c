@@ -21,7 +21,7 @@ static const char default_profile_ini[] =
 enum opt_id {
         O_PROFILE, O_SET, O_TIMEOUT, O_SETENV, O_UNSETENV, O_KEEPENV, O_CLEARENV, O_CHDIR,
         O_HOSTNAME, O_UID, O_GID, O_FS1, O_FS2, O_FILE, O_SIZE, O_PERMS, O_UNSHARE_ALL, O_UNSHARE,
-        O_SHARE, O_BOOL_YES, O_PASS_FD, O_STATUS_FD, O_INFO_FD, O_BLOCK_FD, O_SYNC_FD,
+        O_SHARE, O_BOOL_YES, O_PTY, O_PASS_FD, O_STATUS_FD, O_INFO_FD, O_BLOCK_FD, O_SYNC_FD,
         O_PRINT_PROFILE, O_CHECK, O_HELP, O_VERSION,
 };
 
@@ -41,9 +41,9 @@ static const struct opt options[] = {
         { "--keepenv", 1, O_KEEPENV, NULL },
         { "--clearenv", 0, O_CLEARENV, NULL },
         { "--chdir", 1, O_CHDIR, NULL },
-        { "--hostname", 1, O_HOSTNAME, NULL },
-        { "--uid", 1, O_UID, NULL },
-        { "--gid", 1, O_GID, NULL },
+        { "--hostname", 1, O_HOSTNAME, "hostname" },
+        { "--uid", 1, O_UID, "uid" },
+        { "--gid", 1, O_GID, "gid" },
         { "--bind", 2, O_FS2, "bind" },
         { "--bind-try", 2, O_FS2, "bind-try" },
         { "--ro-bind", 2, O_FS2, "ro-bind" },
@@ -75,6 +75,8 @@ static const struct opt options[] = {
         { "--share-cgroup", 0, O_SHARE, "cgroup" },
         { "--die-with-parent", 0, O_BOOL_YES, "die-with-parent" },
         { "--new-session", 0, O_BOOL_YES, "new-session" },
+        { "--pty", 0, O_PTY, "yes" },
+        { "--no-pty", 0, O_PTY, "no" },
         { "--pass-fd", 1, O_PASS_FD, NULL },
         { "--json-status-fd", 1, O_STATUS_FD, NULL },
         { "--info-fd", 1, O_INFO_FD, NULL },
@@ -109,6 +111,9 @@ static void usage(FILE *f) {
               "  --clearenv  --setenv VAR VALUE  --unsetenv VAR  --keepenv VAR\n"
               "Limits and lifetime:\n"
               "  --timeout DURATION  --die-with-parent  --new-session\n"
+              "Terminal:\n"
+              "  --pty, --no-pty         a terminal of the job's own, relayed to the caller's\n"
+              "                          (default: when stdin and stdout are terminals)\n"
               "File descriptors:\n"
               "  --pass-fd FD  --json-status-fd FD  --info-fd FD  --block-fd FD  --sync-fd FD\n"
               "  --help  --version\n"
@@ -169,6 +174,34 @@ static void set_words(struct launch *l, const char *section, const char *key, co
                 die("profile", "%s", err.msg);
 }
 
+/* A relative bind source on the command line is taken relative to the
+ * caller's working directory, as bwrap does; the profile records the
+ * absolute path, so --print-profile shows what is bound. Profile files
+ * name absolute sources only: their meaning must not depend on where
+ * sbx-launch is started. */
+static char *absolute_source(const char *opt, const char *src) {
+        char *abs = NULL;
+        if (src[0] == '/' || !src[0])
+                abs = strdup(src);
+        else {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+                if (!cwd || cwd[0] != '/')
+                        die("usage", "%s %s: a relative source needs the working directory: %s", opt, src,
+                            cwd ? "not reachable" : strerror(errno));
+                /* "./job.py" and "." read better without the dot. */
+                while (src[0] == '.' && src[1] == '/')
+                        for (src++; *src == '/'; src++)
+                                ;
+                if (streq(src, "."))
+                        src = "";
+                if (asprintf(&abs, "%s%s%s", cwd, *src && !streq(cwd, "/") ? "/" : "", src) < 0)
+                        abs = NULL;
+        }
+        if (!abs)
+                die("usage", "%s", strerror(ENOMEM));
+        return abs;
+}
+
 static void set_namespaces(struct launch *l, unsigned ns, const char *origin) {
         char buf[128] = "";
         size_t n = 0;
@@ -178,7 +211,7 @@ static void set_namespaces(struct launch *l, unsigned ns, const char *origin) {
         set_key(l, "sandbox", "namespaces", buf, origin);
 }
 
-static void load_profiles(struct launch *l, int argc, char **argv, int cmd) {
+static void load_profiles(struct launch *l, char **argv, int cmd) {
         struct sbx_error err = { 0 };
         bool any = false;
 
@@ -197,15 +230,15 @@ static void load_profiles(struct launch *l, int argc, char **argv, int cmd) {
         }
         if (!any && profile_load_string(&l->profile, "built-in default profile", default_profile_ini, &err) < 0)
                 die("profile", "%s", err.msg);
-        (void) argc;
 }
 
-void cli_parse(struct launch *l, int argc, char **argv) {
-        int cmd = argc;
+/* Pass 1: where the command starts (a command named like an option after
+ * "--" is a command), every option known and complete; --help and
+ * --version answered. */
+static int find_command(int argc, char **argv) {
         bool help = false, version = false;
+        int cmd = argc;
 
-        /* Pass 1: find where the command starts and check every option. A
-         * command named like an option after "--" is a command. */
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i], *inl;
                 if (streq(a, "--")) {
@@ -219,16 +252,14 @@ void cli_parse(struct launch *l, int argc, char **argv) {
                 const struct opt *o = find_opt(a, &inl);
                 if (!o) {
                         fprintf(stderr, "sbx-launch: usage: unknown option '%s' (see --help)\n", a);
-                        exit(LAUNCH_EXIT_SETUP);
+                        exit(SBX_EXIT_SETUP);
                 }
-                if (o->id == O_HELP)
-                        help = true;
-                if (o->id == O_VERSION)
-                        version = true;
+                help |= o->id == O_HELP;
+                version |= o->id == O_VERSION;
                 if (!inl && i + o->nargs >= argc) {
                         fprintf(stderr, "sbx-launch: usage: %s needs %d argument%s\n", a, o->nargs,
                                 o->nargs > 1 ? "s" : "");
-                        exit(LAUNCH_EXIT_SETUP);
+                        exit(SBX_EXIT_SETUP);
                 }
                 i += inl ? 0 : o->nargs;
         }
@@ -240,9 +271,190 @@ void cli_parse(struct launch *l, int argc, char **argv) {
                 printf("sbx-launch %s\n", PACKAGE_VERSION);
                 exit(0);
         }
+        return cmd;
+}
+
+/* --size and --perms wait for the --tmpfs, --dir or --file they modify. */
+struct pending {
+        uint64_t size_bytes;   /* PROFILE_UNSET: none */
+        const char *perms;
+};
+
+static bool pending_any(const struct pending *pd) {
+        return pd->size_bytes != PROFILE_UNSET || pd->perms;
+}
+
+/* --tmpfs/--dir/--proc/... DEST and --file FD DEST, with a pending --size
+ * and --perms as options of the operation. */
+static void apply_fs_dest(struct launch *l, const struct opt *o, const char *a1, const char *a2, const char *origin,
+                          struct pending *pd) {
+        const char *w[4];
+        char fdopt[32], sizeopt[48], modeopt[32];
+        size_t n = 0;
+
+        w[n++] = o->id == O_FILE ? a2 : a1;
+        if (o->id == O_FILE) {
+                snprintf(fdopt, sizeof(fdopt), "fd=%d", parse_fd(o->name, a1));
+                w[n++] = fdopt;
+        }
+        if (pending_any(pd)) {
+                bool tmpfs = streq(o->arg, "tmpfs");
+                if (!tmpfs && !streq(o->arg, "dir") && !streq(o->arg, "file"))
+                        die("usage", "--size/--perms must come right before --tmpfs, --dir or --file");
+                if (pd->size_bytes != PROFILE_UNSET && !tmpfs)
+                        die("usage", "--size applies to --tmpfs only");
+                if (pd->size_bytes != PROFILE_UNSET) {
+                        snprintf(sizeopt, sizeof(sizeopt), "size=%llu", (unsigned long long) pd->size_bytes);
+                        w[n++] = sizeopt;
+                }
+                if (pd->perms) {
+                        snprintf(modeopt, sizeof(modeopt), "mode=%s", pd->perms);
+                        w[n++] = modeopt;
+                }
+                *pd = (struct pending) { .size_bytes = PROFILE_UNSET };
+        }
+        set_words(l, "fs", o->arg, w, n, origin);
+}
+
+static void apply_set(struct launch *l, const char *a1, const char *origin) {
+        const char *dot = strchr(a1, '.'), *eq = strchr(a1, '=');
+        char section[64], key[64];
+
+        if (!dot || !eq || dot > eq || dot == a1 || eq == dot + 1)
+                die("usage", "--set %s: expected SECTION.KEY=VALUE", a1);
+        if ((size_t) (dot - a1) >= sizeof(section) || (size_t) (eq - dot - 1) >= sizeof(key))
+                die("usage", "--set %s: section or key too long", a1);
+        snprintf(section, sizeof(section), "%.*s", (int) (dot - a1), a1);
+        snprintf(key, sizeof(key), "%.*s", (int) (eq - dot - 1), dot + 1);
+        set_key(l, section, key, eq + 1, origin);
+}
+
+static void apply_setenv(struct launch *l, const char *name, const char *value, const char *origin) {
+        if (strchr(name, '='))
+                die("usage", "--setenv %s: variable name contains '='", name);
+        _cleanup_free_ char *kv = NULL;
+        if (asprintf(&kv, "%s=%s", name, value) < 0)
+                die("usage", "%s", strerror(ENOMEM));
+        const char *w[] = { kv };
+        set_words(l, "env", "set", w, 1, origin);
+}
+
+static void apply_pass_fd(struct launch *l, const struct opt *o, const char *a1) {
+        int fd = parse_fd(o->name, a1);
+        if (l->n_pass_fds >= LAUNCH_MAX_PASS_FDS)
+                die("usage", "--pass-fd: at most %d", LAUNCH_MAX_PASS_FDS);
+        if (fd <= 2)
+                die("usage", "--pass-fd %d: 0, 1 and 2 are always passed", fd);
+        if (fcntl(fd, F_SETFD, 0) < 0)
+                die("usage", "--pass-fd %d: %s", fd, strerror(errno));
+        l->pass_fds[l->n_pass_fds++] = fd;
+}
+
+/* Pass 2: one option, in order, as the profile key it stands for. */
+static void apply_option(struct launch *l, const struct opt *o, const char *a1, const char *a2, struct pending *pd) {
+        char origin[64];
+        snprintf(origin, sizeof(origin), "command line: %s", o->name);
+
+        switch (o->id) {
+        case O_PROFILE:
+        case O_STATUS_FD:
+        case O_HELP:
+        case O_VERSION:
+                break;
+        case O_SET:
+                apply_set(l, a1, origin);
+                break;
+        case O_TIMEOUT:
+                set_key(l, "limits", "timeout", a1, origin);
+                break;
+        case O_SETENV:
+                apply_setenv(l, a1, a2, origin);
+                break;
+        case O_UNSETENV:
+        case O_KEEPENV: {
+                const char *w[] = { a1 };
+                set_words(l, "env", o->id == O_KEEPENV ? "keep" : "unset", w, 1, origin);
+                break;
+        }
+        case O_CLEARENV:
+                set_key(l, "env", "clear", "yes", origin);
+                break;
+        case O_CHDIR: {
+                const char *w[] = { a1 };
+                set_words(l, "fs", "chdir", w, 1, origin);
+                break;
+        }
+        case O_HOSTNAME:
+        case O_UID:
+        case O_GID:
+                set_key(l, "sandbox", o->arg, a1, origin);
+                break;
+        case O_FS2: {
+                _cleanup_free_ char *src = streq(o->arg, "symlink") ? strdup(a1) : absolute_source(o->name, a1);
+                if (!src)
+                        die("usage", "%s", strerror(ENOMEM));
+                const char *w[] = { src, a2 };
+                set_words(l, "fs", o->arg, w, 2, origin);
+                break;
+        }
+        case O_FILE:
+        case O_FS1:
+                apply_fs_dest(l, o, a1, a2, origin, pd);
+                break;
+        case O_SIZE:
+                if (parse_size(a1, &pd->size_bytes) < 0)
+                        die("usage", "--size %s: not a size", a1);
+                return;
+        case O_PERMS: {
+                mode_t m;
+                if (parse_mode(a1, &m) < 0)
+                        die("usage", "--perms %s: not an octal mode", a1);
+                pd->perms = a1;
+                return;
+        }
+        case O_UNSHARE_ALL:
+                set_namespaces(l, PROFILE_NS_ALL, origin);
+                break;
+        case O_UNSHARE:
+                set_namespaces(l, l->profile.namespaces | profile_ns_from_name(o->arg), origin);
+                break;
+        case O_SHARE:
+                set_key(l, "sandbox", "share", o->arg, origin);
+                break;
+        case O_BOOL_YES:
+                set_key(l, "sandbox", o->arg, "yes", origin);
+                break;
+        case O_PTY:
+                set_key(l, "sandbox", "pty", o->arg, origin);
+                break;
+        case O_PASS_FD:
+                apply_pass_fd(l, o, a1);
+                break;
+        case O_INFO_FD:
+                l->info_fd = parse_own_fd(o->name, a1);
+                break;
+        case O_BLOCK_FD:
+                l->block_fd = parse_own_fd(o->name, a1);
+                break;
+        case O_SYNC_FD:
+                l->sync_fd = parse_own_fd(o->name, a1);
+                break;
+        case O_PRINT_PROFILE:
+                l->print_profile = true;
+                break;
+        case O_CHECK:
+                l->check = true;
+                break;
+        }
+        if (pending_any(pd))
+                die("usage", "--size/--perms must come right before --tmpfs, --dir or --file");
+}
+
+void cli_parse(struct launch *l, int argc, char **argv) {
+        int cmd = find_command(argc, argv);
+        int opts_end = cmd == argc ? argc : (streq(argv[cmd - 1], "--") ? cmd - 1 : cmd);
 
         /* The status fd first, so that profile errors reach it too. */
-        int opts_end = cmd == argc ? argc : (streq(argv[cmd - 1], "--") ? cmd - 1 : cmd);
         for (int i = 1; i < opts_end; i++) {
                 const char *inl;
                 const struct opt *o = find_opt(argv[i], &inl);
@@ -252,164 +464,18 @@ void cli_parse(struct launch *l, int argc, char **argv) {
         }
 
         profile_init(&l->profile);
-        load_profiles(l, argc, argv, opts_end);
+        load_profiles(l, argv, opts_end);
 
-        /* Pass 2: everything else, in order. */
-        uint64_t pending_size = PROFILE_UNSET;
-        const char *pending_perms = NULL;
+        struct pending pd = { .size_bytes = PROFILE_UNSET };
         for (int i = 1; i < opts_end; i++) {
                 const char *inl;
                 const struct opt *o = find_opt(argv[i], &inl);
                 const char *a1 = inl ? inl : (o->nargs >= 1 ? argv[i + 1] : NULL);
                 const char *a2 = o->nargs >= 2 ? argv[i + 2] : NULL;
-                char origin[64];
-                snprintf(origin, sizeof(origin), "command line: %s", o->name);
                 i += inl ? 0 : o->nargs;
-
-                switch (o->id) {
-                case O_PROFILE:
-                case O_STATUS_FD:
-                case O_HELP:
-                case O_VERSION:
-                        break;
-                case O_SET: {
-                        const char *dot = strchr(a1, '.'), *eq = strchr(a1, '=');
-                        if (!dot || !eq || dot > eq || dot == a1 || eq == dot + 1)
-                                die("usage", "--set %s: expected SECTION.KEY=VALUE", a1);
-                        char section[64], key[64];
-                        if ((size_t) (dot - a1) >= sizeof(section) || (size_t) (eq - dot - 1) >= sizeof(key))
-                                die("usage", "--set %s: section or key too long", a1);
-                        snprintf(section, sizeof(section), "%.*s", (int) (dot - a1), a1);
-                        snprintf(key, sizeof(key), "%.*s", (int) (eq - dot - 1), dot + 1);
-                        set_key(l, section, key, eq + 1, origin);
-                        break;
-                }
-                case O_TIMEOUT:
-                        set_key(l, "limits", "timeout", a1, origin);
-                        break;
-                case O_SETENV: {
-                        if (strchr(a1, '='))
-                                die("usage", "--setenv %s: variable name contains '='", a1);
-                        _cleanup_free_ char *kv = malloc(strlen(a1) + strlen(a2) + 2);
-                        if (!kv)
-                                die("usage", "%s", strerror(ENOMEM));
-                        sprintf(kv, "%s=%s", a1, a2);
-                        const char *w[] = { kv };
-                        set_words(l, "env", "set", w, 1, origin);
-                        break;
-                }
-                case O_UNSETENV:
-                case O_KEEPENV: {
-                        const char *w[] = { a1 };
-                        set_words(l, "env", o->id == O_KEEPENV ? "keep" : "unset", w, 1, origin);
-                        break;
-                }
-                case O_CLEARENV:
-                        set_key(l, "env", "clear", "yes", origin);
-                        break;
-                case O_CHDIR: {
-                        const char *w[] = { a1 };
-                        set_words(l, "fs", "chdir", w, 1, origin);
-                        break;
-                }
-                case O_HOSTNAME:
-                        set_key(l, "sandbox", "hostname", a1, origin);
-                        break;
-                case O_UID:
-                        set_key(l, "sandbox", "uid", a1, origin);
-                        break;
-                case O_GID:
-                        set_key(l, "sandbox", "gid", a1, origin);
-                        break;
-                case O_FS2: {
-                        const char *w[] = { a1, a2 };
-                        set_words(l, "fs", o->arg, w, 2, origin);
-                        break;
-                }
-                case O_FILE:
-                case O_FS1: {
-                        const char *w[4];
-                        char fdopt[32], sizeopt[48], modeopt[32];
-                        size_t n = 0;
-                        w[n++] = o->id == O_FILE ? a2 : a1;
-                        if (o->id == O_FILE) {
-                                snprintf(fdopt, sizeof(fdopt), "fd=%d", parse_fd(o->name, a1));
-                                w[n++] = fdopt;
-                        }
-                        if (pending_size != PROFILE_UNSET || pending_perms) {
-                                bool tmpfs = streq(o->arg, "tmpfs");
-                                if (!tmpfs && !streq(o->arg, "dir") && !streq(o->arg, "file"))
-                                        die("usage", "--size/--perms must come right before --tmpfs, --dir or --file");
-                                if (pending_size != PROFILE_UNSET && !tmpfs)
-                                        die("usage", "--size applies to --tmpfs only");
-                                if (pending_size != PROFILE_UNSET) {
-                                        snprintf(sizeopt, sizeof(sizeopt), "size=%llu", (unsigned long long) pending_size);
-                                        w[n++] = sizeopt;
-                                }
-                                if (pending_perms) {
-                                        snprintf(modeopt, sizeof(modeopt), "mode=%s", pending_perms);
-                                        w[n++] = modeopt;
-                                }
-                                pending_size = PROFILE_UNSET;
-                                pending_perms = NULL;
-                        }
-                        set_words(l, "fs", o->arg, w, n, origin);
-                        break;
-                }
-                case O_SIZE:
-                        if (parse_size(a1, &pending_size) < 0)
-                                die("usage", "--size %s: not a size", a1);
-                        continue;
-                case O_PERMS: {
-                        mode_t m;
-                        if (parse_mode(a1, &m) < 0)
-                                die("usage", "--perms %s: not an octal mode", a1);
-                        pending_perms = a1;
-                        continue;
-                }
-                case O_UNSHARE_ALL:
-                        set_namespaces(l, PROFILE_NS_ALL, origin);
-                        break;
-                case O_UNSHARE:
-                        set_namespaces(l, l->profile.namespaces | profile_ns_from_name(o->arg), origin);
-                        break;
-                case O_SHARE:
-                        set_key(l, "sandbox", "share", o->arg, origin);
-                        break;
-                case O_BOOL_YES:
-                        set_key(l, "sandbox", o->arg, "yes", origin);
-                        break;
-                case O_PASS_FD: {
-                        int fd = parse_fd(o->name, a1);
-                        if (l->n_pass_fds >= LAUNCH_MAX_PASS_FDS)
-                                die("usage", "--pass-fd: at most %d", LAUNCH_MAX_PASS_FDS);
-                        if (fd <= 2)
-                                die("usage", "--pass-fd %d: 0, 1 and 2 are always passed", fd);
-                        if (fcntl(fd, F_SETFD, 0) < 0)
-                                die("usage", "--pass-fd %d: %s", fd, strerror(errno));
-                        l->pass_fds[l->n_pass_fds++] = fd;
-                        break;
-                }
-                case O_INFO_FD:
-                        l->info_fd = parse_own_fd(o->name, a1);
-                        break;
-                case O_BLOCK_FD:
-                        l->block_fd = parse_own_fd(o->name, a1);
-                        break;
-                case O_SYNC_FD:
-                        l->sync_fd = parse_own_fd(o->name, a1);
-                        break;
-                case O_PRINT_PROFILE:
-                        l->print_profile = true;
-                        break;
-                case O_CHECK:
-                        l->check = true;
-                        break;
-                }
-                if (pending_size != PROFILE_UNSET || pending_perms)
-                        die("usage", "--size/--perms must come right before --tmpfs, --dir or --file");
+                apply_option(l, o, a1, a2, &pd);
         }
-        if (pending_size != PROFILE_UNSET || pending_perms)
+        if (pending_any(&pd))
                 die("usage", "--size/--perms must come right before --tmpfs, --dir or --file");
 
         struct sbx_error err = { 0 };

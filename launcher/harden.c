@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <unistd.h>
 
 #include "caps.h"
+#include "fd-util.h"
 #include "harden.h"
 #include "landlock.h"
 #include "procmask.h"
@@ -57,17 +59,13 @@
  * harden_sandbox. */
 static int userns_limit_fd = -1;
 
-static int write_at(int dirfd, const char *path, const char *text) {
-        _cleanup_close_ int fd = -1;
-        size_t len = strlen(text);
-
-        fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, text, len) != (ssize_t) len)
-                return errno ? -errno : -EIO;
-        return 0;
-}
+/* SysV shared memory outlives every mapping of it: a job can create a
+ * segment, touch it through a short attach, detach and keep it, memory
+ * that no address-space rlimit sees. In the sandbox's own IPC namespace
+ * the total (kernel.shmall, in pages) is set to the memory limit; the fd
+ * is opened, like step 1's, before /proc/sys turns read-only. */
+#define SHMALL_FILE "sys/kernel/shmall"
+static int shmall_fd = -1;
 
 int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err) {
         int r;
@@ -76,6 +74,8 @@ int harden_proc(int proc_dirfd, struct protections *prot, struct sbx_error *err)
          * fatal: the status record will then rely on the filter alone. */
         if (userns_limit_fd < 0)
                 userns_limit_fd = openat(proc_dirfd, USERNS_LIMIT_FILE, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (shmall_fd < 0)
+                shmall_fd = openat(proc_dirfd, SHMALL_FILE, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 
         r = procmask_apply(proc_dirfd, err);
         if (r < 0)
@@ -100,15 +100,15 @@ static int enter_nested_userns(int proc_dirfd, struct sbx_error *err) {
         if (dumpable == 0 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
                 return sbx_error_set(err, errno, "nested user namespace: prctl(PR_SET_DUMPABLE)");
 
-        r = write_at(proc_dirfd, "self/setgroups", "deny");
+        r = fd_write_at(proc_dirfd, "self/setgroups", "deny");
         if (r < 0 && r != -EPERM)
                 return sbx_error_set(err, r, "nested user namespace: writing setgroups");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) uid, (unsigned) uid);
-        r = write_at(proc_dirfd, "self/uid_map", map);
+        r = fd_write_at(proc_dirfd, "self/uid_map", map);
         if (r < 0)
                 return sbx_error_set(err, r, "nested user namespace: writing uid_map");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned) gid, (unsigned) gid);
-        r = write_at(proc_dirfd, "self/gid_map", map);
+        r = fd_write_at(proc_dirfd, "self/gid_map", map);
         if (r < 0)
                 return sbx_error_set(err, r, "nested user namespace: writing gid_map");
         return 0;
@@ -130,9 +130,26 @@ static int find_proc(const struct profile *p) {
         return -1;
 }
 
+/* The SysV shared memory of the sandbox's own IPC namespace, capped at
+ * the memory limit. Where it cannot be (the file opens for uid 0 inside
+ * only), the command's filter refuses shmget instead (seccomp-guard.c). */
+static void cap_sysv_shm(const struct profile *p, int fd, struct protections *prot) {
+        char pages[32];
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (fd < 0 || !limits_memory_rlimited(p) || !(p->namespaces & PROFILE_NS_IPC) || page <= 0)
+                return;
+        int n = snprintf(pages, sizeof(pages), "%llu", (unsigned long long) (p->limits.memory_bytes / (uint64_t) page));
+        prot->sysv_shm_capped = write(fd, pages, (size_t) n) == n;
+}
+
 int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx_error *err) {
         _cleanup_close_ int limit_fd = TAKE_FD(userns_limit_fd);
+        _cleanup_close_ int shm_fd = TAKE_FD(shmall_fd);
         bool nest = p->n_caps > 0;
+        int r;
+
+        cap_sysv_shm(p, shm_fd, prot);
 
         /* Step 2, or step 3 when the job keeps capabilities. */
         if (limit_fd >= 0) {
@@ -141,7 +158,6 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
                         return sbx_error_set(err, errno, "writing max_user_namespaces");
                 if (nest) {
                         _cleanup_close_ int proc = find_proc(p);
-                        int r;
 
                         if (proc < 0)
                                 return sbx_error_set(err, errno, "nested user namespace: no /proc to write maps");
@@ -167,8 +183,9 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
 
 /* Only 0, 1, 2 and the fds passed on purpose survive execve()
  * (CVE-2024-21626: a leaked directory fd is a way out of the root). The
- * others are marked close-on-exec rather than closed, because the core's
- * exec-error pipe must live until execve() succeeds. */
+ * others are marked close-on-exec rather than closed, because the report
+ * socket must live until execve() succeeds (its end-of-file tells the
+ * launcher that exec worked). */
 static int fd_census(const int *keep_fds, size_t n_keep_fds, struct sbx_error *err) {
         if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
                 if (errno != ENOSYS && errno != EINVAL)
@@ -184,6 +201,40 @@ static int fd_census(const int *keep_fds, size_t n_keep_fds, struct sbx_error *e
                 int flags = fcntl(keep_fds[i], F_GETFD);
                 if (flags < 0 || fcntl(keep_fds[i], F_SETFD, flags & ~FD_CLOEXEC) < 0)
                         return sbx_error_set(err, errno, "passing fd %d to the command", keep_fds[i]);
+        }
+        return 0;
+}
+
+/* The command's standard streams are the caller's, handed over as they
+ * are; two kinds would reach outside the sandbox (issue 9):
+ *   - a directory: fchdir(0) or openat(0, "..") walks the host's tree
+ *     from there, past the new root (CVE-2024-21626 is the same escape
+ *     through a leaked fd); refused whatever else applies;
+ *   - a file or block device opened without write access (a "< FILE"
+ *     stdin): /proc/self/fd/N opens the same inode again, for writing,
+ *     with the job's uid, which is the caller's. Landlock refuses that
+ *     second open (the host file is under no rule that grants write), so
+ *     only a job without Landlock's file rules is refused such a stream;
+ *     a pipe (cat FILE | sbx-launch ...) carries the same data safely. */
+static int check_stdio(bool landlock_fs, struct sbx_error *err) {
+        static const char *const names[] = { "stdin", "stdout", "stderr" };
+
+        for (int fd = 0; fd <= 2; fd++) {
+                struct stat st;
+                int fl = fcntl(fd, F_GETFL);
+                if (fl < 0 || fstat(fd, &st) < 0)
+                        continue; /* closed: nothing handed over */
+                if (S_ISDIR(st.st_mode))
+                        return sbx_error_msg(err, EISDIR,
+                                             "%s (fd %d) is a directory: a job is never handed a directory of the host",
+                                             names[fd], fd);
+                bool lacks_write = (fl & O_PATH) || (fl & O_ACCMODE) == O_RDONLY;
+                if (!landlock_fs && lacks_write && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+                        return sbx_error_msg(err, EPERM,
+                                             "%s (fd %d) is a read-only file of the host and Landlock is not applied: "
+                                             "the job could open it again for writing through /proc/self/fd/%d; "
+                                             "pass it through a pipe instead",
+                                             names[fd], fd, fd);
         }
         return 0;
 }
@@ -226,6 +277,9 @@ int harden_exec(const struct profile *p, const int *keep_fds, size_t n_keep_fds,
         prot->no_new_privs = true;
 
         r = landlock_apply(p, prot, err);
+        if (r < 0)
+                return r;
+        r = check_stdio(prot->landlock_fs, err);
         if (r < 0)
                 return r;
         r = caps_drop(p, prot, err);

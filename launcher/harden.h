@@ -11,8 +11,8 @@
 #include "error.h"
 #include "profile.h"
 
-/* Plain data: copied over a pipe from the command's process to the
- * launcher outside, which prints it in the status record. */
+/* Plain data: sent over the report socket from the command's process to
+ * the launcher outside, which prints it in the status record. */
 struct protections {
         bool no_new_privs;
         bool seccomp;              /* a filter was loaded */
@@ -25,8 +25,30 @@ struct protections {
         bool nested_userns_blocked;
         bool proc_masked;
         bool openat2;              /* setup resolved paths with openat2 */
-        char limits_by[16];        /* "rlimit" (the launcher has no cgroup) */
+        bool setid_refused;        /* the filter refuses setuid/setgid modes */
+        bool memfd_refused;        /* the filter refuses memfd_create and memfd_secret */
+        bool shmget_refused;       /* the filter refuses shmget */
+        bool sysv_shm_capped;      /* the IPC namespace's shmall is the memory limit */
 };
+
+/* An AddressSanitizer build has reserved terabytes of shadow memory before
+ * main(): under an address-space or data limit its allocator can map
+ * nothing more and aborts before execve. Such builds exist to test the rest
+ * of the launcher; they leave these two limits out (and the tests that hit
+ * them skip, saying why). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SBX_SKIP_VM_LIMITS 1
+#else
+#define SBX_SKIP_VM_LIMITS 0
+#endif
+
+/* Whether the profile's memory limit is applied, as RLIMIT_AS: the
+ * launcher's only means (it has no cgroup). The filter then refuses memfd
+ * (see seccomp-guard.c). */
+static inline bool limits_memory_rlimited(const struct profile *p) {
+        uint64_t m = p->limits.memory_bytes;
+        return !SBX_SKIP_VM_LIMITS && m != PROFILE_UNSET && m != PROFILE_UNLIMITED;
+}
 
 /* Called by the root filesystem setup right after a procfs is mounted at
  * proc_dirfd (an O_PATH|O_DIRECTORY fd of the new mount), in pid 1, in the
@@ -49,7 +71,7 @@ int harden_sandbox(const struct profile *p, struct protections *prot, struct sbx
  * Landlock, capability drop, fd census (and cwd check) and seccomp, in that order.
  * keep_fds (n_keep_fds entries, may be 0) are fds beyond 0,1,2 that must
  * survive exec; every other fd >= 3 is marked close-on-exec (not closed:
- * the core's exec-error pipe must live until execve succeeds). After this
+ * the report socket must live until execve succeeds). After this
  * returns 0 only execve() may follow: the syscall filter is loaded. */
 int harden_exec(const struct profile *p, const int *keep_fds, size_t n_keep_fds,
                 struct protections *prot, struct sbx_error *err);

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 HARDEN_SOURCES = \
 	launcher/harden.h launcher/harden.c \
-	launcher/seccomp-policy.h launcher/seccomp.c \
+	launcher/seccomp-policy.h launcher/seccomp.c launcher/seccomp-guard.c \
 	launcher/caps.h launcher/caps.c \
 	launcher/landlock.h launcher/landlock.c \
 	launcher/procmask.h launcher/procmask.c
@@ -11,7 +11,7 @@ HARDEN_SOURCES = \
 noinst_PROGRAMS += launcher/seccomp-gen
 launcher_seccomp_gen_SOURCES = \
 	launcher/seccomp-gen.c \
-	launcher/seccomp-policy.h launcher/seccomp.c launcher/harden.h
+	launcher/seccomp-policy.h launcher/seccomp.c launcher/seccomp-guard.c launcher/harden.h
 launcher_seccomp_gen_CPPFLAGS = $(AM_CPPFLAGS) -DSBX_SECCOMP_GENERATOR
 launcher_seccomp_gen_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
 launcher_seccomp_gen_LDADD = $(LIBSBX) $(SECCOMP_LIBS)

@@ -12,16 +12,22 @@
 
 #include "launch.h"
 
-void init_run(pid_t command, int exit_fd, bool own_pid_ns) {
+/* The signals sbx-launch(1) forwards, as PROCESSES says: the launcher
+ * passes them to pid 1, pid 1 to the command. */
+void init_add_forwarded(sigset_t *set) {
         static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+        for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+                sigaddset(set, forwarded[i]);
+}
+
+void init_run(pid_t command, int exit_fd, bool own_pid_ns) {
         sigset_t set;
         int status = 0;
         bool done = false;
 
         sigemptyset(&set);
         sigaddset(&set, SIGCHLD);
-        for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
-                sigaddset(&set, forwarded[i]);
+        init_add_forwarded(&set);
         sigprocmask(SIG_BLOCK, &set, NULL);
         /* Without a pid namespace of our own, orphans would go to the
          * host's init; keep them so they can be reaped and counted. */
@@ -64,5 +70,5 @@ void init_run(pid_t command, int exit_fd, bool own_pid_ns) {
 
         ssize_t n = write(exit_fd, &status, sizeof(status));
         (void) n;
-        _exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
+        _exit(WIFSIGNALED(status) ? SBX_EXIT_FOR_SIGNAL(WTERMSIG(status)) : WEXITSTATUS(status));
 }

@@ -5,6 +5,7 @@
  * rights (ABI 3-7) are defined here. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -144,22 +145,27 @@ static int add_path_rule(int ruleset, const char *path, uint64_t rights, uint64_
 /* The minimal /dev: device nodes are read, written, truncated (a shell's
  * "> /dev/null" opens with O_TRUNC) and ioctl'd (a tty); POSIX shared
  * memory lives in a writable dev/shm. */
+static int add_dev_rule(int ruleset, const char *dev, const char *name, uint64_t rights, uint64_t handled,
+                        struct sbx_error *err) {
+        char path[PATH_MAX];
+        if ((size_t) snprintf(path, sizeof(path), "%s/%s", dev, name) >= sizeof(path))
+                return sbx_error_msg(err, ENAMETOOLONG, "landlock: %s: path too long", dev);
+        return add_path_rule(ruleset, path, rights, handled, err);
+}
+
 static int add_dev_rules(int ruleset, const char *dev, uint64_t handled, struct sbx_error *err) {
-        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts" };
+        static const char *const terminals[] = { PROFILE_DEV_PTMX, PROFILE_DEV_PTS, PROFILE_DEV_CONSOLE };
         const uint64_t node_rights = LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_WRITE_FILE |
                                      LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
-        char path[4096];
         int r;
 
-        for (size_t i = 0; i <= ARRAY_SIZE(nodes); i++) {
-                bool shm = i == ARRAY_SIZE(nodes);
-                if ((size_t) snprintf(path, sizeof(path), "%s/%s", dev, shm ? "shm" : nodes[i]) >= sizeof(path))
-                        return sbx_error_msg(err, ENAMETOOLONG, "landlock: %s: path too long", dev);
-                r = add_path_rule(ruleset, path, shm ? ~0ULL & ~LL_FS_IOCTL_DEV : node_rights, handled, err);
-                if (r < 0)
+        for (size_t i = 0; profile_dev_nodes[i]; i++)
+                if ((r = add_dev_rule(ruleset, dev, profile_dev_nodes[i], node_rights, handled, err)) < 0)
                         return r;
-        }
-        return 0;
+        for (size_t i = 0; i < ARRAY_SIZE(terminals); i++)
+                if ((r = add_dev_rule(ruleset, dev, terminals[i], node_rights, handled, err)) < 0)
+                        return r;
+        return add_dev_rule(ruleset, dev, PROFILE_DEV_SHM, ~0ULL & ~LL_FS_IOCTL_DEV, handled, err);
 }
 
 static int add_port_rules(int ruleset, const uint16_t *ports, size_t n, uint64_t right,

@@ -12,20 +12,75 @@
  * close-on-exec, so end-of-file there means exec succeeded). */
 #pragma once
 
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "error.h"
 #include "harden.h"
+#include "launch-abi.h"
 #include "profile.h"
 
-#define LAUNCH_EXIT_TIMEOUT 124
-#define LAUNCH_EXIT_SETUP 125
-#define LAUNCH_EXIT_NOEXEC 126
-#define LAUNCH_EXIT_NOTFOUND 127
-
 #define LAUNCH_MAX_PASS_FDS 64
+
+/* limits.c: the [limits] keys that are rlimits. */
+enum limit_id {
+        LIMIT_CPU, LIMIT_MEMORY, LIMIT_DATA, LIMIT_PROCESSES, LIMIT_FILE_SIZE,
+        LIMIT_OPEN_FILES, LIMIT_STACK, LIMIT_CORE, LIMIT_COUNT,
+};
+/* A limit read back as infinite (or unreadable): nothing enforced. */
+#define LIMIT_NONE UINT64_MAX
+
+/* pty.c: the job's terminal (sandbox.pty), relayed to the caller's. */
+struct pty_buf {
+        char data[4096];
+        size_t len, off;
+};
+
+struct pty {
+        int master;                /* -1: no pty */
+        int slave;                 /* for the command; the launcher's copy closes at the start */
+        char name[32];             /* the slave's path, /dev/pts/N, as the launcher saw it */
+        int in_fd, out_fd;         /* the caller's: 0 and 1 */
+        bool in_is_tty;
+        bool stderr_too;           /* the command's stderr is the pty too */
+        bool in_open, master_open;
+        bool raw;                  /* the caller's modes, saved, are to be put back on in_fd */
+        bool direct;               /* no pty: the command holds the caller's terminal itself */
+        pid_t owner;               /* the launcher, which alone restores them */
+        struct termios saved;
+        struct pty_buf to_master, to_caller;
+};
+
+/* The relay's slots in the launcher's poll set. */
+enum { PTY_POLL_IN, PTY_POLL_MASTER, PTY_POLL_OUT, PTY_POLL_COUNT };
+
+void pty_init(struct pty *t);
+/* Whether this run gets a pty: yes, no, or (auto) when stdin and stdout
+ * are terminals and the launcher is in the foreground. */
+bool pty_wanted(const struct profile *p);
+/* Before clone: the pair, with the caller's modes and window size. */
+int pty_open(struct pty *t, struct sbx_error *err);
+/* In the command's process, in its new session: the controlling terminal
+ * and the standard streams. */
+int pty_attach(const struct pty *t, struct sbx_error *err);
+/* In the launcher after clone: the caller's terminal goes raw. */
+int pty_start(struct pty *t, struct sbx_error *err);
+/* Fill the PTY_POLL_COUNT slots (0 returned without a pty), then act. */
+size_t pty_poll_set(const struct pty *t, struct pollfd *pfd);
+void pty_pump(struct pty *t, const struct pollfd *pfd);
+/* SIGWINCH: the caller's window size to the job's terminal. */
+void pty_resize(struct pty *t);
+/* After the sandbox ended: the job's last output, then pty_restore(). */
+void pty_finish(struct pty *t);
+/* Put the caller's terminal modes back (any exit path of the launcher). */
+void pty_restore(struct pty *t);
+/* Without a pty: save the modes of the caller's terminal among 0, 1 and 2,
+ * which the command can change (stty raw), for pty_restore. */
+void pty_save_caller(struct pty *t);
 
 struct launch {
         struct profile profile;
@@ -40,6 +95,7 @@ struct launch {
 
         bool print_profile;
         bool check;
+        struct pty pty;
 
         /* Set up by main before clone. */
         uid_t outer_uid;
@@ -52,15 +108,18 @@ struct launch {
 enum report_type {
         REPORT_ERROR = 1,          /* setup failed: step + message */
         REPORT_READY,              /* the command's process is about to execve */
-        REPORT_EXEC_FAILED,        /* execve failed: errnum */
+        REPORT_EXEC_FAILED,        /* execve failed: step + message */
 };
+
+/* Longest step name in a report, NUL included. */
+#define STATUS_STEP_MAX 32
 
 struct report {
         int type;
-        int errnum;
-        char step[32];
+        char step[STATUS_STEP_MAX];
         char msg[SBX_ERROR_MAX];
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];   /* REPORT_READY: limits_read_back() */
 };
 
 /* cli.c: parse argv into l (profiles loaded, options applied through
@@ -84,9 +143,10 @@ int ns_write_maps(uid_t inner_uid, uid_t outer_uid, gid_t inner_gid, gid_t outer
 /* Write the --info-fd record: pid 1's pid and its namespace inode numbers. */
 int ns_write_info(int fd, pid_t pid);
 
-/* rootfs.c: build the new root from p->fs and pivot into it. Returns 0 or a
- * negative errno with step and err filled. */
-int rootfs_setup(const struct profile *p, struct protections *prot,
+/* rootfs.c: build the new root from p->fs and pivot into it; the job's
+ * terminal (console; NULL or no slave: none) is given a name in each
+ * minimal /dev. Returns 0 or a negative errno with step and err filled. */
+int rootfs_setup(const struct profile *p, const struct pty *console, struct protections *prot,
                  const char **ret_step, struct sbx_error *err);
 /* The working directory for the command (last chdir op, else "/"). */
 const char *rootfs_chdir(const struct profile *p);
@@ -94,8 +154,15 @@ const char *rootfs_chdir(const struct profile *p);
 /* net.c: bring the loopback interface up in the current net namespace. */
 int net_loopback_up(struct sbx_error *err);
 
-/* limits.c: apply p->limits as rlimits to the calling process. */
+/* limits.c */
+/* Apply p->limits as rlimits to the calling process. */
 int limits_apply(const struct profile *p, struct sbx_error *err);
+/* The soft limits the calling process now has, LIMIT_NONE for infinity. */
+void limits_read_back(uint64_t ret_cur[LIMIT_COUNT]);
+/* The profile key of a limit ("file-size"), and what it counts per:
+ * "process", "sandbox" or "file" (sbx-launch(1), STATUS RECORD). */
+const char *limits_key(enum limit_id id);
+const char *limits_per(enum limit_id id);
 
 /* env.c: build the command's environment from the caller's (envp) and the
  * profile. Returns a NULL-terminated malloc'd array or NULL with err set. */
@@ -104,7 +171,10 @@ char **env_build(const struct profile *p, char **caller_env, struct sbx_error *e
 /* sandbox.c: runs in the cloned child; never returns. */
 _noreturn_ void sandbox_main(struct launch *l);
 
-/* init.c: pid 1's loop once the command runs; never returns. */
+/* init.c: the signals the launcher passes to pid 1 and pid 1 to the
+ * command, added to set. */
+void init_add_forwarded(sigset_t *set);
+/* pid 1's loop once the command runs; never returns. */
 _noreturn_ void init_run(pid_t command, int exit_fd, bool own_pid_ns);
 
 /* status.c: JSON lines on --json-status-fd. */
@@ -117,9 +187,9 @@ struct run_result {
         uint64_t peak_rss_kb;
         bool have_prot;
         struct protections prot;
+        uint64_t limits[LIMIT_COUNT];   /* what the command's process had */
+        uid_t outer_uid;                /* whose rlimits: see status.c */
 };
 void status_start(int fd, pid_t command_pid);
 void status_end(int fd, const struct profile *p, const struct run_result *r);
 void status_error(int fd, const char *step, const char *message);
-/* Append s to buf as a JSON string literal (with quotes). */
-size_t json_escape(char *buf, size_t size, const char *s);

@@ -12,6 +12,7 @@ launcher_sbx_launch_SOURCES = \
 	launcher/env.c \
 	launcher/sandbox.c \
 	launcher/init.c \
+	launcher/pty.c \
 	launcher/status.c \
 	launcher/harden.h \
 	$(HARDEN_SOURCES)

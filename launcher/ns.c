@@ -13,6 +13,7 @@
 #include <linux/magic.h>
 #include <linux/nsfs.h>
 
+#include "fd-util.h"
 #include "launch.h"
 
 unsigned long ns_clone_flags(const struct profile *p) {
@@ -31,17 +32,9 @@ unsigned long ns_clone_flags(const struct profile *p) {
         return f;
 }
 
-static int write_at(int dirfd, const char *name, const char *text, struct sbx_error *err) {
-        int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return sbx_error_set(err, errno, "/proc/self/%s", name);
-        size_t len = strlen(text);
-        ssize_t n = write(fd, text, len);
-        int e = n < 0 ? errno : (size_t) n != len ? EIO : 0;
-        close(fd);
-        if (e)
-                return sbx_error_set(err, e, "/proc/self/%s", name);
-        return 0;
+static int write_proc_self(int proc_self, const char *name, const char *text, struct sbx_error *err) {
+        int r = fd_write_at(proc_self, name, text);
+        return r < 0 ? sbx_error_set(err, r, "/proc/self/%s", name) : 0;
 }
 
 int ns_write_maps(uid_t inner_uid, uid_t outer_uid, gid_t inner_gid, gid_t outer_gid,
@@ -61,14 +54,14 @@ int ns_write_maps(uid_t inner_uid, uid_t outer_uid, gid_t inner_gid, gid_t outer
         /* setgroups must be denied before gid_map can be written by an
          * unprivileged user, and it stops the job from dropping
          * supplementary groups used as negative permissions. */
-        int r = write_at(proc, "setgroups", "deny", err);
+        int r = write_proc_self(proc, "setgroups", "deny", err);
         if (r == 0) {
                 snprintf(line, sizeof(line), "%u %u 1\n", (unsigned) inner_uid, (unsigned) outer_uid);
-                r = write_at(proc, "uid_map", line, err);
+                r = write_proc_self(proc, "uid_map", line, err);
         }
         if (r == 0) {
                 snprintf(line, sizeof(line), "%u %u 1\n", (unsigned) inner_gid, (unsigned) outer_gid);
-                r = write_at(proc, "gid_map", line, err);
+                r = write_proc_self(proc, "gid_map", line, err);
         }
         close(proc);
         return r;
@@ -79,7 +72,7 @@ int ns_write_info(int fd, pid_t pid) {
         char buf[1024], path[64];
         size_t len = 0;
 
-        len += (size_t) snprintf(buf, sizeof(buf), "{\"child-pid\": %d, \"namespaces\": {", (int) pid);
+        len += (size_t) snprintf(buf, sizeof(buf), "{\"" SBX_STATUS_CHILD_PID "\": %d, \"" SBX_INFO_NAMESPACES "\": {", (int) pid);
         for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
                 struct stat st;
                 int r;

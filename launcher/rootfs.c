@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 
+#include "fd-util.h"
 #include "launch.h"
 
 #define RESOLVE_IN_ROOT_FLAGS (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
@@ -34,16 +35,31 @@
  * is opened before that mount. */
 #define ROOTFS_STAGING "/tmp"
 
+/* The minimal /dev is a tmpfs that only holds a few nodes, links and two
+ * directories: small, and bounded in inodes. */
+#define DEV_TMPFS_OPTIONS "mode=0755,size=64k,nr_inodes=64"
+/* A devpts instance of the sandbox's own: its ptmx usable by all, new
+ * terminals readable and writable by their owner, writable by the group. */
+#define DEVPTS_OPTIONS "newinstance,ptmxmode=0666,mode=620"
+#define DEV_SHM_MODE 01777
+
+#define DEFAULT_DIR_MODE 0755
+#define DEFAULT_FILE_MODE 0644
+
+/* "/proc/self/fd/" and an int. */
+#define FD_PATH_MAX 32
+
 struct rootfs {
         int root;             /* O_PATH fd of the new root */
+        const struct pty *console;  /* the job's terminal, or NULL */
         bool openat2;         /* false once openat2 said ENOSYS */
         struct protections *prot;
         const char *step;
         struct sbx_error *err;
 };
 
-static void fdpath(char buf[static 32], int fd) {
-        snprintf(buf, 32, "/proc/self/fd/%d", fd);
+static void fd_path(char buf[static FD_PATH_MAX], int fd) {
+        snprintf(buf, FD_PATH_MAX, "/proc/self/fd/%d", fd);
 }
 
 /* Open one path component (no '/') beneath dirfd without following any
@@ -64,17 +80,28 @@ static int open_component(struct rootfs *rf, int dirfd, const char *name, int fl
                 errno = EXDEV;
                 return -1;
         }
-        int fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+        _cleanup_close_ int fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return -1;
         /* O_PATH|O_NOFOLLOW opens a symlink itself instead of failing. */
         struct stat st;
-        if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
-                close(fd);
+        if (fstat(fd, &st) < 0)
+                return -1;
+        if (S_ISLNK(st.st_mode)) {
                 errno = ELOOP;
                 return -1;
         }
-        return fd;
+        return TAKE_FD(fd);
+}
+
+/* A directory beneath dirfd, made when missing. */
+static int open_or_make_dir(struct rootfs *rf, int dirfd, const char *name, mode_t mode) {
+        int fd = open_component(rf, dirfd, name, O_PATH | O_DIRECTORY, 0);
+        if (fd >= 0 || errno != ENOENT)
+                return fd;
+        if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST)
+                return -1;
+        return open_component(rf, dirfd, name, O_PATH | O_DIRECTORY, 0);
 }
 
 enum dest_kind {
@@ -83,90 +110,77 @@ enum dest_kind {
         DEST_EXIST,  /* anything that already exists */
 };
 
-/* Walk dest (absolute) beneath the new root. On success *ret_parent is the
- * parent directory's fd and name its last component (empty for "/"). */
-static int resolve_parent(struct rootfs *rf, const char *dest, int *ret_parent, char name[static NAME_MAX + 1]) {
-        char buf[PATH_MAX];
-        if (strlen(dest) >= sizeof(buf))
-                return sbx_error_msg(rf->err, ENAMETOOLONG, "%s: path too long", dest);
-        strcpy(buf, dest);
+/* A destination resolved beneath the new root. */
+struct dest {
+        int parent;                /* its parent directory */
+        char name[NAME_MAX + 1];   /* its last component; "" for "/" itself */
+        int fd;                    /* O_PATH fd of the destination, or -1 */
+};
 
-        int dirfd = fcntl(rf->root, F_DUPFD_CLOEXEC, 3);
+static void dest_done(struct dest *d) {
+        closep(&d->parent);
+        closep(&d->fd);
+}
+
+#define _cleanup_dest_ _cleanup_(dest_done)
+#define DEST_INIT { .parent = -1, .fd = -1 }
+
+/* Walk dest (absolute) beneath the new root down to its parent, making
+ * missing directories. */
+static int resolve_parent(struct rootfs *rf, const char *path, struct dest *d) {
+        char buf[PATH_MAX];
+        if (strlen(path) >= sizeof(buf))
+                return sbx_error_msg(rf->err, ENAMETOOLONG, "%s: path too long", path);
+        strcpy(buf, path);
+
+        _cleanup_close_ int dirfd = fcntl(rf->root, F_DUPFD_CLOEXEC, 3);
         if (dirfd < 0)
-                return sbx_error_set(rf->err, errno, "%s", dest);
-        name[0] = '\0';
+                return sbx_error_set(rf->err, errno, "%s", path);
+        d->name[0] = '\0';
 
         char *save = NULL;
-        char *comp = strtok_r(buf, "/", &save);
-        while (comp) {
-                char *next = strtok_r(NULL, "/", &save);
-                if (strlen(comp) > NAME_MAX) {
-                        close(dirfd);
-                        return sbx_error_msg(rf->err, ENAMETOOLONG, "%s: component too long", dest);
-                }
+        for (char *comp = strtok_r(buf, "/", &save), *next; comp; comp = next) {
+                next = strtok_r(NULL, "/", &save);
+                if (strlen(comp) > NAME_MAX)
+                        return sbx_error_msg(rf->err, ENAMETOOLONG, "%s: component too long", path);
                 if (!next) {
-                        strcpy(name, comp);
+                        strcpy(d->name, comp);
                         break;
                 }
-                int fd = open_component(rf, dirfd, comp, O_PATH | O_DIRECTORY, 0);
-                if (fd < 0 && errno == ENOENT) {
-                        if (mkdirat(dirfd, comp, 0755) < 0 && errno != EEXIST) {
-                                int e = errno;
-                                close(dirfd);
-                                return sbx_error_set(rf->err, e, "%s", dest);
-                        }
-                        fd = open_component(rf, dirfd, comp, O_PATH | O_DIRECTORY, 0);
-                }
-                if (fd < 0) {
-                        int e = errno;
-                        close(dirfd);
-                        return sbx_error_set(rf->err, e, "%s", dest);
-                }
-                close(dirfd);
+                int fd = open_or_make_dir(rf, dirfd, comp, DEFAULT_DIR_MODE);
+                if (fd < 0)
+                        return sbx_error_set(rf->err, errno, "%s", path);
+                closep(&dirfd);
                 dirfd = fd;
-                comp = next;
         }
-        *ret_parent = dirfd;
+        d->parent = TAKE_FD(dirfd);
         return 0;
 }
 
-/* Resolve dest to an O_PATH fd of the given kind; also returns its parent. */
-static int resolve(struct rootfs *rf, const char *dest, enum dest_kind kind, mode_t mode,
-                   int *ret_parent, char name[static NAME_MAX + 1], int *ret_fd) {
-        int parent;
-        int r = resolve_parent(rf, dest, &parent, name);
+/* Resolve path to an O_PATH fd of the given kind, made when missing. */
+static int resolve(struct rootfs *rf, const char *path, enum dest_kind kind, mode_t mode, struct dest *d) {
+        int r = resolve_parent(rf, path, d);
         if (r < 0)
                 return r;
-        if (!name[0]) {
-                /* dest is "/" itself */
-                *ret_parent = parent;
-                *ret_fd = fcntl(rf->root, F_DUPFD_CLOEXEC, 3);
-                return *ret_fd < 0 ? sbx_error_set(rf->err, errno, "%s", dest) : 0;
+        if (!d->name[0]) {
+                /* path is "/" itself */
+                d->fd = fcntl(rf->root, F_DUPFD_CLOEXEC, 3);
+                return d->fd < 0 ? sbx_error_set(rf->err, errno, "%s", path) : 0;
         }
         int flags = O_PATH | (kind == DEST_DIR ? O_DIRECTORY : 0);
-        int fd = open_component(rf, parent, name, flags, 0);
-        if (fd < 0 && errno == ENOENT && kind != DEST_EXIST) {
+        d->fd = open_component(rf, d->parent, d->name, flags, 0);
+        if (d->fd < 0 && errno == ENOENT && kind != DEST_EXIST) {
                 if (kind == DEST_DIR) {
-                        if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
-                                goto fail;
+                        if (mkdirat(d->parent, d->name, mode) < 0 && errno != EEXIST)
+                                return sbx_error_set(rf->err, errno, "%s", path);
                 } else {
-                        int c = open_component(rf, parent, name, O_WRONLY | O_CREAT | O_EXCL, mode);
+                        _cleanup_close_ int c = open_component(rf, d->parent, d->name, O_WRONLY | O_CREAT | O_EXCL, mode);
                         if (c < 0 && errno != EEXIST)
-                                goto fail;
-                        if (c >= 0)
-                                close(c);
+                                return sbx_error_set(rf->err, errno, "%s", path);
                 }
-                fd = open_component(rf, parent, name, flags, 0);
+                d->fd = open_component(rf, d->parent, d->name, flags, 0);
         }
-        if (fd < 0)
-                goto fail;
-        *ret_parent = parent;
-        *ret_fd = fd;
-        return 0;
-fail:;
-        int e = errno;
-        close(parent);
-        return sbx_error_set(rf->err, e, "%s", dest);
+        return d->fd < 0 ? sbx_error_set(rf->err, errno, "%s", path) : 0;
 }
 
 /* Set mount attributes on the mount whose root is parent/name (recursively
@@ -180,12 +194,12 @@ static int set_mount_attr(int parent, const char *name, uint64_t attr, bool recu
         if (errno != ENOSYS)
                 return -errno;
 
-        int fd = openat(parent, name[0] ? name : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(parent, name[0] ? name : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        char p[32];
+        char p[FD_PATH_MAX];
         struct statvfs sv;
-        fdpath(p, fd);
+        fd_path(p, fd);
         unsigned long mf = MS_REMOUNT | MS_BIND;
         if (fstatvfs(fd, &sv) == 0)
                 mf |= sv.f_flag & (ST_NOSUID | ST_NODEV | ST_NOEXEC | ST_NOATIME | ST_NODIRATIME | ST_RELATIME | ST_RDONLY);
@@ -195,188 +209,135 @@ static int set_mount_attr(int parent, const char *name, uint64_t attr, bool recu
                 mf |= MS_NOSUID;
         if (attr & MOUNT_ATTR_NODEV)
                 mf |= MS_NODEV;
-        int r = mount(NULL, p, NULL, mf, NULL) < 0 ? -errno : 0;
-        close(fd);
-        return r;
+        return mount(NULL, p, NULL, mf, NULL) < 0 ? -errno : 0;
 }
 
 static int op_bind(struct rootfs *rf, const struct fs_op *op, int srcfd) {
+        _cleanup_dest_ struct dest d = DEST_INIT;
         struct stat st;
-        char name[NAME_MAX + 1], sp[32], dp[32];
-        int parent, dst;
+        char sp[FD_PATH_MAX], dp[FD_PATH_MAX];
 
         if (fstat(srcfd, &st) < 0)
                 return sbx_error_set(rf->err, errno, "%s", op->src);
-        int r = resolve(rf, op->dest, S_ISDIR(st.st_mode) ? DEST_DIR : DEST_FILE, 0755, &parent, name, &dst);
+        int r = resolve(rf, op->dest, S_ISDIR(st.st_mode) ? DEST_DIR : DEST_FILE, DEFAULT_DIR_MODE, &d);
         if (r < 0)
                 return r;
-        fdpath(sp, srcfd);
-        fdpath(dp, dst);
+        fd_path(sp, srcfd);
+        fd_path(dp, d.fd);
         if (mount(sp, dp, NULL, MS_BIND | MS_REC, NULL) < 0)
-                r = sbx_error_set(rf->err, errno, "%s -> %s", op->src, op->dest);
-        close(dst);
-        if (r == 0) {
-                uint64_t attr = MOUNT_ATTR_NOSUID;
-                if (op->type != FS_DEV_BIND)
-                        attr |= MOUNT_ATTR_NODEV;
-                if (op->type == FS_RO_BIND)
-                        attr |= MOUNT_ATTR_RDONLY;
-                r = set_mount_attr(parent, name, attr, true);
-                if (r < 0)
-                        r = sbx_error_set(rf->err, r, "%s: set mount flags", op->dest);
-        }
-        close(parent);
-        return r;
+                return sbx_error_set(rf->err, errno, "%s -> %s", op->src, op->dest);
+        uint64_t attr = MOUNT_ATTR_NOSUID;
+        if (op->type != FS_DEV_BIND)
+                attr |= MOUNT_ATTR_NODEV;
+        if (op->type == FS_RO_BIND)
+                attr |= MOUNT_ATTR_RDONLY;
+        r = set_mount_attr(d.parent, d.name, attr, true);
+        return r < 0 ? sbx_error_set(rf->err, r, "%s: set mount flags", op->dest) : 0;
 }
 
 static int op_tmpfs(struct rootfs *rf, const struct fs_op *op) {
-        char name[NAME_MAX + 1], dp[32], opts[128];
-        int parent, dst;
-        int r = resolve(rf, op->dest, DEST_DIR, 0755, &parent, name, &dst);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        char dp[FD_PATH_MAX], opts[128];
+        int r = resolve(rf, op->dest, DEST_DIR, DEFAULT_DIR_MODE, &d);
         if (r < 0)
                 return r;
-        int n = snprintf(opts, sizeof(opts), "mode=%04o", op->mode_set ? (unsigned) op->mode : 0755u);
-        if (op->size != PROFILE_UNSET)
-                n += snprintf(opts + n, sizeof(opts) - (size_t) n, ",size=%llu", (unsigned long long) op->size);
+        int n = snprintf(opts, sizeof(opts), "mode=%04o", op->mode_set ? (unsigned) op->mode : DEFAULT_DIR_MODE);
+        if (op->size_bytes != PROFILE_UNSET)
+                n += snprintf(opts + n, sizeof(opts) - (size_t) n, ",size=%llu", (unsigned long long) op->size_bytes);
         if (op->nr_inodes != PROFILE_UNSET)
                 snprintf(opts + n, sizeof(opts) - (size_t) n, ",nr_inodes=%llu", (unsigned long long) op->nr_inodes);
-        fdpath(dp, dst);
+        fd_path(dp, d.fd);
         if (mount("tmpfs", dp, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-                r = sbx_error_set(rf->err, errno, "%s", op->dest);
-        close(dst);
-        close(parent);
-        return r;
+                return sbx_error_set(rf->err, errno, "%s", op->dest);
+        return 0;
 }
 
 static int op_dir(struct rootfs *rf, const struct fs_op *op) {
-        char name[NAME_MAX + 1], dp[32];
-        int parent, dst;
-        int r = resolve(rf, op->dest, DEST_DIR, 0755, &parent, name, &dst);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        char dp[FD_PATH_MAX];
+        int r = resolve(rf, op->dest, DEST_DIR, DEFAULT_DIR_MODE, &d);
         if (r < 0)
                 return r;
-        fdpath(dp, dst);
+        fd_path(dp, d.fd);
         /* chmod through the fd: the path may be under a host bind where a
          * racing process could swap in a symlink. */
         if (op->mode_set && chmod(dp, op->mode) < 0)
-                r = sbx_error_set(rf->err, errno, "%s", op->dest);
-        close(dst);
-        close(parent);
-        return r;
+                return sbx_error_set(rf->err, errno, "%s", op->dest);
+        return 0;
 }
 
 static int op_symlink(struct rootfs *rf, const struct fs_op *op) {
-        char name[NAME_MAX + 1];
-        int parent;
-        int r = resolve_parent(rf, op->dest, &parent, name);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        int r = resolve_parent(rf, op->dest, &d);
         if (r < 0)
                 return r;
-        if (!name[0])
-                r = sbx_error_msg(rf->err, EEXIST, "/: cannot be a symlink");
-        else if (symlinkat(op->src, parent, name) < 0) {
-                int e = errno;
-                char cur[PATH_MAX];
-                ssize_t n = e == EEXIST ? readlinkat(parent, name, cur, sizeof(cur) - 1) : -1;
+        if (!d.name[0])
+                return sbx_error_msg(rf->err, EEXIST, "/: cannot be a symlink");
+        if (symlinkat(op->src, d.parent, d.name) == 0)
+                return 0;
+        int e = errno;
+        if (e == EEXIST) {
                 /* The same link already there (merged profiles) is fine. */
+                char cur[PATH_MAX];
+                ssize_t n = readlinkat(d.parent, d.name, cur, sizeof(cur) - 1);
                 if (n >= 0) {
                         cur[n] = '\0';
                         if (streq(cur, op->src))
-                                e = 0;
-                }
-                if (e)
-                        r = sbx_error_set(rf->err, e, "%s", op->dest);
-        }
-        close(parent);
-        return r;
-}
-
-static int copy_fd(int in, int out) {
-        char buf[65536];
-        for (;;) {
-                ssize_t n = read(in, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        return 0;
-                for (ssize_t off = 0; off < n;) {
-                        ssize_t w = write(out, buf + off, (size_t) (n - off));
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w < 0)
-                                return -errno;
-                        off += w;
+                                return 0;
                 }
         }
+        return sbx_error_set(rf->err, e, "%s", op->dest);
 }
 
 static int op_file(struct rootfs *rf, const struct fs_op *op) {
-        char name[NAME_MAX + 1];
-        int parent;
-        int r = resolve_parent(rf, op->dest, &parent, name);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        int r = resolve_parent(rf, op->dest, &d);
         if (r < 0)
                 return r;
-        mode_t mode = op->mode_set ? op->mode : 0644;
+        if (!d.name[0])
+                return sbx_error_set(rf->err, EISDIR, "%s", op->dest);
+        mode_t mode = op->mode_set ? op->mode : DEFAULT_FILE_MODE;
         /* O_EXCL: never write into something already there, such as a host
          * file bound read-write by an earlier operation. */
-        int fd = name[0] ? open_component(rf, parent, name, O_WRONLY | O_CREAT | O_EXCL, mode) : -1;
-        if (fd < 0) {
-                r = sbx_error_set(rf->err, name[0] ? errno : EISDIR, "%s", op->dest);
-                close(parent);
-                return r;
-        }
+        _cleanup_close_ int fd = open_component(rf, d.parent, d.name, O_WRONLY | O_CREAT | O_EXCL, mode);
+        if (fd < 0)
+                return sbx_error_set(rf->err, errno, "%s", op->dest);
         if (fchmod(fd, mode) < 0)
                 r = -errno;
         else if (op->fd >= 0)
-                r = copy_fd(op->fd, fd);
-        else if (op->data) {
-                for (size_t off = 0; off < op->data_len && r == 0;) {
-                        ssize_t w = write(fd, op->data + off, op->data_len - off);
-                        if (w < 0 && errno != EINTR)
-                                r = -errno;
-                        else if (w > 0)
-                                off += (size_t) w;
-                }
-        }
-        if (r < 0)
-                sbx_error_set(rf->err, r, "%s", op->dest);
-        close(fd);
-        close(parent);
-        return r;
+                r = fd_copy(op->fd, fd);
+        else if (op->data)
+                r = fd_write_all(fd, op->data, op->data_len);
+        return r < 0 ? sbx_error_set(rf->err, r, "%s", op->dest) : 0;
 }
 
+/* Mount a pseudo file system at op->dest; d keeps where it landed. */
 static int mount_pseudo(struct rootfs *rf, const struct fs_op *op, const char *fstype, unsigned long flags,
-                        const char *data, int *ret_parent, char *ret_name) {
-        char dp[32], local[NAME_MAX + 1];
-        char *name = ret_name ? ret_name : local;
-        int parent, dst;
-        int r = resolve(rf, op->dest, DEST_DIR, 0755, &parent, name, &dst);
+                        const char *data, struct dest *d) {
+        char dp[FD_PATH_MAX];
+        int r = resolve(rf, op->dest, DEST_DIR, DEFAULT_DIR_MODE, d);
         if (r < 0)
                 return r;
-        fdpath(dp, dst);
+        fd_path(dp, d->fd);
         if (mount(fstype, dp, fstype, flags, data) < 0)
-                r = sbx_error_set(rf->err, errno, "%s", op->dest);
-        close(dst);
-        if (r < 0 || !ret_parent)
-                close(parent);
-        else
-                *ret_parent = parent;
-        return r;
+                return sbx_error_set(rf->err, errno, "%s", op->dest);
+        /* The fd we mounted on is the directory underneath. */
+        closep(&d->fd);
+        d->fd = open_component(rf, d->parent, d->name, O_PATH | O_DIRECTORY, 0);
+        return d->fd < 0 ? sbx_error_set(rf->err, errno, "%s", op->dest) : 0;
+}
+
+static int op_mqueue(struct rootfs *rf, const struct fs_op *op) {
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        return mount_pseudo(rf, op, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, &d);
 }
 
 static int op_proc(struct rootfs *rf, const struct fs_op *op) {
-        char name[NAME_MAX + 1];
-        int parent;
-        int r = mount_pseudo(rf, op, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, &parent, name);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        int r = mount_pseudo(rf, op, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, &d);
         if (r < 0)
                 return r;
-        /* Re-open: the fd we mounted on is the directory underneath. */
-        int procfd = open_component(rf, parent, name, O_PATH | O_DIRECTORY, 0);
-        close(parent);
-        if (procfd < 0)
-                return sbx_error_set(rf->err, errno, "%s", op->dest);
-        r = harden_proc(procfd, rf->prot, rf->err);
-        close(procfd);
+        r = harden_proc(d.fd, rf->prot, rf->err);
         if (r < 0)
                 rf->step = "proc-mask";
         return r;
@@ -386,116 +347,131 @@ static int op_proc(struct rootfs *rf, const struct fs_op *op) {
  * sandbox's network namespace; the kernel allows it only there, so with the
  * host's network the host's /sys is bound read-only instead. */
 static int op_sys(struct rootfs *rf) {
-        static const struct fs_op sys = { .type = FS_DIR, .dest = "/sys" };
-        char dp[32], name[NAME_MAX + 1];
-        int parent, dst;
-        int r = resolve(rf, sys.dest, DEST_DIR, 0755, &parent, name, &dst);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        char dp[FD_PATH_MAX];
+        int r = resolve(rf, "/sys", DEST_DIR, DEFAULT_DIR_MODE, &d);
         if (r < 0)
                 return r;
-        fdpath(dp, dst);
-        if (mount("sysfs", dp, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-                if (errno != EPERM)
-                        r = sbx_error_set(rf->err, errno, "/sys: mount sysfs");
-                else if (mount("/sys", dp, NULL, MS_BIND | MS_REC, NULL) < 0)
-                        r = sbx_error_set(rf->err, errno, "/sys: bind the host's");
-                else {
-                        r = set_mount_attr(parent, name, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                                           true);
-                        if (r < 0)
-                                sbx_error_set(rf->err, -r, "/sys: make read-only");
-                }
+        fd_path(dp, d.fd);
+        if (mount("sysfs", dp, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
+                return 0;
+        if (errno != EPERM)
+                return sbx_error_set(rf->err, errno, "/sys: mount sysfs");
+        if (mount("/sys", dp, NULL, MS_BIND | MS_REC, NULL) < 0)
+                return sbx_error_set(rf->err, errno, "/sys: bind the host's");
+        r = set_mount_attr(d.parent, d.name, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                           true);
+        return r < 0 ? sbx_error_set(rf->err, r, "/sys: make read-only") : 0;
+}
+
+/* Bind src (the host's /dev/NAME when NULL) onto an empty file dev/NAME. */
+static int dev_bind_node(struct rootfs *rf, int dev, const char *dest, const char *name, const char *src) {
+        char host[FD_PATH_MAX + NAME_MAX], p[FD_PATH_MAX];
+        _cleanup_close_ int c = open_component(rf, dev, name, O_WRONLY | O_CREAT | O_EXCL, 0444);
+        if (c < 0)
+                return sbx_error_set(rf->err, errno, "%s/%s", dest, name);
+        _cleanup_close_ int t = open_component(rf, dev, name, O_PATH, 0);
+        if (t < 0)
+                return sbx_error_set(rf->err, errno, "%s/%s", dest, name);
+        if (!src) {
+                snprintf(host, sizeof(host), "/dev/%s", name);
+                src = host;
         }
-        close(dst);
-        close(parent);
-        return r;
+        fd_path(p, t);
+        if (mount(src, p, NULL, MS_BIND, NULL) < 0)
+                return sbx_error_set(rf->err, errno, "%s", src);
+        return 0;
+}
+
+/* The job's terminal comes from the host's devpts, which is not mounted
+ * inside: without a name there, ttyname(3) and tty(1) would say "not a
+ * tty". It is bound by its name in our own mount namespace (a descriptor
+ * opened in the launcher's cannot be the source of a bind mount here),
+ * after checking that the name still is that terminal. */
+static int dev_console(struct rootfs *rf, int dev, const char *dest) {
+        struct stat want, got;
+        char src[FD_PATH_MAX];
+
+        if (!rf->console || rf->console->slave < 0 || !rf->console->name[0])
+                return 0;
+        _cleanup_close_ int fd = open(rf->console->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &got) < 0 || fstat(rf->console->slave, &want) < 0 || !S_ISCHR(got.st_mode) ||
+            got.st_rdev != want.st_rdev || got.st_ino != want.st_ino || got.st_dev != want.st_dev)
+                return 0;
+        fd_path(src, fd);
+        return dev_bind_node(rf, dev, dest, PROFILE_DEV_CONSOLE, src);
+}
+
+/* A new directory in the fresh /dev tmpfs (nothing is there yet). */
+static int make_dir(struct rootfs *rf, int dev, const char *name, mode_t mode) {
+        if (mkdirat(dev, name, mode) < 0)
+                return -1;
+        return open_component(rf, dev, name, O_PATH | O_DIRECTORY, 0);
+}
+
+static int dev_dirs(struct rootfs *rf, int dev, const char *dest) {
+        char p[FD_PATH_MAX];
+        _cleanup_close_ int shm = make_dir(rf, dev, PROFILE_DEV_SHM, DEV_SHM_MODE);
+        if (shm < 0)
+                return sbx_error_set(rf->err, errno, "%s/" PROFILE_DEV_SHM, dest);
+        /* mkdir's mode went through the umask. */
+        fd_path(p, shm);
+        if (chmod(p, DEV_SHM_MODE) < 0)
+                return sbx_error_set(rf->err, errno, "%s/" PROFILE_DEV_SHM, dest);
+        _cleanup_close_ int pts = make_dir(rf, dev, PROFILE_DEV_PTS, DEFAULT_DIR_MODE);
+        if (pts < 0)
+                return sbx_error_set(rf->err, errno, "%s/" PROFILE_DEV_PTS, dest);
+        /* A new devpts instance: the job sees only its own terminals. */
+        fd_path(p, pts);
+        if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, DEVPTS_OPTIONS) < 0)
+                return sbx_error_set(rf->err, errno, "%s/" PROFILE_DEV_PTS, dest);
+        return 0;
 }
 
 /* A minimal /dev: a small tmpfs with the harmless host devices bound in
  * (device nodes cannot be created in a user namespace), a private devpts
  * instance and a world-writable shm directory. */
 static int op_dev(struct rootfs *rf, const struct fs_op *op) {
-        static const char *const devices[] = { "null", "zero", "full", "random", "urandom", "tty" };
         static const struct { const char *target, *name; } links[] = {
-                { "pts/ptmx", "ptmx" }, { "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" },
-                { "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
+                { PROFILE_DEV_PTS "/ptmx", PROFILE_DEV_PTMX }, { "/proc/self/fd", "fd" },
+                { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
         };
-        char name[NAME_MAX + 1], p[32], src[32];
-        int parent;
-        int r = mount_pseudo(rf, op, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64", &parent, name);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        int r = mount_pseudo(rf, op, "tmpfs", MS_NOSUID | MS_NOEXEC, DEV_TMPFS_OPTIONS, &d);
         if (r < 0)
                 return r;
-        int dev = open_component(rf, parent, name, O_PATH | O_DIRECTORY, 0);
-        close(parent);
-        if (dev < 0)
-                return sbx_error_set(rf->err, errno, "%s", op->dest);
-
-        for (size_t i = 0; i < ARRAY_SIZE(devices) && r == 0; i++) {
-                int c = open_component(rf, dev, devices[i], O_WRONLY | O_CREAT | O_EXCL, 0444);
-                if (c < 0) {
-                        r = sbx_error_set(rf->err, errno, "%s/%s", op->dest, devices[i]);
-                        break;
-                }
-                close(c);
-                int t = open_component(rf, dev, devices[i], O_PATH, 0);
-                if (t < 0) {
-                        r = sbx_error_set(rf->err, errno, "%s/%s", op->dest, devices[i]);
-                        break;
-                }
-                snprintf(src, sizeof(src), "/dev/%s", devices[i]);
-                fdpath(p, t);
-                if (mount(src, p, NULL, MS_BIND, NULL) < 0)
-                        r = sbx_error_set(rf->err, errno, "%s", src);
-                close(t);
+        for (size_t i = 0; profile_dev_nodes[i]; i++) {
+                r = dev_bind_node(rf, d.fd, op->dest, profile_dev_nodes[i], NULL);
+                if (r < 0)
+                        return r;
         }
-        if (r == 0 && (mkdirat(dev, "pts", 0755) < 0 || mkdirat(dev, "shm", 01777) < 0))
-                r = sbx_error_set(rf->err, errno, "%s", op->dest);
-        if (r == 0) {
-                int t = open_component(rf, dev, "shm", O_PATH | O_DIRECTORY, 0);
-                if (t >= 0) {
-                        fdpath(p, t);
-                        if (chmod(p, 01777) < 0)
-                                r = sbx_error_set(rf->err, errno, "%s/shm", op->dest);
-                        close(t);
-                }
-                t = open_component(rf, dev, "pts", O_PATH | O_DIRECTORY, 0);
-                if (t < 0)
-                        r = sbx_error_set(rf->err, errno, "%s/pts", op->dest);
-                else {
-                        fdpath(p, t);
-                        /* A new devpts instance: the job sees only its own
-                         * terminals. */
-                        if (r == 0 && mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
-                                            "newinstance,ptmxmode=0666,mode=620") < 0)
-                                r = sbx_error_set(rf->err, errno, "%s/pts", op->dest);
-                        close(t);
-                }
-        }
-        for (size_t i = 0; i < ARRAY_SIZE(links) && r == 0; i++)
-                if (symlinkat(links[i].target, dev, links[i].name) < 0)
-                        r = sbx_error_set(rf->err, errno, "%s/%s", op->dest, links[i].name);
-        close(dev);
-        return r;
+        r = dev_console(rf, d.fd, op->dest);
+        if (r < 0)
+                return r;
+        r = dev_dirs(rf, d.fd, op->dest);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+                if (symlinkat(links[i].target, d.fd, links[i].name) < 0)
+                        return sbx_error_set(rf->err, errno, "%s/%s", op->dest, links[i].name);
+        return 0;
 }
 
 static int op_remount_ro(struct rootfs *rf, const struct fs_op *op) {
-        char name[NAME_MAX + 1], p[32];
-        int parent, dst;
-        int r = resolve(rf, op->dest, DEST_EXIST, 0, &parent, name, &dst);
+        _cleanup_dest_ struct dest d = DEST_INIT;
+        char p[FD_PATH_MAX];
+        int r = resolve(rf, op->dest, DEST_EXIST, 0, &d);
         if (r < 0)
                 return r;
-        r = set_mount_attr(parent, name, MOUNT_ATTR_RDONLY, true);
+        r = set_mount_attr(d.parent, d.name, MOUNT_ATTR_RDONLY, true);
         if (r == -EINVAL) {
                 /* Not a mount point yet: make it one, then flip it. */
-                fdpath(p, dst);
+                fd_path(p, d.fd);
                 r = mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0 ? -errno : 0;
                 if (r == 0)
-                        r = set_mount_attr(parent, name, MOUNT_ATTR_RDONLY, true);
+                        r = set_mount_attr(d.parent, d.name, MOUNT_ATTR_RDONLY, true);
         }
-        if (r < 0)
-                sbx_error_set(rf->err, r, "%s", op->dest);
-        close(dst);
-        close(parent);
-        return r;
+        return r < 0 ? sbx_error_set(rf->err, r, "%s", op->dest) : 0;
 }
 
 const char *rootfs_chdir(const struct profile *p) {
@@ -510,139 +486,128 @@ static bool op_has_source(const struct fs_op *op) {
         return op->type == FS_BIND || op->type == FS_RO_BIND || op->type == FS_DEV_BIND;
 }
 
-static const char *op_step(const struct fs_op *op) {
-        static char buf[32];
-        snprintf(buf, sizeof(buf), "%s%s", fs_op_type_name(op->type), op->try_ ? "-try" : "");
-        return buf;
+static int apply_op(struct rootfs *rf, const struct fs_op *op, int srcfd) {
+        switch (op->type) {
+        case FS_BIND:
+        case FS_RO_BIND:
+        case FS_DEV_BIND:
+                /* A -try source that was missing: nothing to bind. */
+                return srcfd >= 0 ? op_bind(rf, op, srcfd) : 0;
+        case FS_TMPFS:
+                return op_tmpfs(rf, op);
+        case FS_DIR:
+                return op_dir(rf, op);
+        case FS_SYMLINK:
+                return op_symlink(rf, op);
+        case FS_FILE:
+                return op_file(rf, op);
+        case FS_PROC:
+                return op_proc(rf, op);
+        case FS_DEV:
+                return op_dev(rf, op);
+        case FS_MQUEUE:
+                return op_mqueue(rf, op);
+        case FS_REMOUNT_RO:
+                return op_remount_ro(rf, op);
+        case FS_CHDIR:
+                return 0;
+        }
+        return 0;
 }
 
-int rootfs_setup(const struct profile *p, struct protections *prot, const char **ret_step,
+/* The bind sources, opened while the host tree is still whole. */
+struct sources {
+        int *fd;
+        size_t n;
+};
+
+static void sources_done(struct sources *s) {
+        for (size_t i = 0; i < s->n; i++)
+                closep(&s->fd[i]);
+        free(s->fd);
+}
+
+static int open_sources(const struct profile *p, struct sources *s, const char **ret_step, struct sbx_error *err) {
+        s->fd = calloc(p->n_fs ? p->n_fs : 1, sizeof(int));
+        if (!s->fd)
+                return sbx_error_set(err, ENOMEM, "rootfs");
+        for (size_t i = 0; i < p->n_fs; i++) {
+                const struct fs_op *op = &p->fs[i];
+                s->fd[s->n++] = -1;
+                if (!op_has_source(op))
+                        continue;
+                s->fd[i] = open(op->src, O_PATH | O_CLOEXEC);
+                if (s->fd[i] < 0 && !(op->try_ && errno == ENOENT)) {
+                        *ret_step = fs_op_name(op);
+                        return sbx_error_set(err, errno, "%s", op->src);
+                }
+        }
+        return 0;
+}
+
+/* pivot_root(".", ".") stacks the old root under the new one; the detach
+ * then drops it (and every host mount under it) at once. */
+static int pivot(struct rootfs *rf) {
+        if (fchdir(rf->root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
+                return sbx_error_set(rf->err, errno, ROOTFS_STAGING);
+        if (umount2(".", MNT_DETACH) < 0)
+                return sbx_error_set(rf->err, errno, "old root: detach");
+        if (chdir("/") < 0)
+                return sbx_error_set(rf->err, errno, "/");
+        return 0;
+}
+
+int rootfs_setup(const struct profile *p, const struct pty *console, struct protections *prot, const char **ret_step,
                  struct sbx_error *err) {
-        struct rootfs rf = { .root = -1, .openat2 = true, .prot = prot, .step = "rootfs", .err = err };
-        int stack_srcs[32];
-        int *srcs = p->n_fs <= ARRAY_SIZE(stack_srcs) ? stack_srcs : calloc(p->n_fs, sizeof(int));
-        int r = 0;
+        _cleanup_(sources_done) struct sources srcs = { 0 };
+        struct rootfs rf = {
+                .root = -1, .console = console, .openat2 = true, .prot = prot, .step = "rootfs", .err = err,
+        };
+        int r;
 
         *ret_step = "rootfs";
-        if (!srcs)
-                return sbx_error_set(err, ENOMEM, "rootfs");
-
         /* Mounts made from here on must never reach the host's mount table
          * (and host mounts appearing later must not reach us either way
          * round): slave, recursively, before anything else. */
-        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0) {
-                r = sbx_error_set(err, errno, "/: make slave");
-                goto out_free;
-        }
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return sbx_error_set(err, errno, "/: make slave");
+        r = open_sources(p, &srcs, ret_step, err);
+        if (r < 0)
+                return r;
 
-        /* Open every bind source while the host tree is still whole. */
-        for (size_t i = 0; i < p->n_fs; i++) {
-                srcs[i] = -1;
-                const struct fs_op *op = &p->fs[i];
-                if (!op_has_source(op))
-                        continue;
-                srcs[i] = open(op->src, O_PATH | O_CLOEXEC);
-                if (srcs[i] < 0 && !(op->try_ && errno == ENOENT)) {
-                        r = sbx_error_set(err, errno, "%s", op->src);
-                        *ret_step = op_step(op);
-                        for (size_t j = 0; j < i; j++)
-                                if (srcs[j] >= 0)
-                                        close(srcs[j]);
-                        goto out_free;
-                }
-        }
-
-        if (mount("tmpfs", ROOTFS_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0) {
-                r = sbx_error_set(err, errno, "new root tmpfs on " ROOTFS_STAGING);
-                goto out_close;
-        }
-        rf.root = open(ROOTFS_STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (rf.root < 0) {
-                r = sbx_error_set(err, errno, "new root");
-                goto out_close;
-        }
+        if (mount("tmpfs", ROOTFS_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+                return sbx_error_set(err, errno, "new root tmpfs on " ROOTFS_STAGING);
+        _cleanup_close_ int root = open(ROOTFS_STAGING, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return sbx_error_set(err, errno, "new root");
+        rf.root = root;
 
         /* Before the profile's own operations, which may bind over parts. */
         if (p->sys) {
-                rf.step = *ret_step = "sys";
+                *ret_step = "sys";
                 r = op_sys(&rf);
-        }
-        for (size_t i = 0; i < p->n_fs && r == 0; i++) {
-                const struct fs_op *op = &p->fs[i];
-                rf.step = op_step(op);
-                switch (op->type) {
-                case FS_BIND:
-                case FS_RO_BIND:
-                case FS_DEV_BIND:
-                        if (srcs[i] >= 0)
-                                r = op_bind(&rf, op, srcs[i]);
-                        break;
-                case FS_TMPFS:
-                        r = op_tmpfs(&rf, op);
-                        break;
-                case FS_DIR:
-                        r = op_dir(&rf, op);
-                        break;
-                case FS_SYMLINK:
-                        r = op_symlink(&rf, op);
-                        break;
-                case FS_FILE:
-                        r = op_file(&rf, op);
-                        break;
-                case FS_PROC:
-                        r = op_proc(&rf, op);
-                        break;
-                case FS_DEV:
-                        r = op_dev(&rf, op);
-                        break;
-                case FS_MQUEUE:
-                        r = mount_pseudo(&rf, op, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, NULL, NULL);
-                        break;
-                case FS_REMOUNT_RO:
-                        r = op_remount_ro(&rf, op);
-                        break;
-                case FS_CHDIR:
-                        break;
-                }
                 if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < p->n_fs; i++) {
+                rf.step = fs_op_name(&p->fs[i]);
+                r = apply_op(&rf, &p->fs[i], srcs.fd[i]);
+                if (r < 0) {
                         *ret_step = rf.step;
+                        return r;
+                }
         }
-        if (r < 0)
-                goto out_close;
 
-        /* pivot_root(".", ".") stacks the old root under the new one; the
-         * detach then drops it (and every host mount under it) at once. */
-        rf.step = *ret_step = "pivot_root";
-        if (fchdir(rf.root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0) {
-                r = sbx_error_set(err, errno, ROOTFS_STAGING);
-                goto out_close;
-        }
-        if (umount2(".", MNT_DETACH) < 0) {
-                r = sbx_error_set(err, errno, "old root: detach");
-                goto out_close;
-        }
-        if (chdir("/") < 0) {
-                r = sbx_error_set(err, errno, "/");
-                goto out_close;
-        }
+        *ret_step = "pivot_root";
+        r = pivot(&rf);
+        if (r < 0)
+                return r;
         /* The root tmpfs only holds mount points and files from the
          * profile; a job that needs to write gets an explicit tmpfs. */
+        *ret_step = "rootfs";
         r = set_mount_attr(AT_FDCWD, "/", MOUNT_ATTR_RDONLY, false);
-        if (r < 0) {
-                *ret_step = "rootfs";
-                sbx_error_set(err, r, "/: make read-only");
-                goto out_close;
-        }
+        if (r < 0)
+                return sbx_error_set(err, r, "/: make read-only");
         prot->openat2 = rf.openat2;
-
-out_close:
-        for (size_t i = 0; i < p->n_fs; i++)
-                if (srcs[i] >= 0)
-                        close(srcs[i]);
-        if (rf.root >= 0)
-                close(rf.root);
-out_free:
-        if (srcs != stack_srcs)
-                free(srcs);
-        return r;
+        return 0;
 }

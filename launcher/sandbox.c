@@ -20,16 +20,16 @@
 extern char **environ;
 
 static void report(int fd, int type, const char *step, const struct sbx_error *err,
-                   const struct protections *prot) {
+                   const struct protections *prot, const uint64_t *limits) {
         struct report r = { .type = type };
         if (step)
                 snprintf(r.step, sizeof(r.step), "%s", step);
-        if (err) {
-                r.errnum = err->code;
+        if (err)
                 snprintf(r.msg, sizeof(r.msg), "%s", err->msg);
-        }
         if (prot)
                 r.prot = *prot;
+        if (limits)
+                memcpy(r.limits, limits, sizeof(r.limits));
         /* write(), not send(): it is the one call every seccomp policy
          * allows right before execve. */
         if (write(fd, &r, sizeof(r)) != (ssize_t) sizeof(r) && type != REPORT_READY)
@@ -37,8 +37,8 @@ static void report(int fd, int type, const char *step, const struct sbx_error *e
 }
 
 static _noreturn_ void fail(struct launch *l, const char *step, const struct sbx_error *err) {
-        report(l->report_fd, REPORT_ERROR, step, err, NULL);
-        _exit(LAUNCH_EXIT_SETUP);
+        report(l->report_fd, REPORT_ERROR, step, err, NULL, NULL);
+        _exit(SBX_EXIT_SETUP);
 }
 
 static void reset_signals(void) {
@@ -66,17 +66,17 @@ static void reset_signals(void) {
  * time it is set, so look again afterwards. */
 static void die_with_parent(pid_t expected_ppid, int parent_sock) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                _exit(LAUNCH_EXIT_SETUP);
+                _exit(SBX_EXIT_SETUP);
         if (expected_ppid > 0) {
                 if (getppid() != expected_ppid)
-                        _exit(LAUNCH_EXIT_SETUP);
+                        _exit(SBX_EXIT_SETUP);
                 return;
         }
         /* Our parent is outside our pid namespace, where getppid() says 0:
          * the launcher's end of the report socket tells us instead. */
         struct pollfd pfd = { .fd = parent_sock, .events = POLLRDHUP };
         if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLRDHUP)))
-                _exit(LAUNCH_EXIT_SETUP);
+                _exit(SBX_EXIT_SETUP);
 }
 
 static _noreturn_ void command_main(struct launch *l, struct protections *prot, pid_t init_pid) {
@@ -91,10 +91,14 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
                 sbx_error_set(&err, errno, "setsid");
                 fail(l, "session", &err);
         }
+        if (l->pty.slave >= 0 && pty_attach(&l->pty, &err) < 0)
+                fail(l, "terminal", &err);
         if (p->die_with_parent)
                 die_with_parent(init_pid, -1);
         if (limits_apply(p, &err) < 0)
                 fail(l, "limits", &err);
+        uint64_t limits[LIMIT_COUNT];
+        limits_read_back(limits);
         char **envp = env_build(p, environ, &err);
         if (!envp)
                 fail(l, "env", &err);
@@ -106,13 +110,13 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
         if (harden_exec(p, l->pass_fds, l->n_pass_fds, prot, &err) < 0)
                 fail(l, "harden", &err);
 
-        report(l->report_fd, REPORT_READY, NULL, NULL, prot);
+        report(l->report_fd, REPORT_READY, NULL, NULL, prot, limits);
         environ = envp;
         execvp(l->argv[0], l->argv);
         int e = errno;
         sbx_error_set(&err, e, "%s", l->argv[0]);
-        report(l->report_fd, REPORT_EXEC_FAILED, "exec", &err, prot);
-        _exit(e == ENOENT ? LAUNCH_EXIT_NOTFOUND : LAUNCH_EXIT_NOEXEC);
+        report(l->report_fd, REPORT_EXEC_FAILED, "exec", &err, prot, limits);
+        _exit(e == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC);
 }
 
 void sandbox_main(struct launch *l) {
@@ -122,7 +126,6 @@ void sandbox_main(struct launch *l) {
         const char *step;
         sigset_t chld;
 
-        snprintf(prot.limits_by, sizeof(prot.limits_by), "rlimit");
         /* Only the launcher writes these; a copy held here would keep a
          * reader waiting for end-of-file until the sandbox ends. */
         if (l->info_fd > 2)
@@ -149,7 +152,7 @@ void sandbox_main(struct launch *l) {
                         fail(l, "hostname", &err);
                 }
         }
-        if (rootfs_setup(p, &prot, &step, &err) < 0)
+        if (rootfs_setup(p, &l->pty, &prot, &step, &err) < 0)
                 fail(l, step, &err);
         if ((p->namespaces & PROFILE_NS_NET) && net_loopback_up(&err) < 0)
                 fail(l, "network", &err);
@@ -179,5 +182,6 @@ void sandbox_main(struct launch *l) {
         if (pid == 0)
                 command_main(l, &prot, init_pid);
         close(l->report_fd);
+        closep(&l->pty.slave);
         init_run(pid, l->exit_fd, p->namespaces & PROFILE_NS_PID);
 }

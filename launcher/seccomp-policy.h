@@ -22,4 +22,30 @@ int seccomp_policy_apply(const struct profile *p, struct protections *prot, stru
 /* Build (without loading) the libseccomp filter for p. Used at run time
  * for profiles with their own rules, and at build time by seccomp-gen to
  * precompile the default filter. */
-int seccomp_policy_build(const struct profile *p, scmp_filter_ctx *ret_ctx, struct sbx_error *err);
+int seccomp_policy_build(const struct profile *p, unsigned mem_guard, scmp_filter_ctx *ret_ctx,
+                         struct sbx_error *err);
+
+/* The memory guards a filter carries (seccomp-guard.c): under a memory
+ * limit kept by rlimits, memfd_create and memfd_secret refused, and shmget
+ * too where the IPC namespace's shmall could not be capped. */
+enum {
+        SECCOMP_GUARD_MEMFD = 1u << 0,
+        SECCOMP_GUARD_SHMGET = 1u << 1,
+};
+/* Which guards p needs, given what pid 1 managed (prot->sysv_shm_capped). */
+unsigned seccomp_mem_guard(const struct profile *p, const struct protections *prot);
+
+/* The last profile rule naming nr, or NULL: profile lines override the
+ * built-in rules for the syscall they name. */
+const struct seccomp_rule *seccomp_profile_rule(const struct profile *p, int nr);
+
+/* seccomp-guard.c: the setuid/setgid guard on every call that sets a
+ * file's mode, openat2 -> ENOSYS, and the memory guards of mem_guard;
+ * added by the default and strict filters. */
+int seccomp_guard_add(const struct profile *p, scmp_filter_ctx ctx, unsigned mem_guard, struct sbx_error *err);
+/* Whether name is a syscall the setuid guard checks (the strict list and
+ * the profile's allow lines leave it to the guard). */
+bool seccomp_guard_handles(const char *name);
+/* Whether the calls of a memory guard (one SECCOMP_GUARD_* bit) end up
+ * refused, given the profile's own lines and the guards that are on. */
+bool seccomp_guard_refuses(const struct profile *p, unsigned guard, unsigned mem_guard);

@@ -148,7 +148,7 @@ static const char *const strict_allow[] = {
         "read", "write", "readv", "writev", "pread64", "pwrite64",
         "preadv", "pwritev", "preadv2", "pwritev2", "sendfile",
         "copy_file_range", "splice", "tee",
-        "open", "openat", "openat2", "creat", "close", "close_range",
+        "open", "openat", "creat", "close", "close_range",
         "stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs",
         "access", "faccessat", "faccessat2", "lseek", "getdents", "getdents64",
         "readlink", "readlinkat", "getcwd", "chdir", "fchdir",
@@ -193,7 +193,7 @@ static const uint32_t strict_ioctls[] = {
 
 /* The last profile rule naming nr, or NULL: profile lines override the
  * built-in rules for the syscall they name. */
-static const struct seccomp_rule *profile_rule(const struct profile *p, int nr) {
+const struct seccomp_rule *seccomp_profile_rule(const struct profile *p, int nr) {
         const struct seccomp_rule *found = NULL;
 
         for (size_t i = 0; i < p->n_seccomp_rules; i++)
@@ -216,12 +216,13 @@ static int resolve(const char *name) {
         return seccomp_syscall_resolve_name(name);
 }
 
-static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, struct sbx_error *err) {
+static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, unsigned mem_guard,
+                               struct sbx_error *err) {
         int r, nr;
 
         for (size_t i = 0; i < ARRAY_SIZE(default_deny); i++) {
                 nr = resolve(default_deny[i].name);
-                if (nr < 0 || profile_rule(p, nr))
+                if (nr < 0 || seccomp_profile_rule(p, nr))
                         continue;
                 r = add(ctx, SCMP_ACT_ERRNO(default_deny[i].errnum), nr, default_deny[i].name, 0, NULL, err);
                 if (r < 0)
@@ -230,7 +231,7 @@ static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, str
 
         /* clone and unshare with any namespace flag: EPERM. */
         nr = SCMP_SYS(clone);
-        if (!profile_rule(p, nr))
+        if (!seccomp_profile_rule(p, nr))
                 for (size_t i = 0; i < ARRAY_SIZE(clone_ns_flags); i++) {
                         struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]);
                         r = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, "clone", 1, &c, err);
@@ -238,7 +239,7 @@ static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, str
                                 return r;
                 }
         nr = SCMP_SYS(unshare);
-        if (!profile_rule(p, nr))
+        if (!seccomp_profile_rule(p, nr))
                 for (size_t i = 0; i <= ARRAY_SIZE(clone_ns_flags); i++) {
                         uint64_t f = i < ARRAY_SIZE(clone_ns_flags) ? clone_ns_flags[i] : CLONE_NEWTIME;
                         struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, f, f);
@@ -251,7 +252,7 @@ static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, str
          * (CVE-2017-5226, CVE-2023-28100). The kernel reads cmd as a 32-bit
          * int, so compare only the low 32 bits (CVE-2019-10063). */
         nr = SCMP_SYS(ioctl);
-        if (!profile_rule(p, nr)) {
+        if (!seccomp_profile_rule(p, nr)) {
                 const uint32_t bad[] = { TIOCSTI, TIOCLINUX };
                 for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                         struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, bad[i]);
@@ -265,7 +266,7 @@ static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, str
          * (ADDR_NO_RANDOMIZE), map page zero (MMAP_PAGE_ZERO) or fake an
          * older kernel; any high bit set is refused too. */
         nr = SCMP_SYS(personality);
-        if (!profile_rule(p, nr)) {
+        if (!seccomp_profile_rule(p, nr)) {
                 struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_NE, PER_LINUX);
                 r = add(ctx, SCMP_ACT_ERRNO(EPERM), nr, "personality", 1, &c, err);
                 if (r < 0)
@@ -277,7 +278,7 @@ static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, str
          * unlisted family below it gets EAFNOSUPPORT, as if the kernel had
          * been built without it. */
         nr = SCMP_SYS(socket);
-        if (!profile_rule(p, nr)) {
+        if (!seccomp_profile_rule(p, nr)) {
                 struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_GT, AF_NETLINK);
                 r = add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, "socket", 1, &c, err);
                 if (r < 0)
@@ -291,15 +292,18 @@ static int add_builtin_default(const struct profile *p, scmp_filter_ctx ctx, str
                                 return r;
                 }
         }
-        return 0;
+        return seccomp_guard_add(p, ctx, mem_guard, err);
 }
 
-static int add_builtin_strict(const struct profile *p, scmp_filter_ctx ctx, struct sbx_error *err) {
+static int add_builtin_strict(const struct profile *p, scmp_filter_ctx ctx, unsigned mem_guard,
+                              struct sbx_error *err) {
         int r, nr;
 
         for (size_t i = 0; i < ARRAY_SIZE(strict_allow); i++) {
                 nr = resolve(strict_allow[i]);
-                if (nr < 0 || profile_rule(p, nr))
+                /* The guarded calls get conditional rules below. */
+                if (nr < 0 || seccomp_profile_rule(p, nr) || seccomp_guard_handles(strict_allow[i]) ||
+                    ((mem_guard & SECCOMP_GUARD_MEMFD) && streq(strict_allow[i], "memfd_create")))
                         continue;
                 r = add(ctx, SCMP_ACT_ALLOW, nr, strict_allow[i], 0, NULL, err);
                 if (r < 0)
@@ -308,14 +312,14 @@ static int add_builtin_strict(const struct profile *p, scmp_filter_ctx ctx, stru
 
         /* clone without namespace flags (fork, threads). */
         nr = SCMP_SYS(clone);
-        if (!profile_rule(p, nr)) {
+        if (!seccomp_profile_rule(p, nr)) {
                 struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NS_MASK, 0);
                 r = add(ctx, SCMP_ACT_ALLOW, nr, "clone", 1, &c, err);
                 if (r < 0)
                         return r;
         }
         nr = SCMP_SYS(ioctl);
-        if (!profile_rule(p, nr))
+        if (!seccomp_profile_rule(p, nr))
                 for (size_t i = 0; i < ARRAY_SIZE(strict_ioctls); i++) {
                         struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, strict_ioctls[i]);
                         r = add(ctx, SCMP_ACT_ALLOW, nr, "ioctl", 1, &c, err);
@@ -323,13 +327,13 @@ static int add_builtin_strict(const struct profile *p, scmp_filter_ctx ctx, stru
                                 return r;
                 }
         nr = SCMP_SYS(personality);
-        if (!profile_rule(p, nr)) {
+        if (!seccomp_profile_rule(p, nr)) {
                 struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, PER_LINUX);
                 r = add(ctx, SCMP_ACT_ALLOW, nr, "personality", 1, &c, err);
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return seccomp_guard_add(p, ctx, mem_guard, err);
 }
 
 /* The profile's own lines, last one per syscall. */
@@ -339,10 +343,12 @@ static int add_profile_rules(const struct profile *p, scmp_filter_ctx ctx, bool 
                 const struct seccomp_rule *rule = &p->seccomp_rules[i];
                 int r;
 
-                if (profile_rule(p, rule->nr) != rule)
+                if (seccomp_profile_rule(p, rule->nr) != rule)
                         continue; /* overridden by a later line */
                 if (rule->allow && default_allow)
                         continue; /* the built-in rules were skipped: allowed */
+                if (rule->allow && p->seccomp != SECCOMP_NONE && rule->name && seccomp_guard_handles(rule->name))
+                        continue; /* the setuid guard allowed the harmless calls */
                 r = seccomp_rule_add(ctx, rule->allow ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO(rule->errnum),
                                      rule->nr, 0);
                 if (r < 0 && r != -EOPNOTSUPP)
@@ -376,7 +382,7 @@ static int load_unreviewed_filter(const struct profile *p, struct sbx_error *err
 #endif
         for (size_t i = 0; i < p->n_seccomp_rules; i++) {
                 const struct seccomp_rule *rule = &p->seccomp_rules[i];
-                if (rule->nr < SBX_SECCOMP_FIRST_UNREVIEWED || !rule->allow || profile_rule(p, rule->nr) != rule)
+                if (rule->nr < SBX_SECCOMP_FIRST_UNREVIEWED || !rule->allow || seccomp_profile_rule(p, rule->nr) != rule)
                         continue;
                 prog[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) rule->nr, 0, 1);
                 prog[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
@@ -393,7 +399,8 @@ static int load_unreviewed_filter(const struct profile *p, struct sbx_error *err
 
 #endif
 
-int seccomp_policy_build(const struct profile *p, scmp_filter_ctx *ret_ctx, struct sbx_error *err) {
+int seccomp_policy_build(const struct profile *p, unsigned mem_guard, scmp_filter_ctx *ret_ctx,
+                         struct sbx_error *err) {
         _cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
         bool default_allow = p->seccomp != SECCOMP_STRICT;
         int r;
@@ -416,9 +423,9 @@ int seccomp_policy_build(const struct profile *p, scmp_filter_ctx *ret_ctx, stru
 #endif
 
         if (p->seccomp == SECCOMP_DEFAULT)
-                r = add_builtin_default(p, ctx, err);
+                r = add_builtin_default(p, ctx, mem_guard, err);
         else if (p->seccomp == SECCOMP_STRICT)
-                r = add_builtin_strict(p, ctx, err);
+                r = add_builtin_strict(p, ctx, mem_guard, err);
         if (r < 0)
                 return r;
         r = add_profile_rules(p, ctx, default_allow, err);
@@ -432,21 +439,39 @@ int seccomp_policy_build(const struct profile *p, scmp_filter_ctx *ret_ctx, stru
 /* The default filter for a profile without allow/deny lines, generated at
  * build time by seccomp-gen from the very code above: loading it skips
  * building the filter with libseccomp at every launch (a third of a
- * millisecond, a tenth of a whole launch). */
+ * millisecond, a tenth of a whole launch). One per set of memory guards
+ * (seccomp_mem_guard): none, memfd, memfd and shmget. */
 #include "seccomp-default.h"
 
-static int load_prebuilt_default(struct sbx_error *err) {
-        struct sock_fprog fprog = {
-                .len = (unsigned short) ARRAY_SIZE(seccomp_default_bpf),
-                .filter = (struct sock_filter *) seccomp_default_bpf,
-        };
+static int load_prebuilt_default(unsigned mem_guard, struct sbx_error *err) {
+        struct sock_fprog fprog;
+        if (mem_guard == 0)
+                fprog = (struct sock_fprog) { ARRAY_SIZE(seccomp_default_bpf), (struct sock_filter *) seccomp_default_bpf };
+        else if (mem_guard == SECCOMP_GUARD_MEMFD)
+                fprog = (struct sock_fprog) { ARRAY_SIZE(seccomp_default_memfd_bpf),
+                                              (struct sock_filter *) seccomp_default_memfd_bpf };
+        else
+                fprog = (struct sock_fprog) { ARRAY_SIZE(seccomp_default_memfd_shm_bpf),
+                                              (struct sock_filter *) seccomp_default_memfd_shm_bpf };
         if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0)
                 return sbx_error_set(err, errno, "seccomp: loading the default filter");
         return 0;
 }
 
+/* What the loaded filter guards: set-id modes always (default and strict
+ * build them in), memfd and shmget when a guard or the profile's own
+ * lines refuse them. */
+static void record_guards(const struct profile *p, unsigned mem_guard, struct protections *prot) {
+        unsigned on = p->seccomp != SECCOMP_NONE ? mem_guard : 0;
+
+        prot->setid_refused = p->seccomp != SECCOMP_NONE;
+        prot->memfd_refused = seccomp_guard_refuses(p, SECCOMP_GUARD_MEMFD, on);
+        prot->shmget_refused = seccomp_guard_refuses(p, SECCOMP_GUARD_SHMGET, on);
+}
+
 int seccomp_policy_apply(const struct profile *p, struct protections *prot, struct sbx_error *err) {
         _cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
+        unsigned mem_guard = seccomp_mem_guard(p, prot);
         int r;
 
         prot->seccomp_mode = p->seccomp;
@@ -461,22 +486,21 @@ int seccomp_policy_apply(const struct profile *p, struct protections *prot, stru
         if (p->seccomp == SECCOMP_DEFAULT && p->n_seccomp_rules == 0 &&
             seccomp_arch_native() == SECCOMP_DEFAULT_BPF_ARCH) {
                 /* includes the unreviewed-syscall check */
-                r = load_prebuilt_default(err);
+                r = load_prebuilt_default(mem_guard, err);
                 if (r < 0)
                         return r;
                 prot->seccomp = true;
+                record_guards(p, mem_guard, prot);
                 return 0;
-        } else {
-                r = seccomp_policy_build(p, &ctx, err);
-                if (r < 0)
-                        return r;
-                r = seccomp_load(ctx);
-                if (r < 0)
-                        return sbx_error_set(err, r, "seccomp: loading the filter");
         }
+        r = seccomp_policy_build(p, mem_guard, &ctx, err);
         if (r < 0)
                 return r;
+        r = seccomp_load(ctx);
+        if (r < 0)
+                return sbx_error_set(err, r, "seccomp: loading the filter");
         prot->seccomp = true;
+        record_guards(p, mem_guard, prot);
 
         if (p->seccomp == SECCOMP_DEFAULT) {
                 r = load_unreviewed_filter(p, err);

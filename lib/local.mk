@@ -4,10 +4,15 @@ LIBSBX_SOURCES = \
 	lib/macro.h \
 	lib/error.h lib/error.c \
 	lib/parse.h lib/parse.c \
-	lib/ini-load.h lib/ini-load.c lib/ini-value.c \
+	lib/env-name.h lib/env-name.c \
+	lib/fd-util.h lib/fd-util.c \
+	lib/inifile.h lib/inifile.c \
+	lib/json-string.h lib/json-string.c \
+	lib/launch-abi.h \
 	lib/profile.h lib/profile-internal.h \
-	lib/profile.c lib/profile-keys.c lib/profile-load.c lib/profile-write.c \
-	lib/profile-path.c lib/launch-abi.h
+	lib/profile-keys.h \
+	lib/profile.c lib/profile-value.c lib/profile-keys.c lib/profile-keys-fs.c \
+	lib/profile-keys-security.c lib/profile-load.c lib/profile-write.c
 lib_libsbx_a_SOURCES = $(LIBSBX_SOURCES)
 lib_libsbx_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
 # The profile parser resolves syscall names with libseccomp and capability

@@ -149,14 +149,14 @@ static int emit_str(FILE *f, struct val *v, const char *key, const char *value) 
 
 static int write_fs(FILE *f, struct val *v, const struct fs_op *op) {
         char key[32], buf[64];
-        snprintf(key, sizeof(key), "%s%s", fs_op_type_name(op->type), op->try_ ? "-try" : "");
+        snprintf(key, sizeof(key), "%s", fs_op_name(op));
 
         if (op->type == FS_SYMLINK || op->type == FS_BIND || op->type == FS_RO_BIND || op->type == FS_DEV_BIND)
                 val_str(v, op->src);
         val_str(v, op->dest);
-        if (op->size != PROFILE_UNSET) {
+        if (op->size_bytes != PROFILE_UNSET) {
                 char sz[32];
-                snprintf(buf, sizeof(buf), "size=%s", format_size(op->size, sz, sizeof(sz)));
+                snprintf(buf, sizeof(buf), "size=%s", format_size(op->size_bytes, sz, sizeof(sz)));
                 val_str(v, buf);
         }
         if (op->nr_inodes != PROFILE_UNSET) {
@@ -211,9 +211,9 @@ static int write_ports(FILE *f, struct val *v, const char *key, const uint16_t *
         return emit(f, key, v);
 }
 
-static int write_all(const struct profile *p, FILE *f, struct val *v) {
+static int write_sandbox(const struct profile *p, FILE *f, struct val *v) {
         char buf[64];
-        int r = 0;
+        int r;
 
         fprintf(f, "[sandbox]\n");
         for (unsigned i = 0; i < PROFILE_NS_COUNT; i++)
@@ -234,13 +234,14 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                         return r;
         }
         if ((r = emit_str(f, v, "die-with-parent", p->die_with_parent ? "yes" : "no")) < 0 ||
-            (r = emit_str(f, v, "new-session", p->new_session ? "yes" : "no")) < 0)
+            (r = emit_str(f, v, "new-session", p->new_session ? "yes" : "no")) < 0 ||
+            (r = emit_str(f, v, "pty", pty_mode_name(p->pty))) < 0)
                 return r;
+        return 0;
+}
 
-        fprintf(f, "\n[fs]\n");
-        for (size_t i = 0; i < p->n_fs; i++)
-                if ((r = write_fs(f, v, &p->fs[i])) < 0)
-                        return r;
+static int write_env(const struct profile *p, FILE *f, struct val *v) {
+        int r;
 
         fprintf(f, "\n[env]\n");
         if ((r = emit_str(f, v, "clear", p->env_clear ? "yes" : "no")) < 0)
@@ -258,6 +259,12 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+static int write_net_limits(const struct profile *p, FILE *f, struct val *v) {
+        const struct profile_limits *l = &p->limits;
+        int r;
 
         fprintf(f, "\n[net]\n");
         if ((r = emit_str(f, v, "mode", net_mode_name(p->net))) < 0 ||
@@ -268,17 +275,22 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                 return r;
 
         fprintf(f, "\n[limits]\n");
-        const struct profile_limits *l = &p->limits;
         if ((r = write_limit(f, v, "timeout", l->timeout_ms, 't')) < 0 ||
             (r = write_limit(f, v, "cpu", l->cpu_s, 's')) < 0 ||
-            (r = write_limit(f, v, "memory", l->memory, 'b')) < 0 ||
-            (r = write_limit(f, v, "data", l->data, 'b')) < 0 ||
-            (r = write_limit(f, v, "file-size", l->file_size, 'b')) < 0 ||
-            (r = write_limit(f, v, "stack", l->stack, 'b')) < 0 ||
-            (r = write_limit(f, v, "core", l->core, 'b')) < 0 ||
+            (r = write_limit(f, v, "memory", l->memory_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "data", l->data_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "file-size", l->file_size_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "stack", l->stack_bytes, 'b')) < 0 ||
+            (r = write_limit(f, v, "core", l->core_bytes, 'b')) < 0 ||
             (r = write_limit(f, v, "processes", l->processes, 'n')) < 0 ||
             (r = write_limit(f, v, "open-files", l->open_files, 'n')) < 0)
                 return r;
+        return 0;
+}
+
+static int write_security(const struct profile *p, FILE *f, struct val *v) {
+        char buf[64];
+        int r;
 
         fprintf(f, "\n[security]\n");
         if ((r = emit_str(f, v, "seccomp", seccomp_mode_name(p->seccomp))) < 0)
@@ -304,19 +316,31 @@ static int write_all(const struct profile *p, FILE *f, struct val *v) {
                 val_str(v, "none");
         for (size_t i = 0; i < p->n_caps; i++) {
                 const char *name = capng_capability_to_name((unsigned) p->caps[i]);
-                if (name) {
-                        size_t j = (size_t) snprintf(buf, sizeof(buf), "CAP_");
-                        for (; *name && j + 1 < sizeof(buf); name++)
-                                buf[j++] = (char) toupper((unsigned char) *name);
-                        buf[j] = '\0';
-                } else {
+                if (!name)
                         return -EINVAL;
-                }
+                size_t j = (size_t) snprintf(buf, sizeof(buf), "CAP_");
+                for (; *name && j + 1 < sizeof(buf); name++)
+                        buf[j++] = (char) toupper((unsigned char) *name);
+                buf[j] = '\0';
                 val_str(v, buf);
         }
         if ((r = emit(f, "capabilities", v)) < 0)
                 return r;
         return emit_str(f, v, "sys", p->sys ? "yes" : "no");
+}
+
+static int write_all(const struct profile *p, FILE *f, struct val *v) {
+        int r;
+
+        if ((r = write_sandbox(p, f, v)) < 0)
+                return r;
+        fprintf(f, "\n[fs]\n");
+        for (size_t i = 0; i < p->n_fs; i++)
+                if ((r = write_fs(f, v, &p->fs[i])) < 0)
+                        return r;
+        if ((r = write_env(p, f, v)) < 0 || (r = write_net_limits(p, f, v)) < 0)
+                return r;
+        return write_security(p, f, v);
 }
 
 int profile_write_key(FILE *f, const char *key, const char *const *words, size_t n_words) {
@@ -336,7 +360,7 @@ int profile_write(const struct profile *p, FILE *f) {
         free(v.brk);
         if (r < 0)
                 return r;
-        if (fflush(f) != 0 || ferror(f))
-                return -EIO;
-        return 0;
+        if (fflush(f) != 0)
+                return errno > 0 ? -errno : -EIO;
+        return ferror(f) ? -EIO : 0;
 }

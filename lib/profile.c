@@ -6,12 +6,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "launch-abi.h"
 #include "macro.h"
 #include "profile-internal.h"
 
 #ifndef SBX_PROFILEDIR
 #define SBX_PROFILEDIR "/usr/local/share/sbx/profiles"
 #endif
+
+#define PROFILE_SUFFIX ".ini"
 
 void profile_init(struct profile *p) {
         *p = (struct profile) {
@@ -20,20 +23,21 @@ void profile_init(struct profile *p) {
                 .gid = (gid_t) PROFILE_ID_SAME,
                 .die_with_parent = true,
                 .new_session = true,
+                .pty = PTY_AUTO,
                 .env_clear = true,
                 .net = NET_NONE,
                 .limits = {
                         .timeout_ms = PROFILE_UNSET,
                         .cpu_s = PROFILE_UNSET,
-                        .memory = PROFILE_UNSET,
-                        .data = PROFILE_UNSET,
+                        .memory_bytes = PROFILE_UNSET,
+                        .data_bytes = PROFILE_UNSET,
                         .processes = PROFILE_UNSET,
-                        .file_size = PROFILE_UNSET,
+                        .file_size_bytes = PROFILE_UNSET,
                         .open_files = PROFILE_UNSET,
-                        .stack = PROFILE_UNSET,
+                        .stack_bytes = PROFILE_UNSET,
                         /* No core dumps unless asked: a dump of a job may
                          * hold its secrets and lands in the host's pattern. */
-                        .core = 0,
+                        .core_bytes = 0,
                 },
                 .seccomp = SECCOMP_DEFAULT,
                 .landlock = LANDLOCK_BEST_EFFORT,
@@ -70,6 +74,21 @@ void profile_free(struct profile *p) {
 
 /* ---- validation ---------------------------------------------------------- */
 
+/* The smallest limits a program can start under. */
+#define PROFILE_MIN_MEMORY_BYTES (1024 * 1024)
+#define PROFILE_MIN_DATA_BYTES (64 * 1024)
+#define PROFILE_MIN_STACK_BYTES (16 * 1024)
+#define PROFILE_MIN_OPEN_FILES 3  /* stdin, stdout and stderr */
+
+/* A limit with a value: neither unset nor "unlimited". */
+static bool limit_set(uint64_t v) {
+        return v != PROFILE_UNSET && v != PROFILE_UNLIMITED;
+}
+
+static bool limit_below(uint64_t v, uint64_t min) {
+        return limit_set(v) && v < min;
+}
+
 int profile_validate(const struct profile *p, struct sbx_error *err) {
         const struct profile_limits *l = &p->limits;
 
@@ -78,6 +97,9 @@ int profile_validate(const struct profile *p, struct sbx_error *err) {
         if (!!(p->namespaces & PROFILE_NS_NET) != (p->net == NET_NONE))
                 return sbx_error_msg(err, EINVAL, "net.mode: %s disagrees with the net namespace being %s",
                                      net_mode_name(p->net), (p->namespaces & PROFILE_NS_NET) ? "new" : "shared");
+        if (p->pty == PTY_YES && !p->new_session)
+                return sbx_error_msg(err, EINVAL, "sandbox.pty: a terminal of the job's own needs a new session "
+                                     "(sandbox.new-session = yes)");
         if (p->hostname && !(p->namespaces & PROFILE_NS_UTS))
                 return sbx_error_msg(err, EINVAL,
                                      "sandbox.hostname: setting a host name needs the uts namespace (it would "
@@ -100,16 +122,15 @@ int profile_validate(const struct profile *p, struct sbx_error *err) {
                                      "which security.landlock = off turns off");
 
         /* Limits that make every job fail before its first instruction. */
-        if (l->memory != PROFILE_UNSET && l->memory != PROFILE_UNLIMITED && l->memory < 1024 * 1024)
+        if (limit_below(l->memory_bytes, PROFILE_MIN_MEMORY_BYTES))
                 return sbx_error_msg(err, EINVAL, "limits.memory: less than 1M cannot start a program");
-        if (l->data != PROFILE_UNSET && l->data != PROFILE_UNLIMITED && l->data < 64 * 1024)
+        if (limit_below(l->data_bytes, PROFILE_MIN_DATA_BYTES))
                 return sbx_error_msg(err, EINVAL, "limits.data: less than 64K cannot start a program");
-        if (l->stack != PROFILE_UNSET && l->stack != PROFILE_UNLIMITED && l->stack < 16 * 1024)
+        if (limit_below(l->stack_bytes, PROFILE_MIN_STACK_BYTES))
                 return sbx_error_msg(err, EINVAL, "limits.stack: less than 16K cannot start a program");
-        if (l->stack != PROFILE_UNSET && l->stack != PROFILE_UNLIMITED && l->memory != PROFILE_UNSET &&
-            l->memory != PROFILE_UNLIMITED && l->stack > l->memory)
+        if (limit_set(l->stack_bytes) && limit_set(l->memory_bytes) && l->stack_bytes > l->memory_bytes)
                 return sbx_error_msg(err, EINVAL, "limits.stack: larger than limits.memory");
-        if (l->open_files != PROFILE_UNSET && l->open_files < 3)
+        if (l->open_files != PROFILE_UNSET && l->open_files < PROFILE_MIN_OPEN_FILES)
                 return sbx_error_msg(err, EINVAL, "limits.open-files: at least 3 (stdin, stdout and stderr)");
         if (l->processes == 0)
                 return sbx_error_msg(err, EINVAL, "limits.processes: at least 1 (the command itself)");
@@ -124,14 +145,15 @@ static bool str_eq(const char *a, const char *b) {
 
 static bool fs_eq(const struct fs_op *a, const struct fs_op *b) {
         return a->type == b->type && a->try_ == b->try_ && str_eq(a->src, b->src) && str_eq(a->dest, b->dest) &&
-               a->size == b->size && a->nr_inodes == b->nr_inodes && a->mode_set == b->mode_set &&
+               a->size_bytes == b->size_bytes && a->nr_inodes == b->nr_inodes && a->mode_set == b->mode_set &&
                (!a->mode_set || a->mode == b->mode) && a->fd == b->fd && !a->data == !b->data &&
                a->data_len == b->data_len && (!a->data || memcmp(a->data, b->data, a->data_len) == 0);
 }
 
 bool profile_equal(const struct profile *a, const struct profile *b) {
         if (a->namespaces != b->namespaces || !str_eq(a->hostname, b->hostname) || a->uid != b->uid ||
-            a->gid != b->gid || a->die_with_parent != b->die_with_parent || a->new_session != b->new_session)
+            a->gid != b->gid || a->die_with_parent != b->die_with_parent || a->new_session != b->new_session ||
+            a->pty != b->pty)
                 return false;
         if (a->n_fs != b->n_fs)
                 return false;
@@ -172,49 +194,55 @@ static bool is_file(const char *path) {
         return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int profile_resolve(const char *name, char **ret_path, struct sbx_error *err) {
+int profile_find(const char *name, const char *search_path, char **ret_path, struct sbx_error *err) {
         size_t n = strlen(name);
 
         if (n == 0)
                 return sbx_error_msg(err, EINVAL, "empty profile name");
-        if (strchr(name, '/') || (n > 4 && streq(name + n - 4, ".ini"))) {
+        if (strchr(name, '/') || streq(name, ".") || streq(name, ".."))
+                return sbx_error_msg(err, EINVAL, "profile name '%.64s' is not a name", name);
+        if (n > NAME_MAX - strlen(PROFILE_SUFFIX))
+                return sbx_error_msg(err, ENAMETOOLONG, "profile name '%.64s...' is too long", name);
+
+        /* Every candidate is listed in the error, so a typo in the search
+         * path is visible at once. */
+        char looked[SBX_ERROR_MAX / 2] = "";
+        size_t used = 0;
+        for (const char *s = search_path ? search_path : "";;) {
+                const char *e = strchrnul(s, ':');
+                size_t len = (size_t) (e - s);
+                if (len > 0) {
+                        _cleanup_free_ char *path = NULL;
+                        if (asprintf(&path, "%.*s/%s" PROFILE_SUFFIX, (int) len, s, name) < 0)
+                                return sbx_error_set(err, ENOMEM, "profile %s", name);
+                        if (is_file(path)) {
+                                *ret_path = TAKE_PTR(path);
+                                return 0;
+                        }
+                        int w = snprintf(looked + used, sizeof(looked) - used, "%s%s", used ? ", " : "", path);
+                        if (w > 0)
+                                used = used + (size_t) w < sizeof(looked) ? used + (size_t) w : sizeof(looked) - 1;
+                }
+                if (!*e)
+                        break;
+                s = e + 1;
+        }
+        return sbx_error_msg(err, ENOENT, "profile '%s' not found (looked for %s)", name, used ? looked : "nothing: the search path is empty");
+}
+
+int profile_resolve(const char *name, char **ret_path, struct sbx_error *err) {
+        size_t n = strlen(name);
+        size_t suffix = strlen(PROFILE_SUFFIX);
+
+        if (strchr(name, '/') || (n > suffix && streq(name + n - suffix, PROFILE_SUFFIX))) {
                 *ret_path = strdup(name);
                 return *ret_path ? 0 : sbx_error_set(err, ENOMEM, "profile %s", name);
         }
-        if (n > NAME_MAX - 4)
-                return sbx_error_msg(err, ENAMETOOLONG, "profile name '%.64s...' is too long", name);
-
-        /* Every candidate is listed in the error, so a typo in
-         * SBX_PROFILE_PATH is visible at once. */
-        char looked[SBX_ERROR_MAX / 2] = "";
-        size_t used = 0;
-        const char *env = getenv("SBX_PROFILE_PATH");
-        const char *dirs[2] = { env ? env : "", SBX_PROFILEDIR };
-
-        for (size_t d = 0; d < ARRAY_SIZE(dirs); d++) {
-                for (const char *s = dirs[d]; *s || d == 1;) {
-                        const char *e = d == 1 ? s + strlen(s) : strchrnul(s, ':');
-                        size_t len = (size_t) (e - s);
-                        if (len > 0) {
-                                _cleanup_free_ char *path = NULL;
-                                if (asprintf(&path, "%.*s/%s.ini", (int) len, s, name) < 0)
-                                        return sbx_error_set(err, ENOMEM, "profile %s", name);
-                                if (is_file(path)) {
-                                        *ret_path = TAKE_PTR(path);
-                                        return 0;
-                                }
-                                int w = snprintf(looked + used, sizeof(looked) - used, "%s%s",
-                                                 used ? ", " : "", path);
-                                if (w > 0)
-                                        used = used + (size_t) w < sizeof(looked) ? used + (size_t) w
-                                                                                   : sizeof(looked) - 1;
-                        }
-                        if (!*e || d == 1)
-                                break;
-                        s = e + 1;
-                }
-        }
-        return sbx_error_msg(err, ENOENT, "profile '%s' not found (looked for %s)", name, looked);
+        const char *env = getenv(SBX_ENV_PROFILE_PATH);
+        _cleanup_free_ char *search = NULL;
+        if (asprintf(&search, "%s%s%s", env ? env : "", env && *env ? ":" : "", SBX_PROFILEDIR) < 0)
+                return sbx_error_set(err, ENOMEM, "profile %s", name);
+        return profile_find(name, search, ret_path, err);
 }
 
 /* ---- names --------------------------------------------------------------- */
@@ -246,12 +274,27 @@ const char *fs_op_type_name(enum fs_op_type t) {
         return (unsigned) t < ARRAY_SIZE(names) ? names[t] : "unknown";
 }
 
+const char *fs_op_name(const struct fs_op *op) {
+        static const char *const try_names[] = {
+                [FS_BIND] = "bind-try", [FS_RO_BIND] = "ro-bind-try", [FS_DEV_BIND] = "dev-bind-try",
+        };
+        if (op->try_ && (unsigned) op->type < ARRAY_SIZE(try_names) && try_names[op->type])
+                return try_names[op->type];
+        return fs_op_type_name(op->type);
+}
+
+const char *const profile_dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
+
 const char *net_mode_name(enum net_mode m) {
         return m == NET_NONE ? "none" : m == NET_HOST ? "host" : "unknown";
 }
 
 const char *seccomp_mode_name(enum seccomp_mode m) {
         return m == SECCOMP_DEFAULT ? "default" : m == SECCOMP_STRICT ? "strict" : m == SECCOMP_NONE ? "none" : "unknown";
+}
+
+const char *pty_mode_name(enum profile_pty m) {
+        return m == PTY_AUTO ? "auto" : m == PTY_YES ? "yes" : m == PTY_NO ? "no" : "unknown";
 }
 
 const char *landlock_mode_name(enum landlock_mode m) {

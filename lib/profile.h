@@ -15,22 +15,20 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "inifile.h"
 
 /* Upper bounds on what a profile may contain (STYLE.md: limits on everything
  * a user controls). Exceeding one is a validation error naming file:line. */
-/* Bytes in one physical line, without its line end. inih reads lines into a
- * fixed buffer of INI_MAX_LINE (200 on Debian) bytes and would silently cut
- * longer ones; the loader refuses them instead. A longer value is split with
- * a '\' at the end of a line and continued on an indented line. */
-#define PROFILE_MAX_LINE 199 /* SBX_INI_MAX_LINE (ini-load.h) */
-#define PROFILE_MAX_VALUE (320 * 1024) /* one value joined from continuation lines */
+/* Bytes in one physical line, and in one value joined from continued lines
+ * (see inifile.h). */
+#define PROFILE_MAX_LINE INIFILE_MAX_LINE
+#define PROFILE_MAX_VALUE INIFILE_MAX_VALUE
 #define PROFILE_MAX_FS_OPS 256    /* [fs] operations */
 #define PROFILE_MAX_ENV_OPS 1024  /* [env] operations */
 #define PROFILE_MAX_SECCOMP_RULES 512
 #define PROFILE_MAX_CAPS 64
 #define PROFILE_MAX_PORTS 64
 #define PROFILE_MAX_FILE_DATA (64 * 1024) /* inline file contents */
-#define PROFILE_MAX_DEPTH 8       /* reserved for include = nesting (not supported yet) */
 
 /* "unset" marker for optional numeric settings. */
 #define PROFILE_UNSET UINT64_MAX
@@ -60,7 +58,7 @@ enum fs_op_type {
         FS_SYMLINK,    /* symlink TARGET LINKPATH */
         FS_FILE,       /* file DEST fd=N | file DEST data=ESCAPED [mode=OCTAL] */
         FS_PROC,       /* proc DEST */
-        FS_DEV,        /* dev DEST: minimal /dev (null zero full random urandom tty, pts, shm) */
+        FS_DEV,        /* dev DEST: minimal /dev (profile_dev_nodes, pts, shm) */
         FS_MQUEUE,     /* mqueue DEST */
         FS_REMOUNT_RO, /* remount-ro DEST */
         FS_CHDIR,      /* chdir DEST: working directory inside; last one wins */
@@ -71,7 +69,7 @@ struct fs_op {
         bool try_;           /* the -try form: a missing source is skipped */
         char *src;           /* bind source (host path), symlink target; else NULL */
         char *dest;          /* path inside the sandbox, absolute, normalised */
-        uint64_t size;       /* tmpfs size= in bytes, PROFILE_UNSET if not given */
+        uint64_t size_bytes; /* tmpfs size=, PROFILE_UNSET if not given */
         uint64_t nr_inodes;  /* tmpfs nr_inodes=, PROFILE_UNSET if not given */
         mode_t mode;         /* tmpfs/dir/file mode= */
         bool mode_set;
@@ -105,6 +103,12 @@ enum seccomp_mode {
         SECCOMP_NONE,    /* no filter (no_new_privs still set) */
 };
 
+enum profile_pty {
+        PTY_AUTO,  /* a terminal of its own when stdin and stdout are terminals (default) */
+        PTY_YES,
+        PTY_NO,
+};
+
 enum landlock_mode {
         LANDLOCK_OFF,
         LANDLOCK_BEST_EFFORT, /* default: apply what the kernel supports, report it */
@@ -122,13 +126,13 @@ struct seccomp_rule {
 struct profile_limits {
         uint64_t timeout_ms;  /* wall clock; PROFILE_UNSET = none */
         uint64_t cpu_s;       /* RLIMIT_CPU seconds */
-        uint64_t memory;      /* RLIMIT_AS bytes */
-        uint64_t data;        /* RLIMIT_DATA bytes */
-        uint64_t processes;   /* RLIMIT_NPROC */
-        uint64_t file_size;   /* RLIMIT_FSIZE bytes */
-        uint64_t open_files;  /* RLIMIT_NOFILE */
-        uint64_t stack;       /* RLIMIT_STACK bytes */
-        uint64_t core;        /* RLIMIT_CORE bytes; 0 unless a profile says so */
+        uint64_t memory_bytes;     /* RLIMIT_AS */
+        uint64_t data_bytes;       /* RLIMIT_DATA */
+        uint64_t processes;        /* RLIMIT_NPROC */
+        uint64_t file_size_bytes;  /* RLIMIT_FSIZE */
+        uint64_t open_files;       /* RLIMIT_NOFILE */
+        uint64_t stack_bytes;      /* RLIMIT_STACK */
+        uint64_t core_bytes;       /* RLIMIT_CORE; 0 unless a profile says so */
 };
 
 struct profile {
@@ -140,6 +144,7 @@ struct profile {
         gid_t gid;            /* PROFILE_ID_SAME: the caller's own id */
         bool die_with_parent; /* default yes */
         bool new_session;     /* default yes */
+        enum profile_pty pty; /* default auto; yes needs new_session */
 
         /* [fs] — executed in order */
         struct fs_op *fs;
@@ -199,10 +204,16 @@ int profile_set_words(struct profile *p, const char *section, const char *key,
                       const char *const *words, size_t n_words, const char *origin,
                       struct sbx_error *err);
 
-/* Find a profile by name: NAME.ini in each directory of $SBX_PROFILE_PATH
- * (colon-separated), then in SBX_PROFILEDIR ($(pkgdatadir)/profiles). A
- * name containing '/' or ending in ".ini" is taken as a path. *ret_path is
- * malloc'd. */
+/* Find a profile by name: the first NAME.ini that is a regular file in the
+ * directories of search_path (colon-separated; empty entries are skipped).
+ * *ret_path is malloc'd. -EINVAL for a name that is empty or holds '/',
+ * -ENOENT (the message lists every path tried) when none is found. */
+int profile_find(const char *name, const char *search_path, char **ret_path, struct sbx_error *err);
+
+/* sbx-launch's --profile: a value containing '/' or ending in ".ini" is a
+ * path, taken as it is; anything else a name, found with profile_find() in
+ * $SBX_PROFILE_PATH, then in SBX_PROFILEDIR ($(pkgdatadir)/profiles).
+ * *ret_path is malloc'd. */
 int profile_resolve(const char *name_or_path, char **ret_path, struct sbx_error *err);
 
 /* Whole-profile checks after all merging, documented in sbx-profile(5)
@@ -211,7 +222,7 @@ int profile_resolve(const char *name_or_path, char **ret_path, struct sbx_error 
 int profile_validate(const struct profile *p, struct sbx_error *err);
 
 /* Write p as INI that profile_load_* reads back to an equal profile. Returns
- * 0 or -errno (-EIO on a write error). */
+ * 0 or -errno (that of the failed write, such as -ENOSPC, or -EIO). */
 int profile_write(const struct profile *p, FILE *f);
 
 /* Write one line "key = WORD..." spelled (quoted, escaped, wrapped) so that
@@ -219,15 +230,26 @@ int profile_write(const struct profile *p, FILE *f);
  * generate an overlay profile of a few keys, such as the supervisor. */
 int profile_write_key(FILE *f, const char *key, const char *const *words, size_t n_words);
 
-/* The first DIR/NAME.ini readable in search_path (DIR:DIR:...); -ENOENT
- * when there is none. */
-int profile_find(const char *name, const char *search_path, char **ret);
 
 /* Deep equality, for tests of the round trip. */
 bool profile_equal(const struct profile *a, const struct profile *b);
 
+/* What a "dev" operation puts in its /dev: these host device nodes, bound
+ * in (a user namespace cannot make device nodes; NULL-terminated), a
+ * devpts instance of the sandbox's own at PROFILE_DEV_PTS with the link
+ * PROFILE_DEV_PTMX to its ptmx, and a world-writable PROFILE_DEV_SHM. */
+extern const char *const profile_dev_nodes[];
+#define PROFILE_DEV_PTS "pts"
+#define PROFILE_DEV_PTMX "ptmx"
+#define PROFILE_DEV_SHM "shm"
+/* With a terminal of the job's own (sandbox.pty), that terminal too. */
+#define PROFILE_DEV_CONSOLE "console"
+
 /* Names for messages and the status record. */
 const char *fs_op_type_name(enum fs_op_type t);
+/* The key of an operation, "-try" included: "bind", "ro-bind-try", ...;
+ * also the launcher's step name when it fails. */
+const char *fs_op_name(const struct fs_op *op);
 /* "user", "mount", ... for one enum profile_ns bit; NULL for anything else. */
 const char *profile_ns_name(unsigned bit);
 /* The enum profile_ns bit of a namespace name; 0 when unknown. */
@@ -235,3 +257,4 @@ unsigned profile_ns_from_name(const char *name);
 const char *net_mode_name(enum net_mode m);
 const char *seccomp_mode_name(enum seccomp_mode m);
 const char *landlock_mode_name(enum landlock_mode m);
+const char *pty_mode_name(enum profile_pty m);

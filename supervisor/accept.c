@@ -2,9 +2,10 @@
 /* The run operation: a request becomes a job only when the daemon may run
  * it (not stopping, storage working), the tenant's policy allows it, it is
  * not a retry of a job already accepted, and the scheduler admits it; then
- * its workspace is made, its accept line is journaled, and the reply waits
- * for the journal's sync (durable before acknowledged). A bundle job's
- * policy is decided once its manifest is known (bundle.c). */
+ * its accept line is journaled, and the reply waits for the journal's sync
+ * (durable before acknowledged). Its workspace is made when it starts, off
+ * the event loop (runner.c). A bundle job's policy is decided once its
+ * manifest is known (bundle-job.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +20,6 @@
 #include "profile.h"
 #include "runner.h"
 #include "subscribe.h"
-#include "workspace.h"
 
 static void refuse(struct conn *c, struct request *req, const char *code, const char *fmt, ...) _printf_(4, 5);
 
@@ -29,7 +29,7 @@ static void refuse(struct conn *c, struct request *req, const char *code, const 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        audit_request(c, "run", "rejected", NULL, code, msg, false);
+        audit_request(c, "run", "rejected", NULL, code, msg, true);
         conn_send(c, proto_error(req->tag, code, "%s", msg));
 }
 
@@ -88,7 +88,8 @@ json_t *accept_record(const struct rjob *rj) {
 }
 
 static int resolve_profile(struct daemon *d, struct conn *c, struct request *req, const char *name, char **ret) {
-        int r = profile_find(name, d->cfg->profile_path, ret);
+        struct sbx_error err;
+        int r = profile_find(name, d->cfg->profile_path, ret, &err);
         if (r == -ENOENT) {
                 refuse(c, req, E_NO_PROFILE, "field 'profile': no profile '%s' in %s", name, d->cfg->profile_path);
                 return r;
@@ -192,21 +193,12 @@ void accept_run(struct conn *c, struct request *req) {
                 rjob_free(rj);
                 return;
         }
-        r = workspace_create(d->dirs.work_fd, j->id, &j->req.run, j->tenant->job_uid, j->tenant->job_gid, &err);
-        if (r < 0) {
-                workspace_remove(d->dirs.work_fd, j->id);
-                sched_remove_queued(&d->sched, j);
-                prepare_failed(c, req, "workspace", r, err.msg);
-                rjob_free(rj);
-                return;
-        }
         /* After this line a crash still leaves the job a result record,
          * once it is synced (before the client hears of the job). */
         json_t *jr = accept_record(rj);
         r = jr ? journal_append(&d->journal, jr, false) : -ENOMEM;
         json_decref(jr);
         if (r < 0) {
-                workspace_remove(d->dirs.work_fd, j->id);
                 sched_remove_queued(&d->sched, j);
                 prepare_failed(c, req, "journal", r, strerror(-r));
                 rjob_free(rj);
@@ -214,7 +206,7 @@ void accept_run(struct conn *c, struct request *req) {
         }
         jobs_add(&d->jobs, rj);
         audit_request(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j->id, NULL,
-                      pol.clamped[0] ? pol.clamped : NULL, true);
+                      pol.clamped[0] ? pol.clamped : NULL, false);
         if (j->req.run.follow)
                 subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
         /* At hand, it queues now; else it waits ("fetching"); refused, it

@@ -53,7 +53,7 @@ static void audit_job(const struct rjob *rj, const char *decision, const char *c
                 json_object_set_new(rec, "code", json_string(code));
                 json_object_set_new(rec, "message", json_string(msg) ?: json_string("?"));
         }
-        audit_write(rec);
+        audit_write_deferred(rec);
 }
 
 /* The job ends before it ran: out of the queue, its record through the
@@ -133,7 +133,7 @@ static void ready(struct bwait *w, const struct resolution *r) {
                 return;
         }
         _cleanup_free_ char *profile = NULL;
-        int e = profile_find(pol.profile, d->cfg->profile_path, &profile);
+        int e = profile_find(pol.profile, d->cfg->profile_path, &profile, &err);
         if (e < 0) {
                 char msg[SBX_ERROR_MAX];
                 snprintf(msg, sizeof(msg), "bundle %s: its profile '%s' is not in %s", r->entry->name, pol.profile,

@@ -261,7 +261,7 @@ static void audit_fetch(const struct btask *t) {
                 json_object_set_new(rec, "code", json_string(v->code));
                 json_object_set_new(rec, "message", json_string(v->msg) ?: json_string("?"));
         }
-        audit_write(rec);
+        audit_write_deferred(rec);
         if (v->code)
                 log_warning("registry %s: %s: %s: %s", reg->name, name, v->code, v->msg);
         else

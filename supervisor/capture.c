@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@
 #endif
 
 #define READ_CHUNK PROTO_EVENT_CHUNK
+/* Bytes moved per splice: a pipe holds 64 KiB unless the job enlarged it. */
+#define SPLICE_CHUNK (1u << 20)
 /* Reads per stream and wake-up, for fairness between jobs. */
 #define READS_PER_WAKEUP 16
 /* The launcher writes two short lines; anything beyond is not read. */
@@ -81,15 +84,13 @@ int capture_result_dir(struct rjob *rj) {
 /* Keep up to the output cap in the capture file, created on the first
  * byte: most short jobs write nothing to one stream or both, and every
  * inode created costs on the daemon's hot path. */
-static size_t keep(struct rjob *rj, int i, const char *buf, size_t n) {
+/* The capture file of stream i, created on the first byte kept: most
+ * short jobs write nothing to one stream or both, and every inode created
+ * costs on the daemon's hot path. -1 once it cannot be written. */
+static int capture_file(struct rjob *rj, int i) {
         struct capture *cap = &rj->cap;
-        size_t k = n;
-        if (cap->kept[i] + k > rj->j.pol.output) {
-                k = (size_t) (rj->j.pol.output - cap->kept[i]);
-                cap->truncated[i] = true;
-        }
-        if (k == 0 || cap->write_err[i])
-                return 0;
+        if (cap->write_err[i])
+                return -1;
         if (cap->file_fd[i] < 0) {
                 int r = capture_result_dir(rj);
                 if (r >= 0) {
@@ -99,10 +100,28 @@ static size_t keep(struct rjob *rj, int i, const char *buf, size_t n) {
                 }
                 if (r < 0) {
                         cap->write_err[i] = r;
-                        return 0;
+                        return -1;
                 }
         }
-        int r = write_all(cap->file_fd[i], buf, k);
+        return cap->file_fd[i];
+}
+
+/* Bytes of n that fit under the output cap (the rest is dropped). */
+static size_t room(struct rjob *rj, int i, size_t n) {
+        struct capture *cap = &rj->cap;
+        if (cap->kept[i] + n <= rj->j.pol.output)
+                return n;
+        cap->truncated[i] = true;
+        return (size_t) (rj->j.pol.output - cap->kept[i]);
+}
+
+static size_t keep(struct rjob *rj, int i, const char *buf, size_t n) {
+        struct capture *cap = &rj->cap;
+        size_t k = room(rj, i, n);
+        int fd = k ? capture_file(rj, i) : -1;
+        if (fd < 0)
+                return 0;
+        int r = write_all(fd, buf, k);
         if (r < 0) {
                 /* What part of the chunk landed is not known: the size the
                  * record gives is what was surely written. */
@@ -113,12 +132,51 @@ static size_t keep(struct rjob *rj, int i, const char *buf, size_t n) {
         return k;
 }
 
+/* Nobody follows the job: the kernel moves its output from the pipe to
+ * the capture file (or, past the cap, to /dev/null) without a copy through
+ * the daemon. -1 with errno EAGAIN when the pipe is empty, 0 at its end. */
+static ssize_t splice_out(struct rjob *rj, int i) {
+        struct capture *cap = &rj->cap;
+        uint64_t left = rj->j.pol.output - cap->kept[i];
+        int to = left ? capture_file(rj, i) : -1;
+        size_t want = to >= 0 && left < SPLICE_CHUNK ? (size_t) left : SPLICE_CHUNK;
+        if (to < 0)
+                to = rj->d->null_fd;
+        ssize_t n = splice(cap->out_fd[i], NULL, to, NULL, want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+        if (n < 0 && to == cap->file_fd[i] && errno != EAGAIN && errno != EINTR) {
+                /* The file refused it (a full disk): counted as lost, and
+                 * the rest goes to /dev/null. */
+                cap->write_err[i] = -errno;
+                errno = EINTR;
+                return -1;
+        }
+        if (n > 0) {
+                cap->produced[i] += (uint64_t) n;
+                if (to == cap->file_fd[i])
+                        cap->kept[i] += (uint64_t) n;
+                else if (!left)
+                        cap->truncated[i] = true;
+        }
+        return n;
+}
+
 /* Read what a pipe has (bounded per call); returns true at end of file. */
 static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
         struct capture *cap = &rj->cap;
         char buf[READ_CHUNK];
         while (max_reads-- > 0 && cap->out_fd[i] >= 0) {
-                ssize_t n = read(cap->out_fd[i], buf, sizeof(buf));
+                ssize_t n;
+                if (list_empty(&rj->watches) && rj->d->null_fd >= 0) {
+                        n = splice_out(rj, i);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return errno != EAGAIN;
+                        if (n == 0)
+                                return true;
+                        continue;
+                }
+                n = read(cap->out_fd[i], buf, sizeof(buf));
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -150,7 +208,7 @@ static void status_line(struct capture *cap, const char *line, size_t len) {
         json_t *m = json_loadb(line, len, 0, NULL);
         if (!m)
                 return;
-        if (json_object_get(m, LAUNCH_KEY_EXIT_CODE)) {
+        if (json_object_get(m, SBX_STATUS_EXIT_CODE)) {
                 json_decref(cap->status_end);
                 cap->status_end = m;
                 return;

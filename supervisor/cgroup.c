@@ -14,15 +14,9 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fd-util.h"
 #include "loop.h"
 #include "util.h"
-
-static int write_at(int dirfd, const char *name, const char *val) {
-        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        return write_all(fd, val, strlen(val));
-}
 
 /* The first cgroup2 mount point in our mount namespace. */
 static int find_cgroup2_mount(char *buf, size_t len) {
@@ -95,11 +89,11 @@ static int open_root(struct cgroup_ctx *c, const char *path, struct sbx_error *e
          * error, it only moves that limit to rlimits. */
         _cleanup_free_ char *ctrl = NULL;
         if (read_file_at(c->root_fd, "cgroup.controllers", 4096, &ctrl, NULL) == 0) {
-                if (has_word(ctrl, "memory") && write_at(c->root_fd, "cgroup.subtree_control", "+memory") == 0)
+                if (has_word(ctrl, "memory") && fd_write_at(c->root_fd, "cgroup.subtree_control", "+memory") == 0)
                         c->memory = true;
-                if (has_word(ctrl, "pids") && write_at(c->root_fd, "cgroup.subtree_control", "+pids") == 0)
+                if (has_word(ctrl, "pids") && fd_write_at(c->root_fd, "cgroup.subtree_control", "+pids") == 0)
                         c->pids = true;
-                if (has_word(ctrl, "cpu") && write_at(c->root_fd, "cgroup.subtree_control", "+cpu") == 0)
+                if (has_word(ctrl, "cpu") && fd_write_at(c->root_fd, "cgroup.subtree_control", "+cpu") == 0)
                         c->cpu = true;
         }
         c->enabled = true;
@@ -160,7 +154,7 @@ int cgroup_setup(const char *cfg, struct cgroup_ctx *c, struct sbx_error *err) {
         char pid[32];
         snprintf(pid, sizeof(pid), "%d", (int) getpid());
         _cleanup_close_ int lfd = open(leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (lfd < 0 || write_at(lfd, "cgroup.procs", pid) < 0) {
+        if (lfd < 0 || fd_write_at(lfd, "cgroup.procs", pid) < 0) {
                 c->how = "cannot move into supervisor leaf";
                 return 0;
         }
@@ -178,6 +172,8 @@ struct releasing {
         struct cgroup_ctx *c;
         struct list link;
         char name[64];
+        void (*gone)(void *arg);
+        void *arg;
 };
 
 static void release_free(struct releasing *rl) {
@@ -202,13 +198,20 @@ static void on_events(struct source *s, uint32_t events) {
         if (populated(rl->src.fd))
                 return;
         unlinkat(rl->c->root_fd, rl->name, AT_REMOVEDIR);
+        if (rl->gone)
+                rl->gone(rl->arg);
         release_free(rl);
 }
 
-void cgroup_job_release(struct cgroup_ctx *c, const char *id) {
+void cgroup_job_release(struct cgroup_ctx *c, const char *id, void (*gone)(void *arg), void *arg) {
         char name[64];
         snprintf(name, sizeof(name), "job-%s", id);
-        if (unlinkat(c->root_fd, name, AT_REMOVEDIR) == 0 || errno != EBUSY)
+        if (unlinkat(c->root_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+                if (gone)
+                        gone(arg);
+                return;
+        }
+        if (errno != EBUSY)
                 return;
         struct releasing *rl = calloc(1, sizeof(*rl));
         if (!rl)
@@ -225,6 +228,8 @@ void cgroup_job_release(struct cgroup_ctx *c, const char *id) {
                 return;
         }
         rl->c = c;
+        rl->gone = gone;
+        rl->arg = arg;
         snprintf(rl->name, sizeof(rl->name), "%s", name);
         list_add_tail(&c->releasing, &rl->link);
         c->n_releasing++;
@@ -238,7 +243,13 @@ void cgroup_teardown(struct cgroup_ctx *c) {
                 list_for_each_safe(pos, tmp, &c->releasing) {
                         struct releasing *rl = list_entry(pos, struct releasing, link);
                         unlinkat(c->root_fd, rl->name, AT_REMOVEDIR);
-                        /* The loop is gone by now: nothing to defer to. */
+                        /* The loop is gone by now: nothing to defer to. A
+                         * cgroup still populated keeps its uid from the
+                         * pool (the pool goes with the daemon). */
+                        if (rl->gone && !populated(rl->src.fd))
+                                rl->gone(rl->arg);
+                        else
+                                free(rl->arg);
                         close(rl->src.fd);
                         list_del(&rl->link);
                         free(rl);
@@ -262,20 +273,20 @@ int cgroup_job_create(struct cgroup_ctx *c, const char *id, const struct policy_
                 return -errno;
         if (c->memory && d->memory != PROTO_UNSET) {
                 snprintf(v, sizeof(v), "%" PRIu64, d->memory);
-                if (write_at(fd, "memory.max", v) == 0) {
-                        write_at(fd, "memory.swap.max", "0");
+                if (fd_write_at(fd, "memory.max", v) == 0) {
+                        fd_write_at(fd, "memory.swap.max", "0");
                         limits |= CG_LIMIT_MEMORY;
                 }
         }
         if (c->pids && d->processes != PROTO_UNSET) {
                 snprintf(v, sizeof(v), "%" PRIu64, d->processes);
-                if (write_at(fd, "pids.max", v) == 0)
+                if (fd_write_at(fd, "pids.max", v) == 0)
                         limits |= CG_LIMIT_PIDS;
         }
         /* Bandwidth: QUOTA microseconds of CPU time in every 100 ms. */
         if (c->cpu && d->cpu_milli != PROTO_UNSET) {
                 snprintf(v, sizeof(v), "%" PRIu64 " 100000", d->cpu_milli * 100);
-                if (write_at(fd, "cpu.max", v) == 0)
+                if (fd_write_at(fd, "cpu.max", v) == 0)
                         limits |= CG_LIMIT_CPU;
         }
         *ret_fd = fd;
@@ -284,7 +295,7 @@ int cgroup_job_create(struct cgroup_ctx *c, const char *id, const struct policy_
 }
 
 int cgroup_job_kill(struct cgroup_ctx *c, int fd) {
-        int r = write_at(fd, "cgroup.kill", "1");
+        int r = fd_write_at(fd, "cgroup.kill", "1");
         if (r == -ENOENT)
                 c->kill = false;
         return r;
@@ -344,7 +355,7 @@ int cgroup_reap_orphans(struct cgroup_ctx *c) {
                 if (fd < 0)
                         continue;
                 n++;
-                if (write_at(fd, "cgroup.kill", "1") < 0) {
+                if (fd_write_at(fd, "cgroup.kill", "1") < 0) {
                         /* Without cgroup.kill, signal each pid listed. */
                         _cleanup_free_ char *procs = NULL;
                         if (read_file_at(fd, "cgroup.procs", 1 << 20, &procs, NULL) == 0)

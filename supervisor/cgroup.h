@@ -47,8 +47,10 @@ int cgroup_job_remove(struct cgroup_ctx *c, const char *id);
 /* Remove job-ID now, or as soon as its last process has gone (the kernel
  * tells through cgroup.events, watched on the event loop): a job killed
  * after its grace period, or whose launcher was killed from outside, still
- * leaves no cgroup behind. */
-void cgroup_job_release(struct cgroup_ctx *c, const char *id);
+ * leaves no cgroup behind. gone(arg) is called (it may be NULL) once no
+ * process of the job is left: at once, or when the cgroup is removed. If
+ * that cannot be watched, it is never called. */
+void cgroup_job_release(struct cgroup_ctx *c, const char *id, void (*gone)(void *arg), void *arg);
 /* After a restart: kill and remove every leftover job-* cgroup; returns how
  * many were found. */
 int cgroup_reap_orphans(struct cgroup_ctx *c);

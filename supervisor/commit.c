@@ -120,8 +120,8 @@ void commit_job(struct daemon *d, struct rjob *rj) {
         struct record_input in = {
                 .j = &rj->j,
                 .tenant = rj->j.tenant->name,
-                .job_uid = rj->j.tenant->job_uid,
-                .job_gid = rj->j.tenant->job_gid,
+                .job_uid = rj->j.job_uid,
+                .job_gid = rj->j.job_gid,
                 .results_path = NULL,
                 .artifacts = rj->artifacts,
                 .artifacts_truncated = rj->artifacts_truncated,
@@ -130,6 +130,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .cgroup_cpu_us = rj->cgroup_cpu_us,
                 .cgroup = rj->had_cgroup,
                 .cg_limits = rj->cg_limits,
+                .disk_quota = rj->ws_mounted,
                 .req_digest = rj->req_digest,
         };
         char results[4200];
@@ -212,7 +213,8 @@ void commit_submit(struct daemon *d) {
                         cm->sreq.files[nf++] = (struct sync_file) { .fd = rj->cap.result_dir_fd, .dirfd = -1 };
                 cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.results_fd, .tmp = rj->rec_tmp,
                                                             .name = rj->rec_name, .data = rj->rec_text, .len = rj->rec_len };
-                cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.work_fd, .name = rj->j.id, .remove = true };
+                cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.work_fd, .name = rj->j.id, .remove = true,
+                                                            .path = d->dirs.work_path };
         }
         cm->sreq.n_files = nf;
         cm->sreq.journal_fd = cm->inflight.journal ? d->journal.fd : -1;

@@ -15,6 +15,10 @@
 #define CONFIG_MAX_TENANTS 1024
 #define CONFIG_MAX_IDS 256
 #define CONFIG_MAX_PROFILES 256
+/* The default job_uids: above Debian's subordinate-id ranges and
+ * systemd-nspawn's container ranges, below 2^31. */
+#define CONFIG_JOB_UIDS_FIRST 1879048192u
+#define CONFIG_JOB_UIDS_COUNT 65536u
 
 enum audit_fsync {
         AUDIT_FSYNC_ALWAYS, /* fdatasync after every record */
@@ -59,6 +63,7 @@ struct tenant {
         uid_t job_uid;        /* unprivileged uid the jobs run as; never 0 */
         gid_t job_gid;
         bool job_group_set;
+        bool job_user_set;    /* job_user given: its jobs share it instead of a uid each */
         char **profiles;      /* allowed profile names; "*" allows any */
         size_t n_profiles;
         char *default_profile;
@@ -70,6 +75,7 @@ struct tenant {
         uint64_t max_cpu_s;
         uint64_t max_cpu_milli;   /* CPU bandwidth, thousandths of a CPU; CONFIG_UNSET: no cap */
         uint64_t max_output;      /* bytes kept per stream */
+        uint64_t max_disk;        /* bytes of workspace (its tmpfs' size) */
         uint64_t max_upload;      /* bytes of workspace files per request */
         uint64_t max_artifacts;   /* bytes of artifacts per job */
         uint64_t max_jobs;        /* running at once */
@@ -95,9 +101,13 @@ struct config {
         char *launcher;
         char *profile_path;        /* colon-separated directories */
         char *cgroup_root;         /* "auto", "none" or a cgroup2 directory */
+        uid_t job_uid_first;       /* job_uids: a uid of its own per job from this range */
+        uint32_t job_uid_count;    /* 0: none (every job runs as its tenant's job_user) */
         uint64_t max_jobs;
         uint64_t max_queue;
         uint64_t max_connections;
+        uint64_t max_tenant_connections; /* of one tenant */
+        uint64_t request_memory;   /* bytes of unfinished request lines over all clients */
         uint64_t max_request;      /* bytes in one request line */
         uint64_t client_buffer;    /* bytes queued to one slow client before it is dropped */
         uint64_t kill_grace_ms;
@@ -129,6 +139,15 @@ void config_free(struct config *c);
 int config_load(struct config *c, const char *path, struct sbx_error *err);
 /* Same, from text already in memory (unit tests). */
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err);
+
+/* The sections and keys of bundles, for messages and for the reader. */
+#define CONFIG_REGISTRY_PREFIX "registry."
+#define CONFIG_REGISTRY_KEYS "url keys offline index_ttl timeout connect_timeout stall_timeout"
+#define CONFIG_BUNDLE_DAEMON_KEYS "cache_size cache_max_age bundle_max_size bundle_max_unpacked bundle_max_entries"
+#define CONFIG_BUNDLE_TENANT_KEYS "registry bundles_only bundles bundle_paths"
+/* Is key one of the keys of bundles in section ([daemon], [tenant.NAME],
+ * [registry.NAME])? */
+bool config_bundle_key_known(const char *section, const char *key);
 
 /* config-bundle.c: the keys of bundles. Each returns 0, -ENOENT when k is
  * not one of its keys, or another -errno with err naming where. */

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <grp.h>
-#include <ini.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "conf.h"
+#include "inifile.h"
 #include "parse.h"
 #include "profile.h"
 #include "proto.h"
@@ -38,11 +41,14 @@ void tenant_defaults(struct tenant *t) {
         t->job_gid = pw ? pw->pw_gid : NOBODY_ID;
         t->default_timeout_ms = 60 * 1000;
         t->max_timeout_ms = 60 * 60 * 1000;
-        t->max_memory = CONFIG_UNSET;
-        t->max_processes = CONFIG_UNSET;
+        /* A tenant without caps still has some: a job cannot take the
+         * host's memory or process table (sbx-supervisord.conf(5)). */
+        t->max_memory = 4ull << 30;
+        t->max_processes = 1024;
         t->max_cpu_s = CONFIG_UNSET;
         t->max_cpu_milli = CONFIG_UNSET;
         t->max_output = 16u << 20;
+        t->max_disk = 1ull << 30;
         t->max_upload = 16u << 20;
         t->max_artifacts = 64u << 20;
         t->max_jobs = 8;
@@ -75,9 +81,13 @@ void config_init(struct config *c) {
         c->launcher = strdup(SBX_BINDIR "/sbx-launch");
         c->profile_path = strdup(SBX_SYSCONFDIR "/sbx/profiles:" SBX_PROFILEDIR);
         c->cgroup_root = strdup("auto");
+        c->job_uid_first = CONFIG_JOB_UIDS_FIRST;
+        c->job_uid_count = CONFIG_JOB_UIDS_COUNT;
         c->max_jobs = 16;
         c->max_queue = 1024;
         c->max_connections = 4096;
+        c->max_tenant_connections = 1024;
+        c->request_memory = 64u << 20;
         c->max_request = 4u << 20;
         c->client_buffer = 8u << 20;
         c->kill_grace_ms = 5000;
@@ -106,20 +116,54 @@ void config_free(struct config *c) {
         memset(c, 0, sizeof(*c));
 }
 
+/* ---- reading: the shared INI reader (lib/inifile.h) and a key table ---- */
+
+#define CONFIG_MAX_FILE_SIZE (1024 * 1024)
+
 struct parse_state {
         struct config *c;
-        const char *name;
-        unsigned line;
         struct sbx_error *err;
-        int r;
-        const char *text; /* config_load_string */
-        size_t pos;
-        FILE *f;
-        struct tenant *cur;   /* [tenant.NAME] being parsed */
-        bool anonymous_seen;
-        bool in_daemon;
-        char where[4200];     /* "file:line" for other modules' keys */
+        unsigned header_line;  /* of the last section header */
 };
+
+enum conf_section {
+        SEC_DAEMON,
+        SEC_TENANT,
+};
+
+enum conf_kind {
+        CONF_SCALAR,  /* one line */
+        CONF_LIST,    /* words; an indented line adds more */
+};
+
+struct conf_key;
+
+/* One key line (or indented continuation) being applied. */
+struct cctx {
+        struct inifile *f;
+        struct config *c;
+        struct tenant *t;      /* the section's tenant; NULL in [daemon] */
+        const struct conf_key *def;
+        const char *v;
+        unsigned line;
+        bool continuation;
+};
+
+struct conf_key {
+        enum conf_section section;
+        const char *key;
+        enum conf_kind kind;
+        int (*fn)(struct cctx *c);
+        size_t off;            /* the field, in struct config or struct tenant */
+        uint64_t min, max;     /* bounds of numbers, sizes and durations; 0 = none */
+        bool unlimited;        /* "unlimited" is a value (CONFIG_UNSET) */
+};
+
+#define FAIL(c, ...) inifile_fail((c)->f, (c)->line, __VA_ARGS__)
+
+static void *field(const struct cctx *c) {
+        return (char *) (c->t ? (void *) c->t : (void *) c->c) + c->def->off;
+}
 
 static int set_str(char **dst, const char *v) {
         char *s = strdup(v);
@@ -156,30 +200,167 @@ static int lookup_gid(const char *v, gid_t *ret) {
         return 0;
 }
 
-#define FAIL(...) (ps->r = sbx_error_msg(ps->err, EINVAL, "%s:%u: " __VA_ARGS__))
-
-/* Space-separated words; calls fn on each. */
-static int each_word(const char *v, int (*fn)(struct parse_state *, const char *, void *), struct parse_state *ps,
-                     void *data) {
-        _cleanup_free_ char *copy = strdup(v);
+/* Words separated by spaces, tabs or commas; calls fn on each. */
+static int each_word(struct cctx *c, int (*fn)(struct cctx *, const char *)) {
+        _cleanup_free_ char *copy = strdup(c->v);
         char *save = NULL;
         if (!copy)
                 return -ENOMEM;
         for (char *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
-                int r = fn(ps, w, data);
+                int r = fn(c, w);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-static int add_uid(struct parse_state *ps, const char *w, void *data) {
-        struct tenant *t = data;
+/* ---- value kinds ---- */
+
+static int k_abs_path(struct cctx *c) {
+        if (c->v[0] != '/')
+                return FAIL(c, "%s: must be an absolute path", c->def->key);
+        return set_str(field(c), c->v);
+}
+
+static int k_socket(struct cctx *c) {
+        if (c->v[0] != '/')
+                return FAIL(c, "socket: must be an absolute path");
+        if (strlen(c->v) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
+                return FAIL(c, "socket: path longer than %zu bytes", sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
+        return set_str(field(c), c->v);
+}
+
+static int k_socket_mode(struct cctx *c) {
+        mode_t *m = field(c);
+        if (parse_mode(c->v, m) < 0 || *m > 0777)
+                return FAIL(c, "socket_mode: invalid mode '%s'", c->v);
+        return 0;
+}
+
+static int k_group(struct cctx *c) {
+        if (lookup_gid(c->v, field(c)) < 0)
+                return FAIL(c, "%s: unknown group '%s'", c->def->key, c->v);
+        return 0;
+}
+
+static int k_profile_path(struct cctx *c) {
+        _cleanup_free_ char *copy = strdup(c->v);
+        char *save = NULL;
+        if (!copy)
+                return -ENOMEM;
+        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+                if (d[0] != '/')
+                        return FAIL(c, "profile_path: '%s' is not an absolute path", d);
+        return set_str(field(c), c->v);
+}
+
+/* FIRST-LAST, or none: the uids handed out one per job. */
+static int k_job_uids(struct cctx *c) {
+        uint64_t lo, hi;
+        const char *dash = strchr(c->v, '-');
+        char first[32];
+        if (streq(c->v, "none")) {
+                c->c->job_uid_count = 0;
+                return 0;
+        }
+        if (!dash || (size_t) (dash - c->v) >= sizeof(first))
+                return FAIL(c, "job_uids: expected FIRST-LAST or none, got '%s'", c->v);
+        memcpy(first, c->v, (size_t) (dash - c->v));
+        first[dash - c->v] = '\0';
+        if (parse_uint64(first, UINT32_MAX - 1, &lo) < 0 || parse_uint64(dash + 1, UINT32_MAX - 1, &hi) < 0 || hi < lo)
+                return FAIL(c, "job_uids: expected FIRST-LAST or none, got '%s'", c->v);
+        if (hi - lo + 1 > (1u << 20) || lo == 0 || (lo <= 65534 && hi >= 65534))
+                return FAIL(c, "job_uids: '%s' must be at most 1048576 uids, without 0 and 65534", c->v);
+        c->c->job_uid_first = (uid_t) lo;
+        c->c->job_uid_count = (uint32_t) (hi - lo + 1);
+        return 0;
+}
+
+static int k_cgroup(struct cctx *c) {
+        if (!streq(c->v, "auto") && !streq(c->v, "none") && c->v[0] != '/')
+                return FAIL(c, "cgroup: expected auto, none or an absolute path");
+        return set_str(field(c), c->v);
+}
+
+static int k_count(struct cctx *c) {
+        uint64_t *dst = field(c), n;
+        if (c->def->unlimited && streq(c->v, "unlimited")) {
+                *dst = CONFIG_UNSET;
+                return 0;
+        }
+        if (parse_uint64(c->v, UINT32_MAX, &n) < 0)
+                return FAIL(c, "%s: invalid number '%s'", c->def->key, c->v);
+        *dst = n;
+        return 0;
+}
+
+static int k_size(struct cctx *c) {
+        uint64_t *dst = field(c), n;
+        char lo[32], hi[32];
+        if (c->def->unlimited && streq(c->v, "unlimited")) {
+                *dst = CONFIG_UNSET;
+                return 0;
+        }
+        if (!c->def->min && !c->def->max) {
+                if (parse_size(c->v, &n) < 0)
+                        return FAIL(c, "%s: invalid size '%s'", c->def->key, c->v);
+        } else if (parse_size(c->v, &n) < 0 || n < c->def->min || (c->def->max && n > c->def->max)) {
+                format_size(c->def->min, lo, sizeof(lo));
+                if (!c->def->max)
+                        return FAIL(c, "%s: expected a size of at least %s, got '%s'", c->def->key, lo, c->v);
+                return FAIL(c, "%s: expected a size between %s and %s, got '%s'", c->def->key, lo,
+                            format_size(c->def->max, hi, sizeof(hi)), c->v);
+        }
+        *dst = n;
+        return 0;
+}
+
+static int k_duration(struct cctx *c) {
+        uint64_t *dst = field(c), ms;
+        char lo[32];
+        if (parse_duration_ms(c->v, &ms) < 0)
+                return FAIL(c, "%s: invalid duration '%s'", c->def->key, c->v);
+        if (ms < c->def->min)
+                return FAIL(c, "%s: at least %s", c->def->key, format_duration_ms(c->def->min, lo, sizeof(lo)));
+        *dst = ms;
+        return 0;
+}
+
+static int k_log_format(struct cctx *c) {
+        if (streq(c->v, "text"))
+                c->c->log_json = false;
+        else if (streq(c->v, "json"))
+                c->c->log_json = true;
+        else
+                return FAIL(c, "log_format: expected 'text' or 'json', got '%s'", c->v);
+        return 0;
+}
+
+static int k_audit_fsync(struct cctx *c) {
+        if (streq(c->v, "always"))
+                c->c->audit_fsync = AUDIT_FSYNC_ALWAYS;
+        else if (streq(c->v, "never"))
+                c->c->audit_fsync = AUDIT_FSYNC_NEVER;
+        else
+                return FAIL(c, "audit_fsync: expected 'always' or 'never', got '%s'", c->v);
+        return 0;
+}
+
+static int k_bool(struct cctx *c) {
+        if (parse_bool(c->v, field(c)) < 0)
+                return FAIL(c, "%s: expected yes or no, got '%s'", c->def->key, c->v);
+        return 0;
+}
+
+/* ---- tenant keys ---- */
+
+static int add_uid(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
         uid_t u;
         if (lookup_uid(w, &u) < 0)
-                return FAIL("unknown user '%s'", ps->name, ps->line, w);
+                return FAIL(c, "unknown user '%s'", w);
         if (t->n_uids >= CONFIG_MAX_IDS)
-                return FAIL("too many uids (at most %d)", ps->name, ps->line, CONFIG_MAX_IDS);
+                return FAIL(c, "too many uids (at most %d)", CONFIG_MAX_IDS);
         uid_t *n = realloc(t->uids, (t->n_uids + 1) * sizeof(*n));
         if (!n)
                 return -ENOMEM;
@@ -188,13 +369,13 @@ static int add_uid(struct parse_state *ps, const char *w, void *data) {
         return 0;
 }
 
-static int add_gid(struct parse_state *ps, const char *w, void *data) {
-        struct tenant *t = data;
+static int add_gid(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
         gid_t g;
         if (lookup_gid(w, &g) < 0)
-                return FAIL("unknown group '%s'", ps->name, ps->line, w);
+                return FAIL(c, "unknown group '%s'", w);
         if (t->n_gids >= CONFIG_MAX_IDS)
-                return FAIL("too many gids (at most %d)", ps->name, ps->line, CONFIG_MAX_IDS);
+                return FAIL(c, "too many gids (at most %d)", CONFIG_MAX_IDS);
         gid_t *n = realloc(t->gids, (t->n_gids + 1) * sizeof(*n));
         if (!n)
                 return -ENOMEM;
@@ -203,12 +384,12 @@ static int add_gid(struct parse_state *ps, const char *w, void *data) {
         return 0;
 }
 
-static int add_profile(struct parse_state *ps, const char *w, void *data) {
-        struct tenant *t = data;
+static int add_profile(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
         if (!streq(w, "*") && !name_valid(w))
-                return FAIL("invalid profile name '%s'", ps->name, ps->line, w);
+                return FAIL(c, "invalid profile name '%s'", w);
         if (t->n_profiles >= CONFIG_MAX_PROFILES)
-                return FAIL("too many profiles (at most %d)", ps->name, ps->line, CONFIG_MAX_PROFILES);
+                return FAIL(c, "too many profiles (at most %d)", CONFIG_MAX_PROFILES);
         char **n = realloc(t->profiles, (t->n_profiles + 1) * sizeof(*n));
         if (!n)
                 return -ENOMEM;
@@ -219,385 +400,357 @@ static int add_profile(struct parse_state *ps, const char *w, void *data) {
         return 0;
 }
 
-static int add_net(struct parse_state *ps, const char *w, void *data) {
-        struct tenant *t = data;
+static int add_net(struct cctx *c, const char *w) {
         if (streq(w, "none"))
-                t->net_modes |= NET_MODE_BIT(NET_NONE);
+                c->t->net_modes |= NET_MODE_BIT(NET_NONE);
         else if (streq(w, "host"))
-                t->net_modes |= NET_MODE_BIT(NET_HOST);
+                c->t->net_modes |= NET_MODE_BIT(NET_HOST);
         else
-                return FAIL("unknown network mode '%s' (none, host)", ps->name, ps->line, w);
+                return FAIL(c, "unknown network mode '%s' (none, host)", w);
         return 0;
 }
 
-/* A size cap: a size, or "unlimited" (no cap). */
-static int parse_cap_size(struct parse_state *ps, const char *key, const char *v, uint64_t *dst) {
-        uint64_t n;
-        if (streq(v, "unlimited")) {
-                *dst = CONFIG_UNSET;
-                return 0;
-        }
-        if (parse_size(v, &n) < 0)
-                return FAIL("%s: invalid size '%s'", ps->name, ps->line, key, v);
-        *dst = n;
-        return 0;
+static int k_uids(struct cctx *c) {
+        return each_word(c, add_uid);
 }
 
-static int parse_cap_count(struct parse_state *ps, const char *key, const char *v, uint64_t *dst, bool allow_unlimited) {
-        uint64_t n;
-        if (allow_unlimited && streq(v, "unlimited")) {
-                *dst = CONFIG_UNSET;
-                return 0;
-        }
-        if (parse_uint64(v, UINT32_MAX, &n) < 0)
-                return FAIL("%s: invalid number '%s'", ps->name, ps->line, key, v);
-        *dst = n;
-        return 0;
+static int k_gids(struct cctx *c) {
+        return each_word(c, add_gid);
 }
 
-static int parse_dur(struct parse_state *ps, const char *key, const char *v, uint64_t *dst) {
-        uint64_t n;
-        if (parse_duration_ms(v, &n) < 0)
-                return FAIL("%s: invalid duration '%s'", ps->name, ps->line, key, v);
-        *dst = n;
-        return 0;
-}
-
-/* "file:line" of the line being read, for the keys of other modules. */
-static const char *where(struct parse_state *ps) {
-        snprintf(ps->where, sizeof(ps->where), "%s:%u", ps->name, ps->line);
-        return ps->where;
-}
-
-/* A key another module parsed: its error is the first. */
-static int other_key(struct parse_state *ps, int r) {
-        if (r < 0 && r != -ENOENT)
-                ps->r = r;
-        return r;
-}
-
-static int tenant_key(struct parse_state *ps, struct tenant *t, const char *k, const char *v) {
-        if (streq(k, "uids"))
-                return each_word(v, add_uid, ps, t);
-        if (streq(k, "gids"))
-                return each_word(v, add_gid, ps, t);
-        if (streq(k, "job_user")) {
-                if (lookup_uid(v, &t->job_uid) < 0)
-                        return FAIL("job_user: unknown user '%s'", ps->name, ps->line, v);
-                if (t->job_uid == 0)
-                        return FAIL("job_user: jobs never run as root", ps->name, ps->line);
-                /* The user's own group, unless job_group says otherwise. */
-                struct passwd *pw = getpwuid(t->job_uid);
-                if (pw && !t->job_group_set && pw->pw_gid != 0)
-                        t->job_gid = pw->pw_gid;
-                return 0;
-        }
-        if (streq(k, "job_group")) {
-                if (lookup_gid(v, &t->job_gid) < 0)
-                        return FAIL("job_group: unknown group '%s'", ps->name, ps->line, v);
-                if (t->job_gid == 0)
-                        return FAIL("job_group: jobs never run as group root", ps->name, ps->line);
-                t->job_group_set = true;
-                return 0;
-        }
-        if (streq(k, "profiles")) {
+/* A new "profiles =" line replaces the list (the default "default"); its
+ * indented continuation lines add to it. */
+static int k_profiles(struct cctx *c) {
+        struct tenant *t = c->t;
+        if (!c->continuation) {
                 for (size_t i = 0; i < t->n_profiles; i++)
                         free(t->profiles[i]);
                 t->n_profiles = 0;
-                return each_word(v, add_profile, ps, t);
         }
-        if (streq(k, "default_profile")) {
-                if (!name_valid(v))
-                        return FAIL("default_profile: invalid profile name '%s'", ps->name, ps->line, v);
-                return set_str(&t->default_profile, v);
-        }
-        if (streq(k, "default_timeout")) {
-                t->default_timeout_set = true;
-                return parse_dur(ps, k, v, &t->default_timeout_ms);
-        }
-        if (streq(k, "max_timeout"))
-                return parse_dur(ps, k, v, &t->max_timeout_ms);
-        if (streq(k, "max_memory"))
-                return parse_cap_size(ps, k, v, &t->max_memory);
-        if (streq(k, "max_processes"))
-                return parse_cap_count(ps, k, v, &t->max_processes, true);
-        if (streq(k, "max_cpu")) {
-                uint64_t ms = 0;
-                if (streq(v, "unlimited")) {
-                        t->max_cpu_s = CONFIG_UNSET;
-                        return 0;
-                }
-                if (parse_dur(ps, k, v, &ms) < 0)
-                        return ps->r;
-                t->max_cpu_s = (ms + 999) / 1000;
-                return 0;
-        }
-        if (streq(k, "max_cpus")) {
-                uint64_t m;
-                if (streq(v, "unlimited")) {
-                        t->max_cpu_milli = CONFIG_UNSET;
-                        return 0;
-                }
-                if (parse_cpus_milli(v, &m) < 0 || m < PROTO_CPUS_MIN_MILLI || m > PROTO_CPUS_MAX_MILLI)
-                        return FAIL("max_cpus: invalid number of CPUs '%s' (0.01 to 1024, e.g. 0.5 or 2, or unlimited)",
-                                    ps->name, ps->line, v);
-                t->max_cpu_milli = m;
-                return 0;
-        }
-        if (streq(k, "max_output"))
-                return parse_cap_size(ps, k, v, &t->max_output);
-        if (streq(k, "max_upload"))
-                return parse_cap_size(ps, k, v, &t->max_upload);
-        if (streq(k, "max_artifacts"))
-                return parse_cap_size(ps, k, v, &t->max_artifacts);
-        if (streq(k, "max_jobs"))
-                return parse_cap_count(ps, k, v, &t->max_jobs, false);
-        if (streq(k, "max_queue"))
-                return parse_cap_count(ps, k, v, &t->max_queue, false);
-        if (streq(k, "network")) {
-                t->net_modes = 0;
-                return each_word(v, add_net, ps, t);
-        }
-        if (streq(k, "over_limit")) {
-                if (streq(v, "reject"))
-                        t->over_limit = OVER_LIMIT_REJECT;
-                else if (streq(v, "clamp"))
-                        t->over_limit = OVER_LIMIT_CLAMP;
-                else
-                        return FAIL("over_limit: expected 'reject' or 'clamp', got '%s'", ps->name, ps->line, v);
-                return 0;
-        }
-        int r = other_key(ps, config_bundle_tenant_key(t, k, v, where(ps), ps->err));
-        if (r != -ENOENT)
-                return r;
-        return FAIL("unknown key '%s' in [tenant.%s]", ps->name, ps->line, k, t->name);
+        return each_word(c, add_profile);
 }
 
-static int daemon_key(struct parse_state *ps, const char *k, const char *v) {
+static int k_network(struct cctx *c) {
+        if (!c->continuation)
+                c->t->net_modes = 0;
+        return each_word(c, add_net);
+}
+
+static int k_job_user(struct cctx *c) {
+        struct tenant *t = c->t;
+        t->job_user_set = true;
+        if (lookup_uid(c->v, &t->job_uid) < 0)
+                return FAIL(c, "job_user: unknown user '%s'", c->v);
+        if (t->job_uid == 0)
+                return FAIL(c, "job_user: jobs never run as root");
+        /* The user's own group, unless job_group says otherwise. */
+        struct passwd *pw = getpwuid(t->job_uid);
+        if (pw && !t->job_group_set && pw->pw_gid != 0)
+                t->job_gid = pw->pw_gid;
+        return 0;
+}
+
+static int k_job_group(struct cctx *c) {
+        struct tenant *t = c->t;
+        if (lookup_gid(c->v, &t->job_gid) < 0)
+                return FAIL(c, "job_group: unknown group '%s'", c->v);
+        if (t->job_gid == 0)
+                return FAIL(c, "job_group: jobs never run as group root");
+        t->job_group_set = true;
+        return 0;
+}
+
+static int k_default_profile(struct cctx *c) {
+        if (!name_valid(c->v))
+                return FAIL(c, "default_profile: invalid profile name '%s'", c->v);
+        return set_str(&c->t->default_profile, c->v);
+}
+
+static int k_default_timeout(struct cctx *c) {
+        c->t->default_timeout_set = true;
+        return k_duration(c);
+}
+
+static int k_max_cpu(struct cctx *c) {
+        uint64_t ms = 0;
+        if (streq(c->v, "unlimited")) {
+                c->t->max_cpu_s = CONFIG_UNSET;
+                return 0;
+        }
+        if (parse_duration_ms(c->v, &ms) < 0)
+                return FAIL(c, "max_cpu: invalid duration '%s'", c->v);
+        c->t->max_cpu_s = (ms + 999) / 1000;
+        return 0;
+}
+
+static int k_max_cpus(struct cctx *c) {
+        uint64_t m;
+        if (streq(c->v, "unlimited")) {
+                c->t->max_cpu_milli = CONFIG_UNSET;
+                return 0;
+        }
+        if (parse_cpus_milli(c->v, &m) < 0 || m < PROTO_CPUS_MIN_MILLI || m > PROTO_CPUS_MAX_MILLI)
+                return FAIL(c, "max_cpus: invalid number of CPUs '%s' (0.01 to 1024, e.g. 0.5 or 2, or unlimited)", c->v);
+        c->t->max_cpu_milli = m;
+        return 0;
+}
+
+static int k_over_limit(struct cctx *c) {
+        if (streq(c->v, "reject"))
+                c->t->over_limit = OVER_LIMIT_REJECT;
+        else if (streq(c->v, "clamp"))
+                c->t->over_limit = OVER_LIMIT_CLAMP;
+        else
+                return FAIL(c, "over_limit: expected 'reject' or 'clamp', got '%s'", c->v);
+        return 0;
+}
+
+/* ---- the table ---- */
+
+#define DAEMON(k, kind_, fn_, ...) { .section = SEC_DAEMON, .key = k, .kind = kind_, .fn = fn_, __VA_ARGS__ }
+#define TENANT(k, kind_, fn_, ...) { .section = SEC_TENANT, .key = k, .kind = kind_, .fn = fn_, __VA_ARGS__ }
+#define IN_CONFIG(f) .off = offsetof(struct config, f)
+#define IN_TENANT(f) .off = offsetof(struct tenant, f)
+
+static const struct conf_key keys[] = {
+        DAEMON("socket", CONF_SCALAR, k_socket, IN_CONFIG(socket_path)),
+        DAEMON("socket_mode", CONF_SCALAR, k_socket_mode, IN_CONFIG(socket_mode)),
+        DAEMON("socket_group", CONF_SCALAR, k_group, IN_CONFIG(socket_gid)),
+        DAEMON("state_dir", CONF_SCALAR, k_abs_path, IN_CONFIG(state_dir)),
+        DAEMON("workspace_dir", CONF_SCALAR, k_abs_path, IN_CONFIG(work_dir)),
+        DAEMON("launcher", CONF_SCALAR, k_abs_path, IN_CONFIG(launcher)),
+        DAEMON("profile_path", CONF_SCALAR, k_profile_path, IN_CONFIG(profile_path)),
+        DAEMON("cgroup", CONF_SCALAR, k_cgroup, IN_CONFIG(cgroup_root)),
+        DAEMON("max_jobs", CONF_SCALAR, k_count, IN_CONFIG(max_jobs)),
+        DAEMON("max_queue", CONF_SCALAR, k_count, IN_CONFIG(max_queue)),
+        DAEMON("max_connections", CONF_SCALAR, k_count, IN_CONFIG(max_connections)),
+        DAEMON("max_tenant_connections", CONF_SCALAR, k_count, IN_CONFIG(max_tenant_connections)),
+        DAEMON("request_memory", CONF_SCALAR, k_size, IN_CONFIG(request_memory), .min = 1u << 20),
+        DAEMON("job_uids", CONF_SCALAR, k_job_uids),
+        DAEMON("max_request", CONF_SCALAR, k_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
+        DAEMON("client_buffer", CONF_SCALAR, k_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
+        DAEMON("kill_grace", CONF_SCALAR, k_duration, IN_CONFIG(kill_grace_ms)),
+        DAEMON("request_timeout", CONF_SCALAR, k_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
+        DAEMON("retention", CONF_SCALAR, k_duration, IN_CONFIG(retention_ms)),
+        DAEMON("log_format", CONF_SCALAR, k_log_format),
+        DAEMON("audit_log", CONF_SCALAR, k_abs_path, IN_CONFIG(audit_log)),
+        DAEMON("audit_fsync", CONF_SCALAR, k_audit_fsync),
+        DAEMON("allow_unauthenticated", CONF_SCALAR, k_bool, IN_CONFIG(allow_unauthenticated)),
+
+        TENANT("uids", CONF_LIST, k_uids),
+        TENANT("gids", CONF_LIST, k_gids),
+        TENANT("job_user", CONF_SCALAR, k_job_user),
+        TENANT("job_group", CONF_SCALAR, k_job_group),
+        TENANT("profiles", CONF_LIST, k_profiles),
+        TENANT("default_profile", CONF_SCALAR, k_default_profile),
+        TENANT("default_timeout", CONF_SCALAR, k_default_timeout, IN_TENANT(default_timeout_ms)),
+        TENANT("max_timeout", CONF_SCALAR, k_duration, IN_TENANT(max_timeout_ms)),
+        TENANT("max_memory", CONF_SCALAR, k_size, IN_TENANT(max_memory), .unlimited = true),
+        TENANT("max_processes", CONF_SCALAR, k_count, IN_TENANT(max_processes), .unlimited = true),
+        TENANT("max_cpu", CONF_SCALAR, k_max_cpu),
+        TENANT("max_cpus", CONF_SCALAR, k_max_cpus),
+        TENANT("max_output", CONF_SCALAR, k_size, IN_TENANT(max_output), .unlimited = true),
+        TENANT("max_disk", CONF_SCALAR, k_size, IN_TENANT(max_disk), .unlimited = true),
+        TENANT("max_upload", CONF_SCALAR, k_size, IN_TENANT(max_upload), .unlimited = true),
+        TENANT("max_artifacts", CONF_SCALAR, k_size, IN_TENANT(max_artifacts), .unlimited = true),
+        TENANT("max_jobs", CONF_SCALAR, k_count, IN_TENANT(max_jobs)),
+        TENANT("max_queue", CONF_SCALAR, k_count, IN_TENANT(max_queue)),
+        TENANT("network", CONF_LIST, k_network),
+        TENANT("over_limit", CONF_SCALAR, k_over_limit),
+};
+
+static const struct conf_key *key_find(enum conf_section sec, const char *key) {
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                if (keys[i].section == sec && streq(keys[i].key, key))
+                        return &keys[i];
+        return NULL;
+}
+
+static void section_keys(enum conf_section sec, char *buf, size_t len) {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                if (keys[i].section == sec) {
+                        int w = snprintf(buf + used, len - used, "%s%s", used ? " " : "", keys[i].key);
+                        if (w < 0 || (size_t) w >= len - used)
+                                break;
+                        used += (size_t) w;
+                }
+}
+
+/* ---- sections ---- */
+
+#define TENANT_PREFIX "tenant."
+
+static bool section_of(const char *section, enum conf_section *ret) {
+        if (streq(section, "daemon"))
+                *ret = SEC_DAEMON;
+        else if (strncmp(section, TENANT_PREFIX, strlen(TENANT_PREFIX)) == 0)
+                *ret = SEC_TENANT;
+        else
+                return false;
+        return true;
+}
+
+/* The tenant of a [tenant.NAME] section, made on its first key. */
+static int section_tenant(struct inifile *f, struct parse_state *ps, const char *tn, unsigned line,
+                          struct tenant **ret) {
         struct config *c = ps->c;
-        bool b;
-        if (streq(k, "socket")) {
-                if (v[0] != '/')
-                        return FAIL("socket: must be an absolute path", ps->name, ps->line);
-                if (strlen(v) >= 108)
-                        return FAIL("socket: path longer than 107 bytes", ps->name, ps->line);
-                return set_str(&c->socket_path, v);
-        }
-        if (streq(k, "socket_mode")) {
-                if (parse_mode(v, &c->socket_mode) < 0 || c->socket_mode > 0777)
-                        return FAIL("socket_mode: invalid mode '%s'", ps->name, ps->line, v);
+        if (streq(tn, "anonymous")) {
+                *ret = &c->anonymous;
                 return 0;
         }
-        if (streq(k, "socket_group")) {
-                if (lookup_gid(v, &c->socket_gid) < 0)
-                        return FAIL("socket_group: unknown group '%s'", ps->name, ps->line, v);
-                return 0;
-        }
-        if (streq(k, "state_dir") || streq(k, "workspace_dir") || streq(k, "launcher") || streq(k, "audit_log")) {
-                if (v[0] != '/')
-                        return FAIL("%s: must be an absolute path", ps->name, ps->line, k);
-                return set_str(streq(k, "state_dir")       ? &c->state_dir
-                               : streq(k, "workspace_dir") ? &c->work_dir
-                               : streq(k, "launcher")      ? &c->launcher
-                                                           : &c->audit_log,
-                               v);
-        }
-        if (streq(k, "profile_path")) {
-                _cleanup_free_ char *copy = strdup(v);
-                char *save = NULL;
-                if (!copy)
-                        return -ENOMEM;
-                for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
-                        if (d[0] != '/')
-                                return FAIL("profile_path: '%s' is not an absolute path", ps->name, ps->line, d);
-                return set_str(&c->profile_path, v);
-        }
-        if (streq(k, "cgroup")) {
-                if (!streq(v, "auto") && !streq(v, "none") && v[0] != '/')
-                        return FAIL("cgroup: expected auto, none or an absolute path", ps->name, ps->line);
-                return set_str(&c->cgroup_root, v);
-        }
-        if (streq(k, "max_jobs"))
-                return parse_cap_count(ps, k, v, &c->max_jobs, false);
-        if (streq(k, "max_queue"))
-                return parse_cap_count(ps, k, v, &c->max_queue, false);
-        if (streq(k, "max_connections"))
-                return parse_cap_count(ps, k, v, &c->max_connections, false);
-        if (streq(k, "max_request")) {
-                if (parse_size(v, &c->max_request) < 0 || c->max_request < 1024 || c->max_request > (256u << 20))
-                        return FAIL("max_request: expected a size between 1K and 256M, got '%s'", ps->name, ps->line, v);
-                return 0;
-        }
-        if (streq(k, "client_buffer")) {
-                if (parse_size(v, &c->client_buffer) < 0 || c->client_buffer < 65536)
-                        return FAIL("client_buffer: expected a size of at least 64K, got '%s'", ps->name, ps->line, v);
-                return 0;
-        }
-        if (streq(k, "kill_grace"))
-                return parse_dur(ps, k, v, &c->kill_grace_ms);
-        if (streq(k, "request_timeout")) {
-                if (parse_dur(ps, k, v, &c->request_timeout_ms) < 0)
-                        return ps->r;
-                if (c->request_timeout_ms < 1000)
-                        return FAIL("request_timeout: at least 1s", ps->name, ps->line);
-                return 0;
-        }
-        if (streq(k, "retention"))
-                return parse_dur(ps, k, v, &c->retention_ms);
-        if (streq(k, "log_format")) {
-                if (streq(v, "text"))
-                        c->log_json = false;
-                else if (streq(v, "json"))
-                        c->log_json = true;
-                else
-                        return FAIL("log_format: expected 'text' or 'json', got '%s'", ps->name, ps->line, v);
-                return 0;
-        }
-        if (streq(k, "audit_fsync")) {
-                if (streq(v, "always"))
-                        c->audit_fsync = AUDIT_FSYNC_ALWAYS;
-                else if (streq(v, "never"))
-                        c->audit_fsync = AUDIT_FSYNC_NEVER;
-                else
-                        return FAIL("audit_fsync: expected 'always' or 'never', got '%s'", ps->name, ps->line, v);
-                return 0;
-        }
-        if (streq(k, "allow_unauthenticated")) {
-                if (parse_bool(v, &b) < 0)
-                        return FAIL("allow_unauthenticated: expected yes or no, got '%s'", ps->name, ps->line, v);
-                c->allow_unauthenticated = b;
-                return 0;
-        }
-        int r = other_key(ps, config_bundle_daemon_key(c, k, v, where(ps), ps->err));
-        if (r != -ENOENT)
-                return r;
-        return FAIL("unknown key '%s' in [daemon]", ps->name, ps->line, k);
+        for (size_t i = 0; i < c->n_tenants; i++)
+                if (streq(c->tenants[i].name, tn)) {
+                        *ret = &c->tenants[i];
+                        return 0;
+                }
+        if (!name_valid(tn))
+                return inifile_fail(f, line, "invalid tenant name '%s'", tn);
+        if (c->n_tenants >= CONFIG_MAX_TENANTS)
+                return inifile_fail(f, line, "too many tenants (at most %d)", CONFIG_MAX_TENANTS);
+        struct tenant *n = realloc(c->tenants, (c->n_tenants + 1) * sizeof(*n));
+        if (!n)
+                return sbx_error_set(ps->err, ENOMEM, "%s", inifile_name(f));
+        c->tenants = n;
+        struct tenant *t = &n[c->n_tenants++];
+        tenant_defaults(t);
+        t->name = strdup(tn);
+        if (asprintf(&t->origin, "%s:%u", inifile_name(f), ps->header_line ? ps->header_line : line) < 0)
+                t->origin = NULL;
+        if (!t->name || !t->origin || !t->profiles)
+                return sbx_error_set(ps->err, ENOMEM, "%s", inifile_name(f));
+        *ret = t;
+        return 0;
 }
 
-static int handler(void *user, const char *section, const char *name, const char *value) {
+static int on_section(struct inifile *f, const char *section, unsigned line, void *user) {
         struct parse_state *ps = user;
-        struct config *c = ps->c;
+        (void) f;
+        (void) section;
+        ps->header_line = line;
+        return 0;
+}
+
+static bool key_known(const char *section, const char *key, void *user) {
+        enum conf_section sec;
+        (void) user;
+        return (section_of(section, &sec) && key_find(sec, key)) || config_bundle_key_known(section, key);
+}
+
+/* The keys of bundles (config-bundle.c), each on one line: -ENOENT when
+ * key is none of theirs. */
+static int bundle_entry(struct inifile *f, struct parse_state *ps, const struct inifile_entry *e, struct tenant *t) {
+        char where[PATH_MAX + 32];
+        if (!config_bundle_key_known(e->section, e->key))
+                return -ENOENT;
+        if (e->continuation)
+                return inifile_fail(f, e->line, "%s: takes a single line (an indented line continues the previous key)",
+                                    e->key);
+        snprintf(where, sizeof(where), "%s:%u", inifile_name(f), e->line);
+        if (strncmp(e->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
+                return config_registry_key(ps->c, e->section + strlen(CONFIG_REGISTRY_PREFIX), e->key, e->value, where,
+                                           ps->err);
+        if (t)
+                return config_bundle_tenant_key(t, e->key, e->value, where, ps->err);
+        return config_bundle_daemon_key(ps->c, e->key, e->value, where, ps->err);
+}
+
+static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user) {
+        struct parse_state *ps = user;
+        struct cctx c = { .f = f, .c = ps->c, .v = e->value, .line = e->line, .continuation = e->continuation };
+        enum conf_section sec;
+        char known[1024];
         int r;
 
-        if (ps->r < 0)
-                return 0;
-        if (!name) {
-                /* A new section (inih calls with name NULL when built with
-                 * INI_CALL_HANDLER_ON_NEW_SECTION; otherwise we notice the
-                 * section on its first key below). */
-                return 1;
+        /* Unknown sections are found at their first key: an empty one is
+         * harmless. */
+        if (strncmp(e->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0) {
+                r = bundle_entry(f, ps, e, NULL);
+                if (r == -ENOENT)
+                        return inifile_fail(f, e->line, "unknown key '%s' in [%s] (known: %s)", e->key, e->section,
+                                            CONFIG_REGISTRY_KEYS);
+                return r;
         }
-        if (streq(section, "daemon"))
-                r = daemon_key(ps, name, value);
-        else if (strncmp(section, "tenant.", 7) == 0) {
-                const char *tn = section + 7;
-                struct tenant *t = NULL;
-                if (streq(tn, "anonymous"))
-                        t = &c->anonymous;
-                else {
-                        for (size_t i = 0; i < c->n_tenants; i++)
-                                if (streq(c->tenants[i].name, tn))
-                                        t = &c->tenants[i];
+        if (!section_of(e->section, &sec))
+                return inifile_fail(f, e->line,
+                                    "unknown section [%s] (known: daemon, " TENANT_PREFIX "NAME, " CONFIG_REGISTRY_PREFIX "NAME)",
+                                    e->section);
+        c.def = key_find(sec, e->key);
+        if (!c.def) {
+                if (sec == SEC_TENANT) {
+                        r = section_tenant(f, ps, e->section + strlen(TENANT_PREFIX), e->line, &c.t);
+                        if (r < 0)
+                                return r;
                 }
-                if (!t) {
-                        if (!name_valid(tn)) {
-                                FAIL("invalid tenant name '%s'", ps->name, ps->line, tn);
-                                return 0;
-                        }
-                        if (c->n_tenants >= CONFIG_MAX_TENANTS) {
-                                FAIL("too many tenants (at most %d)", ps->name, ps->line, CONFIG_MAX_TENANTS);
-                                return 0;
-                        }
-                        struct tenant *n = realloc(c->tenants, (c->n_tenants + 1) * sizeof(*n));
-                        if (!n) {
-                                ps->r = sbx_error_set(ps->err, ENOMEM, "%s", ps->name);
-                                return 0;
-                        }
-                        c->tenants = n;
-                        t = &n[c->n_tenants++];
-                        tenant_defaults(t);
-                        t->name = strdup(tn);
-                        char o[512];
-                        snprintf(o, sizeof(o), "%s:%u", ps->name, ps->line);
-                        t->origin = strdup(o);
-                }
-                r = tenant_key(ps, t, name, value);
-        } else if (strncmp(section, "registry.", 9) == 0)
-                r = other_key(ps, config_registry_key(c, section + 9, name, value, where(ps), ps->err));
-        else
-                r = FAIL("unknown section [%s]", ps->name, ps->line, section);
-        if (r < 0 && ps->r == 0)
-                ps->r = sbx_error_set(ps->err, r, "%s:%u", ps->name, ps->line);
-        return r < 0 ? 0 : 1;
+                r = bundle_entry(f, ps, e, c.t);
+                if (r != -ENOENT)
+                        return r;
+                section_keys(sec, known, sizeof(known));
+                return inifile_fail(f, e->line, "unknown key '%s' in [%s] (known: %s %s)", e->key, e->section, known,
+                                    sec == SEC_TENANT ? CONFIG_BUNDLE_TENANT_KEYS : CONFIG_BUNDLE_DAEMON_KEYS);
+        }
+        if (e->continuation && c.def->kind != CONF_LIST)
+                return inifile_fail(f, e->line, "%s: takes a single line (an indented line continues the previous key)",
+                                    e->key);
+        if (sec == SEC_TENANT) {
+                r = section_tenant(f, ps, e->section + strlen(TENANT_PREFIX), e->line, &c.t);
+                if (r < 0)
+                        return r;
+        }
+        r = c.def->fn(&c);
+        if (r < 0 && (!ps->err || !ps->err->code))
+                r = sbx_error_set(ps->err, r, "%s:%u", inifile_name(f), e->line);
+        return r;
 }
 
-/* inih calls the reader once per line, so counting calls gives the line
- * number for messages even though Debian's inih does not pass it. */
-static char *reader(char *buf, int size, void *stream) {
-        struct parse_state *ps = stream;
-        ps->line++;
-        if (ps->f)
-                return fgets(buf, size, ps->f);
-        if (!ps->text[ps->pos])
-                return NULL;
-        size_t n = 0;
-        while (ps->text[ps->pos] && n + 1 < (size_t) size) {
-                char ch = ps->text[ps->pos++];
-                buf[n++] = ch;
-                if (ch == '\n')
-                        break;
-        }
-        buf[n] = '\0';
-        return buf;
-}
-
-/* inih's handler return value stops parsing only with INI_STOP_ON_FIRST_ERROR;
- * we record the first error ourselves and ignore the rest. */
-static int run_parse(struct parse_state *ps) {
-        int r = ini_parse_stream(reader, ps, handler, ps);
-        if (ps->r < 0)
-                return ps->r;
-        if (r > 0) {
-                /* inih counts lines it read; ours agrees. A syntax error
-                 * (no '=' or an unterminated section) lands here. */
-                return sbx_error_msg(ps->err, EINVAL, "%s:%d: syntax error (expected [section] or key = value)", ps->name, r);
-        }
-        if (r < 0)
-                return sbx_error_msg(ps->err, EIO, "%s: cannot read", ps->name);
-        struct config *c = ps->c;
+/* Checks across keys and tenants, once the whole file is read. */
+static int config_validate(struct config *c, struct sbx_error *err) {
         for (size_t i = 0; i < c->n_tenants; i++) {
                 struct tenant *t = &c->tenants[i];
                 if (t->n_uids == 0 && t->n_gids == 0)
-                        return sbx_error_msg(ps->err, EINVAL, "%s: [tenant.%s] has neither uids nor gids", t->origin, t->name);
+                        return sbx_error_msg(err, EINVAL, "%s: [tenant.%s] has neither uids nor gids", t->origin, t->name);
                 if (t->net_modes == 0)
-                        return sbx_error_msg(ps->err, EINVAL, "%s: [tenant.%s] allows no network mode", t->origin, t->name);
+                        return sbx_error_msg(err, EINVAL, "%s: [tenant.%s] allows no network mode", t->origin, t->name);
                 for (size_t j = 0; j < i; j++)
                         for (size_t a = 0; a < t->n_uids; a++)
                                 for (size_t b = 0; b < c->tenants[j].n_uids; b++)
                                         if (t->uids[a] == c->tenants[j].uids[b])
-                                                return sbx_error_msg(ps->err, EINVAL, "%s: uid %u is already in [tenant.%s]",
+                                                return sbx_error_msg(err, EINVAL, "%s: uid %u is already in [tenant.%s]",
                                                                      t->origin, (unsigned) t->uids[a], c->tenants[j].name);
                 /* The built-in default follows a lower cap; an explicit
                  * default above the cap is a contradiction. */
                 if (t->default_timeout_ms > t->max_timeout_ms && !t->default_timeout_set)
                         t->default_timeout_ms = t->max_timeout_ms;
                 if (t->default_timeout_ms > t->max_timeout_ms)
-                        return sbx_error_msg(ps->err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
+                        return sbx_error_msg(err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
         }
-        return config_bundle_check(c, ps->err);
+        return config_bundle_check(c, err);
+}
+
+static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {
+        static const struct inifile_ops ops = { .section = on_section, .entry = on_entry, .key_known = key_known };
+        struct parse_state ps = { .c = c, .err = err };
+        int r;
+
+        if (set_str(&c->path, name) < 0)
+                return sbx_error_set(err, ENOMEM, "%s", name);
+        sbx_error_clear(err);
+        r = inifile_parse(name, text, len, &ops, &ps, err);
+        if (r < 0)
+                return r;
+        return config_validate(c, err);
 }
 
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err) {
-        struct parse_state ps = { .c = c, .name = name, .err = err, .text = text };
-        set_str(&c->path, name);
-        return run_parse(&ps);
+        return load_text(c, name, text, strlen(text), err);
 }
 
 int config_load(struct config *c, const char *path, struct sbx_error *err) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
-                return sbx_error_set(err, errno, "%s", path);
-        struct parse_state ps = { .c = c, .name = path, .err = err, .f = f };
-        set_str(&c->path, path);
-        return run_parse(&ps);
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r = inifile_read(path, CONFIG_MAX_FILE_SIZE, &text, &len, err);
+        if (r < 0)
+                return r;
+        return load_text(c, path, text, len, err);
 }

@@ -18,13 +18,37 @@
 /* Lines read from one client per wake-up, for fairness between clients. */
 #define READ_ROUNDS 64
 
-void conns_init(struct conns *cs) {
+int conns_init(struct conns *cs, const struct config *cfg) {
         list_init(&cs->all);
         cs->n = 0;
+        cs->in_bytes = 0;
+        cs->n_tenants = cfg->n_tenants;
+        cs->per_tenant = calloc(cfg->n_tenants + 1, sizeof(*cs->per_tenant));
+        return cs->per_tenant ? 0 : -ENOMEM;
+}
+
+void conns_done(struct conns *cs) {
+        free(cs->per_tenant);
+        cs->per_tenant = NULL;
+}
+
+unsigned *conns_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t) {
+        if (!t || !cs->per_tenant)
+                return NULL;
+        if (t >= cfg->tenants && t < cfg->tenants + cfg->n_tenants)
+                return &cs->per_tenant[t - cfg->tenants];
+        return &cs->per_tenant[cs->n_tenants];
+}
+
+/* Buffer memory of unfinished requests is counted over all clients. */
+static void set_in_cap(struct conn *c, size_t cap) {
+        c->d->conns.in_bytes = c->d->conns.in_bytes - c->in_cap + cap;
+        c->in_cap = cap;
 }
 
 static void conn_free(void *p) {
         struct conn *c = p;
+        set_in_cap(c, 0);
         free(c->in);
         free(c->out);
         free(c);
@@ -199,6 +223,8 @@ void conn_close(struct conn *c) {
         close(c->src.fd);
         list_del(&c->link);
         c->d->conns.n--;
+        if (c->tenant_count)
+                (*c->tenant_count)--;
         conn_unref(c);
 }
 
@@ -240,11 +266,16 @@ static int grow_in(struct conn *c, size_t max) {
                 nc = c->in_len + READ_CHUNK;
         if (nc > max + READ_CHUNK && c->in_len + READ_CHUNK <= max + READ_CHUNK)
                 nc = max + READ_CHUNK;
+        /* Many clients each sending half of a long line would hold that
+         * much memory: beyond the first chunk, every client's unfinished
+         * lines share one budget. */
+        if (nc > READ_CHUNK && c->d->conns.in_bytes - c->in_cap + nc > c->d->cfg->request_memory)
+                return -ENOBUFS;
         char *nb = realloc(c->in, nc);
         if (!nb)
                 return -ENOMEM;
         c->in = nb;
-        c->in_cap = nc;
+        set_in_cap(c, nc);
         return 0;
 }
 
@@ -256,7 +287,16 @@ static void conn_read(struct conn *c) {
                 /* Stop taking requests while a client ignores the answers. */
                 if (conn_lagging(c))
                         break;
-                if (grow_in(c, max) < 0) {
+                int r = grow_in(c, max);
+                if (r == -ENOBUFS) {
+                        log_warning("client uid %u: request memory (request_memory, %" PRIu64 " bytes) is taken by "
+                                    "unfinished requests; disconnecting it",
+                                    (unsigned) c->cred.uid, c->d->cfg->request_memory);
+                        conn_send(c, proto_error(NULL, E_BUSY, "the daemon holds too many unfinished requests; retry later"));
+                        conn_close(c);
+                        return;
+                }
+                if (r < 0) {
                         conn_close(c);
                         return;
                 }
@@ -299,7 +339,7 @@ static void conn_read(struct conn *c) {
         if (c->in_len == 0 && c->in_cap > 0 && !c->discarding) {
                 free(c->in);
                 c->in = NULL;
-                c->in_cap = 0;
+                set_in_cap(c, 0);
         }
         flush(c);
 }

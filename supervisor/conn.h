@@ -42,6 +42,7 @@ struct conn {
         uint64_t hold_gen;    /* the last batch that holds it (commit.c) */
         unsigned busy;        /* requests being served off the loop */
         uint64_t partial_since_ms; /* a request line started and not ended */
+        unsigned *tenant_count;    /* its tenant's connection count, or NULL */
         bool closed;
         void (*on_drained)(struct conn *c); /* output fell below half the buffer */
         void *drain_arg;
@@ -50,9 +51,16 @@ struct conn {
 struct conns {
         struct list all;      /* struct conn.link */
         unsigned n;
+        unsigned *per_tenant; /* one per configured tenant, then the anonymous one */
+        size_t n_tenants;
+        uint64_t in_bytes;    /* held for unfinished request lines, all clients */
 };
 
-void conns_init(struct conns *cs);
+int conns_init(struct conns *cs, const struct config *cfg);
+void conns_done(struct conns *cs);
+/* The connection count of tenant t (NULL: callers in no tenant are not
+ * counted: they are refused at once). */
+unsigned *conns_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t);
 /* Close every connection (daemon shutdown). */
 void conns_close_all(struct conns *cs);
 

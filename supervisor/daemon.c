@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sodium.h>
@@ -103,9 +104,15 @@ static void on_signal(struct source *s, uint32_t events) {
                 case SIGINT:
                         begin_stop(d, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
                         break;
-                case SIGHUP:
-                        log_notice("SIGHUP: configuration reload is not supported; restart the daemon to apply changes");
+                case SIGHUP: {
+                        /* logrotate moved the audit log: write a new one. */
+                        int r = audit_reopen();
+                        if (r < 0)
+                                log_error("SIGHUP: cannot reopen the audit log: %s; writing on to the old one", strerror(-r));
+                        else
+                                log_notice("SIGHUP: audit log reopened (the configuration is read only at start)");
                         break;
+                }
                 default:
                         break;
                 }
@@ -134,6 +141,30 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         conns_expire_partial(&d->conns, now, d->cfg->request_timeout_ms);
         commit_retry(d, now);
         bundles_housekeeping(d);
+}
+
+#define CPU_CHECK_MS 250
+
+static void on_cpu_check(struct source *s, uint32_t events) {
+        struct daemon *d = container_of(s, struct daemon, cpu_src);
+        uint64_t n;
+        if (read(s->fd, &n, sizeof(n)) < 0)
+                return;
+        runner_check_cpu(d);
+}
+
+void daemon_cpu_watch(struct daemon *d, int delta) {
+        bool was = d->cpu_watched > 0;
+        d->cpu_watched += delta;
+        bool now = d->cpu_watched > 0;
+        if (was == now || d->cpu_src.fd < 0)
+                return;
+        struct itimerspec its = { 0 };
+        if (now) {
+                its.it_value.tv_nsec = CPU_CHECK_MS * 1000000L;
+                its.it_interval = its.it_value;
+        }
+        timerfd_settime(d->cpu_src.fd, 0, &its, NULL);
 }
 
 static void on_worker(struct source *s, uint32_t events) {
@@ -173,6 +204,30 @@ static void caps_setup(struct daemon *d) {
         }
 }
 
+/* Root can give each job a uid and a file system of its own; a daemon
+ * that is not root cannot, and says what that costs. */
+static int isolation_setup(struct daemon *d, struct sbx_error *err) {
+        const struct config *cfg = d->cfg;
+        if (geteuid() != 0) {
+                log_warning("not running as root: jobs run as this daemon's own uid, share it with each other and with the "
+                            "daemon (they can reach each other's processes and files), RLIMIT_NPROC counts them all "
+                            "together, and workspaces are plain directories without a size quota or nosuid");
+                return 0;
+        }
+        d->own_mounts = true;
+        if (cfg->job_uid_count == 0) {
+                log_warning("job_uids = none: each tenant's jobs share its job user (they can reach each other's processes "
+                            "and files, and RLIMIT_NPROC counts them together)");
+                return 0;
+        }
+        int r = uidpool_init(&d->uids, cfg->job_uid_first, cfg->job_uid_count);
+        if (r < 0)
+                return sbx_error_set(err, r, "job_uids");
+        log_info("jobs run as uids %u-%u, one each", (unsigned) cfg->job_uid_first,
+                 (unsigned) (cfg->job_uid_first + cfg->job_uid_count - 1));
+        return 0;
+}
+
 /* Signals arrive on a signalfd; the threads started after this inherit
  * the blocked mask, so they all reach it. */
 static int signals_setup(struct daemon *d, struct sbx_error *err) {
@@ -201,6 +256,13 @@ static int timers_setup(struct daemon *d, struct sbx_error *err) {
         struct itimerspec its = { .it_value = { 1, 0 }, .it_interval = { HOUSEKEEPING_MS / 1000, 0 } };
         timerfd_settime(fd, 0, &its, NULL);
         int r = loop_add(&d->sweep_src, fd, EPOLLIN, on_housekeeping);
+        if (r < 0)
+                return sbx_error_set(err, r, "timerfd");
+        /* The CPU time check: disarmed until a job needs it. */
+        fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "timerfd");
+        r = loop_add(&d->cpu_src, fd, EPOLLIN, on_cpu_check);
         return r < 0 ? sbx_error_set(err, r, "timerfd") : 0;
 }
 
@@ -219,6 +281,9 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         if (r < 0)
                 return r;
         caps_setup(d);
+        r = isolation_setup(d, err);
+        if (r < 0)
+                return r;
         r = audit_open(cfg->audit_log, cfg->audit_fsync);
         if (r < 0)
                 return sbx_error_set(err, r, "audit_log %s", cfg->audit_log);
@@ -241,8 +306,12 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         d->dirs.state_fd = d->dirs.results_fd = d->dirs.work_fd = -1;
         d->listener.fd = -1;
         d->journal.fd = -1;
+        d->cpu_src.fd = -1;
+        /* Output past its cap is moved there by the kernel (splice). */
+        d->null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
         jobs_init(&d->jobs);
-        conns_init(&d->conns);
+        if (conns_init(&d->conns, cfg) < 0)
+                return sbx_error_msg(err, ENOMEM, "out of memory");
         list_init(&d->cg.releasing);
         if (sched_init(&d->sched, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
@@ -314,6 +383,8 @@ void daemon_done(struct daemon *d) {
         audit_close();
         result_index_free(&d->done);
         cgroup_teardown(&d->cg);
+        uidpool_done(&d->uids);
+        conns_done(&d->conns);
         sched_done(&d->sched);
         statedir_close(&d->dirs);
         while (d->ghosts) {
@@ -322,5 +393,7 @@ void daemon_done(struct daemon *d) {
                 tenant_free(&g->t);
                 free(g);
         }
+        if (d->null_fd >= 0)
+                close(d->null_fd);
         loop_done();
 }

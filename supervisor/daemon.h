@@ -19,6 +19,7 @@
 #include "result.h"
 #include "sched.h"
 #include "statedir.h"
+#include "uidpool.h"
 
 struct bundles;
 
@@ -34,6 +35,9 @@ struct daemon {
         struct statedir dirs;
         struct cgroup_ctx cg;
         struct daemon_caps caps;
+        struct uidpool uids;      /* job uids (empty: jobs run as their tenant's job user) */
+        bool own_mounts;          /* workspaces are tmpfs mounts of their own */
+        int null_fd;              /* /dev/null, where output past its cap goes */
         struct journal journal;
         struct scheduler sched;
         struct result_index done;
@@ -41,7 +45,8 @@ struct daemon {
         struct conns conns;
         struct listener listener;
         struct commit commit;
-        struct source signal_src, sweep_src, worker_src;
+        struct source signal_src, sweep_src, worker_src, cpu_src;
+        unsigned cpu_watched;     /* running jobs whose CPU time is checked */
         bool stopping;
         bool schedule_wanted;
         bool starting;            /* runner_start_ready() is starting jobs */
@@ -60,5 +65,8 @@ void daemon_notify_status(struct daemon *d);
 /* Rewrite the journal with just the jobs in memory (accept and start
  * lines), atomically; the old journal stays on failure. */
 int daemon_compact_journal(struct daemon *d);
+/* One more (delta 1) or one less (-1) job whose CPU time is checked: the
+ * check's timer runs only while there are some. */
+void daemon_cpu_watch(struct daemon *d, int delta);
 /* A job left the daemon: stop the loop if stopping and none are left. */
 void daemon_job_gone(struct daemon *d);

@@ -35,6 +35,7 @@ void job_release(struct job *j) {
 
 static const char *const state_names[] = {
         [JOB_QUEUED] = "queued",
+        [JOB_STARTING] = "starting",
         [JOB_RUNNING] = "running",
         [JOB_STOPPING] = "stopping",
         [JOB_DONE] = "done",
@@ -79,7 +80,7 @@ bool job_state_filter_matches(const char *filter, const char *state, bool active
 
 /* The first reason a job ended is the one its record gives. */
 static void set_error(struct job *j, const char *code, const char *msg) {
-        if (j->error_code)
+        if (j->error_code || !code)
                 return;
         j->error_code = strdup(code);
         j->error_message = strdup(msg ? msg : "");
@@ -91,93 +92,144 @@ static void end(struct job *j, enum job_outcome o, const char *code, const char 
         set_error(j, code, msg);
 }
 
+static int from_queued(struct job *j, enum job_event ev, const char *detail) {
+        switch (ev) {
+        case JEV_PREPARE:
+                j->state = JOB_STARTING;
+                return 0;
+        case JEV_CANCEL:
+                j->cancelled = true;
+                end(j, OUTCOME_KILLED, E_CANCELLED, "cancelled by the client before it started");
+                return 0;
+        case JEV_SHUTDOWN:
+                end(j, OUTCOME_ERROR, E_SHUTTING_DOWN, "supervisor stopped before the job started");
+                return 0;
+        case JEV_REJECTED:
+                end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
+                return 0;
+        case JEV_FETCH:
+                if (!j->bundle.set)
+                        return -EINVAL;
+                j->state = JOB_FETCHING;
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+/* Waiting for its bundle: counted in the queue, never started from it. */
+static int from_fetching(struct job *j, enum job_event ev, const char *detail) {
+        switch (ev) {
+        case JEV_FETCHED:
+                j->state = JOB_QUEUED;
+                return 0;
+        case JEV_CANCEL:
+                j->cancelled = true;
+                end(j, OUTCOME_KILLED, E_CANCELLED, "cancelled by the client while its bundle was being fetched");
+                return 0;
+        case JEV_SHUTDOWN:
+                end(j, OUTCOME_ERROR, E_SHUTTING_DOWN, "supervisor stopped while the job's bundle was being fetched");
+                return 0;
+        case JEV_REJECTED:
+                end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+/* While its workspace is made, a job cannot be stopped: a cancel or a
+ * shutdown marks it, and it is abandoned (never run) once ready. */
+static int from_starting(struct job *j, enum job_event ev, const char *detail) {
+        switch (ev) {
+        case JEV_START:
+                j->state = JOB_RUNNING;
+                return 0;
+        case JEV_SPAWN_FAIL:
+                end(j, OUTCOME_ERROR, E_SPAWN, detail);
+                return 0;
+        case JEV_CANCEL:
+                j->cancelled = j->abandon = true;
+                set_error(j, E_CANCELLED, "cancelled by the client before it started");
+                return 0;
+        case JEV_SHUTDOWN:
+                j->abandon = true;
+                set_error(j, E_SHUTTING_DOWN, "supervisor stopped before the job started");
+                return 0;
+        case JEV_ABANDON:
+                if (!j->abandon)
+                        return -EINVAL;
+                end(j, j->cancelled ? OUTCOME_KILLED : OUTCOME_ERROR, NULL, NULL);
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int from_running(struct job *j, enum job_event ev, const char *detail) {
+        switch (ev) {
+        case JEV_TIMEOUT:
+                j->timed_out = true;
+                j->state = JOB_STOPPING;
+                return 0;
+        case JEV_CANCEL:
+                j->cancelled = true;
+                j->state = JOB_STOPPING;
+                return 0;
+        case JEV_SHUTDOWN:
+                set_error(j, E_SHUTTING_DOWN, "supervisor stopped while the job ran");
+                j->state = JOB_STOPPING;
+                return 0;
+        case JEV_CPU_TIME:
+                set_error(j, E_CPU_TIME, detail);
+                j->state = JOB_STOPPING;
+                return 0;
+        case JEV_RESTARTED:
+                end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
+                return 0;
+        case JEV_RETRY:
+                j->state = JOB_QUEUED;
+                j->started_ms = 0;
+                j->attempt++;
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int from_stopping(struct job *j, enum job_event ev, const char *detail) {
+        switch (ev) {
+        /* A second timeout is the end of the grace period; a cancel after
+         * a timeout changes nothing: the first reason wins. */
+        case JEV_TIMEOUT:
+        case JEV_CANCEL:
+                return 0;
+        case JEV_SHUTDOWN:
+                set_error(j, E_SHUTTING_DOWN, "supervisor stopped while the job ran");
+                return 0;
+        case JEV_CPU_TIME:
+                set_error(j, E_CPU_TIME, detail);
+                return 0;
+        case JEV_RESTARTED:
+                end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
 int job_transition(struct job *j, enum job_event ev, const char *detail) {
         switch (j->state) {
         case JOB_QUEUED:
-                switch (ev) {
-                case JEV_START:
-                        j->state = JOB_RUNNING;
-                        return 0;
-                case JEV_SPAWN_FAIL:
-                        end(j, OUTCOME_ERROR, E_SPAWN, detail);
-                        return 0;
-                case JEV_CANCEL:
-                        j->cancelled = true;
-                        end(j, OUTCOME_KILLED, E_CANCELLED, "cancelled by the client before it started");
-                        return 0;
-                case JEV_SHUTDOWN:
-                        end(j, OUTCOME_ERROR, E_SHUTTING_DOWN, "supervisor stopped before the job started");
-                        return 0;
-                case JEV_REJECTED:
-                        end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
-                        return 0;
-                case JEV_FETCH:
-                        if (!j->bundle.set)
-                                return -EINVAL;
-                        j->state = JOB_FETCHING;
-                        return 0;
-                default:
-                        return -EINVAL;
-                }
+                return from_queued(j, ev, detail);
+        case JOB_STARTING:
+                return from_starting(j, ev, detail);
         case JOB_FETCHING:
-                switch (ev) {
-                case JEV_FETCHED:
-                        j->state = JOB_QUEUED;
-                        return 0;
-                case JEV_CANCEL:
-                        j->cancelled = true;
-                        end(j, OUTCOME_KILLED, E_CANCELLED, "cancelled by the client while its bundle was being fetched");
-                        return 0;
-                case JEV_SHUTDOWN:
-                        end(j, OUTCOME_ERROR, E_SHUTTING_DOWN, "supervisor stopped while the job's bundle was being fetched");
-                        return 0;
-                case JEV_REJECTED:
-                        end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
-                        return 0;
-                default:
-                        return -EINVAL;
-                }
+                return from_fetching(j, ev, detail);
         case JOB_RUNNING:
-                switch (ev) {
-                case JEV_TIMEOUT:
-                        j->timed_out = true;
-                        j->state = JOB_STOPPING;
-                        return 0;
-                case JEV_CANCEL:
-                        j->cancelled = true;
-                        j->state = JOB_STOPPING;
-                        return 0;
-                case JEV_SHUTDOWN:
-                        set_error(j, E_SHUTTING_DOWN, "supervisor stopped while the job ran");
-                        j->state = JOB_STOPPING;
-                        return 0;
-                case JEV_RESTARTED:
-                        end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
-                        return 0;
-                case JEV_RETRY:
-                        j->state = JOB_QUEUED;
-                        j->started_ms = 0;
-                        j->attempt++;
-                        return 0;
-                default:
-                        return -EINVAL;
-                }
+                return from_running(j, ev, detail);
         case JOB_STOPPING:
-                switch (ev) {
-                /* A second timeout is the end of the grace period; a cancel
-                 * after a timeout changes nothing: the first reason wins. */
-                case JEV_TIMEOUT:
-                case JEV_CANCEL:
-                        return 0;
-                case JEV_SHUTDOWN:
-                        set_error(j, E_SHUTTING_DOWN, "supervisor stopped while the job ran");
-                        return 0;
-                case JEV_RESTARTED:
-                        end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
-                        return 0;
-                default:
-                        return -EINVAL;
-                }
+                return from_stopping(j, ev, detail);
         case JOB_DONE:
                 return -EINVAL;
         }
@@ -203,11 +255,11 @@ enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig) {
                 return OUTCOME_KILLED;
         if (code == 0)
                 return OUTCOME_SUCCEEDED;
-        if (code == LAUNCH_EXIT_TIMEOUT)
+        if (code == SBX_EXIT_TIMEOUT)
                 return OUTCOME_TIMED_OUT;
-        if (code == LAUNCH_EXIT_SETUP)
+        if (code == SBX_EXIT_SETUP)
                 return OUTCOME_ERROR;
-        if (code > LAUNCH_EXIT_SIGNAL_BASE && code < LAUNCH_EXIT_SIGNAL_BASE + 65)
+        if (code > SBX_EXIT_SIGNAL_BASE && code < SBX_EXIT_SIGNAL_BASE + 65)
                 return OUTCOME_KILLED;
         return OUTCOME_FAILED;
 }

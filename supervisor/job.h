@@ -4,14 +4,17 @@
  * dispatch, recover) report events and facts here and do what the new state
  * calls for; the unit tests drive it directly.
  *
- *   queued ──start──► running ──exit──► done
- *     │                 │  ▲
- *     │      timeout/cancel/shutdown
- *     │                 ▼  │
- *     │              stopping ──exit──► done
- *     └──cancel / spawn failure / shutdown / restart──► done
+ *   queued ──prepare──► starting ──start──► running ──exit──► done
+ *     │                   │                    │  ▲
+ *     │                   │     timeout/cancel/shutdown/cpu time
+ *     │                   │                    ▼  │
+ *     │                   │                 stopping ──exit──► done
+ *     │                   └──spawn failure, or abandon after a cancel or
+ *     │                      shutdown while it was being prepared──► done
+ *     └──cancel / shutdown / rejected──► done
  *
- * and, after a restart, running ──retry──► queued (the next attempt).
+ * and, after a restart, running ──retry──► queued (the next attempt), or
+ * running ──restarted──► done.
  * A bundle job whose bundle is not at hand waits for it, counted in the
  * queue but not started:
  *
@@ -32,6 +35,7 @@
 
 enum job_state {
         JOB_QUEUED,
+        JOB_STARTING, /* its workspace and launcher are being prepared */
         JOB_RUNNING,
         JOB_STOPPING, /* SIGTERM sent (timeout, cancel, shutdown); killed after the grace period */
         JOB_DONE,     /* ended; its record is being written or is written */
@@ -51,6 +55,7 @@ enum job_outcome {
 };
 
 enum job_event {
+        JEV_PREPARE,    /* the scheduler gave it a slot: its workspace is being made */
         JEV_START,      /* the launcher was spawned */
         JEV_SPAWN_FAIL, /* it could not be (detail: why) */
         JEV_TIMEOUT,    /* the wall-clock timer fired */
@@ -59,6 +64,8 @@ enum job_event {
         JEV_RESTARTED,  /* the daemon died while the job ran (recovery) */
         JEV_REJECTED,   /* re-checked after a restart and refused (detail: why) */
         JEV_RETRY,      /* interrupted by a restart, run again as the next attempt */
+        JEV_ABANDON,    /* cancelled or shut down while starting: it never runs */
+        JEV_CPU_TIME,   /* its cgroup used its whole CPU time (detail: how much) */
         JEV_FETCH,      /* its bundle is not at hand: wait for it */
         JEV_FETCHED,    /* its bundle is ready and granted: it may start */
 };
@@ -86,10 +93,13 @@ struct job {
         char id[24];
         const struct tenant *tenant;
         uid_t caller_uid;
+        uid_t job_uid;           /* what it runs as: its own uid from the pool, or the tenant's */
+        gid_t job_gid;
         enum job_state state;
         enum job_outcome outcome;
         bool timed_out;
         bool cancelled;
+        bool abandon;            /* starting, and it must not run (cancel or shutdown) */
         unsigned attempt;        /* 1, or more when re-run after a restart */
         struct list queue_link;  /* in the scheduler's queue while queued */
 

@@ -37,6 +37,7 @@ void rjob_free(void *p) {
         if (rj->cgroup_fd >= 0)
                 close(rj->cgroup_fd);
         free(rj->profile_path);
+        free(rj->prep_error);
         json_decref(rj->artifacts);
         free(rj->artifacts_error);
         json_decref(rj->rec);

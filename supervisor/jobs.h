@@ -37,6 +37,10 @@ struct rjob {
         unsigned cg_limits;       /* CG_LIMIT_* it enforces */
         bool slot;                /* counted as running by the scheduler */
         bool had_cgroup;          /* it ran in a cgroup of its own */
+        bool cpu_watched;         /* its cgroup's CPU time is checked against cpu_s */
+        bool own_uid;             /* its uid is from the pool (given back by prepare_release) */
+        bool ws_mounted;          /* its workspace is a tmpfs of its own */
+        char *prep_error;         /* why its workspace could not be made */
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;

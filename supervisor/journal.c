@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "journal.h"
@@ -11,13 +12,62 @@
 #include "util.h"
 
 #define JOURNAL "journal"
-#define JOURNAL_MAX (256u << 20)
+#define JOURNAL_TMP ".journal.tmp"
+/* How much of the tail is read at a time when looking for the last newline. */
+#define TAIL_CHUNK_BYTES 65536
+
+/* The size of the file up to and including its last newline: what is after
+ * it is a line a crash cut short. */
+static int whole_lines_size(int fd, off_t *ret) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        char buf[TAIL_CHUNK_BYTES];
+        off_t end = st.st_size;
+        while (end > 0) {
+                size_t want = end < (off_t) sizeof(buf) ? (size_t) end : sizeof(buf);
+                ssize_t got = pread(fd, buf, want, end - (off_t) want);
+                if (got < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if ((size_t) got != want)
+                        return -EIO; /* shrank under us: nobody else may write it */
+                char *nl = memrchr(buf, '\n', want);
+                if (nl) {
+                        *ret = end - (off_t) want + (nl - buf) + 1;
+                        return 0;
+                }
+                end -= (off_t) want;
+        }
+        *ret = 0;
+        return 0;
+}
 
 int journal_open(struct journal *j, int state_dirfd) {
-        j->dirfd = state_dirfd;
-        j->fd = openat(state_dirfd, JOURNAL, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        j->lines = 0;
-        return j->fd < 0 ? -errno : 0;
+        *j = (struct journal){ .dirfd = state_dirfd, .fd = -1 };
+        /* A rewrite that died before its rename: the journal is the old one. */
+        if (unlinkat(state_dirfd, JOURNAL_TMP, 0) < 0 && errno != ENOENT)
+                return -errno;
+        _cleanup_close_ int fd = openat(state_dirfd, JOURNAL, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        off_t size;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        int r = whole_lines_size(fd, &size);
+        if (r < 0)
+                return r;
+        /* Without the cut, the next line would be glued onto the torn one
+         * and both lost to replay. The torn line was never acknowledged:
+         * acknowledgement waits for the sync that follows a whole write. */
+        if (size < st.st_size && ftruncate(fd, size) < 0)
+                return -errno;
+        j->fd = TAKE_FD(fd);
+        j->size = size;
+        return 0;
 }
 
 void journal_close(struct journal *j) {
@@ -26,69 +76,101 @@ void journal_close(struct journal *j) {
         j->fd = -1;
 }
 
-int journal_append(struct journal *j, json_t *rec, bool sync) {
-        char *s = json_dumps(rec, JSON_COMPACT);
-        if (!s)
-                return -ENOMEM;
-        size_t n = strlen(s);
-        s[n] = '\n'; /* json_dumps' NUL becomes the newline; write n+1 bytes */
-        int r = write_all(j->fd, s, n + 1);
-        free(s);
-        if (r < 0)
-                return r;
-        j->lines++;
-        if (sync && fdatasync(j->fd) < 0)
+/* Undo a failed append: the file goes back to its whole lines. */
+static void cut_back(struct journal *j) {
+        j->cut_pending = ftruncate(j->fd, j->size) < 0;
+}
+
+static int sync_dir(struct journal *j) {
+        if (fsync(j->dirfd) < 0)
                 return -errno;
+        j->dir_unsynced = false;
+        return 0;
+}
+
+int journal_append(struct journal *j, json_t *rec, bool sync) {
+        if (j->fd < 0)
+                return -EBADF;
+        if (j->cut_pending) {
+                cut_back(j);
+                if (j->cut_pending)
+                        return -errno;
+        }
+        if (j->dir_unsynced) {
+                int r = sync_dir(j);
+                if (r < 0)
+                        return r;
+        }
+        size_t len;
+        _cleanup_free_ char *line = json_line(rec, &len);
+        if (!line)
+                return -ENOMEM;
+        int r = write_all(j->fd, line, len);
+        if (r == 0 && sync && fdatasync(j->fd) < 0)
+                r = -errno;
+        if (r < 0) {
+                cut_back(j);
+                return r;
+        }
+        j->size += (off_t) len;
+        j->lines++;
+        return 0;
+}
+
+/* Write the records to a new file; its size on success. */
+static int write_records(int fd, json_t *const *recs, size_t n, off_t *ret_size) {
+        off_t size = 0;
+        for (size_t i = 0; i < n; i++) {
+                size_t len;
+                _cleanup_free_ char *line = json_line(recs[i], &len);
+                if (!line)
+                        return -ENOMEM;
+                int r = write_all(fd, line, len);
+                if (r < 0)
+                        return r;
+                size += (off_t) len;
+        }
+        *ret_size = size;
         return 0;
 }
 
 int journal_rewrite(struct journal *j, json_t *const *recs, size_t n) {
-        _cleanup_close_ int fd = openat(j->dirfd, ".journal.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        _cleanup_close_ int fd = openat(j->dirfd, JOURNAL_TMP, O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                                        0600);
         if (fd < 0)
                 return -errno;
-        for (size_t i = 0; i < n; i++) {
-                char *s = json_dumps(recs[i], JSON_COMPACT);
-                if (!s)
-                        return -ENOMEM;
-                size_t len = strlen(s);
-                s[len] = '\n';
-                int r = write_all(fd, s, len + 1);
-                free(s);
-                if (r < 0)
-                        return r;
+        off_t size = 0;
+        int r = write_records(fd, recs, n, &size);
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r == 0 && renameat(j->dirfd, JOURNAL_TMP, j->dirfd, JOURNAL) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlinkat(j->dirfd, JOURNAL_TMP, 0);
+                return r;
         }
-        if (fsync(fd) < 0 || renameat(j->dirfd, ".journal.tmp", j->dirfd, JOURNAL) < 0 || fsync(j->dirfd) < 0)
-                return -errno;
+        /* The name now points at the new file: appends must go there, even
+         * if the directory sync below fails. */
         journal_close(j);
-        int r = journal_open(j, j->dirfd);
-        if (r == 0)
-                j->lines = (unsigned) n;
-        return r;
+        j->fd = TAKE_FD(fd);
+        j->size = size;
+        j->lines = (unsigned) n;
+        j->cut_pending = false;
+        j->dir_unsynced = true;
+        return sync_dir(j);
 }
 
 int journal_reset(struct journal *j) {
         return journal_rewrite(j, NULL, 0);
 }
 
-int proc_starttime(pid_t pid, unsigned long long *ret) {
+int proc_starttime(pid_t pid, unsigned long long *ret_ticks) {
         char path[64];
         _cleanup_free_ char *s = NULL;
         snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
         int r = read_file_at(AT_FDCWD, path, 4096, &s, NULL);
-        if (r < 0) {
-                /* /proc files report size 0: read them by hand */
-                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        return -errno;
-                char buf[4096];
-                ssize_t n = read(fd, buf, sizeof(buf) - 1);
-                if (n <= 0)
-                        return -EIO;
-                buf[n] = '\0';
-                s = strdup(buf);
-                if (!s)
-                        return -ENOMEM;
-        }
+        if (r < 0)
+                return r;
         /* the command name may contain spaces and parentheses: start after
          * the last ')' */
         char *p = strrchr(s, ')');
@@ -100,8 +182,36 @@ int proc_starttime(pid_t pid, unsigned long long *ret) {
                 if (!p)
                         return -EIO;
         }
-        *ret = strtoull(p + 1, NULL, 10);
+        *ret_ticks = strtoull(p + 1, NULL, 10);
         return 0;
+}
+
+/* A journal record: an object with an event name and a valid job id. */
+static json_t *as_record(json_t *v) {
+        const char *ev = json_string_value(json_object_get(v, "ev"));
+        const char *id = json_string_value(json_object_get(v, "job"));
+        if (ev && id && proto_valid_job_id(id))
+                return v;
+        json_decref(v);
+        return NULL;
+}
+
+/* The record on this line. A line that is not one may be a torn append with
+ * a whole record glued behind it (journals written before appends were cut
+ * back, or after a cut that failed): the record is then the tail of the line
+ * from the first '{' at which the rest parses as one record. A tail starting
+ * inside the torn part does not parse: it would leave that part's brackets
+ * unclosed around the glued record, or put text behind a closed value. */
+static json_t *line_record(const char *line, size_t len) {
+        json_t *v = json_loadb(line, len, 0, NULL);
+        if (v)
+                return as_record(v);
+        for (const char *p = line + 1; (p = memchr(p, '{', len - (size_t) (p - line))); p++) {
+                v = json_loadb(p, len - (size_t) (p - line), 0, NULL);
+                if (v && (v = as_record(v)))
+                        return v;
+        }
+        return NULL;
 }
 
 static struct journal_entry *find(struct journal_entry *e, size_t n, const char *id) {
@@ -119,31 +229,29 @@ int journal_replay(int state_dirfd, struct journal_entry **ret, size_t *ret_n) {
         int fd = openat(state_dirfd, JOURNAL, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        FILE *f = fdopen(fd, "re");
+        _cleanup_fclose_ FILE *f = fdopen(fd, "re");
         if (!f) {
                 close(fd);
                 return -errno;
         }
-        char *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t cap = 0;
         ssize_t len;
+        int r = 0;
         while ((len = getline(&line, &cap, f)) > 0) {
-                /* A torn last line (crash mid-append) is not valid JSON and
-                 * is skipped: its accept was never acknowledged. */
-                json_t *rec = json_loadb(line, (size_t) len, 0, NULL);
+                /* A torn last line (crash mid-append) is skipped: its accept
+                 * was never acknowledged. */
+                json_t *rec = line_record(line, (size_t) len);
                 if (!rec)
                         continue;
                 const char *ev = json_string_value(json_object_get(rec, "ev"));
                 const char *id = json_string_value(json_object_get(rec, "job"));
-                if (!ev || !id || !proto_valid_job_id(id)) {
-                        json_decref(rec);
-                        continue;
-                }
                 struct journal_entry *x = find(e, n, id);
                 if (streq(ev, "accept") && !x) {
                         struct journal_entry *ne = realloc(e, (n + 1) * sizeof(*e));
                         if (!ne) {
                                 json_decref(rec);
+                                r = -ENOMEM;
                                 break;
                         }
                         e = ne;
@@ -154,17 +262,26 @@ int journal_replay(int state_dirfd, struct journal_entry **ret, size_t *ret_n) {
                         x->tenant = strdup(t ? t : "?");
                         x->caller_uid = (uid_t) json_integer_value(json_object_get(rec, "uid"));
                         x->accept = json_incref(rec);
+                        if (!x->tenant) {
+                                json_decref(rec);
+                                r = -ENOMEM;
+                                break;
+                        }
                 } else if (x && streq(ev, "start")) {
                         json_decref(x->start);
                         x->start = json_incref(rec);
                         x->pid = (pid_t) json_integer_value(json_object_get(rec, "pid"));
-                        x->starttime = (unsigned long long) json_integer_value(json_object_get(rec, "starttime"));
+                        x->starttime_ticks = (unsigned long long) json_integer_value(json_object_get(rec, "starttime"));
                 } else if (x && streq(ev, "done"))
                         x->done = true;
                 json_decref(rec);
         }
-        free(line);
-        fclose(f);
+        if (r == 0 && ferror(f))
+                r = -EIO;
+        if (r < 0) {
+                journal_entries_free(e, n);
+                return r;
+        }
         *ret = e;
         *ret_n = n;
         return 0;

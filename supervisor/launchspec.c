@@ -61,22 +61,34 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         }
         /* The task context comes last and from us: the request cannot set
          * SBX_* (proto.c refuses it), and later settings win anyway. */
-        if ((r = write_env(f, LAUNCH_ENV_JOB_ID, j->id)) < 0 || (r = write_env(f, LAUNCH_ENV_TENANT, j->tenant->name)) < 0 ||
-            (r = write_env(f, LAUNCH_ENV_WORKSPACE, JOB_WORKSPACE)) < 0)
+        if ((r = write_env(f, SBX_ENV_JOB_ID, j->id)) < 0 || (r = write_env(f, SBX_ENV_TENANT, j->tenant->name)) < 0 ||
+            (r = write_env(f, SBX_ENV_WORKSPACE, JOB_WORKSPACE)) < 0)
                 return r;
         if (j->bundle.set &&
-            ((r = write_env(f, LAUNCH_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||
-             (r = write_env(f, LAUNCH_ENV_BUNDLE_VERSION, j->bundle.version)) < 0 ||
-             (r = write_env(f, LAUNCH_ENV_BUNDLE_DIR, JOB_BUNDLE)) < 0))
+            ((r = write_env(f, SBX_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||
+             (r = write_env(f, SBX_ENV_BUNDLE_VERSION, j->bundle.version)) < 0 ||
+             (r = write_env(f, SBX_ENV_BUNDLE_DIR, JOB_BUNDLE)) < 0))
                 return r;
         fprintf(f, "[limits]\n");
+        /* Always said, so the named profile's own bounds (the default
+         * profile has some) never stand in for the job's: a limit the
+         * job cgroup keeps, or none, is "unlimited" for the launcher. */
         if (pol->memory != PROTO_UNSET && !(in->cg_limits & CG_LIMIT_MEMORY))
                 fprintf(f, "memory = %" PRIu64 "\n", pol->memory);
+        else
+                fprintf(f, "memory = unlimited\n");
         if (pol->processes != PROTO_UNSET && !(in->cg_limits & CG_LIMIT_PIDS))
                 fprintf(f, "processes = %" PRIu64 "\n", pol->processes);
+        else
+                fprintf(f, "processes = unlimited\n");
         if (pol->cpu_s != PROTO_UNSET)
                 fprintf(f, "cpu = %" PRIu64 "s\n", pol->cpu_s);
         fprintf(f, "[net]\nmode = %s\n", pol->net == NET_HOST ? "host" : "none");
+        /* An rlimit on the address space does not see memory in a memfd:
+         * without the memory controller, a job may not make one (a
+         * "memory" limit it could step around would be no limit). */
+        if (pol->memory != PROTO_UNSET && !(in->cg_limits & CG_LIMIT_MEMORY))
+                fprintf(f, "[security]\ndeny = memfd_create:EPERM\n");
         return 0;
 }
 
@@ -97,23 +109,22 @@ int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, 
                 return sbx_error_set(err, r, "generated profile");
         }
 
-        static const char *const head[] = { "--json-status-fd", "3", "--profile" };
+        static const char *const head[] = { "--json-status-fd", SBX_LAUNCH_FD_STATUS_ARG, "--profile" };
         const struct job_bundle *b = &in->j->bundle;
         size_t n = 1 + ARRAY_SIZE(head) + 3 + 1 + b->n_command + run->argc + 1, k = 0;
         ret->argv = calloc(n, sizeof(char *));
-        if (asprintf(&ret->env_buf, "%s=%s", LAUNCH_ENV_PROFILE_PATH, in->search_path) < 0)
+        if (asprintf(&ret->env_buf, "%s=%s", SBX_ENV_PROFILE_PATH, in->search_path) < 0)
                 ret->env_buf = NULL;
         if (!ret->argv || !ret->env_buf) {
                 launchspec_free(ret);
                 return sbx_error_set(err, ENOMEM, "launcher command line");
         }
-        _Static_assert(LAUNCH_FD_STATUS == 3, "the status fd is spelled \"3\" above");
         ret->argv[k++] = (char *) in->launcher;
         for (size_t i = 0; i < ARRAY_SIZE(head); i++)
                 ret->argv[k++] = (char *) head[i];
         ret->argv[k++] = (char *) in->profile_file;
         ret->argv[k++] = (char *) "--profile";
-        ret->argv[k++] = (char *) LAUNCH_FD_PROFILE_PATH;
+        ret->argv[k++] = (char *) SBX_LAUNCH_PROFILE_FD_PATH;
         ret->argv[k++] = (char *) "--";
         for (size_t i = 0; i < b->n_command; i++)
                 ret->argv[k++] = b->command[i];

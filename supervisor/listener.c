@@ -146,7 +146,7 @@ static void refuse_unknown(struct conn *c) {
         snprintf(m, sizeof(m), "uid %u is not in any tenant", (unsigned) c->cred.uid);
         log_warning("refused connection from uid %u gid %u pid %d: not in any tenant", (unsigned) c->cred.uid,
                     (unsigned) c->cred.gid, (int) c->cred.pid);
-        audit_request(c, "connect", "refused", NULL, E_UNAUTHORIZED, m, false);
+        audit_request(c, "connect", "refused", NULL, E_UNAUTHORIZED, m, true);
         c->read_eof = true;
         conn_send(c, proto_error(NULL, E_UNAUTHORIZED, "%s", m));
 }
@@ -183,8 +183,23 @@ static void accept_one(struct daemon *d, int fd) {
                 log_warning("allow_unauthenticated: accepted uid %u (pid %d) as tenant 'anonymous'", (unsigned) cred.uid,
                             (int) cred.pid);
         }
-        if (!c->tenant)
+        if (!c->tenant) {
                 refuse_unknown(c);
+                return;
+        }
+        /* One tenant's idle connections must not lock the others out. */
+        unsigned *count = conns_of_tenant(&d->conns, cfg, c->tenant);
+        if (count && *count >= cfg->max_tenant_connections) {
+                c->read_eof = true; /* close once this is out */
+                conn_send(c, proto_error(NULL, E_TOO_MANY_CONNECTIONS,
+                                         "tenant '%s' has %u connections open (max_tenant_connections)", c->tenant->name,
+                                         *count));
+                return;
+        }
+        if (count) {
+                (*count)++;
+                c->tenant_count = count;
+        }
 }
 
 static void on_listen(struct source *s, uint32_t events) {

@@ -12,10 +12,11 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
+	supervisor/uidpool.h supervisor/uidpool.c \
 	supervisor/sched.h supervisor/sched.c \
 	supervisor/launchspec.h supervisor/launchspec.c \
 	supervisor/record.h supervisor/record.c \
-	supervisor/result.h supervisor/result.c \
+	supervisor/result.h supervisor/result.c supervisor/result-index.c \
 	supervisor/journal.h supervisor/journal.c \
 	supervisor/semver.h supervisor/semver.c \
 	supervisor/manifest.h supervisor/manifest.c \
@@ -38,6 +39,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/logs.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
+	supervisor/prepare.h supervisor/prepare.c \
 	supervisor/capture.h supervisor/capture.c \
 	supervisor/subscribe.h supervisor/subscribe.c \
 	supervisor/commit.h supervisor/commit.c \

@@ -5,10 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ini-load.h"
+#include <limits.h>
+
+#include "env-name.h"
+#include "inifile.h"
 #include "macro.h"
 #include "manifest.h"
 #include "parse.h"
+#include "profile-internal.h"
 #include "semver.h"
 
 /* Host files a bundle may ask to read, each public by nature (trust
@@ -340,15 +344,6 @@ static int k_read_only(struct mctx *c) {
         return 0;
 }
 
-static bool env_name_valid(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n > 255 || !pvalue_name_char(s[0], true))
-                return false;
-        for (size_t i = 1; i < n; i++)
-                if (!pvalue_name_char(s[i], false))
-                        return false;
-        return true;
-}
 
 /* A set: the first line replaces, indented lines extend. */
 static int k_env(struct mctx *c) {
@@ -360,7 +355,7 @@ static int k_env(struct mctx *c) {
         }
         for (size_t i = 0; i < c->n; i++) {
                 const char *w = c->w[i].s;
-                if (!env_name_valid(w))
+                if (!env_name_valid(w, strlen(w)))
                         return merr(c, "'%s' is not a variable name", w);
                 if (strncmp(w, "SBX_", 4) == 0)
                         return merr(c, "'%s': SBX_* variables are the daemon's", w);
@@ -447,7 +442,8 @@ static const struct mkey keys[] = {
         { "limits", "processes", KEY_SCALAR, k_processes },
         { "limits", "output", KEY_SCALAR, k_output },
 };
-_Static_assert(ARRAY_SIZE(keys) <= SBX_INI_MAX_KEYS, "the loader's per-key table is large enough");
+#define MANIFEST_KEYS_MAX 32
+_Static_assert(ARRAY_SIZE(keys) <= MANIFEST_KEYS_MAX, "the loader's per-key table is large enough");
 
 static bool section_known(const char *section) {
         for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
@@ -463,10 +459,6 @@ static int key_find(const char *section, const char *key) {
         return section_known(section) ? -1 : -2;
 }
 
-static enum key_kind key_kind(int idx) {
-        return keys[idx].kind;
-}
-
 static void section_keys(const char *section, char *buf, size_t len) {
         size_t used = 0;
         buf[0] = '\0';
@@ -479,13 +471,15 @@ static void section_keys(const char *section, char *buf, size_t len) {
                 }
 }
 
-static int apply(void *target, int idx, const char *value, const char *origin, bool continuation, struct sbx_error *err) {
+static int apply(struct manifest *m, int idx, const char *value, const char *origin, bool continuation,
+                 struct sbx_error *err) {
         struct pwords w = { 0 };
-        char why[256];
-        struct mctx c = { .m = target, .def = &keys[idx], .origin = origin, .raw = value, .continuation = continuation, .err = err };
-        int r = pvalue_split(value, false, &w, why, sizeof(why));
+        struct sbx_error why;
+        struct mctx c = { .m = m, .def = &keys[idx], .origin = origin, .raw = value, .continuation = continuation, .err = err };
+        sbx_error_clear(&why);
+        int r = pvalue_split_opts(value, false, &w, &why);
         if (r < 0)
-                return r == -ENOMEM ? moom(&c) : merr(&c, "%s", why);
+                return r == -ENOMEM ? moom(&c) : merr(&c, "%s", why.msg);
         c.w = w.v;
         c.n = w.n;
         r = words_clean(&c);
@@ -495,15 +489,56 @@ static int apply(void *target, int idx, const char *value, const char *origin, b
         return r;
 }
 
-static const struct ini_schema manifest_schema = {
-        .what = "manifest",
-        .sections = "bundle run capabilities limits",
-        .max_value = 64 * 1024,
-        .key_find = key_find,
-        .key_kind = key_kind,
-        .section_keys = section_keys,
-        .apply = apply,
+/* The shared INI reader (inifile.h) hands over each section header and
+ * each whole value with its line; here they meet the key table. */
+struct loader {
+        struct manifest *m;
+        struct sbx_error *err;
+        unsigned seen[MANIFEST_KEYS_MAX]; /* line where a scalar or set key was first set */
 };
+
+static int on_section(struct inifile *f, const char *section, unsigned line, void *user) {
+        (void) user;
+        if (!section_known(section))
+                return inifile_fail(f, line, "unknown section [%s] (known: bundle run capabilities limits)", section);
+        return 0;
+}
+
+static bool key_known(const char *section, const char *key, void *user) {
+        (void) user;
+        return key_find(section, key) >= 0;
+}
+
+static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user) {
+        struct loader *l = user;
+        int idx = key_find(e->section, e->key);
+        if (idx == -2)
+                return inifile_fail(f, e->line, "unknown section [%s]", e->section);
+        if (idx == -1) {
+                char known[256];
+                section_keys(e->section, known, sizeof(known));
+                return inifile_fail(f, e->line, "%s.%s: unknown key (known in [%s]: %s)", e->section, e->key, e->section,
+                                    known);
+        }
+        if (e->continuation && keys[idx].kind == KEY_SCALAR)
+                return inifile_fail(f, e->line, "%s.%s: takes a single line (an indented line continues the previous key)",
+                                    e->section, e->key);
+        if (!e->continuation && keys[idx].kind != KEY_LIST) {
+                if (l->seen[idx])
+                        return inifile_fail(f, e->line, "%s.%s: set twice in this file (first on line %u)", e->section, e->key,
+                                            l->seen[idx]);
+                l->seen[idx] = e->line;
+        }
+        char origin[PATH_MAX + 32];
+        snprintf(origin, sizeof(origin), "%s:%u", inifile_name(f), e->line);
+        return apply(l->m, idx, e->value, origin, e->continuation, l->err);
+}
+
+static int load_text(struct manifest *m, const char *name, const char *text, size_t len, struct sbx_error *err) {
+        static const struct inifile_ops ops = { .section = on_section, .entry = on_entry, .key_known = key_known };
+        struct loader l = { .m = m, .err = err };
+        return inifile_parse(name, text, len, &ops, &l, err);
+}
 
 /* The whole: what every bundle must say, and what only makes sense together. */
 static int validate(struct manifest *m, const char *name, struct sbx_error *err) {
@@ -534,12 +569,16 @@ int manifest_parse(struct manifest *m, const char *name, const char *text, size_
                 return sbx_error_msg(err, ENOMEM, "%s: out of memory", name);
         memcpy(copy, text, len);
         copy[len] = '\0';
-        int r = ini_load_text(&manifest_schema, m, name, copy, len, err);
+        int r = load_text(m, name, copy, len, err);
         return r < 0 ? r : validate(m, name, err);
 }
 
 int manifest_load_file(struct manifest *m, const char *path, struct sbx_error *err) {
-        int r = ini_load_file(&manifest_schema, m, path, MANIFEST_MAX_SIZE, err);
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = inifile_read(path, MANIFEST_MAX_SIZE, &text, &len, err);
+        if (r == 0)
+                r = load_text(m, path, text, len, err);
         return r < 0 ? r : validate(m, path, err);
 }
 

@@ -63,6 +63,14 @@ static int cap_value(const struct tenant *t, struct policy_decision *d, const ch
         return cap_value_fmt(t, d, what, asked, cap, dflt, out, plain_str, err);
 }
 
+/* What a job gets when it does not ask: the default, or the cap when it is
+ * lower; nothing when the tenant has no cap at all ("unlimited"). */
+static uint64_t capped_default(uint64_t cap, uint64_t dflt) {
+        if (cap == CONFIG_UNSET)
+                return PROTO_UNSET;
+        return cap < dflt ? cap : dflt;
+}
+
 int policy_apply(const struct tenant *t, const struct run_request *run, const struct daemon_caps *caps,
                  struct policy_decision *d, struct sbx_error *err) {
         int r;
@@ -80,12 +88,12 @@ int policy_apply(const struct tenant *t, const struct run_request *run, const st
         r = cap_value(t, d, "timeout_ms", run->timeout_ms, t->max_timeout_ms, t->default_timeout_ms, &d->timeout_ms, err);
         if (r < 0)
                 return r;
-        r = cap_value(t, d, "limits.memory", run->memory, t->max_memory, t->max_memory == CONFIG_UNSET ? PROTO_UNSET : t->max_memory,
+        r = cap_value(t, d, "limits.memory", run->memory, t->max_memory, capped_default(t->max_memory, POLICY_MEMORY_DEFAULT),
                       &d->memory, err);
         if (r < 0)
                 return r;
         r = cap_value(t, d, "limits.processes", run->processes, t->max_processes,
-                      t->max_processes == CONFIG_UNSET ? PROTO_UNSET : t->max_processes, &d->processes, err);
+                      capped_default(t->max_processes, POLICY_PROCESSES_DEFAULT), &d->processes, err);
         if (r < 0)
                 return r;
         r = cap_value(t, d, "limits.cpu_s", run->cpu_s, t->max_cpu_s, t->max_cpu_s == CONFIG_UNSET ? PROTO_UNSET : t->max_cpu_s,
@@ -98,6 +106,11 @@ int policy_apply(const struct tenant *t, const struct run_request *run, const st
                 return r;
         r = cap_value(t, d, "limits.output", run->output, t->max_output, t->max_output == CONFIG_UNSET ? (16u << 20) : t->max_output,
                       &d->output, err);
+        if (r < 0)
+                return r;
+
+        uint64_t disk_default = t->max_disk != CONFIG_UNSET && t->max_disk < POLICY_DISK_DEFAULT ? t->max_disk : POLICY_DISK_DEFAULT;
+        r = cap_value(t, d, "limits.disk", run->disk, t->max_disk, disk_default, &d->disk, err);
         if (r < 0)
                 return r;
 
@@ -132,9 +145,9 @@ static json_t *u64_json(uint64_t v) {
 }
 
 json_t *policy_to_json(const struct policy_decision *d) {
-        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "profile", d->profile, "timeout_ms",
+        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "profile", d->profile, "timeout_ms",
                          u64_json(d->timeout_ms), "memory", u64_json(d->memory), "processes", u64_json(d->processes), "cpu_s",
-                         u64_json(d->cpu_s), "cpu_milli", u64_json(d->cpu_milli), "output", u64_json(d->output), "artifacts",
+                         u64_json(d->cpu_s), "cpu_milli", u64_json(d->cpu_milli), "output", u64_json(d->output), "disk", u64_json(d->disk), "artifacts",
                          u64_json(d->artifacts), "net", d->net == NET_HOST ? "host" : "none", "clamped", d->clamped);
 }
 
@@ -157,6 +170,7 @@ int policy_from_json(json_t *o, struct policy_decision *d) {
         d->cpu_s = u64_of(o, "cpu_s");
         d->cpu_milli = u64_of(o, "cpu_milli");
         d->output = u64_of(o, "output");
+        d->disk = u64_of(o, "disk");
         d->artifacts = u64_of(o, "artifacts");
         d->net = net && streq(net, "host") ? NET_HOST : NET_NONE;
         snprintf(d->clamped, sizeof(d->clamped), "%s", clamped ? clamped : "");

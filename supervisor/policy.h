@@ -13,6 +13,12 @@
 #include "error.h"
 #include "proto.h"
 
+/* A job's workspace size when neither the request nor a lower tenant cap
+ * says otherwise. */
+#define POLICY_DISK_DEFAULT (256ull << 20)
+#define POLICY_MEMORY_DEFAULT (1ull << 30)
+#define POLICY_PROCESSES_DEFAULT 256
+
 /* What the daemon can enforce, found at start. */
 struct daemon_caps {
         bool cpu_bandwidth;       /* the job cgroups have the cpu controller (cpu.max) */
@@ -27,6 +33,7 @@ struct policy_decision {
         uint64_t cpu_s;
         uint64_t cpu_milli;  /* CPU bandwidth, thousandths of a CPU; PROTO_UNSET: none */
         uint64_t output;     /* bytes kept per stream */
+        uint64_t disk;       /* bytes of workspace */
         uint64_t artifacts;  /* bytes of artifacts kept */
         int net;             /* enum net_mode */
         char clamped[512];   /* "timeout_ms 600000 -> 60000; ..." or "" */

@@ -112,6 +112,7 @@ json_t *proto_run_json(const struct run_request *run) {
                 set_u64(lim, "processes", run->processes);
                 set_u64(lim, "cpu_s", run->cpu_s);
                 set_u64(lim, "output", run->output);
+                set_u64(lim, "disk", run->disk);
                 if (run->cpu_milli != PROTO_UNSET)
                         json_object_set_new(lim, "cpus", json_real((double) run->cpu_milli / 1000.0));
         }
@@ -226,6 +227,7 @@ void proto_request_digest(const struct run_request *run, char hex[65]) {
         put_u64(&h, run->cpu_s);
         put_u64(&h, run->cpu_milli);
         put_u64(&h, run->output);
+        put_u64(&h, run->disk);
         put_u64(&h, (uint64_t) (int64_t) run->net);
         put_u64(&h, run->n_artifacts);
         for (size_t i = 0; i < run->n_artifacts; i++)

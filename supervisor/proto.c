@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "env-name.h"
 #include "index.h"
 #include "job.h"
 #include "launch-abi.h"
@@ -119,6 +120,7 @@ static const struct field limit_fields[] = {
         { "cpu_s", K_UINT, false },
         { "cpus", K_NUMBER, false },
         { "output", K_UINT, false },
+        { "disk", K_UINT, false },
 };
 static const struct field file_fields[] = {
         { "path", K_STRING, true },
@@ -156,7 +158,8 @@ const char *req_op_name(enum req_op op) {
 
 void request_init(struct request *r) {
         memset(r, 0, sizeof(*r));
-        r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.cpu_milli = r->run.output = PROTO_UNSET;
+        r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.cpu_milli = r->run.output = r->run.disk =
+                PROTO_UNSET;
         r->run.net = -1;
         r->streams = STREAM_BOTH;
         r->limit = PROTO_MAX_LIST;
@@ -244,12 +247,7 @@ static bool valid_rel_path(const char *p, bool glob) {
 }
 
 static bool valid_env_name(const char *s) {
-        if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 256)
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-                        return false;
-        return true;
+        return env_name_valid(s, strlen(s));
 }
 
 /* command (a program and its arguments) or, after a bundle, args (its
@@ -310,7 +308,7 @@ static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err
                 /* The task context (SBX_JOB_ID, SBX_TENANT,
                  * SBX_WORKSPACE) is the daemon's word, not the
                  * caller's. */
-                if (strncmp(name, LAUNCH_ENV_RESERVED_PREFIX, strlen(LAUNCH_ENV_RESERVED_PREFIX)) == 0)
+                if (strncmp(name, SBX_ENV_RESERVED_PREFIX, strlen(SBX_ENV_RESERVED_PREFIX)) == 0)
                         return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
                 if (!json_is_string(val))
                         return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
@@ -341,13 +339,13 @@ static int parse_stdin(json_t *root, const char *in, const char *in_b64, struct 
 static int parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err) {
         json_error_t je;
         int r;
-        json_int_t mem = -1, procs = -1, cpu = -1, out = -1;
+        json_int_t mem = -1, procs = -1, cpu = -1, out = -1, disk = -1;
         json_t *cpus = NULL;
         r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
         if (r < 0)
                 return r;
-        if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I}", "memory", &mem,
-                           "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out) < 0)
+        if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I, s?:I}", "memory", &mem,
+                           "processes", &procs, "cpu_s", &cpu, "cpus", &cpus, "output", &out, "disk", &disk) < 0)
                 return sbx_error_msg(err, EINVAL, "field 'limits': %s", je.text);
         if (cpus) {
                 double v = json_number_value(cpus) * 1000.0;
@@ -356,9 +354,11 @@ static int parse_limits(json_t *limits, struct run_request *run, struct sbx_erro
                                              json_number_value(cpus));
                 run->cpu_milli = (uint64_t) (v + 0.5);
         }
-        if (mem == 0 || procs == 0 || cpu == 0)
+        if (mem == 0 || procs == 0 || cpu == 0 || disk == 0)
                 return sbx_error_msg(err, EINVAL, "field 'limits.%s': must be positive",
-                                     mem == 0 ? "memory" : procs == 0 ? "processes" : "cpu_s");
+                                     mem == 0 ? "memory" : procs == 0 ? "processes" : cpu == 0 ? "cpu_s" : "disk");
+        if (disk > 0)
+                run->disk = (uint64_t) disk;
         if (mem > 0)
                 run->memory = (uint64_t) mem;
         if (procs > 0)
@@ -367,6 +367,31 @@ static int parse_limits(json_t *limits, struct run_request *run, struct sbx_erro
                 run->cpu_s = (uint64_t) cpu;
         if (out >= 0)
                 run->output = (uint64_t) out;
+        return 0;
+}
+
+static int cmp_upload_path(const void *a, const void *b) {
+        const struct upload *const *x = a, *const *y = b;
+        int c = strcmp((*x)->path, (*y)->path);
+        /* Equal paths in request order, so the error names the later one. */
+        return c ? c : (*x > *y) - (*x < *y);
+}
+
+/* No path twice. Sorted, not compared pairwise: a request of 1,024 long
+ * paths would otherwise cost the event loop half a million comparisons. */
+static int files_unique(const struct run_request *run, struct sbx_error *err) {
+        if (run->n_files < 2)
+                return 0;
+        _cleanup_free_ const struct upload **v = calloc(run->n_files, sizeof(*v));
+        if (!v)
+                return sbx_error_set(err, ENOMEM, "files");
+        for (size_t i = 0; i < run->n_files; i++)
+                v[i] = &run->files[i];
+        qsort(v, run->n_files, sizeof(*v), cmp_upload_path);
+        for (size_t i = 1; i < run->n_files; i++)
+                if (streq(v[i - 1]->path, v[i]->path))
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': '%s' given twice",
+                                             (size_t) (v[i] - run->files), v[i]->path);
         return 0;
 }
 
@@ -399,9 +424,6 @@ static int parse_files(json_t *files, struct run_request *run, struct sbx_error 
                         return sbx_error_msg(err, EINVAL, "field 'files[%zu]': exactly one of 'data' and 'data_b64' is required", i);
                 if (mode >= 0 && mode != 0644 && mode != 0755 && mode != 0600 && mode != 0700)
                         return sbx_error_msg(err, EINVAL, "field 'files[%zu].mode': only 0644, 0755, 0600 and 0700 (as decimal integers) are allowed", i);
-                for (size_t j = 0; j < i; j++)
-                        if (streq(run->files[j].path, path))
-                                return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': '%s' given twice", i, path);
                 struct upload *u = &run->files[run->n_files++];
                 u->path = strdup(path);
                 u->mode = mode >= 0 ? (mode_t) mode : 0644;
@@ -415,7 +437,7 @@ static int parse_files(json_t *files, struct run_request *run, struct sbx_error 
                         return -EINVAL;
                 run->upload_bytes += u->len;
         }
-        return 0;
+        return files_unique(run, err);
 }
 
 static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sbx_error *err) {

@@ -47,6 +47,7 @@
 #define E_INTERNAL "E_INTERNAL"
 #define E_SHUTTING_DOWN "E_SHUTTING_DOWN"
 #define E_TOO_MANY_CONNECTIONS "E_TOO_MANY_CONNECTIONS"
+#define E_BUSY "E_BUSY"
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"
 #define E_SETUP "E_SETUP"
@@ -54,6 +55,8 @@
 #define E_CANCELLED "E_CANCELLED"
 #define E_TIMEOUT "E_TIMEOUT"
 #define E_OOM "E_OOM"
+/* The job's processes together used its whole CPU time (cgroup cpu.stat). */
+#define E_CPU_TIME "E_CPU_TIME"
 /* The daemon cannot make results durable (a full or failing disk): no new
  * work is accepted until it can. */
 #define E_STORAGE "E_STORAGE"
@@ -111,6 +114,7 @@ struct run_request {
         uint64_t cpu_s;
         uint64_t cpu_milli;    /* CPU bandwidth in thousandths of a CPU; PROTO_UNSET: not asked */
         uint64_t output;       /* bytes kept per stream */
+        uint64_t disk;         /* bytes of workspace */
         int net;               /* enum net_mode, or -1: none asked */
         struct upload *files;
         size_t n_files;

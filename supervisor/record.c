@@ -20,14 +20,28 @@ static json_t *cpus_json(uint64_t milli, bool enforced) {
 }
 
 /* Which mechanism enforced each limit: the daemon's own timer for the wall
- * clock and the output, the job cgroup where its controller is enabled,
- * otherwise the launcher's rlimits. */
-static json_t *limits_json(const struct policy_decision *pol, unsigned cg) {
+ * clock and the output, the job cgroup where its controller is enabled
+ * (CPU time: its cpu.stat, which every cgroup has, summed over all the
+ * job's processes), otherwise the launcher's rlimits (per process). */
+/* What a memory limit kept by rlimits covers, and what not: said, so that
+ * nobody reads it as the whole job's memory. */
+#define MEMORY_RLIMIT_COVERS \
+        "the address space of each process (RLIMIT_AS); memfd_create refused; not the job as a whole, nor its tmpfs mounts, which have sizes of their own"
+
+static json_t *memory_json(uint64_t value, bool cgroup) {
+        json_t *o = limit_json(value, cgroup ? "cgroup" : "rlimit");
+        if (o && value != PROTO_UNSET && !cgroup)
+                json_object_set_new(o, "covers", json_string(MEMORY_RLIMIT_COVERS));
+        return o;
+}
+
+static json_t *limits_json(const struct policy_decision *pol, unsigned cg, bool cgroup, bool disk_quota) {
         const char *rl = "rlimit";
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "timeout_ms", limit_json(pol->timeout_ms, "supervisor"), "memory",
-                         limit_json(pol->memory, cg & CG_LIMIT_MEMORY ? "cgroup" : rl), "processes",
-                         limit_json(pol->processes, cg & CG_LIMIT_PIDS ? "cgroup" : rl), "cpu_s", limit_json(pol->cpu_s, rl),
-                         "cpus", cpus_json(pol->cpu_milli, cg & CG_LIMIT_CPU), "output", limit_json(pol->output, "supervisor"));
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "timeout_ms", limit_json(pol->timeout_ms, "supervisor"),
+                         "memory", memory_json(pol->memory, cg & CG_LIMIT_MEMORY), "processes",
+                         limit_json(pol->processes, cg & CG_LIMIT_PIDS ? "cgroup" : rl), "cpu_s", limit_json(pol->cpu_s, cgroup ? "cgroup" : rl),
+                         "cpus", cpus_json(pol->cpu_milli, cg & CG_LIMIT_CPU), "output", limit_json(pol->output, "supervisor"),
+                         "disk", limit_json(pol->disk, disk_quota ? "tmpfs" : "none"));
 }
 
 static json_t *stream_json(const struct record_input *in, int i) {
@@ -111,10 +125,12 @@ void record_bundle_restore(json_t *o, struct job_bundle *b) {
 json_t *record_build(const struct record_input *in) {
         const struct job *j = in->j;
         json_t *end = in->launcher_end;
-        json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:I, s:I, s:o, s:s, s:s}", "v", PROTO_VERSION, "job", j->id, "tenant",
-                                in->tenant, "uid", (json_int_t) j->caller_uid, "job_uid", (json_int_t) in->job_uid, "job_gid",
-                                (json_int_t) in->job_gid, "command", record_command(j), "profile", j->pol.profile,
-                                "state", job_outcome_name(j->outcome));
+        /* A job that never started never had a uid: null, not 0. */
+        json_t *rec = json_pack("{s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:s, s:s}", "v", PROTO_VERSION, "job", j->id, "tenant",
+                                in->tenant, "uid", (json_int_t) j->caller_uid, "job_uid",
+                                in->job_uid ? json_integer((json_int_t) in->job_uid) : json_null(), "job_gid",
+                                in->job_uid ? json_integer((json_int_t) in->job_gid) : json_null(), "command",
+                                record_command(j), "profile", j->pol.profile, "state", job_outcome_name(j->outcome));
         if (!rec)
                 return NULL;
         json_object_set_new(rec, "exit_code", int_or_null(j->exit_code, 0));
@@ -132,12 +148,12 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "ended", proto_time(j->ended_ms));
         uint64_t wall = j->started_ms && j->ended_ms >= j->started_ms ? j->ended_ms - j->started_ms : 0;
         json_object_set_new(rec, "wall_ms", json_integer((json_int_t) wall));
-        json_t *cpu = end ? json_object_get(end, LAUNCH_KEY_CPU_MS) : NULL;
+        json_t *cpu = end ? json_object_get(end, SBX_STATUS_CPU_MS) : NULL;
         if (in->cgroup_cpu_us >= 0)
                 json_object_set_new(rec, "cpu_ms", json_integer((json_int_t) (in->cgroup_cpu_us / 1000)));
         else
                 json_object_set_new(rec, "cpu_ms", cpu ? json_incref(cpu) : json_null());
-        json_t *rss = end ? json_object_get(end, LAUNCH_KEY_PEAK_RSS_KB) : NULL;
+        json_t *rss = end ? json_object_get(end, SBX_STATUS_PEAK_RSS_KB) : NULL;
         json_object_set_new(rec, "peak_rss_kb", rss ? json_incref(rss) : json_null());
         for (int i = 0; i < 2; i++)
                 json_object_set_new(rec, proto_stream_name(i), stream_json(in, i));
@@ -145,9 +161,9 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "artifacts_truncated", json_boolean(in->artifacts_truncated));
         if (in->artifacts_error)
                 json_object_set_new(rec, "artifacts_error", json_string(in->artifacts_error));
-        json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits));
+        json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->cgroup, in->disk_quota));
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
-        json_t *prot = end ? json_object_get(end, LAUNCH_KEY_PROTECTIONS) : NULL;
+        json_t *prot = end ? json_object_get(end, SBX_STATUS_PROTECTIONS) : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
         json_object_set_new(rec, "network_events", json_array());
         json_object_set_new(rec, "bundle", record_bundle(&j->bundle));

@@ -33,6 +33,7 @@ struct record_input {
         int64_t cgroup_cpu_us;      /* the job cgroup's usage, or -1 */
         bool cgroup;                /* the job had a cgroup */
         unsigned cg_limits;         /* CG_LIMIT_* it enforced */
+        bool disk_quota;            /* its workspace was a sized tmpfs */
         const char *req_digest;     /* proto_request_digest(), or NULL */
 };
 

@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
+#include "prepare.h"
 #include "profile.h"
 #include "record.h"
 #include "recover.h"
@@ -92,7 +93,7 @@ static void capture_sizes(struct daemon *d, struct rjob *rj) {
  * and its process group. */
 static void kill_leftover(const struct journal_entry *x) {
         unsigned long long st;
-        if (x->pid > 0 && proc_starttime(x->pid, &st) == 0 && st == x->starttime) {
+        if (x->pid > 0 && proc_starttime(x->pid, &st) == 0 && st == x->starttime_ticks) {
                 kill(-x->pid, SIGKILL);
                 kill(x->pid, SIGKILL);
         }
@@ -143,7 +144,7 @@ static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
         int r = j->bundle.set ? bundle_admit(j->tenant, &j->req.run, &code, &err)
                               : policy_apply(j->tenant, &j->req.run, &d->caps, &j->pol, &err);
         if (r == 0 && !j->bundle.set) {
-                r = profile_find(j->pol.profile, d->cfg->profile_path, &rj->profile_path);
+                r = profile_find(j->pol.profile, d->cfg->profile_path, &rj->profile_path, &err);
                 if (r < 0)
                         sbx_error_msg(&err, -r, "no profile '%s' in %s", j->pol.profile, d->cfg->profile_path);
         }
@@ -152,12 +153,6 @@ static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
                 snprintf(msg, sizeof(msg), "refused when run again after a restart: %s", err.msg);
                 job_transition(j, JEV_REJECTED, msg);
                 t->rejected++;
-                return r;
-        }
-        workspace_remove(d->dirs.work_fd, j->id);
-        r = workspace_create(d->dirs.work_fd, j->id, &j->req.run, j->tenant->job_uid, j->tenant->job_gid, &err);
-        if (r < 0) {
-                job_transition(j, JEV_SPAWN_FAIL, err.msg);
                 return r;
         }
         sched_requeue(&d->sched, j);
@@ -183,7 +178,16 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 json_t *cg = json_object_get(x->start, "cg_limits");
                 rj->cg_limits = json_is_integer(cg) ? (unsigned) json_integer_value(cg) : 0;
                 rj->had_cgroup = json_is_true(json_object_get(x->start, "cgroup"));
+                rj->ws_mounted = json_is_true(json_object_get(x->start, "disk_quota"));
+                json_t *u = json_object_get(x->start, "job_uid"), *g = json_object_get(x->start, "job_gid");
+                j->job_uid = json_is_integer(u) ? (uid_t) json_integer_value(u) : j->tenant->job_uid;
+                j->job_gid = json_is_integer(g) ? (gid_t) json_integer_value(g) : j->tenant->job_gid;
+                /* Without a cgroup, anything left of the job runs as its
+                 * uid: all of it is killed. */
+                if (!rj->had_cgroup)
+                        prepare_reap_uid(d, j->job_uid);
                 j->started_ms = parse_rfc3339_ms(json_string_value(json_object_get(x->start, "started")));
+                job_transition(j, JEV_PREPARE, NULL);
                 job_transition(j, JEV_START, NULL);
         }
         /* Never started: it cannot have had side effects, so it runs. A
@@ -207,16 +211,20 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
         runner_end(rj);
 }
 
-/* Every workspace but those of jobs queued again is from before the
- * restart (the ended jobs' go with their records). */
+/* Workspaces from before the restart go (mounts too): jobs queued again
+ * get new ones when they start; those of jobs that ended E_RESTARTED go
+ * with their records, after their artifacts are copied. */
 static void sweep_workspaces(struct daemon *d) {
         _cleanup_closedir_ DIR *wd = NULL;
         if (opendir_dup(d->dirs.work_fd, &wd) < 0)
                 return;
         struct dirent *de;
         while ((de = readdir(wd)))
-                if (proto_valid_job_id(de->d_name) && !jobs_find(&d->jobs, de->d_name))
-                        rm_rf_at(d->dirs.work_fd, de->d_name);
+                if (proto_valid_job_id(de->d_name)) {
+                        const struct rjob *rj = jobs_find(&d->jobs, de->d_name);
+                        if (!rj || rj->j.state == JOB_QUEUED)
+                                workspace_remove(d->dirs.work_fd, d->dirs.work_path, de->d_name);
+                }
 }
 
 int recover_run(struct daemon *d, struct sbx_error *err) {
@@ -239,8 +247,10 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
         }
         journal_entries_free(e, n);
         sweep_workspaces(d);
-        if (t.requeued)
+        if (t.requeued) {
                 log_notice("recovery: %u jobs accepted before a restart are queued to run", t.requeued);
+                runner_schedule(d);
+        }
         if (t.ended)
                 log_notice("recovery: %u jobs interrupted by a restart get records (state error, E_RESTARTED)", t.ended);
         if (t.rejected)

@@ -20,6 +20,7 @@
 #include "launch-abi.h"
 #include "launchspec.h"
 #include "log.h"
+#include "prepare.h"
 #include "runner.h"
 #include "spawn.h"
 #include "subscribe.h"
@@ -104,6 +105,8 @@ struct pipes {
         int out[2], err[2], status[2], report[2];
 };
 
+#define OUTPUT_PIPE_BYTES (1 << 20)
+
 static void pipes_close(struct pipes *p) {
         int *all = &p->out[0];
         for (size_t i = 0; i < sizeof(*p) / sizeof(int); i++)
@@ -121,6 +124,12 @@ static int pipes_open(struct pipes *p) {
                 pipes_close(p);
                 return r;
         }
+        /* Output pipes of OUTPUT_PIPE_BYTES: a job writing as fast as it
+         * can wakes the daemon once per pipeful, so a bigger pipe costs
+         * the daemon fewer wakeups and splices per byte. Best effort: the
+         * kernel may refuse (pipe-max-size, a user's pipe budget). */
+        (void) fcntl(p->out[0], F_SETPIPE_SZ, OUTPUT_PIPE_BYTES);
+        (void) fcntl(p->err[0], F_SETPIPE_SZ, OUTPUT_PIPE_BYTES);
         return 0;
 }
 
@@ -141,8 +150,8 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .argv = ls->argv,
                 .envp = (char **) ls->envp,
                 .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd },
-                .uid = rj->j.tenant->job_uid,
-                .gid = rj->j.tenant->job_gid,
+                .uid = rj->j.job_uid,
+                .gid = rj->j.job_gid,
                 .cgroup_fd = rj->cgroup_fd,
                 .err_fd = p->report[1],
         };
@@ -159,9 +168,11 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
 }
 
 json_t *runner_start_record(const struct rjob *rj) {
-        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:b, s:i}", "ev", "start", "job", rj->j.id, "pid", (int) rj->pid,
-                              "starttime", (json_int_t) rj->starttime, "started", proto_time(rj->j.started_ms), "cg_limits",
-                              (int) rj->cg_limits, "cgroup", rj->had_cgroup, "attempt", (int) rj->j.attempt);
+        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:b, s:i, s:I, s:I, s:b}", "ev", "start", "job", rj->j.id, "pid",
+                              (int) rj->pid, "starttime", (json_int_t) rj->starttime, "started", proto_time(rj->j.started_ms),
+                              "cg_limits", (int) rj->cg_limits, "cgroup", rj->had_cgroup, "attempt", (int) rj->j.attempt,
+                              "job_uid", (json_int_t) rj->j.job_uid, "job_gid", (json_int_t) rj->j.job_gid, "disk_quota",
+                              rj->ws_mounted);
         /* A bundle job's resolution and grant are known only now: a record
          * written after a restart needs them. */
         if (o && rj->j.bundle.set) {
@@ -207,7 +218,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
         return r < 0 ? sbx_error_set(err, r, "cannot prepare the job") : 0;
 }
 
-static void start_job(struct rjob *rj) {
+void runner_launch(struct rjob *rj) {
         struct daemon *d = rj->d;
         struct sbx_error err;
         struct launchspec ls = { 0 };
@@ -218,15 +229,6 @@ static void start_job(struct rjob *rj) {
         sbx_error_clear(&err);
         memset(&p, -1, sizeof(p));
 
-        rj->slot = true;
-        if (d->cg.enabled) {
-                r = cgroup_job_create(&d->cg, rj->j.id, &rj->j.pol, &rj->cgroup_fd, &rj->cg_limits);
-                if (r < 0) {
-                        log_warning("job %s: no cgroup (%s); limits go to rlimits", rj->j.id, strerror(-r));
-                        rj->cgroup_fd = -1;
-                        rj->cg_limits = 0;
-                }
-        }
         r = prepare(rj, &ls, &profile_fd, &stdin_fd, &err);
         if (r == 0 && (r = pipes_open(&p)) < 0)
                 sbx_error_set(&err, r, "pipe");
@@ -272,6 +274,10 @@ static void start_job(struct rjob *rj) {
                 log_error("job %s: no timer (%s): it runs without its timeout", rj->j.id, strerror(errno));
         job_transition(&rj->j, JEV_START, NULL);
         rj->had_cgroup = rj->cgroup_fd >= 0;
+        if (rj->had_cgroup && rj->j.pol.cpu_s != PROTO_UNSET) {
+                rj->cpu_watched = true;
+                daemon_cpu_watch(d, 1);
+        }
         rj->j.started_ms = now_real_ms();
         rj->t_us[T_STARTED] = now_mono_us();
         journal_start(rj);
@@ -290,22 +296,22 @@ void runner_start_ready(struct daemon *d) {
         d->starting = true;
         d->schedule_wanted = false;
         while ((j = sched_next(&d->sched)))
-                start_job(rjob_of(j));
+                prepare_begin(rjob_of(j));
         d->starting = false;
 }
 
 void runner_exited(struct rjob *rj) {
         struct capture *cap = &rj->cap;
-        json_t *end = cap->status_end, *err = end ? json_object_get(end, LAUNCH_KEY_ERROR) : NULL;
-        json_t *ec = end ? json_object_get(end, LAUNCH_KEY_EXIT_CODE) : NULL, *sg = end ? json_object_get(end, LAUNCH_KEY_SIGNAL) : NULL;
+        json_t *end = cap->status_end, *err = end ? json_object_get(end, SBX_STATUS_ERROR) : NULL;
+        json_t *ec = end ? json_object_get(end, SBX_STATUS_EXIT_CODE) : NULL, *sg = end ? json_object_get(end, SBX_STATUS_SIGNAL) : NULL;
         struct job_exit x = {
                 .status = cap->exit_status,
                 .signal = cap->exit_signal,
                 .have_end = json_is_integer(ec),
                 .end_exit_code = json_is_integer(ec) ? (int) json_integer_value(ec) : -1,
                 .end_signal = json_is_integer(sg) ? (int) json_integer_value(sg) : 0,
-                .setup_step = json_is_object(err) ? json_string_value(json_object_get(err, LAUNCH_KEY_ERROR_STEP)) ?: "setup" : NULL,
-                .setup_message = json_is_object(err) ? json_string_value(json_object_get(err, LAUNCH_KEY_ERROR_MESSAGE)) : NULL,
+                .setup_step = json_is_object(err) ? json_string_value(json_object_get(err, SBX_STATUS_ERROR_STEP)) ?: "setup" : NULL,
+                .setup_message = json_is_object(err) ? json_string_value(json_object_get(err, SBX_STATUS_ERROR_MESSAGE)) : NULL,
                 .spawn_error = cap->spawn_error,
                 .oom_killed = (rj->cg_limits & CG_LIMIT_MEMORY) && rj->cgroup_fd >= 0 && cgroup_job_oom_kills(rj->cgroup_fd) > 0,
         };
@@ -343,8 +349,33 @@ static void artifacts_done(struct work *w) {
         commit_job(rj->d, rj);
 }
 
+void runner_check_cpu(struct daemon *d) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &d->jobs.all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                uint64_t usec;
+                if (!rj->cpu_watched || rj->cgroup_fd < 0 || cgroup_job_cpu_usec(rj->cgroup_fd, &usec) < 0)
+                        continue;
+                if (usec <= rj->j.pol.cpu_s * 1000000)
+                        continue;
+                char msg[128];
+                snprintf(msg, sizeof(msg), "its processes used %.1f s of CPU time; its limit is %" PRIu64 " s",
+                         (double) usec / 1e6, rj->j.pol.cpu_s);
+                log_info("job %s: %s, killing every process", rj->j.id, msg);
+                job_transition(&rj->j, JEV_CPU_TIME, msg);
+                /* Like the kernel's own CPU time limit: no grace. */
+                hard_kill(rj);
+                rj->cpu_watched = false;
+                daemon_cpu_watch(d, -1);
+        }
+}
+
 void runner_end(struct rjob *rj) {
         struct daemon *d = rj->d;
+        if (rj->cpu_watched) {
+                rj->cpu_watched = false;
+                daemon_cpu_watch(d, -1);
+        }
         bool was_running = rj->j.started_ms != 0;
         if (rj->j.bundle.set)
                 bundle_job_release(rj);
@@ -363,12 +394,8 @@ void runner_end(struct rjob *rj) {
                 uint64_t usec;
                 if (cgroup_job_cpu_usec(rj->cgroup_fd, &usec) == 0)
                         rj->cgroup_cpu_us = (int64_t) usec;
-                close(rj->cgroup_fd);
-                rj->cgroup_fd = -1;
-                /* Gone now, or as soon as its last process is (a job killed
-                 * after the grace period may still be dying). */
-                cgroup_job_release(&d->cg, rj->j.id);
         }
+        prepare_release(rj);
         runner_schedule(d);
         /* Copying artifacts may take long: off the loop. */
         if (rj->j.req.run.n_artifacts > 0 && was_running && capture_result_dir(rj) >= 0) {

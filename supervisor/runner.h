@@ -17,6 +17,8 @@ struct rjob;
 void runner_schedule(struct daemon *d);
 /* At the end of the loop turn: start jobs the scheduler lets run. */
 void runner_start_ready(struct daemon *d);
+/* The job is ready (prepare.c): spawn its launcher. */
+void runner_launch(struct rjob *rj);
 /* Timeout, cancel or shutdown of a running job. */
 void runner_stop(struct rjob *rj, enum job_event why);
 /* The launcher is gone and its pipes are drained (capture.c). */
@@ -24,6 +26,10 @@ void runner_exited(struct rjob *rj);
 /* The journal's start line for a running job (also rewritten by
  * compaction). */
 json_t *runner_start_record(const struct rjob *rj);
+/* Every running job with a CPU time limit and a cgroup: stopped when its
+ * processes together have used it (the cgroup's cpu.stat counts them all,
+ * children and the departed included). */
+void runner_check_cpu(struct daemon *d);
 /* The job is done (never started, or exited): free its slot and cgroup,
  * collect artifacts, then commit its record. */
 void runner_end(struct rjob *rj);

@@ -94,10 +94,10 @@ static void print_cache(json_t *m) {
 int sbxctl_bundle(int argc, char **argv) {
         const char *what = argv[0], *sub = argc > 1 ? argv[1] : NULL;
         if (!sub)
-                die("%s: expected a command (%s)", what, streq(what, "bundle") ? "show NAME" : "ls or gc");
+                usage_error("%s: expected a command (%s)", what, streq(what, "bundle") ? "show NAME" : "ls or gc");
         if (streq(what, "bundle") && streq(sub, "show")) {
                 if (argc != 3)
-                        die("bundle show: expected one bundle (NAME, NAME@VERSION or NAME@sha256:HEX)");
+                        usage_error("bundle show: expected one bundle (NAME, NAME@VERSION or NAME@sha256:HEX)");
                 json_t *req = new_req("bundle.show");
                 json_object_set_new(req, "bundle", json_string(argv[2]));
                 connect_daemon();
@@ -116,7 +116,7 @@ int sbxctl_bundle(int argc, char **argv) {
         if (streq(what, "cache") && streq(sub, "gc")) {
                 bool all = argc == 3 && streq(argv[2], "--all");
                 if (argc > 3 || (argc == 3 && !all))
-                        die("cache gc: expected no argument or --all");
+                        usage_error("cache gc: expected no argument or --all");
                 json_t *req = new_req("cache.gc");
                 if (all)
                         json_object_set_new(req, "all", json_true());
@@ -134,5 +134,5 @@ int sbxctl_bundle(int argc, char **argv) {
                 }
                 return 0;
         }
-        die("unknown command '%s %s' (see sbxctl --help)", what, sub);
+        usage_error("unknown command '%s %s'", what, sub);
 }

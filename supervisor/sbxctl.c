@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,6 +41,28 @@ void die(const char *fmt, ...) {
         exit(125);
 }
 
+/* A usage error: what was wrong, then exit 2 as sbxctl(1) says. */
+void usage_error(const char *fmt, ...) {
+        va_list ap;
+        fputs("sbxctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs(" (see sbxctl --help)\n", stderr);
+        exit(2);
+}
+
+/* getopt_long's '?' or ':' (opterr is off: its own message would name
+ * argv[0], which is the command for a command's options). */
+_noreturn_ static void bad_option(const char *where, int o, char **argv) {
+        const char *arg = argv[optind - 1];
+        char short_opt[3] = { '-', (char) optopt, '\0' };
+        const char *opt = strncmp(arg, "--", 2) == 0 ? arg : short_opt;
+        if (o == ':')
+                usage_error("%s%s needs a value", where, opt);
+        usage_error("%sunknown option '%s'", where, opt);
+}
+
 static void usage(FILE *f) {
         fprintf(f,
                 "Usage: sbxctl [--socket PATH] [--json] COMMAND [ARG]...\n"
@@ -48,7 +71,7 @@ static void usage(FILE *f) {
                 "  run [OPTION]... -- CMD [ARG]...   run a job, stream its output, exit with its status\n"
                 "  submit [OPTION]... -- CMD [ARG]... queue a job and print its id\n"
                 "  status JOB          state of a job\n"
-                "  wait JOB            wait for a job to end; exit with its status\n"
+                "  wait [--json] JOB   wait for a job to end; exit with its status\n"
                 "  logs [-f] [--stream S] JOB   captured output (-f: follow until the end)\n"
                 "  cancel JOB          stop a job (SIGTERM, then kill after the grace period)\n"
                 "  result [--json] JOB the job's result record\n"
@@ -61,7 +84,8 @@ static void usage(FILE *f) {
                 "  --bundle NAME[@VERSION|@sha256:HEX]  run a bundle; what follows -- are its arguments\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
                 "  --timeout DURATION  wall-clock limit, e.g. 30s, 5m\n"
-                "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE   limits\n"
+                "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE, --disk SIZE   limits\n"
+                "  --retries N         run again up to N times if the daemon dies meanwhile\n"
                 "  --cpus N            CPU bandwidth, e.g. 0.5 or 2 (needs the cgroup cpu controller)\n"
                 "  --network MODE      none or host\n"
                 "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
@@ -281,142 +305,180 @@ static char *b64(const unsigned char *d, size_t len) {
 static uint64_t opt_size(const char *opt, const char *v) {
         uint64_t n;
         if (parse_size(v, &n) < 0)
-                die("%s: invalid size '%s'", opt, v);
+                usage_error("%s: invalid size '%s'", opt, v);
         return n;
 }
 
+enum {
+        O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
+        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE
+};
+
+/* The parts of a run request that options add to. */
+struct run_parts {
+        json_t *req, *limits, *env, *files, *arts;
+        const char *bundle; /* --bundle */
+};
+
+/* --memory, --processes, --cpu, --cpus, --output, --disk: false for any
+ * other option. */
+static bool limit_option(json_t *limits, int o, const char *arg) {
+        uint64_t n;
+        switch (o) {
+        case O_MEMORY:
+                json_object_set_new(limits, "memory", json_integer((json_int_t) opt_size("--memory", arg)));
+                return true;
+        case O_PROCS:
+                if (parse_uint64(arg, 1u << 30, &n) < 0)
+                        usage_error("--processes: invalid number '%s'", arg);
+                json_object_set_new(limits, "processes", json_integer((json_int_t) n));
+                return true;
+        case O_CPU:
+                if (parse_duration_ms(arg, &n) < 0)
+                        usage_error("--cpu: invalid duration '%s'", arg);
+                json_object_set_new(limits, "cpu_s", json_integer((json_int_t) ((n + 999) / 1000)));
+                return true;
+        case O_CPUS:
+                if (parse_cpus_milli(arg, &n) < 0)
+                        usage_error("--cpus: invalid number of CPUs '%s' (e.g. 0.5 or 2)", arg);
+                json_object_set_new(limits, "cpus", json_real((double) n / 1000.0));
+                return true;
+        case O_OUTPUT:
+                json_object_set_new(limits, "output", json_integer((json_int_t) opt_size("--output", arg)));
+                return true;
+        case O_DISK:
+                json_object_set_new(limits, "disk", json_integer((json_int_t) opt_size("--disk", arg)));
+                return true;
+        }
+        return false;
+}
+
+/* --upload FILE[:DEST]: the file's bytes, executable if FILE is. */
+static void add_upload(json_t *files, char *arg) {
+        char *colon = strchr(arg, ':');
+        const char *dest;
+        if (colon) {
+                *colon = '\0';
+                dest = colon + 1;
+        } else {
+                dest = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
+        }
+        size_t len;
+        unsigned char *d = slurp(arg, &len);
+        char *b = b64(d, len);
+        json_array_append_new(files, json_pack("{s:s, s:s, s:i}", "path", dest, "data_b64", b, "mode",
+                                               access(arg, X_OK) == 0 ? 0755 : 0644));
+        free(b);
+        free(d);
+}
+
+static void stdin_option(json_t *req, const char *arg) {
+        size_t len;
+        unsigned char *d = slurp(arg, &len);
+        char *b = b64(d, len);
+        json_object_set_new(req, "stdin_b64", json_string(b));
+        free(b);
+        free(d);
+}
+
+static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
+        uint64_t n;
+        if (limit_option(p->limits, o, arg))
+                return;
+        switch (o) {
+        case O_PROFILE:
+                json_object_set_new(p->req, "profile", json_string(arg));
+                break;
+        case O_TIMEOUT:
+                if (parse_duration_ms(arg, &n) < 0 || n == 0)
+                        usage_error("--timeout: invalid duration '%s'", arg);
+                json_object_set_new(p->req, "timeout_ms", json_integer((json_int_t) n));
+                break;
+        case O_RETRIES:
+                if (parse_uint64(arg, 10, &n) < 0)
+                        usage_error("--retries: expected 0 to 10, got '%s'", arg);
+                json_object_set_new(p->req, "retries", json_integer((json_int_t) n));
+                break;
+        case O_NET:
+                json_object_set_new(p->req, "network", json_string(arg));
+                break;
+        case O_ENV: {
+                char *eq = strchr(arg, '=');
+                if (!eq)
+                        usage_error("--env: expected NAME=VALUE, got '%s'", arg);
+                *eq = '\0';
+                json_object_set_new(p->env, arg, json_string(eq + 1));
+                break;
+        }
+        case O_STDIN:
+                stdin_option(p->req, arg);
+                break;
+        case O_UPLOAD:
+                add_upload(p->files, arg);
+                break;
+        case O_ARTIFACT:
+                json_array_append_new(p->arts, json_string(arg));
+                break;
+        case O_KEY:
+                json_object_set_new(p->req, "idempotency_key", json_string(arg));
+                break;
+        case O_BUNDLE:
+                p->bundle = arg;
+                break;
+        default: {
+                char where[16];
+                snprintf(where, sizeof(where), "%s: ", argv[0]);
+                bad_option(where, o, argv);
+        }
+        }
+}
+
+/* Sets key to v when v has members; drops v otherwise. */
+static void set_nonempty(json_t *req, const char *key, json_t *v) {
+        if (json_is_object(v) ? json_object_size(v) : json_array_size(v))
+                json_object_set_new(req, key, v);
+        else
+                json_decref(v);
+}
+
 static json_t *build_run(int argc, char **argv, bool follow) {
-        enum { O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD, O_ARTIFACT, O_KEY,
-               O_BUNDLE };
-        const char *bundle = NULL;
         static const struct option opts[] = {
                 { "bundle", required_argument, NULL, O_BUNDLE },
                 { "profile", required_argument, NULL, O_PROFILE }, { "timeout", required_argument, NULL, O_TIMEOUT },
                 { "memory", required_argument, NULL, O_MEMORY },   { "processes", required_argument, NULL, O_PROCS },
                 { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
-                { "cpus", required_argument, NULL, O_CPUS },
+                { "cpus", required_argument, NULL, O_CPUS },       { "disk", required_argument, NULL, O_DISK },
+                { "retries", required_argument, NULL, O_RETRIES },
                 { "network", required_argument, NULL, O_NET },     { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
                 { NULL, 0, NULL, 0 },
         };
-        json_t *req = new_req("run"), *limits = json_object(), *env = json_object(), *files = json_array(),
-               *arts = json_array();
-        uint64_t n;
+        struct run_parts p = {
+                .req = new_req("run"), .limits = json_object(), .env = json_object(), .files = json_array(),
+                .arts = json_array(),
+        };
         int o;
         optind = 1;
-        while ((o = getopt_long(argc, argv, "+", opts, NULL)) >= 0) {
-                switch (o) {
-                case O_PROFILE:
-                        json_object_set_new(req, "profile", json_string(optarg));
-                        break;
-                case O_TIMEOUT:
-                        if (parse_duration_ms(optarg, &n) < 0 || n == 0)
-                                die("--timeout: invalid duration '%s'", optarg);
-                        json_object_set_new(req, "timeout_ms", json_integer((json_int_t) n));
-                        break;
-                case O_MEMORY:
-                        json_object_set_new(limits, "memory", json_integer((json_int_t) opt_size("--memory", optarg)));
-                        break;
-                case O_PROCS:
-                        if (parse_uint64(optarg, 1u << 30, &n) < 0)
-                                die("--processes: invalid number '%s'", optarg);
-                        json_object_set_new(limits, "processes", json_integer((json_int_t) n));
-                        break;
-                case O_CPU:
-                        if (parse_duration_ms(optarg, &n) < 0)
-                                die("--cpu: invalid duration '%s'", optarg);
-                        json_object_set_new(limits, "cpu_s", json_integer((json_int_t) ((n + 999) / 1000)));
-                        break;
-                case O_CPUS:
-                        if (parse_cpus_milli(optarg, &n) < 0)
-                                die("--cpus: invalid number of CPUs '%s' (e.g. 0.5 or 2)", optarg);
-                        json_object_set_new(limits, "cpus", json_real((double) n / 1000.0));
-                        break;
-                case O_OUTPUT:
-                        json_object_set_new(limits, "output", json_integer((json_int_t) opt_size("--output", optarg)));
-                        break;
-                case O_NET:
-                        json_object_set_new(req, "network", json_string(optarg));
-                        break;
-                case O_ENV: {
-                        char *eq = strchr(optarg, '=');
-                        if (!eq)
-                                die("--env: expected NAME=VALUE, got '%s'", optarg);
-                        *eq = '\0';
-                        json_object_set_new(env, optarg, json_string(eq + 1));
-                        break;
-                }
-                case O_STDIN: {
-                        size_t len;
-                        unsigned char *d = slurp(optarg, &len);
-                        char *b = b64(d, len);
-                        json_object_set_new(req, "stdin_b64", json_string(b));
-                        free(b);
-                        free(d);
-                        break;
-                }
-                case O_UPLOAD: {
-                        char *colon = strchr(optarg, ':');
-                        const char *dest;
-                        if (colon) {
-                                *colon = '\0';
-                                dest = colon + 1;
-                        } else {
-                                dest = strrchr(optarg, '/') ? strrchr(optarg, '/') + 1 : optarg;
-                        }
-                        size_t len;
-                        unsigned char *d = slurp(optarg, &len);
-                        char *b = b64(d, len);
-                        json_array_append_new(files, json_pack("{s:s, s:s, s:i}", "path", dest, "data_b64", b, "mode",
-                                                               access(optarg, X_OK) == 0 ? 0755 : 0644));
-                        free(b);
-                        free(d);
-                        break;
-                }
-                case O_ARTIFACT:
-                        json_array_append_new(arts, json_string(optarg));
-                        break;
-                case O_KEY:
-                        json_object_set_new(req, "idempotency_key", json_string(optarg));
-                        break;
-                case O_BUNDLE:
-                        bundle = optarg;
-                        break;
-                default:
-                        usage(stderr);
-                        exit(2);
-                }
-        }
-        if (optind >= argc && !bundle)
-                die("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]..., or --bundle NAME)", argv[0], argv[0]);
+        while ((o = getopt_long(argc, argv, "+:", opts, NULL)) >= 0)
+                run_option(&p, o, optarg, argv);
+        if (optind >= argc && !p.bundle)
+                usage_error("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]..., or --bundle NAME)", argv[0], argv[0]);
         json_t *cmd = json_array();
         for (int i = optind; i < argc; i++)
                 json_array_append_new(cmd, json_string(argv[i]));
-        if (bundle) {
-                json_object_set_new(req, "bundle", json_string(bundle));
-                json_object_set_new(req, "args", cmd);
+        if (p.bundle) {
+                json_object_set_new(p.req, "bundle", json_string(p.bundle));
+                json_object_set_new(p.req, "args", cmd);
         } else
-                json_object_set_new(req, "command", cmd);
-        if (json_object_size(limits))
-                json_object_set_new(req, "limits", limits);
-        else
-                json_decref(limits);
-        if (json_object_size(env))
-                json_object_set_new(req, "env", env);
-        else
-                json_decref(env);
-        if (json_array_size(files))
-                json_object_set_new(req, "files", files);
-        else
-                json_decref(files);
-        if (json_array_size(arts))
-                json_object_set_new(req, "artifacts", arts);
-        else
-                json_decref(arts);
+                json_object_set_new(p.req, "command", cmd);
+        set_nonempty(p.req, "limits", p.limits);
+        set_nonempty(p.req, "env", p.env);
+        set_nonempty(p.req, "files", p.files);
+        set_nonempty(p.req, "artifacts", p.arts);
         if (follow)
-                json_object_set_new(req, "follow", json_true());
-        return req;
+                json_object_set_new(p.req, "follow", json_true());
+        return p.req;
 }
 
 /* Print output events until the end event; return the job's status. */
@@ -468,10 +530,228 @@ static int follow_to_end(bool show_result) {
 
 static const char *need_job(int argc, char **argv, int i) {
         if (i >= argc)
-                die("%s: missing job id", argv[0]);
+                usage_error("%s: missing job id", argv[0]);
         if (i + 1 < argc)
-                die("%s: unexpected argument '%s'", argv[0], argv[i + 1]);
+                usage_error("%s: unexpected argument '%s'", argv[0], argv[i + 1]);
         return argv[i];
+}
+
+/* Every command, and which options of main's sub[] it takes (by their
+ * letters); run and submit parse their own in build_run. */
+/* What the commands other than run and submit take after their name. */
+struct cmd_args {
+        const char *name;
+        bool follow, res_json;
+        const char *stream, *state, *job;
+        long limit;
+};
+
+static int cmd_run(int ac, char **av) {
+        bool run = streq(av[0], "run");
+        json_t *req = build_run(ac, av, run);
+        connect_daemon();
+        json_t *m = request(req);
+        if (!run) {
+                if (!json_out)
+                        printf("%s\n", json_string_value(json_object_get(m, "job")) ?: "?");
+                return 0;
+        }
+        return follow_to_end(true);
+}
+
+static int cmd_ping(const struct cmd_args *a) {
+        (void) a;
+        json_t *m = request(new_req("ping"));
+        if (!json_out)
+                printf("sbx-supervisord %s: you are uid %lld, tenant %s%s\n",
+                       json_string_value(json_object_get(m, "version")) ?: "?",
+                       (long long) json_integer_value(json_object_get(m, "uid")),
+                       json_string_value(json_object_get(m, "tenant")) ?: "?",
+                       json_is_true(json_object_get(m, "anonymous")) ? " (unauthenticated)" : "");
+        return 0;
+}
+
+static int cmd_ls(const struct cmd_args *a) {
+        json_t *req = new_req("list");
+        if (a->state)
+                json_object_set_new(req, "state", json_string(a->state));
+        if (a->limit)
+                json_object_set_new(req, "limit", json_integer(a->limit));
+        json_t *m = request(req);
+        if (json_out)
+                return 0;
+        size_t i;
+        json_t *j;
+        printf("%-22s %-10s %-25s %s\n", "JOB", "STATE", "CREATED", "EXIT");
+        json_array_foreach(json_object_get(m, "jobs"), i, j) {
+                json_t *ec = json_object_get(j, "exit_code");
+                char exit_s[24] = "-";
+                if (json_is_integer(ec))
+                        snprintf(exit_s, sizeof(exit_s), "%lld", (long long) json_integer_value(ec));
+                printf("%-22s %-10s %-25s %s\n", json_string_value(json_object_get(j, "job")) ?: "?",
+                       json_string_value(json_object_get(j, "state")) ?: "?",
+                       json_string_value(json_object_get(j, "created")) ?: "-", exit_s);
+        }
+        return 0;
+}
+
+static json_t *job_req(const char *op, const struct cmd_args *a) {
+        json_t *req = new_req(op);
+        json_object_set_new(req, "job", json_string(a->job));
+        return req;
+}
+
+static int cmd_status(const struct cmd_args *a) {
+        json_t *m = request(job_req("status", a));
+        if (json_out)
+                return 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(m, "job"), k, v) {
+                char *s = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                printf("%-9s %s\n", k, s ? s : "?");
+                free(s);
+        }
+        return 0;
+}
+
+/* wait and result: the record, readable or as JSON; wait exits with the
+ * job's status. */
+static int cmd_result(const struct cmd_args *a) {
+        json_t *m = request(job_req(a->name, a));
+        json_t *res = json_object_get(m, "result");
+        if (a->res_json && !json_out) {
+                char *s = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
+                printf("%s\n", s ? s : "null");
+                free(s);
+        } else if (!json_out)
+                print_result(res);
+        return streq(a->name, "wait") ? exit_status_of(res) : 0;
+}
+
+static int cmd_cancel(const struct cmd_args *a) {
+        json_t *m = request(job_req("cancel", a));
+        if (!json_out)
+                printf("%s: %s\n", a->job, json_string_value(json_object_get(m, "state")) ?: "?");
+        return 0;
+}
+
+/* One stream of a capture: the daemon sends it in bounded pieces, asked
+ * for from where the last piece ended until its end. */
+static void logs_stream(const struct cmd_args *a, int i) {
+        const char *k = i ? "stderr" : "stdout";
+        char kb[32], ks[32], ke[32];
+        snprintf(kb, sizeof(kb), "%s_b64", k);
+        snprintf(ks, sizeof(ks), "%s_size", k);
+        snprintf(ke, sizeof(ke), "%s_end", k);
+        for (json_int_t off = 0;;) {
+                json_t *req = job_req("logs", a);
+                json_object_set_new(req, "stream", json_string(k));
+                json_object_set_new(req, "offset", json_integer(off));
+                json_t *m = request(req);
+                json_t *ev = json_object();
+                if (json_object_get(m, k))
+                        json_object_set(ev, "data", json_object_get(m, k));
+                else if (json_object_get(m, kb))
+                        json_object_set(ev, "data_b64", json_object_get(m, kb));
+                if (!json_out)
+                        write_data(i ? stderr : stdout, ev);
+                json_decref(ev);
+                json_int_t end = json_integer_value(json_object_get(m, ke));
+                json_int_t size = json_integer_value(json_object_get(m, ks));
+                if (end <= off || end >= size)
+                        return;
+                off = end;
+        }
+}
+
+static int cmd_logs(const struct cmd_args *a) {
+        if (a->follow) {
+                json_t *req = job_req("logs", a);
+                if (a->stream)
+                        json_object_set_new(req, "stream", json_string(a->stream));
+                json_object_set_new(req, "follow", json_true());
+                send_request(req);
+                return follow_to_end(false);
+        }
+        for (int i = 0; i < 2; i++)
+                if (!a->stream || streq(a->stream, "both") || streq(a->stream, i ? "stderr" : "stdout"))
+                        logs_stream(a, i);
+        return 0;
+}
+
+static const struct command {
+        const char *name;
+        const char *opts; /* the short options of cmd_options it takes */
+        bool needs_job;
+        int (*fn)(const struct cmd_args *);
+} commands[] = {
+        { "run", NULL, false, NULL },      { "submit", NULL, false, NULL },   { "status", "", true, cmd_status },
+        { "wait", "j", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
+        { "result", "j", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
+        { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL },
+};
+
+static const struct command *find_command(const char *name) {
+        for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+                if (streq(commands[i].name, name))
+                        return &commands[i];
+        usage_error("unknown command '%s'", name);
+}
+
+static void cmd_option(struct cmd_args *a, int o, const char *arg, const char *where, char **av) {
+        uint64_t n;
+        switch (o) {
+        case 'f':
+                a->follow = true;
+                break;
+        case 'S':
+                if (!streq(arg, "stdout") && !streq(arg, "stderr") && !streq(arg, "both"))
+                        usage_error("%s--stream: expected stdout, stderr or both, got '%s'", where, arg);
+                a->stream = arg;
+                break;
+        case 'j':
+                a->res_json = true;
+                break;
+        case 't':
+                a->state = arg;
+                break;
+        case 'n':
+                if (parse_uint64(arg, LONG_MAX, &n) < 0 || n == 0)
+                        usage_error("%s--limit: expected a positive number, got '%s'", where, arg);
+                a->limit = (long) n;
+                break;
+        default:
+                bad_option(where, o, av);
+        }
+}
+
+/* The options after the command's name, each checked against what the
+ * command takes, then its job argument. */
+static void cmd_options(const struct command *c, int ac, char **av, struct cmd_args *a) {
+        static const struct option sub[] = {
+                { "follow", no_argument, NULL, 'f' }, { "stream", required_argument, NULL, 'S' },
+                { "json", no_argument, NULL, 'j' },   { "state", required_argument, NULL, 't' },
+                { "limit", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
+        };
+        char where[16];
+        int o;
+        snprintf(where, sizeof(where), "%s: ", c->name);
+        a->name = c->name;
+        optind = 1;
+        while ((o = getopt_long(ac, av, "+:fjS:t:n:", sub, NULL)) >= 0) {
+                if (o != '?' && o != ':' && !strchr(c->opts, o)) {
+                        const struct option *so = sub;
+                        while (so->val != o)
+                                so++;
+                        usage_error("%s takes no option --%s", c->name, so->name);
+                }
+                cmd_option(a, o, optarg, where, av);
+        }
+        if (c->needs_job)
+                a->job = need_job(ac, av, optind);
+        else if (optind < ac)
+                usage_error("%sunexpected argument '%s'", where, av[optind]);
 }
 
 int main(int argc, char **argv) {
@@ -482,7 +762,8 @@ int main(int argc, char **argv) {
         };
         int o;
         socket_path = getenv("SBX_SOCKET") ?: DEFAULT_SOCKET;
-        while ((o = getopt_long(argc, argv, "+s:jhV", opts, NULL)) >= 0) {
+        opterr = 0;
+        while ((o = getopt_long(argc, argv, "+:s:jhV", opts, NULL)) >= 0) {
                 switch (o) {
                 case 's':
                         socket_path = optarg;
@@ -497,187 +778,25 @@ int main(int argc, char **argv) {
                         printf("sbxctl %s\n", PACKAGE_VERSION);
                         return 0;
                 default:
-                        usage(stderr);
-                        return 2;
+                        bad_option("", o, argv);
                 }
         }
         if (optind >= argc) {
                 usage(stderr);
                 return 2;
         }
+        const struct command *command = find_command(argv[optind]);
         if (sodium_init() < 0)
                 die("libsodium initialisation failed");
         atexit(free_last_response);
-        if (streq(argv[optind], "bundle") || streq(argv[optind], "cache"))
-                return sbxctl_bundle(argc - optind, argv + optind);
         char **av = argv + optind;
         int ac = argc - optind;
-        const char *cmd = av[0];
-
-        if (streq(cmd, "run") || streq(cmd, "submit")) {
-                bool run = streq(cmd, "run");
-                json_t *req = build_run(ac, av, run);
-                connect_daemon();
-                json_t *m = request(req);
-                if (!run) {
-                        if (!json_out)
-                                printf("%s\n", json_string_value(json_object_get(m, "job")) ?: "?");
-                        return 0;
-                }
-                return follow_to_end(true);
-        }
-
-        /* the remaining commands take options after the command name */
-        bool follow = false, res_json = false;
-        const char *stream = NULL, *state = NULL;
-        long limit = 0;
-        static const struct option sub[] = {
-                { "follow", no_argument, NULL, 'f' }, { "stream", required_argument, NULL, 'S' },
-                { "json", no_argument, NULL, 'j' },   { "state", required_argument, NULL, 't' },
-                { "limit", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
-        };
-        optind = 1;
-        while ((o = getopt_long(ac, av, "+fjS:t:n:", sub, NULL)) >= 0) {
-                switch (o) {
-                case 'f':
-                        follow = true;
-                        break;
-                case 'S':
-                        stream = optarg;
-                        break;
-                case 'j':
-                        res_json = true;
-                        break;
-                case 't':
-                        state = optarg;
-                        break;
-                case 'n':
-                        limit = strtol(optarg, NULL, 10);
-                        if (limit <= 0)
-                                die("--limit: expected a positive number");
-                        break;
-                default:
-                        usage(stderr);
-                        return 2;
-                }
-        }
+        if (streq(av[0], "bundle") || streq(av[0], "cache"))
+                return sbxctl_bundle(ac, av);
+        if (!command->fn)
+                return cmd_run(ac, av);
+        struct cmd_args a = { 0 };
+        cmd_options(command, ac, av, &a);
         connect_daemon();
-        if (streq(cmd, "ping")) {
-                json_t *m = request(new_req("ping"));
-                if (!json_out)
-                        printf("sbx-supervisord %s: you are uid %lld, tenant %s%s\n",
-                               json_string_value(json_object_get(m, "version")) ?: "?",
-                               (long long) json_integer_value(json_object_get(m, "uid")),
-                               json_string_value(json_object_get(m, "tenant")) ?: "?",
-                               json_is_true(json_object_get(m, "anonymous")) ? " (unauthenticated)" : "");
-                return 0;
-        }
-        if (streq(cmd, "ls")) {
-                json_t *req = new_req("list");
-                if (state)
-                        json_object_set_new(req, "state", json_string(state));
-                if (limit)
-                        json_object_set_new(req, "limit", json_integer(limit));
-                json_t *m = request(req);
-                if (!json_out) {
-                        size_t i;
-                        json_t *j;
-                        printf("%-22s %-10s %-25s %s\n", "JOB", "STATE", "CREATED", "EXIT");
-                        json_array_foreach(json_object_get(m, "jobs"), i, j) {
-                                json_t *ec = json_object_get(j, "exit_code");
-                                char exit_s[24] = "-";
-                                if (json_is_integer(ec))
-                                        snprintf(exit_s, sizeof(exit_s), "%lld", (long long) json_integer_value(ec));
-                                printf("%-22s %-10s %-25s %s\n", json_string_value(json_object_get(j, "job")) ?: "?",
-                                       json_string_value(json_object_get(j, "state")) ?: "?",
-                                       json_string_value(json_object_get(j, "created")) ?: "-", exit_s);
-                        }
-                }
-                return 0;
-        }
-        const char *job = need_job(ac, av, optind);
-        json_t *req;
-        if (streq(cmd, "status")) {
-                req = new_req("status");
-                json_object_set_new(req, "job", json_string(job));
-                json_t *m = request(req);
-                json_t *j = json_object_get(m, "job");
-                if (!json_out) {
-                        const char *k;
-                        json_t *v;
-                        json_object_foreach(j, k, v) {
-                                char *s = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-                                printf("%-9s %s\n", k, s ? s : "?");
-                                free(s);
-                        }
-                }
-                return 0;
-        }
-        if (streq(cmd, "wait") || streq(cmd, "result")) {
-                req = new_req(cmd);
-                json_object_set_new(req, "job", json_string(job));
-                json_t *m = request(req);
-                json_t *res = json_object_get(m, "result");
-                if (res_json && !json_out) {
-                        char *s = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
-                        printf("%s\n", s ? s : "null");
-                        free(s);
-                } else if (!json_out)
-                        print_result(res);
-                return streq(cmd, "wait") ? exit_status_of(res) : 0;
-        }
-        if (streq(cmd, "cancel")) {
-                req = new_req("cancel");
-                json_object_set_new(req, "job", json_string(job));
-                json_t *m = request(req);
-                if (!json_out)
-                        printf("%s: %s\n", job, json_string_value(json_object_get(m, "state")) ?: "?");
-                return 0;
-        }
-        if (streq(cmd, "logs")) {
-                req = new_req("logs");
-                json_object_set_new(req, "job", json_string(job));
-                if (stream)
-                        json_object_set_new(req, "stream", json_string(stream));
-                if (follow) {
-                        json_object_set_new(req, "follow", json_true());
-                        send_request(req);
-                        return follow_to_end(false);
-                }
-                json_decref(req);
-                /* The daemon sends a capture in bounded pieces: ask for
-                 * each stream from where the last piece ended until its
-                 * end. */
-                for (int i = 0; i < 2; i++) {
-                        const char *k = i ? "stderr" : "stdout";
-                        if (stream && !streq(stream, "both") && !streq(stream, k))
-                                continue;
-                        char kb[32], ks[32], ke[32];
-                        snprintf(kb, sizeof(kb), "%s_b64", k);
-                        snprintf(ks, sizeof(ks), "%s_size", k);
-                        snprintf(ke, sizeof(ke), "%s_end", k);
-                        for (json_int_t off = 0;;) {
-                                req = new_req("logs");
-                                json_object_set_new(req, "job", json_string(job));
-                                json_object_set_new(req, "stream", json_string(k));
-                                json_object_set_new(req, "offset", json_integer(off));
-                                json_t *m = request(req);
-                                json_t *ev = json_object();
-                                if (json_object_get(m, k))
-                                        json_object_set(ev, "data", json_object_get(m, k));
-                                else if (json_object_get(m, kb))
-                                        json_object_set(ev, "data_b64", json_object_get(m, kb));
-                                if (!json_out)
-                                        write_data(i ? stderr : stdout, ev);
-                                json_decref(ev);
-                                json_int_t end = json_integer_value(json_object_get(m, ke));
-                                json_int_t size = json_integer_value(json_object_get(m, ks));
-                                if (end <= off || end >= size)
-                                        break;
-                                off = end;
-                        }
-                }
-                return 0;
-        }
-        die("unknown command '%s' (see sbxctl --help)", cmd);
+        return command->fn(&a);
 }

@@ -11,6 +11,8 @@
 extern bool json_out;
 
 _noreturn_ _printf_(1, 2) void die(const char *fmt, ...);
+/* A usage error: the message and exit 2. */
+_noreturn_ _printf_(1, 2) void usage_error(const char *fmt, ...);
 void connect_daemon(void);
 json_t *new_req(const char *op);
 /* Send req (stolen); the ok response (borrowed until the next request),

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "launch-abi.h"
@@ -63,12 +64,12 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         if (p->err_fd >= 0) {
                 err_hi = fcntl(p->err_fd, F_DUPFD_CLOEXEC, 64);
                 if (err_hi < 0 || dup3(err_hi, SPAWN_ERR_FD, O_CLOEXEC) < 0)
-                        _exit(LAUNCH_EXIT_SETUP);
+                        _exit(SBX_EXIT_SETUP);
         }
         for (int i = 0; i < 5; i++) {
                 if (hi[i] >= 0) {
                         if (dup2(hi[i], i) < 0)
-                                fail(p, SPAWN_STEP_FDS, errno, LAUNCH_EXIT_SETUP);
+                                fail(p, SPAWN_STEP_FDS, errno, SBX_EXIT_SETUP);
                 } else if (i < 3) {
                         int n = open("/dev/null", O_RDWR);
                         if (n >= 0 && n != i) {
@@ -90,23 +91,23 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         if (geteuid() == 0) {
                 if (syscall(SYS_setgroups, 1, &p->gid) < 0 || syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
                     syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
-                        fail(p, SPAWN_STEP_IDS, errno, LAUNCH_EXIT_SETUP);
+                        fail(p, SPAWN_STEP_IDS, errno, SBX_EXIT_SETUP);
                 if (p->uid == 0)
-                        fail(p, SPAWN_STEP_IDS, EPERM, LAUNCH_EXIT_SETUP);
+                        fail(p, SPAWN_STEP_IDS, EPERM, SBX_EXIT_SETUP);
         } else if (p->uid != geteuid()) {
                 /* An unprivileged daemon (a developer trying it out) can
                  * only run jobs as itself. */
-                fail(p, SPAWN_STEP_IDS, EPERM, LAUNCH_EXIT_SETUP);
+                fail(p, SPAWN_STEP_IDS, EPERM, SBX_EXIT_SETUP);
         }
         /* Credential changes clear the parent-death signal, so set it now;
          * then make sure the daemon did not die before we asked. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
-                fail(p, SPAWN_STEP_PARENT, ESRCH, LAUNCH_EXIT_SETUP);
+                fail(p, SPAWN_STEP_PARENT, ESRCH, SBX_EXIT_SETUP);
         if (chdir("/") < 0)
-                fail(p, SPAWN_STEP_FDS, errno, LAUNCH_EXIT_SETUP);
+                fail(p, SPAWN_STEP_FDS, errno, SBX_EXIT_SETUP);
         execve(p->path, p->argv, p->envp);
-        fail(p, SPAWN_STEP_EXEC, errno, errno == ENOENT ? LAUNCH_EXIT_NOTFOUND : LAUNCH_EXIT_NOEXEC);
+        fail(p, SPAWN_STEP_EXEC, errno, errno == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC);
 }
 
 void spawn_report_format(const struct spawn_report *r, char *buf, size_t len) {
@@ -142,4 +143,35 @@ int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd)
         *ret_pid = (pid_t) pid;
         *ret_pidfd = pidfd;
         return 0;
+}
+
+/* Rounds of kill(-1) before giving up: each round kills everything there
+ * is; a process forked in between needs another. RLIMIT_NPROC bounds how
+ * many a job can make. */
+#define KILL_UID_ROUNDS 1000
+
+int spawn_kill_uid(uid_t uid, gid_t gid) {
+        if (uid == 0 || geteuid() != 0)
+                return -EPERM;
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                /* Raw system calls, as in child(): this process is a fork of
+                 * a multithreaded one. */
+                if (syscall(SYS_setgroups, 1, &gid) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+                    syscall(SYS_setresuid, uid, uid, uid) < 0)
+                        _exit(2);
+                for (int i = 0; i < KILL_UID_ROUNDS; i++)
+                        if (kill(-1, SIGKILL) < 0 && errno == ESRCH)
+                                _exit(0);
+                _exit(1);
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (!WIFEXITED(st))
+                return -EIO;
+        return WEXITSTATUS(st) == 0 ? 0 : WEXITSTATUS(st) == 2 ? -EPERM : -EAGAIN;
 }

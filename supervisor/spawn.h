@@ -33,6 +33,11 @@ struct spawn_report {
         int err;             /* errno */
 };
 
+/* Kill every process that runs as uid: a child switches to it and sends
+ * SIGKILL to all it may signal (kill(-1)) until none is left. Blocking
+ * (not on the event loop). 0, or -errno. */
+int spawn_kill_uid(uid_t uid, gid_t gid);
+
 /* "cannot switch to the job uid: Operation not permitted" */
 void spawn_report_format(const struct spawn_report *r, char *buf, size_t len);
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "syncer.h"
+#include "workspace.h"
 #include "util.h"
 
 /* The syncer thread plus this many helpers share each phase of a batch.
@@ -108,7 +109,7 @@ static void sync_one(struct sync_request *q, size_t i) {
 static void remove_one(struct sync_request *q, size_t i) {
         struct sync_file *f = &q->files[i];
         if (f->remove)
-                f->err = rm_rf_at(f->dirfd, f->name);
+                f->err = f->path ? workspace_remove(f->dirfd, f->path, f->name) : rm_rf_at(f->dirfd, f->name);
 }
 
 static void *run(void *arg) {

@@ -26,6 +26,7 @@ struct sync_file {
         const void *data;
         size_t len;
         bool remove;
+        const char *path;  /* with remove: dirfd's path, to unmount dirfd/name first if it is a mount */
         int err;
 };
 

@@ -6,6 +6,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,15 +73,21 @@ static int chown_tree(int fd, uid_t uid, gid_t gid, int depth) {
         return r;
 }
 
-int workspace_create(int work_dirfd, const char *id, const struct run_request *run, uid_t uid, gid_t gid,
-                     struct sbx_error *err) {
-        /* Root-owned and private until the files are in, so the job uid's
-         * other jobs cannot race symlinks into it. */
-        if (mkdirat(work_dirfd, id, 0700) < 0)
-                return sbx_error_set(err, errno, "workspace %s", id);
-        _cleanup_close_ int fd = openat(work_dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return sbx_error_set(err, errno, "workspace %s", id);
+static int mount_tmpfs(const struct workspace_spec *ws, struct sbx_error *err) {
+        char path[4200], opts[256];
+        snprintf(path, sizeof(path), "%s/%s", ws->work_path, ws->id);
+        /* Sized in bytes and inodes: the job's disk quota. nosuid and
+         * nodev: nothing a job leaves here (a setuid copy of a shell, a
+         * device node) means anything to the host. */
+        uint64_t inodes = ws->size_bytes / 1024 > 4096 ? ws->size_bytes / 1024 : 4096;
+        snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0700,uid=0,gid=0", (unsigned long long) ws->size_bytes,
+                 (unsigned long long) inodes);
+        if (mount("sbx-workspace", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+                return sbx_error_set(err, errno, "workspace %s: mount tmpfs", ws->id);
+        return 0;
+}
+
+static int write_uploads(int fd, const struct run_request *run, struct sbx_error *err) {
         for (size_t i = 0; i < run->n_files; i++) {
                 const struct upload *u = &run->files[i];
                 _cleanup_free_ char *base = NULL;
@@ -94,13 +101,35 @@ int workspace_create(int work_dirfd, const char *id, const struct run_request *r
                 r = write_all(ffd, u->data, u->len);
                 if (r < 0)
                         return sbx_error_set(err, r, "upload %s", u->path);
-                fchmod(ffd, u->mode);
+                if (fchmod(ffd, u->mode) < 0)
+                        return sbx_error_set(err, errno, "upload %s", u->path);
         }
-        int r = chown_tree(fd, uid, gid, 0);
+        return 0;
+}
+
+int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, struct sbx_error *err) {
+        *ret_mounted = false;
+        /* Root-owned and private until the files are in, so that nothing
+         * can race symlinks into it. */
+        if (mkdirat(ws->work_dirfd, ws->id, 0700) < 0)
+                return sbx_error_set(err, errno, "workspace %s", ws->id);
+        if (ws->own_mount) {
+                int r = mount_tmpfs(ws, err);
+                if (r < 0)
+                        return r;
+                *ret_mounted = true;
+        }
+        _cleanup_close_ int fd = openat(ws->work_dirfd, ws->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "workspace %s", ws->id);
+        int r = write_uploads(fd, ws->run, err);
         if (r < 0)
-                return sbx_error_set(err, r, "workspace %s: chown", id);
-        if (fchown(fd, uid, gid) < 0)
-                return sbx_error_set(err, errno, "workspace %s: chown", id);
+                return r;
+        r = chown_tree(fd, ws->uid, ws->gid, 0);
+        if (r < 0)
+                return sbx_error_set(err, r, "workspace %s: chown", ws->id);
+        if (fchown(fd, ws->uid, ws->gid) < 0)
+                return sbx_error_set(err, errno, "workspace %s: chown", ws->id);
         return 0;
 }
 
@@ -222,6 +251,13 @@ int workspace_collect(int work_dirfd, const char *id, char *const *globs, size_t
         return r;
 }
 
-int workspace_remove(int work_dirfd, const char *id) {
+int workspace_remove(int work_dirfd, const char *work_path, const char *id) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%s", work_path, id);
+        /* A workspace of its own file system goes at once (the kernel frees
+         * the tmpfs when the job's last reference to it is gone); a
+         * directory is deleted file by file. */
+        if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT && errno != EPERM)
+                return -errno;
         return rm_rf_at(work_dirfd, id);
 }

@@ -15,8 +15,23 @@
 #include "error.h"
 #include "proto.h"
 
-int workspace_create(int work_dirfd, const char *id, const struct run_request *run, uid_t uid, gid_t gid,
-                     struct sbx_error *err);
+/* Where and for whom a job's workspace is made. */
+struct workspace_spec {
+        int work_dirfd;
+        const char *work_path;
+        const char *id;
+        const struct run_request *run;   /* its uploads */
+        uid_t uid;
+        gid_t gid;
+        bool own_mount;                  /* a tmpfs of its own (the daemon runs as root) */
+        uint64_t size_bytes;             /* that tmpfs' size: the job's disk quota */
+};
+
+/* WORK/ID, with the uploads in it, owned by the job's uid: a tmpfs of its
+ * own, sized, nosuid and nodev, when own_mount (*ret_mounted says so). On
+ * failure the caller removes what was made (workspace_remove). Blocking:
+ * not on the event loop. */
+int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, struct sbx_error *err);
 
 /* Copy files of work/ID matching globs into dest_dirfd, at most 10,000
  * files and cap bytes; *ret is a JSON array of {path, size, sha256}. The
@@ -25,4 +40,5 @@ int workspace_create(int work_dirfd, const char *id, const struct run_request *r
 int workspace_collect(int work_dirfd, const char *id, char *const *globs, size_t n_globs, uint64_t cap, int dest_dirfd,
                       json_t **ret, bool *ret_truncated, struct sbx_error *err);
 
-int workspace_remove(int work_dirfd, const char *id);
+/* Unmount WORK/ID if it is a mount, then delete what is left. */
+int workspace_remove(int work_dirfd, const char *work_path, const char *id);

@@ -60,3 +60,53 @@ setup() {
         [[ "$output" == *"file: /etc/f: File exists"* ]]
         [ "$(cat "$d/f")" = keep ]
 }
+
+# Issue 9: what the caller hands over as fds 0-2 must not reach further
+# than itself.
+@test "a directory as stdin, stdout or stderr is refused, naming the descriptor" {
+        d=$(user_dir)
+        run sbx -- true < "$d"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"stdin (fd 0) is a directory: a job is never handed a directory of the host"* ]]
+        # the escape it stops: reading the host's tree through the descriptor
+        run sbx --set security.landlock=off -- sh -c 'ls /proc/self/fd/0/' 2>&1 < /
+        [ "$status" -eq 125 ]
+        [[ "$output" != *"etc"* ]]
+        run as_user /usr/bin/python3 -c '
+import os, subprocess, sys
+fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+r = subprocess.run([sys.argv[1], "--", "true"], stderr=fd, stdout=subprocess.DEVNULL)
+print(r.returncode)' "$SBX_LAUNCH"
+        [ "$output" = 125 ]
+}
+
+@test "a read-only host file as stdin cannot be reopened for writing through /proc/self/fd/0" {
+        d=$(user_dir)
+        echo original > "$d/in"
+        [ "$(id -u)" = 0 ] && chown nobody:nogroup "$d/in"
+        chmod 0644 "$d/in"
+        reopen='try:
+    open("/proc/self/fd/0", "w").write("rewritten\n"); print("rewrote")
+except OSError as e:
+    print("refused", e.errno)'
+        # Landlock (the default where the kernel has it) refuses the reopen
+        run sbx --json-status-fd 5 -- python3 -c "$reopen" < "$d/in" 5>"$BATS_TEST_TMPDIR/st"
+        if [ "$(jq -s '.[-1].protections."landlock-fs"' "$BATS_TEST_TMPDIR/st")" = true ]; then
+                [ "$status" -eq 0 ]
+                [ "$output" = "refused 13" ]
+        fi
+        [ "$(cat "$d/in")" = original ]
+        # without Landlock the file is refused, and the job never runs
+        run sbx --set security.landlock=off -- python3 -c "$reopen" < "$d/in"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"stdin (fd 0) is a read-only file of the host and Landlock is not applied"* ]]
+        [ "$(cat "$d/in")" = original ]
+        # a pipe carries the same data, with nothing to reopen
+        run sbx --set security.landlock=off -- sh -c 'cat; python3 -c "$1"' sh "$reopen" < <(cat "$d/in")
+        [ "$status" -eq 0 ]
+        [[ "$output" == "original"* ]]
+        [ "$(cat "$d/in")" = original ]
+        # a file opened for writing as well was handed over writable anyway
+        run sbx --set security.landlock=off -- sh -c 'echo appended >&0' 0<>"$d/in"
+        [ "$status" -eq 0 ]
+}

@@ -76,6 +76,43 @@ setup() {
         [[ "$output" == "stopped at"* ]]
 }
 
+@test "a relative source on the command line is taken from the caller's working directory, as bwrap does" {
+        d=$(user_dir)
+        as_user mkdir "$d/sub" "$d/out"
+        printf 'print("job ran")\n' > "$d/sub/job.py"
+        chmod 0644 "$d/sub/job.py"
+        cd "$d"
+        # ./x, x, . and ../x forms; the destination stays absolute
+        run sbx --ro-bind ./sub/job.py /job/job.py --ro-bind sub /job/sub --bind out /out \
+                --ro-bind . /cwd -- sh -c 'cat /job/job.py; ls /job/sub; ls /cwd | tr "\n" " "; echo x > /out/w'
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = 'print("job ran")' ]
+        [ "${lines[1]}" = job.py ]
+        [ "${lines[2]}" = "out sub " ]
+        [ "$(cat "$d/out/w")" = x ]
+        cd "$d/sub"
+        run sbx --ro-bind ../sub/job.py /j -- cat /j
+        [ "$output" = 'print("job ran")' ]
+        # --print-profile shows the absolute path that is bound
+        cd "$d"
+        run sbx --ro-bind ./sub/job.py /job/job.py --bind-try no-such /x --print-profile
+        [[ "$output" == *"ro-bind = $d/sub/job.py /job/job.py"* ]]
+        [[ "$output" == *"bind-try = $d/no-such /x"* ]]
+        # a missing relative source names the absolute path it tried
+        run sbx --ro-bind ./missing.py /j -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"ro-bind: $d/missing.py: No such file or directory"* ]]
+        # symlink targets stay as written: they are read inside the sandbox
+        run sbx --symlink usr/bin /b2 --print-profile
+        [[ "$output" == *"symlink = usr/bin /b2"* ]]
+        # in a profile file a source must still be absolute
+        printf '[fs]\nro-bind = sub/job.py /j\n' > "$d/rel.ini"
+        chmod 0644 "$d/rel.ini"
+        run sbx --profile "$d/rel.ini" --check
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"rel.ini:2: fs.ro-bind: source 'sub/job.py' must be an absolute path"* ]]
+}
+
 @test "-try forms skip a missing source; plain forms fail on it" {
         run sbx --ro-bind-try /nonexistent-sbx /x -- sh -c 'test -e /x && echo present || echo absent'
         [ "$status" -eq 0 ]

@@ -23,12 +23,12 @@ setup() {
         jq -e . "$st" >/dev/null
         [ "$(jq -s '.[0] | keys | join(",")' "$st")" = '"child-pid"' ]
         [ "$(jq -s '.[0]."child-pid" > 1' "$st")" = true ]
-        [ "$(jq -s -c '.[1] | keys_unsorted' "$st")" = '["exit-code","signal","timed-out","wall-ms","cpu-ms","peak-rss-kb","limits-by","protections"]' ]
-        [ "$(jq -s -c '.[1].protections | keys_unsorted' "$st")" = '["no-new-privs","seccomp","landlock-abi","landlock-fs","landlock-net","landlock-scoped","caps-dropped","nested-userns-blocked","proc-masked","openat2"]' ]
+        [ "$(jq -s -c '.[1] | keys_unsorted' "$st")" = '["exit-code","signal","timed-out","wall-ms","cpu-ms","peak-rss-kb","limits","protections"]' ]
+        [ "$(jq -s -c '.[1].limits | keys_unsorted' "$st")" = '["timeout","cpu","memory","data","processes","file-size","open-files","stack","core"]' ]
+        [ "$(jq -s -c '.[1].protections | keys_unsorted' "$st")" = '["no-new-privs","seccomp","landlock-abi","landlock-fs","landlock-net","landlock-scoped","caps-dropped","nested-userns-blocked","proc-masked","openat2","setid-refused","memfd-refused"]' ]
         [ "$(jq -s '.[1]."exit-code"' "$st")" = 3 ]
         [ "$(jq -s '.[1].signal' "$st")" = null ]
         [ "$(jq -s '.[1]."timed-out"' "$st")" = false ]
-        [ "$(jq -s '.[1]."limits-by"' "$st")" = '"rlimit"' ]
         [ "$(jq -s '.[1] | (."wall-ms" | type) + (."cpu-ms" | type) + (."peak-rss-kb" | type)' "$st")" = '"numbernumbernumber"' ]
         [ "$(jq -s '.[1]."peak-rss-kb" > 100' "$st")" = true ]
         [ "$(jq -s '.[1].protections.openat2' "$st")" = true ]
@@ -61,6 +61,32 @@ setup() {
         [ "$status" -eq 125 ]
         [ "$(jq -r '.error.step' "$st")" = profile ]
         [[ "$(jq -r '.error.message' "$st")" == *cpu* ]]
+}
+
+@test "status: bytes that are not UTF-8, in a failing bind path and in a message, are written as U+FFFD" {
+        command -v python3 >/dev/null || skip "python3 is needed to parse the record strictly"
+        # python3's json module, given bytes, refuses anything but UTF-8.
+        local parse='import json, sys
+r = json.loads(open(sys.argv[1], "rb").read())
+print(r["exit-code"], r["error"]["step"])
+print(r["error"]["message"])'
+        run sbx --json-status-fd 5 --ro-bind $'/nonexistent-sbx/\xff\xfe-caf\xc3\xa9' /x -- true 5>"$st"
+        [ "$status" -eq 125 ]
+        grep -qF '\ufffd\ufffd' "$st"
+        run python3 -c "$parse" "$st"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "125 ro-bind" ]
+        [ "${lines[1]}" = $'/nonexistent-sbx/\xef\xbf\xbd\xef\xbf\xbd-caf\xc3\xa9: No such file or directory' ]
+
+        # A profile error quotes the bad value: an overlong '/', a cut
+        # sequence and a UTF-16 surrogate, each byte one U+FFFD.
+        run sbx --json-status-fd 5 --set $'limits.cpu=\xc0\xaf\xe2\x82-\xed\xa0\x80' -- true 5>"$st"
+        [ "$status" -eq 125 ]
+        run python3 -c "$parse" "$st"
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "125 profile" ]
+        local r=$'\xef\xbf\xbd'
+        [[ "${lines[1]}" == *"(value '$r$r$r$r-$r$r$r')" ]]
 }
 
 @test "status: exec failures have no start line but a full end line" {
@@ -157,4 +183,67 @@ setup() {
         wait $!
         elapsed=$(( (end - start) / 1000000 ))
         [ "$elapsed" -ge 900 ] && [ "$elapsed" -lt 10000 ]
+}
+
+# The limits object says how each limit was enforced (issue 9: a record
+# once said "limits-by": "rlimit" for limits nobody enforced).
+@test "status: each limit says how it was enforced, read back from the command's process" {
+        run sbx --json-status-fd 5 --timeout 30s --set limits.cpu=7 --set limits.processes=40 \
+                --set limits.file-size=5M --set limits.open-files=77 --set limits.core=unlimited -- true 5>"$st"
+        [ "$status" -eq 0 ]
+        [ "$(jq -s -c '.[1].limits.timeout' "$st")" = '{"value":30000,"by":"launcher"}' ]
+        [ "$(jq -s -c '.[1].limits.cpu' "$st")" = '{"value":7,"by":"rlimit","per":"process"}' ]
+        [ "$(jq -s -c '.[1].limits."file-size"' "$st")" = '{"value":5242880,"by":"rlimit","per":"file"}' ]
+        [ "$(jq -s -c '.[1].limits."open-files"' "$st")" = '{"value":77,"by":"rlimit","per":"process"}' ]
+        # infinite: enforced by nothing
+        [ "$(jq -s -c '.[1].limits.core' "$st")" = '{"value":null,"by":"none"}' ]
+        # RLIMIT_NPROC counts per user namespace: a cap for this sandbox
+        [ "$(jq -s -c '.[1].limits.processes' "$st")" = '{"value":40,"by":"rlimit","per":"sandbox"}' ]
+}
+
+@test "status: a limit the profile leaves out shows the caller's own rlimit, or none" {
+        run as_user bash -c "ulimit -S -n 99; ulimit -S -f unlimited; exec env SBX_PROFILE_PATH=$SBX_PROFILE_PATH $SBX_LAUNCH --profile /dev/null --json-status-fd 5 --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 -- true" 5>"$st"
+        [ "$status" -eq 0 ]
+        [ "$(jq -s -c '.[1].limits."open-files"' "$st")" = '{"value":99,"by":"rlimit","per":"process"}' ]
+        [ "$(jq -s -c '.[1].limits."file-size"' "$st")" = '{"value":null,"by":"none"}' ]
+        [ "$(jq -s -c '.[1].limits.timeout' "$st")" = '{"value":null,"by":"none"}' ]
+}
+
+@test "status: processes of a root caller are never held to RLIMIT_NPROC, and the record says none" {
+        [ "$(id -u)" = 0 ] || skip "needs a root caller (the suite runs as root in CI)"
+        run "$SBX_LAUNCH" --json-status-fd 5 --set limits.processes=8 -- python3 -c '
+import os, time
+for i in range(20):
+    if os.fork() == 0:
+        time.sleep(2); os._exit(0)
+print("forked 20")' 5>"$st"
+        [ "$status" -eq 0 ]
+        [ "$output" = "forked 20" ]
+        [ "$(jq -s -c '.[1].limits.processes' "$st")" = '{"value":8,"by":"none"}' ]
+}
+
+@test "status: a memory limit says what it covers, and never more" {
+        if ldd "$SBX_LAUNCH" 2>/dev/null | grep -q libasan; then
+                skip "sbx-launch is an AddressSanitizer build, which does not set memory limits"
+        fi
+        run sbx --json-status-fd 5 --set limits.memory=512M -- true 5>"$st"
+        [ "$(jq -s -c '.[1].limits.memory' "$st")" = '{"value":536870912,"by":"rlimit","per":"process","covers":["address-space","memfd","sysv-shm","tmpfs"]}' ]
+        [ "$(jq -s '.[1].protections."memfd-refused"' "$st")" = true ]
+        # an unsized tmpfs and a profile that allows memfd: neither is covered
+        run sbx --json-status-fd 5 --set limits.memory=512M --set security.allow=memfd_create --tmpfs /big -- true 5>"$st"
+        [ "$(jq -s -c '.[1].limits.memory.covers' "$st")" = '["address-space","sysv-shm"]' ]
+        [ "$(jq -s '.[1].protections."memfd-refused"' "$st")" = false ]
+        # no memory limit: nothing refused, nothing claimed
+        run sbx --json-status-fd 5 --set limits.memory=unlimited -- true 5>"$st"
+        [ "$(jq -s -c '.[1].limits.memory' "$st")" = '{"value":null,"by":"none"}' ]
+        [ "$(jq -s '.[1].protections."memfd-refused"' "$st")" = false ]
+}
+
+@test "status: limits of a command that could not be executed were in place; the timeout is the launcher's own" {
+        run sbx --json-status-fd 5 --set limits.processes=10 -- /nonexistent/cmd 5>"$st"
+        [ "$status" -eq 127 ]
+        [ "$(jq -s -c '.[0].limits.processes' "$st")" = '{"value":10,"by":"rlimit","per":"sandbox"}' ]
+        run sbx --json-status-fd 5 --set limits.processes=10 --set limits.timeout=1s -- sh -c 'exec sleep 5' 5>"$st"
+        [ "$status" -eq 124 ]
+        [ "$(jq -s -c '.[1].limits.timeout' "$st")" = '{"value":1000,"by":"launcher"}' ]
 }

@@ -14,6 +14,8 @@ LAUNCH_TESTS = \
 	t/launch-print-profile.bats \
 	t/launch-check.bats \
 	t/launch-profiles.bats \
-	t/launch-fds.bats
+	t/launch-fds.bats \
+	t/launch-pty.bats \
+	t/launch-docs.bats
 TESTS += $(LAUNCH_TESTS)
-EXTRA_DIST += $(LAUNCH_TESTS)
+EXTRA_DIST += $(LAUNCH_TESTS) t/helpers/tty-caller.py

@@ -23,4 +23,13 @@ include t/supervisor.mk
 TESTS += t/man-lint.sh
 EXTRA_DIST += t/man-lint.sh
 
+# What the build makes besides the binaries: paths filled in, completions.
+BUILD_TESTS = t/configured-paths.bats t/completion.bats
+TESTS += $(BUILD_TESTS)
+EXTRA_DIST += $(BUILD_TESTS)
+
+# sbxctl(1)'s usage errors.
+TESTS += t/sbxctl-usage.bats
+EXTRA_DIST += t/sbxctl-usage.bats
+
 include t/fuzz/local.mk

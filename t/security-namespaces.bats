@@ -49,16 +49,37 @@ setup() {
 }
 
 @test "mounts made for and inside the sandbox never appear in the host's mount table (item 10)" {
-        local before after ready="$BATS_TEST_TMPDIR/ready" dir
+        local dir
         dir=$(user_dir)
-        before=$(cat /proc/self/mountinfo)
-        sbx --bind "$dir" /out -- sh -c 'touch /out/ready; sleep 2' &
-        local pid=$!
-        for _ in $(seq 50); do [ -e "$dir/ready" ] && break; sleep 0.1; done
-        [ -e "$dir/ready" ]
-        after=$(cat /proc/self/mountinfo)
-        wait $pid
-        [ "$before" = "$after" ]
+        # The "host" is a mount namespace of the test's own whose mounts are
+        # shared among themselves but with no peer outside: what the sandbox
+        # leaked would propagate into it, and no mount made elsewhere on the
+        # machine (by other tests running at the same time) appears in it.
+        # Unprivileged, the "host" is the real one, as before.
+        local run_in=(bash)
+        if [ "$(id -u)" = 0 ] && unshare --mount true 2>/dev/null; then
+                run_in=(unshare --mount -- bash)
+        fi
+        run "${run_in[@]}" -c "$(declare -f as_user sbx)"'
+                set -e
+                if [ "$(id -u)" = 0 ] && [ "$1" != bash ]; then
+                        mount --make-rprivate / && mount --make-rshared /
+                fi
+                before=$(cat /proc/self/mountinfo)
+                sbx --bind "$2" /out -- sh -c "touch /out/ready; sleep 2" &
+                pid=$!
+                for _ in $(seq 100); do [ -e "$2/ready" ] && break; sleep 0.1; done
+                [ -e "$2/ready" ] || { echo "the sandbox did not start"; exit 1; }
+                after=$(cat /proc/self/mountinfo)
+                wait $pid
+                # Only what appeared counts: a mount on a directory that
+                # another process deletes vanishes from every namespace.
+                added=$(comm -13 <(echo "$before" | sort) <(echo "$after" | sort))
+                [ -z "$added" ] || { echo "$added"; exit 1; }
+                echo same' mounts-check "${run_in[0]}" "$dir"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [ "$output" = same ]
 }
 
 @test "the sandbox's mounts do not propagate back: none is shared with a peer outside (item 10)" {

@@ -14,6 +14,8 @@ SECURITY_TESTS = \
 	t/security-namespaces.bats \
 	t/security-proc.bats \
 	t/security-fs.bats \
-	t/security-misc.bats
+	t/security-misc.bats \
+	t/security-setid.bats \
+	t/security-limits.bats
 TESTS += $(SECURITY_TESTS)
 EXTRA_DIST += $(SECURITY_TESTS)

@@ -37,6 +37,66 @@ daemon() {
         [[ "$output" == *"bad.conf:3: job_user: jobs never run as root"* ]]
 }
 
+@test "a profile_path line longer than a line may be is refused on its own line; split with '\\' it is read whole" {
+        # Six directories that do not exist, then the real one: 250 bytes.
+        local dirs="" i
+        for i in 1 2 3 4 5 6; do dirs="$dirs/nonexistent-sbx-profiles-$i-$(printf '%020d' "$i"):"; done
+        printf '[daemon]\nmax_jobs = 2\nprofile_path = %s%s\nmax_queue = 3\n' "$dirs" "$SBX_STAGE/profiles" \
+                > "$SUP_DIR/long.conf"
+        [ "$(sed -n 3p "$SUP_DIR/long.conf" | wc -c)" -gt 200 ]
+        run daemon --config "$SUP_DIR/long.conf" --check-config
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"long.conf:3: line longer than 199 bytes"* ]]
+        # nothing of the line's tail is read as a key or a line of its own
+        [[ "$output" != *"unknown key"* ]]
+        [[ "$output" != *":4:"* ]]
+
+        # The same value split with '\' and continued on an indented line:
+        # a mistake on the continuation is reported at the key's line...
+        printf '[daemon]\nprofile_path = /a:\\\n    relative\n' > "$SUP_DIR/long.conf"
+        run daemon --config "$SUP_DIR/long.conf" --check-config
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"long.conf:2: profile_path: 'relative' is not an absolute path"* ]]
+        # ...and the daemon finds profiles in the directory named last.
+        sup_config
+        awk -v dirs="$dirs" -v real="$SBX_STAGE/profiles" '
+                /^profile_path = / {
+                        n = split(dirs, d, ":")
+                        printf "profile_path = "
+                        for (i = 1; i < n; i++) printf "%s:\\\n    ", d[i]
+                        print real
+                        next
+                }
+                { print }' "$SUP_DIR/sup.conf" > "$SUP_DIR/split.conf"
+        mv "$SUP_DIR/split.conf" "$SUP_DIR/sup.conf"
+        grep -q '^    /nonexistent-sbx-profiles-6' "$SUP_DIR/sup.conf"
+        sup_start
+        run ctl run --profile shell -- sh -c 'echo ran with the shell profile'
+        sup_stop
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"ran with the shell profile"* ]]
+}
+
+@test "an indented line continues list keys only; other mistakes name their line" {
+        printf '[daemon]\nmax_jobs = 2\n    3\n' > "$SUP_DIR/bad.conf"
+        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"bad.conf:3: max_jobs: takes a single line (an indented line continues the previous key)"* ]]
+        printf '[tenant.t]\nuids = 5\n    6 7\nprofiles = default\n  shell\n' > "$SUP_DIR/ok.conf"
+        run daemon --config "$SUP_DIR/ok.conf" --check-config
+        [ "$status" -eq 0 ]
+        printf '[daemon]\n  max_jobs = 2\n  max_queue = 3\n' > "$SUP_DIR/bad.conf"
+        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"bad.conf:3: indented line is read as a continuation of 'max_jobs'; do not indent keys"* ]]
+        printf '[daemon] max_jobs = 2\n' > "$SUP_DIR/bad.conf"
+        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        [[ "$output" == *"bad.conf:1: unexpected text after the section header"* ]]
+        printf '[daemon]\nmax_jobs = 2\nmax_jbos = 3\n' > "$SUP_DIR/bad.conf"
+        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        [[ "$output" == *"bad.conf:3: unknown key 'max_jbos' in [daemon] (known: socket socket_mode "* ]]
+}
+
 @test "a missing configuration file is an error naming it" {
         run daemon --config "$SUP_DIR/nope.conf"
         [ "$status" -eq 1 ]

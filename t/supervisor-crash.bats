@@ -54,8 +54,10 @@ crash_and_recover() {
         SUP_PID=
         sup_start
 
-        # the running ones were interrupted: a record each
+        # the running ones were interrupted: a record each (written by the
+        # group commit once the daemon is up: wait for it)
         for j in "${jobs[@]}"; do
+                ctl wait "$j" >/dev/null || true
                 run ctl --json result "$j"
                 [ "$status" -eq 0 ]
                 [ "$(json_get result.state <<<"$output")" = error ]

@@ -86,12 +86,24 @@ journal_whole() {
         done < "$SUP_DIR/state/journal"
 }
 
-# submit_gated N: N jobs that end when open_gate is called.
+# submit_gated N: N jobs that end when open_gate is called; returns once
+# they all run (their workspaces are made when they start).
 submit_gated() {
         jobs=()
-        local i
+        local i j
         for i in $(seq "$1"); do
-                jobs+=("$(ctl submit -- sh -c "until [ -e /workspace/go ]; do sleep 0.05; done; echo job $i")")
+                jobs+=("$(ctl submit --timeout 5m -- sh -c "until [ -e /workspace/go ]; do sleep 0.05; done; echo job $i")")
+        done
+        for j in "${jobs[@]}"; do
+                for i in $(seq 400); do
+                        [ "$(ctl --json status "$j" | json_get job.state)" = running ] && break
+                        sleep 0.05
+                done
+                [ "$(ctl --json status "$j" | json_get job.state)" = running ] || {
+                        ctl --json status "$j" >&2
+                        tail -20 "$SUP_DIR/daemon.log" >&2
+                        return 1
+                }
         done
 }
 
@@ -217,8 +229,9 @@ submit_sleepers() {
         sup_start
         a=$(ctl submit --timeout 1s -- sh -c 'trap "" TERM; sh -c "trap \"\" TERM; sleep 100" & sleep 100')
         b=$(ctl submit -- sleep 100)
-        for i in $(seq 50); do [ -s "$SUP_CGROUP/job-$b/cgroup.procs" ] && break; sleep 0.1; done
-        launcher=$(head -n 1 "$SUP_CGROUP/job-$b/cgroup.procs")
+        # (cgroup files have no size: read them)
+        for i in $(seq 100); do [ -n "$(cat "$SUP_CGROUP/job-$b/cgroup.procs" 2>/dev/null)" ] && break; sleep 0.1; done
+        launcher=$(head -n 1 "$SUP_CGROUP/job-$b/cgroup.procs") || { cat "$SUP_DIR/daemon.log" >&2; false; }
         grep -q sbx-launch "/proc/$launcher/cmdline"
         kill -KILL "$launcher"
         ctl wait "$a" >/dev/null || true

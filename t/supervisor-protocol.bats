@@ -128,20 +128,30 @@ err_code() {
 }
 
 @test "waits on one connection are bounded (1024), each answered once" {
-        job=$(ctl submit -- sleep 1)
-        run raw $(for i in $(seq 1025); do echo "{\"v\":1,\"op\":\"wait\",\"job\":\"$job\",\"id\":$i}"; done)
-        [ "${#lines[@]}" -eq 1025 ]
+        # The job ends when the cancel behind the waits on the same
+        # connection is read, so after every wait is in, however slowly a
+        # loaded machine reads them (a job of a fixed second once ended
+        # first, and the 1025th wait was then answered with its result).
+        job=$(ctl submit -- sleep 600)
+        run raw $(for i in $(seq 1025); do echo "{\"v\":1,\"op\":\"wait\",\"job\":\"$job\",\"id\":$i}"; done) \
+                "{\"v\":1,\"op\":\"cancel\",\"job\":\"$job\",\"id\":0}"
+        [ "${#lines[@]}" -eq 1026 ]
         [ "$(grep -c '"code":"E_LIMIT"' <<<"$output")" -eq 1 ]
-        [ "$(grep -c '"ok":true' <<<"$output")" -eq 1024 ]
+        [ "$(grep '"code":"E_LIMIT"' <<<"$output" | json_get id)" = 1025 ]
+        # each wait answered once, with the job's end
+        [ "$(grep -c '"ok":true,"id":[1-9][0-9]*,"job":"'"$job"'","result"' <<<"$output")" -eq 1024 ]
+        [ "$(grep '"id":0,' <<<"$output" | json_get ok)" = true ]
 }
 
 @test "a follower that stops reading misses output, is told, and nothing else waits for it" {
         # 12 MB of output against the default 8M client_buffer, paced at
         # about 10 MB/s so that the follower that does read keeps up even on
-        # a loaded machine, while the staller falls behind for certain.
+        # a loaded machine, while the staller falls behind for certain: it
+        # reads nothing for 10 s, longer than the job takes to start and
+        # write it all even under a sanitizer on a busy machine.
         job=$(ctl submit -- sh -c 'sleep 1; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do head -c 1000000 /dev/zero | tr "\0" a; sleep 0.1; done; echo; echo end')
         echo "{\"v\":1,\"op\":\"logs\",\"job\":\"$job\",\"follow\":true}" |
-                "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --stall 4 > "$SUP_DIR/stalled.out" &
+                "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --stall 10 > "$SUP_DIR/stalled.out" &
         staller=$!
         rss_before=$(awk '/VmRSS/ { print $2 }' /proc/$SUP_PID/status)
         ctl logs -f "$job" > "$SUP_DIR/follower.out"

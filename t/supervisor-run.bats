@@ -36,16 +36,18 @@ setup() {
         [[ "$stderr" == *err* ]]
 }
 
-@test "jobs run as nobody, never root, with the task context in the environment" {
-        run ctl run -- sh -c 'id -u; echo "$SBX_JOB_ID $SBX_TENANT $SBX_WORKSPACE"; pwd'
+@test "jobs run as a uid of their own from job_uids, never root, with the task context in the environment" {
+        run ctl run -- sh -c 'id -u; id -g; echo "$SBX_JOB_ID $SBX_TENANT $SBX_WORKSPACE"; pwd'
         [ "$status" -eq 0 ]
-        [ "${lines[0]}" = "$(id -u nobody)" ]
-        [[ "${lines[1]}" =~ ^j[0-9a-f]{20}\ admin\ /workspace$ ]]
-        [ "${lines[2]}" = /workspace ]
-        # outside: the launcher process ran as nobody
-        job=${lines[1]%% *}
+        # the default range: 1879048192 and the 65535 after it
+        [ "${lines[0]}" -ge 1879048192 ] && [ "${lines[0]}" -lt $((1879048192 + 65536)) ]
+        [ "${lines[1]}" = "${lines[0]}" ]
+        [[ "${lines[2]}" =~ ^j[0-9a-f]{20}\ admin\ /workspace$ ]]
+        [ "${lines[3]}" = /workspace ]
+        # outside: the launcher process ran as that uid
+        uid=${lines[0]} job=${lines[2]%% *}
         run ctl result --json "$job"
-        [[ "$output" == *"\"job_uid\": $(id -u nobody)"* ]]
+        [[ "$output" == *"\"job_uid\": $uid"* ]]
 }
 
 @test "each job runs in a cgroup of its own, removed when it ends" {

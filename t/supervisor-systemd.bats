@@ -63,7 +63,7 @@ require_libsystemd() {
         grep -Eq '^ExecStart=/[^@]*/sbx-supervisord --foreground --config /[^@]*/sbx/sbx-supervisord.conf$' "$unit"
         if command -v systemd-analyze >/dev/null; then
                 # only complaints about paths not installed here are allowed
-                run systemd-analyze verify "$unit" "$SBX_SRCDIR/contrib/systemd/sbx-supervisord.socket"
+                run systemd-analyze verify "$unit" "$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.socket"
                 ! grep -v -e 'is not executable' -e "Command 'man " -e 'not found' <<<"$output" | grep -q .
         fi
 }

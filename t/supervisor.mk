@@ -8,14 +8,20 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
+	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test \
+	t/sup-unit/result-test \
+	t/sup-unit/storage-fault-test \
 	t/sup-unit/manifest-test \
 	t/sup-unit/minisign-test \
 	t/sup-unit/index-test \
 	t/sup-unit/cache-test \
 	t/sup-unit/grant-test
-check_PROGRAMS += $(SUP_UNIT_TESTS) t/sup-unit/sup-client
+check_PROGRAMS += t/sup-unit/sup-client
+if HAVE_CMOCKA
+check_PROGRAMS += $(SUP_UNIT_TESTS)
 TESTS += $(SUP_UNIT_TESTS)
+endif
 
 SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
@@ -38,6 +44,9 @@ t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_uidpool_test_SOURCES = t/sup-unit/uidpool-test.c
+t_sup_unit_uidpool_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_uidpool_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_journal_test_SOURCES = t/sup-unit/journal-test.c
 t_sup_unit_journal_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_journal_test_LDADD = $(SUP_UNIT_LDADD)
@@ -56,6 +65,12 @@ t_sup_unit_cache_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_grant_test_SOURCES = t/sup-unit/grant-test.c
 t_sup_unit_grant_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_grant_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_result_test_SOURCES = t/sup-unit/result-test.c
+t_sup_unit_result_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_result_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_storage_fault_test_SOURCES = t/sup-unit/storage-fault-test.c
+t_sup_unit_storage_fault_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_storage_fault_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_sup_client_SOURCES = t/sup-unit/sup-client.c
 t_sup_unit_sup_client_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
@@ -72,6 +87,9 @@ SUP_BATS = \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats \
+	t/supervisor-isolation.bats \
+	t/supervisor-fairness.bats \
+	t/supervisor-results.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \

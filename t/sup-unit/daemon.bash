@@ -68,8 +68,9 @@ sup_start() {
         # Tests run in subshells: the pid file lets teardown_file stop a
         # daemon that a test restarted.
         echo "$SUP_PID" > "$SUP_DIR/daemon.pid"
+        # up to 30 s: recovery under a sanitizer on a loaded machine is slow
         local i
-        for i in $(seq 100); do
+        for i in $(seq 600); do
                 [ -S "$SUP_SOCK" ] && "$SBX_STAGE/bin/sbxctl" ping >/dev/null 2>&1 && return 0
                 kill -0 "$SUP_PID" 2>/dev/null || break
                 sleep 0.05

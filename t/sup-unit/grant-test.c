@@ -64,7 +64,7 @@ static void test_granted(void **state) {
         assert_int_equal(grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &e), 0);
         assert_int_equal(d.memory, 100u << 20);
         /* undeclared: the tenant's default */
-        assert_int_equal(d.processes, PROTO_UNSET);
+        assert_int_equal(d.processes, POLICY_PROCESSES_DEFAULT);
         req.run.env = NULL;
         req.run.n_env = 0;
         manifest_free(&m);

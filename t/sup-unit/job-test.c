@@ -21,6 +21,9 @@ static void mk(struct job *j) {
 
 static void running(struct job *j) {
         mk(j);
+        assert_int_equal(job_transition(j, JEV_START, NULL), -EINVAL); /* not before it is prepared */
+        assert_int_equal(job_transition(j, JEV_PREPARE, NULL), 0);
+        assert_int_equal(j->state, JOB_STARTING);
         assert_int_equal(job_transition(j, JEV_START, NULL), 0);
         assert_int_equal(j->state, JOB_RUNNING);
 }
@@ -99,6 +102,8 @@ static void test_spawn_failure(void **state) {
         assert_int_equal(j.exit_code, -1);
         job_release(&j);
         mk(&j);
+        assert_int_equal(job_transition(&j, JEV_SPAWN_FAIL, "x"), -EINVAL); /* queued: nothing was spawned */
+        assert_int_equal(job_transition(&j, JEV_PREPARE, NULL), 0);
         assert_int_equal(job_transition(&j, JEV_SPAWN_FAIL, "pipe: Too many open files"), 0);
         assert_int_equal(j.outcome, OUTCOME_ERROR);
         assert_string_equal(j.error_code, E_SPAWN);
@@ -209,10 +214,51 @@ static void test_refused_transitions(void **state) {
         assert_int_equal(job_exited(&j, &x), -EINVAL);                      /* never started */
         assert_int_equal(job_transition(&j, JEV_TIMEOUT, NULL), -EINVAL); /* timers run only while running */
         assert_int_equal(j.state, JOB_QUEUED);
-        job_transition(&j, JEV_START, NULL);
+        job_release(&j);
+        running(&j);
         assert_int_equal(job_transition(&j, JEV_START, NULL), -EINVAL);
         assert_int_equal(job_transition(&j, JEV_SPAWN_FAIL, "x"), -EINVAL);
         assert_int_equal(job_transition(&j, JEV_REJECTED, "x"), -EINVAL);
+        assert_int_equal(job_transition(&j, JEV_ABANDON, NULL), -EINVAL);
+        job_release(&j);
+}
+
+/* While its workspace is made a job cannot stop; a cancel or shutdown
+ * then marks it, and it ends without running once ready. */
+static void test_starting(void **state) {
+        struct job j;
+        mk(&j);
+        assert_int_equal(job_transition(&j, JEV_PREPARE, NULL), 0);
+        assert_int_equal(job_transition(&j, JEV_ABANDON, NULL), -EINVAL); /* nothing asked it */
+        assert_int_equal(job_transition(&j, JEV_TIMEOUT, NULL), -EINVAL); /* its clock starts with the launcher */
+        assert_int_equal(job_transition(&j, JEV_CANCEL, NULL), 0);
+        assert_int_equal(j.state, JOB_STARTING);
+        assert_true(j.abandon);
+        assert_int_equal(job_transition(&j, JEV_ABANDON, NULL), 0);
+        assert_int_equal(j.state, JOB_DONE);
+        assert_int_equal(j.outcome, OUTCOME_KILLED);
+        assert_string_equal(j.error_code, E_CANCELLED);
+        job_release(&j);
+        mk(&j);
+        job_transition(&j, JEV_PREPARE, NULL);
+        assert_int_equal(job_transition(&j, JEV_SHUTDOWN, NULL), 0);
+        assert_int_equal(job_transition(&j, JEV_ABANDON, NULL), 0);
+        assert_int_equal(j.outcome, OUTCOME_ERROR);
+        assert_string_equal(j.error_code, E_SHUTTING_DOWN);
+        job_release(&j);
+}
+
+/* All its processes together used its CPU time: stopped, and the record
+ * says why even though a signal ended it. */
+static void test_cpu_time(void **state) {
+        struct job j;
+        running(&j);
+        assert_int_equal(job_transition(&j, JEV_CPU_TIME, "used 10.2 s of CPU time, its limit is 10 s"), 0);
+        assert_int_equal(j.state, JOB_STOPPING);
+        exit_with(&j, -1, 9);
+        assert_int_equal(j.outcome, OUTCOME_KILLED);
+        assert_string_equal(j.error_code, E_CPU_TIME);
+        assert_string_equal(j.error_message, "used 10.2 s of CPU time, its limit is 10 s");
         job_release(&j);
 }
 
@@ -270,7 +316,7 @@ static void test_fetching(void **state) {
 
 /* list's filter: the live states, the outcomes, "active" and "done". */
 static void test_state_names(void **state) {
-        static const char *const ok[] = { "queued", "fetching", "running", "stopping", "succeeded", "failed", "timed_out",
+        static const char *const ok[] = { "queued", "starting", "fetching", "running", "stopping", "succeeded", "failed", "timed_out",
                                           "killed", "oom", "rejected", "error", "active", "done" };
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
                 assert_true(job_state_filter_valid(ok[i]));
@@ -295,6 +341,7 @@ int main(void) {
                 cmocka_unit_test(test_timeout_then_exit), cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_shutdown),       cmocka_unit_test(test_restart),
                 cmocka_unit_test(test_refused_transitions), cmocka_unit_test(test_state_names),
+                cmocka_unit_test(test_starting),       cmocka_unit_test(test_cpu_time),
                 cmocka_unit_test(test_fetching),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

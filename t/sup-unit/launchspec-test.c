@@ -66,7 +66,7 @@ static void test_command_line(void **state) {
         mk(&j);
         build(&j, 0, &ls);
         const char *want[] = { "/usr/libexec/sbx-launch", "--json-status-fd", "3", "--profile",
-                               "/usr/share/sbx/profiles/python.ini", "--profile", LAUNCH_FD_PROFILE_PATH, "--",
+                               "/usr/share/sbx/profiles/python.ini", "--profile", SBX_LAUNCH_PROFILE_FD_PATH, "--",
                                "python3", "-c", "print(1)", NULL };
         for (size_t i = 0; want[i]; i++)
                 assert_string_equal(ls.argv[i], want[i]);
@@ -75,7 +75,7 @@ static void test_command_line(void **state) {
                 assert_null(strstr(ls.argv[i], "s3cr3t"));
                 assert_null(strstr(ls.argv[i], "setenv"));
         }
-        assert_string_equal(ls.envp[1], LAUNCH_ENV_PROFILE_PATH "=/etc/sbx/profiles:/usr/share/sbx/profiles");
+        assert_string_equal(ls.envp[1], SBX_ENV_PROFILE_PATH "=/etc/sbx/profiles:/usr/share/sbx/profiles");
         assert_null(ls.envp[3]);
         launchspec_free(&ls);
         unmk(&j);
@@ -101,16 +101,16 @@ static void test_profile_round_trip(void **state) {
                 fail_msg("generated profile does not load: %s\n%s", e.msg, ls.profile);
         assert_string_equal(env_value(&p, "TOKEN"), tricky);
         assert_string_equal(env_value(&p, "EMPTY"), "");
-        assert_string_equal(env_value(&p, LAUNCH_ENV_JOB_ID), "j0123456789abcdef0123");
-        assert_string_equal(env_value(&p, LAUNCH_ENV_TENANT), "acme");
-        assert_string_equal(env_value(&p, LAUNCH_ENV_WORKSPACE), "/workspace");
+        assert_string_equal(env_value(&p, SBX_ENV_JOB_ID), "j0123456789abcdef0123");
+        assert_string_equal(env_value(&p, SBX_ENV_TENANT), "acme");
+        assert_string_equal(env_value(&p, SBX_ENV_WORKSPACE), "/workspace");
         /* The task context comes after the caller's variables. */
-        assert_string_equal(p.env[p.n_env - 1].name, LAUNCH_ENV_WORKSPACE);
+        assert_string_equal(p.env[p.n_env - 1].name, SBX_ENV_WORKSPACE);
         assert_int_equal(p.n_fs, 2); /* the bind, then the chdir */
         assert_string_equal(p.fs[0].src, "/var/lib/sbx state/work;x/$j");
         assert_string_equal(p.fs[0].dest, "/workspace");
         assert_string_equal(p.fs[1].dest, "/workspace");
-        assert_int_equal(p.limits.memory, 256u << 20);
+        assert_int_equal(p.limits.memory_bytes, 256u << 20);
         assert_int_equal(p.limits.processes, 64);
         assert_int_equal(p.limits.cpu_s, 10);
         assert_int_equal(p.net, NET_NONE);
@@ -119,7 +119,8 @@ static void test_profile_round_trip(void **state) {
         unmk(&j);
 }
 
-/* Limits the job's cgroup enforces are not set again as rlimits. */
+/* Limits the job's cgroup enforces are not set again as rlimits, nor
+ * left to the named profile's own bounds. */
 static void test_cgroup_limits(void **state) {
         struct job j;
         struct launchspec ls;
@@ -130,8 +131,8 @@ static void test_cgroup_limits(void **state) {
         build(&j, CG_LIMIT_MEMORY | CG_LIMIT_PIDS, &ls);
         profile_init(&p);
         assert_int_equal(profile_load_string(&p, "generated", ls.profile, &e), 0);
-        assert_int_equal(p.limits.memory, PROFILE_UNSET);
-        assert_int_equal(p.limits.processes, PROFILE_UNSET);
+        assert_int_equal(p.limits.memory_bytes, PROFILE_UNLIMITED);
+        assert_int_equal(p.limits.processes, PROFILE_UNLIMITED);
         assert_int_equal(p.limits.cpu_s, 10);
         assert_int_equal(p.net, NET_HOST);
         profile_free(&p);

@@ -128,7 +128,7 @@ static void test_errors(void **state) {
         expect_error("[bundle]\nname = a\nversion = 1.0\n", ":3: bundle.version: not a semantic version");
         expect_error("[bundle]\nname = a\nversion = 01.0.0\n", "not a semantic version");
         expect_error("name = a\n", ":1: key 'name' outside of any [section]");
-        expect_error("[bundle\nname = a\n", ":1: expected '[section]' or 'key = value'");
+        expect_error("[bundle\nname = a\n", ":1: syntax error: expected '[section]' or 'key = value'");
         expect_error(HEAD "[run]\nprofile = ../etc\n", "a profile name is");
         /* the daemon's environment is not the manifest's to read */
         expect_error("[bundle]\nname = a\nversion = 1.0.0\n[run]\ncommand = echo ${HOME}\n", ":5: run.command: variables (${NAME}) are not expanded here");
@@ -144,7 +144,7 @@ static void test_nul_and_size(void **state) {
         const char text[] = "[bundle]\nname = a\0b\n";
         manifest_init(&m);
         assert_int_equal(manifest_parse(&m, "m.ini", text, sizeof(text) - 1, &e), -EINVAL);
-        assert_non_null(strstr(e.msg, "m.ini:2: NUL byte in manifest"));
+        assert_non_null(strstr(e.msg, "m.ini:2: NUL byte in the file"));
         manifest_free(&m);
         char *big = malloc(MANIFEST_MAX_SIZE + 2);
         memset(big, ';', MANIFEST_MAX_SIZE + 1);

@@ -165,8 +165,9 @@ static void test_clamp(void **state) {
         assert_string_equal(d.profile, "anything");
         assert_non_null(strstr(d.clamped, "timeout_ms 3600000 -> 5000"));
         assert_non_null(strstr(d.clamped, "limits.memory"));
-        /* unset caps stay unset */
-        assert_int_equal(d.processes, PROTO_UNSET);
+        /* a tenant without a cap of its own still has the documented
+         * default: 1024 processes at most, 256 when not asked */
+        assert_int_equal(d.processes, 256);
         run_init(&r);
         struct tenant *ci = (struct tenant *) tenant_lookup(&cfg, 1000, 0, NULL, 0);
         ci->max_cpu_milli = CONFIG_UNSET;
@@ -209,7 +210,8 @@ static void test_policy_json_round_trip(void **state) {
         assert_string_equal(back.profile, d.profile);
         assert_int_equal(back.timeout_ms, d.timeout_ms);
         assert_int_equal(back.memory, d.memory);
-        assert_int_equal(back.processes, PROTO_UNSET);
+        assert_int_equal(back.processes, 256);
+        assert_int_equal(back.cpu_s, PROTO_UNSET);
         assert_int_equal(back.cpu_milli, d.cpu_milli);
         assert_int_equal(back.output, d.output);
         assert_int_equal(back.artifacts, d.artifacts);

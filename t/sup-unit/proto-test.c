@@ -102,7 +102,8 @@ static void test_run_types(void **state) {
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"timeout_ms\":0}", "timeout_ms");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"follow\":1}", "field 'follow': expected boolean");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"memory\":\"1G\"}}", "field 'limits.memory'");
-        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"disk\":1}}", "unknown field 'limits.disk'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"swap\":1}}", "unknown field 'limits.swap'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"disk\":0}}", "field 'limits.disk': must be positive");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":\"2\"}}", "field 'limits.cpus': expected number, got string");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":0}}", "field 'limits.cpus': 0 is out of range (0.01 to 1024 CPUs)");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"limits\":{\"cpus\":0.001}}", "limits.cpus': 0.001 is out of range");

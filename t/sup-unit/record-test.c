@@ -19,6 +19,8 @@ static const char *const keys[] = {
         "bundle", "idempotency_key", "request_sha256",
 };
 
+static const char *const limit_keys[] = { "timeout_ms", "memory", "processes", "cpu_s", "cpus", "output", "disk" };
+
 static struct tenant t = { .name = "acme", .job_uid = 900, .job_gid = 901 };
 static char *argv[] = { "sh", "-c", "echo hi", NULL };
 
@@ -58,9 +60,8 @@ static void all_keys(json_t *rec) {
                 assert_non_null(json_object_get(o, "truncated"));
                 assert_non_null(json_object_get(o, "path"));
         }
-        static const char *const limits[] = { "timeout_ms", "memory", "processes", "cpu_s", "cpus", "output" };
-        for (size_t i = 0; i < 6; i++)
-                assert_non_null(json_object_get(json_object_get(rec, "limits"), limits[i]));
+        for (size_t i = 0; i < sizeof(limit_keys) / sizeof(limit_keys[0]); i++)
+                assert_non_null(json_object_get(json_object_get(rec, "limits"), limit_keys[i]));
 }
 
 static const char *by(json_t *rec, const char *limit) {
@@ -92,7 +93,7 @@ static void test_ran_here(void **state) {
                             "/var/lib/sbx/results/j00000000000000000001/stdout");
         assert_string_equal(by(rec, "memory"), "cgroup");
         assert_string_equal(by(rec, "cpus"), "cgroup");
-        assert_string_equal(by(rec, "cpu_s"), "rlimit");
+        assert_string_equal(by(rec, "cpu_s"), "cgroup"); /* cpu.stat: every process of the job together */
         assert_string_equal(by(rec, "timeout_ms"), "supervisor");
         assert_null(by(rec, "processes")); /* not set: no mechanism */
         assert_true(json_is_null(json_object_get(rec, "error")));
@@ -106,6 +107,7 @@ static void test_ran_here(void **state) {
 static void test_recovered(void **state) {
         struct job j;
         mk(&j);
+        assert_int_equal(job_transition(&j, JEV_PREPARE, NULL), 0);
         assert_int_equal(job_transition(&j, JEV_START, NULL), 0);
         assert_int_equal(job_transition(&j, JEV_RESTARTED, NULL), 0);
         struct record_input in = {
@@ -122,6 +124,8 @@ static void test_recovered(void **state) {
         assert_true(json_is_null(json_object_get(rec, "cpu_ms")));
         assert_string_equal(by(rec, "memory"), "rlimit");
         assert_string_equal(by(rec, "cpus"), "none"); /* asked for, and nothing could enforce it */
+        assert_string_equal(by(rec, "cpu_s"), "rlimit");
+        assert_non_null(json_object_get(json_object_get(json_object_get(rec, "limits"), "memory"), "covers"));
         assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "stdout"), "produced")), 10);
         json_decref(rec);
         unmk(&j);

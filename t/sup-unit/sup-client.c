@@ -12,6 +12,20 @@
  *                                   drain and print "closed" if the daemon hung up
  *   sup-client SOCKET --idle N      hold N idle connections, ping on another one,
  *                                   print its reply and how many idle ones are open
+ *   sup-client SOCKET --hold N SECS hold N connections for SECS seconds; after
+ *                                   half a second prints "held K of N" (K still
+ *                                   open, the daemon's refusals drained), then
+ *                                   every refusal's code, one per line
+ *   sup-client SOCKET --halfline N BYTES
+ *                                   N connections each send BYTES of a request
+ *                                   line without its end; after a second prints
+ *                                   "pending K busy B of N": K still open and
+ *                                   silent, B answered E_BUSY
+ *   sup-client SOCKET --pings N INTERVAL_MS
+ *                                   N pings on one connection, one every
+ *                                   INTERVAL_MS, each timed from request to
+ *                                   reply; prints "pings N p50 A p99 B max C"
+ *                                   (ms)
  *   sup-client SOCKET --bench JOBS CLIENTS [RATE] [CMD...]
  *                                   CLIENTS connections run JOBS jobs in all
  *                                   (default /bin/true), each "run" with follow,
@@ -286,6 +300,149 @@ static int bench(const char *path, int jobs, int clients, double rate, char **cm
 
 static const char ping[] = "{\"v\":1,\"op\":\"ping\"}\n";
 
+static void raise_nofile(void) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+/* Reads what the daemon sent on a connection it may have closed: returns
+ * 1 when it hung up (its reply, if any, copied to buf), 0 when it is still
+ * open and silent. */
+static int drained(int fd, char *buf, size_t size) {
+        size_t len = 0;
+        buf[0] = '\0';
+        for (;;) {
+                ssize_t n = recv(fd, buf + len, size - 1 - len, MSG_DONTWAIT);
+                if (n > 0) {
+                        len += (size_t) n;
+                        buf[len] = '\0';
+                        if (len + 1 >= size)
+                                return 1;
+                        continue;
+                }
+                if (n == 0)
+                        return 1;
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                        return len > 0 ? 1 : 0;
+                return 1;
+        }
+}
+
+static void print_code(const char *reply) {
+        json_error_t je;
+        json_t *o = json_loads(reply, JSON_DISABLE_EOF_CHECK, &je);
+        const char *code = o ? json_string_value(json_object_get(json_object_get(o, "error"), "code")) : NULL;
+        printf("%s\n", code ? code : "no-code");
+        json_decref(o);
+}
+
+static int hold_mode(const char *path, int n, int secs) {
+        raise_nofile();
+        int *fds = calloc((size_t) n, sizeof(int));
+        if (!fds)
+                return 2;
+        for (int i = 0; i < n; i++)
+                fds[i] = connect_to(path);
+        usleep(500 * 1000);
+        char buf[4096];
+        int open_n = 0;
+        char **codes = calloc((size_t) n, sizeof(char *));
+        for (int i = 0; i < n; i++) {
+                if (drained(fds[i], buf, sizeof(buf)))
+                        codes[i] = strdup(buf);
+                else
+                        open_n++;
+        }
+        printf("held %d of %d\n", open_n, n);
+        for (int i = 0; i < n; i++)
+                if (codes[i]) {
+                        print_code(codes[i]);
+                        free(codes[i]);
+                }
+        fflush(stdout);
+        sleep((unsigned) secs);
+        for (int i = 0; i < n; i++)
+                close(fds[i]);
+        free(codes);
+        free(fds);
+        return 0;
+}
+
+static int halfline_mode(const char *path, int n, size_t bytes) {
+        raise_nofile();
+        int *fds = calloc((size_t) n, sizeof(int));
+        char *line = malloc(bytes);
+        if (!fds || !line)
+                return 2;
+        static const char head[] = "{\"v\":1,\"op\":\"run\",\"command\":[\"";
+        memcpy(line, head, sizeof(head) - 1);
+        memset(line + sizeof(head) - 1, 'x', bytes - (sizeof(head) - 1));
+        for (int i = 0; i < n; i++) {
+                fds[i] = connect_to(path);
+                peer_closed = false;
+                /* Non-blocking: a daemon that stopped reading us must not
+                 * stall the others' connections. */
+                fcntl(fds[i], F_SETFL, O_NONBLOCK);
+                size_t off = 0;
+                for (int tries = 0; off < bytes && tries < 2000; tries++) {
+                        ssize_t w = send(fds[i], line + off, bytes - off, MSG_NOSIGNAL);
+                        if (w > 0)
+                                off += (size_t) w;
+                        else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                                usleep(1000);
+                        else
+                                break;
+                }
+        }
+        sleep(1);
+        char buf[4096];
+        int pending = 0, busy = 0;
+        for (int i = 0; i < n; i++) {
+                if (!drained(fds[i], buf, sizeof(buf)))
+                        pending++;
+                else if (strstr(buf, "E_BUSY"))
+                        busy++;
+        }
+        printf("pending %d busy %d of %d\n", pending, busy, n);
+        fflush(stdout);
+        for (int i = 0; i < n; i++)
+                close(fds[i]);
+        free(line);
+        free(fds);
+        return 0;
+}
+
+static int pings_mode(const char *path, int n, int interval_ms) {
+        int fd = connect_to(path);
+        FILE *in = fdopen(dup(fd), "r");
+        double *lat = calloc((size_t) n, sizeof(double));
+        char *line = NULL;
+        size_t cap = 0;
+        if (!in || !lat || n <= 0)
+                return 2;
+        for (int i = 0; i < n; i++) {
+                double t0 = now_s();
+                send_all(fd, ping, sizeof(ping) - 1);
+                if (getline(&line, &cap, in) < 0 || !strstr(line, "\"ok\":true")) {
+                        fprintf(stderr, "sup-client: ping %d: %s\n", i, line ? line : "no reply");
+                        return 1;
+                }
+                lat[i] = (now_s() - t0) * 1000.0;
+                usleep((useconds_t) interval_ms * 1000);
+        }
+        qsort(lat, (size_t) n, sizeof(double), cmp_double);
+        printf("pings %d p50 %.1f p99 %.1f max %.1f\n", n, lat[n / 2], lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1],
+               lat[n - 1]);
+        free(line);
+        free(lat);
+        fclose(in);
+        close(fd);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc < 2) {
                 fprintf(stderr, "usage: sup-client SOCKET [--big N | --partial | --idle N]\n");
@@ -397,6 +554,12 @@ int main(int argc, char **argv) {
                 close(fd);
                 return 0;
         }
+        if (strcmp(argv[2], "--pings") == 0 && argc == 5)
+                return pings_mode(path, atoi(argv[3]), atoi(argv[4]));
+        if (strcmp(argv[2], "--hold") == 0 && argc == 5)
+                return hold_mode(path, atoi(argv[3]), atoi(argv[4]));
+        if (strcmp(argv[2], "--halfline") == 0 && argc == 5)
+                return halfline_mode(path, atoi(argv[3]), (size_t) atoll(argv[4]));
         if (strcmp(argv[2], "--idle") == 0 && argc == 4) {
                 int n = atoi(argv[3]);
                 struct rlimit rl;

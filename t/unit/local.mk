@@ -1,8 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # cmocka unit tests; they print TAP (CMOCKA_MESSAGE_OUTPUT=TAP from t/local.mk).
-UNIT_TESTS = t/unit/parse-test t/unit/profile-test
+UNIT_TESTS = t/unit/parse-test t/unit/profile-test t/unit/json-string-test
+if HAVE_CMOCKA
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
+else
+# Without cmocka (see configure) the unit tests, here and in t/sup-unit,
+# are one failing test that says what to install.
+TESTS += t/unit/cmocka-missing.sh
+endif
+EXTRA_DIST += t/unit/cmocka-missing.sh
 
 UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
 UNIT_LDADD = $(LIBSBX) $(CMOCKA_LIBS)
@@ -14,3 +21,7 @@ t_unit_parse_test_LDADD = $(UNIT_LDADD)
 t_unit_profile_test_SOURCES = t/unit/profile-test.c
 t_unit_profile_test_CFLAGS = $(UNIT_CFLAGS)
 t_unit_profile_test_LDADD = $(UNIT_LDADD)
+
+t_unit_json_string_test_SOURCES = t/unit/json-string-test.c
+t_unit_json_string_test_CFLAGS = $(UNIT_CFLAGS)
+t_unit_json_string_test_LDADD = $(UNIT_LDADD)

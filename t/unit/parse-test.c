@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for lib/parse.c and lib/error.c: the number, size, duration,
- * boolean and mode parsers people's profiles and options go through. */
+/* Unit tests for lib/parse.c, lib/env-name.c and lib/error.c: the number,
+ * size, duration, boolean, mode and variable name checks that profiles,
+ * options and requests go through. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "env-name.h"
 #include "error.h"
 #include "parse.h"
 
@@ -170,6 +172,22 @@ static void test_error(void **state) {
         assert_int_equal(strlen(e.msg), SBX_ERROR_MAX - 1);
 }
 
+static void test_env_name(void **state) {
+        static const char *const good[] = { "A", "_", "PATH", "a_b9", "_9" };
+        static const char *const bad[] = { "", "9A", "A-B", "A=B", "A B", "\xc3\xa9", "A.B" };
+        char longest[ENV_NAME_MAX + 2];
+
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                assert_true(env_name_valid(good[i], strlen(good[i])));
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_false(env_name_valid(bad[i], strlen(bad[i])));
+        /* Only the first len bytes count: "PATH" of "PATH=/bin". */
+        assert_true(env_name_valid("PATH=/bin", 4));
+        memset(longest, 'A', sizeof(longest));
+        assert_true(env_name_valid(longest, ENV_NAME_MAX));
+        assert_false(env_name_valid(longest, ENV_NAME_MAX + 1));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_uint64),
@@ -180,6 +198,7 @@ int main(void) {
                 cmocka_unit_test(test_mode),
                 cmocka_unit_test(test_format_round_trip),
                 cmocka_unit_test(test_error),
+                cmocka_unit_test(test_env_name),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

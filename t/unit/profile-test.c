@@ -113,8 +113,8 @@ static void test_defaults(void **state) {
         assert_int_equal(p.net, NET_NONE);
         assert_int_equal(p.seccomp, SECCOMP_DEFAULT);
         assert_int_equal(p.landlock, LANDLOCK_BEST_EFFORT);
-        assert_true(p.limits.core == 0);
-        assert_true(p.limits.timeout_ms == PROFILE_UNSET && p.limits.memory == PROFILE_UNSET &&
+        assert_true(p.limits.core_bytes == 0);
+        assert_true(p.limits.timeout_ms == PROFILE_UNSET && p.limits.memory_bytes == PROFILE_UNSET &&
                     p.limits.cpu_s == PROFILE_UNSET && p.limits.open_files == PROFILE_UNSET);
         assert_false(p.sys);
         assert_false(p.ports_set);
@@ -155,7 +155,14 @@ static void test_sandbox_keys(void **state) {
         assert_false(p.namespaces & PROFILE_NS_NET);
         load_ok(&p, "[net]\nmode = none\n");
         assert_true(p.namespaces & PROFILE_NS_NET);
+        /* The job's terminal: auto by default, then as said. */
+        assert_int_equal(p.pty, PTY_AUTO);
+        load_ok(&p, "[sandbox]\npty = yes\n");
+        assert_int_equal(p.pty, PTY_YES);
+        load_ok(&p, "[sandbox]\npty = no\n");
+        assert_int_equal(p.pty, PTY_NO);
         profile_free(&p);
+        expect_error("[sandbox]\npty = always\n", "t.ini:2: sandbox.pty: expected auto, yes or no (value 'always')");
 }
 
 static void test_fs_ops(void **state) {
@@ -189,7 +196,7 @@ static void test_fs_ops(void **state) {
         assert_int_equal(p.fs[6].type, FS_SYMLINK);
         assert_string_equal(p.fs[6].src, "usr/lib");
         assert_string_equal(p.fs[6].dest, "/lib");
-        assert_true(p.fs[7].size == 64 << 20);
+        assert_true(p.fs[7].size_bytes == 64 << 20);
         assert_true(p.fs[7].nr_inodes == 1000);
         assert_true(p.fs[7].mode_set);
         assert_int_equal(p.fs[7].mode, 01777);
@@ -204,7 +211,7 @@ static void test_fs_ops(void **state) {
         assert_string_equal(p.fs[15].dest, "/");
         assert_int_equal(p.fs[16].type, FS_CHDIR);
         assert_string_equal(p.fs[3].origin, "t.ini:5");
-        assert_true(p.fs[0].size == PROFILE_UNSET && p.fs[0].nr_inodes == PROFILE_UNSET);
+        assert_true(p.fs[0].size_bytes == PROFILE_UNSET && p.fs[0].nr_inodes == PROFILE_UNSET);
         assert_false(p.fs[0].mode_set);
         assert_int_equal(profile_validate(&p, NULL), 0);
         assert_round_trip(&p);
@@ -263,11 +270,11 @@ static void test_limits(void **state) {
                     "stack = 8M\ncore = unlimited\nprocesses = 64\nopen-files = 256\n");
         assert_true(p.limits.timeout_ms == 90000);
         assert_true(p.limits.cpu_s == 120);
-        assert_true(p.limits.memory == 512ULL << 20);
-        assert_true(p.limits.data == PROFILE_UNLIMITED);
-        assert_true(p.limits.file_size == 64ULL << 20);
-        assert_true(p.limits.stack == 8ULL << 20);
-        assert_true(p.limits.core == PROFILE_UNLIMITED);
+        assert_true(p.limits.memory_bytes == 512ULL << 20);
+        assert_true(p.limits.data_bytes == PROFILE_UNLIMITED);
+        assert_true(p.limits.file_size_bytes == 64ULL << 20);
+        assert_true(p.limits.stack_bytes == 8ULL << 20);
+        assert_true(p.limits.core_bytes == PROFILE_UNLIMITED);
         assert_true(p.limits.processes == 64);
         assert_true(p.limits.open_files == 256);
         assert_round_trip(&p);
@@ -434,8 +441,8 @@ static void test_errors(void **state) {
                 { "[Fs]\n", "t.ini:1: unknown section [Fs] (known: sandbox fs env net limits security)" },
                 { "[fs]\nBind = /a /b\n", "t.ini:2: fs.Bind: unknown key (known in [fs]: bind bind-try ro-bind ro-bind-try dev-bind dev-bind-try tmpfs dir symlink file proc dev mqueue remount-ro chdir)" },
                 { "[net]\nports = 1\n", "t.ini:2: net.ports: unknown key (known in [net]: mode tcp-bind tcp-connect)" },
-                { "[sandbox]\njust words\n", "t.ini:2: expected '[section]' or 'key = value' (line 'just words')" },
-                { "[sandbox\n", "t.ini:1: expected '[section]' or 'key = value' (line '[sandbox')" },
+                { "[sandbox]\njust words\n", "t.ini:2: syntax error: expected '[section]' or 'key = value' (line 'just words')" },
+                { "[sandbox\n", "t.ini:1: syntax error: expected '[section]' or 'key = value' (line '[sandbox')" },
                 { "[sandbox]\nuid = 1\nuid = 2\n", "t.ini:3: sandbox.uid: set twice in this file (first on line 2)" },
                 { "[sandbox]\nnamespaces = pid\n[sandbox]\nnamespaces = net\n",
                   "t.ini:4: sandbox.namespaces: set twice in this file (first on line 2)" },
@@ -621,6 +628,8 @@ static void test_validate(void **state) {
         expect_invalid("[limits]\nmemory = 16M\nstack = 32M\n", "limits.stack: larger than limits.memory");
         expect_invalid("[limits]\nstack = 1K\n", "limits.stack: less than 16K cannot start a program");
         expect_invalid("[limits]\ndata = 1K\n", "limits.data: less than 64K cannot start a program");
+        expect_invalid("[sandbox]\nnew-session = no\npty = yes\n",
+                       "sandbox.pty: a terminal of the job's own needs a new session (sandbox.new-session = yes)");
 
         /* And a few that are fine. */
         struct profile p;
@@ -644,7 +653,7 @@ static void test_merge(void **state) {
         /* Scalars and sets: the later file wins. */
         assert_string_equal(p.hostname, "second");
         assert_int_equal(p.namespaces, PROFILE_NS_USER | PROFILE_NS_MOUNT | PROFILE_NS_PID);
-        assert_true(p.limits.memory == 2ULL << 30);
+        assert_true(p.limits.memory_bytes == 2ULL << 30);
         assert_true(p.limits.timeout_ms == 10000);
         assert_int_equal(p.n_caps, 1);
         assert_int_equal(p.caps[0], CAP_KILL);
@@ -661,7 +670,7 @@ static void test_merge(void **state) {
         /* profile_set: same checks, origin in the message. */
         struct sbx_error e;
         assert_int_equal(profile_set(&p, "limits", "memory", "4G", "--memory", &e), 0);
-        assert_true(p.limits.memory == 4ULL << 30);
+        assert_true(p.limits.memory_bytes == 4ULL << 30);
         assert_int_equal(profile_set(&p, "fs", "bind", "\"/a b\" /c", "--set", &e), 0);
         assert_string_equal(p.fs[2].src, "/a b");
         assert_string_equal(p.fs[2].origin, "--set");
@@ -714,7 +723,7 @@ static void test_files(void **state) {
         fwrite("[fs]\n\nproc = /p\0roc\n", 1, 20, f);
         fclose(f);
         assert_int_equal(profile_load_file(&p, path, &e), -EINVAL);
-        snprintf(want, sizeof(want), "%s:3: NUL byte in profile", path);
+        snprintf(want, sizeof(want), "%s:3: NUL byte in the file", path);
         assert_string_equal(e.msg, want);
 
         write_file(path, "[fs]\nproc = /proc\n");
@@ -764,6 +773,21 @@ static void test_resolve(void **state) {
         snprintf(want, sizeof(want), "profile 'nosuch' not found (looked for %s/nosuch.ini)", SBX_PROFILEDIR);
         assert_string_equal(e.msg, want);
         assert_int_equal(profile_resolve("", &ret, &e), -EINVAL);
+
+        /* profile_find, as the supervisor uses it: its own path only. */
+        snprintf(env, sizeof(env), "%s:%s:", dir2, dir1);
+        assert_int_equal(profile_find("python", env, &ret, &e), 0);
+        snprintf(path, sizeof(path), "%s/python.ini", dir2);
+        assert_string_equal(ret, path);
+        free(ret);
+        assert_int_equal(profile_find("python", dir1, &ret, &e), -ENOENT);
+        snprintf(want, sizeof(want), "profile 'python' not found (looked for %s/python.ini)", dir1);
+        assert_string_equal(e.msg, want);
+        assert_int_equal(profile_find("python", "", &ret, &e), -ENOENT);
+        assert_string_equal(e.msg, "profile 'python' not found (looked for nothing: the search path is empty)");
+        assert_int_equal(profile_find("../two/python", env, &ret, &e), -EINVAL);
+        assert_int_equal(profile_find("..", env, &ret, &e), -EINVAL);
+        assert_int_equal(profile_find("", env, &ret, &e), -EINVAL);
 }
 
 /* ---- the round trip of a profile that uses everything ------------------- */
@@ -772,7 +796,7 @@ static void test_round_trip_rich(void **state) {
         struct profile p;
         profile_init(&p);
         load_ok(&p, "[sandbox]\nnamespaces = user mount pid ipc uts cgroup\nhostname = rich\nuid = 0\ngid = 100\n"
-                    "die-with-parent = no\nnew-session = no\n"
+                    "die-with-parent = no\nnew-session = no\npty = no\n"
                     "[fs]\nro-bind = /usr /usr\nro-bind-try = /lib64 /lib64\nbind = \"/with space\" /w\n"
                     "dev-bind-try = /dev/dri /dev/dri\nsymlink = usr/bin /bin\ntmpfs = /tmp size=64M mode=1777 nr_inodes=4096\n"
                     "tmpfs = /run\ndir = /work mode=0700\nfile = /etc/motd data=\"line 1\\nline\\t2 \\; $$HOME \\\\ \\\"q\\\" #x\\x01\\xff\"\n"
@@ -857,6 +881,7 @@ static void test_write_stable(void **state) {
                             "namespaces = user mount pid net ipc uts cgroup\n"
                             "die-with-parent = yes\n"
                             "new-session = yes\n"
+                            "pty = auto\n"
                             "\n[fs]\n"
                             "ro-bind = /usr /usr\n"
                             "tmpfs = /tmp size=64M mode=1777\n"
@@ -886,7 +911,7 @@ static void test_write_error(void **state) {
         }
         struct profile p;
         profile_init(&p);
-        assert_int_equal(profile_write(&p, f), -EIO);
+        assert_int_equal(profile_write(&p, f), -ENOSPC);
         fclose(f);
         profile_free(&p);
 }

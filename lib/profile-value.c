@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The value syntax of sbx's INI formats (sbx-profile(5), VALUE SYNTAX):
- * words separated by blanks, double quotes, backslash escapes and, in
- * profiles, ${NAME} from the environment. */
+/* The value syntax of profiles (sbx-profile(5), VALUE SYNTAX): words,
+ * double quotes, backslash escapes and ${VAR}. */
 #include <ctype.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "ini-load.h"
+#include "env-name.h"
 #include "macro.h"
-
-/* ---- words ------------------------------------------------------------ */
+#include "profile-internal.h"
 
 void pwords_free(struct pwords *w) {
         for (size_t i = 0; i < w->n; i++)
@@ -20,12 +16,7 @@ void pwords_free(struct pwords *w) {
         w->n = w->cap = 0;
 }
 
-struct buf {
-        char *s;
-        size_t len, cap;
-};
-
-static int buf_put(struct buf *b, const char *s, size_t n) {
+int pbuf_put(struct pbuf *b, const char *s, size_t n) {
         if (b->len + n + 1 > b->cap) {
                 size_t cap = b->cap ? b->cap : 32;
                 while (cap < b->len + n + 1)
@@ -42,7 +33,7 @@ static int buf_put(struct buf *b, const char *s, size_t n) {
         return 0;
 }
 
-static int pwords_push(struct pwords *w, struct buf *b) {
+static int pwords_push(struct pwords *w, struct pbuf *b) {
         if (w->n == w->cap) {
                 size_t cap = w->cap ? w->cap * 2 : 4;
                 struct pword *t = realloc(w->v, cap * sizeof(*t));
@@ -51,12 +42,12 @@ static int pwords_push(struct pwords *w, struct buf *b) {
                 w->v = t;
                 w->cap = cap;
         }
-        if (!b->s && buf_put(b, "", 0) < 0)
+        if (!b->s && pbuf_put(b, "", 0) < 0)
                 return -ENOMEM;
         w->v[w->n].s = b->s;
         w->v[w->n].len = b->len;
         w->n++;
-        *b = (struct buf) { 0 };
+        *b = (struct pbuf) { 0 };
         return 0;
 }
 
@@ -71,7 +62,7 @@ static int hexval(char c) {
 }
 
 /* Decode one backslash escape at s (s[0] == '\\'); returns bytes consumed. */
-static int unescape_one(const char *s, char *ret, char *errbuf, size_t errlen) {
+static int unescape_one(const char *s, char *ret, struct sbx_error *why) {
         switch (s[1]) {
         case 'n': *ret = '\n'; return 2;
         case 't': *ret = '\t'; return 2;
@@ -81,71 +72,51 @@ static int unescape_one(const char *s, char *ret, char *errbuf, size_t errlen) {
                 return 2;
         case 'x': {
                 int hi = hexval(s[2]), lo = hi >= 0 ? hexval(s[3]) : -1;
-                if (hi < 0 || lo < 0) {
-                        snprintf(errbuf, errlen, "'\\x' needs two hex digits");
-                        return -EINVAL;
-                }
+                if (hi < 0 || lo < 0)
+                        return sbx_error_msg(why, EINVAL, "'\\x' needs two hex digits");
                 *ret = (char) (hi * 16 + lo);
                 return 4;
         }
         case '\0':
-                snprintf(errbuf, errlen, "a '\\' at the end of the value continues it on the next indented line, but none follows");
-                return -EINVAL;
+                return sbx_error_msg(why, EINVAL, "a '\\' at the end of the value continues it on the next indented line, but none follows");
         default:
                 if (isprint((unsigned char) s[1]))
-                        snprintf(errbuf, errlen, "unknown escape '\\%c' (known: \\n \\t \\r \\\\ \\\" \\' \\; \\# \\$ \\<space> \\xHH)", s[1]);
-                else
-                        snprintf(errbuf, errlen, "unknown escape '\\' followed by byte 0x%02x", (unsigned char) s[1]);
-                return -EINVAL;
+                        return sbx_error_msg(why, EINVAL, "unknown escape '\\%c' (known: \\n \\t \\r \\\\ \\\" \\' \\; \\# \\$ \\<space> \\xHH)", s[1]);
+                return sbx_error_msg(why, EINVAL, "unknown escape '\\' followed by byte 0x%02x", (unsigned char) s[1]);
         }
-}
-
-bool pvalue_name_char(char c, bool first) {
-        return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (!first && c >= '0' && c <= '9');
 }
 
 /* ${NAME}: the launcher's environment at load time. The value is inserted
  * as it is: never split into words and never unescaped again, so a path
  * with spaces or backslashes in $WORKSPACE stays one literal word. */
-static int expand_var(const char *s, struct buf *b, char *errbuf, size_t errlen) {
+static int expand_var(const char *s, struct pbuf *b, struct sbx_error *why) {
         const char *start = s + 2, *end = start;
+        char name[ENV_NAME_MAX + 1];
 
-        while (*end && *end != '}' && end - start < 128)
+        while (*end && *end != '}' && end - start <= ENV_NAME_MAX)
                 end++;
-        if (end - start >= 128) {
-                snprintf(errbuf, errlen, "variable name longer than 127 bytes");
-                return -EINVAL;
-        }
-        if (*end != '}') {
-                snprintf(errbuf, errlen, "unterminated '${' (a variable is written ${NAME}, a literal '$' as $$)");
-                return -EINVAL;
-        }
+        if (end - start > ENV_NAME_MAX)
+                return sbx_error_msg(why, EINVAL, "variable name longer than %d bytes", ENV_NAME_MAX);
+        if (*end != '}')
+                return sbx_error_msg(why, EINVAL, "unterminated '${' (a variable is written ${NAME}, a literal '$' as $$)");
         size_t n = (size_t) (end - start);
-        for (size_t i = 0; i < n; i++)
-                if (!pvalue_name_char(start[i], i == 0)) {
-                        snprintf(errbuf, errlen, "bad variable name '${%.*s}'", (int) n, start);
-                        return -EINVAL;
-                }
-        if (n == 0) {
-                snprintf(errbuf, errlen, "empty variable name '${}'");
-                return -EINVAL;
-        }
-        char name[129];
+        if (n == 0)
+                return sbx_error_msg(why, EINVAL, "empty variable name '${}'");
+        if (!env_name_valid(start, n))
+                return sbx_error_msg(why, EINVAL, "bad variable name '${%.*s}'", (int) n, start);
         memcpy(name, start, n);
         name[n] = '\0';
         const char *v = getenv(name);
-        if (!v) {
-                snprintf(errbuf, errlen, "undefined variable ${%s}", name);
-                return -EINVAL;
-        }
-        if (buf_put(b, v, strlen(v)) < 0)
+        if (!v)
+                return sbx_error_msg(why, EINVAL, "undefined variable ${%s}", name);
+        if (pbuf_put(b, v, strlen(v)) < 0)
                 return -ENOMEM;
         return (int) (n + 3);
 }
 
-int pvalue_split(const char *v, bool expand_vars, struct pwords *ret, char *errbuf, size_t errlen) {
+int pvalue_split_opts(const char *v, bool expand_vars, struct pwords *ret, struct sbx_error *why) {
         struct pwords w = { 0 };
-        struct buf b = { 0 };
+        struct pbuf b = { 0 };
         int r = 0;
 
         for (size_t i = 0;;) {
@@ -154,7 +125,7 @@ int pvalue_split(const char *v, bool expand_vars, struct pwords *ret, char *errb
                 if (!v[i])
                         break;
                 bool quoted = false;
-                if (buf_put(&b, "", 0) < 0)
+                if (pbuf_put(&b, "", 0) < 0)
                         goto oom;
                 while (v[i] && (quoted || (v[i] != ' ' && v[i] != '\t'))) {
                         char c = v[i];
@@ -163,40 +134,38 @@ int pvalue_split(const char *v, bool expand_vars, struct pwords *ret, char *errb
                                 i++;
                         } else if (c == '\\') {
                                 char out;
-                                r = unescape_one(v + i, &out, errbuf, errlen);
+                                r = unescape_one(v + i, &out, why);
                                 if (r < 0)
                                         goto fail;
                                 i += (size_t) r;
-                                if (buf_put(&b, &out, 1) < 0)
+                                if (pbuf_put(&b, &out, 1) < 0)
                                         goto oom;
                         } else if (c == '$') {
                                 if (v[i + 1] == '$') {
-                                        if (buf_put(&b, "$", 1) < 0)
+                                        if (pbuf_put(&b, "$", 1) < 0)
                                                 goto oom;
                                         i += 2;
                                 } else if (v[i + 1] == '{' && !expand_vars) {
-                                        snprintf(errbuf, errlen, "variables (${NAME}) are not expanded here; write $$ for a literal '$'");
-                                        r = -EINVAL;
+                                        r = sbx_error_msg(why, EINVAL,
+                                                          "variables (${NAME}) are not expanded here; write $$ for a literal '$'");
                                         goto fail;
                                 } else if (v[i + 1] == '{') {
-                                        r = expand_var(v + i, &b, errbuf, errlen);
+                                        r = expand_var(v + i, &b, why);
                                         if (r < 0)
                                                 goto fail;
                                         i += (size_t) r;
                                 } else {
-                                        snprintf(errbuf, errlen, "'$' must start ${NAME}; write $$ for a literal '$'");
-                                        r = -EINVAL;
+                                        r = sbx_error_msg(why, EINVAL, "'$' must start ${NAME}; write $$ for a literal '$'");
                                         goto fail;
                                 }
                         } else {
-                                if (buf_put(&b, &c, 1) < 0)
+                                if (pbuf_put(&b, &c, 1) < 0)
                                         goto oom;
                                 i++;
                         }
                 }
                 if (quoted) {
-                        snprintf(errbuf, errlen, "unterminated double quote");
-                        r = -EINVAL;
+                        r = sbx_error_msg(why, EINVAL, "unterminated double quote");
                         goto fail;
                 }
                 if (pwords_push(&w, &b) < 0)
@@ -205,11 +174,13 @@ int pvalue_split(const char *v, bool expand_vars, struct pwords *ret, char *errb
         *ret = w;
         return 0;
 oom:
-        snprintf(errbuf, errlen, "out of memory");
-        r = -ENOMEM;
+        r = sbx_error_msg(why, ENOMEM, "out of memory");
 fail:
         free(b.s);
         pwords_free(&w);
         return r;
 }
 
+int pvalue_split(const char *v, struct pwords *ret, struct sbx_error *why) {
+        return pvalue_split_opts(v, true, ret, why);
+}

@@ -1,0 +1,203 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord fairness: while one tenant ("attacker", root's jobs) runs
+# each of the attacks a hostile review used to freeze the daemon, another
+# tenant ("victim", nobody) pings it on a connection of its own, one ping
+# every 20 ms, and the ping latencies are reported (p50/p99/max, ms). The
+# target is p99 < 50 ms for every attack. The daemon's own CPU time during
+# each attack is printed as well (utime+stime from /proc), in all and for
+# the event loop's thread alone.
+#
+# Attacks: 40 concurrent `logs` of a 16 MiB capture; a job ending with
+# 100,000 empty files matched as artifacts; a job whose workspace holds
+# 300,000 files when it ends; a request uploading 1,024 files on deep
+# paths; 8 jobs flooding their output; 4,096 connections held open; 200
+# clients each sending half of a 2 MB request line; 5,000 refused requests.
+#
+# SBX_FAIR_ONLY="N ..." runs only the attacks of those numbers (1-8).
+#
+# Usage: bench/fairness.sh [PINGS]     (run as root, after make and
+#                                       make t/sup-unit/sup-client)
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+pings=${1:-250}
+
+[ "$(id -u)" = 0 ] || { echo "bench: run as root (jobs get uids of their own)" >&2; exit 77; }
+for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client; do
+        [ -x "$top/$f" ] || { echo "bench: $top/$f not built (make && make t/sup-unit/sup-client)" >&2; exit 1; }
+done
+
+stage=$(mktemp -d /tmp/sbx-bench-fair.XXXXXX)
+chmod 0755 "$stage"
+mkdir -p "$stage/bin" "$stage/profiles"
+cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/supervisor/sbxctl" \
+        "$top/t/sup-unit/sup-client" "$stage/bin/"
+cp "$top"/profiles/*.ini "$stage/profiles/"
+chmod -R a+rX "$stage"
+
+cg=none
+mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+if [ -n "$mnt" ] && [ -w "$mnt/cgroup.procs" ]; then
+        cg="$mnt/sbx-bench-fair-$$"
+fi
+
+cat > "$stage/sup.conf" <<EOC
+[daemon]
+socket = $stage/sock
+socket_mode = 0666
+state_dir = $stage/state
+launcher = $stage/bin/sbx-launch
+profile_path = $stage/profiles
+cgroup = $cg
+max_jobs = 16
+max_connections = 8192
+audit_log = $stage/audit.log
+
+[tenant.attacker]
+uids = root
+max_jobs = 12
+max_queue = 1024
+max_disk = 2G
+
+[tenant.victim]
+uids = $(id -u nobody)
+EOC
+
+"$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
+daemon=$!
+cleanup() {
+        kill "$daemon" 2>/dev/null || true
+        wait "$daemon" 2>/dev/null || true
+        [ "$cg" = none ] || rmdir "$cg" 2>/dev/null || true
+        rm -rf "$stage"
+}
+trap cleanup EXIT INT TERM
+for i in $(seq 100); do
+        [ -S "$stage/sock" ] && "$stage/bin/sbxctl" --socket "$stage/sock" ping >/dev/null 2>&1 && break
+        sleep 0.05
+done
+ulimit -n 16384
+
+ctl() {
+        "$stage/bin/sbxctl" --socket "$stage/sock" "$@"
+}
+client() {
+        "$stage/bin/sup-client" "$stage/sock" "$@"
+}
+cpu_ticks() {
+        awk '{ print $14 + $15 }' "/proc/$daemon/stat"
+}
+# the event loop's thread alone (the main thread)
+loop_ticks() {
+        awk '{ print $14 + $15 }' "/proc/$daemon/task/$daemon/stat"
+}
+hz=$(getconf CLK_TCK)
+
+# measure NAME: the victim's pings while the attack started just before runs.
+measure() {
+        t0=$(cpu_ticks)
+        l0=$(loop_ticks)
+        out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$stage/bin/sup-client" "$stage/sock" \
+                --pings "$pings" 20)
+        t1=$(cpu_ticks)
+        l1=$(loop_ticks)
+        printf '%-46s %s  daemon CPU %.2f s (event loop %.2f s)\n' "$1" "$out" "$(echo "($t1 - $t0) / $hz" | bc -l)" \
+                "$(echo "($l1 - $l0) / $hz" | bc -l)"
+}
+
+attack() {
+        [ -z "${SBX_FAIR_ONLY:-}" ] && return 0
+        case " $SBX_FAIR_ONLY " in *" $1 "*) return 0 ;; esac
+        return 1
+}
+
+echo "fairness: $(nproc) CPUs, kernel $(uname -r), cgroup $cg, $pings pings every 20 ms per attack"
+measure "no attack"
+
+# 1. 40 logs requests at once, over and over, on a 16 MiB capture
+if attack 1; then
+        big=$(ctl submit --output 16M -- sh -c 'yes sbx-fairness | head -c 16777216')
+        ctl wait "$big" >/dev/null || true
+        (
+                end=$(($(date +%s) + 8))
+                while [ "$(date +%s)" -lt "$end" ]; do
+                        for i in $(seq 40); do ctl logs "$big" >/dev/null & done
+                        wait
+                done
+        ) &
+        att=$!
+        sleep 0.5
+        measure "40 x logs of a 16 MiB capture"
+        wait "$att" || true
+fi
+
+# 2. a job ending with 100,000 empty artifact matches
+if attack 2; then
+        ctl submit --disk 1G --timeout 2m --artifact 'd/*' -- \
+                sh -c 'mkdir d && cd d && seq 100000 | xargs touch && sleep 1' >/dev/null
+        sleep 1
+        measure "100,000 empty artifact matches at a job's end"
+fi
+
+# 3. a workspace of 300,000 files deleted at the job's end
+if attack 3; then
+        ctl submit --disk 2G --timeout 2m -- \
+                sh -c 'mkdir d && cd d && seq 300000 | xargs touch && sleep 1' >/dev/null
+        sleep 2
+        measure "300,000-file workspace deleted at the end"
+fi
+
+# 4. 1,024 uploads on deep paths, in a loop
+if attack 4; then
+        echo x > "$stage/up"
+        deep=$(seq 64 | sed 's/.*/d/' | tr '\n' '/')
+        args=$(seq 1024 | while read -r n; do printf ' --upload %s:%sf%s' "$stage/up" "$deep" "$n"; done)
+        (
+                end=$(($(date +%s) + 8))
+                while [ "$(date +%s)" -lt "$end" ]; do
+                        # shellcheck disable=SC2086
+                        ctl submit $args -- true >/dev/null || true
+                done
+        ) &
+        att=$!
+        sleep 0.5
+        measure "1,024 uploads on deep paths per request"
+        wait "$att" || true
+fi
+
+# 5. 8 jobs flooding their output
+if attack 5; then
+        for i in $(seq 8); do ctl submit --timeout 8s -- yes sbx-fairness-flood >/dev/null; done
+        sleep 0.5
+        measure "8 jobs flooding their output"
+        sleep 3
+fi
+
+# 6. 4,096 connections held open by the attacker
+if attack 6; then
+        client --hold 4096 10 >/dev/null &
+        att=$!
+        sleep 1
+        measure "4,096 connections held open"
+        wait "$att" || true
+fi
+
+# 7. 200 clients each sending half of a 2 MB line
+if attack 7; then
+        client --halfline 200 2000000 >/dev/null &
+        att=$!
+        sleep 0.3
+        measure "200 half lines of 2 MB"
+        wait "$att" || true
+fi
+
+# 8. 5,000 refused requests
+if attack 8; then
+        (yes '{"v":1,"op":"run","command":["true"],"profile":"nope"}' | head -n 5000 | client >/dev/null) &
+        att=$!
+        measure "5,000 refused requests"
+        wait "$att" || true
+fi
+
+echo "daemon peak RSS: $(awk '/^VmHWM:/ { print $2 " kB" }' "/proc/$daemon/status")"
