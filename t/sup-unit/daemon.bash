@@ -25,6 +25,12 @@ sup_init() {
                 SUP_CGROUP="$mnt/sbx-test-$$-$RANDOM"
         fi
         export SUP_CGROUP
+        # A uid range of its own per test file: daemons of files run in
+        # parallel must never hand out the same uid (a daemon kills every
+        # process of a job's uid before it reuses it). 1024 slots of 1024
+        # uids above the default range.
+        local slot=$(( ($$ + RANDOM) % 1024 ))
+        export SUP_JOB_UIDS="$((1879113728 + slot * 1024))-$((1879113728 + slot * 1024 + 1023))"
 }
 
 sup_fini() {
@@ -48,6 +54,7 @@ state_dir = $SUP_DIR/state
 launcher = $SBX_STAGE/bin/sbx-launch
 profile_path = $SBX_STAGE/profiles
 cgroup = $SUP_CGROUP
+job_uids = $SUP_JOB_UIDS
 audit_log = $SUP_DIR/audit.log
 kill_grace = 1s
 $*
