@@ -10,6 +10,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c \
 	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
 	supervisor/trace.h supervisor/trace.c \
+	supervisor/metrics.h supervisor/metrics.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
@@ -39,6 +40,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/accept.c \
 	supervisor/logs.c \
 	supervisor/download.c \
+	supervisor/metrics-http.h supervisor/metrics-http.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
 	supervisor/prepare.h supervisor/prepare.c \
@@ -61,8 +63,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/bundle.h supervisor/bundle-internal.h supervisor/bundle.c \
 	supervisor/bundle-job.c supervisor/bundle-ops.c
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS)
+	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl

@@ -16,7 +16,8 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/minisign-test \
 	t/sup-unit/index-test \
 	t/sup-unit/cache-test \
-	t/sup-unit/grant-test
+	t/sup-unit/grant-test \
+	t/sup-unit/metrics-test
 check_PROGRAMS += t/sup-unit/sup-client
 if HAVE_CMOCKA
 check_PROGRAMS += $(SUP_UNIT_TESTS)
@@ -62,6 +63,9 @@ t_sup_unit_index_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_cache_test_SOURCES = t/sup-unit/cache-test.c
 t_sup_unit_cache_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_cache_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_metrics_test_SOURCES = t/sup-unit/metrics-test.c
+t_sup_unit_metrics_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_metrics_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_grant_test_SOURCES = t/sup-unit/grant-test.c
 t_sup_unit_grant_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_grant_test_LDADD = $(SUP_UNIT_LDADD)
@@ -92,6 +96,7 @@ SUP_BATS = \
 	t/supervisor-results.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
+	t/supervisor-metrics.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
