@@ -90,6 +90,8 @@ SUP_BATS = \
 	t/supervisor-isolation.bats \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
+	t/supervisor-download.bats \
+	t/supervisor-trace.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
