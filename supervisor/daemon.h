@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "callbacks.h"
 #include "cgroup.h"
 #include "commit.h"
 #include "conf.h"
@@ -56,6 +57,7 @@ struct daemon {
         struct ghost_tenant *ghosts;
         struct bundles *bundles;  /* bundle.c */
         struct metrics metrics;   /* counters of finished jobs */
+        struct callbacks cb;      /* callbacks.c */
         struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
         struct source http_src;
 };

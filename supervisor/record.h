@@ -35,6 +35,7 @@ struct record_input {
         unsigned cg_limits;         /* CG_LIMIT_* it enforced */
         bool disk_quota;            /* its workspace was a sized tmpfs */
         const char *req_digest;     /* proto_request_digest(), or NULL */
+        const char *cb_delivery;    /* the callback's delivery id, with the request's callback URL; or NULL */
 };
 
 json_t *record_build(const struct record_input *in);
