@@ -112,6 +112,12 @@ static void audit_end(const struct rjob *rj, json_t *rec) {
                                        j->term_signal > 0 ? json_integer(j->term_signal) : json_null(), "wall_ms",
                                        rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
                                        rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null()));
+        /* An audited job's attempts go to the audit log too, in a line of
+         * their own (bounded like the record's). */
+        if (j->pol.net_audit && rec)
+                audit_write_deferred(json_pack("{s:s, s:s, s:s, s:O, s:O}", "event", "network", "job", j->id, "tenant",
+                                               j->tenant->name, "network", json_object_get(rec, "network"), "network_events",
+                                               json_object_get(rec, "network_events")));
 }
 
 void commit_job(struct daemon *d, struct rjob *rj) {
@@ -132,6 +138,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .cg_limits = rj->cg_limits,
                 .disk_quota = rj->ws_mounted,
                 .req_digest = rj->req_digest,
+                .net = &rj->net,
         };
         char results[4200];
         snprintf(results, sizeof(results), "%s/results", d->cfg->state_dir);

@@ -117,6 +117,8 @@ struct config {
         char *audit_log;           /* NULL: no audit log */
         enum audit_fsync audit_fsync;
         bool allow_unauthenticated;
+        uint64_t network_ring;     /* bytes of the network audit's eBPF ring buffer */
+        uint64_t network_events;   /* network events kept per job (more are counted) */
         /* bundles (config-bundle.c) */
         struct registry_conf *registries;
         size_t n_registries;

@@ -18,6 +18,7 @@
 #include "audit.h"
 #include "bundle.h"
 #include "daemon.h"
+#include "netjob.h"
 #include "dispatch.h"
 #include "log.h"
 #include "recover.h"
@@ -339,6 +340,8 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return sbx_error_set(err, wfd, "worker threads");
         if ((r = loop_add(&d->worker_src, wfd, EPOLLIN, on_worker)) < 0)
                 return sbx_error_set(err, r, "worker threads");
+        /* Before recovery: jobs it queues again may be audited. */
+        netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles. */
         if ((r = bundles_init(d, err)) < 0)
                 return r;
@@ -379,6 +382,7 @@ void daemon_done(struct daemon *d) {
                 jobs_remove(&d->jobs, rj);
                 rjob_free(rj);
         }
+        netjob_teardown(d);
         journal_close(&d->journal);
         audit_close();
         result_index_free(&d->done);

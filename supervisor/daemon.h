@@ -53,6 +53,8 @@ struct daemon {
         uint64_t next_retention_ms;
         struct ghost_tenant *ghosts;
         struct bundles *bundles;  /* bundle.c */
+        struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
+        char no_net_audit_why[256];
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

@@ -21,6 +21,7 @@ enum kind {
         K_OBJECT,
         K_TAG, /* string or integer */
         K_NUMBER, /* integer or real */
+        K_NET,    /* "none" / "host", or an object (network_fields) */
 };
 
 struct field {
@@ -52,6 +53,7 @@ static const char *kind_name(enum kind k) {
         case K_OBJECT: return "object";
         case K_TAG: return "string or integer";
         case K_NUMBER: return "number";
+        case K_NET: return "string or object";
         }
         return "?";
 }
@@ -65,6 +67,7 @@ static bool kind_ok(enum kind k, const json_t *j) {
         case K_OBJECT: return json_is_object(j);
         case K_TAG: return json_is_string(j) || json_is_integer(j);
         case K_NUMBER: return json_is_number(j);
+        case K_NET: return json_is_string(j) || json_is_object(j);
         }
         return false;
 }
@@ -107,12 +110,16 @@ static const struct field run_fields[] = {
         { "stdin_b64", K_STRING, false },
         { "timeout_ms", K_UINT, false },
         { "limits", K_OBJECT, false },
-        { "network", K_STRING, false },
+        { "network", K_NET, false },
         { "files", K_ARRAY, false },
         { "artifacts", K_ARRAY, false },
         { "idempotency_key", K_STRING, false },
         { "retries", K_UINT, false },
         { "follow", K_BOOL, false },
+};
+static const struct field network_fields[] = {
+        { "mode", K_STRING, false },
+        { "audit", K_BOOL, false },
 };
 static const struct field limit_fields[] = {
         { "memory", K_UINT, false },
@@ -278,7 +285,7 @@ static int parse_command(json_t *command, const char *field, bool program, struc
 
 /* A bundle instead of a command: the manifest decides the program, its
  * profile and its network; the request gives arguments. */
-static int parse_bundle(const char *bundle, json_t *command, json_t *args, const char *profile, const char *net,
+static int parse_bundle(const char *bundle, json_t *command, json_t *args, const char *profile, const json_t *net,
                         struct run_request *run, struct sbx_error *err) {
         struct bundle_ref ref;
         if (command)
@@ -460,9 +467,37 @@ static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sb
         return 0;
 }
 
+/* "none" or "host", or {"mode": ..., "audit": true}. Restricted egress is
+ * not built yet: refused by name rather than run unrestricted. */
+static int parse_net_mode(const char *mode, const char *field, struct run_request *run, struct sbx_error *err) {
+        if (streq(mode, "none"))
+                run->net = NET_NONE;
+        else if (streq(mode, "host"))
+                run->net = NET_HOST;
+        else if (streq(mode, "restricted"))
+                return sbx_error_msg(err, EINVAL, "field '%s': network mode \"restricted\" is not supported by this build", field);
+        else
+                return sbx_error_msg(err, EINVAL, "field '%s': expected \"none\" or \"host\"", field);
+        return 0;
+}
+
+static int parse_network(json_t *net, struct run_request *run, struct sbx_error *err) {
+        if (json_is_string(net))
+                return parse_net_mode(json_string_value(net), "network", run, err);
+        int r = check_fields(net, network_fields, ARRAY_SIZE(network_fields), "network.", err);
+        if (r < 0)
+                return r;
+        json_t *mode = json_object_get(net, "mode");
+        if (mode && (r = parse_net_mode(json_string_value(mode), "network.mode", run, err)) < 0)
+                return r;
+        run->net_audit = json_is_true(json_object_get(net, "audit"));
+        return 0;
+}
+
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
         json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
-        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL, *bundle = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL;
+        json_t *net = NULL;
         json_int_t timeout = -1, retries = 0;
         int follow = 0;
         json_error_t je;
@@ -474,7 +509,7 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:I, s?:b}",
+                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
@@ -514,14 +549,8 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         if (limits && (r = parse_limits(limits, run, err)) < 0)
                 return r;
 
-        if (net) {
-                if (streq(net, "none"))
-                        run->net = NET_NONE;
-                else if (streq(net, "host"))
-                        run->net = NET_HOST;
-                else
-                        return sbx_error_msg(err, EINVAL, "field 'network': expected \"none\" or \"host\"");
-        }
+        if (net && (r = parse_network(net, run, err)) < 0)
+                return r;
 
         if (files && (r = parse_files(files, run, err)) < 0)
                 return r;

@@ -8,6 +8,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
+	t/sup-unit/netevents-test \
 	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test \
 	t/sup-unit/result-test \
@@ -23,7 +24,7 @@ check_PROGRAMS += $(SUP_UNIT_TESTS)
 TESTS += $(SUP_UNIT_TESTS)
 endif
 
-SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor
+SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor -I$(top_srcdir)/bpf
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
 
 t_sup_unit_proto_test_SOURCES = t/sup-unit/proto-test.c
@@ -41,6 +42,9 @@ t_sup_unit_sched_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_launchspec_test_SOURCES = t/sup-unit/launchspec-test.c
 t_sup_unit_launchspec_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_netevents_test_SOURCES = t/sup-unit/netevents-test.c
+t_sup_unit_netevents_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_netevents_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
@@ -90,6 +94,7 @@ SUP_BATS = \
 	t/supervisor-isolation.bats \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
+	t/supervisor-netaudit.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
