@@ -22,7 +22,7 @@ enum opt_id {
         O_PROFILE, O_SET, O_TIMEOUT, O_SETENV, O_UNSETENV, O_KEEPENV, O_CLEARENV, O_CHDIR,
         O_HOSTNAME, O_UID, O_GID, O_FS1, O_FS2, O_FILE, O_SIZE, O_PERMS, O_UNSHARE_ALL, O_UNSHARE,
         O_SHARE, O_BOOL_YES, O_PTY, O_PASS_FD, O_STATUS_FD, O_INFO_FD, O_BLOCK_FD, O_SYNC_FD,
-        O_PRINT_PROFILE, O_CHECK, O_HELP, O_VERSION,
+        O_PRINT_PROFILE, O_CHECK, O_CHECK_HOST, O_HELP, O_VERSION,
 };
 
 struct opt {
@@ -84,6 +84,7 @@ static const struct opt options[] = {
         { "--sync-fd", 1, O_SYNC_FD, NULL },
         { "--print-profile", 0, O_PRINT_PROFILE, NULL },
         { "--check", 0, O_CHECK, NULL },
+        { "--check-host", 0, O_CHECK_HOST, NULL },
         { "--help", 0, O_HELP, NULL },
         { "-h", 0, O_HELP, NULL },
         { "--version", 0, O_VERSION, NULL },
@@ -99,6 +100,7 @@ static void usage(FILE *f) {
               "  --set SECTION.KEY=VALUE set any profile key\n"
               "  --print-profile         print the effective profile as INI and exit\n"
               "  --check                 validate profiles and options, run nothing\n"
+              "  --check-host            say whether this machine gives sbx what it needs\n"
               "Namespaces and identity:\n"
               "  --unshare-all, --unshare-{user,pid,net,ipc,uts,cgroup}, --share-{pid,net,ipc,uts,cgroup}\n"
               "  --hostname NAME  --uid UID  --gid GID\n"
@@ -236,7 +238,7 @@ static void load_profiles(struct launch *l, char **argv, int cmd) {
  * "--" is a command), every option known and complete; --help and
  * --version answered. */
 static int find_command(int argc, char **argv) {
-        bool help = false, version = false;
+        bool help = false, version = false, check_host = false;
         int cmd = argc;
 
         for (int i = 1; i < argc; i++) {
@@ -256,6 +258,7 @@ static int find_command(int argc, char **argv) {
                 }
                 help |= o->id == O_HELP;
                 version |= o->id == O_VERSION;
+                check_host |= o->id == O_CHECK_HOST;
                 if (!inl && i + o->nargs >= argc) {
                         fprintf(stderr, "sbx-launch: usage: %s needs %d argument%s\n", a, o->nargs,
                                 o->nargs > 1 ? "s" : "");
@@ -270,6 +273,12 @@ static int find_command(int argc, char **argv) {
         if (version) {
                 printf("sbx-launch %s\n", PACKAGE_VERSION);
                 exit(0);
+        }
+        if (check_host) {
+                int r = hostcheck_run(stdout);
+                if (r < 0)
+                        die("check-host", "writing the report: %s", strerror(-r));
+                exit(r > 0 ? 1 : 0);
         }
         return cmd;
 }
@@ -360,6 +369,7 @@ static void apply_option(struct launch *l, const struct opt *o, const char *a1, 
         case O_STATUS_FD:
         case O_HELP:
         case O_VERSION:
+        case O_CHECK_HOST:
                 break;
         case O_SET:
                 apply_set(l, a1, origin);

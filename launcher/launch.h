@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <termios.h>
 
@@ -131,6 +132,11 @@ void cli_parse(struct launch *l, int argc, char **argv);
  * fd once it is known. */
 extern int launch_status_fd;
 extern struct launch *launch_current;
+/* --check-host (hostcheck.c): prints one line per requirement; answers the
+ * number of required ones not met, or -errno if the report could not be
+ * written. */
+int hostcheck_run(FILE *out);
+
 _noreturn_ void die(const char *step, const char *fmt, ...) _printf_(2, 3);
 _noreturn_ void die_error(const char *step, const struct sbx_error *err);
 

@@ -14,6 +14,7 @@ launcher_sbx_launch_SOURCES = \
 	launcher/init.c \
 	launcher/pty.c \
 	launcher/status.c \
+	launcher/hostcheck.c \
 	launcher/harden.h \
 	$(HARDEN_SOURCES)
 nodist_launcher_sbx_launch_SOURCES = launcher/default-profile.h

@@ -105,3 +105,5 @@
 #define SBX_ENV_BUNDLE_VERSION "SBX_BUNDLE_VERSION"
 #define SBX_ENV_BUNDLE_DIR "SBX_BUNDLE_DIR"
 #define SBX_ENV_RESERVED_PREFIX "SBX_"
+/* W3C trace context: the job's own traceparent (its span in its trace). */
+#define SBX_ENV_TRACEPARENT "TRACEPARENT"

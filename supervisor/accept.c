@@ -20,6 +20,7 @@
 #include "profile.h"
 #include "runner.h"
 #include "subscribe.h"
+#include "trace.h"
 
 static void refuse(struct conn *c, struct request *req, const char *code, const char *fmt, ...) _printf_(4, 5);
 
@@ -181,6 +182,17 @@ void accept_run(struct conn *c, struct request *req) {
         rj->profile_path = TAKE_PTR(profile_path);
         j->req = *req; /* the job owns the request now */
         request_init(req);
+        /* Its own span in the caller's trace, or a trace of its own:
+         * journaled with the request, so a restart keeps it. */
+        char tp[TRACEPARENT_LEN + 1];
+        trace_child(j->req.run.traceparent, tp);
+        free(j->req.run.traceparent);
+        j->req.run.traceparent = strdup(tp);
+        if (!j->req.run.traceparent) {
+                refuse(c, req, E_INTERNAL, "out of memory");
+                rjob_free(rj);
+                return;
+        }
         req->tag = j->req.tag ? json_incref(j->req.tag) : NULL;
         if (j->req.run.bundle) {
                 j->bundle.set = true;
@@ -205,7 +217,7 @@ void accept_run(struct conn *c, struct request *req) {
                 return;
         }
         jobs_add(&d->jobs, rj);
-        audit_request(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j->id, NULL,
+        audit_request(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
                       pol.clamped[0] ? pol.clamped : NULL, false);
         if (j->req.run.follow)
                 subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "job.h"
 #include "conn.h"
 #include "log.h"
 #include "util.h"
@@ -136,7 +137,7 @@ static bool refusal_allowed(uid_t uid, uint64_t *ret_suppressed) {
         return true;
 }
 
-void audit_request(const struct conn *c, const char *op, const char *decision, const char *job, const char *code,
+void audit_request(const struct conn *c, const char *op, const char *decision, const struct job *job, const char *code,
                    const char *msg, bool refusal) {
         uint64_t suppressed = 0;
         if (refusal && !refusal_allowed(c->cred.uid, &suppressed))
@@ -144,8 +145,10 @@ void audit_request(const struct conn *c, const char *op, const char *decision, c
         json_t *rec = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o, s:o, s:o}", "event", "request", "op", op, "uid",
                                 (json_int_t) c->cred.uid, "pid", (json_int_t) c->cred.pid, "tenant",
                                 c->tenant ? c->tenant->name : "", "decision", decision, "job",
-                                job ? json_string(job) : json_null(), "code", code ? json_string(code) : json_null(),
+                                job ? json_string(job->id) : json_null(), "code", code ? json_string(code) : json_null(),
                                 "message", msg ? json_string(msg) ?: json_null() : json_null());
+        if (rec && job && job->req.run.traceparent)
+                json_object_set_new(rec, "trace_id", json_stringn(job->req.run.traceparent + 3, 32));
         if (rec && suppressed)
                 json_object_set_new(rec, "suppressed", json_integer((json_int_t) suppressed));
         audit_emit(rec);

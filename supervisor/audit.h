@@ -9,6 +9,7 @@
 #include "conf.h"
 
 struct conn;
+struct job;
 
 int audit_open(const char *path, enum audit_fsync policy);
 /* Open the path again (after logrotate moved the file: SIGHUP). */
@@ -23,8 +24,9 @@ void audit_write_deferred(json_t *rec);
 /* A decision on a client's request: who (the connection's peer and
  * tenant), which operation, accepted or refused with which code. A
  * refusal is rate-limited per caller (20 a second after a burst of 100);
- * the next line written for that caller says how many were left out. */
-void audit_request(const struct conn *c, const char *op, const char *decision, const char *job, const char *code,
+ * the next line written for that caller says how many were left out. A
+ * line about a job names it and its trace id. */
+void audit_request(const struct conn *c, const char *op, const char *decision, const struct job *job, const char *code,
                    const char *msg, bool refusal);
 /* The descriptor to fdatasync for the lines written since the last call,
  * or -1 if there are none (or the policy is "never"). */

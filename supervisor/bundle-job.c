@@ -62,7 +62,7 @@ static void end(struct rjob *rj, const char *code, const char *msg) {
         struct daemon *d = rj->d;
         bool queued = true;
         audit_job(rj, "refused", code, msg);
-        log_info("job %s: bundle: %s: %s", rj->j.id, code, msg);
+        log_info(JOB_LOG ": bundle: %s: %s", JOB_LOG_ARGS(&rj->j), code, msg);
         if (job_bundle_failed(&rj->j, code, msg) < 0)
                 queued = false;
         if (queued)
@@ -147,7 +147,7 @@ static void ready(struct bwait *w, const struct resolution *r) {
         rj->profile_path = TAKE_PTR(profile);
         audit_job(rj, pol.clamped[0] ? "granted (clamped)" : "granted", NULL, NULL);
         if (j->bundle.stale)
-                log_warning("job %s: runs %s %s from the cache, the registry could not be asked: %s", j->id, r->entry->name,
+                log_warning(JOB_LOG ": runs %s %s from the cache, the registry could not be asked: %s", JOB_LOG_ARGS(j), r->entry->name,
                             r->entry->version, r->stale_why);
         if (j->state == JOB_FETCHING)
                 job_transition(j, JEV_FETCHED, NULL);

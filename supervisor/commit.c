@@ -105,13 +105,14 @@ static void audit_end(const struct rjob *rj, json_t *rec) {
         const struct job *j = &rj->j;
         char digest[65];
         proto_inputs_digest(&j->req.run, digest);
-        audit_write_deferred(json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o}", "event", "job_end", "job",
+        audit_write_deferred(json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "event", "job_end", "job",
                                        j->id, "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "command",
                                        record_command(j), "inputs_sha256", digest, "state", job_outcome_name(j->outcome),
                                        "exit_code", j->exit_code >= 0 ? json_integer(j->exit_code) : json_null(), "signal",
                                        j->term_signal > 0 ? json_integer(j->term_signal) : json_null(), "wall_ms",
                                        rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
-                                       rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null()));
+                                       rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null(), "trace_id",
+                                       j->req.run.traceparent ? json_stringn(j->req.run.traceparent + 3, 32) : json_null()));
         /* An audited job's attempts go to the audit log too, in a line of
          * their own (bounded like the record's). */
         if (j->pol.net_audit && rec)
@@ -234,7 +235,7 @@ void commit_submit(struct daemon *d) {
 static void debug_steps(const struct rjob *rj) {
         const uint64_t *t = rj->t_us;
 #define STEP_MS(a, b) (t[a] && t[b] ? (double) (t[b] - t[a]) / 1000.0 : -1)
-        log_debug("job %s: accepted to started %.2f ms, ran %.2f ms, exit to commit %.2f ms, commit %.2f ms", rj->j.id,
+        log_debug(JOB_LOG ": accepted to started %.2f ms, ran %.2f ms, exit to commit %.2f ms, commit %.2f ms", JOB_LOG_ARGS(&rj->j),
                   STEP_MS(T_ACCEPTED, T_STARTED), STEP_MS(T_STARTED, T_EXITED), STEP_MS(T_EXITED, T_COMMIT),
                   STEP_MS(T_COMMIT, T_TOLD));
 #undef STEP_MS
@@ -248,15 +249,15 @@ static void tell(struct daemon *d, struct rjob *rj) {
         json_t *rec = TAKE_PTR(rj->rec);
         int r = result_index_add(&d->done, rec);
         if (r < 0)
-                log_warning("job %s: not in the index of results (%s); it is read from disk at the next start", j->id,
+                log_warning(JOB_LOG ": not in the index of results (%s); it is read from disk at the next start", JOB_LOG_ARGS(j),
                             strerror(-r));
         json_t *jr = json_pack("{s:s, s:s}", "ev", "done", "job", j->id);
         /* Not synced: a crash before it leaves an accept whose record
          * exists, which recovery skips. */
         if (jr && journal_append(&d->journal, jr, false) < 0)
-                log_debug("job %s: journal: done line not written", j->id);
+                log_debug(JOB_LOG ": journal: done line not written", JOB_LOG_ARGS(j));
         json_decref(jr);
-        log_info("job %s (%s): %s, exit %d%s", j->id, j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
+        log_info(JOB_LOG " (tenant %s): %s, exit %d%s", JOB_LOG_ARGS(j), j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  rj->cap.truncated[0] || rj->cap.truncated[1] ? ", output truncated at its cap" : "");
         subscribe_end(rj, rec);
         json_decref(rec);
@@ -281,7 +282,7 @@ static void failed(struct daemon *d, struct rjob *rj, int err) {
         rj->rec_attempts++;
         commit_storage_failed(d, "result record", err);
         if (rj->rec_attempts == 1) {
-                log_error("job %s: cannot write its result record: %s; kept in the journal, retrying", rj->j.id, strerror(-err));
+                log_error(JOB_LOG ": cannot write its result record: %s; kept in the journal, retrying", JOB_LOG_ARGS(&rj->j), strerror(-err));
                 snprintf(msg, sizeof(msg),
                          "job %s ended (%s) but its result record cannot be written (%s); the daemon keeps the job and "
                          "retries: ask for its result later",

@@ -107,7 +107,7 @@ static void op_cancel(struct conn *c, struct request *req, struct rjob *rj, stru
                                                           rj ? job_outcome_name(rj->j.outcome) : e->state, "already_done", 1)));
                 return;
         }
-        audit_request(c, "cancel", "accepted", rj->j.id, NULL, NULL, false);
+        audit_request(c, "cancel", "accepted", &rj->j, NULL, NULL, false);
         if (rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING) {
                 sched_remove_queued(&d->sched, &rj->j);
                 job_transition(&rj->j, JEV_CANCEL, NULL);
@@ -169,6 +169,9 @@ static void op_job(struct conn *c, struct request *req) {
                 break;
         case REQ_LOGS:
                 logs_serve(c, req, rj, rj ? rj->j.id : e->id);
+                break;
+        case REQ_DOWNLOAD:
+                download_serve(c, req, rj, rj ? rj->j.id : e->id);
                 break;
         default:
                 break;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* One request line of a client: parsed (proto), then one handler per
  * operation. Handlers reply on the connection; the run operation is in
- * accept.c, logs in logs.c. */
+ * accept.c, logs in logs.c, download in download.c. */
 #pragma once
 
 #include <stddef.h>
@@ -20,3 +20,6 @@ void accept_run(struct conn *c, struct request *req);
 json_t *accept_record(const struct rjob *rj);
 /* logs.c: the captured output of a job of c's tenant (live or finished). */
 void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id);
+/* download.c: one file of a finished job of c's tenant, in bounded pieces
+ * with its SHA-256 at the end. */
+void download_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id);

@@ -135,6 +135,16 @@ void job_init(struct job *j);
 /* Frees what the job owns (the request, the error), not j itself. */
 void job_release(struct job *j);
 
+/* The job's trace id (32 hex digits, not NUL-terminated: print with
+ * "%.32s"), or "-" for a job accepted before the daemon kept one. Log
+ * lines about a job start with JOB_LOG, so that every one names its
+ * trace. */
+static inline const char *job_trace(const struct job *j) {
+        return j->req.run.traceparent ? j->req.run.traceparent + 3 : "-";
+}
+#define JOB_LOG "job %s (trace %.32s)"
+#define JOB_LOG_ARGS(j) (j)->id, job_trace(j)
+
 const char *job_state_name(enum job_state s);
 const char *job_outcome_name(enum job_outcome o);
 /* Is s a state `list` can filter on: a live state, an outcome, "active"

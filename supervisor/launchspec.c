@@ -64,6 +64,8 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         if ((r = write_env(f, SBX_ENV_JOB_ID, j->id)) < 0 || (r = write_env(f, SBX_ENV_TENANT, j->tenant->name)) < 0 ||
             (r = write_env(f, SBX_ENV_WORKSPACE, JOB_WORKSPACE)) < 0)
                 return r;
+        if (j->req.run.traceparent && (r = write_env(f, SBX_ENV_TRACEPARENT, j->req.run.traceparent)) < 0)
+                return r;
         if (j->bundle.set &&
             ((r = write_env(f, SBX_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||
              (r = write_env(f, SBX_ENV_BUNDLE_VERSION, j->bundle.version)) < 0 ||

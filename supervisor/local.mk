@@ -8,7 +8,8 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
 	supervisor/log.h supervisor/log.c \
 	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c \
-	supervisor/proto.h supervisor/proto.c supervisor/proto-msg.c \
+	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
+	supervisor/trace.h supervisor/trace.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
@@ -38,6 +39,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/dispatch.h supervisor/dispatch.c \
 	supervisor/accept.c \
 	supervisor/logs.c \
+	supervisor/download.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
 	supervisor/prepare.h supervisor/prepare.c \
@@ -67,7 +69,7 @@ supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(SYSTEMD_LIBS) $(AR
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c
+supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

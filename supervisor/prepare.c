@@ -63,7 +63,7 @@ static void prepare_done(struct work *w) {
         if (rj->prep_error) {
                 char msg[SBX_ERROR_MAX + 64];
                 snprintf(msg, sizeof(msg), "cannot prepare the workspace: %s", rj->prep_error);
-                log_error("job %s: %s", j->id, msg);
+                log_error(JOB_LOG ": %s", JOB_LOG_ARGS(j), msg);
                 job_transition(j, JEV_SPAWN_FAIL, msg);
                 runner_end(rj);
                 return;
@@ -83,7 +83,7 @@ void prepare_begin(struct rjob *rj) {
         rj->slot = true;
         int r = assign_ids(rj);
         if (r < 0) {
-                log_error("job %s: no free job uid (job_uids: all %u in use)", rj->j.id, d->uids.size);
+                log_error(JOB_LOG ": no free job uid (job_uids: all %u in use)", JOB_LOG_ARGS(&rj->j), d->uids.size);
                 job_transition(&rj->j, JEV_SPAWN_FAIL, "no free job uid: every uid of job_uids is in use");
                 runner_end(rj);
                 return;
@@ -91,7 +91,7 @@ void prepare_begin(struct rjob *rj) {
         if (d->cg.enabled) {
                 r = cgroup_job_create(&d->cg, rj->j.id, &rj->j.pol, &rj->cgroup_fd, &rj->cg_limits);
                 if (r < 0) {
-                        log_warning("job %s: no cgroup (%s); limits go to rlimits", rj->j.id, strerror(-r));
+                        log_warning(JOB_LOG ": no cgroup (%s); limits go to rlimits", JOB_LOG_ARGS(&rj->j), strerror(-r));
                         rj->cgroup_fd = -1;
                         rj->cg_limits = 0;
                 }
@@ -153,7 +153,7 @@ void prepare_release(struct rjob *rj) {
                         u->uid = rj->j.job_uid;
                         u->gid = rj->j.job_gid;
                 } else
-                        log_error("job %s: out of memory: its uid %u is not reused", rj->j.id, (unsigned) rj->j.job_uid);
+                        log_error(JOB_LOG ": out of memory: its uid %u is not reused", JOB_LOG_ARGS(&rj->j), (unsigned) rj->j.job_uid);
                 rj->own_uid = false;
         }
         if (rj->cgroup_fd >= 0) {

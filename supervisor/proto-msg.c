@@ -153,6 +153,10 @@ json_t *proto_run_json(const struct run_request *run) {
                 r |= json_object_set_new(o, "idempotency_key", json_string(run->idempotency_key));
         if (run->retries)
                 r |= json_object_set_new(o, "retries", json_integer(run->retries));
+        /* Not in the request digest: a retry under another trace is still
+         * the same job. */
+        if (run->traceparent)
+                r |= json_object_set_new(o, "traceparent", json_string(run->traceparent));
         if (r) {
                 json_decref(o);
                 return NULL;

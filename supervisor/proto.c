@@ -10,94 +10,9 @@
 #include "launch-abi.h"
 #include "profile.h"
 #include "proto.h"
+#include "proto-internal.h"
+#include "trace.h"
 #include "util.h"
-
-/* Field kinds beyond jansson's own types. */
-enum kind {
-        K_STRING,
-        K_UINT,
-        K_BOOL,
-        K_ARRAY,
-        K_OBJECT,
-        K_TAG, /* string or integer */
-        K_NUMBER, /* integer or real */
-        K_NET,    /* "none" / "host", or an object (network_fields) */
-};
-
-struct field {
-        const char *name;
-        enum kind kind;
-        bool required;
-};
-
-static const char *json_kind_name(const json_t *j) {
-        switch (json_typeof(j)) {
-        case JSON_OBJECT: return "object";
-        case JSON_ARRAY: return "array";
-        case JSON_STRING: return "string";
-        case JSON_INTEGER: return "integer";
-        case JSON_REAL: return "number";
-        case JSON_TRUE:
-        case JSON_FALSE: return "boolean";
-        case JSON_NULL: return "null";
-        }
-        return "?";
-}
-
-static const char *kind_name(enum kind k) {
-        switch (k) {
-        case K_STRING: return "string";
-        case K_UINT: return "non-negative integer";
-        case K_BOOL: return "boolean";
-        case K_ARRAY: return "array";
-        case K_OBJECT: return "object";
-        case K_TAG: return "string or integer";
-        case K_NUMBER: return "number";
-        case K_NET: return "string or object";
-        }
-        return "?";
-}
-
-static bool kind_ok(enum kind k, const json_t *j) {
-        switch (k) {
-        case K_STRING: return json_is_string(j);
-        case K_UINT: return json_is_integer(j) && json_integer_value(j) >= 0;
-        case K_BOOL: return json_is_boolean(j);
-        case K_ARRAY: return json_is_array(j);
-        case K_OBJECT: return json_is_object(j);
-        case K_TAG: return json_is_string(j) || json_is_integer(j);
-        case K_NUMBER: return json_is_number(j);
-        case K_NET: return json_is_string(j) || json_is_object(j);
-        }
-        return false;
-}
-
-/* Check every member of obj against spec: unknown members, wrong types and
- * missing required members are errors naming the field (with its path). */
-static int check_fields(const json_t *obj, const struct field *spec, size_t n, const char *where, struct sbx_error *err) {
-        const char *key;
-        json_t *val;
-        json_object_foreach((json_t *) obj, key, val) {
-                size_t i;
-                for (i = 0; i < n; i++)
-                        if (streq(spec[i].name, key))
-                                break;
-                if (i == n)
-                        return sbx_error_msg(err, EINVAL, "unknown field '%s%s'", where, key);
-                if (!kind_ok(spec[i].kind, val)) {
-                        if (spec[i].kind == K_UINT && json_is_integer(val))
-                                return sbx_error_msg(err, EINVAL, "field '%s%s': must not be negative", where, key);
-                        return sbx_error_msg(err, EINVAL, "field '%s%s': expected %s, got %s", where, key,
-                                             kind_name(spec[i].kind), json_kind_name(val));
-                }
-        }
-        for (size_t i = 0; i < n; i++)
-                if (spec[i].required && !json_object_get(obj, spec[i].name))
-                        return sbx_error_msg(err, EINVAL, "missing field '%s%s'", where, spec[i].name);
-        return 0;
-}
-
-#define COMMON_FIELDS { "v", K_UINT, true }, { "op", K_STRING, true }, { "id", K_TAG, false }
 
 static const struct field run_fields[] = {
         COMMON_FIELDS,
@@ -116,6 +31,7 @@ static const struct field run_fields[] = {
         { "idempotency_key", K_STRING, false },
         { "retries", K_UINT, false },
         { "follow", K_BOOL, false },
+        { "traceparent", K_STRING, false },
 };
 static const struct field network_fields[] = {
         { "mode", K_STRING, false },
@@ -136,27 +52,14 @@ static const struct field file_fields[] = {
         { "mode", K_UINT, false },
 };
 static const struct field job_fields[] = { COMMON_FIELDS, { "job", K_STRING, true } };
-static const struct field logs_fields[] = {
-        COMMON_FIELDS,
-        { "job", K_STRING, true },
-        { "stream", K_STRING, false },
-        { "follow", K_BOOL, false },
-        { "offset", K_UINT, false },
-        { "max_bytes", K_UINT, false },
-};
-static const struct field list_fields[] = {
-        COMMON_FIELDS,
-        { "state", K_STRING, false },
-        { "limit", K_UINT, false },
-};
 static const struct field ping_fields[] = { COMMON_FIELDS };
-static const struct field bundle_show_fields[] = { COMMON_FIELDS, { "bundle", K_STRING, true } };
 static const struct field cache_gc_fields[] = { COMMON_FIELDS, { "all", K_BOOL, false } };
 
 static const char *const op_names[] = {
         [REQ_RUN] = "run", [REQ_STATUS] = "status", [REQ_WAIT] = "wait", [REQ_LOGS] = "logs",
         [REQ_CANCEL] = "cancel", [REQ_RESULT] = "result", [REQ_LIST] = "list", [REQ_PING] = "ping",
         [REQ_BUNDLE_SHOW] = "bundle.show", [REQ_CACHE_LIST] = "cache.list", [REQ_CACHE_GC] = "cache.gc",
+        [REQ_DOWNLOAD] = "download",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -179,6 +82,8 @@ void request_free(struct request *r) {
         free(r->job);
         free(r->state);
         free(r->bundle);
+        free(r->artifact);
+        free(run->traceparent);
         free(run->bundle);
         for (size_t i = 0; i < run->argc; i++)
                 free(run->argv[i]);
@@ -232,9 +137,7 @@ static int dup_bytes(const char *s, size_t len, unsigned char **ret) {
         return 0;
 }
 
-/* A relative path that stays inside the workspace: no leading '/', no
- * empty, "." or ".." component. */
-static bool valid_rel_path(const char *p, bool glob) {
+bool proto_valid_rel_path(const char *p, bool glob) {
         size_t len = strlen(p);
         if (len == 0 || len > PROTO_MAX_PATH || p[0] == '/')
                 return false;
@@ -271,7 +174,7 @@ static int parse_command(json_t *command, const char *field, bool program, struc
         for (size_t i = 0; i < n; i++) {
                 json_t *a = json_array_get(command, i);
                 if (!json_is_string(a))
-                        return sbx_error_msg(err, EINVAL, "field '%s[%zu]': expected string, got %s", field, i, json_kind_name(a));
+                        return sbx_error_msg(err, EINVAL, "field '%s[%zu]': expected string, got %s", field, i, proto_json_kind_name(a));
                 if (json_string_length(a) > PROTO_MAX_ARG_LEN)
                         return sbx_error_msg(err, EINVAL, "field '%s[%zu]': longer than %d bytes", field, i, PROTO_MAX_ARG_LEN);
                 if (i == 0 && program && json_string_length(a) == 0)
@@ -318,7 +221,7 @@ static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err
                 if (strncmp(name, SBX_ENV_RESERVED_PREFIX, strlen(SBX_ENV_RESERVED_PREFIX)) == 0)
                         return sbx_error_msg(err, EINVAL, "field 'env.%s': SBX_* variables are reserved", name);
                 if (!json_is_string(val))
-                        return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, json_kind_name(val));
+                        return sbx_error_msg(err, EINVAL, "field 'env.%s': expected string, got %s", name, proto_json_kind_name(val));
                 if (json_string_length(val) > PROTO_MAX_ARG_LEN)
                         return sbx_error_msg(err, EINVAL, "field 'env.%s': longer than %d bytes", name, PROTO_MAX_ARG_LEN);
                 struct env_pair *p = &run->env[run->n_env++];
@@ -348,7 +251,7 @@ static int parse_limits(json_t *limits, struct run_request *run, struct sbx_erro
         int r;
         json_int_t mem = -1, procs = -1, cpu = -1, out = -1, disk = -1;
         json_t *cpus = NULL;
-        r = check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
+        r = proto_check_fields(limits, limit_fields, ARRAY_SIZE(limit_fields), "limits.", err);
         if (r < 0)
                 return r;
         if (json_unpack_ex(limits, &je, JSON_STRICT, "{s?:I, s?:I, s?:I, s?:o, s?:I, s?:I}", "memory", &mem,
@@ -418,14 +321,14 @@ static int parse_files(json_t *files, struct run_request *run, struct sbx_error 
                 json_int_t mode = -1;
                 snprintf(where, sizeof(where), "files[%zu].", i);
                 if (!json_is_object(f))
-                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': expected object, got %s", i, json_kind_name(f));
-                r = check_fields(f, file_fields, ARRAY_SIZE(file_fields), where, err);
+                        return sbx_error_msg(err, EINVAL, "field 'files[%zu]': expected object, got %s", i, proto_json_kind_name(f));
+                r = proto_check_fields(f, file_fields, ARRAY_SIZE(file_fields), where, err);
                 if (r < 0)
                         return r;
                 if (json_unpack_ex(f, &je, JSON_STRICT, "{s:s, s?:s, s?:s, s?:I}", "path", &path, "data", &data,
                                    "data_b64", &data_b64, "mode", &mode) < 0)
                         return sbx_error_msg(err, EINVAL, "field 'files[%zu]': %s", i, je.text);
-                if (!valid_rel_path(path, false))
+                if (!proto_valid_rel_path(path, false))
                         return sbx_error_msg(err, EINVAL, "field 'files[%zu].path': must be a relative path without '.' or '..' components", i);
                 if (!!data == !!data_b64)
                         return sbx_error_msg(err, EINVAL, "field 'files[%zu]': exactly one of 'data' and 'data_b64' is required", i);
@@ -457,8 +360,8 @@ static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sb
         for (size_t i = 0; i < na; i++) {
                 json_t *a = json_array_get(artifacts, i);
                 if (!json_is_string(a))
-                        return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': expected string, got %s", i, json_kind_name(a));
-                if (!valid_rel_path(json_string_value(a), true))
+                        return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': expected string, got %s", i, proto_json_kind_name(a));
+                if (!proto_valid_rel_path(json_string_value(a), true))
                         return sbx_error_msg(err, EINVAL, "field 'artifacts[%zu]': must be a relative glob without '.' or '..' components", i);
                 if (!(run->artifacts[i] = strdup(json_string_value(a))))
                         return sbx_error_set(err, ENOMEM, "artifacts");
@@ -484,7 +387,7 @@ static int parse_net_mode(const char *mode, const char *field, struct run_reques
 static int parse_network(json_t *net, struct run_request *run, struct sbx_error *err) {
         if (json_is_string(net))
                 return parse_net_mode(json_string_value(net), "network", run, err);
-        int r = check_fields(net, network_fields, ARRAY_SIZE(network_fields), "network.", err);
+        int r = proto_check_fields(net, network_fields, ARRAY_SIZE(network_fields), "network.", err);
         if (r < 0)
                 return r;
         json_t *mode = json_object_get(net, "mode");
@@ -495,26 +398,26 @@ static int parse_network(json_t *net, struct run_request *run, struct sbx_error 
 }
 
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
-        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
-        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL;
-        json_t *net = NULL;
+        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL;
         json_int_t timeout = -1, retries = 0;
         int follow = 0;
         json_error_t je;
         int r;
 
-        r = check_fields(root, run_fields, ARRAY_SIZE(run_fields), "", err);
+        r = proto_check_fields(root, run_fields, ARRAY_SIZE(run_fields), "", err);
         if (r < 0)
                 return r;
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b}",
+                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
                            "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
-                           "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow) < 0)
+                           "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow,
+                           "traceparent", &traceparent) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
         if (bundle)
@@ -568,77 +471,14 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                 return sbx_error_msg(err, EINVAL, "field 'retries': must be 0 to %d", PROTO_MAX_RETRIES);
         run->retries = (unsigned) retries;
         run->follow = follow;
-        return 0;
-}
-
-static int parse_job_field(json_t *root, struct request *r, struct sbx_error *err) {
-        const char *job = json_string_value(json_object_get(root, "job"));
-        if (!proto_valid_job_id(job))
-                return sbx_error_msg(err, EINVAL, "field 'job': not a job id");
-        r->job = strdup(job);
-        return r->job ? 0 : sbx_error_set(err, ENOMEM, "job");
-}
-
-static int parse_logs(json_t *root, struct request *r, struct sbx_error *err) {
-        int rc = check_fields(root, logs_fields, ARRAY_SIZE(logs_fields), "", err);
-        if (rc == 0)
-                rc = parse_job_field(root, r, err);
-        if (rc < 0)
-                return rc;
-        const char *s = json_string_value(json_object_get(root, "stream"));
-        if (!s || streq(s, "both"))
-                r->streams = STREAM_BOTH;
-        else if (streq(s, "stdout"))
-                r->streams = STREAM_STDOUT;
-        else if (streq(s, "stderr"))
-                r->streams = STREAM_STDERR;
-        else
-                return sbx_error_msg(err, EINVAL, "field 'stream': expected \"stdout\", \"stderr\" or \"both\"");
-        r->follow = json_is_true(json_object_get(root, "follow"));
-        json_t *off = json_object_get(root, "offset"), *mb = json_object_get(root, "max_bytes");
-        if ((off || mb) && r->follow)
-                return sbx_error_msg(err, EINVAL, "fields 'offset' and 'max_bytes' do not go with 'follow'");
-        if (off)
-                r->offset = (uint64_t) json_integer_value(off);
-        if (mb) {
-                r->max_bytes = (uint64_t) json_integer_value(mb);
-                if (r->max_bytes == 0 || r->max_bytes > PROTO_LOGS_CHUNK)
-                        return sbx_error_msg(err, EINVAL, "field 'max_bytes': must be 1 to %u", PROTO_LOGS_CHUNK);
+        if (traceparent) {
+                if (!trace_valid(traceparent))
+                        return sbx_error_msg(err, EINVAL, "field 'traceparent': not a W3C traceparent "
+                                                          "(00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lowercase, ids not all zero)");
+                if (!(run->traceparent = strdup(traceparent)))
+                        return sbx_error_set(err, ENOMEM, "traceparent");
         }
         return 0;
-}
-
-static int parse_list(json_t *root, struct request *r, struct sbx_error *err) {
-        int rc = check_fields(root, list_fields, ARRAY_SIZE(list_fields), "", err);
-        if (rc < 0)
-                return rc;
-        const char *s = json_string_value(json_object_get(root, "state"));
-        if (s) {
-                if (!job_state_filter_valid(s))
-                        return sbx_error_msg(err, EINVAL, "field 'state': unknown state '%.32s'", s);
-                r->state = strdup(s);
-                if (!r->state)
-                        return sbx_error_set(err, ENOMEM, "state");
-        }
-        json_t *l = json_object_get(root, "limit");
-        if (l) {
-                r->limit = (uint64_t) json_integer_value(l);
-                if (r->limit == 0 || r->limit > PROTO_MAX_LIST)
-                        return sbx_error_msg(err, EINVAL, "field 'limit': must be 1 to %d", PROTO_MAX_LIST);
-        }
-        return 0;
-}
-
-static int parse_bundle_show(json_t *root, struct request *r, struct sbx_error *err) {
-        struct bundle_ref ref;
-        int rc = check_fields(root, bundle_show_fields, ARRAY_SIZE(bundle_show_fields), "", err);
-        if (rc < 0)
-                return rc;
-        const char *b = json_string_value(json_object_get(root, "bundle"));
-        if (bundle_ref_parse(b, &ref, err) < 0)
-                return sbx_error_wrap(err, "field 'bundle'");
-        r->bundle = strdup(b);
-        return r->bundle ? 0 : sbx_error_set(err, ENOMEM, "bundle");
 }
 
 int proto_parse_request(const char *line, size_t len, struct request *r, struct sbx_error *err) {
@@ -671,7 +511,7 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                 goto out;
         }
         if (!json_is_string(op)) {
-                rc = sbx_error_msg(err, EINVAL, "field 'op': expected string, got %s", json_kind_name(op));
+                rc = sbx_error_msg(err, EINVAL, "field 'op': expected string, got %s", proto_json_kind_name(op));
                 goto out;
         }
         const char *ops = json_string_value(op);
@@ -693,25 +533,28 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
         case REQ_WAIT:
         case REQ_CANCEL:
         case REQ_RESULT:
-                rc = check_fields(root, job_fields, ARRAY_SIZE(job_fields), "", err);
+                rc = proto_check_fields(root, job_fields, ARRAY_SIZE(job_fields), "", err);
                 if (rc == 0)
-                        rc = parse_job_field(root, r, err);
+                        rc = proto_parse_job_field(root, r, err);
                 break;
         case REQ_LOGS:
-                rc = parse_logs(root, r, err);
+                rc = proto_parse_logs(root, r, err);
                 break;
         case REQ_LIST:
-                rc = parse_list(root, r, err);
+                rc = proto_parse_list(root, r, err);
                 break;
         case REQ_PING:
         case REQ_CACHE_LIST:
-                rc = check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
+                rc = proto_check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
                 break;
         case REQ_BUNDLE_SHOW:
-                rc = parse_bundle_show(root, r, err);
+                rc = proto_parse_bundle_show(root, r, err);
+                break;
+        case REQ_DOWNLOAD:
+                rc = proto_parse_download(root, r, err);
                 break;
         case REQ_CACHE_GC:
-                rc = check_fields(root, cache_gc_fields, ARRAY_SIZE(cache_gc_fields), "", err);
+                rc = proto_check_fields(root, cache_gc_fields, ARRAY_SIZE(cache_gc_fields), "", err);
                 r->all = json_is_true(json_object_get(root, "all"));
                 break;
         default:

@@ -31,6 +31,8 @@
 #define PROTO_MAX_RETRIES 10
 /* logs: bytes of each stream in one response (the default and the most). */
 #define PROTO_LOGS_CHUNK (1u << 20)
+/* download: bytes of the file in one data event (base64 in the message). */
+#define PROTO_DOWNLOAD_CHUNK 49152
 /* output events: bytes of output in one event. */
 #define PROTO_EVENT_CHUNK 65536
 
@@ -80,6 +82,7 @@ enum req_op {
         REQ_BUNDLE_SHOW,
         REQ_CACHE_LIST,
         REQ_CACHE_GC,
+        REQ_DOWNLOAD,
 };
 
 enum stream_mask {
@@ -126,13 +129,14 @@ struct run_request {
         char *idempotency_key;
         unsigned retries;      /* runs after a restart that interrupted it */
         bool follow;           /* stream output and the end of the job on this connection */
+        char *traceparent;     /* W3C trace context: the caller's, then (accept.c) the job's own; NULL: none given */
 };
 
 struct request {
         enum req_op op;
         json_t *tag;           /* the client's "id", echoed in the response; may be NULL */
         char *job;             /* status, wait, logs, cancel, result */
-        unsigned streams;      /* logs */
+        unsigned streams;      /* logs; download: the one stream when no artifact */
         bool follow;           /* logs */
         uint64_t offset;       /* logs: first byte of each stream */
         uint64_t max_bytes;    /* logs: bytes of each stream at most */
@@ -140,6 +144,7 @@ struct request {
         uint64_t limit;        /* list */
         char *bundle;          /* bundle.show: the reference */
         bool all;              /* cache.gc: every unused tree */
+        char *artifact;        /* download: an artifact's path as its record lists it, or NULL for a stream */
         struct run_request run;
 };
 

@@ -175,5 +175,10 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "request_sha256", in->req_digest ? json_string(in->req_digest) : json_null());
         if (j->pol.clamped[0])
                 json_object_set_new(rec, "clamped", json_string(j->pol.clamped));
+        /* W3C trace context: null for jobs accepted before the daemon
+         * kept one. */
+        const char *tp = j->req.run.traceparent;
+        json_object_set_new(rec, "traceparent", tp ? json_string(tp) : json_null());
+        json_object_set_new(rec, "trace_id", tp ? json_stringn(tp + 3, 32) : json_null());
         return rec;
 }

@@ -67,7 +67,7 @@ void runner_stop(struct rjob *rj, enum job_event why) {
                 if (rj->pid > 0 && !rj->cap.exited)
                         kill(rj->pid, SIGTERM);
                 arm_timer(rj, grace_ms);
-                log_info("job %s: %s, SIGTERM sent, kill in %" PRIu64 " ms", rj->j.id,
+                log_info(JOB_LOG ": %s, SIGTERM sent, kill in %" PRIu64 " ms", JOB_LOG_ARGS(&rj->j),
                          why == JEV_TIMEOUT ? "timed out" : why == JEV_CANCEL ? "cancelled" : "daemon stopping", grace_ms);
         }
 }
@@ -80,7 +80,7 @@ static void on_timer(struct source *s, uint32_t events) {
         if (rj->j.state == JOB_RUNNING)
                 runner_stop(rj, JEV_TIMEOUT);
         else if (rj->j.state == JOB_STOPPING) {
-                log_info("job %s: grace period over, killing every process", rj->j.id);
+                log_info(JOB_LOG ": grace period over, killing every process", JOB_LOG_ARGS(&rj->j));
                 hard_kill(rj);
         }
 }
@@ -162,7 +162,7 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
         if (r < 0 && rj->cgroup_fd >= 0 && !rj->net_att) {
                 /* CLONE_INTO_CGROUP can fail where plain clone works (e.g. a
                  * threaded cgroup); run without the cgroup rather than not at all. */
-                log_warning("job %s: clone into cgroup failed (%s), starting without it", rj->j.id, strerror(-r));
+                log_warning(JOB_LOG ": clone into cgroup failed (%s), starting without it", JOB_LOG_ARGS(&rj->j), strerror(-r));
                 no_cgroup(rj);
                 sp.cgroup_fd = -1;
                 r = spawn_launcher(&sp, &rj->pid, ret_pidfd);
@@ -196,7 +196,7 @@ static void journal_start(struct rjob *rj) {
         json_decref(jr);
         /* Not fatal: the accept line alone still gets the job a record. */
         if (r < 0)
-                log_warning("job %s: journal: %s", rj->j.id, strerror(-r));
+                log_warning(JOB_LOG ": journal: %s", JOB_LOG_ARGS(&rj->j), strerror(-r));
 }
 
 static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int *stdin_fd, struct sbx_error *err) {
@@ -265,7 +265,7 @@ void runner_launch(struct rjob *rj) {
                         capture_stop(&rj->cap);
                 else
                         pipes_close(&p);
-                log_error("job %s: %s", rj->j.id, err.msg);
+                log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), err.msg);
                 job_transition(&rj->j, JEV_SPAWN_FAIL, err.msg);
                 runner_end(rj);
                 return;
@@ -274,7 +274,7 @@ void runner_launch(struct rjob *rj) {
         if (rj->timer_fd >= 0 && loop_add(&rj->timer_src, rj->timer_fd, EPOLLIN, on_timer) == 0)
                 arm_timer(rj, rj->j.pol.timeout_ms);
         else
-                log_error("job %s: no timer (%s): it runs without its timeout", rj->j.id, strerror(errno));
+                log_error(JOB_LOG ": no timer (%s): it runs without its timeout", JOB_LOG_ARGS(&rj->j), strerror(errno));
         job_transition(&rj->j, JEV_START, NULL);
         rj->had_cgroup = rj->cgroup_fd >= 0;
         if (rj->had_cgroup && rj->j.pol.cpu_s != PROTO_UNSET) {
@@ -284,7 +284,7 @@ void runner_launch(struct rjob *rj) {
         rj->j.started_ms = now_real_ms();
         rj->t_us[T_STARTED] = now_mono_us();
         journal_start(rj);
-        log_debug("job %s: started pid %d", rj->j.id, (int) rj->pid);
+        log_debug(JOB_LOG ": started pid %d", JOB_LOG_ARGS(&rj->j), (int) rj->pid);
         subscribe_event(rj, proto_ev_started(rj->j.id), 0, 0);
 }
 
@@ -348,7 +348,7 @@ static void artifacts_run(struct work *w) {
 static void artifacts_done(struct work *w) {
         struct rjob *rj = container_of(w, struct rjob, work);
         if (rj->artifacts_error)
-                log_warning("job %s: %s", rj->j.id, rj->artifacts_error);
+                log_warning(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->artifacts_error);
         commit_job(rj->d, rj);
 }
 
@@ -364,7 +364,7 @@ void runner_check_cpu(struct daemon *d) {
                 char msg[128];
                 snprintf(msg, sizeof(msg), "its processes used %.1f s of CPU time; its limit is %" PRIu64 " s",
                          (double) usec / 1e6, rj->j.pol.cpu_s);
-                log_info("job %s: %s, killing every process", rj->j.id, msg);
+                log_info(JOB_LOG ": %s, killing every process", JOB_LOG_ARGS(&rj->j), msg);
                 job_transition(&rj->j, JEV_CPU_TIME, msg);
                 /* Like the kernel's own CPU time limit: no grace. */
                 hard_kill(rj);

@@ -79,7 +79,9 @@ static void usage(FILE *f) {
                 "  ping                check the daemon and show who you are to it\n"
                 "  bundle show NAME[@VERSION]   a bundle: manifest, derived profile, your policy's verdict\n"
                 "  cache ls            the cached bundles of your registry\n"
-                "  cache gc [--all]    remove cached bundles past the budget or age (--all: every unused one)\n\n"
+                "  cache gc [--all]    remove cached bundles past the budget or age (--all: every unused one)\n"
+                "  download [-o FILE] JOB PATH   an artifact of a finished job, checked against its SHA-256\n"
+                "  download [-o FILE] --stream S JOB   its captured stdout or stderr, whole\n\n"
                 "run/submit options:\n"
                 "  --bundle NAME[@VERSION|@sha256:HEX]  run a bundle; what follows -- are its arguments\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
@@ -93,7 +95,8 @@ static void usage(FILE *f) {
                 "  --stdin FILE        feed FILE ('-' for our stdin) to the job\n"
                 "  --upload FILE[:DEST] put FILE into the workspace as DEST (repeatable)\n"
                 "  --artifact GLOB     collect matching workspace files afterwards (repeatable)\n"
-                "  --idempotency-key K make retries of this submission safe\n");
+                "  --idempotency-key K make retries of this submission safe\n"
+                "  --traceparent TP    the W3C trace context the job joins (default: it starts a trace)\n");
 }
 
 void connect_daemon(void) {
@@ -137,7 +140,7 @@ static void send_request(json_t *req) {
 
 /* The next message; dies if the daemon hung up. The raw line is printed
  * with --json. */
-static json_t *recv_message(void) {
+json_t *recv_message(void) {
         static char *line;
         static size_t cap;
         ssize_t n = getline(&line, &cap, conn_in);
@@ -272,6 +275,8 @@ static void print_result(json_t *res) {
                 printf("error:     %s: %s\n", json_string_value(json_object_get(err, "code")) ?: "",
                        json_string_value(json_object_get(err, "message")) ?: "");
         print_bundle(json_object_get(res, "bundle"));
+        if (json_is_string(json_object_get(res, "trace_id")))
+                printf("trace id:  %s\n", json_string_value(json_object_get(res, "trace_id")));
         printf("created:   %s\n", json_string_value(json_object_get(res, "created")) ?: "-");
         printf("ended:     %s\n", json_string_value(json_object_get(res, "ended")) ?: "-");
         json_t *w = json_object_get(res, "wall_ms"), *cpu = json_object_get(res, "cpu_ms");
@@ -352,7 +357,7 @@ static uint64_t opt_size(const char *opt, const char *v) {
 
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
-        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_AUDIT
+        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT
 };
 
 /* The parts of a run request that options add to. */
@@ -471,6 +476,9 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_BUNDLE:
                 p->bundle = arg;
                 break;
+        case O_TRACE:
+                json_object_set_new(p->req, "traceparent", json_string(arg));
+                break;
         default: {
                 char where[16];
                 snprintf(where, sizeof(where), "%s: ", argv[0]);
@@ -499,6 +507,7 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
+                { "traceparent", required_argument, NULL, O_TRACE },
                 { NULL, 0, NULL, 0 },
         };
         struct run_parts p = {
@@ -745,7 +754,7 @@ static const struct command {
         { "run", NULL, false, NULL },      { "submit", NULL, false, NULL },   { "status", "", true, cmd_status },
         { "wait", "j", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
         { "result", "j", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
-        { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL },
+        { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
 };
 
 static const struct command *find_command(const char *name) {
@@ -849,6 +858,8 @@ int main(int argc, char **argv) {
         int ac = argc - optind;
         if (streq(av[0], "bundle") || streq(av[0], "cache"))
                 return sbxctl_bundle(ac, av);
+        if (streq(av[0], "download"))
+                return sbxctl_download(ac, av);
         if (!command->fn)
                 return cmd_run(ac, av);
         struct cmd_args a = { 0 };

@@ -18,6 +18,12 @@ json_t *new_req(const char *op);
 /* Send req (stolen); the ok response (borrowed until the next request),
  * or exit 125 with the daemon's error. */
 json_t *request(json_t *req);
+/* The next message from the daemon (printed as it is with --json); exits
+ * 125 if the daemon hung up. */
+json_t *recv_message(void);
+
+/* sbxctl download [-o FILE] JOB PATH | --stream S JOB */
+int sbxctl_download(int argc, char **argv);
 
 /* sbxctl bundle show REF | cache ls | cache gc [--all] */
 int sbxctl_bundle(int argc, char **argv);

@@ -107,6 +107,10 @@ candidates() {
         [ "$(candidates sbxctl logs --stream stde)" = stderr ]
         [ "$(candidates sbxctl ls --state t)" = timed_out ]
         [ "$(candidates sbxctl result --j)" = --json ]
+        [ "$(candidates sbxctl download --st)" = --stream ]
+        [ "$(candidates sbxctl download --stream std)" = "stderr stdout" ]
+        [ "$(candidates sbxctl download -o /us)" = /usr ]
+        [ "$(candidates sbxctl run --trace)" = --traceparent ]
         [ "$(candidates sbxctl run --upload /us)" = /usr ]
         complete_line sbxctl run --timeout 5s -- ech | grep -qx echo
 }
@@ -118,7 +122,7 @@ candidates() {
         for o in $opts; do
                 complete_line sbxctl run "--$o" | grep -qxF -- "--$o" || { echo "--$o is not completed" >&2; false; }
         done
-        for c in run submit status wait logs cancel result ls ping bundle cache; do
+        for c in run submit status wait logs cancel result ls ping bundle cache download; do
                 complete_line sbxctl "$c" | grep -qxF "$c" || { echo "$c is not completed" >&2; false; }
         done
 }

@@ -13,6 +13,7 @@ LAUNCH_TESTS = \
 	t/launch-profile-errors.bats \
 	t/launch-print-profile.bats \
 	t/launch-check.bats \
+	t/launch-check-host.bats \
 	t/launch-profiles.bats \
 	t/launch-fds.bats \
 	t/launch-pty.bats \

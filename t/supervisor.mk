@@ -95,6 +95,8 @@ SUP_BATS = \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
 	t/supervisor-netaudit.bats \
+	t/supervisor-download.bats \
+	t/supervisor-trace.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \

@@ -10,6 +10,7 @@
 
 #include "profile.h"
 #include "proto.h"
+#include "trace.h"
 
 static int parse(const char *line, struct request *r, struct sbx_error *e) {
         sbx_error_clear(e);
@@ -198,6 +199,69 @@ static void test_job_requests(void **state) {
         request_free(&r);
 }
 
+#define JOB "\"job\":\"j0123456789abcdef0123\""
+static void test_download_requests(void **state) {
+        struct request r;
+        struct sbx_error e;
+        assert_int_equal(parse("{\"v\":1,\"op\":\"download\"," JOB ",\"artifact\":\"out/a.tar\"}", &r, &e), 0);
+        assert_int_equal(r.op, REQ_DOWNLOAD);
+        assert_string_equal(r.artifact, "out/a.tar");
+        request_free(&r);
+        assert_int_equal(parse("{\"v\":1,\"op\":\"download\"," JOB ",\"stream\":\"stderr\"}", &r, &e), 0);
+        assert_null(r.artifact);
+        assert_int_equal(r.streams, STREAM_STDERR);
+        request_free(&r);
+        refused("{\"v\":1,\"op\":\"download\"," JOB "}", "exactly one of the fields 'artifact' and 'stream'");
+        refused("{\"v\":1,\"op\":\"download\"," JOB ",\"artifact\":\"a\",\"stream\":\"stdout\"}", "exactly one");
+        refused("{\"v\":1,\"op\":\"download\"," JOB ",\"stream\":\"both\"}", "field 'stream'");
+        refused("{\"v\":1,\"op\":\"download\"," JOB ",\"artifact\":\"../stdout\"}", "field 'artifact'");
+        refused("{\"v\":1,\"op\":\"download\"," JOB ",\"artifact\":\"/etc/passwd\"}", "field 'artifact'");
+        refused("{\"v\":1,\"op\":\"download\",\"artifact\":\"a\"}", "missing field 'job'");
+}
+
+static void test_traceparent(void **state) {
+        char tp[TRACEPARENT_LEN + 1], tp2[TRACEPARENT_LEN + 1], id[TRACE_ID_LEN + 1];
+        const char *given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+        assert_true(trace_valid(given));
+        assert_true(trace_valid("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-ever"));
+        assert_false(trace_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x"));
+        assert_false(trace_valid("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x"));
+        assert_false(trace_valid("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+        assert_false(trace_valid("00-00000000000000000000000000000000-00f067aa0ba902b7-01"));
+        assert_false(trace_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"));
+        assert_false(trace_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1"));
+        assert_false(trace_valid("00-4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7-01"));
+        assert_false(trace_valid("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"));
+        assert_false(trace_valid(""));
+        /* a child: the trace and flags kept, a new span */
+        assert_int_equal(trace_child(given, tp), 0);
+        assert_true(trace_valid(tp));
+        assert_memory_equal(tp, given, 36);
+        assert_memory_not_equal(tp + 36, given + 36, 16);
+        assert_string_equal(tp + 52, "-00");
+        trace_id_of(tp, id);
+        assert_string_equal(id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_int_equal(trace_child("nonsense", tp), -EINVAL);
+        /* a new trace: sampled, and not the same twice */
+        assert_int_equal(trace_child(NULL, tp), 0);
+        assert_int_equal(trace_child(NULL, tp2), 0);
+        assert_true(trace_valid(tp));
+        assert_string_equal(tp + 52, "-01");
+        assert_memory_not_equal(tp + 3, tp2 + 3, 32);
+        /* in a run request: validated, and kept in its JSON form */
+        struct request r;
+        struct sbx_error e;
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"true\"],\"traceparent\":"
+                               "\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00\"}", &r, &e), 0);
+        assert_string_equal(r.run.traceparent, given);
+        json_t *j = proto_run_json(&r.run);
+        assert_string_equal(json_string_value(json_object_get(j, "traceparent")), given);
+        json_decref(j);
+        request_free(&r);
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"true\"],\"traceparent\":\"00-abc\"}", "field 'traceparent'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"true\"],\"traceparent\":1}", "field 'traceparent'");
+}
+
 static void test_tag_kept_on_error(void **state) {
         struct request r;
         struct sbx_error e;
@@ -223,7 +287,8 @@ int main(void) {
                 cmocka_unit_test(test_malformed),    cmocka_unit_test(test_envelope),
                 cmocka_unit_test(test_run_types),    cmocka_unit_test(test_run_files), cmocka_unit_test(test_run_network),
                 cmocka_unit_test(test_job_requests), cmocka_unit_test(test_tag_kept_on_error),
-                cmocka_unit_test(test_data_encoding),
+                cmocka_unit_test(test_data_encoding), cmocka_unit_test(test_download_requests),
+                cmocka_unit_test(test_traceparent),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the request parsers of proto.c (run) and proto-query.c (the
+ * operations on jobs and the daemon) share: strict field tables. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "error.h"
+#include "proto.h"
+
+/* Field kinds beyond jansson's own types. */
+enum kind {
+        K_STRING,
+        K_UINT,
+        K_BOOL,
+        K_ARRAY,
+        K_OBJECT,
+        K_TAG, /* string or integer */
+        K_NUMBER, /* integer or real */
+        K_NET,    /* "none" / "host", or an object (the run request's network) */
+};
+
+struct field {
+        const char *name;
+        enum kind kind;
+        bool required;
+};
+
+#define COMMON_FIELDS { "v", K_UINT, true }, { "op", K_STRING, true }, { "id", K_TAG, false }
+
+/* A relative path that stays inside the workspace: no leading '/', no
+ * empty, "." or ".." component (glob: a pattern of such paths). */
+bool proto_valid_rel_path(const char *p, bool glob);
+const char *proto_json_kind_name(const json_t *j);
+/* Check every member of obj against spec: unknown members, wrong types and
+ * missing required members are errors naming the field (with its path,
+ * where). */
+int proto_check_fields(const json_t *obj, const struct field *spec, size_t n, const char *where, struct sbx_error *err);
+/* "job": a job id the daemon could have made. */
+int proto_parse_job_field(json_t *root, struct request *r, struct sbx_error *err);
+
+int proto_parse_logs(json_t *root, struct request *r, struct sbx_error *err);
+int proto_parse_list(json_t *root, struct request *r, struct sbx_error *err);
+int proto_parse_bundle_show(json_t *root, struct request *r, struct sbx_error *err);
+int proto_parse_download(json_t *root, struct request *r, struct sbx_error *err);
