@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "metrics-http.h"
 #include "commit.h"
 #include "conn.h"
 #include "daemon.h"
@@ -259,6 +260,7 @@ static void tell(struct daemon *d, struct rjob *rj) {
         json_decref(jr);
         log_info(JOB_LOG " (tenant %s): %s, exit %d%s", JOB_LOG_ARGS(j), j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  rj->cap.truncated[0] || rj->cap.truncated[1] ? ", output truncated at its cap" : "");
+        metrics_note_end(d, rj);
         subscribe_end(rj, rec);
         json_decref(rec);
         jobs_remove(&d->jobs, rj);

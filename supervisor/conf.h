@@ -115,6 +115,7 @@ struct config {
         uint64_t retention_ms;
         bool log_json;
         char *audit_log;           /* NULL: no audit log */
+        char *metrics_listen;      /* HOST:PORT of the metrics listener; NULL: none */
         enum audit_fsync audit_fsync;
         bool allow_unauthenticated;
         uint64_t network_ring;     /* bytes of the network audit's eBPF ring buffer */

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include "conf.h"
+#include "metrics.h"
 #include "inifile.h"
 #include "parse.h"
 #include "profile.h"
@@ -111,6 +112,7 @@ void config_free(struct config *c) {
         free(c->profile_path);
         free(c->cgroup_root);
         free(c->audit_log);
+        free(c->metrics_listen);
         for (size_t i = 0; i < c->n_tenants; i++)
                 tenant_free(&c->tenants[i]);
         free(c->tenants);
@@ -222,6 +224,15 @@ static int each_word(struct cctx *c, int (*fn)(struct cctx *, const char *)) {
 static int k_abs_path(struct cctx *c) {
         if (c->v[0] != '/')
                 return FAIL(c, "%s: must be an absolute path", c->def->key);
+        return set_str(field(c), c->v);
+}
+
+static int k_listen(struct cctx *c) {
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        if (metrics_parse_listen(c->v, &ss, &sl) < 0)
+                return FAIL(c, "%s: expected ADDRESS:PORT with a numeric address (127.0.0.1:9464, [::1]:9464), got '%s'",
+                            c->def->key, c->v);
         return set_str(field(c), c->v);
 }
 
@@ -555,6 +566,7 @@ static const struct conf_key keys[] = {
         DAEMON("log_format", CONF_SCALAR, k_log_format),
         DAEMON("audit_log", CONF_SCALAR, k_abs_path, IN_CONFIG(audit_log)),
         DAEMON("audit_fsync", CONF_SCALAR, k_audit_fsync),
+        DAEMON("metrics_listen", CONF_SCALAR, k_listen, IN_CONFIG(metrics_listen)),
         DAEMON("allow_unauthenticated", CONF_SCALAR, k_bool, IN_CONFIG(allow_unauthenticated)),
 
         TENANT("uids", CONF_LIST, k_uids),

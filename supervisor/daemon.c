@@ -18,6 +18,7 @@
 #include "audit.h"
 #include "bundle.h"
 #include "daemon.h"
+#include "metrics-http.h"
 #include "netjob.h"
 #include "dispatch.h"
 #include "log.h"
@@ -133,6 +134,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
                 uint64_t every = d->cfg->retention_ms / 10;
                 d->next_retention_ms = now + (every < 1000 ? 1000 : every > 3600000 ? 3600000 : every);
         }
+        metrics_http_tick(d);
         /* Not while a sync of the journal's descriptor is pending. */
         if (d->journal.lines > JOURNAL_COMPACT_LINES && !d->commit.syncing && !d->commit.next.journal) {
                 int r = daemon_compact_journal(d);
@@ -348,6 +350,8 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         r = recover_run(d, err);
         if (r < 0)
                 return r;
+        if ((r = metrics_http_start(d, err)) < 0)
+                return r;
         listener_start(d);
         if (cfg->allow_unauthenticated)
                 log_warning("allow_unauthenticated is ON: callers in no tenant run jobs as tenant 'anonymous' (job uid %u). "
@@ -369,6 +373,7 @@ int daemon_run(struct daemon *d) {
 void daemon_done(struct daemon *d) {
         struct list *pos, *tmp;
         listener_close(&d->listener, d->cfg);
+        metrics_http_stop(d);
         /* Clients first: work still in flight for them then ends as for a
          * client that went away. */
         conns_close_all(&d->conns);
@@ -399,5 +404,6 @@ void daemon_done(struct daemon *d) {
         }
         if (d->null_fd >= 0)
                 close(d->null_fd);
+        metrics_done(&d->metrics);
         loop_done();
 }

@@ -43,6 +43,7 @@ struct rjob {
         bool own_uid;             /* its uid is from the pool (given back by prepare_release) */
         bool ws_mounted;          /* its workspace is a tmpfs of its own */
         char *prep_error;         /* why its workspace could not be made */
+        char setup_step[32];      /* the launcher's failed set-up step, or "" (for the metrics) */
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;

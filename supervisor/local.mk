@@ -10,6 +10,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c \
 	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
 	supervisor/trace.h supervisor/trace.c \
+	supervisor/metrics.h supervisor/metrics.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
@@ -40,6 +41,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/accept.c \
 	supervisor/logs.c \
 	supervisor/download.c \
+	supervisor/metrics-http.h supervisor/metrics-http.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
 	supervisor/prepare.h supervisor/prepare.c \
@@ -64,8 +66,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS)
+	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl

@@ -59,7 +59,7 @@ static const char *const op_names[] = {
         [REQ_RUN] = "run", [REQ_STATUS] = "status", [REQ_WAIT] = "wait", [REQ_LOGS] = "logs",
         [REQ_CANCEL] = "cancel", [REQ_RESULT] = "result", [REQ_LIST] = "list", [REQ_PING] = "ping",
         [REQ_BUNDLE_SHOW] = "bundle.show", [REQ_CACHE_LIST] = "cache.list", [REQ_CACHE_GC] = "cache.gc",
-        [REQ_DOWNLOAD] = "download",
+        [REQ_DOWNLOAD] = "download", [REQ_METRICS] = "metrics",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -545,6 +545,7 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                 break;
         case REQ_PING:
         case REQ_CACHE_LIST:
+        case REQ_METRICS:
                 rc = proto_check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
                 break;
         case REQ_BUNDLE_SHOW:

@@ -83,6 +83,7 @@ enum req_op {
         REQ_CACHE_LIST,
         REQ_CACHE_GC,
         REQ_DOWNLOAD,
+        REQ_METRICS,
 };
 
 enum stream_mask {

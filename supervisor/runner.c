@@ -318,6 +318,8 @@ void runner_exited(struct rjob *rj) {
                 .spawn_error = cap->spawn_error,
                 .oom_killed = (rj->cg_limits & CG_LIMIT_MEMORY) && rj->cgroup_fd >= 0 && cgroup_job_oom_kills(rj->cgroup_fd) > 0,
         };
+        if (x.setup_step)
+                snprintf(rj->setup_step, sizeof(rj->setup_step), "%s", x.setup_step);
         job_exited(&rj->j, &x);
         runner_end(rj);
 }

@@ -77,6 +77,7 @@ static void usage(FILE *f) {
                 "  result [--json] JOB the job's result record\n"
                 "  ls [--state S] [--limit N]   your jobs, newest first\n"
                 "  ping                check the daemon and show who you are to it\n"
+                "  metrics             the daemon's metrics (Prometheus text; your tenant's series)\n"
                 "  bundle show NAME[@VERSION]   a bundle: manifest, derived profile, your policy's verdict\n"
                 "  cache ls            the cached bundles of your registry\n"
                 "  cache gc [--all]    remove cached bundles past the budget or age (--all: every unused one)\n"
@@ -636,6 +637,15 @@ static int cmd_ping(const struct cmd_args *a) {
         return 0;
 }
 
+static int cmd_metrics(const struct cmd_args *a) {
+        (void) a;
+        json_t *m = request(new_req("metrics"));
+        if (!json_out)
+                fwrite(json_string_value(json_object_get(m, "metrics")) ?: "", 1, json_string_length(json_object_get(m, "metrics")),
+                       stdout);
+        return 0;
+}
+
 static int cmd_ls(const struct cmd_args *a) {
         json_t *req = new_req("list");
         if (a->state)
@@ -755,6 +765,7 @@ static const struct command {
         { "wait", "j", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
         { "result", "j", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
+        { "metrics", "", false, cmd_metrics },
 };
 
 static const struct command *find_command(const char *name) {

@@ -99,6 +99,7 @@ candidates() {
 @test "sbxctl: commands, global options, command options and their values" {
         [ "$(candidates sbxctl ca)" = "cache cancel" ]
         [ "$(candidates sbxctl s)" = "status submit" ]
+        [ "$(candidates sbxctl m)" = metrics ]
         [ "$(candidates sbxctl --so)" = --socket ]
         [ "$(candidates sbxctl --socket /tmp/x.sock --json l)" = "logs ls" ]
         [ "$(candidates sbxctl run --pro)" = "--processes --profile" ]
@@ -122,7 +123,7 @@ candidates() {
         for o in $opts; do
                 complete_line sbxctl run "--$o" | grep -qxF -- "--$o" || { echo "--$o is not completed" >&2; false; }
         done
-        for c in run submit status wait logs cancel result ls ping bundle cache download; do
+        for c in run submit status wait logs cancel result ls ping bundle cache download metrics; do
                 complete_line sbxctl "$c" | grep -qxF "$c" || { echo "$c is not completed" >&2; false; }
         done
 }

@@ -17,7 +17,8 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/minisign-test \
 	t/sup-unit/index-test \
 	t/sup-unit/cache-test \
-	t/sup-unit/grant-test
+	t/sup-unit/grant-test \
+	t/sup-unit/metrics-test
 check_PROGRAMS += t/sup-unit/sup-client
 if HAVE_CMOCKA
 check_PROGRAMS += $(SUP_UNIT_TESTS)
@@ -66,6 +67,9 @@ t_sup_unit_index_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_cache_test_SOURCES = t/sup-unit/cache-test.c
 t_sup_unit_cache_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_cache_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_metrics_test_SOURCES = t/sup-unit/metrics-test.c
+t_sup_unit_metrics_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_metrics_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_grant_test_SOURCES = t/sup-unit/grant-test.c
 t_sup_unit_grant_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_grant_test_LDADD = $(SUP_UNIT_LDADD)
@@ -97,6 +101,7 @@ SUP_BATS = \
 	t/supervisor-netaudit.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
+	t/supervisor-metrics.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
