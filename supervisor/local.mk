@@ -19,6 +19,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/launchspec.h supervisor/launchspec.c \
 	supervisor/record.h supervisor/record.c \
 	supervisor/netevents.h supervisor/netevents.c \
+	supervisor/netpolicy.h supervisor/netpolicy.c \
 	supervisor/result.h supervisor/result.c supervisor/result-index.c \
 	supervisor/journal.h supervisor/journal.c \
 	supervisor/semver.h supervisor/semver.c \
