@@ -207,15 +207,22 @@ open('/workspace/sent', 'w').close()
         grep -q "job $id: network audit: $lost events lost" "$SUP_DIR/daemon.log"
 }
 
-@test "restricted is refused by name: this build does not enforce it" {
+@test "restricted is refused where no network_pool is configured, and bad network objects are refused naming the field" {
+        run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted","allow":["127.0.0.1:80"]}}'
+        [ "$(json_get error.code <<<"$output")" = E_FORBIDDEN ]
+        sed -i 's/^network = none host$/network = none host restricted/' "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
         run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted"}}'
-        [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
-        [[ "$(json_get error.message <<<"$output")" == *'"restricted" is not supported by this build'* ]]
+        [ "$(json_get error.code <<<"$output")" = E_UNSUPPORTED ]
+        [[ "$(json_get error.message <<<"$output")" == *"this daemon cannot run restricted jobs (no network_pool is configured)"* ]]
         run raw '{"v":1,"op":"run","command":["true"],"network":{"audit":1}}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"$output")" == *"field 'network.audit': expected boolean"* ]]
         run raw '{"v":1,"op":"run","command":["true"],"network":{"audit":true,"allow":[]}}'
-        [[ "$(json_get error.message <<<"$output")" == *"unknown field 'network.allow'"* ]]
+        [[ "$(json_get error.message <<<"$output")" == *"field 'network.allow': only with mode \"restricted\""* ]]
+        run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted","allow":["10.0.0.1:99999"]}}'
+        [[ "$(json_get error.message <<<"$output")" == *"field 'network.allow[0]': allow '10.0.0.1:99999': bad port"* ]]
 }
 
 @test "a daemon without job cgroups refuses an audit (E_UNSUPPORTED, saying why) and runs unaudited jobs as before" {

@@ -103,6 +103,7 @@ SUP_BATS = \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
 	t/supervisor-netaudit.bats \
+	t/supervisor-restricted.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \
@@ -113,4 +114,5 @@ SUP_BATS = \
 	t/bundle-crash.bats \
 	t/bundle-registry.bats
 TESTS += $(SUP_BATS)
-EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py
+EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
+	t/helpers/net-servers.py t/helpers/net-probe.py
