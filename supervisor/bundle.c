@@ -488,6 +488,11 @@ void bundles_housekeeping(struct daemon *d) {
                 bundle_evict(d->bundles, false, NULL, NULL);
 }
 
+void bundles_cache_stats(struct daemon *d, uint64_t *ret_bytes, uint64_t *ret_entries) {
+        *ret_bytes = d->bundles ? d->bundles->cache.bytes : 0;
+        *ret_entries = d->bundles ? d->bundles->cache.n : 0;
+}
+
 void bundles_done(struct daemon *d) {
         struct bundles *b = d->bundles;
         if (!b)

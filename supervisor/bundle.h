@@ -33,6 +33,8 @@ void bundles_stop(struct daemon *d);
 void bundles_done(struct daemon *d);
 /* Once a second: trees past the age limit or the budget go. */
 void bundles_housekeeping(struct daemon *d);
+/* The cache's unpacked bytes and trees (0 without bundles). */
+void bundles_cache_stats(struct daemon *d, uint64_t *ret_bytes, uint64_t *ret_entries);
 
 /* May t run the bundle run names? 0, or -EPERM with *code and err. */
 int bundle_admit(const struct tenant *t, const struct run_request *run, const char **code, struct sbx_error *err);

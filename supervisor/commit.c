@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "metrics-http.h"
 #include "commit.h"
 #include "conn.h"
 #include "daemon.h"
@@ -113,6 +114,12 @@ static void audit_end(const struct rjob *rj, json_t *rec) {
                                        rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
                                        rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null(), "trace_id",
                                        j->req.run.traceparent ? json_stringn(j->req.run.traceparent + 3, 32) : json_null()));
+        /* An audited job's attempts go to the audit log too, in a line of
+         * their own (bounded like the record's). */
+        if (j->pol.net_audit && rec)
+                audit_write_deferred(json_pack("{s:s, s:s, s:s, s:O, s:O}", "event", "network", "job", j->id, "tenant",
+                                               j->tenant->name, "network", json_object_get(rec, "network"), "network_events",
+                                               json_object_get(rec, "network_events")));
 }
 
 void commit_job(struct daemon *d, struct rjob *rj) {
@@ -133,6 +140,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .cg_limits = rj->cg_limits,
                 .disk_quota = rj->ws_mounted,
                 .req_digest = rj->req_digest,
+                .net = &rj->net,
         };
         char results[4200];
         snprintf(results, sizeof(results), "%s/results", d->cfg->state_dir);
@@ -252,6 +260,7 @@ static void tell(struct daemon *d, struct rjob *rj) {
         json_decref(jr);
         log_info(JOB_LOG " (tenant %s): %s, exit %d%s", JOB_LOG_ARGS(j), j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  rj->cap.truncated[0] || rj->cap.truncated[1] ? ", output truncated at its cap" : "");
+        metrics_note_end(d, rj);
         subscribe_end(rj, rec);
         json_decref(rec);
         jobs_remove(&d->jobs, rj);

@@ -115,8 +115,11 @@ struct config {
         uint64_t retention_ms;
         bool log_json;
         char *audit_log;           /* NULL: no audit log */
+        char *metrics_listen;      /* HOST:PORT of the metrics listener; NULL: none */
         enum audit_fsync audit_fsync;
         bool allow_unauthenticated;
+        uint64_t network_ring;     /* bytes of the network audit's eBPF ring buffer */
+        uint64_t network_events;   /* network events kept per job (more are counted) */
         /* bundles (config-bundle.c) */
         struct registry_conf *registries;
         size_t n_registries;

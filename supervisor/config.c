@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/un.h>
 
 #include "conf.h"
+#include "metrics.h"
 #include "inifile.h"
 #include "parse.h"
 #include "profile.h"
@@ -91,6 +93,8 @@ void config_init(struct config *c) {
         c->max_request = 4u << 20;
         c->client_buffer = 8u << 20;
         c->kill_grace_ms = 5000;
+        c->network_ring = 256u << 10;
+        c->network_events = 1000;
         c->request_timeout_ms = 30000;
         c->retention_ms = 7ull * 24 * 3600 * 1000;
         c->audit_fsync = AUDIT_FSYNC_ALWAYS;
@@ -108,6 +112,7 @@ void config_free(struct config *c) {
         free(c->profile_path);
         free(c->cgroup_root);
         free(c->audit_log);
+        free(c->metrics_listen);
         for (size_t i = 0; i < c->n_tenants; i++)
                 tenant_free(&c->tenants[i]);
         free(c->tenants);
@@ -222,6 +227,15 @@ static int k_abs_path(struct cctx *c) {
         return set_str(field(c), c->v);
 }
 
+static int k_listen(struct cctx *c) {
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        if (metrics_parse_listen(c->v, &ss, &sl) < 0)
+                return FAIL(c, "%s: expected ADDRESS:PORT with a numeric address (127.0.0.1:9464, [::1]:9464), got '%s'",
+                            c->def->key, c->v);
+        return set_str(field(c), c->v);
+}
+
 static int k_socket(struct cctx *c) {
         if (c->v[0] != '/')
                 return FAIL(c, "socket: must be an absolute path");
@@ -312,6 +326,21 @@ static int k_size(struct cctx *c) {
                             format_size(c->def->max, hi, sizeof(hi)), c->v);
         }
         *dst = n;
+        return 0;
+}
+
+/* The eBPF ring buffer's size: the kernel wants a power of two (and a
+ * multiple of the page size, which the minimum of 4 KiB and the power of
+ * two make it on every page size up to the size itself). */
+static int k_ring(struct cctx *c) {
+        int r = k_size(c);
+        uint64_t n = *(uint64_t *) field(c);
+        if (r < 0)
+                return r;
+        if (n & (n - 1))
+                return FAIL(c, "%s: expected a power of two (4K, 8K, ... 1G), got '%s'", c->def->key, c->v);
+        if (n < (uint64_t) sysconf(_SC_PAGESIZE))
+                return FAIL(c, "%s: expected at least the page size (%ld bytes), got '%s'", c->def->key, sysconf(_SC_PAGESIZE), c->v);
         return 0;
 }
 
@@ -530,11 +559,14 @@ static const struct conf_key keys[] = {
         DAEMON("max_request", CONF_SCALAR, k_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
         DAEMON("client_buffer", CONF_SCALAR, k_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
         DAEMON("kill_grace", CONF_SCALAR, k_duration, IN_CONFIG(kill_grace_ms)),
+        DAEMON("network_ring", CONF_SCALAR, k_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
+        DAEMON("network_events", CONF_SCALAR, k_count, IN_CONFIG(network_events)),
         DAEMON("request_timeout", CONF_SCALAR, k_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", CONF_SCALAR, k_duration, IN_CONFIG(retention_ms)),
         DAEMON("log_format", CONF_SCALAR, k_log_format),
         DAEMON("audit_log", CONF_SCALAR, k_abs_path, IN_CONFIG(audit_log)),
         DAEMON("audit_fsync", CONF_SCALAR, k_audit_fsync),
+        DAEMON("metrics_listen", CONF_SCALAR, k_listen, IN_CONFIG(metrics_listen)),
         DAEMON("allow_unauthenticated", CONF_SCALAR, k_bool, IN_CONFIG(allow_unauthenticated)),
 
         TENANT("uids", CONF_LIST, k_uids),

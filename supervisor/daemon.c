@@ -18,6 +18,8 @@
 #include "audit.h"
 #include "bundle.h"
 #include "daemon.h"
+#include "metrics-http.h"
+#include "netjob.h"
 #include "dispatch.h"
 #include "log.h"
 #include "recover.h"
@@ -132,6 +134,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
                 uint64_t every = d->cfg->retention_ms / 10;
                 d->next_retention_ms = now + (every < 1000 ? 1000 : every > 3600000 ? 3600000 : every);
         }
+        metrics_http_tick(d);
         /* Not while a sync of the journal's descriptor is pending. */
         if (d->journal.lines > JOURNAL_COMPACT_LINES && !d->commit.syncing && !d->commit.next.journal) {
                 int r = daemon_compact_journal(d);
@@ -339,11 +342,15 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return sbx_error_set(err, wfd, "worker threads");
         if ((r = loop_add(&d->worker_src, wfd, EPOLLIN, on_worker)) < 0)
                 return sbx_error_set(err, r, "worker threads");
+        /* Before recovery: jobs it queues again may be audited. */
+        netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles. */
         if ((r = bundles_init(d, err)) < 0)
                 return r;
         r = recover_run(d, err);
         if (r < 0)
+                return r;
+        if ((r = metrics_http_start(d, err)) < 0)
                 return r;
         listener_start(d);
         if (cfg->allow_unauthenticated)
@@ -366,6 +373,7 @@ int daemon_run(struct daemon *d) {
 void daemon_done(struct daemon *d) {
         struct list *pos, *tmp;
         listener_close(&d->listener, d->cfg);
+        metrics_http_stop(d);
         /* Clients first: work still in flight for them then ends as for a
          * client that went away. */
         conns_close_all(&d->conns);
@@ -379,6 +387,7 @@ void daemon_done(struct daemon *d) {
                 jobs_remove(&d->jobs, rj);
                 rjob_free(rj);
         }
+        netjob_teardown(d);
         journal_close(&d->journal);
         audit_close();
         result_index_free(&d->done);
@@ -395,5 +404,6 @@ void daemon_done(struct daemon *d) {
         }
         if (d->null_fd >= 0)
                 close(d->null_fd);
+        metrics_done(&d->metrics);
         loop_done();
 }

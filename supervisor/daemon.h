@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "listener.h"
 #include "loop.h"
+#include "metrics.h"
 #include "policy.h"
 #include "result.h"
 #include "sched.h"
@@ -22,6 +23,7 @@
 #include "uidpool.h"
 
 struct bundles;
+struct MHD_Daemon;
 
 /* A tenant the configuration no longer has, for its jobs' records after a
  * restart. */
@@ -53,6 +55,11 @@ struct daemon {
         uint64_t next_retention_ms;
         struct ghost_tenant *ghosts;
         struct bundles *bundles;  /* bundle.c */
+        struct metrics metrics;   /* counters of finished jobs */
+        struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
+        struct source http_src;
+        struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
+        char no_net_audit_why[256];
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

@@ -7,6 +7,7 @@
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
+#include "metrics-http.h"
 #include "runner.h"
 #include "subscribe.h"
 
@@ -207,6 +208,9 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
                 break;
         case REQ_CACHE_LIST:
                 bundle_op_cache_list(c, &req);
+                break;
+        case REQ_METRICS:
+                metrics_op(c, &req);
                 break;
         case REQ_CACHE_GC:
                 audit_request(c, "cache.gc", "accepted", NULL, NULL, NULL, false);

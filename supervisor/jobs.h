@@ -11,10 +11,12 @@
 #include "capture.h"
 #include "job.h"
 #include "loop.h"
+#include "netevents.h"
 #include "result.h"
 #include "worker.h"
 
 struct cache_entry;
+struct netaudit_att;
 struct daemon;
 
 /* Steps of a job's life, in monotonic microseconds, for the debug log. */
@@ -41,9 +43,15 @@ struct rjob {
         bool own_uid;             /* its uid is from the pool (given back by prepare_release) */
         bool ws_mounted;          /* its workspace is a tmpfs of its own */
         char *prep_error;         /* why its workspace could not be made */
+        char setup_step[32];      /* the launcher's failed set-up step, or "" (for the metrics) */
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;
+
+        /* netjob.c: its network audit, and what it recorded */
+        struct netaudit_att *net_att;
+        bool net_audited;         /* the audit was attached for its whole run */
+        struct netevents net;
 
         /* bundle.c: the resolution it waits for, then the tree it holds */
         void *bundle_wait;

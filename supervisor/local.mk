@@ -10,6 +10,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c \
 	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
 	supervisor/trace.h supervisor/trace.c \
+	supervisor/metrics.h supervisor/metrics.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
@@ -17,6 +18,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/sched.h supervisor/sched.c \
 	supervisor/launchspec.h supervisor/launchspec.c \
 	supervisor/record.h supervisor/record.c \
+	supervisor/netevents.h supervisor/netevents.c \
 	supervisor/result.h supervisor/result.c supervisor/result-index.c \
 	supervisor/journal.h supervisor/journal.c \
 	supervisor/semver.h supervisor/semver.c \
@@ -25,7 +27,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/index.h supervisor/index.c \
 	supervisor/cache.h supervisor/cache.c \
 	supervisor/grant.h supervisor/grant.c
-supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
+supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/bpf $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
 
 sbin_PROGRAMS += supervisor/sbx-supervisord
@@ -39,6 +41,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/accept.c \
 	supervisor/logs.c \
 	supervisor/download.c \
+	supervisor/metrics-http.h supervisor/metrics-http.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
 	supervisor/prepare.h supervisor/prepare.c \
@@ -59,10 +62,12 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/cachefs.h supervisor/cachefs.c \
 	supervisor/registry.h supervisor/registry.c \
 	supervisor/bundle.h supervisor/bundle-internal.h supervisor/bundle.c \
-	supervisor/bundle-job.c supervisor/bundle-ops.c
-supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS)
+	supervisor/bundle-job.c supervisor/bundle-ops.c \
+	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c
+nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
+supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
+	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl

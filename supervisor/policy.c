@@ -129,6 +129,15 @@ int policy_apply(const struct tenant *t, const struct run_request *run, const st
                                      d->net == NET_HOST ? "host" : "none");
         }
 
+        /* An audit asked for is an audit done, or a refusal: never a job
+         * that runs unrecorded. */
+        d->net_audit = run->net_audit;
+        if (d->net_audit && !(caps && caps->net_audit)) {
+                d->code = E_UNSUPPORTED;
+                return sbx_error_msg(err, EPERM, "field 'network.audit': this daemon cannot audit network use (%s)",
+                                     caps && caps->no_net_audit_why ? caps->no_net_audit_why : "no eBPF network audit");
+        }
+
         /* Asked for and impossible here: refused, not quietly ignored. (A
          * tenant's max_cpus alone still runs, recorded as not enforced; the
          * daemon warned at start.) */
@@ -145,10 +154,11 @@ static json_t *u64_json(uint64_t v) {
 }
 
 json_t *policy_to_json(const struct policy_decision *d) {
-        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "profile", d->profile, "timeout_ms",
+        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:b, s:s}", "profile", d->profile, "timeout_ms",
                          u64_json(d->timeout_ms), "memory", u64_json(d->memory), "processes", u64_json(d->processes), "cpu_s",
                          u64_json(d->cpu_s), "cpu_milli", u64_json(d->cpu_milli), "output", u64_json(d->output), "disk", u64_json(d->disk), "artifacts",
-                         u64_json(d->artifacts), "net", d->net == NET_HOST ? "host" : "none", "clamped", d->clamped);
+                         u64_json(d->artifacts), "net", d->net == NET_HOST ? "host" : "none", "net_audit",
+                         d->net_audit, "clamped", d->clamped);
 }
 
 static uint64_t u64_of(json_t *o, const char *key) {
@@ -173,6 +183,7 @@ int policy_from_json(json_t *o, struct policy_decision *d) {
         d->disk = u64_of(o, "disk");
         d->artifacts = u64_of(o, "artifacts");
         d->net = net && streq(net, "host") ? NET_HOST : NET_NONE;
+        d->net_audit = json_is_true(json_object_get(o, "net_audit"));
         snprintf(d->clamped, sizeof(d->clamped), "%s", clamped ? clamped : "");
         return 0;
 }

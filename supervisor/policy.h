@@ -23,6 +23,8 @@
 struct daemon_caps {
         bool cpu_bandwidth;       /* the job cgroups have the cpu controller (cpu.max) */
         const char *no_cpu_why;   /* why not, for the refusal */
+        bool net_audit;           /* the eBPF network audit is loaded (netaudit.c) */
+        const char *no_net_audit_why;
 };
 
 struct policy_decision {
@@ -36,6 +38,7 @@ struct policy_decision {
         uint64_t disk;       /* bytes of workspace */
         uint64_t artifacts;  /* bytes of artifacts kept */
         int net;             /* enum net_mode */
+        bool net_audit;      /* every connection attempt recorded (netaudit.c) */
         char clamped[512];   /* "timeout_ms 600000 -> 60000; ..." or "" */
         const char *code;    /* error code when refused */
 };

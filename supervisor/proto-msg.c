@@ -37,6 +37,15 @@ json_t *proto_ev_started(const char *job) {
         return event("started", job);
 }
 
+json_t *proto_ev_network(const char *job, json_t *net_event) {
+        json_t *ev = event("network", job);
+        if (ev && json_object_update_missing(ev, net_event) < 0) {
+                json_decref(ev);
+                return NULL;
+        }
+        return ev;
+}
+
 json_t *proto_ev_output(const char *job, int stream, const char *data, size_t len) {
         json_t *ev = event("output", job);
         if (ev && (json_object_set_new(ev, "stream", json_string(proto_stream_name(stream))) < 0 ||
@@ -117,7 +126,11 @@ json_t *proto_run_json(const struct run_request *run) {
                         json_object_set_new(lim, "cpus", json_real((double) run->cpu_milli / 1000.0));
         }
         r |= json_object_set_new(o, "limits", lim);
-        if (run->net >= 0)
+        /* A request without audit keeps the string form: its digest (and
+         * so its idempotency) is what it was before audit existed. */
+        if (run->net_audit)
+                r |= json_object_set_new(o, "network", json_pack("{s:s, s:b}", "mode", run->net == NET_HOST ? "host" : "none", "audit", 1));
+        else if (run->net >= 0)
                 r |= json_object_set_new(o, "network", json_string(run->net == NET_HOST ? "host" : "none"));
         if (run->n_files) {
                 json_t *files = json_array();
@@ -232,7 +245,8 @@ void proto_request_digest(const struct run_request *run, char hex[65]) {
         put_u64(&h, run->cpu_milli);
         put_u64(&h, run->output);
         put_u64(&h, run->disk);
-        put_u64(&h, (uint64_t) (int64_t) run->net);
+        /* Audit as a bit above the mode: requests without it hash as before. */
+        put_u64(&h, run->net_audit ? 0x100u | (run->net < 0 ? 0xffu : (uint64_t) run->net) : (uint64_t) (int64_t) run->net);
         put_u64(&h, run->n_artifacts);
         for (size_t i = 0; i < run->n_artifacts; i++)
                 put_str(&h, run->artifacts[i]);

@@ -25,13 +25,17 @@ static const struct field run_fields[] = {
         { "stdin_b64", K_STRING, false },
         { "timeout_ms", K_UINT, false },
         { "limits", K_OBJECT, false },
-        { "network", K_STRING, false },
+        { "network", K_NET, false },
         { "files", K_ARRAY, false },
         { "artifacts", K_ARRAY, false },
         { "idempotency_key", K_STRING, false },
         { "retries", K_UINT, false },
         { "follow", K_BOOL, false },
         { "traceparent", K_STRING, false },
+};
+static const struct field network_fields[] = {
+        { "mode", K_STRING, false },
+        { "audit", K_BOOL, false },
 };
 static const struct field limit_fields[] = {
         { "memory", K_UINT, false },
@@ -55,7 +59,7 @@ static const char *const op_names[] = {
         [REQ_RUN] = "run", [REQ_STATUS] = "status", [REQ_WAIT] = "wait", [REQ_LOGS] = "logs",
         [REQ_CANCEL] = "cancel", [REQ_RESULT] = "result", [REQ_LIST] = "list", [REQ_PING] = "ping",
         [REQ_BUNDLE_SHOW] = "bundle.show", [REQ_CACHE_LIST] = "cache.list", [REQ_CACHE_GC] = "cache.gc",
-        [REQ_DOWNLOAD] = "download",
+        [REQ_DOWNLOAD] = "download", [REQ_METRICS] = "metrics",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -184,7 +188,7 @@ static int parse_command(json_t *command, const char *field, bool program, struc
 
 /* A bundle instead of a command: the manifest decides the program, its
  * profile and its network; the request gives arguments. */
-static int parse_bundle(const char *bundle, json_t *command, json_t *args, const char *profile, const char *net,
+static int parse_bundle(const char *bundle, json_t *command, json_t *args, const char *profile, const json_t *net,
                         struct run_request *run, struct sbx_error *err) {
         struct bundle_ref ref;
         if (command)
@@ -366,9 +370,36 @@ static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sb
         return 0;
 }
 
+/* "none" or "host", or {"mode": ..., "audit": true}. Restricted egress is
+ * not built yet: refused by name rather than run unrestricted. */
+static int parse_net_mode(const char *mode, const char *field, struct run_request *run, struct sbx_error *err) {
+        if (streq(mode, "none"))
+                run->net = NET_NONE;
+        else if (streq(mode, "host"))
+                run->net = NET_HOST;
+        else if (streq(mode, "restricted"))
+                return sbx_error_msg(err, EINVAL, "field '%s': network mode \"restricted\" is not supported by this build", field);
+        else
+                return sbx_error_msg(err, EINVAL, "field '%s': expected \"none\" or \"host\"", field);
+        return 0;
+}
+
+static int parse_network(json_t *net, struct run_request *run, struct sbx_error *err) {
+        if (json_is_string(net))
+                return parse_net_mode(json_string_value(net), "network", run, err);
+        int r = proto_check_fields(net, network_fields, ARRAY_SIZE(network_fields), "network.", err);
+        if (r < 0)
+                return r;
+        json_t *mode = json_object_get(net, "mode");
+        if (mode && (r = parse_net_mode(json_string_value(mode), "network.mode", run, err)) < 0)
+                return r;
+        run->net_audit = json_is_true(json_object_get(net, "audit"));
+        return 0;
+}
+
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
-        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
-        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL;
+        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL;
         json_int_t timeout = -1, retries = 0;
         int follow = 0;
         json_error_t je;
@@ -380,7 +411,7 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s}",
+                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
@@ -421,14 +452,8 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         if (limits && (r = parse_limits(limits, run, err)) < 0)
                 return r;
 
-        if (net) {
-                if (streq(net, "none"))
-                        run->net = NET_NONE;
-                else if (streq(net, "host"))
-                        run->net = NET_HOST;
-                else
-                        return sbx_error_msg(err, EINVAL, "field 'network': expected \"none\" or \"host\"");
-        }
+        if (net && (r = parse_network(net, run, err)) < 0)
+                return r;
 
         if (files && (r = parse_files(files, run, err)) < 0)
                 return r;
@@ -520,6 +545,7 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                 break;
         case REQ_PING:
         case REQ_CACHE_LIST:
+        case REQ_METRICS:
                 rc = proto_check_fields(root, ping_fields, ARRAY_SIZE(ping_fields), "", err);
                 break;
         case REQ_BUNDLE_SHOW:

@@ -50,6 +50,7 @@
 #define E_SHUTTING_DOWN "E_SHUTTING_DOWN"
 #define E_TOO_MANY_CONNECTIONS "E_TOO_MANY_CONNECTIONS"
 #define E_BUSY "E_BUSY"
+#define E_UNSUPPORTED "E_UNSUPPORTED" /* asked for what this daemon cannot provide here (no eBPF, no job cgroups) */
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"
 #define E_SETUP "E_SETUP"
@@ -82,6 +83,7 @@ enum req_op {
         REQ_CACHE_LIST,
         REQ_CACHE_GC,
         REQ_DOWNLOAD,
+        REQ_METRICS,
 };
 
 enum stream_mask {
@@ -119,6 +121,7 @@ struct run_request {
         uint64_t output;       /* bytes kept per stream */
         uint64_t disk;         /* bytes of workspace */
         int net;               /* enum net_mode, or -1: none asked */
+        bool net_audit;        /* network.audit: record every connection attempt */
         struct upload *files;
         size_t n_files;
         size_t upload_bytes;
@@ -175,6 +178,9 @@ unsigned proto_stream_bit(int i);
 json_t *proto_ev_started(const char *job);
 json_t *proto_ev_output(const char *job, int stream, const char *data, size_t len);
 json_t *proto_ev_lagged(const char *job, int stream, uint64_t skipped);
+/* A network event of the job (netevents.c's JSON, borrowed): its members
+ * beside "event": "network" and "job". */
+json_t *proto_ev_network(const char *job, json_t *net_event);
 json_t *proto_ev_end(const char *job, json_t *rec);
 /* The job ended but its record cannot be written yet. */
 json_t *proto_ev_error(const char *job, const char *code, const char *msg);

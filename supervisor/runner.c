@@ -20,6 +20,7 @@
 #include "launch-abi.h"
 #include "launchspec.h"
 #include "log.h"
+#include "netjob.h"
 #include "prepare.h"
 #include "runner.h"
 #include "spawn.h"
@@ -156,7 +157,9 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .err_fd = p->report[1],
         };
         int r = spawn_launcher(&sp, &rj->pid, ret_pidfd);
-        if (r < 0 && rj->cgroup_fd >= 0) {
+        /* An audited job runs in its cgroup or not at all: out of it, no
+         * program would see its connections. */
+        if (r < 0 && rj->cgroup_fd >= 0 && !rj->net_att) {
                 /* CLONE_INTO_CGROUP can fail where plain clone works (e.g. a
                  * threaded cgroup); run without the cgroup rather than not at all. */
                 log_warning(JOB_LOG ": clone into cgroup failed (%s), starting without it", JOB_LOG_ARGS(&rj->j), strerror(-r));
@@ -315,6 +318,8 @@ void runner_exited(struct rjob *rj) {
                 .spawn_error = cap->spawn_error,
                 .oom_killed = (rj->cg_limits & CG_LIMIT_MEMORY) && rj->cgroup_fd >= 0 && cgroup_job_oom_kills(rj->cgroup_fd) > 0,
         };
+        if (x.setup_step)
+                snprintf(rj->setup_step, sizeof(rj->setup_step), "%s", x.setup_step);
         job_exited(&rj->j, &x);
         runner_end(rj);
 }
@@ -381,6 +386,7 @@ void runner_end(struct rjob *rj) {
                 bundle_job_release(rj);
         rj->j.ended_ms = now_real_ms();
         capture_stop(&rj->cap);
+        netjob_end(rj);
         if (rj->slot) {
                 sched_finished(&d->sched, &rj->j);
                 rj->slot = false;

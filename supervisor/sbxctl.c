@@ -77,6 +77,7 @@ static void usage(FILE *f) {
                 "  result [--json] JOB the job's result record\n"
                 "  ls [--state S] [--limit N]   your jobs, newest first\n"
                 "  ping                check the daemon and show who you are to it\n"
+                "  metrics             the daemon's metrics (Prometheus text; your tenant's series)\n"
                 "  bundle show NAME[@VERSION]   a bundle: manifest, derived profile, your policy's verdict\n"
                 "  cache ls            the cached bundles of your registry\n"
                 "  cache gc [--all]    remove cached bundles past the budget or age (--all: every unused one)\n"
@@ -90,6 +91,7 @@ static void usage(FILE *f) {
                 "  --retries N         run again up to N times if the daemon dies meanwhile\n"
                 "  --cpus N            CPU bandwidth, e.g. 0.5 or 2 (needs the cgroup cpu controller)\n"
                 "  --network MODE      none or host\n"
+                "  --audit             record every connection attempt of the job\n"
                 "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
                 "  --stdin FILE        feed FILE ('-' for our stdin) to the job\n"
                 "  --upload FILE[:DEST] put FILE into the workspace as DEST (repeatable)\n"
@@ -222,6 +224,45 @@ static int exit_status_of(json_t *res) {
         return 125;
 }
 
+/* One network event on a line: "connect tcp 127.0.0.1:8080 allow pid 42 (curl)". */
+static void print_net_event(FILE *f, const char *prefix, json_t *e) {
+        json_t *port = json_object_get(e, "port");
+        const char *fam = json_string_value(json_object_get(e, "family"));
+        const char *addr = json_string_value(json_object_get(e, "address"));
+        const char *host = json_string_value(json_object_get(e, "hostname"));
+        bool v6 = fam && streq(fam, "ipv6");
+        fprintf(f, "%s%s %s ", prefix, json_string_value(json_object_get(e, "kind")) ?: "?",
+                json_string_value(json_object_get(e, "protocol")) ?: "?");
+        if (addr && json_is_integer(port))
+                fprintf(f, v6 ? "[%s]:%lld" : "%s:%lld", addr, (long long) json_integer_value(port));
+        else
+                fprintf(f, "-");
+        if (host)
+                fprintf(f, " (%s)", host);
+        fprintf(f, " %s pid %lld (%s) %s\n", json_string_value(json_object_get(e, "verdict")) ?: "?",
+                (long long) json_integer_value(json_object_get(e, "pid")), json_string_value(json_object_get(e, "comm")) ?: "?",
+                json_string_value(json_object_get(e, "time")) ?: "");
+}
+
+static void print_network(json_t *res) {
+        json_t *net = json_object_get(res, "network"), *e;
+        size_t i;
+        if (!json_is_true(json_object_get(net, "audit")))
+                return;
+        json_t *drop = json_object_get(net, "events_dropped"), *lost = json_object_get(net, "events_lost");
+        printf("network:   %s, audited: %zu events", json_string_value(json_object_get(net, "mode")) ?: "?",
+               json_array_size(json_object_get(res, "network_events")));
+        if (json_is_integer(drop) && json_integer_value(drop))
+                printf(", %lld more not kept", (long long) json_integer_value(drop));
+        if (json_is_integer(lost) && json_integer_value(lost))
+                printf(", %lld lost (ring buffer full)", (long long) json_integer_value(lost));
+        if (json_is_null(lost))
+                printf(" (the daemon restarted: what happened before is not known)");
+        printf("\n");
+        json_array_foreach(json_object_get(res, "network_events"), i, e)
+                print_net_event(stdout, "net:       ", e);
+}
+
 static void print_result(json_t *res) {
         json_t *err = json_object_get(res, "error");
         printf("job:       %s\n", json_string_value(json_object_get(res, "job")) ?: "?");
@@ -267,6 +308,7 @@ static void print_result(json_t *res) {
                 printf("artifact:  %s %lld bytes sha256:%s\n", json_string_value(json_object_get(a, "path")) ?: "?",
                        (long long) json_integer_value(json_object_get(a, "size")),
                        json_string_value(json_object_get(a, "sha256")) ?: "?");
+        print_network(res);
 }
 
 json_t *new_req(const char *op) {
@@ -316,13 +358,15 @@ static uint64_t opt_size(const char *opt, const char *v) {
 
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
-        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE
+        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT
 };
 
 /* The parts of a run request that options add to. */
 struct run_parts {
         json_t *req, *limits, *env, *files, *arts;
         const char *bundle; /* --bundle */
+        const char *net;    /* --network */
+        bool audit;         /* --audit */
 };
 
 /* --memory, --processes, --cpu, --cpus, --output, --disk: false for any
@@ -405,7 +449,10 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
                 json_object_set_new(p->req, "retries", json_integer((json_int_t) n));
                 break;
         case O_NET:
-                json_object_set_new(p->req, "network", json_string(arg));
+                p->net = arg;
+                break;
+        case O_AUDIT:
+                p->audit = true;
                 break;
         case O_ENV: {
                 char *eq = strchr(arg, '=');
@@ -457,7 +504,8 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
                 { "cpus", required_argument, NULL, O_CPUS },       { "disk", required_argument, NULL, O_DISK },
                 { "retries", required_argument, NULL, O_RETRIES },
-                { "network", required_argument, NULL, O_NET },     { "env", required_argument, NULL, O_ENV },
+                { "network", required_argument, NULL, O_NET },     { "audit", no_argument, NULL, O_AUDIT },
+                { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
                 { "traceparent", required_argument, NULL, O_TRACE },
@@ -481,6 +529,13 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 json_object_set_new(p.req, "args", cmd);
         } else
                 json_object_set_new(p.req, "command", cmd);
+        if (p.audit) {
+                json_t *net = json_pack("{s:b}", "audit", 1);
+                if (p.net)
+                        json_object_set_new(net, "mode", json_string(p.net));
+                json_object_set_new(p.req, "network", net);
+        } else if (p.net)
+                json_object_set_new(p.req, "network", json_string(p.net));
         set_nonempty(p.req, "limits", p.limits);
         set_nonempty(p.req, "env", p.env);
         set_nonempty(p.req, "files", p.files);
@@ -506,6 +561,8 @@ static int follow_to_end(bool show_result) {
                                 (long long) json_integer_value(json_object_get(m, "skipped")),
                                 json_string_value(json_object_get(m, "stream")) ?: "output",
                                 json_string_value(json_object_get(m, "job")) ?: "JOB");
+                } else if (streq(ev, "network") && !json_out) {
+                        print_net_event(stderr, "sbxctl: network: ", m);
                 } else if (streq(ev, "output") && !json_out) {
                         const char *s = json_string_value(json_object_get(m, "stream"));
                         write_data(s && streq(s, "stderr") ? stderr : stdout, m);
@@ -577,6 +634,15 @@ static int cmd_ping(const struct cmd_args *a) {
                        (long long) json_integer_value(json_object_get(m, "uid")),
                        json_string_value(json_object_get(m, "tenant")) ?: "?",
                        json_is_true(json_object_get(m, "anonymous")) ? " (unauthenticated)" : "");
+        return 0;
+}
+
+static int cmd_metrics(const struct cmd_args *a) {
+        (void) a;
+        json_t *m = request(new_req("metrics"));
+        if (!json_out)
+                fwrite(json_string_value(json_object_get(m, "metrics")) ?: "", 1, json_string_length(json_object_get(m, "metrics")),
+                       stdout);
         return 0;
 }
 
@@ -699,6 +765,7 @@ static const struct command {
         { "wait", "j", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
         { "result", "j", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
+        { "metrics", "", false, cmd_metrics },
 };
 
 static const struct command *find_command(const char *name) {

@@ -80,7 +80,7 @@ candidates() {
         [ "$(candidates sbx-launch -- cat /us)" = /usr ]
         # ... and the command's own completion with it
         [ -f /usr/share/bash-completion/bash_completion ] || skip "bash-completion is not installed"
-        [ "$(candidates --with-bash-completion sbx-launch --profile shell -- sbx-launch --che)" = --check ]
+        [ "$(candidates --with-bash-completion sbx-launch --profile shell -- sbx-launch --print-p)" = --print-profile ]
 }
 
 @test "sbx-launch: every option of the launcher is completed, with its number of arguments" {
@@ -99,6 +99,7 @@ candidates() {
 @test "sbxctl: commands, global options, command options and their values" {
         [ "$(candidates sbxctl ca)" = "cache cancel" ]
         [ "$(candidates sbxctl s)" = "status submit" ]
+        [ "$(candidates sbxctl m)" = metrics ]
         [ "$(candidates sbxctl --so)" = --socket ]
         [ "$(candidates sbxctl --socket /tmp/x.sock --json l)" = "logs ls" ]
         [ "$(candidates sbxctl run --pro)" = "--processes --profile" ]
@@ -122,7 +123,7 @@ candidates() {
         for o in $opts; do
                 complete_line sbxctl run "--$o" | grep -qxF -- "--$o" || { echo "--$o is not completed" >&2; false; }
         done
-        for c in run submit status wait logs cancel result ls ping bundle cache download; do
+        for c in run submit status wait logs cancel result ls ping bundle cache download metrics; do
                 complete_line sbxctl "$c" | grep -qxF "$c" || { echo "$c is not completed" >&2; false; }
         done
 }

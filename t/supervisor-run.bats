@@ -135,6 +135,32 @@ setup() {
         [ ! -e "$SUP_DIR/state/work/$job" ]
 }
 
+@test "uploads and artifacts in interleaved nested directories all land where they were asked" {
+        # Written in sorted order with the shared directories opened once:
+        # every file must still reach its own directory, whatever the order
+        # of the request.
+        d=$(user_dir)
+        for n in 1 2 3 4 5 6; do printf 'f%s\n' "$n" > "$d/f$n"; done
+        run --separate-stderr ctl run --artifact 'o/*' --artifact 'o/*/*' --artifact 'o/*/*/*' \
+                --upload "$d/f1:a/b/x" --upload "$d/f2:c/y" --upload "$d/f3:a/b/z" \
+                --upload "$d/f4:a/w" --upload "$d/f5:a/b/c/d/e" --upload "$d/f6:a.b/v" -- \
+                sh -c 'cat a/b/x c/y a/b/z a/w a/b/c/d/e a.b/v; mkdir -p o/p/q o/r; echo 1 > o/p/q/s; echo 2 > o/r/t; echo 3 > o/u; echo 4 > o/p/v'
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(printf 'f1\nf2\nf3\nf4\nf5\nf6')" ]
+        job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
+        a="$SUP_DIR/state/results/$job/artifacts"
+        [ "$(cat "$a/o/p/q/s" "$a/o/r/t" "$a/o/u" "$a/o/p/v")" = "$(printf '1\n2\n3\n4')" ]
+}
+
+@test "an upload whose directory is another upload's file is refused by name" {
+        d=$(user_dir)
+        printf 'x\n' > "$d/f"
+        run --separate-stderr ctl run --upload "$d/f:a/b" --upload "$d/f:a/b/c" -- true
+        [ "$status" -ne 0 ]
+        echo "$stderr"
+        [[ "$stderr" == *"upload a/b/c"*"Not a directory"* ]]
+}
+
 @test "artifacts beyond the tenant's byte cap are left out and the result says so" {
         sed -i 's/^\[daemon\]$/[daemon]\nsocket_mode = 0666/' "$SUP_DIR/sup.conf"
         printf '\n[tenant.small]\nuids = 41100\nmax_artifacts = 1K\n' >> "$SUP_DIR/sup.conf"

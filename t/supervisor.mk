@@ -8,6 +8,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
+	t/sup-unit/netevents-test \
 	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test \
 	t/sup-unit/result-test \
@@ -16,14 +17,15 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/minisign-test \
 	t/sup-unit/index-test \
 	t/sup-unit/cache-test \
-	t/sup-unit/grant-test
+	t/sup-unit/grant-test \
+	t/sup-unit/metrics-test
 check_PROGRAMS += t/sup-unit/sup-client
 if HAVE_CMOCKA
 check_PROGRAMS += $(SUP_UNIT_TESTS)
 TESTS += $(SUP_UNIT_TESTS)
 endif
 
-SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor
+SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor -I$(top_srcdir)/bpf
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
 
 t_sup_unit_proto_test_SOURCES = t/sup-unit/proto-test.c
@@ -41,6 +43,9 @@ t_sup_unit_sched_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_launchspec_test_SOURCES = t/sup-unit/launchspec-test.c
 t_sup_unit_launchspec_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_netevents_test_SOURCES = t/sup-unit/netevents-test.c
+t_sup_unit_netevents_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_netevents_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
@@ -62,6 +67,9 @@ t_sup_unit_index_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_cache_test_SOURCES = t/sup-unit/cache-test.c
 t_sup_unit_cache_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_cache_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_metrics_test_SOURCES = t/sup-unit/metrics-test.c
+t_sup_unit_metrics_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_metrics_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_grant_test_SOURCES = t/sup-unit/grant-test.c
 t_sup_unit_grant_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_grant_test_LDADD = $(SUP_UNIT_LDADD)
@@ -90,8 +98,10 @@ SUP_BATS = \
 	t/supervisor-isolation.bats \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
+	t/supervisor-netaudit.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
+	t/supervisor-metrics.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \

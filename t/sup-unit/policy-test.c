@@ -16,7 +16,7 @@
 
 /* A daemon that can enforce everything, and one without the cgroup cpu
  * controller. */
-static const struct daemon_caps all_caps = { .cpu_bandwidth = true };
+static const struct daemon_caps all_caps = { .cpu_bandwidth = true, .net_audit = true };
 static const struct daemon_caps no_cpu = { .cpu_bandwidth = false, .no_cpu_why = "it has no job cgroups" };
 
 static const char conf[] =
@@ -191,6 +191,16 @@ static void test_policy_daemon_caps(void **state) {
         run_init(&r);
         assert_int_equal(policy_apply(t, &r, &no_cpu, &d, &e), 0);
         assert_int_equal(d.cpu_milli, 1500);
+        /* An audit asked for where none can be attached: refused, naming why. */
+        run_init(&r);
+        r.net_audit = true;
+        const struct daemon_caps no_audit = { .no_net_audit_why = "it has no job cgroups to attach the eBPF programs to" };
+        assert_int_equal(policy_apply(t, &r, &no_audit, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_UNSUPPORTED);
+        assert_string_equal(e.msg, "field 'network.audit': this daemon cannot audit network use (it has no job cgroups to attach "
+                                   "the eBPF programs to)");
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
+        assert_true(d.net_audit);
 }
 
 /* The decision survives the journal: every value, unset ones included. */
@@ -202,6 +212,7 @@ static void test_policy_json_round_trip(void **state) {
         run_init(&r);
         r.timeout_ms = 3600000;
         r.net = NET_HOST;
+        r.net_audit = true;
         assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
         json_t *j = policy_to_json(&d);
         assert_non_null(j);
@@ -216,6 +227,7 @@ static void test_policy_json_round_trip(void **state) {
         assert_int_equal(back.output, d.output);
         assert_int_equal(back.artifacts, d.artifacts);
         assert_int_equal(back.net, NET_HOST);
+        assert_true(back.net_audit);
         assert_string_equal(back.clamped, d.clamped);
         assert_int_equal(policy_from_json(json_null(), &back), -EINVAL);
 }

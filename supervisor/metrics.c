@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "parse.h"
+#include "util.h"
+
+/* Seconds: from a warm start of a few milliseconds to a slow one. */
+static const double startup_bounds[METRICS_STARTUP_BUCKETS] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                                                 1,     2.5,  5,     10,   30,  60 };
+/* Seconds: from a trivial job to an hour. */
+static const double run_bounds[METRICS_RUN_BUCKETS] = { 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600 };
+
+void metrics_done(struct metrics *m) {
+        for (size_t i = 0; i < m->n_tenants; i++)
+                free(m->tenants[i].name);
+        free(m->tenants);
+        memset(m, 0, sizeof(*m));
+}
+
+static struct metrics_tenant *tenant_of(struct metrics *m, const char *name) {
+        for (size_t i = 0; i < m->n_tenants; i++)
+                if (streq(m->tenants[i].name, name))
+                        return &m->tenants[i];
+        struct metrics_tenant *nt = realloc(m->tenants, (m->n_tenants + 1) * sizeof(*nt));
+        if (!nt)
+                return NULL;
+        m->tenants = nt;
+        struct metrics_tenant *t = &nt[m->n_tenants];
+        memset(t, 0, sizeof(*t));
+        if (!(t->name = strdup(name)))
+                return NULL;
+        m->n_tenants++;
+        return t;
+}
+
+static void observe(struct metrics_hist *h, const double *bounds, size_t n, double v) {
+        size_t i = 0;
+        while (i < n && v > bounds[i])
+                i++;
+        h->bucket[i]++;
+        h->count++;
+        h->sum += v;
+}
+
+static void count_step(struct metrics *m, const char *step) {
+        size_t i;
+        for (i = 0; i < m->n_steps; i++)
+                if (streq(m->steps[i].name, step))
+                        break;
+        if (i == m->n_steps) {
+                if (m->n_steps == METRICS_MAX_STEPS || strlen(step) >= sizeof(m->steps[0].name)) {
+                        m->steps[METRICS_MAX_STEPS].n++;
+                        return;
+                }
+                snprintf(m->steps[i].name, sizeof(m->steps[i].name), "%s", step);
+                m->n_steps++;
+        }
+        m->steps[i].n++;
+}
+
+int metrics_job_end(struct metrics *m, const struct metrics_job *j) {
+        struct metrics_tenant *t = tenant_of(m, j->tenant);
+        if (!t)
+                return -ENOMEM;
+        if ((unsigned) j->outcome <= OUTCOME_ERROR)
+                t->ended[j->outcome]++;
+        t->output[0] += j->output[0];
+        t->output[1] += j->output[1];
+        if (j->startup_us >= 0)
+                observe(&m->startup, startup_bounds, METRICS_STARTUP_BUCKETS, (double) j->startup_us / 1e6);
+        if (j->run_us >= 0)
+                observe(&m->run, run_bounds, METRICS_RUN_BUCKETS, (double) j->run_us / 1e6);
+        if (j->setup_step)
+                count_step(m, j->setup_step);
+        if (j->bundle_source >= 0) {
+                m->bundle_jobs[j->bundle_source ? 1 : 0]++;
+                if (j->bundle_stale)
+                        m->bundle_stale++;
+        }
+        return 0;
+}
+
+/* A label value as the text format wants it: \\, \" and \n escaped. */
+static void put_label(FILE *f, const char *v) {
+        for (; *v; v++) {
+                if (*v == '\\' || *v == '"')
+                        fprintf(f, "\\%c", *v);
+                else if (*v == '\n')
+                        fputs("\\n", f);
+                else
+                        fputc(*v, f);
+        }
+}
+
+static void head(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void gauge(FILE *f, const char *name, const char *help, uint64_t v) {
+        head(f, name, "gauge", help);
+        fprintf(f, "%s %" PRIu64 "\n", name, v);
+}
+
+static void hist(FILE *f, const char *name, const char *help, const struct metrics_hist *h, const double *bounds, size_t n) {
+        head(f, name, "histogram", help);
+        uint64_t cum = 0;
+        for (size_t i = 0; i < n; i++) {
+                cum += h->bucket[i];
+                fprintf(f, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, bounds[i], cum);
+        }
+        fprintf(f, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count, name, h->sum,
+                name, h->count);
+}
+
+static bool shown(const struct metrics_tenant *t, const char *only) {
+        return !only || streq(t->name, only);
+}
+
+static void per_tenant(FILE *f, const struct metrics *m, const char *only) {
+        head(f, "sbx_jobs_ended_total", "counter", "Jobs that ended, by tenant and end state (the state of their result record).");
+        for (size_t i = 0; i < m->n_tenants; i++) {
+                const struct metrics_tenant *t = &m->tenants[i];
+                for (int o = OUTCOME_SUCCEEDED; shown(t, only) && o <= OUTCOME_ERROR; o++) {
+                        fputs("sbx_jobs_ended_total{tenant=\"", f);
+                        put_label(f, t->name);
+                        fprintf(f, "\",state=\"%s\"} %" PRIu64 "\n", job_outcome_name((enum job_outcome) o), t->ended[o]);
+                }
+        }
+        head(f, "sbx_job_output_bytes_total", "counter", "Bytes the jobs that ended wrote to stdout and stderr, by tenant and stream.");
+        for (size_t i = 0; i < m->n_tenants; i++) {
+                const struct metrics_tenant *t = &m->tenants[i];
+                for (int s = 0; shown(t, only) && s < 2; s++) {
+                        fputs("sbx_job_output_bytes_total{tenant=\"", f);
+                        put_label(f, t->name);
+                        fprintf(f, "\",stream=\"%s\"} %" PRIu64 "\n", s ? "stderr" : "stdout", t->output[s]);
+                }
+        }
+}
+
+int metrics_render(const struct metrics *m, const struct metrics_gauges *g, const char *tenant, char **ret, size_t *ret_len) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        gauge(f, "sbx_jobs_queued", "Jobs accepted and not started yet (queued or waiting for their bundle).", g->queued);
+        gauge(f, "sbx_jobs_running", "Jobs being started, running or being stopped.", g->running);
+        gauge(f, "sbx_connections", "Client connections open on the daemon's socket.", g->connections);
+        per_tenant(f, m, tenant);
+        hist(f, "sbx_job_startup_seconds", "Time from a job's acceptance to its launcher's start (jobs that started).", &m->startup,
+             startup_bounds, METRICS_STARTUP_BUCKETS);
+        hist(f, "sbx_job_run_seconds", "Time from a job's start to its end (jobs that started).", &m->run, run_bounds,
+             METRICS_RUN_BUCKETS);
+        head(f, "sbx_job_setup_failures_total", "counter", "Jobs whose sandbox could not be set up, by the launcher's failed step.");
+        for (size_t i = 0; i < m->n_steps; i++) {
+                fputs("sbx_job_setup_failures_total{step=\"", f);
+                put_label(f, m->steps[i].name);
+                fprintf(f, "\"} %" PRIu64 "\n", m->steps[i].n);
+        }
+        if (m->steps[METRICS_MAX_STEPS].n)
+                fprintf(f, "sbx_job_setup_failures_total{step=\"other\"} %" PRIu64 "\n", m->steps[METRICS_MAX_STEPS].n);
+        head(f, "sbx_bundle_jobs_total", "counter", "Bundle jobs that ran, by where their bundle's tree came from.");
+        fprintf(f, "sbx_bundle_jobs_total{source=\"cache\"} %" PRIu64 "\nsbx_bundle_jobs_total{source=\"registry\"} %" PRIu64 "\n",
+                m->bundle_jobs[0], m->bundle_jobs[1]);
+        head(f, "sbx_bundle_stale_jobs_total", "counter", "Bundle jobs that ran from the cache because the registry could not be asked.");
+        fprintf(f, "sbx_bundle_stale_jobs_total %" PRIu64 "\n", m->bundle_stale);
+        gauge(f, "sbx_bundle_cache_bytes", "Bytes of unpacked bundles in the cache.", g->cache_bytes);
+        gauge(f, "sbx_bundle_cache_entries", "Unpacked bundles in the cache.", g->cache_entries);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
+int metrics_parse_listen(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
+        char host[64];
+        const char *port;
+        memset(ret, 0, sizeof(*ret));
+        if (s[0] == '[') {
+                const char *e = strchr(s, ']');
+                if (!e || e[1] != ':' || (size_t) (e - s - 1) >= sizeof(host))
+                        return -EINVAL;
+                memcpy(host, s + 1, (size_t) (e - s - 1));
+                host[e - s - 1] = '\0';
+                port = e + 2;
+        } else {
+                const char *c = strrchr(s, ':');
+                if (!c || (size_t) (c - s) >= sizeof(host))
+                        return -EINVAL;
+                memcpy(host, s, (size_t) (c - s));
+                host[c - s] = '\0';
+                port = c + 1;
+        }
+        uint64_t p;
+        if (parse_uint64(port, 65535, &p) < 0 || p == 0)
+                return -EINVAL;
+        struct sockaddr_in *a4 = (struct sockaddr_in *) ret;
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ret;
+        if (s[0] != '[' && inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+                a4->sin_family = AF_INET;
+                a4->sin_port = htons((uint16_t) p);
+                *ret_len = sizeof(*a4);
+                return 0;
+        }
+        if (s[0] == '[' && inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+                a6->sin6_family = AF_INET6;
+                a6->sin6_port = htons((uint16_t) p);
+                *ret_len = sizeof(*a6);
+                return 0;
+        }
+        return -EINVAL;
+}

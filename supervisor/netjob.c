@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "netaudit-bpf.h"
+#include "netjob.h"
+#include "subscribe.h"
+
+void netjob_setup(struct daemon *d) {
+        struct sbx_error err;
+        sbx_error_clear(&err);
+        d->caps.net_audit = false;
+        if (!d->cg.enabled) {
+                d->caps.no_net_audit_why = "it has no job cgroups to attach the eBPF programs to";
+                return;
+        }
+        if (geteuid() != 0) {
+                d->caps.no_net_audit_why = "it does not run as root, which loading eBPF programs needs";
+                return;
+        }
+        int r = netaudit_open(d->cfg->network_ring, &d->netaudit, &err);
+        if (r < 0) {
+                snprintf(d->no_net_audit_why, sizeof(d->no_net_audit_why), "%s", err.msg);
+                d->caps.no_net_audit_why = d->no_net_audit_why;
+                log_warning("network audit unavailable: %s; jobs asking for it are refused", err.msg);
+                return;
+        }
+        d->caps.net_audit = true;
+        log_info("network audit: eBPF programs loaded (ring buffer %llu bytes, %llu events kept per job)",
+                 (unsigned long long) d->cfg->network_ring, (unsigned long long) d->cfg->network_events);
+}
+
+void netjob_teardown(struct daemon *d) {
+        netaudit_close(d->netaudit);
+        d->netaudit = NULL;
+}
+
+/* CLOCK_BOOTTIME (the programs' clock) to CLOCK_REALTIME milliseconds. */
+static uint64_t boot_to_real_ms(uint64_t boot_ns) {
+        struct timespec b, rt;
+        clock_gettime(CLOCK_BOOTTIME, &b);
+        clock_gettime(CLOCK_REALTIME, &rt);
+        int64_t now_boot = (int64_t) b.tv_sec * 1000000000 + b.tv_nsec;
+        int64_t now_real = (int64_t) rt.tv_sec * 1000000000 + rt.tv_nsec;
+        int64_t real = now_real - (now_boot - (int64_t) boot_ns);
+        return real > 0 ? (uint64_t) real / 1000000 : 0;
+}
+
+static void on_event(void *arg, const struct netaudit_event *e) {
+        struct rjob *rj = arg;
+        json_t *ev = netevents_add(&rj->net, e, boot_to_real_ms(e->boot_ns));
+        /* Followers get what the record keeps, so a flood of attempts
+         * costs them no more than the record's bound. */
+        if (ev)
+                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+        json_decref(ev);
+}
+
+int netjob_start(struct rjob *rj, char *msg, size_t len) {
+        struct daemon *d = rj->d;
+        struct sbx_error err;
+        if (!rj->j.pol.net_audit)
+                return 0;
+        /* The policy let it through only where the audit is loaded. */
+        if (!d->netaudit) {
+                snprintf(msg, len, "network audit: not available in this daemon (%s)", d->caps.no_net_audit_why);
+                return -EOPNOTSUPP;
+        }
+        if (rj->cgroup_fd < 0) {
+                snprintf(msg, len, "network audit: the job has no cgroup of its own to attach it to");
+                return -EOPNOTSUPP;
+        }
+        sbx_error_clear(&err);
+        int r = netaudit_attach(d->netaudit, rj->cgroup_fd, NETAUDIT_F_AUDIT, on_event, rj, &rj->net_att, &err);
+        if (r < 0) {
+                snprintf(msg, len, "%s", err.msg);
+                return r;
+        }
+        rj->net_audited = true;
+        return 0;
+}
+
+void netjob_end(struct rjob *rj) {
+        uint64_t lost = 0;
+        if (!rj->net_att)
+                return;
+        netaudit_detach(rj->d->netaudit, rj->net_att, &lost);
+        rj->net_att = NULL;
+        rj->net.lost += lost;
+        if (lost)
+                log_warning("job %s: network audit: %llu events lost (the ring buffer was full; network_ring is %llu bytes)", rj->j.id,
+                            (unsigned long long) lost, (unsigned long long) rj->d->cfg->network_ring);
+}

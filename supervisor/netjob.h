@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A job's network audit: attached to its cgroup before its launcher is
+ * cloned into it, its events kept (netevents.c) and sent live to its
+ * followers, detached when it ends with the count of what was lost. */
+#pragma once
+
+struct daemon;
+struct rjob;
+
+/* At start: load the audit programs where the daemon can (root, job
+ * cgroups, a kernel with BPF); otherwise audits are refused, and
+ * d->caps says why. Never fails the daemon. */
+void netjob_setup(struct daemon *d);
+void netjob_teardown(struct daemon *d);
+
+/* Attach the audit to rj's cgroup if its policy asks for one: 0, or
+ * -errno with msg (of len bytes) saying why the job cannot run. */
+int netjob_start(struct rjob *rj, char *msg, size_t len);
+/* Detach (the ring's last events of the job delivered first). */
+void netjob_end(struct rjob *rj);
