@@ -168,7 +168,7 @@ cache_empty() {
         [ "$(json_get result.bundle.stale <<<"$rec")" = true ]
         [ "$(json_get result.bundle.serial <<<"$rec")" = null ]
         [[ "$(json_get result.bundle.stale_reason <<<"$rec")" == *"registry unreachable: GET http://127.0.0.1:$port/hello/index.json"* ]]
-        grep -q "job $job: runs hello 1.1.0 from the cache, the registry could not be asked" "$SUP_DIR/daemon.log"
+        grep -q "job $job (trace [0-9a-f]*): runs hello 1.1.0 from the cache, the registry could not be asked" "$SUP_DIR/daemon.log"
         # a pinned version runs if it is cached, and is stale too
         [ "$(ctl run --bundle hello@1.0.0)" = "bundle hello 1.0.0 args: " ]
         # what is not cached cannot run
