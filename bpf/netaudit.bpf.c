@@ -66,12 +66,20 @@ static __always_inline void record(struct netaudit_job *job, __u64 cg, __u8 kind
 
         if (job && !(job->flags & NETAUDIT_F_AUDIT))
                 return;
+        /* Past what the daemon keeps, counting is all it would do: done
+         * here, without waking it (a flood then costs an atomic add). */
+        if (job && job->sent >= job->budget) {
+                __sync_fetch_and_add(&job->dropped, 1);
+                return;
+        }
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
                 if (job)
                         __sync_fetch_and_add(&job->lost, 1);
                 return;
         }
+        if (job)
+                __sync_fetch_and_add(&job->sent, 1);
         e->cgroup_id = cg;
         e->boot_ns = bpf_ktime_get_boot_ns();
         e->pid = (__u32) (bpf_get_current_pid_tgid() >> 32);

@@ -29,7 +29,10 @@ struct netaudit_range {
 struct netaudit_job {
         __u32 flags;
         __u32 n_deny;
-        __u64 lost; /* events the ring buffer had no room for */
+        __u64 lost;    /* events the ring buffer had no room for */
+        __u64 budget;  /* events to send at most (the daemon keeps no more) */
+        __u64 sent;    /* events put in the ring buffer */
+        __u64 dropped; /* past the budget: counted here, never sent */
         struct netaudit_range deny[NETAUDIT_MAX_DENY];
 };
 

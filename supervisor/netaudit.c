@@ -115,7 +115,7 @@ void netaudit_close(struct netaudit *na) {
                 loop_del(&na->src);
         while (!list_empty(&na->atts)) {
                 struct netaudit_att *a = list_entry(na->atts.next, struct netaudit_att, link);
-                netaudit_detach(na, a, NULL);
+                netaudit_detach(na, a, NULL, NULL);
         }
         ring_buffer__free(na->rb);
         netaudit_bpf__destroy(na->skel);
@@ -138,8 +138,9 @@ static void att_unmap(struct netaudit *na, struct netaudit_att *a) {
 
 /* The job's entries: its allow map entries first, then the job entry that
  * makes the programs look at them. */
-static int att_map(struct netaudit *na, struct netaudit_att *a, const struct netpolicy *pol, struct sbx_error *err) {
-        struct netaudit_job val = { .flags = NETAUDIT_F_AUDIT };
+static int att_map(struct netaudit *na, struct netaudit_att *a, const struct netpolicy *pol, uint64_t budget,
+                   struct sbx_error *err) {
+        struct netaudit_job val = { .flags = NETAUDIT_F_AUDIT, .budget = budget };
         int r;
         if (pol) {
                 struct np_lpm lpm[NETPOLICY_MAX_ALLOW];
@@ -173,7 +174,7 @@ static int att_map(struct netaudit *na, struct netaudit_att *a, const struct net
         return 0;
 }
 
-int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *pol,
+int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *pol, uint64_t budget,
                     void (*on_event)(void *arg, const struct netaudit_event *e), void *arg, struct netaudit_att **ret,
                     struct sbx_error *err) {
         struct stat st;
@@ -188,7 +189,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *
         a->cgroup_id = (uint64_t) st.st_ino;
         a->on_event = on_event;
         a->arg = arg;
-        int r = att_map(na, a, pol, err);
+        int r = att_map(na, a, pol, budget, err);
         if (r < 0) {
                 free(a);
                 return r;
@@ -209,7 +210,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *
         return 0;
 }
 
-void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_lost) {
+void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_lost, uint64_t *ret_dropped) {
         struct netaudit_job val = { 0 };
         /* Whatever the job sent before it ended is in the ring now: hand
          * it over while the job is still attached to receive it. */
@@ -218,10 +219,12 @@ void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_
                 log_warning("network audit: reading the ring buffer: %s", strerror(-r));
         links_destroy(a);
         if (bpf_map__lookup_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), &val, sizeof(val), 0) < 0)
-                val.lost = 0;
+                val.lost = val.dropped = 0;
         att_unmap(na, a);
         if (ret_lost)
                 *ret_lost = val.lost;
+        if (ret_dropped)
+                *ret_dropped = val.dropped;
         list_del(&a->link);
         free(a);
 }

@@ -168,8 +168,8 @@ int netjob_start(struct rjob *rj, char *msg, size_t len) {
                         return -E2BIG;
                 }
         }
-        int r = netaudit_attach(d->netaudit, rj->cgroup_fd, rj->j.pol.net == NET_RESTRICTED ? &pol : NULL, on_event, rj, &rj->net_att,
-                                &err);
+        int r = netaudit_attach(d->netaudit, rj->cgroup_fd, rj->j.pol.net == NET_RESTRICTED ? &pol : NULL, d->cfg->network_events,
+                                on_event, rj, &rj->net_att, &err);
         if (r < 0) {
                 snprintf(msg, len, "%s", err.msg);
                 return r;
@@ -181,13 +181,14 @@ int netjob_start(struct rjob *rj, char *msg, size_t len) {
 static void netlink_end(struct rjob *rj);
 
 void netjob_end(struct rjob *rj) {
-        uint64_t lost = 0;
+        uint64_t lost = 0, dropped = 0;
         netlink_end(rj);
         if (!rj->net_att)
                 return;
-        netaudit_detach(rj->d->netaudit, rj->net_att, &lost);
+        netaudit_detach(rj->d->netaudit, rj->net_att, &lost, &dropped);
         rj->net_att = NULL;
         rj->net.lost += lost;
+        rj->net.dropped += dropped;
         if (lost)
                 log_warning("job %s: network audit: %llu events lost (the ring buffer was full; network_ring is %llu bytes)", rj->j.id,
                             (unsigned long long) lost, (unsigned long long) rj->d->cfg->network_ring);
