@@ -34,9 +34,12 @@ setup_file() {
                 echo $! > "$SUP_DIR/servers.pid"
                 for i in $(seq 600); do grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && break; sleep 0.05; done
         fi
-        # A pool of our own (10.213.N.0/24: 64 jobs at once) for this file's daemon.
-        export POOL="10.213.$((RANDOM % 250)).0/24"
-        sup_config "network_pool = $POOL"
+        # A pool of our own (10.213.2N.0/23: 128 jobs at once) for this file's daemon.
+        export POOL_X=$((RANDOM % 125 * 2))
+        export POOL="10.213.$POOL_X.0/23"
+        sup_config "network_pool = $POOL
+max_jobs = 128"
+        sed -i 's/^max_jobs = 32$/max_jobs = 128/' "$SUP_DIR/sup.conf"
         sed -i 's/^profiles = default shell$/&\nnetwork = none host restricted\nnetwork_allow = 198.51.100.0\/24:*\/any [2001:db8::\/32]:*\/any\nnetwork_deny_ports = 25/' "$SUP_DIR/sup.conf"
         sup_start
 }
@@ -177,6 +180,33 @@ event() {
         [ "${lines[1]}" = "tcp:198.51.100.2:8081 ok 198.51.100.2:8081" ]
 }
 
+@test "100 restricted jobs at once: each reaches its own allowed host and never the other's" {
+        ids=()
+        for i in $(seq 100); do
+                h=$((i % 2 ? 1 : 2))
+                run ctl --json submit --network restricted --allow "198.51.100.$h:8080" -- bash -c '
+                        for h in 198.51.100.1 198.51.100.2; do
+                                if exec 3<>"/dev/tcp/$h/8080"; then read -r l <&3; echo "$h $l"; exec 3<&-; else echo "$h refused"; fi
+                        done 2>/dev/null
+                        sleep 3'
+                [ "$status" -eq 0 ]
+                ids+=("$(json_get job <<<"$output")")
+        done
+        for i in $(seq 100); do
+                id=${ids[$((i - 1))]}
+                h=$((i % 2 ? 1 : 2)) o=$((i % 2 ? 2 : 1))
+                res=$(ctl --json wait "$id")
+                [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "job $i: $res"; false; }
+                run ctl logs "$id"
+                [[ "$output" == *"198.51.100.$h ok 198.51.100.$h:8080"* ]] || { echo "job $i: $output"; false; }
+                [[ "$output" == *"198.51.100.$o refused"* ]] || { echo "job $i: $output"; false; }
+        done
+        # every veth went with its job
+        names
+        for i in $(seq 600); do ip -o link show | grep -q " $prefix" || break; sleep 0.05; done
+        ! ip -o link show | grep -q " $prefix"
+}
+
 # The daemon's veth prefix and table, from its log.
 names() {
         prefix=$(grep -o 'restricted jobs: veths [^*]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
@@ -192,6 +222,7 @@ names() {
         for i in $(seq 600); do [ -e "$ws/up" ] && break; sleep 0.05; done
         [ -e "$ws/up" ]
         ip -o link show | grep -q " $prefix"
+        ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
         cg=$(stat -c %i "$SUP_CGROUP/job-$id")
         bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
         kill -KILL "$SUP_PID"
@@ -200,7 +231,7 @@ names() {
         run ctl --json wait "$id"
         [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
         ! ip -o link show | grep -q " $prefix"
-        ! ip -o addr show | grep -q "${POOL%.0/24}\."
+        ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
         ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
         grep -q "removed 1 veths a previous run left\|restricted jobs: veths" "$SUP_DIR/daemon.log"
         # and a daemon that stops takes its table and every veth with it
