@@ -15,7 +15,11 @@
  *    (families other than UNIX, INET, INET6, NETLINK), and they need
  *    CAP_NET_RAW in the network namespace, which a job never has.
  * A task of the cgroup without an entry (it would have to be in a cgroup
- * below the job's) is refused: fail closed. */
+ * below the job's) is refused: fail closed.
+ *
+ * A restricted job (NETAUDIT_F_ENFORCE) is admitted only what its deny-ports
+ * leave and its entries of the allow map let through; everything else
+ * fails with EPERM and is recorded with verdict deny. */
 #include <linux/bpf.h>
 #include <linux/in.h>
 #include <linux/socket.h>
@@ -42,6 +46,14 @@ struct {
         __type(value, struct netaudit_job);
 } jobs SEC(".maps");
 
+struct {
+        __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+        __uint(max_entries, NETAUDIT_MAX_ALLOW);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, struct netaudit_key);
+        __type(value, struct netaudit_rules);
+} allow SEC(".maps");
+
 /* Its size is set by the daemon before loading (network_ring). */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -54,12 +66,20 @@ static __always_inline void record(struct netaudit_job *job, __u64 cg, __u8 kind
 
         if (job && !(job->flags & NETAUDIT_F_AUDIT))
                 return;
+        /* Past what the daemon keeps, counting is all it would do: done
+         * here, without waking it (a flood then costs an atomic add). */
+        if (job && job->sent >= job->budget) {
+                __sync_fetch_and_add(&job->dropped, 1);
+                return;
+        }
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
                 if (job)
                         __sync_fetch_and_add(&job->lost, 1);
                 return;
         }
+        if (job)
+                __sync_fetch_and_add(&job->sent, 1);
         e->cgroup_id = cg;
         e->boot_ns = bpf_ktime_get_boot_ns();
         e->pid = (__u32) (bpf_get_current_pid_tgid() >> 32);
@@ -78,12 +98,46 @@ static __always_inline void record(struct netaudit_job *job, __u64 cg, __u8 kind
         bpf_ringbuf_submit(e, 0);
 }
 
+/* A restricted job's verdict: deny-ports first, then its own loopback
+ * (its network namespace is its own), then the longest allow entry for
+ * the destination and its port rules. addr: IPv6, IPv4 mapped. */
+static __always_inline int admits(struct netaudit_job *job, __u64 cg, const __u32 *addr, __u16 port, __u8 proto) {
+        struct netaudit_key key = { .prefixlen = 64 + 128 };
+        struct netaudit_rules *rules;
+        __u32 n;
+
+        for (int i = 0; i < NETAUDIT_MAX_DENY; i++) {
+                if (i >= job->n_deny)
+                        break;
+                if (port >= job->deny[i].lo && port <= job->deny[i].hi)
+                        return 0;
+        }
+        if (addr[0] == 0 && addr[1] == 0 && addr[2] == 0 && addr[3] == bpf_htonl(1))
+                return 1;
+        if (addr[0] == 0 && addr[1] == 0 && addr[2] == bpf_htonl(0xffff) && (bpf_ntohl(addr[3]) >> 24) == 127)
+                return 1;
+        __builtin_memcpy(key.cgroup_id, &cg, 8);
+        __builtin_memcpy(key.addr, addr, 16);
+        rules = bpf_map_lookup_elem(&allow, &key);
+        if (!rules)
+                return 0;
+        n = rules->n;
+        for (int i = 0; i < NETAUDIT_MAX_RULES; i++) {
+                if (i >= n)
+                        break;
+                if ((rules->r[i].protos & proto) && port >= rules->r[i].lo && port <= rules->r[i].hi)
+                        return 1;
+        }
+        return 0;
+}
+
 static __always_inline int on_addr(struct bpf_sock_addr *ctx, __u8 kind, int v6) {
         __u64 cg = bpf_get_current_cgroup_id();
         struct netaudit_job *job = bpf_map_lookup_elem(&jobs, &cg);
         __u32 addr[4];
         __u8 verdict = job ? NETAUDIT_ALLOW : NETAUDIT_DENY;
         __u16 port = bpf_ntohs((__u16) ctx->user_port);
+        __u8 proto = ctx->protocol == IPPROTO_TCP ? NETAUDIT_TCP : ctx->protocol == IPPROTO_UDP ? NETAUDIT_UDP : 0;
 
         if (v6) {
                 addr[0] = ctx->user_ip6[0];
@@ -91,10 +145,15 @@ static __always_inline int on_addr(struct bpf_sock_addr *ctx, __u8 kind, int v6)
                 addr[2] = ctx->user_ip6[2];
                 addr[3] = ctx->user_ip6[3];
         } else {
-                addr[0] = ctx->user_ip4;
+                addr[0] = 0;
+                addr[1] = 0;
+                addr[2] = bpf_htonl(0xffff);
+                addr[3] = ctx->user_ip4;
         }
-        record(job, cg, kind, verdict, v6 ? AF_INET6 : AF_INET, (__u16) ctx->protocol, (__u8) ctx->type, port, addr,
-               v6 ? 4 : 1);
+        if (job && (job->flags & NETAUDIT_F_ENFORCE) && !admits(job, cg, addr, port, proto))
+                verdict = NETAUDIT_DENY;
+        record(job, cg, kind, verdict, v6 ? AF_INET6 : AF_INET, (__u16) ctx->protocol, (__u8) ctx->type, port,
+               v6 ? addr : &addr[3], v6 ? 4 : 1);
         return verdict == NETAUDIT_ALLOW;
 }
 

@@ -11,12 +11,52 @@
 #define NETAUDIT_MAX_JOBS 16384
 
 /* struct netaudit_job.flags */
-#define NETAUDIT_F_AUDIT 1u /* record every attempt */
+#define NETAUDIT_F_AUDIT 1u   /* record every attempt */
+#define NETAUDIT_F_ENFORCE 2u /* admit only what the allow map and deny-ports let through */
+
+#define NETAUDIT_MAX_DENY 16  /* deny-port ranges of one job */
+#define NETAUDIT_MAX_RULES 32 /* port rules of one allow map entry */
+#define NETAUDIT_MAX_ALLOW 65536 /* allow map entries of every job together */
+
+/* struct netaudit_rule.protos */
+#define NETAUDIT_TCP 1u
+#define NETAUDIT_UDP 2u
+
+struct netaudit_range {
+        __u16 lo, hi;
+};
 
 struct netaudit_job {
         __u32 flags;
-        __u32 pad;
-        __u64 lost; /* events the ring buffer had no room for */
+        __u32 n_deny;
+        __u64 lost;    /* events the ring buffer had no room for */
+        __u64 budget;  /* events to send at most (the daemon keeps no more) */
+        __u64 sent;    /* events put in the ring buffer */
+        __u64 dropped; /* past the budget: counted here, never sent */
+        struct netaudit_range deny[NETAUDIT_MAX_DENY];
+};
+
+/* The allow map: a longest-prefix-match trie over the job's cgroup id
+ * (always all 64 bits) followed by the destination as IPv6 (IPv4 mapped,
+ * ::ffff:a.b.c.d), so jobs never share an entry. Bytes, not a __u64: no
+ * padding may sit inside the matched data. */
+struct netaudit_key {
+        __u32 prefixlen; /* 64 + the destination's prefix */
+        __u8 cgroup_id[8];
+        __u8 addr[16];
+};
+
+struct netaudit_rule {
+        __u16 lo, hi;
+        __u8 protos;
+        __u8 pad[3];
+};
+
+/* Every rule of every allow entry whose prefix covers this one: the
+ * longest match alone decides. */
+struct netaudit_rules {
+        __u32 n;
+        struct netaudit_rule r[NETAUDIT_MAX_RULES];
 };
 
 /* struct netaudit_event.kind: which hook saw the attempt */

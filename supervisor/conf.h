@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "minisign.h"
+#include "netpolicy.h"
 
 #define CONFIG_UNSET UINT64_MAX
 #define CONFIG_MAX_TENANTS 1024
@@ -81,6 +82,10 @@ struct tenant {
         uint64_t max_jobs;        /* running at once */
         uint64_t max_queue;       /* waiting at once */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
+        struct np_allow *net_allow; /* network_allow: the most a restricted job may be allowed */
+        size_t n_net_allow;
+        struct np_range net_deny[NETPOLICY_MAX_DENY / 2]; /* network_deny_ports: added to every restricted job's */
+        size_t n_net_deny;
         enum over_limit over_limit;
         /* bundles (config-bundle.c) */
         char *registry_name;      /* NULL: the tenant runs no bundles */
@@ -120,6 +125,8 @@ struct config {
         bool allow_unauthenticated;
         uint64_t network_ring;     /* bytes of the network audit's eBPF ring buffer */
         uint64_t network_events;   /* network events kept per job (more are counted) */
+        uint32_t net_pool;         /* network_pool, network order; 0: none (no restricted jobs) */
+        unsigned net_pool_prefix;
         /* bundles (config-bundle.c) */
         struct registry_conf *registries;
         size_t n_registries;

@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "metrics.h"
 #include "inifile.h"
+#include "netpolicy.h"
 #include "parse.h"
 #include "profile.h"
 #include "proto.h"
@@ -70,6 +71,7 @@ void tenant_free(struct tenant *t) {
         for (size_t i = 0; i < t->n_profiles; i++)
                 free(t->profiles[i]);
         free(t->profiles);
+        free(t->net_allow);
         free(t->default_profile);
         tenant_bundle_free(t);
 }
@@ -434,8 +436,64 @@ static int add_net(struct cctx *c, const char *w) {
                 c->t->net_modes |= NET_MODE_BIT(NET_NONE);
         else if (streq(w, "host"))
                 c->t->net_modes |= NET_MODE_BIT(NET_HOST);
+        else if (streq(w, "restricted"))
+                c->t->net_modes |= NET_MODE_BIT(NET_RESTRICTED);
         else
-                return FAIL(c, "unknown network mode '%s' (none, host)", w);
+                return FAIL(c, "unknown network mode '%s' (none, host, restricted)", w);
+        return 0;
+}
+
+static int add_net_allow(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
+        struct sbx_error e;
+        struct np_allow a;
+        if (t->n_net_allow >= NETPOLICY_MAX_ALLOW)
+                return FAIL(c, "network_allow: more than %d entries", NETPOLICY_MAX_ALLOW);
+        if (netpolicy_parse_allow(w, &a, &e) < 0)
+                return FAIL(c, "network_allow: %s", e.msg);
+        struct np_allow *n = realloc(t->net_allow, (t->n_net_allow + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        t->net_allow = n;
+        t->net_allow[t->n_net_allow++] = a;
+        return 0;
+}
+
+static int k_net_allow(struct cctx *c) {
+        if (!c->continuation)
+                c->t->n_net_allow = 0;
+        return each_word(c, add_net_allow);
+}
+
+static int add_net_deny(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
+        struct sbx_error e;
+        if (t->n_net_deny >= NETPOLICY_MAX_DENY / 2)
+                return FAIL(c, "network_deny_ports: more than %d entries (a job has room for %d of its own and its tenant's)",
+                            NETPOLICY_MAX_DENY / 2, NETPOLICY_MAX_DENY);
+        if (netpolicy_parse_ports(w, &t->net_deny[t->n_net_deny], &e) < 0)
+                return FAIL(c, "network_deny_ports: %s", e.msg);
+        t->n_net_deny++;
+        return 0;
+}
+
+static int k_net_deny(struct cctx *c) {
+        if (!c->continuation)
+                c->t->n_net_deny = 0;
+        return each_word(c, add_net_deny);
+}
+
+/* network_pool: the IPv4 network restricted jobs' veth pairs take their
+ * /30s from. */
+static int k_pool(struct cctx *c) {
+        struct sbx_error e;
+        struct np_allow a;
+        struct config *cf = c->c;
+        if (netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host || a.v6 || a.prefix < 96 + 8 || a.prefix > 96 + 28 ||
+            strchr(c->v, ':'))
+                return FAIL(c, "network_pool: expected an IPv4 network from /8 to /28 (e.g. 10.200.0.0/16), got '%s'", c->v);
+        memcpy(&cf->net_pool, a.addr + 12, 4);
+        cf->net_pool_prefix = a.prefix - 96;
         return 0;
 }
 
@@ -561,6 +619,7 @@ static const struct conf_key keys[] = {
         DAEMON("kill_grace", CONF_SCALAR, k_duration, IN_CONFIG(kill_grace_ms)),
         DAEMON("network_ring", CONF_SCALAR, k_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
         DAEMON("network_events", CONF_SCALAR, k_count, IN_CONFIG(network_events)),
+        DAEMON("network_pool", CONF_SCALAR, k_pool),
         DAEMON("request_timeout", CONF_SCALAR, k_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", CONF_SCALAR, k_duration, IN_CONFIG(retention_ms)),
         DAEMON("log_format", CONF_SCALAR, k_log_format),
@@ -588,6 +647,8 @@ static const struct conf_key keys[] = {
         TENANT("max_jobs", CONF_SCALAR, k_count, IN_TENANT(max_jobs)),
         TENANT("max_queue", CONF_SCALAR, k_count, IN_TENANT(max_queue)),
         TENANT("network", CONF_LIST, k_network),
+        TENANT("network_allow", CONF_LIST, k_net_allow),
+        TENANT("network_deny_ports", CONF_LIST, k_net_deny),
         TENANT("over_limit", CONF_SCALAR, k_over_limit),
 };
 

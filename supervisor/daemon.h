@@ -60,6 +60,11 @@ struct daemon {
         struct source http_src;
         struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
         char no_net_audit_why[256];
+        char no_restricted_why[SBX_ERROR_MAX + 64];
+        char net_ifprefix[12];    /* restricted jobs' veths: PREFIX + slot */
+        char net_table[16];       /* the nft table (ip family) */
+        uint8_t *net_used;        /* slots of network_pool in use, a bit each */
+        unsigned net_slots;
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

@@ -35,6 +35,7 @@ void rjob_free(void *p) {
         job_release(&rj->j);
         capture_release(&rj->cap);
         netevents_release(&rj->net);
+        free(rj->net_fail);
         if (rj->timer_fd >= 0)
                 close(rj->timer_fd);
         if (rj->cgroup_fd >= 0)

@@ -17,6 +17,7 @@
 
 struct cache_entry;
 struct netaudit_att;
+struct netlink_job;
 struct daemon;
 
 /* Steps of a job's life, in monotonic microseconds, for the debug log. */
@@ -52,6 +53,8 @@ struct rjob {
         struct netaudit_att *net_att;
         bool net_audited;         /* the audit was attached for its whole run */
         struct netevents net;
+        struct netlink_job *netlink; /* a restricted job's veth */
+        char *net_fail;           /* why its network could not be set up */
 
         /* bundle.c: the resolution it waits for, then the tree it holds */
         void *bundle_wait;

@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "netaudit.h"
+#include "netpolicy.h"
 #include "util.h"
 
 struct netaudit;
@@ -22,6 +23,8 @@ struct netaudit_att {
         void (*on_event)(void *arg, const struct netaudit_event *e);
         void *arg;
         struct bpf_link *links[5];
+        size_t n_keys;         /* its allow map entries */
+        struct netaudit_key keys[NETPOLICY_MAX_ALLOW];
 };
 
 /* Load the programs with a ring buffer of ring_bytes (a power of two, a
@@ -30,12 +33,17 @@ struct netaudit_att {
 int netaudit_open(uint64_t ring_bytes, struct netaudit **ret, struct sbx_error *err);
 void netaudit_close(struct netaudit *na);
 
-/* Put cgroup_fd's job in the map with flags and attach every program to
- * the cgroup; on_event(arg, e) gets each of its events from then on. */
-int netaudit_attach(struct netaudit *na, int cgroup_fd, uint32_t flags, void (*on_event)(void *arg, const struct netaudit_event *e),
-                    void *arg, struct netaudit_att **ret, struct sbx_error *err);
+/* Put cgroup_fd's job in the maps — audit only (pol NULL), or enforcing
+ * pol (its deny-ports and the allow map entries of netpolicy_lpm()), its
+ * events past budget only counted by the programs — and
+ * attach every program to the cgroup; on_event(arg, e) gets each of its
+ * events from then on. */
+int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *pol, uint64_t budget,
+                    void (*on_event)(void *arg, const struct netaudit_event *e), void *arg, struct netaudit_att **ret,
+                    struct sbx_error *err);
 /* Deliver what the ring buffer still holds, detach, and remove the map
- * entry; *ret_lost: the job's events the ring had no room for. Frees att. */
-void netaudit_detach(struct netaudit *na, struct netaudit_att *att, uint64_t *ret_lost);
+ * entry; *ret_lost: the job's events the ring had no room for,
+ * *ret_dropped: those past its budget. Frees att. */
+void netaudit_detach(struct netaudit *na, struct netaudit_att *att, uint64_t *ret_lost, uint64_t *ret_dropped);
 /* Events for no attached job since the start (a job already detached). */
 uint64_t netaudit_strays(const struct netaudit *na);

@@ -115,7 +115,7 @@ void netaudit_close(struct netaudit *na) {
                 loop_del(&na->src);
         while (!list_empty(&na->atts)) {
                 struct netaudit_att *a = list_entry(na->atts.next, struct netaudit_att, link);
-                netaudit_detach(na, a, NULL);
+                netaudit_detach(na, a, NULL, NULL);
         }
         ring_buffer__free(na->rb);
         netaudit_bpf__destroy(na->skel);
@@ -129,8 +129,54 @@ static void links_destroy(struct netaudit_att *a) {
         }
 }
 
-int netaudit_attach(struct netaudit *na, int cgroup_fd, uint32_t flags, void (*on_event)(void *arg, const struct netaudit_event *e),
-                    void *arg, struct netaudit_att **ret, struct sbx_error *err) {
+static void att_unmap(struct netaudit *na, struct netaudit_att *a) {
+        for (size_t i = 0; i < a->n_keys; i++)
+                bpf_map__delete_elem(na->skel->maps.allow, &a->keys[i], sizeof(a->keys[i]), 0);
+        a->n_keys = 0;
+        bpf_map__delete_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), 0);
+}
+
+/* The job's entries: its allow map entries first, then the job entry that
+ * makes the programs look at them. */
+static int att_map(struct netaudit *na, struct netaudit_att *a, const struct netpolicy *pol, uint64_t budget,
+                   struct sbx_error *err) {
+        struct netaudit_job val = { .flags = NETAUDIT_F_AUDIT, .budget = budget };
+        int r;
+        if (pol) {
+                struct np_lpm lpm[NETPOLICY_MAX_ALLOW];
+                size_t n = netpolicy_lpm(pol, lpm);
+                val.flags |= NETAUDIT_F_ENFORCE;
+                for (size_t i = 0; i < pol->n_deny && i < NETAUDIT_MAX_DENY; i++)
+                        val.deny[val.n_deny++] = (struct netaudit_range) { pol->deny[i].lo, pol->deny[i].hi };
+                for (size_t i = 0; i < n; i++) {
+                        struct netaudit_key *k = &a->keys[a->n_keys];
+                        struct netaudit_rules rules = { .n = (uint32_t) lpm[i].n_rules };
+                        memset(k, 0, sizeof(*k));
+                        k->prefixlen = 64 + lpm[i].prefix;
+                        memcpy(k->cgroup_id, &a->cgroup_id, 8);
+                        memcpy(k->addr, lpm[i].addr, 16);
+                        for (size_t j = 0; j < lpm[i].n_rules && j < NETAUDIT_MAX_RULES; j++)
+                                rules.r[j] = (struct netaudit_rule) { lpm[i].rules[j].lo, lpm[i].rules[j].hi,
+                                                                      (uint8_t) lpm[i].rules[j].protos, { 0 } };
+                        r = bpf_map__update_elem(na->skel->maps.allow, k, sizeof(*k), &rules, sizeof(rules), BPF_ANY);
+                        if (r < 0) {
+                                att_unmap(na, a);
+                                return sbx_error_set(err, r, "network policy: the job's allow map entries");
+                        }
+                        a->n_keys++;
+                }
+        }
+        r = bpf_map__update_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), &val, sizeof(val), BPF_NOEXIST);
+        if (r < 0) {
+                att_unmap(na, a);
+                return sbx_error_set(err, r, "network audit: the job's map entry");
+        }
+        return 0;
+}
+
+int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *pol, uint64_t budget,
+                    void (*on_event)(void *arg, const struct netaudit_event *e), void *arg, struct netaudit_att **ret,
+                    struct sbx_error *err) {
         struct stat st;
         struct bpf_program *progs[5];
         /* On cgroup2 a directory's inode number is the cgroup's id, the
@@ -143,11 +189,10 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, uint32_t flags, void (*o
         a->cgroup_id = (uint64_t) st.st_ino;
         a->on_event = on_event;
         a->arg = arg;
-        struct netaudit_job val = { .flags = flags };
-        int r = bpf_map__update_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), &val, sizeof(val), BPF_NOEXIST);
+        int r = att_map(na, a, pol, budget, err);
         if (r < 0) {
                 free(a);
-                return sbx_error_set(err, r, "network audit: the job's map entry");
+                return r;
         }
         progs_of(na->skel, progs);
         for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
@@ -155,7 +200,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, uint32_t flags, void (*o
                 if (!a->links[i]) {
                         r = -errno;
                         links_destroy(a);
-                        bpf_map__delete_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), 0);
+                        att_unmap(na, a);
                         free(a);
                         return sbx_error_set(err, r, "network audit: cannot attach %s to the job's cgroup", bpf_program__name(progs[i]));
                 }
@@ -165,7 +210,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, uint32_t flags, void (*o
         return 0;
 }
 
-void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_lost) {
+void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_lost, uint64_t *ret_dropped) {
         struct netaudit_job val = { 0 };
         /* Whatever the job sent before it ended is in the ring now: hand
          * it over while the job is still attached to receive it. */
@@ -174,10 +219,12 @@ void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_
                 log_warning("network audit: reading the ring buffer: %s", strerror(-r));
         links_destroy(a);
         if (bpf_map__lookup_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), &val, sizeof(val), 0) < 0)
-                val.lost = 0;
-        bpf_map__delete_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), 0);
+                val.lost = val.dropped = 0;
+        att_unmap(na, a);
         if (ret_lost)
                 *ret_lost = val.lost;
+        if (ret_dropped)
+                *ret_dropped = val.dropped;
         list_del(&a->link);
         free(a);
 }

@@ -25,6 +25,8 @@ struct daemon_caps {
         const char *no_cpu_why;   /* why not, for the refusal */
         bool net_audit;           /* the eBPF network audit is loaded (netaudit.c) */
         const char *no_net_audit_why;
+        bool net_restricted;      /* the audit, a network_pool, and its veth/nft set-up worked */
+        const char *no_restricted_why;
 };
 
 struct policy_decision {

@@ -8,6 +8,7 @@
 #include "index.h"
 #include "job.h"
 #include "launch-abi.h"
+#include "netpolicy.h"
 #include "profile.h"
 #include "proto.h"
 #include "proto-internal.h"
@@ -36,6 +37,8 @@ static const struct field run_fields[] = {
 static const struct field network_fields[] = {
         { "mode", K_STRING, false },
         { "audit", K_BOOL, false },
+        { "allow", K_ARRAY, false },
+        { "deny_ports", K_ARRAY, false },
 };
 static const struct field limit_fields[] = {
         { "memory", K_UINT, false },
@@ -84,6 +87,7 @@ void request_free(struct request *r) {
         free(r->bundle);
         free(r->artifact);
         free(run->traceparent);
+        free(run->netpol);
         free(run->bundle);
         for (size_t i = 0; i < run->argc; i++)
                 free(run->argv[i]);
@@ -370,31 +374,70 @@ static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sb
         return 0;
 }
 
-/* "none" or "host", or {"mode": ..., "audit": true}. Restricted egress is
- * not built yet: refused by name rather than run unrestricted. */
+/* "none", "host" or "restricted", or {"mode": ..., "audit": true, "allow":
+ * [...], "deny_ports": [...]}. */
 static int parse_net_mode(const char *mode, const char *field, struct run_request *run, struct sbx_error *err) {
         if (streq(mode, "none"))
                 run->net = NET_NONE;
         else if (streq(mode, "host"))
                 run->net = NET_HOST;
         else if (streq(mode, "restricted"))
-                return sbx_error_msg(err, EINVAL, "field '%s': network mode \"restricted\" is not supported by this build", field);
+                run->net = NET_RESTRICTED;
         else
-                return sbx_error_msg(err, EINVAL, "field '%s': expected \"none\" or \"host\"", field);
+                return sbx_error_msg(err, EINVAL, "field '%s': expected \"none\", \"host\" or \"restricted\"", field);
+        return 0;
+}
+
+/* allow and deny_ports: arrays of strings, each parsed by netpolicy. */
+static int parse_net_lists(json_t *allow, json_t *deny, struct netpolicy *p, struct sbx_error *err) {
+        size_t i;
+        json_t *v;
+        if (json_array_size(allow) > NETPOLICY_MAX_ALLOW)
+                return sbx_error_msg(err, EINVAL, "field 'network.allow': more than %d entries", NETPOLICY_MAX_ALLOW);
+        if (json_array_size(deny) > NETPOLICY_MAX_DENY)
+                return sbx_error_msg(err, EINVAL, "field 'network.deny_ports': more than %d entries", NETPOLICY_MAX_DENY);
+        json_array_foreach(allow, i, v) {
+                if (!json_is_string(v))
+                        return sbx_error_msg(err, EINVAL, "field 'network.allow[%zu]': expected string, got %s", i, proto_json_kind_name(v));
+                if (netpolicy_parse_allow(json_string_value(v), &p->allow[p->n_allow], err) < 0)
+                        return sbx_error_wrap(err, "field 'network.allow[%zu]'", i);
+                p->n_allow++;
+        }
+        json_array_foreach(deny, i, v) {
+                if (!json_is_string(v))
+                        return sbx_error_msg(err, EINVAL, "field 'network.deny_ports[%zu]': expected string, got %s", i,
+                                             proto_json_kind_name(v));
+                if (netpolicy_parse_ports(json_string_value(v), &p->deny[p->n_deny], err) < 0)
+                        return sbx_error_wrap(err, "field 'network.deny_ports[%zu]'", i);
+                p->n_deny++;
+        }
         return 0;
 }
 
 static int parse_network(json_t *net, struct run_request *run, struct sbx_error *err) {
-        if (json_is_string(net))
-                return parse_net_mode(json_string_value(net), "network", run, err);
+        if (json_is_string(net)) {
+                int r = parse_net_mode(json_string_value(net), "network", run, err);
+                if (r == 0 && run->net == NET_RESTRICTED && !(run->netpol = calloc(1, sizeof(*run->netpol))))
+                        return sbx_error_set(err, ENOMEM, "network");
+                return r;
+        }
         int r = proto_check_fields(net, network_fields, ARRAY_SIZE(network_fields), "network.", err);
         if (r < 0)
                 return r;
-        json_t *mode = json_object_get(net, "mode");
+        json_t *mode = json_object_get(net, "mode"), *allow = json_object_get(net, "allow"), *deny = json_object_get(net, "deny_ports");
         if (mode && (r = parse_net_mode(json_string_value(mode), "network.mode", run, err)) < 0)
                 return r;
         run->net_audit = json_is_true(json_object_get(net, "audit"));
-        return 0;
+        if (run->net != NET_RESTRICTED) {
+                if (allow || deny)
+                        return sbx_error_msg(err, EINVAL, "field 'network.%s': only with mode \"restricted\"", allow ? "allow" : "deny_ports");
+                return 0;
+        }
+        /* Restricted jobs are always audited: every verdict is recorded. */
+        run->net_audit = true;
+        if (!(run->netpol = calloc(1, sizeof(*run->netpol))))
+                return sbx_error_set(err, ENOMEM, "network");
+        return parse_net_lists(allow, deny, run->netpol, err);
 }
 
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {

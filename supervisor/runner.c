@@ -104,6 +104,7 @@ static int memfd_of(const char *name, const void *data, size_t len, bool sealed,
 
 struct pipes {
         int out[2], err[2], status[2], report[2];
+        int info[2], block[2]; /* a restricted job's handshake, or -1 */
 };
 
 #define OUTPUT_PIPE_BYTES (1 << 20)
@@ -117,10 +118,11 @@ static void pipes_close(struct pipes *p) {
                 }
 }
 
-static int pipes_open(struct pipes *p) {
+static int pipes_open(struct pipes *p, bool handshake) {
         memset(p, -1, sizeof(*p));
         if (pipe2(p->out, O_CLOEXEC) < 0 || pipe2(p->err, O_CLOEXEC) < 0 || pipe2(p->status, O_CLOEXEC) < 0 ||
-            pipe2(p->report, O_CLOEXEC) < 0) {
+            pipe2(p->report, O_CLOEXEC) < 0 ||
+            (handshake && (pipe2(p->info, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(p->block, O_CLOEXEC) < 0))) {
                 int r = -errno;
                 pipes_close(p);
                 return r;
@@ -150,7 +152,7 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .path = d->cfg->launcher,
                 .argv = ls->argv,
                 .envp = (char **) ls->envp,
-                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd },
+                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0] },
                 .uid = rj->j.job_uid,
                 .gid = rj->j.job_gid,
                 .cgroup_fd = rj->cgroup_fd,
@@ -211,6 +213,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .workspace = ws,
                 .j = &rj->j,
                 .cg_limits = rj->cg_limits,
+                .handshake = netjob_handshake(rj),
         };
         int r = launchspec_build(&in, ls, err);
         if (r < 0)
@@ -233,14 +236,14 @@ void runner_launch(struct rjob *rj) {
         memset(&p, -1, sizeof(p));
 
         r = prepare(rj, &ls, &profile_fd, &stdin_fd, &err);
-        if (r == 0 && (r = pipes_open(&p)) < 0)
+        if (r == 0 && (r = pipes_open(&p, netjob_handshake(rj))) < 0)
                 sbx_error_set(&err, r, "pipe");
         if (r == 0) {
                 r = spawn(rj, &ls, profile_fd, stdin_fd, &p, &pidfd);
                 if (r < 0)
                         sbx_error_set(&err, r, "cannot start %s", d->cfg->launcher);
                 /* The child's ends are the child's. */
-                int *child_ends[] = { &p.out[1], &p.err[1], &p.status[1], &p.report[1] };
+                int *child_ends[] = { &p.out[1], &p.err[1], &p.status[1], &p.report[1], &p.info[1], &p.block[0] };
                 for (size_t i = 0; i < ARRAY_SIZE(child_ends); i++) {
                         close(*child_ends[i]);
                         *child_ends[i] = -1;
@@ -251,6 +254,12 @@ void runner_launch(struct rjob *rj) {
                 /* From here the read ends and the pidfd are the capture's. */
                 captured = true;
                 r = capture_start(rj, p.out[0], p.err[0], p.status[0], p.report[0], pidfd);
+                p.out[0] = p.err[0] = p.status[0] = p.report[0] = -1;
+                /* A restricted job waits at --block-fd until its veth is up. */
+                if (r == 0 && p.info[0] >= 0) {
+                        r = netjob_launched(rj, p.info[0], p.block[1]);
+                        p.info[0] = p.block[1] = -1;
+                }
                 if (r < 0) {
                         /* Nothing watches the launcher: it must not run unwatched. */
                         kill(-rj->pid, SIGKILL);
@@ -263,8 +272,7 @@ void runner_launch(struct rjob *rj) {
         if (r < 0) {
                 if (captured)
                         capture_stop(&rj->cap);
-                else
-                        pipes_close(&p);
+                pipes_close(&p);
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), err.msg);
                 job_transition(&rj->j, JEV_SPAWN_FAIL, err.msg);
                 runner_end(rj);
@@ -320,6 +328,12 @@ void runner_exited(struct rjob *rj) {
         };
         if (x.setup_step)
                 snprintf(rj->setup_step, sizeof(rj->setup_step), "%s", x.setup_step);
+        /* The launcher failed at block-fd because its network could not be
+         * made: the record says why. */
+        if (netjob_failure(rj) && x.setup_step) {
+                x.setup_step = "network";
+                x.setup_message = netjob_failure(rj);
+        }
         job_exited(&rj->j, &x);
         runner_end(rj);
 }

@@ -90,8 +90,10 @@ static void usage(FILE *f) {
                 "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE, --disk SIZE   limits\n"
                 "  --retries N         run again up to N times if the daemon dies meanwhile\n"
                 "  --cpus N            CPU bandwidth, e.g. 0.5 or 2 (needs the cgroup cpu controller)\n"
-                "  --network MODE      none or host\n"
+                "  --network MODE      none, host or restricted\n"
                 "  --audit             record every connection attempt of the job\n"
+                "  --allow DEST[:PORTS][/PROTO]  with --network restricted: a destination it may reach (repeatable)\n"
+                "  --deny-port PORTS   with --network restricted: a port or range it may never reach (repeatable)\n"
                 "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
                 "  --stdin FILE        feed FILE ('-' for our stdin) to the job\n"
                 "  --upload FILE[:DEST] put FILE into the workspace as DEST (repeatable)\n"
@@ -358,7 +360,7 @@ static uint64_t opt_size(const char *opt, const char *v) {
 
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
-        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT
+        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT
 };
 
 /* The parts of a run request that options add to. */
@@ -367,6 +369,7 @@ struct run_parts {
         const char *bundle; /* --bundle */
         const char *net;    /* --network */
         bool audit;         /* --audit */
+        json_t *allow, *deny; /* --allow, --deny-port */
 };
 
 /* --memory, --processes, --cpu, --cpus, --output, --disk: false for any
@@ -454,6 +457,12 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_AUDIT:
                 p->audit = true;
                 break;
+        case O_ALLOW:
+                json_array_append_new(p->allow, json_string(arg));
+                break;
+        case O_DENY_PORT:
+                json_array_append_new(p->deny, json_string(arg));
+                break;
         case O_ENV: {
                 char *eq = strchr(arg, '=');
                 if (!eq)
@@ -505,6 +514,7 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 { "cpus", required_argument, NULL, O_CPUS },       { "disk", required_argument, NULL, O_DISK },
                 { "retries", required_argument, NULL, O_RETRIES },
                 { "network", required_argument, NULL, O_NET },     { "audit", no_argument, NULL, O_AUDIT },
+                { "allow", required_argument, NULL, O_ALLOW },     { "deny-port", required_argument, NULL, O_DENY_PORT },
                 { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
@@ -513,7 +523,7 @@ static json_t *build_run(int argc, char **argv, bool follow) {
         };
         struct run_parts p = {
                 .req = new_req("run"), .limits = json_object(), .env = json_object(), .files = json_array(),
-                .arts = json_array(),
+                .arts = json_array(), .allow = json_array(), .deny = json_array(),
         };
         int o;
         optind = 1;
@@ -529,13 +539,24 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 json_object_set_new(p.req, "args", cmd);
         } else
                 json_object_set_new(p.req, "command", cmd);
-        if (p.audit) {
-                json_t *net = json_pack("{s:b}", "audit", 1);
+        bool lists = json_array_size(p.allow) || json_array_size(p.deny);
+        if (lists && !(p.net && streq(p.net, "restricted")))
+                usage_error("%s: --allow and --deny-port go with --network restricted", argv[0]);
+        if (p.audit || lists) {
+                json_t *net = json_object();
+                if (p.audit)
+                        json_object_set_new(net, "audit", json_true());
                 if (p.net)
                         json_object_set_new(net, "mode", json_string(p.net));
+                if (lists) {
+                        json_object_set_new(net, "allow", json_incref(p.allow));
+                        json_object_set_new(net, "deny_ports", json_incref(p.deny));
+                }
                 json_object_set_new(p.req, "network", net);
         } else if (p.net)
                 json_object_set_new(p.req, "network", json_string(p.net));
+        json_decref(p.allow);
+        json_decref(p.deny);
         set_nonempty(p.req, "limits", p.limits);
         set_nonempty(p.req, "env", p.env);
         set_nonempty(p.req, "files", p.files);

@@ -9,6 +9,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
 	t/sup-unit/netevents-test \
+	t/sup-unit/netpolicy-test \
 	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test \
 	t/sup-unit/result-test \
@@ -46,6 +47,9 @@ t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_netevents_test_SOURCES = t/sup-unit/netevents-test.c
 t_sup_unit_netevents_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_netevents_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_netpolicy_test_SOURCES = t/sup-unit/netpolicy-test.c
+t_sup_unit_netpolicy_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_netpolicy_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
@@ -99,6 +103,7 @@ SUP_BATS = \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
 	t/supervisor-netaudit.bats \
+	t/supervisor-restricted.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \
@@ -109,4 +114,5 @@ SUP_BATS = \
 	t/bundle-crash.bats \
 	t/bundle-registry.bats
 TESTS += $(SUP_BATS)
-EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py
+EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
+	t/helpers/net-servers.py t/helpers/net-probe.py

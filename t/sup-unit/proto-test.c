@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "netpolicy.h"
 #include "profile.h"
 #include "proto.h"
 #include "trace.h"
@@ -149,15 +150,39 @@ static void test_run_network(void **state) {
         proto_request_digest(&r.run, d1);
         request_free(&r);
         assert_string_not_equal(d1, d3);
-        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":\"restricted\"}",
-                "field 'network': network mode \"restricted\" is not supported by this build");
-        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\"}}",
-                "field 'network.mode': network mode \"restricted\" is not supported by this build");
+        /* restricted: always audited, its entries parsed and kept in
+         * canonical form */
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\","
+                               "\"allow\":[\"10.0.0.0/8:443\",\"[2001:db8::1]:53/udp\"],\"deny_ports\":[\"25\"]}}",
+                               &r, &e),
+                         0);
+        assert_int_equal(r.run.net, NET_RESTRICTED);
+        assert_true(r.run.net_audit);
+        assert_non_null(r.run.netpol);
+        assert_int_equal(r.run.netpol->n_allow, 2);
+        assert_int_equal(r.run.netpol->n_deny, 1);
+        json_t *back = proto_run_json(&r.run);
+        assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(back, "network"), "allow"), 1)),
+                            "[2001:db8::1]:53/udp");
+        json_decref(back);
+        request_free(&r);
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":\"restricted\"}", &r, &e), 0);
+        assert_non_null(r.run.netpol);
+        assert_int_equal(r.run.netpol->n_allow, 0);
+        request_free(&r);
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\",\"allow\":[\"10.0.0.1:0\"]}}",
+                "field 'network.allow[0]': allow '10.0.0.1:0': bad port");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\",\"allow\":[1]}}",
+                "field 'network.allow[0]': expected string, got integer");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\",\"deny_ports\":[\"x\"]}}",
+                "field 'network.deny_ports[0]'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"host\",\"allow\":[]}}",
+                "field 'network.allow': only with mode \"restricted\"");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"wifi\"}}",
-                "field 'network.mode': expected \"none\" or \"host\"");
+                "field 'network.mode': expected \"none\", \"host\" or \"restricted\"");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"audit\":\"yes\"}}",
                 "field 'network.audit': expected boolean, got string");
-        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"allow\":[]}}", "unknown field 'network.allow'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"allowed\":[]}}", "unknown field 'network.allowed'");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":[]}", "field 'network': expected string or object, got array");
         refused("{\"v\":1,\"op\":\"run\",\"bundle\":\"x\",\"network\":{\"audit\":true}}", "a bundle's manifest declares its network");
 }

@@ -1,0 +1,214 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Restricted egress (network = restricted): a job reaches exactly what its
+# allow entries admit — address or CIDR, port or range, TCP or UDP —
+# minus its deny-ports and its tenant's, within its tenant's network_allow;
+# every other attempt fails with EPERM and is recorded with verdict deny.
+# The job's traffic goes through a veth of its own in its network
+# namespace to "test hosts": addresses in a network namespace this file
+# makes, with servers on chosen ports. Nothing is left behind after a
+# daemon is killed and restarted, or stopped.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+# The test host: 198.51.100.1, .2 and .5 (TEST-NET-2) in a namespace of
+# our own, behind a veth whose host end is 198.51.100.254.
+setup_file() {
+        sup_init
+        export TNS="sbxt-$$-$RANDOM" TIF="sbxt$((RANDOM % 100000))"
+        export NET_OK=0
+        if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
+                ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
+                        ip addr add 198.51.100.254/24 dev "$TIF" && ip link set "$TIF" up &&
+                        ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
+                        ip -n "$TNS" addr add 198.51.100.1/24 dev eth0 &&
+                        ip -n "$TNS" addr add 198.51.100.2/24 dev eth0 &&
+                        ip -n "$TNS" addr add 198.51.100.5/24 dev eth0 && NET_OK=1
+        fi
+        if [ "$NET_OK" = 1 ]; then
+                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
+                        tcp:198.51.100.1:8080 tcp:198.51.100.1:8081 tcp:198.51.100.1:25 tcp:198.51.100.2:8080 \
+                        tcp:198.51.100.2:8081 tcp:198.51.100.5:8080 udp:198.51.100.1:5353 \
+                        > "$SUP_DIR/servers.out" 2>&1 3>&- &
+                echo $! > "$SUP_DIR/servers.pid"
+                for i in $(seq 600); do grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && break; sleep 0.05; done
+        fi
+        # A pool of our own (10.213.N.0/24: 64 jobs at once) for this file's daemon.
+        export POOL="10.213.$((RANDOM % 250)).0/24"
+        sup_config "network_pool = $POOL"
+        sed -i 's/^profiles = default shell$/&\nnetwork = none host restricted\nnetwork_allow = 198.51.100.0\/24:*\/any [2001:db8::\/32]:*\/any\nnetwork_deny_ports = 25/' "$SUP_DIR/sup.conf"
+        sup_start
+}
+
+teardown_file() {
+        [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
+        sup_fini
+        ip netns del "$TNS" 2>/dev/null || true
+        ip link del "$TIF" 2>/dev/null || true
+}
+
+setup() {
+        require_userns
+        [ "$(id -u)" = 0 ] || skip "restricted jobs need a root daemon (eBPF, veth, nftables)"
+        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here: jobs have no cgroup to attach the programs to"
+        grep -q "restricted jobs: veths" "$SUP_DIR/daemon.log" ||
+                skip "the daemon cannot run restricted jobs here: $(grep -o 'restricted jobs unavailable.*\|network audit unavailable.*' "$SUP_DIR/daemon.log" | head -1)"
+        [ "$NET_OK" = 1 ] && grep -q ready "$SUP_DIR/servers.out" || skip "cannot make the test host's network namespace here"
+}
+
+# probe [sbxctl run options]... -- DEST...: runs net-probe.py in a
+# restricted job; leaves the job id in $id and its output in $output.
+probe() {
+        local opts=()
+        while [ "$1" != -- ]; do opts+=("$1"); shift; done
+        shift
+        run ctl --json submit --network restricted "${opts[@]}" -- python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" "$@"
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        id=$(json_get job <<<"$output")
+        res=$(ctl --json wait "$id")
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; return 1; }
+        run ctl logs "$id"
+}
+
+# event N FIELD: the field of the job's Nth network event.
+event() {
+        json_get "result.network_events.$1.$2" <<<"$res"
+}
+
+@test "an allowed destination is reached through the job's own veth, and the connect is recorded as allowed" {
+        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8080
+        [ "$output" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "$(json_get result.network.mode <<<"$res")" = restricted ]
+        [ "$(json_get result.network.audit <<<"$res")" = true ]
+        [ "$(event 0 kind)" = connect ]
+        [ "$(event 0 protocol)" = tcp ]
+        [ "$(event 0 address)" = 198.51.100.1 ]
+        [ "$(event 0 port)" = 8080 ]
+        [ "$(event 0 verdict)" = allow ]
+}
+
+@test "another port, another host, UDP, the host's side of the veth, raw and ping sockets: each refused and recorded as denied" {
+        host_side=$(python3 -c "import ipaddress,sys; print(ipaddress.ip_network(sys.argv[1])[1])" "$POOL")
+        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8081 tcp:198.51.100.2:8080 udp:198.51.100.1:5353 \
+                "tcp:$host_side:22" raw ping tcp:198.51.100.1:8080
+        [ "${lines[0]}" = "tcp:198.51.100.1:8081 EPERM" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8080 EPERM" ]
+        [ "${lines[2]}" = "udp:198.51.100.1:5353 EPERM" ]
+        [ "${lines[3]}" = "tcp:$host_side:22 EPERM" ]
+        # raw: no CAP_NET_RAW in the job; ping: the job's namespace has no
+        # ping_group_range, and the audit refuses ICMP sockets anyway
+        [[ "${lines[4]}" = "raw EPERM" ]]
+        [[ "${lines[5]}" = "ping EACCES" || "${lines[5]}" = "ping EPERM" ]]
+        [ "${lines[6]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "$(event 0 port)" = 8081 ]
+        [ "$(event 0 verdict)" = deny ]
+        [ "$(event 1 address)" = 198.51.100.2 ]
+        [ "$(event 1 verdict)" = deny ]
+        [ "$(event 2 kind)" = sendmsg ]
+        [ "$(event 2 protocol)" = udp ]
+        [ "$(event 2 verdict)" = deny ]
+        [ "$(event 3 address)" = "$host_side" ]
+        [ "$(event 3 verdict)" = deny ]
+        # the last event is the allowed connect; nothing was recorded in between
+        n=$(json_get result.network.events_kept <<<"$res")
+        [ "$(event $((n - 1)) verdict)" = allow ]
+        [ "$(event $((n - 1)) port)" = 8080 ]
+}
+
+@test "deny-ports win over allow entries, the tenant's too" {
+        probe --allow 198.51.100.0/24:*/any --deny-port 8081 -- tcp:198.51.100.1:8080 tcp:198.51.100.1:8081 tcp:198.51.100.1:25 \
+                udp:198.51.100.1:5353
+        [ "${lines[0]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "${lines[1]}" = "tcp:198.51.100.1:8081 EPERM" ]
+        [ "${lines[2]}" = "tcp:198.51.100.1:25 EPERM" ]
+        [ "${lines[3]}" = "udp:198.51.100.1:5353 ok 198.51.100.1:5353" ]
+}
+
+@test "CIDR entries and port ranges admit exactly their addresses and ports; UDP only where allowed" {
+        probe --allow 198.51.100.0/30:8080-8081 --allow 198.51.100.1:5353/udp -- tcp:198.51.100.1:8081 tcp:198.51.100.2:8080 \
+                tcp:198.51.100.5:8080 udp:198.51.100.1:5353 tcp:198.51.100.1:25
+        [ "${lines[0]}" = "tcp:198.51.100.1:8081 ok 198.51.100.1:8081" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8080 ok 198.51.100.2:8080" ]
+        [ "${lines[2]}" = "tcp:198.51.100.5:8080 EPERM" ]
+        [ "${lines[3]}" = "udp:198.51.100.1:5353 ok 198.51.100.1:5353" ]
+        [ "${lines[4]}" = "tcp:198.51.100.1:25 EPERM" ]
+}
+
+@test "IPv6 entries: inside the prefix the kernel is asked (no route: ENETUNREACH), outside it EPERM, both recorded" {
+        probe --allow '[2001:db8:1::/48]:443' -- 'tcp:[2001:db8:1::5]:443' 'tcp:[2001:db8:2::5]:443' 'tcp:[2001:db8:1::5]:444'
+        [ "${lines[0]}" = "tcp:[2001:db8:1::5]:443 ENETUNREACH" ]
+        [ "${lines[1]}" = "tcp:[2001:db8:2::5]:443 EPERM" ]
+        [ "${lines[2]}" = "tcp:[2001:db8:1::5]:444 EPERM" ]
+        [ "$(event 0 family)" = ipv6 ]
+        [ "$(event 0 address)" = 2001:db8:1::5 ]
+        [ "$(event 0 verdict)" = allow ]
+        [ "$(event 1 verdict)" = deny ]
+        [ "$(event 2 verdict)" = deny ]
+}
+
+@test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames need the DNS proxy" {
+        run ctl submit --network restricted --allow 198.51.100.1:80 --allow 192.0.2.1:80 -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"E_FORBIDDEN"* ]]
+        [[ "$output" == *"field 'network.allow[1]': 192.0.2.1:80/tcp is beyond tenant 'admin''s network_allow"* ]]
+        run ctl submit --network restricted --allow db.internal:5432 -- true
+        [[ "$output" == *"E_UNSUPPORTED"* ]]
+        [[ "$output" == *"hostname entries need the DNS proxy"* ]]
+        run ctl submit --allow 198.51.100.1:80 -- true
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--allow and --deny-port go with --network restricted"* ]]
+}
+
+@test "one job's allowlist never admits another's traffic (jobs at once, each its own port)" {
+        ids=()
+        for p in 8080 8081; do
+                run ctl --json submit --network restricted --allow "198.51.100.2:$p" -- \
+                        python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" tcp:198.51.100.2:8080 tcp:198.51.100.2:8081
+                ids+=("$(json_get job <<<"$output")")
+        done
+        ctl wait "${ids[0]}" >/dev/null
+        ctl wait "${ids[1]}" >/dev/null
+        run ctl logs "${ids[0]}"
+        [ "${lines[0]}" = "tcp:198.51.100.2:8080 ok 198.51.100.2:8080" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8081 EPERM" ]
+        run ctl logs "${ids[1]}"
+        [ "${lines[0]}" = "tcp:198.51.100.2:8080 EPERM" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8081 ok 198.51.100.2:8081" ]
+}
+
+# The daemon's veth prefix and table, from its log.
+names() {
+        prefix=$(grep -o 'restricted jobs: veths [^*]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
+        table=$(grep -o 'nft table ip [a-z0-9_]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
+        [ -n "$prefix" ] && [ -n "$table" ]
+}
+
+@test "a daemon SIGKILLed with a restricted job running leaves nothing behind once restarted; a stopped one leaves nothing at all" {
+        names
+        run ctl --json submit --network restricted --allow 198.51.100.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
+        id=$(json_get job <<<"$output")
+        ws="$SUP_DIR/state/work/$id"
+        for i in $(seq 600); do [ -e "$ws/up" ] && break; sleep 0.05; done
+        [ -e "$ws/up" ]
+        ip -o link show | grep -q " $prefix"
+        cg=$(stat -c %i "$SUP_CGROUP/job-$id")
+        bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        kill -KILL "$SUP_PID"
+        wait "$SUP_PID" 2>/dev/null || true
+        sup_start
+        run ctl --json wait "$id"
+        [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
+        ! ip -o link show | grep -q " $prefix"
+        ! ip -o addr show | grep -q "${POOL%.0/24}\."
+        ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        grep -q "removed 1 veths a previous run left\|restricted jobs: veths" "$SUP_DIR/daemon.log"
+        # and a daemon that stops takes its table and every veth with it
+        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8080
+        [ "${lines[0]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        nft list table ip "$table" >/dev/null
+        sup_stop
+        ! nft list table ip "$table" >/dev/null 2>&1
+        ! ip -o link show | grep -q " $prefix"
+        sup_start
+}
