@@ -64,6 +64,7 @@ enum netaudit_kind {
         NETAUDIT_CONNECT = 1, /* connect(2) of a TCP or UDP socket */
         NETAUDIT_SENDMSG = 2, /* sendto(2)/sendmsg(2) with an address, UDP */
         NETAUDIT_SOCKET = 3,  /* socket(2) of a kind the hooks above never see (raw, ICMP, SCTP, ...) */
+        NETAUDIT_DNS = 4,     /* a query to the daemon's DNS proxy (made by the daemon, not the programs) */
 };
 
 /* struct netaudit_event.verdict */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -497,6 +498,31 @@ static int k_pool(struct cctx *c) {
         return 0;
 }
 
+/* dns_upstream: ADDR, ADDR:PORT or [ADDR6]:PORT. */
+static int k_dns_upstream(struct cctx *c) {
+        struct sbx_error e;
+        struct np_allow a;
+        struct config *cf = c->c;
+        char buf[64];
+        if (strlen(c->v) >= sizeof(buf) || strchr(c->v, '/') || netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host ||
+            a.prefix != 128 || (a.port_lo != a.port_hi && !(a.port_lo == 0 && a.port_hi == 65535)))
+                return FAIL(c, "dns_upstream: expected an IP address, with :PORT if not 53 ([ADDR]:PORT for IPv6), got '%s'", c->v);
+        uint16_t port = a.port_lo == a.port_hi ? a.port_lo : 53;
+        memset(&cf->dns_upstream_addr, 0, sizeof(cf->dns_upstream_addr));
+        if (a.v6) {
+                cf->dns_upstream_addr.sin6_family = AF_INET6;
+                cf->dns_upstream_addr.sin6_port = htons(port);
+                memcpy(&cf->dns_upstream_addr.sin6_addr, a.addr, 16);
+        } else {
+                struct sockaddr_in *s4 = (struct sockaddr_in *) &cf->dns_upstream_addr;
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons(port);
+                memcpy(&s4->sin_addr, a.addr + 12, 4);
+        }
+        snprintf(cf->dns_upstream, sizeof(cf->dns_upstream), "%s", c->v);
+        return 0;
+}
+
 static int k_uids(struct cctx *c) {
         return each_word(c, add_uid);
 }
@@ -620,6 +646,7 @@ static const struct conf_key keys[] = {
         DAEMON("network_ring", CONF_SCALAR, k_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
         DAEMON("network_events", CONF_SCALAR, k_count, IN_CONFIG(network_events)),
         DAEMON("network_pool", CONF_SCALAR, k_pool),
+        DAEMON("dns_upstream", CONF_SCALAR, k_dns_upstream),
         DAEMON("request_timeout", CONF_SCALAR, k_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", CONF_SCALAR, k_duration, IN_CONFIG(retention_ms)),
         DAEMON("log_format", CONF_SCALAR, k_log_format),

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include "cgroup.h"
 #include "commit.h"
@@ -65,6 +66,7 @@ struct daemon {
         char net_table[16];       /* the nft table (ip family) */
         uint8_t *net_used;        /* slots of network_pool in use, a bit each */
         unsigned net_slots;
+        struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

@@ -18,6 +18,7 @@
 struct cache_entry;
 struct netaudit_att;
 struct netlink_job;
+struct dnsproxy;
 struct daemon;
 
 /* Steps of a job's life, in monotonic microseconds, for the debug log. */
@@ -55,6 +56,7 @@ struct rjob {
         struct netevents net;
         struct netlink_job *netlink; /* a restricted job's veth */
         char *net_fail;           /* why its network could not be set up */
+        struct dnsproxy *dns;     /* its DNS proxy (dnsproxy.c) */
 
         /* bundle.c: the resolution it waits for, then the tree it holds */
         void *bundle_wait;

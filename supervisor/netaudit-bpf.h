@@ -23,8 +23,8 @@ struct netaudit_att {
         void (*on_event)(void *arg, const struct netaudit_event *e);
         void *arg;
         struct bpf_link *links[5];
-        size_t n_keys;         /* its allow map entries */
-        struct netaudit_key keys[NETPOLICY_MAX_ALLOW];
+        size_t n_keys, cap_keys; /* its allow map entries */
+        struct netaudit_key *keys;
 };
 
 /* Load the programs with a ring buffer of ring_bytes (a power of two, a
@@ -45,5 +45,9 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *
  * entry; *ret_lost: the job's events the ring had no room for,
  * *ret_dropped: those past its budget. Frees att. */
 void netaudit_detach(struct netaudit *na, struct netaudit_att *att, uint64_t *ret_lost, uint64_t *ret_dropped);
+/* An address the DNS proxy resolved for the job: admitted with rules
+ * (added to what an entry of exactly that address already admits). */
+int netaudit_allow_addr(struct netaudit *na, struct netaudit_att *att, const uint8_t addr[16], const struct np_rule *rules,
+                        size_t n);
 /* Events for no attached job since the start (a job already detached). */
 uint64_t netaudit_strays(const struct netaudit *na);

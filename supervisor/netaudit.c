@@ -129,6 +129,19 @@ static void links_destroy(struct netaudit_att *a) {
         }
 }
 
+/* Room for one more key in a->keys. */
+static struct netaudit_key *key_slot(struct netaudit_att *a) {
+        if (a->n_keys == a->cap_keys) {
+                size_t cap = a->cap_keys ? a->cap_keys * 2 : NETPOLICY_MAX_ALLOW;
+                struct netaudit_key *k = realloc(a->keys, cap * sizeof(*k));
+                if (!k)
+                        return NULL;
+                a->keys = k;
+                a->cap_keys = cap;
+        }
+        return &a->keys[a->n_keys];
+}
+
 static void att_unmap(struct netaudit *na, struct netaudit_att *a) {
         for (size_t i = 0; i < a->n_keys; i++)
                 bpf_map__delete_elem(na->skel->maps.allow, &a->keys[i], sizeof(a->keys[i]), 0);
@@ -149,7 +162,11 @@ static int att_map(struct netaudit *na, struct netaudit_att *a, const struct net
                 for (size_t i = 0; i < pol->n_deny && i < NETAUDIT_MAX_DENY; i++)
                         val.deny[val.n_deny++] = (struct netaudit_range) { pol->deny[i].lo, pol->deny[i].hi };
                 for (size_t i = 0; i < n; i++) {
-                        struct netaudit_key *k = &a->keys[a->n_keys];
+                        struct netaudit_key *k = key_slot(a);
+                        if (!k) {
+                                att_unmap(na, a);
+                                return sbx_error_set(err, ENOMEM, "network policy");
+                        }
                         struct netaudit_rules rules = { .n = (uint32_t) lpm[i].n_rules };
                         memset(k, 0, sizeof(*k));
                         k->prefixlen = 64 + lpm[i].prefix;
@@ -191,6 +208,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *
         a->arg = arg;
         int r = att_map(na, a, pol, budget, err);
         if (r < 0) {
+                free(a->keys);
                 free(a);
                 return r;
         }
@@ -201,6 +219,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *
                         r = -errno;
                         links_destroy(a);
                         att_unmap(na, a);
+                        free(a->keys);
                         free(a);
                         return sbx_error_set(err, r, "network audit: cannot attach %s to the job's cgroup", bpf_program__name(progs[i]));
                 }
@@ -226,7 +245,43 @@ void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_
         if (ret_dropped)
                 *ret_dropped = val.dropped;
         list_del(&a->link);
+        free(a->keys);
         free(a);
+}
+
+int netaudit_allow_addr(struct netaudit *na, struct netaudit_att *a, const uint8_t addr[16], const struct np_rule *rules,
+                        size_t n) {
+        struct netaudit_key k = { .prefixlen = 64 + 128 };
+        struct netaudit_rules v = { 0 };
+        bool known = false;
+        memcpy(k.cgroup_id, &a->cgroup_id, 8);
+        memcpy(k.addr, addr, 16);
+        for (size_t i = 0; i < a->n_keys && !known; i++)
+                known = memcmp(&a->keys[i], &k, sizeof(k)) == 0;
+        if (known && bpf_map__lookup_elem(na->skel->maps.allow, &k, sizeof(k), &v, sizeof(v), 0) < 0)
+                memset(&v, 0, sizeof(v));
+        for (size_t i = 0; i < n; i++) {
+                bool dup = false;
+                for (uint32_t j = 0; j < v.n && !dup; j++)
+                        dup = v.r[j].lo == rules[i].lo && v.r[j].hi == rules[i].hi && v.r[j].protos == rules[i].protos;
+                if (dup)
+                        continue;
+                if (v.n >= NETAUDIT_MAX_RULES)
+                        return -E2BIG;
+                v.r[v.n++] = (struct netaudit_rule) { rules[i].lo, rules[i].hi, (uint8_t) rules[i].protos, { 0 } };
+        }
+        if (!known) {
+                struct netaudit_key *slot = key_slot(a);
+                if (!slot)
+                        return -ENOMEM;
+                *slot = k;
+        }
+        int r = bpf_map__update_elem(na->skel->maps.allow, &k, sizeof(k), &v, sizeof(v), BPF_ANY);
+        if (r < 0)
+                return r;
+        if (!known)
+                a->n_keys++;
+        return 0;
 }
 
 uint64_t netaudit_strays(const struct netaudit *na) {

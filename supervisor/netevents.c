@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -23,6 +24,7 @@ static const char *kind_name(unsigned k) {
         case NETAUDIT_CONNECT: return "connect";
         case NETAUDIT_SENDMSG: return "sendmsg";
         case NETAUDIT_SOCKET: return "socket";
+        case NETAUDIT_DNS: return "dns";
         }
         return "?";
 }
@@ -55,22 +57,28 @@ static json_t *address_json(const struct netaudit_event *e) {
         return json_string(buf);
 }
 
-json_t *netevent_json(const struct netaudit_event *e, uint64_t real_ms) {
+json_t *netevent_json(const struct netaudit_event *e, uint64_t real_ms, const char *hostname, const char *qtype) {
         char comm[sizeof(e->comm) + 1];
+        bool dns = e->kind == NETAUDIT_DNS;
         memcpy(comm, e->comm, sizeof(e->comm));
         comm[sizeof(e->comm)] = '\0';
         /* comm is the job's to choose: only printable ASCII goes into JSON. */
         for (char *c = comm; *c; c++)
                 if ((unsigned char) *c < 0x20 || (unsigned char) *c > 0x7e)
                         *c = '?';
-        return json_pack("{s:o, s:I, s:s, s:s, s:o, s:s, s:o, s:o, s:n, s:s}", "time", proto_time(real_ms), "pid",
-                         (json_int_t) e->pid, "comm", comm, "kind", kind_name(e->kind), "protocol", protocol_json(e),
-                         "family", e->family == AF_INET6 ? "ipv6" : "ipv4", "address", address_json(e), "port",
-                         e->kind == NETAUDIT_SOCKET ? json_null() : json_integer(e->port), "hostname", "verdict",
-                         e->verdict == NETAUDIT_ALLOW ? "allow" : "deny");
+        json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:o, s:s, s:o, s:o, s:o, s:s}", "time", proto_time(real_ms), "pid",
+                              dns ? json_null() : json_integer((json_int_t) e->pid), "comm", dns ? json_null() : json_string(comm),
+                              "kind", kind_name(e->kind), "protocol", protocol_json(e), "family",
+                              e->family == AF_INET6 ? "ipv6" : "ipv4", "address", dns ? json_null() : address_json(e), "port",
+                              e->kind == NETAUDIT_SOCKET || dns ? json_null() : json_integer(e->port), "hostname",
+                              hostname ? json_string(hostname) : json_null(), "verdict", e->verdict == NETAUDIT_ALLOW ? "allow" : "deny");
+        if (o && dns && qtype)
+                json_object_set_new(o, "qtype", json_string(qtype));
+        return o;
 }
 
-json_t *netevents_add(struct netevents *ne, const struct netaudit_event *e, uint64_t real_ms) {
+json_t *netevents_add(struct netevents *ne, const struct netaudit_event *e, uint64_t real_ms, const char *hostname,
+                      const char *qtype) {
         size_t kept = ne->list ? json_array_size(ne->list) : 0;
         if (kept >= ne->max) {
                 ne->dropped++;
@@ -80,7 +88,7 @@ json_t *netevents_add(struct netevents *ne, const struct netaudit_event *e, uint
                 ne->dropped++;
                 return NULL;
         }
-        json_t *ev = netevent_json(e, real_ms);
+        json_t *ev = netevent_json(e, real_ms, hostname, qtype);
         if (!ev || json_array_append(ne->list, ev) < 0) {
                 json_decref(ev);
                 ne->dropped++;

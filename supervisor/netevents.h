@@ -22,12 +22,15 @@ struct netevents {
 void netevents_init(struct netevents *ne, uint64_t max);
 void netevents_release(struct netevents *ne);
 /* One event as JSON: time (real_ms), pid, comm, kind, protocol, address,
- * port, hostname (null: not known), verdict. */
-json_t *netevent_json(const struct netaudit_event *e, uint64_t real_ms);
+ * port, hostname (the name the job resolved the address from through the
+ * DNS proxy, or asked it for; null: not known), verdict; a "dns" event has
+ * qtype, and null pid, comm, address and port. */
+json_t *netevent_json(const struct netaudit_event *e, uint64_t real_ms, const char *hostname, const char *qtype);
 /* Keep e (or count it as dropped). Returns the kept event (a new
  * reference, for followers) or NULL when it was dropped or memory ran
  * out (then it is counted as dropped too). */
-json_t *netevents_add(struct netevents *ne, const struct netaudit_event *e, uint64_t real_ms);
+json_t *netevents_add(struct netevents *ne, const struct netaudit_event *e, uint64_t real_ms, const char *hostname,
+                      const char *qtype);
 /* The result's "network" member: {"mode", "audit", "events_kept",
  * "events_dropped", "events_lost"}; with ne NULL (a job whose daemon died:
  * its events went with it) an audited job's counts are null, unknown. */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "daemon.h"
+#include "dnsproxy.h"
 #include "launch-abi.h"
 #include "log.h"
 #include "netaudit-bpf.h"
@@ -73,6 +74,8 @@ static void restricted_setup(struct daemon *d) {
         }
         if (swept)
                 log_notice("network: removed %u veths a previous run left (%s*)", swept, d->net_ifprefix);
+        if (dnsproxy_setup(d) < 0)
+                log_warning("restricted jobs: hostname entries are refused: %s", d->caps.no_dns_why);
         d->caps.net_restricted = true;
         log_info("restricted jobs: veths %s* with /30s of the network_pool, nft table ip %s", d->net_ifprefix, d->net_table);
 }
@@ -132,7 +135,7 @@ static uint64_t boot_to_real_ms(uint64_t boot_ns) {
 
 static void on_event(void *arg, const struct netaudit_event *e) {
         struct rjob *rj = arg;
-        json_t *ev = netevents_add(&rj->net, e, boot_to_real_ms(e->boot_ns));
+        json_t *ev = netevents_add(&rj->net, e, boot_to_real_ms(e->boot_ns), dnsproxy_name_of(rj, e), NULL);
         /* Followers get what the record keeps, so a flood of attempts
          * costs them no more than the record's bound. */
         if (ev)
@@ -182,6 +185,7 @@ static void netlink_end(struct rjob *rj);
 
 void netjob_end(struct rjob *rj) {
         uint64_t lost = 0, dropped = 0;
+        dnsproxy_stop(rj);
         netlink_end(rj);
         if (!rj->net_att)
                 return;
@@ -292,20 +296,20 @@ static void setup_run(struct work *w) {
         n->netns_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (n->netns_fd < 0) {
                 n->err = -errno;
-                snprintf(n->msg, sizeof(n->msg), "network: the job's network namespace (%s): %s", path, strerror(errno));
+                snprintf(n->msg, sizeof(n->msg), "the job's network namespace (%s): %s", path, strerror(errno));
                 return;
         }
         /* The pid could be another process's by now: the namespace must
          * be the one the launcher reported. */
         if (fstat(n->netns_fd, &st) < 0 || (unsigned long long) st.st_ino != n->net_ino) {
                 n->err = -ESRCH;
-                snprintf(n->msg, sizeof(n->msg), "network: the job's sandbox went away before its network was set up");
+                snprintf(n->msg, sizeof(n->msg), "the job's sandbox went away before its network was set up");
                 return;
         }
         n->spec.netns_fd = n->netns_fd;
         n->err = veth_create(&n->spec, &err);
         if (n->err < 0)
-                snprintf(n->msg, sizeof(n->msg), "network: %s", err.msg);
+                snprintf(n->msg, sizeof(n->msg), "%s", err.msg);
         else
                 n->up = true;
 }
@@ -318,14 +322,20 @@ static void setup_done(struct work *w) {
                 n->netns_fd = -1;
         }
         if (!n->rj) {
+                if (n->spec.dns_fd >= 0)
+                        close(n->spec.dns_fd);
                 nl_retire(n);
                 return;
         }
         struct rjob *rj = n->rj;
         if (n->err < 0) {
-                log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), n->msg);
+                log_error(JOB_LOG ": network: %s", JOB_LOG_ARGS(&rj->j), n->msg);
                 free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
+        } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd) < 0) {
+                n->spec.dns_fd = -1;
+                rj->net_fail = strdup("cannot serve the job's DNS proxy");
+                log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
         } else if (write(n->block_fd, "1", 1) != 1) {
                 log_error(JOB_LOG ": network: cannot let the sandbox go on: %s", JOB_LOG_ARGS(&rj->j), strerror(errno));
         } else {
@@ -369,7 +379,7 @@ static void on_info(struct source *s, uint32_t events) {
         if (n->len == 0)
                 return; /* the launcher failed before its namespaces existed: its own error says why */
         if (parse_info(n) < 0) {
-                snprintf(n->msg, sizeof(n->msg), "network: the launcher's --info-fd line is not what sbx-launch(1) says");
+                snprintf(n->msg, sizeof(n->msg), "the launcher's --info-fd line is not what sbx-launch(1) says");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), n->msg);
                 rj->net_fail = strdup(n->msg);
                 close(n->block_fd);
@@ -395,6 +405,7 @@ int netjob_launched(struct rjob *rj, int info_fd, int block_fd) {
         n->info_fd = info_fd;
         n->block_fd = block_fd;
         n->netns_fd = -1;
+        n->spec.dns_fd = -1;
         n->slot = slot_take(d);
         if (n->slot < 0) {
                 n->info_fd = -1;

@@ -279,6 +279,24 @@ bool netpolicy_has_hosts(const struct netpolicy *p) {
         return false;
 }
 
+bool netpolicy_host_allowed(const struct netpolicy *p, const char *host) {
+        for (size_t i = 0; i < p->n_allow; i++)
+                if (p->allow[i].is_host && host_within(host, p->allow[i].host))
+                        return true;
+        return false;
+}
+
+size_t netpolicy_rules_for(const struct netpolicy *p, const uint8_t addr[16], const char *host, struct np_rule *out) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_allow; i++) {
+                const struct np_allow *a = &p->allow[i];
+                bool applies = a->is_host ? host_within(host, a->host) : in_prefix(addr, a->addr, a->prefix);
+                if (applies)
+                        out[n++] = (struct np_rule) { a->port_lo, a->port_hi, a->protos };
+        }
+        return n;
+}
+
 size_t netpolicy_lpm(const struct netpolicy *p, struct np_lpm *out) {
         size_t n = 0;
         for (size_t i = 0; i < p->n_allow; i++) {

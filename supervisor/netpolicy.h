@@ -85,6 +85,14 @@ struct np_lpm {
 /* Fills out[] (room for NETPOLICY_MAX_ALLOW) from the address entries of
  * p; returns how many. Hostname entries are not addresses: skipped. */
 size_t netpolicy_lpm(const struct netpolicy *p, struct np_lpm *out);
+/* Does a hostname entry of p name host (exactly, or "*.suffix")? */
+bool netpolicy_host_allowed(const struct netpolicy *p, const char *host);
+/* The port rules an address that host resolved to gets in the allow map:
+ * those of p's entries naming host, and of its address entries that
+ * cover addr (a longest match on it must still admit what they admit).
+ * Returns how many (at most NETPOLICY_MAX_ALLOW). */
+size_t netpolicy_rules_for(const struct netpolicy *p, const uint8_t addr[16], const char *host, struct np_rule *out);
+
 /* The verdict the programs give (the reference the tests hold them to):
  * addr in the 16-byte form, proto NETPOLICY_TCP or NETPOLICY_UDP. */
 bool netpolicy_admits(const struct netpolicy *p, const uint8_t addr[16], uint16_t port, unsigned proto);

@@ -72,8 +72,8 @@ static uint64_t capped_default(uint64_t cap, uint64_t dflt) {
         return cap < dflt ? cap : dflt;
 }
 
-/* A restricted job: a daemon that can enforce it, address entries only
- * (names need the DNS proxy), each within the tenant's network_allow, and
+/* A restricted job: a daemon that can enforce it, hostname entries only
+ * where the DNS proxy has a resolver, each within the tenant's network_allow, and
  * room for the tenant's deny-ports beside its own. */
 static int restricted(const struct tenant *t, const struct run_request *run, const struct daemon_caps *caps,
                       struct policy_decision *d, struct sbx_error *err) {
@@ -87,11 +87,10 @@ static int restricted(const struct tenant *t, const struct run_request *run, con
                 d->code = E_INTERNAL;
                 return sbx_error_msg(err, EINVAL, "field 'network': restricted without its policy");
         }
-        if (netpolicy_has_hosts(np)) {
+        if (netpolicy_has_hosts(np) && !caps->dns_proxy) {
                 d->code = E_UNSUPPORTED;
-                return sbx_error_msg(err, EPERM,
-                                     "field 'network.allow': hostname entries need the DNS proxy, which this build does not have "
-                                     "(allow addresses or CIDRs)");
+                return sbx_error_msg(err, EPERM, "field 'network.allow': hostname entries need the DNS proxy, which this daemon cannot run (%s)",
+                                     caps->no_dns_why ? caps->no_dns_why : "no upstream resolver");
         }
         if (netpolicy_check_caps(np, t->net_allow, t->n_net_allow, t->name, err) < 0) {
                 d->code = E_FORBIDDEN;

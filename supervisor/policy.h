@@ -27,6 +27,8 @@ struct daemon_caps {
         const char *no_net_audit_why;
         bool net_restricted;      /* the audit, a network_pool, and its veth/nft set-up worked */
         const char *no_restricted_why;
+        bool dns_proxy;           /* hostname allow entries: the DNS proxy has an upstream */
+        const char *no_dns_why;
 };
 
 struct policy_decision {

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -120,15 +123,31 @@ static int add_default_route(struct nl_sock *s, int ifindex, uint32_t gw) {
  * changes only the calling thread's network namespace) and dies there, so
  * no thread of the daemon is ever left in a job's namespace. */
 struct inside {
-        const struct veth_spec *s;
+        struct veth_spec *s;
         int err;
         const char *step;
 };
 
+/* Where glibc looks for a resolver when the sandbox has no resolv.conf:
+ * the job's own 127.0.0.1:53, served by the daemon from this socket. */
+static int dns_socket(int *ret) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        *ret = fd;
+        return 0;
+}
+
 static void *inside_run(void *arg) {
         struct inside *in = arg;
         _cleanup_nlsock_ struct nl_sock *s = NULL;
-        int idx = 0;
+        int idx = 0, lo = 0;
         if (setns(in->s->netns_fd, CLONE_NEWNET) < 0) {
                 in->err = -errno;
                 in->step = "entering the job's network namespace";
@@ -142,10 +161,16 @@ static void *inside_run(void *arg) {
                 in->step = "eth0's address";
         else if ((in->err = add_default_route(s, idx, in->s->host_addr)) < 0)
                 in->step = "the default route";
+        /* The launcher brings lo up too, perhaps not yet: the socket
+         * below needs it now. */
+        else if ((in->err = link_up(s, "lo", &lo)) < 0)
+                in->step = "lo up";
+        else if ((in->err = dns_socket(&in->s->dns_fd)) < 0)
+                in->step = "the DNS proxy's socket on 127.0.0.1:53";
         return NULL;
 }
 
-int veth_create(const struct veth_spec *sp, struct sbx_error *err) {
+int veth_create(struct veth_spec *sp, struct sbx_error *err) {
         _cleanup_nlsock_ struct nl_sock *s = NULL;
         _cleanup_link_ struct rtnl_link *veth = NULL;
         int idx = 0, r = route_socket(&s);
@@ -172,6 +197,10 @@ int veth_create(const struct veth_spec *sp, struct sbx_error *err) {
         }
         pthread_join(t, NULL);
         if (in.err < 0) {
+                if (sp->dns_fd >= 0) {
+                        close(sp->dns_fd);
+                        sp->dns_fd = -1;
+                }
                 veth_delete(sp->host_if);
                 return sbx_error_set(err, in.err, "veth %s: %s", sp->host_if, in.step);
         }

@@ -15,9 +15,11 @@ struct veth_spec {
         uint32_t host_addr; /* network order */
         uint32_t job_addr;
         int netns_fd;       /* the job's network namespace */
+        int dns_fd;         /* out: a UDP socket on 127.0.0.1:53 inside it (the DNS proxy's), or -1 */
 };
 
-int veth_create(const struct veth_spec *s, struct sbx_error *err);
+/* Also opens s->dns_fd (non-blocking, close-on-exec) in the namespace. */
+int veth_create(struct veth_spec *s, struct sbx_error *err);
 /* Delete the pair by its host end; a pair already gone is not an error. */
 int veth_delete(const char *host_if);
 /* Delete every link whose name starts with prefix (what a daemon that died

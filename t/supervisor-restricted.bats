@@ -32,17 +32,24 @@ setup_file() {
                         tcp:198.51.100.2:8081 tcp:198.51.100.5:8080 udp:198.51.100.1:5353 \
                         > "$SUP_DIR/servers.out" 2>&1 3>&- &
                 echo $! > "$SUP_DIR/servers.pid"
-                for i in $(seq 600); do grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && break; sleep 0.05; done
+                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" 198.51.100.1 > "$SUP_DIR/dns.out" 2>&1 3>&- &
+                echo $! > "$SUP_DIR/dns.pid"
+                for i in $(seq 600); do grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" && break; sleep 0.05; done
         fi
-        # A pool of our own (10.213.N.0/24: 64 jobs at once) for this file's daemon.
-        export POOL="10.213.$((RANDOM % 250)).0/24"
-        sup_config "network_pool = $POOL"
-        sed -i 's/^profiles = default shell$/&\nnetwork = none host restricted\nnetwork_allow = 198.51.100.0\/24:*\/any [2001:db8::\/32]:*\/any\nnetwork_deny_ports = 25/' "$SUP_DIR/sup.conf"
+        # A pool of our own (10.213.2N.0/23: 128 jobs at once) for this file's daemon.
+        export POOL_X=$((RANDOM % 125 * 2))
+        export POOL="10.213.$POOL_X.0/23"
+        sup_config "network_pool = $POOL
+dns_upstream = 198.51.100.1
+max_jobs = 128"
+        sed -i 's/^max_jobs = 32$/max_jobs = 128/' "$SUP_DIR/sup.conf"
+        sed -i 's/^profiles = default shell$/&\nnetwork = none host restricted\nnetwork_allow = 198.51.100.0\/24:*\/any [2001:db8::\/32]:*\/any *.test:*\/any\nnetwork_deny_ports = 25/' "$SUP_DIR/sup.conf"
         sup_start
 }
 
 teardown_file() {
         [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
+        [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
         sup_fini
         ip netns del "$TNS" 2>/dev/null || true
         ip link del "$TIF" 2>/dev/null || true
@@ -69,6 +76,16 @@ probe() {
         res=$(ctl --json wait "$id")
         [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; return 1; }
         run ctl logs "$id"
+}
+
+# events: one line per network event of the job: kind, hostname, qtype,
+# address, port, verdict ("-" for null).
+events() {
+        python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["result"]["network_events"]:
+    print(" ".join("-" if e.get(k) is None else str(e[k]) for k in ("kind", "hostname", "qtype", "address", "port", "verdict")))
+' <<<"$res"
 }
 
 # event N FIELD: the field of the job's Nth network event.
@@ -147,14 +164,46 @@ event() {
         [ "$(event 2 verdict)" = deny ]
 }
 
-@test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames need the DNS proxy" {
+@test "an allowed hostname resolves through the job's DNS proxy and its address is reached; other names are refused; both audited" {
+        probe --allow db.test:8080 -- name:db.test:8080 name:other.test:8080 tcp:198.51.100.2:8080 tcp:198.51.100.1:8080
+        [ "${lines[0]}" = "name:db.test:8080 ok 198.51.100.1:8080" ]
+        [ "${lines[1]}" = "name:other.test:8080 unresolved" ]
+        [ "${lines[2]}" = "tcp:198.51.100.2:8080 EPERM" ]
+        # the name's address is admitted with the name's ports only... and
+        # reached by address too, as the name was resolved
+        [ "${lines[3]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        # in the order each was made (the proxy's and the programs' events
+        # interleave: glibc's own connect to 127.0.0.1:53 is recorded too)
+        evs=$(events)
+        grep -qx "dns db.test A - - allow" <<<"$evs"
+        grep -qx "dns other.test A - - deny" <<<"$evs"
+        grep -qx "connect db.test - 198.51.100.1 8080 allow" <<<"$evs"
+        grep -qx "connect - - 198.51.100.2 8080 deny" <<<"$evs"
+        grep -qx "connect - - 127.0.0.1 53 allow" <<<"$evs"
+        # glibc may ask again after a REFUSED: every answer is the same
+        ! grep -q "^dns db.test .* deny$" <<<"$evs"
+        ! grep -q "^dns other.test .* allow$" <<<"$evs"
+}
+
+@test "a burst of queries for an allowed name: at most 16 forwarded at once, the rest refused at once" {
+        probe --allow slow.test:80 -- dnsburst:slow.test:40
+        read -r _ _ answered _ refused <<<"${lines[0]}"
+        [ "$answered" -le 16 ]
+        [ "$answered" -ge 1 ]
+        [ $((answered + refused)) -eq 40 ]
+        evs=$(events)
+        [ "$(grep -c "^dns slow.test A - - allow" <<<"$evs")" -eq "$answered" ]
+        [ "$(grep -c "^dns slow.test A - - deny" <<<"$evs")" -eq "$refused" ]
+}
+
+@test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames too" {
         run ctl submit --network restricted --allow 198.51.100.1:80 --allow 192.0.2.1:80 -- true
         [ "$status" -ne 0 ]
         [[ "$output" == *"E_FORBIDDEN"* ]]
         [[ "$output" == *"field 'network.allow[1]': 192.0.2.1:80/tcp is beyond tenant 'admin''s network_allow"* ]]
         run ctl submit --network restricted --allow db.internal:5432 -- true
-        [[ "$output" == *"E_UNSUPPORTED"* ]]
-        [[ "$output" == *"hostname entries need the DNS proxy"* ]]
+        [[ "$output" == *"E_FORBIDDEN"* ]]
+        [[ "$output" == *"db.internal:5432/tcp is beyond tenant 'admin''s network_allow"* ]]
         run ctl submit --allow 198.51.100.1:80 -- true
         [ "$status" -eq 2 ]
         [[ "$output" == *"--allow and --deny-port go with --network restricted"* ]]
@@ -177,6 +226,33 @@ event() {
         [ "${lines[1]}" = "tcp:198.51.100.2:8081 ok 198.51.100.2:8081" ]
 }
 
+@test "100 restricted jobs at once: each reaches its own allowed host and never the other's" {
+        ids=()
+        for i in $(seq 100); do
+                h=$((i % 2 ? 1 : 2))
+                run ctl --json submit --network restricted --allow "198.51.100.$h:8080" -- bash -c '
+                        for h in 198.51.100.1 198.51.100.2; do
+                                if exec 3<>"/dev/tcp/$h/8080"; then read -r l <&3; echo "$h $l"; exec 3<&-; else echo "$h refused"; fi
+                        done 2>/dev/null
+                        sleep 3'
+                [ "$status" -eq 0 ]
+                ids+=("$(json_get job <<<"$output")")
+        done
+        for i in $(seq 100); do
+                id=${ids[$((i - 1))]}
+                h=$((i % 2 ? 1 : 2)) o=$((i % 2 ? 2 : 1))
+                res=$(ctl --json wait "$id")
+                [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "job $i: $res"; false; }
+                run ctl logs "$id"
+                [[ "$output" == *"198.51.100.$h ok 198.51.100.$h:8080"* ]] || { echo "job $i: $output"; false; }
+                [[ "$output" == *"198.51.100.$o refused"* ]] || { echo "job $i: $output"; false; }
+        done
+        # every veth went with its job
+        names
+        for i in $(seq 600); do ip -o link show | grep -q " $prefix" || break; sleep 0.05; done
+        ! ip -o link show | grep -q " $prefix"
+}
+
 # The daemon's veth prefix and table, from its log.
 names() {
         prefix=$(grep -o 'restricted jobs: veths [^*]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
@@ -192,6 +268,7 @@ names() {
         for i in $(seq 600); do [ -e "$ws/up" ] && break; sleep 0.05; done
         [ -e "$ws/up" ]
         ip -o link show | grep -q " $prefix"
+        ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
         cg=$(stat -c %i "$SUP_CGROUP/job-$id")
         bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
         kill -KILL "$SUP_PID"
@@ -200,7 +277,7 @@ names() {
         run ctl --json wait "$id"
         [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
         ! ip -o link show | grep -q " $prefix"
-        ! ip -o addr show | grep -q "${POOL%.0/24}\."
+        ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
         ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
         grep -q "removed 1 veths a previous run left\|restricted jobs: veths" "$SUP_DIR/daemon.log"
         # and a daemon that stops takes its table and every veth with it

@@ -10,6 +10,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/record-test \
 	t/sup-unit/netevents-test \
 	t/sup-unit/netpolicy-test \
+	t/sup-unit/dnsmsg-test \
 	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test \
 	t/sup-unit/result-test \
@@ -50,6 +51,10 @@ t_sup_unit_netevents_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_netpolicy_test_SOURCES = t/sup-unit/netpolicy-test.c
 t_sup_unit_netpolicy_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_netpolicy_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_dnsmsg_test_SOURCES = t/sup-unit/dnsmsg-test.c
+# -iquote: supervisor/sched.h must not stand in for <sched.h> in ldns's headers
+t_sup_unit_dnsmsg_test_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LDNS_CFLAGS) -iquote $(top_srcdir)/supervisor
+t_sup_unit_dnsmsg_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
@@ -115,4 +120,4 @@ SUP_BATS = \
 	t/bundle-registry.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
-	t/helpers/net-servers.py t/helpers/net-probe.py
+	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # Run inside a job: tries each destination given as tcp:ADDR:PORT,
-# udp:ADDR:PORT, raw or ping, and prints one line each: the destination,
-# then what came back ("ok ...", the server's words) or the errno's name.
+# udp:ADDR:PORT, name:HOST:PORT (resolved, then TCP), dnsburst:HOST:N (N
+# queries at once to 127.0.0.1:53, then the answers counted), raw or ping,
+# and prints one line each: the destination, then what came back ("ok
+# ...", the server's words) or the errno's name.
 import errno
 import socket
+import struct
 import sys
 
 
@@ -15,8 +18,40 @@ def target(spec):
     return proto, addr, int(port), socket.AF_INET6 if ":" in addr else socket.AF_INET
 
 
+def burst(host, n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    qname = b"".join(bytes([len(l)]) + l.encode() for l in host.split(".")) + b"\0"
+    for i in range(n):
+        s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
+    answered = refused = 0
+    s.settimeout(10)
+    try:
+        while answered + refused < n:
+            a = s.recv(4096)
+            if a[3] & 0xF == 5:
+                refused += 1
+            else:
+                answered += 1
+    except socket.timeout:
+        pass
+    return "answered %d refused %d" % (answered, refused)
+
+
 def probe(spec):
     try:
+        if spec.startswith("dnsburst:"):
+            _, host, n = spec.split(":")
+            return burst(host, int(n))
+        if spec.startswith("name:"):
+            _, host, port = spec.split(":")
+            try:
+                addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+            except socket.gaierror:
+                return "unresolved"
+            s = socket.socket()
+            s.settimeout(20)
+            s.connect(addr)
+            return s.recv(100).decode().strip()
         if spec == "raw":
             socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close()
             return "made"

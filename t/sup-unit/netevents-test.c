@@ -34,7 +34,7 @@ static const char *str(json_t *o, const char *k) {
 
 static void test_fields(void **state) {
         struct netaudit_event e = tcp4(443);
-        json_t *j = netevent_json(&e, T_MS);
+        json_t *j = netevent_json(&e, T_MS, NULL, NULL);
         assert_non_null(j);
         assert_string_equal(str(j, "time"), "2026-11-26T10:00:00.123Z");
         assert_int_equal(json_integer_value(json_object_get(j, "pid")), 4242);
@@ -52,7 +52,7 @@ static void test_fields(void **state) {
         struct netaudit_event u = { .family = AF_INET6, .port = 53, .protocol = 17, .kind = NETAUDIT_SENDMSG,
                                     .verdict = NETAUDIT_DENY, .sock_type = SOCK_DGRAM };
         inet_pton(AF_INET6, "2001:db8::1", u.addr);
-        j = netevent_json(&u, T_MS);
+        j = netevent_json(&u, T_MS, NULL, NULL);
         assert_string_equal(str(j, "kind"), "sendmsg");
         assert_string_equal(str(j, "protocol"), "udp");
         assert_string_equal(str(j, "family"), "ipv6");
@@ -64,7 +64,7 @@ static void test_fields(void **state) {
          * does not fit a byte and must not read as TCP */
         struct netaudit_event s = { .family = AF_INET, .protocol = 262, .kind = NETAUDIT_SOCKET, .verdict = NETAUDIT_DENY,
                                     .sock_type = SOCK_STREAM };
-        j = netevent_json(&s, T_MS);
+        j = netevent_json(&s, T_MS, NULL, NULL);
         assert_string_equal(str(j, "kind"), "socket");
         assert_string_equal(str(j, "protocol"), "mptcp");
         assert_true(json_is_null(json_object_get(j, "address")));
@@ -72,21 +72,40 @@ static void test_fields(void **state) {
         json_decref(j);
         s.protocol = 200;
         s.sock_type = SOCK_RAW;
-        j = netevent_json(&s, T_MS);
+        j = netevent_json(&s, T_MS, NULL, NULL);
         assert_string_equal(str(j, "protocol"), "raw");
         json_decref(j);
         s.sock_type = SOCK_DGRAM;
-        j = netevent_json(&s, T_MS);
+        j = netevent_json(&s, T_MS, NULL, NULL);
         assert_string_equal(str(j, "protocol"), "ip-200");
         json_decref(j);
 }
 
 /* The job names its processes: control bytes and non-ASCII never reach
  * the JSON as they are, and a full 16-byte comm is not overrun. */
+/* A connect to an address the job resolved through the proxy names the
+ * host; a query event has no process or destination, only the name. */
+static void test_hostnames(void **state) {
+        struct netaudit_event e = tcp4(5432);
+        json_t *j = netevent_json(&e, T_MS, "db.internal", NULL);
+        assert_string_equal(str(j, "hostname"), "db.internal");
+        assert_null(json_object_get(j, "qtype"));
+        json_decref(j);
+        struct netaudit_event q = { .family = AF_INET, .port = 53, .protocol = 17, .kind = NETAUDIT_DNS, .verdict = NETAUDIT_DENY };
+        j = netevent_json(&q, T_MS, "evil.example", "TXT");
+        assert_string_equal(str(j, "kind"), "dns");
+        assert_string_equal(str(j, "hostname"), "evil.example");
+        assert_string_equal(str(j, "qtype"), "TXT");
+        assert_string_equal(str(j, "verdict"), "deny");
+        assert_true(json_is_null(json_object_get(j, "pid")));
+        assert_true(json_is_null(json_object_get(j, "address")));
+        json_decref(j);
+}
+
 static void test_comm_is_sanitised(void **state) {
         struct netaudit_event e = tcp4(80);
         memcpy(e.comm, "a\x1b[31mb\xff\n0123456", 16);
-        json_t *j = netevent_json(&e, T_MS);
+        json_t *j = netevent_json(&e, T_MS, NULL, NULL);
         assert_string_equal(str(j, "comm"), "a?[31mb??0123456");
         json_decref(j);
 }
@@ -97,7 +116,7 @@ static void test_bound_and_counts(void **state) {
         netevents_init(&ne, 2);
         for (uint16_t p = 1; p <= 5; p++) {
                 e.port = p;
-                json_t *kept = netevents_add(&ne, &e, T_MS);
+                json_t *kept = netevents_add(&ne, &e, T_MS, NULL, NULL);
                 if (p <= 2) {
                         assert_non_null(kept);
                         assert_int_equal(json_integer_value(json_object_get(kept, "port")), p);
@@ -133,6 +152,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fields),
                 cmocka_unit_test(test_comm_is_sanitised),
+                cmocka_unit_test(test_hostnames),
                 cmocka_unit_test(test_bound_and_counts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -188,12 +188,36 @@ static void test_verdicts(void **state) {
         assert_true(netpolicy_has_hosts(&p));
 }
 
+/* Names the DNS proxy resolved: their addresses get the name's rules and
+ * those of the address entries that cover them. */
+static void test_names(void **state) {
+        struct netpolicy p = { 0 };
+        struct np_rule r[NETPOLICY_MAX_ALLOW];
+        uint8_t a[16];
+        p.allow[p.n_allow++] = parse_ok("db.internal:5432");
+        p.allow[p.n_allow++] = parse_ok("*.example.com:443");
+        p.allow[p.n_allow++] = parse_ok("10.0.0.0/8:22");
+        assert_true(netpolicy_host_allowed(&p, "db.internal"));
+        assert_true(netpolicy_host_allowed(&p, "api.example.com"));
+        assert_false(netpolicy_host_allowed(&p, "example.com"));
+        assert_false(netpolicy_host_allowed(&p, "db.internal.evil"));
+        assert_false(netpolicy_host_allowed(&p, "10.0.0.1"));
+        addr4("10.1.1.1", a);
+        assert_int_equal(netpolicy_rules_for(&p, a, "db.internal", r), 2);
+        assert_int_equal(r[0].lo, 5432);
+        assert_int_equal(r[1].lo, 22);
+        addr4("192.0.2.7", a);
+        assert_int_equal(netpolicy_rules_for(&p, a, "api.example.com", r), 1);
+        assert_int_equal(r[0].lo, 443);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse),
                 cmocka_unit_test(test_ports),
                 cmocka_unit_test(test_caps),
                 cmocka_unit_test(test_verdicts),
+                cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The DNS messages the proxy for restricted jobs handles, read and written
+ * with ldns (never by hand): a job's query (one question), the REFUSED
+ * answer to a name it may not resolve, and the addresses in the upstream
+ * resolver's answer to a query it may. Pure, unit-tested. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNSMSG_NAME_MAX 253
+#define DNSMSG_MAX 4096      /* bytes of a message over UDP that we read */
+#define DNSMSG_ADDRS_MAX 32  /* addresses taken from one answer */
+
+struct dns_query {
+        uint16_t id;
+        uint16_t qtype;                /* LDNS_RR_TYPE_A, _AAAA, ... */
+        char name[DNSMSG_NAME_MAX + 2]; /* lower case, without the final dot */
+};
+
+/* A standard query with exactly one question; -EINVAL otherwise. */
+int dnsmsg_parse_query(const uint8_t *buf, size_t len, struct dns_query *ret);
+/* The REFUSED answer to the query in buf (same id and question), in out
+ * (cap bytes); -EINVAL when buf is no query, -ENOSPC when out is short. */
+int dnsmsg_refused(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *ret_len);
+/* An answer to q (its id, a response, the same question): the A and AAAA
+ * records of its answer section, as 16-byte addresses (IPv4 mapped),
+ * at most max; -EINVAL when it answers something else. */
+int dnsmsg_answers(const uint8_t *buf, size_t len, const struct dns_query *q, uint8_t (*addrs)[16], size_t max, size_t *ret_n);
+/* "A", "AAAA", ... or "TYPEn". */
+const char *dnsmsg_type_name(uint16_t qtype, char *buf, size_t len);
