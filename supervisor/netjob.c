@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
@@ -171,8 +172,10 @@ int netjob_start(struct rjob *rj, char *msg, size_t len) {
                         return -E2BIG;
                 }
         }
+        uint64_t t0 = now_mono_us();
         int r = netaudit_attach(d->netaudit, rj->cgroup_fd, rj->j.pol.net == NET_RESTRICTED ? &pol : NULL, d->cfg->network_events,
                                 on_event, rj, &rj->net_att, &err);
+        log_debug(JOB_LOG ": network audit attached in %llu us", JOB_LOG_ARGS(&rj->j), (unsigned long long) (now_mono_us() - t0));
         if (r < 0) {
                 snprintf(msg, len, "%s", err.msg);
                 return r;
@@ -212,11 +215,12 @@ struct netlink_job {
         pid_t child;
         unsigned long long net_ino;
         int slot;
-        bool working, up, removing;
+        bool working;
         struct veth_spec spec;
         struct work work;
         int err;
         char msg[SBX_ERROR_MAX];
+        uint64_t t_launched, t_info, t_run, t_made; /* CLOCK_MONOTONIC us, for the debug log */
 };
 
 bool netjob_handshake(const struct rjob *rj) {
@@ -227,12 +231,29 @@ const char *netjob_failure(const struct rjob *rj) {
         return rj->net_fail;
 }
 
+static void slot_name(const struct daemon *d, unsigned slot, char *buf, size_t len) {
+        /* "sxHHHHH-" and at most 65535: 13 bytes, within IFNAMSIZ */
+        snprintf(buf, len, "%.8s%u", d->net_ifprefix, slot & 0xffff);
+}
+
+/* A slot whose veth is gone. The kernel removes a job's pair with its
+ * namespace, when the job's last process has gone (not deleting it
+ * ourselves keeps the RTNL lock and an RCU grace period off the next
+ * job's way); until then the name is taken and the slot is skipped.
+ * Round robin, so that a slot comes back only after every other. */
 static int slot_take(struct daemon *d) {
-        for (unsigned i = 0; i < d->net_slots; i++)
-                if (!(d->net_used[i / 8] & (1u << (i % 8)))) {
-                        d->net_used[i / 8] |= (uint8_t) (1u << (i % 8));
-                        return (int) i;
-                }
+        for (unsigned k = 0; k < d->net_slots; k++) {
+                unsigned i = (d->net_next + k) % d->net_slots;
+                char name[16];
+                if (d->net_used[i / 8] & (1u << (i % 8)))
+                        continue;
+                slot_name(d, i, name, sizeof(name));
+                if (if_nametoindex(name) != 0)
+                        continue;
+                d->net_used[i / 8] |= (uint8_t) (1u << (i % 8));
+                d->net_next = i + 1;
+                return (int) i;
+        }
         return -1;
 }
 
@@ -254,36 +275,12 @@ static void nl_free(struct netlink_job *n) {
         free(n);
 }
 
-static void remove_run(struct work *w) {
-        struct netlink_job *n = container_of(w, struct netlink_job, work);
-        n->err = veth_delete(n->spec.host_if);
-}
-
-static void remove_done(struct work *w) {
-        struct netlink_job *n = container_of(w, struct netlink_job, work);
-        if (n->err < 0) {
-                /* Its slot stays taken: a name still in use is not reused. */
-                log_error("veth %s: cannot delete it (%s); the daemon's next start removes it", n->spec.host_if, strerror(-n->err));
-                n->slot = -1;
-        }
-        nl_free(n);
-}
-
-/* The job is gone: its veth goes (the kernel removes the pair with the
- * job's namespace too; deleting it says so at once). */
+/* The job is gone: its veth goes with its network namespace. */
 static void nl_retire(struct netlink_job *n) {
         n->rj = NULL;
         if (n->working)
                 return; /* setup_done() retires it */
-        if (n->up && !n->removing) {
-                n->removing = true;
-                n->work.run = remove_run;
-                n->work.done = remove_done;
-                worker_submit(&n->work);
-                return;
-        }
-        if (!n->removing)
-                nl_free(n);
+        nl_free(n);
 }
 
 static void setup_run(struct work *w) {
@@ -291,6 +288,7 @@ static void setup_run(struct work *w) {
         struct sbx_error err;
         struct stat st;
         char path[64];
+        n->t_run = now_mono_us();
         sbx_error_clear(&err);
         snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) n->child);
         n->netns_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -308,10 +306,9 @@ static void setup_run(struct work *w) {
         }
         n->spec.netns_fd = n->netns_fd;
         n->err = veth_create(&n->spec, &err);
+        n->t_made = now_mono_us();
         if (n->err < 0)
                 snprintf(n->msg, sizeof(n->msg), "%s", err.msg);
-        else
-                n->up = true;
 }
 
 static void setup_done(struct work *w) {
@@ -339,7 +336,10 @@ static void setup_done(struct work *w) {
         } else if (write(n->block_fd, "1", 1) != 1) {
                 log_error(JOB_LOG ": network: cannot let the sandbox go on: %s", JOB_LOG_ARGS(&rj->j), strerror(errno));
         } else {
-                log_debug(JOB_LOG ": network: %s up", JOB_LOG_ARGS(&rj->j), n->spec.host_if);
+                log_debug(JOB_LOG ": network: %s up: the info line %llu us after the launcher started, the worker %llu us "
+                          "later, the veth made in %llu us, the sandbox let go %llu us later", JOB_LOG_ARGS(&rj->j), n->spec.host_if,
+                          (unsigned long long) (n->t_info - n->t_launched), (unsigned long long) (n->t_run - n->t_info),
+                          (unsigned long long) (n->t_made - n->t_run), (unsigned long long) (now_mono_us() - n->t_made));
         }
         /* Unwritten, the launcher sees end of file and fails at block-fd. */
         close(n->block_fd);
@@ -374,6 +374,7 @@ static void on_info(struct source *s, uint32_t events) {
         close(n->info_fd);
         n->info_fd = -1;
         struct rjob *rj = n->rj;
+        n->t_info = now_mono_us();
         if (!rj)
                 return;
         if (n->len == 0)
@@ -402,6 +403,7 @@ int netjob_launched(struct rjob *rj, int info_fd, int block_fd) {
         }
         n->d = d;
         n->rj = rj;
+        n->t_launched = now_mono_us();
         n->info_fd = info_fd;
         n->block_fd = block_fd;
         n->netns_fd = -1;
@@ -416,8 +418,7 @@ int netjob_launched(struct rjob *rj, int info_fd, int block_fd) {
         uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
         n->spec.host_addr = htonl(base + 1);
         n->spec.job_addr = htonl(base + 2);
-        /* "sxHHHHH-" and at most 65535: 13 bytes, within IFNAMSIZ */
-        snprintf(n->spec.host_if, sizeof(n->spec.host_if), "%.8s%u", d->net_ifprefix, (unsigned) n->slot & 0xffff);
+        slot_name(d, (unsigned) n->slot, n->spec.host_if, sizeof(n->spec.host_if));
         int r = loop_add(&n->info_src, info_fd, EPOLLIN, on_info);
         if (r < 0) {
                 n->info_fd = -1;
