@@ -19,16 +19,6 @@ void netjob_teardown(struct daemon *d);
 /* Attach the audit to rj's cgroup if its policy asks for one: 0, or
  * -errno with msg (of len bytes) saying why the job cannot run. */
 int netjob_start(struct rjob *rj, char *msg, size_t len);
-/* Detach (the ring's last events of the job delivered first), and take
- * a restricted job's veth down (off the loop). */
+/* Detach (the ring's last events of the job delivered first), and let a
+ * restricted job's veth and DNS proxy go. */
 void netjob_end(struct rjob *rj);
-
-/* Does rj's launcher get --info-fd and --block-fd (a restricted job)? */
-bool netjob_handshake(const struct rjob *rj);
-/* The launcher of a restricted job runs: read its info line from info_fd,
- * make the job's veth in the namespace it names, then write to block_fd
- * (or close it unwritten, which fails the launcher at step block-fd and
- * the job with the reason in its record). Takes both fds, even on error. */
-int netjob_launched(struct rjob *rj, int info_fd, int block_fd);
-/* Why the job's network could not be set up, or NULL. */
-const char *netjob_failure(const struct rjob *rj);
