@@ -11,6 +11,7 @@
 #include "netaudit-bpf.h"
 #include "netjob.h"
 #include "netveth.h"
+#include "profile.h"
 #include "subscribe.h"
 
 void netjob_setup(struct daemon *d) {
@@ -45,6 +46,28 @@ void netjob_teardown(struct daemon *d) {
         netaudit_close(d->netaudit);
         d->netaudit = NULL;
         netveth_teardown(d);
+}
+
+bool netjob_profile_audit(const char *path) {
+        struct profile p;
+        struct sbx_error err;
+        profile_init(&p);
+        bool audit = profile_load_file(&p, path, &err) == 0 && p.net_audit;
+        profile_free(&p);
+        return audit;
+}
+
+int netjob_profile_policy(const struct daemon_caps *caps, const char *profile_name, const char *path, struct policy_decision *pol,
+                          char *msg, size_t len) {
+        if (pol->net_audit || !netjob_profile_audit(path))
+                return 0;
+        if (!caps->net_audit) {
+                snprintf(msg, len, "profile '%s' says [net] audit = yes: this daemon cannot audit network use (%s)", profile_name,
+                         caps->no_net_audit_why ? caps->no_net_audit_why : "no eBPF network audit");
+                return -EPERM;
+        }
+        pol->net_audit = true;
+        return 0;
 }
 
 /* CLOCK_BOOTTIME (the programs' clock) to CLOCK_REALTIME milliseconds. */
