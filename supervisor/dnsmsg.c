@@ -29,7 +29,9 @@ static int name_of(ldns_rr *q, char *out, size_t len) {
         size_t n = strlen(s);
         if (n > 1 && s[n - 1] == '.')
                 s[--n] = '\0';
-        if (n == 0 || n >= len) {
+        /* ldns spells bytes outside letters, digits and '-' as \DDD, so a
+         * name may come out longer than the 253 of the wire */
+        if (n == 0 || n > DNSMSG_NAME_MAX || n >= len) {
                 free(s);
                 return -EINVAL;
         }
