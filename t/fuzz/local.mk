@@ -31,7 +31,7 @@ FUZZ_CFLAGS = $(AM_CPPFLAGS) $(INIH_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
 EXTRA_DIST += t/fuzz/fuzz-profile.c t/fuzz/profile.dict t/fuzz/corpus \
 	t/fuzz/fuzz-manifest.c t/fuzz/manifest.dict t/fuzz/corpus-manifest \
 	t/fuzz/fuzz-index.c t/fuzz/index.dict t/fuzz/corpus-index \
-	t/fuzz/fuzz-net.c t/fuzz/corpus-net
+	t/fuzz/fuzz-net.c t/fuzz/net.dict t/fuzz/corpus-net
 CLEANFILES += $(FUZZ_TARGETS) t/fuzz/crash-* t/fuzz/leak-* t/fuzz/timeout-* t/fuzz/oom-*
 
 fuzz-need-clang:
@@ -75,4 +75,4 @@ fuzz: $(FUZZ_TARGETS)
 	run $(FUZZ_TARGET) $(srcdir)/t/fuzz/profile.dict $(srcdir)/t/fuzz/corpus/* $(srcdir)/profiles/*.ini; \
 	run t/fuzz/fuzz-manifest $(srcdir)/t/fuzz/manifest.dict $(srcdir)/t/fuzz/corpus-manifest/* $(srcdir)/contrib/bundles/*/manifest.ini; \
 	run t/fuzz/fuzz-index $(srcdir)/t/fuzz/index.dict $(srcdir)/t/fuzz/corpus-index/*; \
-	run t/fuzz/fuzz-net /dev/null $(srcdir)/t/fuzz/corpus-net/*
+	run t/fuzz/fuzz-net $(srcdir)/t/fuzz/net.dict $(srcdir)/t/fuzz/corpus-net/*
