@@ -212,11 +212,11 @@ open('/workspace/sent', 'w').close()
         [ -e "$ws/ready" ]
         kill -STOP "$SUP_PID"
         touch "$ws/go"
-        for i in $(seq 1200); do [ -e "$ws/sent" ] && break; sleep 0.05; done
+        sent=no
+        for i in $(seq 1200); do [ -e "$ws/sent" ] && sent=yes && break; sleep 0.05; done
         kill -CONT "$SUP_PID"
-        [ -e "$ws/sent" ]
         res=$(ctl --json wait "$id" || true)
-        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        [ "$sent" = yes ] && [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "sent: $sent"; echo "$res"; ctl logs "$id"; false; }
 }
 
 @test "past network_events an event is only counted (dropped), by the programs themselves, none lost" {
