@@ -67,6 +67,7 @@ struct daemon {
         uint8_t *net_used;        /* slots of network_pool in use, a bit each */
         unsigned net_slots, net_next;
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
+        struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

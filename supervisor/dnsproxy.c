@@ -26,6 +26,10 @@ struct dnsproxy {
         struct rjob *rj;
         int fd;
         struct source src;
+        unsigned tokens;         /* queries it may still send before refill_ms + 1 s */
+        uint64_t refill_ms;      /* CLOCK_MONOTONIC */
+        bool paused;             /* its socket is not read until dnsproxy_tick() */
+        struct list paused_link; /* in the daemon's dns_paused */
         struct list pending;     /* struct dns_pending.link */
         unsigned n_pending;
         struct dns_name *names;  /* addresses its answers gave, with their names */
@@ -214,12 +218,46 @@ static void expire(struct dnsproxy *px) {
         }
 }
 
+/* A job's queries a second: a token each, DNSPROXY_RATE again every second. */
+static bool take_token(struct dnsproxy *px) {
+        uint64_t now = now_mono_ms();
+        if (now - px->refill_ms >= 1000) {
+                px->tokens = DNSPROXY_RATE;
+                px->refill_ms = now;
+        }
+        if (px->tokens == 0)
+                return false;
+        px->tokens--;
+        return true;
+}
+
+static void pause_reading(struct dnsproxy *px) {
+        if (px->paused || loop_mod(&px->src, 0) < 0)
+                return;
+        px->paused = true;
+        list_add_tail(&px->rj->d->dns_paused, &px->paused_link);
+}
+
+void dnsproxy_tick(struct daemon *d) {
+        while (!list_empty(&d->dns_paused)) {
+                struct dnsproxy *px = list_entry(d->dns_paused.next, struct dnsproxy, paused_link);
+                list_del(&px->paused_link);
+                px->paused = false;
+                if (loop_mod(&px->src, EPOLLIN) < 0)
+                        log_warning(JOB_LOG ": DNS proxy: cannot read its socket again", JOB_LOG_ARGS(&px->rj->j));
+        }
+}
+
 static void on_query(struct source *s, uint32_t events) {
         struct dnsproxy *px = container_of(s, struct dnsproxy, src);
         const struct netpolicy *pol = px->rj->j.req.run.netpol;
         expire(px);
         /* a bounded batch per wakeup: a flood waits its turn in the socket */
         for (int i = 0; i < 64; i++) {
+                if (!take_token(px)) {
+                        pause_reading(px);
+                        return;
+                }
                 uint8_t buf[DNSMSG_MAX];
                 struct sockaddr_in peer;
                 socklen_t pl = sizeof(peer);
@@ -246,7 +284,10 @@ int dnsproxy_start(struct rjob *rj, int fd) {
         }
         px->rj = rj;
         px->fd = fd;
+        px->tokens = DNSPROXY_RATE;
+        px->refill_ms = now_mono_ms();
         list_init(&px->pending);
+        list_init(&px->paused_link);
         int r = loop_add(&px->src, fd, EPOLLIN, on_query);
         if (r < 0) {
                 close(fd);
@@ -264,6 +305,8 @@ void dnsproxy_stop(struct rjob *rj) {
                 return;
         while (!list_empty(&px->pending))
                 pending_free(list_entry(px->pending.next, struct dns_pending, link));
+        if (px->paused)
+                list_del(&px->paused_link);
         loop_del(&px->src);
         close(px->fd);
         free(px->names);

@@ -199,6 +199,16 @@ event() {
         [ "$(grep -c "^dns slow.test A - - deny" <<<"$evs")" -eq "$refused" ]
 }
 
+@test "a flood of queries: the proxy reads at most 100 a second of a job, the rest waits or is dropped by the kernel" {
+        probe --allow db.test:80 -- dnsflood:other.test:1000:1.5
+        read -r _ _ answered _ secs _ <<<"${lines[0]}"
+        # the first second's 100, the next second's, and one more for the
+        # tick's phase: never the thousand
+        [ "$answered" -ge 1 ]
+        [ "$answered" -le $(( (${secs%.*} + 2) * 100 )) ]
+        [ "$answered" -lt 1000 ]
+}
+
 @test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames too" {
         run ctl submit --network restricted --allow 198.51.100.1:80 --allow 192.0.2.1:80 -- true
         [ "$status" -ne 0 ]
