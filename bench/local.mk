@@ -30,3 +30,8 @@ EXTRA_DIST += bench/fairness.sh
 .PHONY: bench-fairness
 bench-fairness: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client
 	$(SHELL) $(srcdir)/bench/fairness.sh
+
+EXTRA_DIST += bench/network.sh
+.PHONY: bench-network
+bench-network: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
+	bash $(srcdir)/bench/network.sh

@@ -67,6 +67,14 @@ int limits_apply(const struct profile *p, struct sbx_error *err) {
                          * limit. */
                         rl.rlim_max = id == LIMIT_CPU ? (rlim_t) v + 1 : (rlim_t) v;
                 }
+                /* "unlimited" cannot lift a hard limit the caller was
+                 * given (raising it needs CAP_SYS_RESOURCE): it means as
+                 * high as allowed. The kernel gives every process a hard
+                 * RLIMIT_NPROC, and the daemon asks for unlimited processes
+                 * where the job cgroup's pids.max bounds them. */
+                if (rl.rlim_max == RLIM_INFINITY && setrlimit(rlimit_keys[id].resource, &rl) < 0 && errno == EPERM &&
+                    getrlimit(rlimit_keys[id].resource, &rl) == 0)
+                        rl.rlim_cur = rl.rlim_max;
                 if (setrlimit(rlimit_keys[id].resource, &rl) < 0)
                         return sbx_error_set(err, errno, "%s", rlimit_keys[id].key);
         }

@@ -88,6 +88,12 @@
  * --profile SBX_LAUNCH_PROFILE_FD_PATH so that it overrides the named one. */
 #define SBX_LAUNCH_FD_PROFILE 4
 #define SBX_LAUNCH_PROFILE_FD_PATH "/dev/fd/4"
+/* ...and for a job whose network namespace it sets up (restricted), the
+ * --info-fd and --block-fd pipes here. */
+#define SBX_LAUNCH_FD_INFO 5
+#define SBX_LAUNCH_FD_INFO_ARG "5"
+#define SBX_LAUNCH_FD_BLOCK 6
+#define SBX_LAUNCH_FD_BLOCK_ARG "6"
 
 /* ---- environment ----------------------------------------------------------- */
 

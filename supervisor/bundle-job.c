@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "grant.h"
 #include "log.h"
+#include "netjob.h"
 #include "profile.h"
 #include "runner.h"
 
@@ -128,7 +129,8 @@ static void ready(struct bwait *w, const struct resolution *r) {
                 return;
         }
         rj->bundle_tree = r->entry;
-        if (grant_bundle(j->tenant, &r->entry->manifest, &j->req.run, &d->caps, &pol, &ro, &err) < 0) {
+        struct netpolicy *np = NULL;
+        if (grant_bundle(j->tenant, &r->entry->manifest, &j->req.run, &d->caps, &pol, &ro, &np, &err) < 0) {
                 end(rj, pol.code ? pol.code : E_FORBIDDEN, err.msg);
                 return;
         }
@@ -138,11 +140,21 @@ static void ready(struct bwait *w, const struct resolution *r) {
                 char msg[SBX_ERROR_MAX];
                 snprintf(msg, sizeof(msg), "bundle %s: its profile '%s' is not in %s", r->entry->name, pol.profile,
                          d->cfg->profile_path);
+                free(np);
                 end(rj, e == -ENOENT ? E_NO_PROFILE : E_INTERNAL, msg);
+                return;
+        }
+        char why[SBX_ERROR_MAX];
+        if (netjob_profile_policy(&d->caps, pol.profile, profile, &pol, why, sizeof(why)) < 0) {
+                free(np);
+                end(rj, E_UNSUPPORTED, why);
                 return;
         }
         j->pol = pol;
         j->bundle.ro_paths = ro;
+        /* a restricted bundle's endpoints are its allow entries */
+        free(j->req.run.netpol);
+        j->req.run.netpol = np;
         free(rj->profile_path);
         rj->profile_path = TAKE_PTR(profile);
         audit_job(rj, pol.clamped[0] ? "granted (clamped)" : "granted", NULL, NULL);

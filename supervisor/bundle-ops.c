@@ -77,7 +77,9 @@ static json_t *show_body(struct conn *c, const struct resolution *r) {
         unsigned ro = 0;
         sbx_error_clear(&err);
         request_init(&none);
-        int g = grant_bundle(c->tenant, &e->manifest, &none.run, &c->d->caps, &pol, &ro, &err);
+        struct netpolicy *np = NULL;
+        int g = grant_bundle(c->tenant, &e->manifest, &none.run, &c->d->caps, &pol, &ro, &np, &err);
+        free(np);
         json_t *verdict = g == 0 ? json_pack("{s:b, s:o}", "allowed", 1, "policy", policy_to_json(&pol))
                                  : json_pack("{s:b, s:s, s:s}", "allowed", 0, "code", pol.code ? pol.code : E_FORBIDDEN, "message",
                                              err.msg);

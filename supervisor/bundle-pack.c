@@ -221,9 +221,6 @@ int tool_pack(const char *dir, const char *out_arg) {
                 manifest_free(&m);
                 return tool_err(0, "%s", err.msg);
         }
-        if (m.net == MANIFEST_NET_RESTRICTED)
-                fprintf(stderr, "sbx-bundle: warning: %s: network = restricted: this version of sbx-supervisord refuses to run it\n",
-                        path);
         int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root < 0) {
                 manifest_free(&m);

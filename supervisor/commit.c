@@ -115,6 +115,12 @@ static void audit_end(const struct rjob *rj, json_t *rec) {
                                        rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
                                        rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null(), "trace_id",
                                        j->req.run.traceparent ? json_stringn(j->req.run.traceparent + 3, 32) : json_null()));
+        /* An audited job's attempts go to the audit log too, in a line of
+         * their own (bounded like the record's). */
+        if (j->pol.net_audit && rec)
+                audit_write_deferred(json_pack("{s:s, s:s, s:s, s:O, s:O}", "event", "network", "job", j->id, "tenant",
+                                               j->tenant->name, "network", json_object_get(rec, "network"), "network_events",
+                                               json_object_get(rec, "network_events")));
 }
 
 /* The callback's outbox entry: the record as posted, in the same group
@@ -154,6 +160,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .cg_limits = rj->cg_limits,
                 .disk_quota = rj->ws_mounted,
                 .req_digest = rj->req_digest,
+                .net = &rj->net,
         };
         /* One delivery id for the job, whatever the retries of its write. */
         if (rj->j.req.run.callback && !rj->cb_delivery[0])

@@ -6,10 +6,12 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include "error.h"
 #include "minisign.h"
+#include "netpolicy.h"
 
 #define CONFIG_UNSET UINT64_MAX
 #define CONFIG_MAX_TENANTS 1024
@@ -81,6 +83,10 @@ struct tenant {
         uint64_t max_jobs;        /* running at once */
         uint64_t max_queue;       /* waiting at once */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
+        struct np_allow *net_allow; /* network_allow: the most a restricted job may be allowed */
+        size_t n_net_allow;
+        struct np_range net_deny[NETPOLICY_MAX_DENY / 2]; /* network_deny_ports: added to every restricted job's */
+        size_t n_net_deny;
         enum over_limit over_limit;
         /* bundles (config-bundle.c) */
         char *registry_name;      /* NULL: the tenant runs no bundles */
@@ -124,6 +130,12 @@ struct config {
         char *metrics_listen;      /* HOST:PORT of the metrics listener; NULL: none */
         enum audit_fsync audit_fsync;
         bool allow_unauthenticated;
+        uint64_t network_ring;     /* bytes of the network audit's eBPF ring buffer */
+        uint64_t network_events;   /* network events kept per job (more are counted) */
+        uint32_t net_pool;         /* network_pool, network order; 0: none (no restricted jobs) */
+        unsigned net_pool_prefix;
+        char dns_upstream[64];     /* dns_upstream as given; "" : the host's resolv.conf */
+        struct sockaddr_in6 dns_upstream_addr; /* an IPv4 one as a sockaddr_in */
         /* bundles (config-bundle.c) */
         struct registry_conf *registries;
         size_t n_registries;

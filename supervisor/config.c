@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -7,11 +8,13 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/un.h>
 
 #include "conf.h"
 #include "metrics.h"
 #include "inifile.h"
+#include "netpolicy.h"
 #include "parse.h"
 #include "profile.h"
 #include "proto.h"
@@ -69,6 +72,7 @@ void tenant_free(struct tenant *t) {
         for (size_t i = 0; i < t->n_profiles; i++)
                 free(t->profiles[i]);
         free(t->profiles);
+        free(t->net_allow);
         free(t->default_profile);
         tenant_bundle_free(t);
         tenant_callback_free(t);
@@ -93,6 +97,8 @@ void config_init(struct config *c) {
         c->max_request = 4u << 20;
         c->client_buffer = 8u << 20;
         c->kill_grace_ms = 5000;
+        c->network_ring = 256u << 10;
+        c->network_events = 1000;
         c->request_timeout_ms = 30000;
         c->retention_ms = 7ull * 24 * 3600 * 1000;
         c->audit_fsync = AUDIT_FSYNC_ALWAYS;
@@ -328,6 +334,21 @@ static int k_size(struct cctx *c) {
         return 0;
 }
 
+/* The eBPF ring buffer's size: the kernel wants a power of two (and a
+ * multiple of the page size, which the minimum of 4 KiB and the power of
+ * two make it on every page size up to the size itself). */
+static int k_ring(struct cctx *c) {
+        int r = k_size(c);
+        uint64_t n = *(uint64_t *) field(c);
+        if (r < 0)
+                return r;
+        if (n & (n - 1))
+                return FAIL(c, "%s: expected a power of two (4K, 8K, ... 1G), got '%s'", c->def->key, c->v);
+        if (n < (uint64_t) sysconf(_SC_PAGESIZE))
+                return FAIL(c, "%s: expected at least the page size (%ld bytes), got '%s'", c->def->key, sysconf(_SC_PAGESIZE), c->v);
+        return 0;
+}
+
 static int k_duration(struct cctx *c) {
         uint64_t *dst = field(c), ms;
         char lo[32];
@@ -418,8 +439,89 @@ static int add_net(struct cctx *c, const char *w) {
                 c->t->net_modes |= NET_MODE_BIT(NET_NONE);
         else if (streq(w, "host"))
                 c->t->net_modes |= NET_MODE_BIT(NET_HOST);
+        else if (streq(w, "restricted"))
+                c->t->net_modes |= NET_MODE_BIT(NET_RESTRICTED);
         else
-                return FAIL(c, "unknown network mode '%s' (none, host)", w);
+                return FAIL(c, "unknown network mode '%s' (none, host, restricted)", w);
+        return 0;
+}
+
+static int add_net_allow(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
+        struct sbx_error e;
+        struct np_allow a;
+        if (t->n_net_allow >= NETPOLICY_MAX_ALLOW)
+                return FAIL(c, "network_allow: more than %d entries", NETPOLICY_MAX_ALLOW);
+        if (netpolicy_parse_allow(w, &a, &e) < 0)
+                return FAIL(c, "network_allow: %s", e.msg);
+        struct np_allow *n = realloc(t->net_allow, (t->n_net_allow + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        t->net_allow = n;
+        t->net_allow[t->n_net_allow++] = a;
+        return 0;
+}
+
+static int k_net_allow(struct cctx *c) {
+        if (!c->continuation)
+                c->t->n_net_allow = 0;
+        return each_word(c, add_net_allow);
+}
+
+static int add_net_deny(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
+        struct sbx_error e;
+        if (t->n_net_deny >= NETPOLICY_MAX_DENY / 2)
+                return FAIL(c, "network_deny_ports: more than %d entries (a job has room for %d of its own and its tenant's)",
+                            NETPOLICY_MAX_DENY / 2, NETPOLICY_MAX_DENY);
+        if (netpolicy_parse_ports(w, &t->net_deny[t->n_net_deny], &e) < 0)
+                return FAIL(c, "network_deny_ports: %s", e.msg);
+        t->n_net_deny++;
+        return 0;
+}
+
+static int k_net_deny(struct cctx *c) {
+        if (!c->continuation)
+                c->t->n_net_deny = 0;
+        return each_word(c, add_net_deny);
+}
+
+/* network_pool: the IPv4 network restricted jobs' veth pairs take their
+ * /30s from. */
+static int k_pool(struct cctx *c) {
+        struct sbx_error e;
+        struct np_allow a;
+        struct config *cf = c->c;
+        if (netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host || a.v6 || a.prefix < 96 + 8 || a.prefix > 96 + 28 ||
+            strchr(c->v, ':'))
+                return FAIL(c, "network_pool: expected an IPv4 network from /8 to /28 (e.g. 10.200.0.0/16), got '%s'", c->v);
+        memcpy(&cf->net_pool, a.addr + 12, 4);
+        cf->net_pool_prefix = a.prefix - 96;
+        return 0;
+}
+
+/* dns_upstream: ADDR, ADDR:PORT or [ADDR6]:PORT. */
+static int k_dns_upstream(struct cctx *c) {
+        struct sbx_error e;
+        struct np_allow a;
+        struct config *cf = c->c;
+        char buf[64];
+        if (strlen(c->v) >= sizeof(buf) || strchr(c->v, '/') || netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host ||
+            a.prefix != 128 || (a.port_lo != a.port_hi && !(a.port_lo == 0 && a.port_hi == 65535)))
+                return FAIL(c, "dns_upstream: expected an IP address, with :PORT if not 53 ([ADDR]:PORT for IPv6), got '%s'", c->v);
+        uint16_t port = a.port_lo == a.port_hi ? a.port_lo : 53;
+        memset(&cf->dns_upstream_addr, 0, sizeof(cf->dns_upstream_addr));
+        if (a.v6) {
+                cf->dns_upstream_addr.sin6_family = AF_INET6;
+                cf->dns_upstream_addr.sin6_port = htons(port);
+                memcpy(&cf->dns_upstream_addr.sin6_addr, a.addr, 16);
+        } else {
+                struct sockaddr_in *s4 = (struct sockaddr_in *) &cf->dns_upstream_addr;
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons(port);
+                memcpy(&s4->sin_addr, a.addr + 12, 4);
+        }
+        snprintf(cf->dns_upstream, sizeof(cf->dns_upstream), "%s", c->v);
         return 0;
 }
 
@@ -543,6 +645,10 @@ static const struct conf_key keys[] = {
         DAEMON("max_request", CONF_SCALAR, k_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
         DAEMON("client_buffer", CONF_SCALAR, k_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
         DAEMON("kill_grace", CONF_SCALAR, k_duration, IN_CONFIG(kill_grace_ms)),
+        DAEMON("network_ring", CONF_SCALAR, k_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
+        DAEMON("network_events", CONF_SCALAR, k_count, IN_CONFIG(network_events)),
+        DAEMON("network_pool", CONF_SCALAR, k_pool),
+        DAEMON("dns_upstream", CONF_SCALAR, k_dns_upstream),
         DAEMON("request_timeout", CONF_SCALAR, k_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", CONF_SCALAR, k_duration, IN_CONFIG(retention_ms)),
         DAEMON("log_format", CONF_SCALAR, k_log_format),
@@ -570,6 +676,8 @@ static const struct conf_key keys[] = {
         TENANT("max_jobs", CONF_SCALAR, k_count, IN_TENANT(max_jobs)),
         TENANT("max_queue", CONF_SCALAR, k_count, IN_TENANT(max_queue)),
         TENANT("network", CONF_LIST, k_network),
+        TENANT("network_allow", CONF_LIST, k_net_allow),
+        TENANT("network_deny_ports", CONF_LIST, k_net_deny),
         TENANT("over_limit", CONF_SCALAR, k_over_limit),
 };
 

@@ -19,6 +19,8 @@
 #include "bundle.h"
 #include "daemon.h"
 #include "metrics-http.h"
+#include "dnsproxy.h"
+#include "netjob.h"
 #include "dispatch.h"
 #include "log.h"
 #include "recover.h"
@@ -143,6 +145,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         conns_expire_partial(&d->conns, now, d->cfg->request_timeout_ms);
         commit_retry(d, now);
         bundles_housekeeping(d);
+        dnsproxy_tick(d);
 }
 
 #define CPU_CHECK_MS 250
@@ -315,6 +318,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         if (conns_init(&d->conns, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         list_init(&d->cg.releasing);
+        list_init(&d->dns_paused);
         if (sched_init(&d->sched, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         if (sodium_init() < 0)
@@ -344,6 +348,8 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         /* Before recovery: the records it writes may have deliveries. */
         if ((r = callbacks_init(d, err)) < 0)
                 return r;
+        /* Before recovery: jobs it queues again may be audited. */
+        netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles. */
         if ((r = bundles_init(d, err)) < 0)
                 return r;
@@ -388,6 +394,7 @@ void daemon_done(struct daemon *d) {
                 jobs_remove(&d->jobs, rj);
                 rjob_free(rj);
         }
+        netjob_teardown(d);
         journal_close(&d->journal);
         audit_close();
         result_index_free(&d->done);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include "callbacks.h"
 #include "cgroup.h"
@@ -60,6 +61,15 @@ struct daemon {
         struct callbacks cb;      /* callbacks.c */
         struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
         struct source http_src;
+        struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
+        char no_net_audit_why[256];
+        char no_restricted_why[SBX_ERROR_MAX + 64];
+        char net_ifprefix[12];    /* restricted jobs' veths: PREFIX + slot */
+        char net_table[16];       /* the nft table (ip family) */
+        uint8_t *net_used;        /* slots of network_pool in use, a bit each */
+        unsigned net_slots, net_next;
+        struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
+        struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

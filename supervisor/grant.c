@@ -3,9 +3,11 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "grant.h"
+#include "netpolicy.h"
 #include "profile.h"
 #include "util.h"
 
@@ -51,15 +53,32 @@ static int check_env(const struct manifest *m, const struct run_request *run, st
         return 0;
 }
 
+/* A restricted bundle's connect endpoints as allow entries: HOST:PORT over
+ * TCP each, judged against the tenant's network_allow like a request's. */
+static int connect_policy(const struct manifest *m, struct netpolicy **ret, struct policy_decision *d, struct sbx_error *err) {
+        struct netpolicy *np = calloc(1, sizeof(*np));
+        if (!np)
+                return refuse(d, E_INTERNAL, err, "out of memory");
+        for (size_t i = 0; i < m->n_connect; i++) {
+                char text[300];
+                const struct manifest_endpoint *c = &m->connect[i];
+                snprintf(text, sizeof(text), strchr(c->host, ':') ? "[%s]:%u/tcp" : "%s:%u/tcp", c->host, (unsigned) c->port);
+                if (np->n_allow >= NETPOLICY_MAX_ALLOW || netpolicy_parse_allow(text, &np->allow[np->n_allow], err) < 0) {
+                        free(np);
+                        return refuse(d, E_BUNDLE_INVALID, err, "bundle %s: capabilities.connect '%s' cannot be granted", m->name, text);
+                }
+                np->n_allow++;
+        }
+        *ret = np;
+        return 0;
+}
+
 int grant_bundle(const struct tenant *t, const struct manifest *m, const struct run_request *run,
-                 const struct daemon_caps *caps, struct policy_decision *d, unsigned *ret_ro_paths, struct sbx_error *err) {
+                 const struct daemon_caps *caps, struct policy_decision *d, unsigned *ret_ro_paths, struct netpolicy **ret_netpol,
+                 struct sbx_error *err) {
         int r;
         memset(d, 0, sizeof(*d));
-        if (m->net == MANIFEST_NET_RESTRICTED)
-                return refuse(d, E_FORBIDDEN, err,
-                              "bundle %s declares network = restricted (%s:%u%s), which this sbx-supervisord cannot grant: "
-                              "it does not give restricted networking to bundles yet",
-                              m->name, m->connect[0].host, (unsigned) m->connect[0].port, m->n_connect > 1 ? ", ..." : "");
+        *ret_netpol = NULL;
         unsigned beyond = m->ro_paths & ~t->bundle_paths;
         for (size_t i = 0; beyond && i < manifest_paths_count(); i++)
                 if (beyond & MANIFEST_PATH_BIT(i))
@@ -74,6 +93,14 @@ int grant_bundle(const struct tenant *t, const struct manifest *m, const struct 
         struct run_request asked = *run;
         asked.profile = m->profile;
         asked.net = NET_NONE;
+        _cleanup_free_ struct netpolicy *np = NULL;
+        if (m->net == MANIFEST_NET_RESTRICTED) {
+                if ((r = connect_policy(m, &np, d, err)) < 0)
+                        return r;
+                asked.net = NET_RESTRICTED;
+                asked.net_audit = true;
+                asked.netpol = np;
+        }
         if ((r = within(m, d, "timeout_ms", run->timeout_ms, m->timeout_ms, &asked.timeout_ms, err)) < 0 ||
             (r = within(m, d, "limits.memory", run->memory, m->memory, &asked.memory, err)) < 0 ||
             (r = within(m, d, "limits.processes", run->processes, m->processes, &asked.processes, err)) < 0 ||
@@ -84,5 +111,6 @@ int grant_bundle(const struct tenant *t, const struct manifest *m, const struct 
         if (r < 0)
                 return sbx_error_wrap(err, "bundle %s", m->name);
         *ret_ro_paths = m->ro_paths;
+        *ret_netpol = TAKE_PTR(np);
         return 0;
 }

@@ -13,7 +13,14 @@
 #include "policy.h"
 #include "proto.h"
 
-/* 0 with d filled and *ret_ro_paths the read-only paths granted, or -EPERM
- * with d->code and err saying what was refused and why. */
+struct netpolicy;
+
+/* 0 with d filled, *ret_ro_paths the read-only paths granted and, for a
+ * bundle declaring network = restricted, *ret_netpol its connect
+ * endpoints as allow entries (the caller's to free; NULL otherwise); or
+ * -EPERM with d->code and err saying what was refused and why (a
+ * restricted bundle: as for a restricted request, within the tenant's
+ * network_allow and what the daemon can enforce). */
 int grant_bundle(const struct tenant *t, const struct manifest *m, const struct run_request *run,
-                 const struct daemon_caps *caps, struct policy_decision *d, unsigned *ret_ro_paths, struct sbx_error *err);
+                 const struct daemon_caps *caps, struct policy_decision *d, unsigned *ret_ro_paths, struct netpolicy **ret_netpol,
+                 struct sbx_error *err);

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "jobs.h"
 
 void jobs_init(struct jobs *js) {
@@ -25,6 +26,7 @@ struct rjob *rjob_new(struct daemon *d) {
         rj->timer_fd = rj->cgroup_fd = -1;
         rj->cgroup_cpu_us = -1;
         capture_init(&rj->cap);
+        netevents_init(&rj->net, d ? d->cfg->network_events : 0);
         return rj;
 }
 
@@ -32,6 +34,8 @@ void rjob_free(void *p) {
         struct rjob *rj = p;
         job_release(&rj->j);
         capture_release(&rj->cap);
+        netevents_release(&rj->net);
+        free(rj->net_fail);
         if (rj->timer_fd >= 0)
                 close(rj->timer_fd);
         if (rj->cgroup_fd >= 0)

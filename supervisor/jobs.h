@@ -12,10 +12,14 @@
 #include "outbox.h"
 #include "job.h"
 #include "loop.h"
+#include "netevents.h"
 #include "result.h"
 #include "worker.h"
 
 struct cache_entry;
+struct netaudit_att;
+struct netlink_job;
+struct dnsproxy;
 struct daemon;
 
 /* Steps of a job's life, in monotonic microseconds, for the debug log. */
@@ -52,6 +56,14 @@ struct rjob {
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;
+
+        /* netjob.c: its network audit, and what it recorded */
+        struct netaudit_att *net_att;
+        bool net_audited;         /* the audit was attached for its whole run */
+        struct netevents net;
+        struct netlink_job *netlink; /* a restricted job's veth */
+        char *net_fail;           /* why its network could not be set up */
+        struct dnsproxy *dns;     /* its DNS proxy (dnsproxy.c) */
 
         /* bundle.c: the resolution it waits for, then the tree it holds */
         void *bundle_wait;

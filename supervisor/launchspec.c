@@ -85,7 +85,15 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
                 fprintf(f, "processes = unlimited\n");
         if (pol->cpu_s != PROTO_UNSET)
                 fprintf(f, "cpu = %" PRIu64 "s\n", pol->cpu_s);
+        /* restricted: a network namespace of its own, like none; the
+         * daemon adds its veth before the command runs (--block-fd). */
         fprintf(f, "[net]\nmode = %s\n", pol->net == NET_HOST ? "host" : "none");
+        /* The audit, when there is one, is ours (eBPF on the job's
+         * cgroup): a named profile's audit = yes is answered, and the
+         * launcher, which cannot audit, is not asked to. Without one, such
+         * a profile's key stands and the launcher refuses to run. */
+        if (pol->net_audit)
+                fprintf(f, "audit = no\n");
         /* An rlimit on the address space does not see memory in a memfd:
          * without the memory controller, a job may not make one (a
          * "memory" limit it could step around would be no limit). */
@@ -113,7 +121,8 @@ int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, 
 
         static const char *const head[] = { "--json-status-fd", SBX_LAUNCH_FD_STATUS_ARG, "--profile" };
         const struct job_bundle *b = &in->j->bundle;
-        size_t n = 1 + ARRAY_SIZE(head) + 3 + 1 + b->n_command + run->argc + 1, k = 0;
+        static const char *const handshake[] = { "--info-fd", SBX_LAUNCH_FD_INFO_ARG, "--block-fd", SBX_LAUNCH_FD_BLOCK_ARG };
+        size_t n = 1 + ARRAY_SIZE(head) + ARRAY_SIZE(handshake) + 3 + 1 + b->n_command + run->argc + 1, k = 0;
         ret->argv = calloc(n, sizeof(char *));
         if (asprintf(&ret->env_buf, "%s=%s", SBX_ENV_PROFILE_PATH, in->search_path) < 0)
                 ret->env_buf = NULL;
@@ -122,6 +131,8 @@ int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, 
                 return sbx_error_set(err, ENOMEM, "launcher command line");
         }
         ret->argv[k++] = (char *) in->launcher;
+        for (size_t i = 0; in->handshake && i < ARRAY_SIZE(handshake); i++)
+                ret->argv[k++] = (char *) handshake[i];
         for (size_t i = 0; i < ARRAY_SIZE(head); i++)
                 ret->argv[k++] = (char *) head[i];
         ret->argv[k++] = (char *) in->profile_file;

@@ -20,6 +20,7 @@ struct launchspec_input {
         /* a bundle job: j->bundle.tree, .command and .ro_paths */
         const struct job *j;
         unsigned cg_limits;        /* CG_LIMIT_* the job's cgroup enforces */
+        bool handshake;            /* --info-fd and --block-fd (restricted network) */
 };
 
 struct launchspec {

@@ -19,6 +19,9 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/sched.h supervisor/sched.c \
 	supervisor/launchspec.h supervisor/launchspec.c \
 	supervisor/record.h supervisor/record.c \
+	supervisor/netevents.h supervisor/netevents.c \
+	supervisor/netpolicy.h supervisor/netpolicy.c \
+	supervisor/dnsmsg.h supervisor/dnsmsg.c \
 	supervisor/result.h supervisor/result.c supervisor/result-index.c \
 	supervisor/journal.h supervisor/journal.c \
 	supervisor/semver.h supervisor/semver.c \
@@ -27,8 +30,8 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/index.h supervisor/index.c \
 	supervisor/cache.h supervisor/cache.c \
 	supervisor/grant.h supervisor/grant.c
-supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
-LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
+supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/bpf $(LDNS_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
+LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS) $(LDNS_LIBS)
 
 sbin_PROGRAMS += supervisor/sbx-supervisord
 supervisor_sbx_supervisord_SOURCES = \
@@ -64,10 +67,14 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/cachefs.h supervisor/cachefs.c \
 	supervisor/registry.h supervisor/registry.c \
 	supervisor/bundle.h supervisor/bundle-internal.h supervisor/bundle.c \
-	supervisor/bundle-job.c supervisor/bundle-ops.c
-supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
+	supervisor/bundle-job.c supervisor/bundle-ops.c \
+	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c supervisor/netveth.h supervisor/netveth.c \
+	supervisor/veth.h supervisor/veth.c supervisor/nft.h supervisor/nft.c \
+	supervisor/dnsproxy.h supervisor/dnsproxy.c
+nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
+supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "netpolicy.h"
 #include "policy.h"
 #include "profile.h"
 #include "util.h"
@@ -71,6 +72,38 @@ static uint64_t capped_default(uint64_t cap, uint64_t dflt) {
         return cap < dflt ? cap : dflt;
 }
 
+/* A restricted job: a daemon that can enforce it, hostname entries only
+ * where the DNS proxy has a resolver, each within the tenant's network_allow, and
+ * room for the tenant's deny-ports beside its own. */
+static int restricted(const struct tenant *t, const struct run_request *run, const struct daemon_caps *caps,
+                      struct policy_decision *d, struct sbx_error *err) {
+        const struct netpolicy *np = run->netpol;
+        if (!caps || !caps->net_restricted) {
+                d->code = E_UNSUPPORTED;
+                return sbx_error_msg(err, EPERM, "field 'network': this daemon cannot run restricted jobs (%s)",
+                                     caps && caps->no_restricted_why ? caps->no_restricted_why : "no eBPF network policy");
+        }
+        if (!np) {
+                d->code = E_INTERNAL;
+                return sbx_error_msg(err, EINVAL, "field 'network': restricted without its policy");
+        }
+        if (netpolicy_has_hosts(np) && !caps->dns_proxy) {
+                d->code = E_UNSUPPORTED;
+                return sbx_error_msg(err, EPERM, "field 'network.allow': hostname entries need the DNS proxy, which this daemon cannot run (%s)",
+                                     caps->no_dns_why ? caps->no_dns_why : "no upstream resolver");
+        }
+        if (netpolicy_check_caps(np, t->net_allow, t->n_net_allow, t->name, err) < 0) {
+                d->code = E_FORBIDDEN;
+                return -EPERM;
+        }
+        if (np->n_deny + t->n_net_deny > NETPOLICY_MAX_DENY) {
+                d->code = E_LIMIT;
+                return sbx_error_msg(err, EPERM, "field 'network.deny_ports': %zu entries and tenant '%s''s %zu are more than %d", np->n_deny,
+                                     t->name, t->n_net_deny, NETPOLICY_MAX_DENY);
+        }
+        return 0;
+}
+
 int policy_apply(const struct tenant *t, const struct run_request *run, const struct daemon_caps *caps,
                  struct policy_decision *d, struct sbx_error *err) {
         int r;
@@ -126,7 +159,19 @@ int policy_apply(const struct tenant *t, const struct run_request *run, const st
         if (!(t->net_modes & NET_MODE_BIT(d->net))) {
                 d->code = E_FORBIDDEN;
                 return sbx_error_msg(err, EPERM, "field 'network': tenant '%s' may not use network mode '%s'", t->name,
-                                     d->net == NET_HOST ? "host" : "none");
+                                     proto_net_mode_name(d->net));
+        }
+
+        if (d->net == NET_RESTRICTED && (r = restricted(t, run, caps, d, err)) < 0)
+                return r;
+
+        /* An audit asked for is an audit done, or a refusal: never a job
+         * that runs unrecorded. */
+        d->net_audit = run->net_audit || d->net == NET_RESTRICTED;
+        if (d->net_audit && !(caps && caps->net_audit)) {
+                d->code = E_UNSUPPORTED;
+                return sbx_error_msg(err, EPERM, "field 'network.audit': this daemon cannot audit network use (%s)",
+                                     caps && caps->no_net_audit_why ? caps->no_net_audit_why : "no eBPF network audit");
         }
 
         /* Asked for and impossible here: refused, not quietly ignored. (A
@@ -145,10 +190,11 @@ static json_t *u64_json(uint64_t v) {
 }
 
 json_t *policy_to_json(const struct policy_decision *d) {
-        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "profile", d->profile, "timeout_ms",
+        return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:b, s:s}", "profile", d->profile, "timeout_ms",
                          u64_json(d->timeout_ms), "memory", u64_json(d->memory), "processes", u64_json(d->processes), "cpu_s",
                          u64_json(d->cpu_s), "cpu_milli", u64_json(d->cpu_milli), "output", u64_json(d->output), "disk", u64_json(d->disk), "artifacts",
-                         u64_json(d->artifacts), "net", d->net == NET_HOST ? "host" : "none", "clamped", d->clamped);
+                         u64_json(d->artifacts), "net", proto_net_mode_name(d->net), "net_audit",
+                         d->net_audit, "clamped", d->clamped);
 }
 
 static uint64_t u64_of(json_t *o, const char *key) {
@@ -172,7 +218,8 @@ int policy_from_json(json_t *o, struct policy_decision *d) {
         d->output = u64_of(o, "output");
         d->disk = u64_of(o, "disk");
         d->artifacts = u64_of(o, "artifacts");
-        d->net = net && streq(net, "host") ? NET_HOST : NET_NONE;
+        d->net = net && streq(net, "host") ? NET_HOST : net && streq(net, "restricted") ? NET_RESTRICTED : NET_NONE;
+        d->net_audit = json_is_true(json_object_get(o, "net_audit"));
         snprintf(d->clamped, sizeof(d->clamped), "%s", clamped ? clamped : "");
         return 0;
 }

@@ -23,6 +23,12 @@
 struct daemon_caps {
         bool cpu_bandwidth;       /* the job cgroups have the cpu controller (cpu.max) */
         const char *no_cpu_why;   /* why not, for the refusal */
+        bool net_audit;           /* the eBPF network audit is loaded (netaudit.c) */
+        const char *no_net_audit_why;
+        bool net_restricted;      /* the audit, a network_pool, and its veth/nft set-up worked */
+        const char *no_restricted_why;
+        bool dns_proxy;           /* hostname allow entries: the DNS proxy has an upstream */
+        const char *no_dns_why;
 };
 
 struct policy_decision {
@@ -36,6 +42,7 @@ struct policy_decision {
         uint64_t disk;       /* bytes of workspace */
         uint64_t artifacts;  /* bytes of artifacts kept */
         int net;             /* enum net_mode */
+        bool net_audit;      /* every connection attempt recorded (netaudit.c) */
         char clamped[512];   /* "timeout_ms 600000 -> 60000; ..." or "" */
         const char *code;    /* error code when refused */
 };

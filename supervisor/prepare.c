@@ -9,6 +9,7 @@
 #include "cgroup.h"
 #include "daemon.h"
 #include "log.h"
+#include "netjob.h"
 #include "prepare.h"
 #include "runner.h"
 #include "spawn.h"
@@ -94,6 +95,15 @@ void prepare_begin(struct rjob *rj) {
                         rj->cgroup_fd = -1;
                         rj->cg_limits = 0;
                 }
+        }
+        /* Before the launcher is cloned into the cgroup: the job's first
+         * connection is audited like its last. */
+        char msg[SBX_ERROR_MAX + 64];
+        if ((r = netjob_start(rj, msg, sizeof(msg))) < 0) {
+                log_error("job %s: %s", rj->j.id, msg);
+                job_transition(&rj->j, JEV_SPAWN_FAIL, msg);
+                runner_end(rj);
+                return;
         }
         rj->work.run = prepare_run;
         rj->work.done = prepare_done;

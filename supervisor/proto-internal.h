@@ -18,6 +18,7 @@ enum kind {
         K_OBJECT,
         K_TAG, /* string or integer */
         K_NUMBER, /* integer or real */
+        K_NET,    /* "none" / "host", or an object (the run request's network) */
 };
 
 struct field {

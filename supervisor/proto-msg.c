@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "netpolicy.h"
 #include "proto.h"
 #include "util.h"
 
@@ -35,6 +36,19 @@ static json_t *event(const char *name, const char *job) {
 
 json_t *proto_ev_started(const char *job) {
         return event("started", job);
+}
+
+const char *proto_net_mode_name(int mode) {
+        return mode == NET_HOST ? "host" : mode == NET_RESTRICTED ? "restricted" : "none";
+}
+
+json_t *proto_ev_network(const char *job, json_t *net_event) {
+        json_t *ev = event("network", job);
+        if (ev && json_object_update_missing(ev, net_event) < 0) {
+                json_decref(ev);
+                return NULL;
+        }
+        return ev;
 }
 
 json_t *proto_ev_output(const char *job, int stream, const char *data, size_t len) {
@@ -117,8 +131,27 @@ json_t *proto_run_json(const struct run_request *run) {
                         json_object_set_new(lim, "cpus", json_real((double) run->cpu_milli / 1000.0));
         }
         r |= json_object_set_new(o, "limits", lim);
-        if (run->net >= 0)
-                r |= json_object_set_new(o, "network", json_string(run->net == NET_HOST ? "host" : "none"));
+        /* A request without audit keeps the string form: its digest (and
+         * so its idempotency) is what it was before audit existed. */
+        if (run->net_audit || run->netpol) {
+                json_t *n = json_pack("{s:s, s:b}", "mode", proto_net_mode_name(run->net), "audit", run->net_audit);
+                if (n && run->netpol) {
+                        json_t *allow = json_array(), *deny = json_array();
+                        char buf[320];
+                        for (size_t i = 0; i < run->netpol->n_allow; i++) {
+                                netpolicy_format_allow(&run->netpol->allow[i], buf, sizeof(buf));
+                                json_array_append_new(allow, json_string(buf));
+                        }
+                        for (size_t i = 0; i < run->netpol->n_deny; i++) {
+                                netpolicy_format_ports(&run->netpol->deny[i], buf, sizeof(buf));
+                                json_array_append_new(deny, json_string(buf));
+                        }
+                        json_object_set_new(n, "allow", allow);
+                        json_object_set_new(n, "deny_ports", deny);
+                }
+                r |= json_object_set_new(o, "network", n);
+        } else if (run->net >= 0)
+                r |= json_object_set_new(o, "network", json_string(proto_net_mode_name(run->net)));
         if (run->n_files) {
                 json_t *files = json_array();
                 for (size_t i = 0; files && i < run->n_files; i++) {
@@ -234,7 +267,21 @@ void proto_request_digest(const struct run_request *run, char hex[65]) {
         put_u64(&h, run->cpu_milli);
         put_u64(&h, run->output);
         put_u64(&h, run->disk);
-        put_u64(&h, (uint64_t) (int64_t) run->net);
+        /* Audit as a bit above the mode: requests without it hash as before. */
+        put_u64(&h, run->net_audit ? 0x100u | (run->net < 0 ? 0xffu : (uint64_t) run->net) : (uint64_t) (int64_t) run->net);
+        if (run->netpol) {
+                char buf[320];
+                put_u64(&h, run->netpol->n_allow);
+                for (size_t i = 0; i < run->netpol->n_allow; i++) {
+                        netpolicy_format_allow(&run->netpol->allow[i], buf, sizeof(buf));
+                        put_str(&h, buf);
+                }
+                put_u64(&h, run->netpol->n_deny);
+                for (size_t i = 0; i < run->netpol->n_deny; i++) {
+                        put_u64(&h, run->netpol->deny[i].lo);
+                        put_u64(&h, run->netpol->deny[i].hi);
+                }
+        }
         put_u64(&h, run->n_artifacts);
         for (size_t i = 0; i < run->n_artifacts; i++)
                 put_str(&h, run->artifacts[i]);

@@ -33,6 +33,7 @@ static const char *kind_name(enum kind k) {
         case K_OBJECT: return "object";
         case K_TAG: return "string or integer";
         case K_NUMBER: return "number";
+        case K_NET: return "string or object";
         }
         return "?";
 }
@@ -46,6 +47,7 @@ static bool kind_ok(enum kind k, const json_t *j) {
         case K_OBJECT: return json_is_object(j);
         case K_TAG: return json_is_string(j) || json_is_integer(j);
         case K_NUMBER: return json_is_number(j);
+        case K_NET: return json_is_string(j) || json_is_object(j);
         }
         return false;
 }

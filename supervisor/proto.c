@@ -9,6 +9,7 @@
 #include "index.h"
 #include "job.h"
 #include "launch-abi.h"
+#include "netpolicy.h"
 #include "profile.h"
 #include "proto.h"
 #include "proto-internal.h"
@@ -26,7 +27,7 @@ static const struct field run_fields[] = {
         { "stdin_b64", K_STRING, false },
         { "timeout_ms", K_UINT, false },
         { "limits", K_OBJECT, false },
-        { "network", K_STRING, false },
+        { "network", K_NET, false },
         { "files", K_ARRAY, false },
         { "artifacts", K_ARRAY, false },
         { "idempotency_key", K_STRING, false },
@@ -34,6 +35,12 @@ static const struct field run_fields[] = {
         { "follow", K_BOOL, false },
         { "traceparent", K_STRING, false },
         { "callback", K_STRING, false },
+};
+static const struct field network_fields[] = {
+        { "mode", K_STRING, false },
+        { "audit", K_BOOL, false },
+        { "allow", K_ARRAY, false },
+        { "deny_ports", K_ARRAY, false },
 };
 static const struct field limit_fields[] = {
         { "memory", K_UINT, false },
@@ -84,6 +91,7 @@ void request_free(struct request *r) {
         free(r->artifact);
         free(run->traceparent);
         free(run->callback);
+        free(run->netpol);
         free(run->bundle);
         for (size_t i = 0; i < run->argc; i++)
                 free(run->argv[i]);
@@ -188,7 +196,7 @@ static int parse_command(json_t *command, const char *field, bool program, struc
 
 /* A bundle instead of a command: the manifest decides the program, its
  * profile and its network; the request gives arguments. */
-static int parse_bundle(const char *bundle, json_t *command, json_t *args, const char *profile, const char *net,
+static int parse_bundle(const char *bundle, json_t *command, json_t *args, const char *profile, const json_t *net,
                         struct run_request *run, struct sbx_error *err) {
         struct bundle_ref ref;
         if (command)
@@ -370,10 +378,75 @@ static int parse_artifacts(json_t *artifacts, struct run_request *run, struct sb
         return 0;
 }
 
+/* "none", "host" or "restricted", or {"mode": ..., "audit": true, "allow":
+ * [...], "deny_ports": [...]}. */
+static int parse_net_mode(const char *mode, const char *field, struct run_request *run, struct sbx_error *err) {
+        if (streq(mode, "none"))
+                run->net = NET_NONE;
+        else if (streq(mode, "host"))
+                run->net = NET_HOST;
+        else if (streq(mode, "restricted"))
+                run->net = NET_RESTRICTED;
+        else
+                return sbx_error_msg(err, EINVAL, "field '%s': expected \"none\", \"host\" or \"restricted\"", field);
+        return 0;
+}
+
+/* allow and deny_ports: arrays of strings, each parsed by netpolicy. */
+static int parse_net_lists(json_t *allow, json_t *deny, struct netpolicy *p, struct sbx_error *err) {
+        size_t i;
+        json_t *v;
+        if (json_array_size(allow) > NETPOLICY_MAX_ALLOW)
+                return sbx_error_msg(err, EINVAL, "field 'network.allow': more than %d entries", NETPOLICY_MAX_ALLOW);
+        if (json_array_size(deny) > NETPOLICY_MAX_DENY)
+                return sbx_error_msg(err, EINVAL, "field 'network.deny_ports': more than %d entries", NETPOLICY_MAX_DENY);
+        json_array_foreach(allow, i, v) {
+                if (!json_is_string(v))
+                        return sbx_error_msg(err, EINVAL, "field 'network.allow[%zu]': expected string, got %s", i, proto_json_kind_name(v));
+                if (netpolicy_parse_allow(json_string_value(v), &p->allow[p->n_allow], err) < 0)
+                        return sbx_error_wrap(err, "field 'network.allow[%zu]'", i);
+                p->n_allow++;
+        }
+        json_array_foreach(deny, i, v) {
+                if (!json_is_string(v))
+                        return sbx_error_msg(err, EINVAL, "field 'network.deny_ports[%zu]': expected string, got %s", i,
+                                             proto_json_kind_name(v));
+                if (netpolicy_parse_ports(json_string_value(v), &p->deny[p->n_deny], err) < 0)
+                        return sbx_error_wrap(err, "field 'network.deny_ports[%zu]'", i);
+                p->n_deny++;
+        }
+        return 0;
+}
+
+static int parse_network(json_t *net, struct run_request *run, struct sbx_error *err) {
+        if (json_is_string(net)) {
+                int r = parse_net_mode(json_string_value(net), "network", run, err);
+                if (r == 0 && run->net == NET_RESTRICTED && !(run->netpol = calloc(1, sizeof(*run->netpol))))
+                        return sbx_error_set(err, ENOMEM, "network");
+                return r;
+        }
+        int r = proto_check_fields(net, network_fields, ARRAY_SIZE(network_fields), "network.", err);
+        if (r < 0)
+                return r;
+        json_t *mode = json_object_get(net, "mode"), *allow = json_object_get(net, "allow"), *deny = json_object_get(net, "deny_ports");
+        if (mode && (r = parse_net_mode(json_string_value(mode), "network.mode", run, err)) < 0)
+                return r;
+        run->net_audit = json_is_true(json_object_get(net, "audit"));
+        if (run->net != NET_RESTRICTED) {
+                if (allow || deny)
+                        return sbx_error_msg(err, EINVAL, "field 'network.%s': only with mode \"restricted\"", allow ? "allow" : "deny_ports");
+                return 0;
+        }
+        /* Restricted jobs are always audited: every verdict is recorded. */
+        run->net_audit = true;
+        if (!(run->netpol = calloc(1, sizeof(*run->netpol))))
+                return sbx_error_set(err, ENOMEM, "network");
+        return parse_net_lists(allow, deny, run->netpol, err);
+}
+
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
-        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL;
-        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *net = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL,
-                   *callback = NULL;
+        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL, *callback = NULL;
         json_int_t timeout = -1, retries = 0;
         int follow = 0;
         json_error_t je;
@@ -385,7 +458,7 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:s, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s, s?:s}",
+                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s, s?:s}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
@@ -426,14 +499,8 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         if (limits && (r = parse_limits(limits, run, err)) < 0)
                 return r;
 
-        if (net) {
-                if (streq(net, "none"))
-                        run->net = NET_NONE;
-                else if (streq(net, "host"))
-                        run->net = NET_HOST;
-                else
-                        return sbx_error_msg(err, EINVAL, "field 'network': expected \"none\" or \"host\"");
-        }
+        if (net && (r = parse_network(net, run, err)) < 0)
+                return r;
 
         if (files && (r = parse_files(files, run, err)) < 0)
                 return r;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "profile.h"
 
 #define PROTO_VERSION 1
 #define PROTO_UNSET UINT64_MAX
@@ -50,6 +51,7 @@
 #define E_SHUTTING_DOWN "E_SHUTTING_DOWN"
 #define E_TOO_MANY_CONNECTIONS "E_TOO_MANY_CONNECTIONS"
 #define E_BUSY "E_BUSY"
+#define E_UNSUPPORTED "E_UNSUPPORTED" /* asked for what this daemon cannot provide here (no eBPF, no job cgroups) */
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"
 #define E_SETUP "E_SETUP"
@@ -106,6 +108,13 @@ struct env_pair {
         char *value;
 };
 
+struct netpolicy;
+
+/* A network mode of the supervisor only: the launcher runs the job with a
+ * network namespace of its own (as for NET_NONE), into which the daemon
+ * adds a veth; the eBPF programs admit only the allow entries. */
+enum { NET_RESTRICTED = NET_HOST + 1 };
+
 struct run_request {
         char *bundle;          /* a bundle reference (NAME, NAME@VERSION, NAME@sha256:HEX), or NULL */
         char **argv;           /* NULL-terminated: the command, or with a bundle its arguments (maybe none) */
@@ -123,6 +132,8 @@ struct run_request {
         uint64_t output;       /* bytes kept per stream */
         uint64_t disk;         /* bytes of workspace */
         int net;               /* enum net_mode, or -1: none asked */
+        bool net_audit;        /* network.audit: record every connection attempt (always, when restricted) */
+        struct netpolicy *netpol; /* NET_RESTRICTED: its allow entries and deny-ports (netpolicy.h) */
         struct upload *files;
         size_t n_files;
         size_t upload_bytes;
@@ -180,6 +191,11 @@ unsigned proto_stream_bit(int i);
 json_t *proto_ev_started(const char *job);
 json_t *proto_ev_output(const char *job, int stream, const char *data, size_t len);
 json_t *proto_ev_lagged(const char *job, int stream, uint64_t skipped);
+/* A network event of the job (netevents.c's JSON, borrowed): its members
+ * beside "event": "network" and "job". */
+json_t *proto_ev_network(const char *job, json_t *net_event);
+/* "none", "host" or "restricted" (NET_NONE for -1). */
+const char *proto_net_mode_name(int mode);
 json_t *proto_ev_end(const char *job, json_t *rec);
 /* The job ended but its record cannot be written yet. */
 json_t *proto_ev_error(const char *job, const char *code, const char *msg);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "launch-abi.h"
+#include "netevents.h"
 #include "record.h"
 
 static json_t *limit_json(uint64_t value, const char *by) {
@@ -165,7 +166,9 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
         json_t *prot = end ? json_object_get(end, SBX_STATUS_PROTECTIONS) : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
-        json_object_set_new(rec, "network_events", json_array());
+        const struct netevents *ne = in->net;
+        json_object_set_new(rec, "network_events", ne && ne->list ? json_incref(ne->list) : json_array());
+        json_object_set_new(rec, "network", netevents_summary(ne, j->pol.net, j->pol.net_audit));
         json_object_set_new(rec, "bundle", record_bundle(&j->bundle));
         json_object_set_new(rec, "idempotency_key",
                             j->req.run.idempotency_key ? json_string(j->req.run.idempotency_key) : json_null());

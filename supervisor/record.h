@@ -11,6 +11,8 @@
 
 #include "job.h"
 
+struct netevents;
+
 /* What became of one output stream. */
 struct record_stream {
         uint64_t kept;          /* bytes in the capture file */
@@ -36,6 +38,7 @@ struct record_input {
         bool disk_quota;            /* its workspace was a sized tmpfs */
         const char *req_digest;     /* proto_request_digest(), or NULL */
         const char *cb_delivery;    /* the callback's delivery id, with the request's callback URL; or NULL */
+        const struct netevents *net; /* its network events; NULL: none known (a restart lost them) */
 };
 
 json_t *record_build(const struct record_input *in);

@@ -20,6 +20,8 @@
 #include "launch-abi.h"
 #include "launchspec.h"
 #include "log.h"
+#include "netjob.h"
+#include "netveth.h"
 #include "prepare.h"
 #include "runner.h"
 #include "spawn.h"
@@ -103,6 +105,7 @@ static int memfd_of(const char *name, const void *data, size_t len, bool sealed,
 
 struct pipes {
         int out[2], err[2], status[2], report[2];
+        int info[2], block[2]; /* a restricted job's handshake, or -1 */
 };
 
 #define OUTPUT_PIPE_BYTES (1 << 20)
@@ -116,10 +119,11 @@ static void pipes_close(struct pipes *p) {
                 }
 }
 
-static int pipes_open(struct pipes *p) {
+static int pipes_open(struct pipes *p, bool handshake) {
         memset(p, -1, sizeof(*p));
         if (pipe2(p->out, O_CLOEXEC) < 0 || pipe2(p->err, O_CLOEXEC) < 0 || pipe2(p->status, O_CLOEXEC) < 0 ||
-            pipe2(p->report, O_CLOEXEC) < 0) {
+            pipe2(p->report, O_CLOEXEC) < 0 ||
+            (handshake && (pipe2(p->info, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(p->block, O_CLOEXEC) < 0))) {
                 int r = -errno;
                 pipes_close(p);
                 return r;
@@ -149,14 +153,16 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .path = d->cfg->launcher,
                 .argv = ls->argv,
                 .envp = (char **) ls->envp,
-                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd },
+                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0] },
                 .uid = rj->j.job_uid,
                 .gid = rj->j.job_gid,
                 .cgroup_fd = rj->cgroup_fd,
                 .err_fd = p->report[1],
         };
         int r = spawn_launcher(&sp, &rj->pid, ret_pidfd);
-        if (r < 0 && rj->cgroup_fd >= 0) {
+        /* An audited job runs in its cgroup or not at all: out of it, no
+         * program would see its connections. */
+        if (r < 0 && rj->cgroup_fd >= 0 && !rj->net_att) {
                 /* CLONE_INTO_CGROUP can fail where plain clone works (e.g. a
                  * threaded cgroup); run without the cgroup rather than not at all. */
                 log_warning(JOB_LOG ": clone into cgroup failed (%s), starting without it", JOB_LOG_ARGS(&rj->j), strerror(-r));
@@ -208,6 +214,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .workspace = ws,
                 .j = &rj->j,
                 .cg_limits = rj->cg_limits,
+                .handshake = netveth_handshake(rj),
         };
         int r = launchspec_build(&in, ls, err);
         if (r < 0)
@@ -230,14 +237,14 @@ void runner_launch(struct rjob *rj) {
         memset(&p, -1, sizeof(p));
 
         r = prepare(rj, &ls, &profile_fd, &stdin_fd, &err);
-        if (r == 0 && (r = pipes_open(&p)) < 0)
+        if (r == 0 && (r = pipes_open(&p, netveth_handshake(rj))) < 0)
                 sbx_error_set(&err, r, "pipe");
         if (r == 0) {
                 r = spawn(rj, &ls, profile_fd, stdin_fd, &p, &pidfd);
                 if (r < 0)
                         sbx_error_set(&err, r, "cannot start %s", d->cfg->launcher);
                 /* The child's ends are the child's. */
-                int *child_ends[] = { &p.out[1], &p.err[1], &p.status[1], &p.report[1] };
+                int *child_ends[] = { &p.out[1], &p.err[1], &p.status[1], &p.report[1], &p.info[1], &p.block[0] };
                 for (size_t i = 0; i < ARRAY_SIZE(child_ends); i++) {
                         close(*child_ends[i]);
                         *child_ends[i] = -1;
@@ -248,6 +255,12 @@ void runner_launch(struct rjob *rj) {
                 /* From here the read ends and the pidfd are the capture's. */
                 captured = true;
                 r = capture_start(rj, p.out[0], p.err[0], p.status[0], p.report[0], pidfd);
+                p.out[0] = p.err[0] = p.status[0] = p.report[0] = -1;
+                /* A restricted job waits at --block-fd until its veth is up. */
+                if (r == 0 && p.info[0] >= 0) {
+                        r = netveth_launched(rj, p.info[0], p.block[1]);
+                        p.info[0] = p.block[1] = -1;
+                }
                 if (r < 0) {
                         /* Nothing watches the launcher: it must not run unwatched. */
                         kill(-rj->pid, SIGKILL);
@@ -260,8 +273,7 @@ void runner_launch(struct rjob *rj) {
         if (r < 0) {
                 if (captured)
                         capture_stop(&rj->cap);
-                else
-                        pipes_close(&p);
+                pipes_close(&p);
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), err.msg);
                 job_transition(&rj->j, JEV_SPAWN_FAIL, err.msg);
                 runner_end(rj);
@@ -317,6 +329,12 @@ void runner_exited(struct rjob *rj) {
         };
         if (x.setup_step)
                 snprintf(rj->setup_step, sizeof(rj->setup_step), "%s", x.setup_step);
+        /* The launcher failed at block-fd because its network could not be
+         * made: the record says why. */
+        if (netveth_failure(rj) && x.setup_step) {
+                x.setup_step = "network";
+                x.setup_message = netveth_failure(rj);
+        }
         job_exited(&rj->j, &x);
         runner_end(rj);
 }
@@ -383,6 +401,7 @@ void runner_end(struct rjob *rj) {
                 bundle_job_release(rj);
         rj->j.ended_ms = now_real_ms();
         capture_stop(&rj->cap);
+        netjob_end(rj);
         if (rj->slot) {
                 sched_finished(&d->sched, &rj->j);
                 rj->slot = false;

@@ -92,7 +92,10 @@ static void usage(FILE *f) {
                 "  --memory SIZE, --processes N, --cpu DURATION, --output SIZE, --disk SIZE   limits\n"
                 "  --retries N         run again up to N times if the daemon dies meanwhile\n"
                 "  --cpus N            CPU bandwidth, e.g. 0.5 or 2 (needs the cgroup cpu controller)\n"
-                "  --network MODE      none or host\n"
+                "  --network MODE      none, host or restricted\n"
+                "  --audit             record every connection attempt of the job\n"
+                "  --allow DEST[:PORTS][/PROTO]  with --network restricted: a destination it may reach (repeatable)\n"
+                "  --deny-port PORTS   with --network restricted: a port or range it may never reach (repeatable)\n"
                 "  --env NAME=VALUE    set a variable for the job (repeatable)\n"
                 "  --stdin FILE        feed FILE ('-' for our stdin) to the job\n"
                 "  --upload FILE[:DEST] put FILE into the workspace as DEST (repeatable)\n"
@@ -226,6 +229,54 @@ static int exit_status_of(json_t *res) {
         return 125;
 }
 
+/* One network event on a line: "connect tcp 127.0.0.1:8080 allow pid 42
+ * (curl) TIME", or for a query to the DNS proxy "dns A db.internal allow
+ * TIME". */
+static void print_net_event(FILE *f, const char *prefix, json_t *e) {
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        if (kind && streq(kind, "dns")) {
+                fprintf(f, "%sdns %s %s %s %s\n", prefix, json_string_value(json_object_get(e, "qtype")) ?: "?",
+                        json_string_value(json_object_get(e, "hostname")) ?: "?", json_string_value(json_object_get(e, "verdict")) ?: "?",
+                        json_string_value(json_object_get(e, "time")) ?: "");
+                return;
+        }
+        json_t *port = json_object_get(e, "port");
+        const char *fam = json_string_value(json_object_get(e, "family"));
+        const char *addr = json_string_value(json_object_get(e, "address"));
+        const char *host = json_string_value(json_object_get(e, "hostname"));
+        bool v6 = fam && streq(fam, "ipv6");
+        fprintf(f, "%s%s %s ", prefix, json_string_value(json_object_get(e, "kind")) ?: "?",
+                json_string_value(json_object_get(e, "protocol")) ?: "?");
+        if (addr && json_is_integer(port))
+                fprintf(f, v6 ? "[%s]:%lld" : "%s:%lld", addr, (long long) json_integer_value(port));
+        else
+                fprintf(f, "-");
+        if (host)
+                fprintf(f, " (%s)", host);
+        fprintf(f, " %s pid %lld (%s) %s\n", json_string_value(json_object_get(e, "verdict")) ?: "?",
+                (long long) json_integer_value(json_object_get(e, "pid")), json_string_value(json_object_get(e, "comm")) ?: "?",
+                json_string_value(json_object_get(e, "time")) ?: "");
+}
+
+static void print_network(json_t *res) {
+        json_t *net = json_object_get(res, "network"), *e;
+        size_t i;
+        if (!json_is_true(json_object_get(net, "audit")))
+                return;
+        json_t *drop = json_object_get(net, "events_dropped"), *lost = json_object_get(net, "events_lost");
+        printf("network:   %s, audited: %zu events", json_string_value(json_object_get(net, "mode")) ?: "?",
+               json_array_size(json_object_get(res, "network_events")));
+        if (json_is_integer(drop) && json_integer_value(drop))
+                printf(", %lld more not kept", (long long) json_integer_value(drop));
+        if (json_is_integer(lost) && json_integer_value(lost))
+                printf(", %lld lost (ring buffer full)", (long long) json_integer_value(lost));
+        if (json_is_null(lost))
+                printf(" (the daemon restarted: what happened before is not known)");
+        printf("\n");
+        json_array_foreach(json_object_get(res, "network_events"), i, e)
+                print_net_event(stdout, "net:       ", e);
+}
+
 static void print_result(json_t *res) {
         json_t *err = json_object_get(res, "error");
         printf("job:       %s\n", json_string_value(json_object_get(res, "job")) ?: "?");
@@ -271,6 +322,7 @@ static void print_result(json_t *res) {
                 printf("artifact:  %s %lld bytes sha256:%s\n", json_string_value(json_object_get(a, "path")) ?: "?",
                        (long long) json_integer_value(json_object_get(a, "size")),
                        json_string_value(json_object_get(a, "sha256")) ?: "?");
+        print_network(res);
 }
 
 json_t *new_req(const char *op) {
@@ -320,13 +372,16 @@ static uint64_t opt_size(const char *opt, const char *v) {
 
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
-        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_CALLBACK
+        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK
 };
 
 /* The parts of a run request that options add to. */
 struct run_parts {
         json_t *req, *limits, *env, *files, *arts;
         const char *bundle; /* --bundle */
+        const char *net;    /* --network */
+        bool audit;         /* --audit */
+        json_t *allow, *deny; /* --allow, --deny-port */
 };
 
 /* --memory, --processes, --cpu, --cpus, --output, --disk: false for any
@@ -409,7 +464,16 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
                 json_object_set_new(p->req, "retries", json_integer((json_int_t) n));
                 break;
         case O_NET:
-                json_object_set_new(p->req, "network", json_string(arg));
+                p->net = arg;
+                break;
+        case O_AUDIT:
+                p->audit = true;
+                break;
+        case O_ALLOW:
+                json_array_append_new(p->allow, json_string(arg));
+                break;
+        case O_DENY_PORT:
+                json_array_append_new(p->deny, json_string(arg));
                 break;
         case O_ENV: {
                 char *eq = strchr(arg, '=');
@@ -464,7 +528,9 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
                 { "cpus", required_argument, NULL, O_CPUS },       { "disk", required_argument, NULL, O_DISK },
                 { "retries", required_argument, NULL, O_RETRIES },
-                { "network", required_argument, NULL, O_NET },     { "env", required_argument, NULL, O_ENV },
+                { "network", required_argument, NULL, O_NET },     { "audit", no_argument, NULL, O_AUDIT },
+                { "allow", required_argument, NULL, O_ALLOW },     { "deny-port", required_argument, NULL, O_DENY_PORT },
+                { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
                 { "traceparent", required_argument, NULL, O_TRACE }, { "callback", required_argument, NULL, O_CALLBACK },
@@ -472,7 +538,7 @@ static json_t *build_run(int argc, char **argv, bool follow) {
         };
         struct run_parts p = {
                 .req = new_req("run"), .limits = json_object(), .env = json_object(), .files = json_array(),
-                .arts = json_array(),
+                .arts = json_array(), .allow = json_array(), .deny = json_array(),
         };
         int o;
         optind = 1;
@@ -488,6 +554,24 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 json_object_set_new(p.req, "args", cmd);
         } else
                 json_object_set_new(p.req, "command", cmd);
+        bool lists = json_array_size(p.allow) || json_array_size(p.deny);
+        if (lists && !(p.net && streq(p.net, "restricted")))
+                usage_error("%s: --allow and --deny-port go with --network restricted", argv[0]);
+        if (p.audit || lists) {
+                json_t *net = json_object();
+                if (p.audit)
+                        json_object_set_new(net, "audit", json_true());
+                if (p.net)
+                        json_object_set_new(net, "mode", json_string(p.net));
+                if (lists) {
+                        json_object_set_new(net, "allow", json_incref(p.allow));
+                        json_object_set_new(net, "deny_ports", json_incref(p.deny));
+                }
+                json_object_set_new(p.req, "network", net);
+        } else if (p.net)
+                json_object_set_new(p.req, "network", json_string(p.net));
+        json_decref(p.allow);
+        json_decref(p.deny);
         set_nonempty(p.req, "limits", p.limits);
         set_nonempty(p.req, "env", p.env);
         set_nonempty(p.req, "files", p.files);
@@ -513,6 +597,8 @@ static int follow_to_end(bool show_result) {
                                 (long long) json_integer_value(json_object_get(m, "skipped")),
                                 json_string_value(json_object_get(m, "stream")) ?: "output",
                                 json_string_value(json_object_get(m, "job")) ?: "JOB");
+                } else if (streq(ev, "network") && !json_out) {
+                        print_net_event(stderr, "sbxctl: network: ", m);
                 } else if (streq(ev, "output") && !json_out) {
                         const char *s = json_string_value(json_object_get(m, "stream"));
                         write_data(s && streq(s, "stderr") ? stderr : stdout, m);

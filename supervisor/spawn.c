@@ -17,7 +17,7 @@
 #include "util.h"
 
 /* Where the child keeps the report pipe, next to the launcher's 0..4. */
-#define SPAWN_ERR_FD 5
+#define SPAWN_ERR_FD SPAWN_FDS
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -46,7 +46,7 @@ _noreturn_ static void fail(const struct spawn_params *p, enum spawn_step step, 
  * locks (malloc, stdio) that the child must not touch. */
 _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         sigset_t all;
-        int hi[5], err_hi = -1;
+        int hi[SPAWN_FDS], err_hi = -1;
 
         /* The daemon blocks signals for its signalfd and ignores SIGPIPE;
          * the launcher must start with the defaults. */
@@ -57,16 +57,16 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
         }
         sigprocmask(SIG_UNBLOCK, &all, NULL);
 
-        /* Move sources out of 0..5 first so no dup2 clobbers another; the
-         * report pipe lands on 5, close-on-exec. */
-        for (int i = 0; i < 5; i++)
+        /* Move sources out of 0..SPAWN_FDS first so no dup2 clobbers
+         * another; the report pipe lands on SPAWN_FDS, close-on-exec. */
+        for (int i = 0; i < SPAWN_FDS; i++)
                 hi[i] = p->fds[i] >= 0 ? fcntl(p->fds[i], F_DUPFD_CLOEXEC, 64) : -1;
         if (p->err_fd >= 0) {
                 err_hi = fcntl(p->err_fd, F_DUPFD_CLOEXEC, 64);
                 if (err_hi < 0 || dup3(err_hi, SPAWN_ERR_FD, O_CLOEXEC) < 0)
                         _exit(SBX_EXIT_SETUP);
         }
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < SPAWN_FDS; i++) {
                 if (hi[i] >= 0) {
                         if (dup2(hi[i], i) < 0)
                                 fail(p, SPAWN_STEP_FDS, errno, SBX_EXIT_SETUP);
@@ -79,7 +79,7 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
                 } else
                         close(i);
         }
-        syscall(SYS_close_range, p->err_fd >= 0 ? SPAWN_ERR_FD + 1U : 5U, ~0U, 0U);
+        syscall(SYS_close_range, p->err_fd >= 0 ? SPAWN_ERR_FD + 1U : (unsigned) SPAWN_FDS, ~0U, 0U);
 
         setsid();
         /* Raw system calls, not glibc's setgroups/setresgid/setresuid: in a

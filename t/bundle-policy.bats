@@ -70,13 +70,40 @@ env = GREETING" 'echo "${GREETING:-unset} ${OTHER:-unset}"' >/dev/null
         rejected env E_FORBIDDEN "field 'env.OTHER': bundle env does not declare this variable (capabilities.env)" --env OTHER=x
 }
 
-@test "network = restricted is refused until this daemon can grant it" {
+@test "network = restricted: its endpoints are the job's allow entries, within the tenant's network_allow" {
         publish net 1.0.0 1 "[capabilities]
 network = restricted
-connect = api.example.com:443" >/dev/null
+connect = 127.0.0.1:8080 10.9.9.9:443" "python3 -c \"
+import socket
+try:
+    socket.create_connection(('10.9.9.8', 443), timeout=5); print('reached')
+except PermissionError:
+    print('refused')
+\"" >/dev/null
+        # a tenant without the mode
         bundle_config
         sup_start
-        rejected net E_FORBIDDEN "bundle net declares network = restricted (api.example.com:443), which this sbx-supervisord cannot grant"
+        rejected net E_FORBIDDEN "bundle net: field 'network': tenant 'admin' may not use network mode 'restricted'"
+        sup_stop
+        [ "$(id -u)" = 0 ] && [ "$SUP_CGROUP" != none ] || skip "restricted jobs need a root daemon with job cgroups"
+        # an endpoint beyond the tenant's cap, named
+        BUNDLE_DAEMON="network_pool = 10.216.$((RANDOM % 250)).0/24" BUNDLE_TENANT="network = none restricted
+network_allow = 127.0.0.1:*" bundle_config
+        sup_start
+        grep -q "restricted jobs: veths" "$SUP_DIR/daemon.log" || skip "this daemon cannot run restricted jobs here"
+        rejected net E_FORBIDDEN "bundle net: field 'network.allow[1]': 10.9.9.9:443/tcp is beyond tenant 'admin''s network_allow"
+        sup_stop
+        # within it: it runs restricted, audited, and reaches nothing else
+        BUNDLE_DAEMON="network_pool = 10.216.$((RANDOM % 250)).0/24" BUNDLE_TENANT="network = none restricted
+network_allow = 127.0.0.1:* 10.0.0.0/8:443" bundle_config
+        sup_start
+        job=$(ctl submit --bundle net)
+        rec=$(job_record "$job")
+        [ "$(json_get result.state <<<"$rec")" = succeeded ] || { echo "$rec"; false; }
+        [ "$(json_get result.network.mode <<<"$rec")" = restricted ]
+        [ "$(ctl logs "$job")" = refused ]
+        [ "$(json_get result.network_events.0.address <<<"$rec")" = 10.9.9.8 ]
+        [ "$(json_get result.network_events.0.verdict <<<"$rec")" = deny ]
 }
 
 @test "limits: the manifest's are the job's; a caller may lower them; the tenant's caps refuse or clamp" {

@@ -168,7 +168,7 @@ cache_empty() {
         [ "$(json_get result.bundle.stale <<<"$rec")" = true ]
         [ "$(json_get result.bundle.serial <<<"$rec")" = null ]
         [[ "$(json_get result.bundle.stale_reason <<<"$rec")" == *"registry unreachable: GET http://127.0.0.1:$port/hello/index.json"* ]]
-        grep -q "job $job: runs hello 1.1.0 from the cache, the registry could not be asked" "$SUP_DIR/daemon.log"
+        grep -q "job $job (trace [0-9a-f]*): runs hello 1.1.0 from the cache, the registry could not be asked" "$SUP_DIR/daemon.log"
         # a pinned version runs if it is cached, and is stale too
         [ "$(ctl run --bundle hello@1.0.0)" = "bundle hello 1.0.0 args: " ]
         # what is not cached cannot run
@@ -212,10 +212,13 @@ cache_empty() {
         [ "$(json_get result.state <<<"$rec")" = killed ]
         [ "$(json_get result.error.code <<<"$rec")" = E_CANCELLED ]
         touch "$SUP_DIR/go"
-        for i in $(seq 100); do
-                [ -n "$(ls -A "$SUP_DIR/state/cache")" ] && break
+        # The download goes on: its bundle appears in the cache (after a
+        # staging directory of its own, renamed into place when whole).
+        for i in $(seq 600); do
+                [ -n "$(ls "$SUP_DIR/state/cache")" ] && ! ls -d "$SUP_DIR/state/cache"/.staging-* >/dev/null 2>&1 && break
                 sleep 0.05
         done
+        [ -n "$(ls "$SUP_DIR/state/cache")" ]
         cache_whole
         [ "$(ctl run --bundle hello)" = "bundle hello 1.0.0 args: " ]
         [ "$(reg_requests 'tar.gz')" -eq 1 ]

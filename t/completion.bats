@@ -80,7 +80,7 @@ candidates() {
         [ "$(candidates sbx-launch -- cat /us)" = /usr ]
         # ... and the command's own completion with it
         [ -f /usr/share/bash-completion/bash_completion ] || skip "bash-completion is not installed"
-        [ "$(candidates --with-bash-completion sbx-launch --profile shell -- sbx-launch --che)" = --check ]
+        [ "$(candidates --with-bash-completion sbx-launch --profile shell -- sbx-launch --print-p)" = --print-profile ]
 }
 
 @test "sbx-launch: every option of the launcher is completed, with its number of arguments" {

@@ -121,3 +121,14 @@ except MemoryError:
         [ "$status" -eq 125 ]
         [[ "$output" == *"sbx-launch: limits: open-files: Operation not permitted"* ]]
 }
+
+@test "unlimited under a lower hard limit is that hard limit, not an error" {
+        run bash -c "ulimit -Su 300; ulimit -Hu 4000; $(declare -f as_user sbx); SBX_PROFILE_PATH=$SBX_PROFILE_PATH SBX_LAUNCH=$SBX_LAUNCH sbx --set limits.processes=unlimited -- cat /proc/self/limits"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        [[ "$output" =~ Max\ processes\ +4000\ +4000\  ]]
+        # a number above the hard limit stays an error
+        run bash -c "ulimit -Su 300; ulimit -Hu 4000; $(declare -f as_user sbx); SBX_PROFILE_PATH=$SBX_PROFILE_PATH SBX_LAUNCH=$SBX_LAUNCH sbx --set limits.processes=5000 -- true"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"sbx-launch: limits: processes: Operation not permitted"* ]]
+}

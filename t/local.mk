@@ -33,3 +33,4 @@ TESTS += t/sbxctl-usage.bats
 EXTRA_DIST += t/sbxctl-usage.bats
 
 include t/fuzz/local.mk
+include t/system/local.mk

@@ -263,7 +263,15 @@ submit_sleepers() {
         run raw '{"v":1,"op":"run","command":["sh","-c","echo attempt; sleep 600"],"retries":1}'
         again=$(json_get job <<<"$output")
         once=$(ctl submit -- sleep 600)
-        for i in $(seq 50); do [ "$(pgrep -f 'sleep 600' | wc -l)" -ge 2 ] && break; sleep 0.1; done
+        # both started (a job that never started would simply run after
+        # the restart); asked of the daemon, not of pgrep, which would also
+        # count other test files' sleeps
+        for i in $(seq 300); do
+                [ "$(ctl --json status "$again" | json_get job.state)" = running ] &&
+                        [ "$(ctl --json status "$once" | json_get job.state)" = running ] && break
+                sleep 0.1
+        done
+        [ "$(ctl --json status "$once" | json_get job.state)" = running ]
         kill -KILL "$SUP_PID"
         SUP_PID=
         sup_start

@@ -8,6 +8,9 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/sched-test \
 	t/sup-unit/launchspec-test \
 	t/sup-unit/record-test \
+	t/sup-unit/netevents-test \
+	t/sup-unit/netpolicy-test \
+	t/sup-unit/dnsmsg-test \
 	t/sup-unit/uidpool-test \
 	t/sup-unit/journal-test \
 	t/sup-unit/result-test \
@@ -25,7 +28,7 @@ check_PROGRAMS += $(SUP_UNIT_TESTS)
 TESTS += $(SUP_UNIT_TESTS)
 endif
 
-SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor
+SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor -I$(top_srcdir)/bpf
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
 
 t_sup_unit_proto_test_SOURCES = t/sup-unit/proto-test.c
@@ -43,6 +46,16 @@ t_sup_unit_sched_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_launchspec_test_SOURCES = t/sup-unit/launchspec-test.c
 t_sup_unit_launchspec_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_launchspec_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_netevents_test_SOURCES = t/sup-unit/netevents-test.c
+t_sup_unit_netevents_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_netevents_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_netpolicy_test_SOURCES = t/sup-unit/netpolicy-test.c
+t_sup_unit_netpolicy_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_netpolicy_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_dnsmsg_test_SOURCES = t/sup-unit/dnsmsg-test.c
+# -iquote: supervisor/sched.h must not stand in for <sched.h> in ldns's headers
+t_sup_unit_dnsmsg_test_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LDNS_CFLAGS) -iquote $(top_srcdir)/supervisor
+t_sup_unit_dnsmsg_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_record_test_LDADD = $(SUP_UNIT_LDADD)
@@ -98,6 +111,8 @@ SUP_BATS = \
 	t/supervisor-isolation.bats \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
+	t/supervisor-netaudit.bats \
+	t/supervisor-restricted.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \
@@ -110,4 +125,5 @@ SUP_BATS = \
 	t/bundle-registry.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
+	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py \
 	t/helpers/callback-receiver.py

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "grant.h"
+#include "netpolicy.h"
 #include "profile.h"
 
 static const char *const base = "[bundle]\nname = hello\nversion = 1.0.0\n[run]\ncommand = /bundle/run\nprofile = shell\n";
@@ -44,6 +45,7 @@ static void test_granted(void **state) {
         struct policy_decision d;
         struct sbx_error e;
         unsigned paths = 0;
+        struct netpolicy *np = NULL;
         mk_manifest(&m, "[capabilities]\nread-only = /etc/ssl/certs\nenv = TOKEN\n[limits]\nmemory = 256M\ntimeout = 30s\n");
         mk_tenant(&t);
         t.bundle_paths = MANIFEST_PATH_BIT(manifest_path_find("/etc/ssl/certs")) | MANIFEST_PATH_BIT(manifest_path_find("/etc/hosts"));
@@ -51,7 +53,7 @@ static void test_granted(void **state) {
         struct env_pair env[] = { { "TOKEN", "x" } };
         req.run.env = env;
         req.run.n_env = 1;
-        if (grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &e) < 0)
+        if (grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &np, &e) < 0)
                 fail_msg("%s", e.msg);
         /* only what the bundle declares, not all the tenant allows */
         assert_int_equal(paths, MANIFEST_PATH_BIT(manifest_path_find("/etc/ssl/certs")));
@@ -59,9 +61,10 @@ static void test_granted(void **state) {
         assert_int_equal(d.memory, 256u << 20);
         assert_int_equal(d.timeout_ms, 30000);
         assert_int_equal(d.net, NET_NONE);
+        assert_null(np);
         /* the caller may lower a declared limit */
         req.run.memory = 100u << 20;
-        assert_int_equal(grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &e), 0);
+        assert_int_equal(grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &np, &e), 0);
         assert_int_equal(d.memory, 100u << 20);
         /* undeclared: the tenant's default */
         assert_int_equal(d.processes, POLICY_PROCESSES_DEFAULT);
@@ -79,12 +82,13 @@ static void expect_refused(const char *manifest_extra, void (*adjust)(struct ten
         struct policy_decision d;
         struct sbx_error e;
         unsigned paths = 0;
+        struct netpolicy *np = NULL;
         mk_manifest(&m, manifest_extra);
         mk_tenant(&t);
         mk_run(&req);
         if (adjust)
                 adjust(&t, &req.run);
-        if (grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &e) == 0)
+        if (grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &np, &e) == 0)
                 fail_msg("granted, expected %s '%s'", code, want);
         assert_string_equal(d.code, code);
         if (!strstr(e.msg, want))
@@ -111,6 +115,10 @@ static void no_shell(struct tenant *t, struct run_request *run) {
         t->n_profiles = 1;
 }
 
+static void allow_restricted(struct tenant *t, struct run_request *run) {
+        t->net_modes |= NET_MODE_BIT(NET_RESTRICTED);
+}
+
 static void clamp(struct tenant *t, struct run_request *run) {
         t->over_limit = OVER_LIMIT_CLAMP;
 }
@@ -118,8 +126,10 @@ static void clamp(struct tenant *t, struct run_request *run) {
 static void test_refused(void **state) {
         expect_refused("[capabilities]\nread-only = /etc/resolv.conf\n", NULL, E_FORBIDDEN,
                        "bundle hello declares read-only = /etc/resolv.conf, which tenant 'web' does not allow (bundle_paths)");
-        expect_refused("[capabilities]\nnetwork = restricted\nconnect = api.example.com:443\n", NULL, E_FORBIDDEN,
-                       "declares network = restricted (api.example.com:443)");
+        expect_refused("[capabilities]\nnetwork = restricted\nconnect = 192.0.2.1:443\n", NULL, E_FORBIDDEN,
+                       "bundle hello: field 'network': tenant 'web' may not use network mode 'restricted'");
+        expect_refused("[capabilities]\nnetwork = restricted\nconnect = 192.0.2.1:443\n", allow_restricted, E_UNSUPPORTED,
+                       "bundle hello: field 'network': this daemon cannot run restricted jobs");
         expect_refused("", ask_env, E_FORBIDDEN, "field 'env.PATH': bundle hello does not declare this variable");
         expect_refused("[limits]\nmemory = 256M\n", ask_more_memory, E_LIMIT,
                        "field 'limits.memory': 314572800 is above what bundle hello declares (268435456)");
@@ -135,11 +145,12 @@ static void test_clamped(void **state) {
         struct policy_decision d;
         struct sbx_error e;
         unsigned paths;
+        struct netpolicy *np = NULL;
         mk_manifest(&m, "[limits]\nmemory = 1G\ntimeout = 10m\n");
         mk_tenant(&t);
         mk_run(&req);
         clamp(&t, &req.run);
-        assert_int_equal(grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &e), 0);
+        assert_int_equal(grant_bundle(&t, &m, &req.run, NULL, &d, &paths, &np, &e), 0);
         assert_int_equal(d.memory, 512u << 20);
         assert_int_equal(d.timeout_ms, 60000);
         assert_non_null(strstr(d.clamped, "limits.memory 1073741824 -> 536870912"));
@@ -148,9 +159,46 @@ static void test_clamped(void **state) {
         tenant_free(&t);
 }
 
+/* A restricted bundle: its connect endpoints become its allow entries
+ * (TCP), each held within the tenant's network_allow. */
+static void test_restricted(void **state) {
+        struct manifest m;
+        struct tenant t;
+        struct request req;
+        struct policy_decision d;
+        struct sbx_error e;
+        unsigned paths = 0;
+        struct netpolicy *np = NULL;
+        const struct daemon_caps caps = { .net_audit = true, .net_restricted = true, .dns_proxy = true };
+        mk_manifest(&m, "[capabilities]\nnetwork = restricted\nconnect = 192.0.2.1:443 [2001:db8::1]:53\n");
+        mk_tenant(&t);
+        mk_run(&req);
+        t.net_modes |= NET_MODE_BIT(NET_RESTRICTED);
+        t.net_allow = calloc(2, sizeof(*t.net_allow));
+        assert_int_equal(netpolicy_parse_allow("192.0.2.0/24:*", &t.net_allow[0], &e), 0);
+        t.n_net_allow = 1;
+        assert_int_equal(grant_bundle(&t, &m, &req.run, &caps, &d, &paths, &np, &e), -EPERM);
+        assert_string_equal(d.code, E_FORBIDDEN);
+        assert_non_null(strstr(e.msg, "[2001:db8::1]:53/tcp is beyond tenant 'web''s network_allow"));
+        assert_null(np);
+        assert_int_equal(netpolicy_parse_allow("[2001:db8::/32]:53", &t.net_allow[1], &e), 0);
+        t.n_net_allow = 2;
+        if (grant_bundle(&t, &m, &req.run, &caps, &d, &paths, &np, &e) < 0)
+                fail_msg("%s", e.msg);
+        assert_int_equal(d.net, NET_RESTRICTED);
+        assert_true(d.net_audit);
+        assert_non_null(np);
+        assert_int_equal(np->n_allow, 2);
+        assert_int_equal(np->allow[1].port_lo, 53);
+        assert_int_equal(np->allow[1].protos, NETPOLICY_TCP);
+        free(np);
+        manifest_free(&m);
+        tenant_free(&t);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_granted),
+                cmocka_unit_test(test_granted), cmocka_unit_test(test_restricted),
                 cmocka_unit_test(test_refused),
                 cmocka_unit_test(test_clamped),
         };

@@ -10,13 +10,14 @@
 
 #include "conf.h"
 #include "profile.h"
+#include "netpolicy.h"
 #include "policy.h"
 #include "proto.h"
 #include "tenant.h"
 
 /* A daemon that can enforce everything, and one without the cgroup cpu
  * controller. */
-static const struct daemon_caps all_caps = { .cpu_bandwidth = true };
+static const struct daemon_caps all_caps = { .cpu_bandwidth = true, .net_audit = true };
 static const struct daemon_caps no_cpu = { .cpu_bandwidth = false, .no_cpu_why = "it has no job cgroups" };
 
 static const char conf[] =
@@ -191,6 +192,49 @@ static void test_policy_daemon_caps(void **state) {
         run_init(&r);
         assert_int_equal(policy_apply(t, &r, &no_cpu, &d, &e), 0);
         assert_int_equal(d.cpu_milli, 1500);
+        /* An audit asked for where none can be attached: refused, naming why. */
+        run_init(&r);
+        r.net_audit = true;
+        const struct daemon_caps no_audit = { .no_net_audit_why = "it has no job cgroups to attach the eBPF programs to" };
+        assert_int_equal(policy_apply(t, &r, &no_audit, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_UNSUPPORTED);
+        assert_string_equal(e.msg, "field 'network.audit': this daemon cannot audit network use (it has no job cgroups to attach "
+                                   "the eBPF programs to)");
+        assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
+        assert_true(d.net_audit);
+        /* restricted: where the daemon can, within the tenant's cap */
+        struct tenant rt = *t;
+        struct netpolicy np = { .n_allow = 1 };
+        struct np_allow cap;
+        assert_int_equal(netpolicy_parse_allow("10.0.0.0/8:*/any", &cap, &e), 0);
+        assert_int_equal(netpolicy_parse_allow("10.1.2.3:443", &np.allow[0], &e), 0);
+        rt.net_modes |= NET_MODE_BIT(NET_RESTRICTED);
+        run_init(&r);
+        r.net = NET_RESTRICTED;
+        r.netpol = &np;
+        assert_int_equal(policy_apply(&rt, &r, &all_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, "cannot run restricted jobs"));
+        const struct daemon_caps net_caps = { .net_audit = true, .net_restricted = true };
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_FORBIDDEN);
+        assert_non_null(strstr(e.msg, "10.1.2.3:443/tcp is beyond tenant"));
+        rt.net_allow = &cap;
+        rt.n_net_allow = 1;
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), 0);
+        assert_int_equal(d.net, NET_RESTRICTED);
+        assert_true(d.net_audit);
+        /* names only with a resolver for the DNS proxy */
+        assert_int_equal(netpolicy_parse_allow("db.internal:5432", &np.allow[0], &e), 0);
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, "hostname entries need the DNS proxy"));
+        /* the tenant's deny-ports and the job's must fit together */
+        assert_int_equal(netpolicy_parse_allow("10.1.2.3:443", &np.allow[0], &e), 0);
+        np.n_deny = NETPOLICY_MAX_DENY;
+        rt.n_net_deny = 1;
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_LIMIT);
 }
 
 /* The decision survives the journal: every value, unset ones included. */
@@ -202,6 +246,7 @@ static void test_policy_json_round_trip(void **state) {
         run_init(&r);
         r.timeout_ms = 3600000;
         r.net = NET_HOST;
+        r.net_audit = true;
         assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
         json_t *j = policy_to_json(&d);
         assert_non_null(j);
@@ -216,6 +261,7 @@ static void test_policy_json_round_trip(void **state) {
         assert_int_equal(back.output, d.output);
         assert_int_equal(back.artifacts, d.artifacts);
         assert_int_equal(back.net, NET_HOST);
+        assert_true(back.net_audit);
         assert_string_equal(back.clamped, d.clamped);
         assert_int_equal(policy_from_json(json_null(), &back), -EINVAL);
 }
@@ -247,6 +293,16 @@ static void test_config_errors(void **state) {
         bad_conf("[tenant.a]\nuids = 5\nmax_cpus = 0.001\n", "bad.conf:3: max_cpus: invalid number of CPUs '0.001' (0.01 to 1024");
         bad_conf("[tenant.a]\nuids = 5\nmax_cpus = 2000\n", "bad.conf:3: max_cpus");
         bad_conf("[daemon]\nkill_grace = soon\n", "bad.conf:2: kill_grace: invalid duration");
+        bad_conf("[daemon]\nnetwork_pool = 10.0.0.0/30\n", "bad.conf:2: network_pool: expected an IPv4 network from /8 to /28");
+        bad_conf("[daemon]\nnetwork_pool = 10.0.0.1/24\n", "bad.conf:2: network_pool");
+        bad_conf("[daemon]\nnetwork_pool = [fd00::/64]\n", "bad.conf:2: network_pool");
+        bad_conf("[daemon]\nnetwork_ring = 5000\n", "bad.conf:2: network_ring: expected a power of two");
+        bad_conf("[daemon]\nnetwork_ring = 2K\n", "bad.conf:2: network_ring: expected a size between");
+        bad_conf("[daemon]\ndns_upstream = resolver.example\n", "bad.conf:2: dns_upstream: expected an IP address");
+        bad_conf("[daemon]\ndns_upstream = 10.0.0.0/8\n", "bad.conf:2: dns_upstream");
+        bad_conf("[tenant.a]\nuids = 5\nnetwork = restricted bogus\n", "unknown network mode 'bogus' (none, host, restricted)");
+        bad_conf("[tenant.a]\nuids = 5\nnetwork_allow = 10.0.0.1:0\n", "bad.conf:3: network_allow: allow '10.0.0.1:0': bad port");
+        bad_conf("[tenant.a]\nuids = 5\nnetwork_deny_ports = 0\n", "bad.conf:3: network_deny_ports: deny-port '0'");
         bad_conf("[daemon]\nthis is not ini\n", "bad.conf:2: syntax error");
         bad_conf("[tenant.a]\nuids = 5\ndefault_timeout = 2h\nmax_timeout = 1h\n", "default_timeout is above max_timeout");
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "netpolicy.h"
+#include "profile.h"
 #include "proto.h"
 #include "trace.h"
 
@@ -118,6 +120,71 @@ static void test_run_types(void **state) {
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"stdin\":\"a\",\"stdin_b64\":\"YQ==\"}", "exclude");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"stdin_b64\":\"!!!\"}", "stdin_b64");
         refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"stdin\":\"a\\u0000b\"}", "malformed JSON");
+}
+
+/* network: a mode string, or an object with mode and audit; restricted is
+ * refused by name while this build cannot enforce it. */
+static void test_run_network(void **state) {
+        struct request r;
+        struct sbx_error e;
+        char d1[65], d2[65], d3[65];
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"host\",\"audit\":true}}", &r, &e), 0);
+        assert_int_equal(r.run.net, NET_HOST);
+        assert_true(r.run.net_audit);
+        proto_request_digest(&r.run, d1);
+        request_free(&r);
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":\"host\"}", &r, &e), 0);
+        assert_int_equal(r.run.net, NET_HOST);
+        assert_false(r.run.net_audit);
+        proto_request_digest(&r.run, d2);
+        request_free(&r);
+        /* audit without a mode: the default mode, audited */
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"audit\":true}}", &r, &e), 0);
+        assert_int_equal(r.run.net, -1);
+        assert_true(r.run.net_audit);
+        proto_request_digest(&r.run, d3);
+        request_free(&r);
+        /* the audit is part of what idempotency compares */
+        assert_string_not_equal(d1, d2);
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"]}", &r, &e), 0);
+        proto_request_digest(&r.run, d1);
+        request_free(&r);
+        assert_string_not_equal(d1, d3);
+        /* restricted: always audited, its entries parsed and kept in
+         * canonical form */
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\","
+                               "\"allow\":[\"10.0.0.0/8:443\",\"[2001:db8::1]:53/udp\"],\"deny_ports\":[\"25\"]}}",
+                               &r, &e),
+                         0);
+        assert_int_equal(r.run.net, NET_RESTRICTED);
+        assert_true(r.run.net_audit);
+        assert_non_null(r.run.netpol);
+        assert_int_equal(r.run.netpol->n_allow, 2);
+        assert_int_equal(r.run.netpol->n_deny, 1);
+        json_t *back = proto_run_json(&r.run);
+        assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(back, "network"), "allow"), 1)),
+                            "[2001:db8::1]:53/udp");
+        json_decref(back);
+        request_free(&r);
+        assert_int_equal(parse("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":\"restricted\"}", &r, &e), 0);
+        assert_non_null(r.run.netpol);
+        assert_int_equal(r.run.netpol->n_allow, 0);
+        request_free(&r);
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\",\"allow\":[\"10.0.0.1:0\"]}}",
+                "field 'network.allow[0]': allow '10.0.0.1:0': bad port");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\",\"allow\":[1]}}",
+                "field 'network.allow[0]': expected string, got integer");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"restricted\",\"deny_ports\":[\"x\"]}}",
+                "field 'network.deny_ports[0]'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"host\",\"allow\":[]}}",
+                "field 'network.allow': only with mode \"restricted\"");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"mode\":\"wifi\"}}",
+                "field 'network.mode': expected \"none\", \"host\" or \"restricted\"");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"audit\":\"yes\"}}",
+                "field 'network.audit': expected boolean, got string");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":{\"allowed\":[]}}", "unknown field 'network.allowed'");
+        refused("{\"v\":1,\"op\":\"run\",\"command\":[\"a\"],\"network\":[]}", "field 'network': expected string or object, got array");
+        refused("{\"v\":1,\"op\":\"run\",\"bundle\":\"x\",\"network\":{\"audit\":true}}", "a bundle's manifest declares its network");
 }
 
 static void test_run_files(void **state) {
@@ -243,7 +310,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_run_full),     cmocka_unit_test(test_run_minimal_defaults),
                 cmocka_unit_test(test_malformed),    cmocka_unit_test(test_envelope),
-                cmocka_unit_test(test_run_types),    cmocka_unit_test(test_run_files),
+                cmocka_unit_test(test_run_types),    cmocka_unit_test(test_run_files), cmocka_unit_test(test_run_network),
                 cmocka_unit_test(test_job_requests), cmocka_unit_test(test_tag_kept_on_error),
                 cmocka_unit_test(test_data_encoding), cmocka_unit_test(test_download_requests),
                 cmocka_unit_test(test_traceparent),

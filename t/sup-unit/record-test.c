@@ -15,7 +15,7 @@
 static const char *const keys[] = {
         "v", "job", "tenant", "uid", "job_uid", "job_gid", "command", "profile", "state", "exit_code", "signal",
         "timed_out", "cancelled", "error", "attempt", "created", "started", "ended", "wall_ms", "cpu_ms", "peak_rss_kb",
-        "stdout", "stderr", "artifacts", "artifacts_truncated", "limits", "cgroup", "protections", "network_events",
+        "stdout", "stderr", "artifacts", "artifacts_truncated", "limits", "cgroup", "protections", "network_events", "network",
         "bundle", "idempotency_key", "request_sha256",
 };
 

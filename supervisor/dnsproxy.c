@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "dnsmsg.h"
+#include "dnsproxy.h"
+#include "log.h"
+#include "netaudit-bpf.h"
+#include "subscribe.h"
+
+struct dns_name {
+        uint8_t addr[16];
+        char name[DNSMSG_NAME_MAX + 2];
+};
+
+struct dnsproxy {
+        struct rjob *rj;
+        int fd;
+        struct source src;
+        unsigned tokens;         /* queries it may still send before refill_ms + 1 s */
+        uint64_t refill_ms;      /* CLOCK_MONOTONIC */
+        bool paused;             /* its socket is not read until dnsproxy_tick() */
+        struct list paused_link; /* in the daemon's dns_paused */
+        struct list pending;     /* struct dns_pending.link */
+        unsigned n_pending;
+        struct dns_name *names;  /* addresses its answers gave, with their names */
+        size_t n_names;
+};
+
+/* One query forwarded upstream, on a socket of its own (connected: only
+ * the upstream resolver's answer arrives there). */
+struct dns_pending {
+        struct list link;
+        struct dnsproxy *px;
+        int fd;
+        struct source src;
+        struct dns_query q;
+        struct sockaddr_in peer; /* the job's socket that asked */
+        uint64_t since_ms;       /* CLOCK_MONOTONIC */
+        size_t len;
+        uint8_t query[];         /* as the job sent it, for an error answer */
+};
+
+/* An upstream that has not answered in this long never will: the job's
+ * resolver has given up too, and the slot is freed for its next query. */
+#define PENDING_EXPIRE_MS 10000
+
+int dnsproxy_setup(struct daemon *d) {
+        struct sockaddr_in6 *up = &d->dns_upstream;
+        if (d->cfg->dns_upstream[0]) {
+                memcpy(up, &d->cfg->dns_upstream_addr, sizeof(*up));
+        } else {
+                /* the host's own resolver */
+                FILE *f = fopen("/etc/resolv.conf", "re");
+                char line[512], addr[64];
+                bool found = false;
+                while (f && !found && fgets(line, sizeof(line), f))
+                        if (sscanf(line, " nameserver %63s", addr) == 1) {
+                                struct in_addr a4;
+                                memset(up, 0, sizeof(*up));
+                                if (inet_pton(AF_INET, addr, &a4) == 1) {
+                                        struct sockaddr_in *s4 = (struct sockaddr_in *) up;
+                                        s4->sin_family = AF_INET;
+                                        s4->sin_addr = a4;
+                                        s4->sin_port = htons(53);
+                                        found = true;
+                                } else if (inet_pton(AF_INET6, addr, &up->sin6_addr) == 1) {
+                                        up->sin6_family = AF_INET6;
+                                        up->sin6_port = htons(53);
+                                        found = true;
+                                }
+                        }
+                if (f)
+                        fclose(f);
+                if (!found) {
+                        d->caps.no_dns_why = "no dns_upstream is configured and /etc/resolv.conf names no nameserver";
+                        return -ENOENT;
+                }
+        }
+        d->caps.dns_proxy = true;
+        return 0;
+}
+
+static void event(struct dnsproxy *px, const struct dns_query *q, bool allowed) {
+        struct rjob *rj = px->rj;
+        char type[16];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct netaudit_event e = { .family = AF_INET, .port = 53, .protocol = IPPROTO_UDP, .kind = NETAUDIT_DNS,
+                                    .verdict = allowed ? NETAUDIT_ALLOW : NETAUDIT_DENY };
+        json_t *ev = netevents_add(&rj->net, &e, (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000, q->name,
+                                   dnsmsg_type_name(q->qtype, type, sizeof(type)));
+        if (ev)
+                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+        json_decref(ev);
+}
+
+static void reply(struct dnsproxy *px, const struct sockaddr_in *peer, const uint8_t *buf, size_t len) {
+        if (sendto(px->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *) peer, sizeof(*peer)) < 0)
+                log_debug(JOB_LOG ": DNS proxy: answer not sent: %s", JOB_LOG_ARGS(&px->rj->j), strerror(errno));
+}
+
+static void answer_error(struct dnsproxy *px, const struct sockaddr_in *peer, const uint8_t *q, size_t len, int rcode) {
+        uint8_t out[DNSMSG_MAX];
+        size_t n;
+        if (dnsmsg_error(q, len, rcode, out, sizeof(out), &n) == 0)
+                reply(px, peer, out, n);
+}
+
+static void refuse(struct dnsproxy *px, const struct sockaddr_in *peer, const uint8_t *q, size_t len) {
+        answer_error(px, peer, q, len, DNSMSG_REFUSED);
+}
+
+static void pending_free(struct dns_pending *p) {
+        loop_del(&p->src);
+        close(p->fd);
+        list_del(&p->link);
+        p->px->n_pending--;
+        free(p);
+}
+
+static void remember(struct dnsproxy *px, const uint8_t addr[16], const char *name) {
+        for (size_t i = 0; i < px->n_names; i++)
+                if (memcmp(px->names[i].addr, addr, 16) == 0) {
+                        snprintf(px->names[i].name, sizeof(px->names[i].name), "%s", name);
+                        return;
+                }
+        if (px->n_names >= DNSPROXY_NAMES)
+                return;
+        memcpy(px->names[px->n_names].addr, addr, 16);
+        snprintf(px->names[px->n_names].name, sizeof(px->names[px->n_names].name), "%s", name);
+        px->n_names++;
+}
+
+/* The upstream's answer: its addresses into the job's allow map first,
+ * then to the job. */
+static void on_upstream(struct source *s, uint32_t events) {
+        struct dns_pending *p = container_of(s, struct dns_pending, src);
+        struct dnsproxy *px = p->px;
+        struct rjob *rj = px->rj;
+        uint8_t buf[DNSMSG_MAX], addrs[DNSMSG_ADDRS_MAX][16];
+        size_t n = 0;
+        ssize_t k = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (k <= 0 || dnsmsg_answers(buf, (size_t) k, &p->q, addrs, DNSMSG_ADDRS_MAX, &n) < 0) {
+                /* an ICMP error (nothing listens there), or not the answer
+                 * to this query: the job hears at once, not at its timeout */
+                answer_error(px, &p->peer, p->query, p->len, DNSMSG_SERVFAIL);
+                pending_free(p);
+                return;
+        }
+        const struct netpolicy *pol = rj->j.req.run.netpol;
+        for (size_t i = 0; pol && rj->net_att && i < n; i++) {
+                struct np_rule rules[NETPOLICY_MAX_ALLOW];
+                size_t nr = netpolicy_rules_for(pol, addrs[i], p->q.name, rules);
+                int r = netaudit_allow_addr(rj->d->netaudit, rj->net_att, addrs[i], rules, nr);
+                if (r < 0) {
+                        log_warning(JOB_LOG ": DNS proxy: %s: an address not admitted (%s); the answer is withheld",
+                                    JOB_LOG_ARGS(&rj->j), p->q.name, strerror(-r));
+                        refuse(px, &p->peer, buf, (size_t) k);
+                        pending_free(p);
+                        return;
+                }
+                remember(px, addrs[i], p->q.name);
+        }
+        reply(px, &p->peer, buf, (size_t) k);
+        pending_free(p);
+}
+
+static int forward(struct dnsproxy *px, const struct dns_query *q, const struct sockaddr_in *peer, const uint8_t *buf, size_t len) {
+        const struct sockaddr_in6 *up = &px->rj->d->dns_upstream;
+        socklen_t ul = up->sin6_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+        struct dns_pending *p = calloc(1, sizeof(*p) + len);
+        if (!p)
+                return -ENOMEM;
+        memcpy(p->query, buf, len);
+        p->len = len;
+        p->since_ms = now_mono_ms();
+        p->fd = socket(up->sin6_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (p->fd < 0 || connect(p->fd, (const struct sockaddr *) up, ul) < 0 || send(p->fd, buf, len, MSG_NOSIGNAL) < 0) {
+                int r = -errno;
+                if (p->fd >= 0)
+                        close(p->fd);
+                free(p);
+                return r;
+        }
+        int r = loop_add(&p->src, p->fd, EPOLLIN, on_upstream);
+        if (r < 0) {
+                close(p->fd);
+                free(p);
+                return r;
+        }
+        p->px = px;
+        p->q = *q;
+        p->peer = *peer;
+        list_add_tail(&px->pending, &p->link);
+        px->n_pending++;
+        return 0;
+}
+
+static void expire(struct dnsproxy *px) {
+        struct list *pos, *tmp;
+        uint64_t now = now_mono_ms();
+        list_for_each_safe(pos, tmp, &px->pending) {
+                struct dns_pending *p = list_entry(pos, struct dns_pending, link);
+                if (now - p->since_ms >= PENDING_EXPIRE_MS)
+                        pending_free(p);
+        }
+}
+
+/* A job's queries a second: a token each, DNSPROXY_RATE again every second. */
+static bool take_token(struct dnsproxy *px) {
+        uint64_t now = now_mono_ms();
+        if (now - px->refill_ms >= 1000) {
+                px->tokens = DNSPROXY_RATE;
+                px->refill_ms = now;
+        }
+        if (px->tokens == 0)
+                return false;
+        px->tokens--;
+        return true;
+}
+
+static void pause_reading(struct dnsproxy *px) {
+        if (px->paused || loop_mod(&px->src, 0) < 0)
+                return;
+        px->paused = true;
+        list_add_tail(&px->rj->d->dns_paused, &px->paused_link);
+}
+
+void dnsproxy_tick(struct daemon *d) {
+        while (!list_empty(&d->dns_paused)) {
+                struct dnsproxy *px = list_entry(d->dns_paused.next, struct dnsproxy, paused_link);
+                list_del(&px->paused_link);
+                px->paused = false;
+                if (loop_mod(&px->src, EPOLLIN) < 0)
+                        log_warning(JOB_LOG ": DNS proxy: cannot read its socket again", JOB_LOG_ARGS(&px->rj->j));
+        }
+}
+
+static void on_query(struct source *s, uint32_t events) {
+        struct dnsproxy *px = container_of(s, struct dnsproxy, src);
+        const struct netpolicy *pol = px->rj->j.req.run.netpol;
+        expire(px);
+        /* a bounded batch per wakeup: a flood waits its turn in the socket */
+        for (int i = 0; i < 64; i++) {
+                if (!take_token(px)) {
+                        pause_reading(px);
+                        return;
+                }
+                uint8_t buf[DNSMSG_MAX];
+                struct sockaddr_in peer;
+                socklen_t pl = sizeof(peer);
+                struct dns_query q;
+                ssize_t k = recvfrom(px->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *) &peer, &pl);
+                if (k < 0)
+                        return;
+                if (pl != sizeof(peer) || dnsmsg_parse_query(buf, (size_t) k, &q) < 0)
+                        continue; /* not a query: no answer */
+                bool allowed = pol && netpolicy_host_allowed(pol, q.name);
+                bool busy = allowed && px->n_pending >= DNSPROXY_PENDING;
+                event(px, &q, allowed && !busy);
+                if (!allowed || busy || forward(px, &q, &peer, buf, (size_t) k) < 0)
+                        refuse(px, &peer, buf, (size_t) k);
+        }
+}
+
+int dnsproxy_start(struct rjob *rj, int fd) {
+        struct dnsproxy *px = calloc(1, sizeof(*px));
+        if (!px || !(px->names = calloc(DNSPROXY_NAMES, sizeof(*px->names)))) {
+                free(px);
+                close(fd);
+                return -ENOMEM;
+        }
+        px->rj = rj;
+        px->fd = fd;
+        px->tokens = DNSPROXY_RATE;
+        px->refill_ms = now_mono_ms();
+        list_init(&px->pending);
+        list_init(&px->paused_link);
+        int r = loop_add(&px->src, fd, EPOLLIN, on_query);
+        if (r < 0) {
+                close(fd);
+                free(px->names);
+                free(px);
+                return r;
+        }
+        rj->dns = px;
+        return 0;
+}
+
+void dnsproxy_stop(struct rjob *rj) {
+        struct dnsproxy *px = rj->dns;
+        if (!px)
+                return;
+        while (!list_empty(&px->pending))
+                pending_free(list_entry(px->pending.next, struct dns_pending, link));
+        if (px->paused)
+                list_del(&px->paused_link);
+        loop_del(&px->src);
+        close(px->fd);
+        free(px->names);
+        free(px);
+        rj->dns = NULL;
+}
+
+const char *dnsproxy_name_of(const struct rjob *rj, const struct netaudit_event *e) {
+        const struct dnsproxy *px = rj->dns;
+        uint8_t a[16] = { 0 };
+        if (!px || e->kind == NETAUDIT_SOCKET)
+                return NULL;
+        if (e->family == AF_INET) {
+                a[10] = a[11] = 0xff;
+                memcpy(a + 12, e->addr, 4);
+        } else
+                memcpy(a, e->addr, 16);
+        for (size_t i = 0; i < px->n_names; i++)
+                if (memcmp(px->names[i].addr, a, 16) == 0)
+                        return px->names[i].name;
+        return NULL;
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "dnsproxy.h"
+#include "log.h"
+#include "netaudit-bpf.h"
+#include "netjob.h"
+#include "netveth.h"
+#include "profile.h"
+#include "subscribe.h"
+
+void netjob_setup(struct daemon *d) {
+        struct sbx_error err;
+        sbx_error_clear(&err);
+        d->caps.net_audit = false;
+        d->caps.no_restricted_why = "it cannot load its eBPF programs (see the network audit)";
+        if (!d->cg.enabled) {
+                d->caps.no_net_audit_why = "it has no job cgroups to attach the eBPF programs to";
+                d->caps.no_restricted_why = d->caps.no_net_audit_why;
+                return;
+        }
+        if (geteuid() != 0) {
+                d->caps.no_net_audit_why = "it does not run as root, which loading eBPF programs needs";
+                d->caps.no_restricted_why = d->caps.no_net_audit_why;
+                return;
+        }
+        int r = netaudit_open(d->cfg->network_ring, &d->netaudit, &err);
+        if (r < 0) {
+                snprintf(d->no_net_audit_why, sizeof(d->no_net_audit_why), "%s", err.msg);
+                d->caps.no_net_audit_why = d->no_net_audit_why;
+                log_warning("network audit unavailable: %s; jobs asking for it are refused", err.msg);
+                return;
+        }
+        d->caps.net_audit = true;
+        log_info("network audit: eBPF programs loaded (ring buffer %llu bytes, %llu events kept per job)",
+                 (unsigned long long) d->cfg->network_ring, (unsigned long long) d->cfg->network_events);
+        netveth_setup(d);
+}
+
+void netjob_teardown(struct daemon *d) {
+        netaudit_close(d->netaudit);
+        d->netaudit = NULL;
+        netveth_teardown(d);
+}
+
+bool netjob_profile_audit(const char *path) {
+        struct profile p;
+        struct sbx_error err;
+        profile_init(&p);
+        bool audit = profile_load_file(&p, path, &err) == 0 && p.net_audit;
+        profile_free(&p);
+        return audit;
+}
+
+int netjob_profile_policy(const struct daemon_caps *caps, const char *profile_name, const char *path, struct policy_decision *pol,
+                          char *msg, size_t len) {
+        if (pol->net_audit || !netjob_profile_audit(path))
+                return 0;
+        if (!caps->net_audit) {
+                snprintf(msg, len, "profile '%s' says [net] audit = yes: this daemon cannot audit network use (%s)", profile_name,
+                         caps->no_net_audit_why ? caps->no_net_audit_why : "no eBPF network audit");
+                return -EPERM;
+        }
+        pol->net_audit = true;
+        return 0;
+}
+
+/* CLOCK_BOOTTIME (the programs' clock) to CLOCK_REALTIME milliseconds. */
+static uint64_t boot_to_real_ms(uint64_t boot_ns) {
+        struct timespec b, rt;
+        clock_gettime(CLOCK_BOOTTIME, &b);
+        clock_gettime(CLOCK_REALTIME, &rt);
+        int64_t now_boot = (int64_t) b.tv_sec * 1000000000 + b.tv_nsec;
+        int64_t now_real = (int64_t) rt.tv_sec * 1000000000 + rt.tv_nsec;
+        int64_t real = now_real - (now_boot - (int64_t) boot_ns);
+        return real > 0 ? (uint64_t) real / 1000000 : 0;
+}
+
+static void on_event(void *arg, const struct netaudit_event *e) {
+        struct rjob *rj = arg;
+        json_t *ev = netevents_add(&rj->net, e, boot_to_real_ms(e->boot_ns), dnsproxy_name_of(rj, e), NULL);
+        /* Followers get what the record keeps, so a flood of attempts
+         * costs them no more than the record's bound. */
+        if (ev)
+                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+        json_decref(ev);
+}
+
+int netjob_start(struct rjob *rj, char *msg, size_t len) {
+        struct daemon *d = rj->d;
+        struct sbx_error err;
+        if (!rj->j.pol.net_audit)
+                return 0;
+        /* The policy let it through only where the audit is loaded. */
+        if (!d->netaudit) {
+                snprintf(msg, len, "network audit: not available in this daemon (%s)", d->caps.no_net_audit_why);
+                return -EOPNOTSUPP;
+        }
+        if (rj->cgroup_fd < 0) {
+                snprintf(msg, len, "network audit: the job has no cgroup of its own to attach it to");
+                return -EOPNOTSUPP;
+        }
+        sbx_error_clear(&err);
+        /* A restricted job's policy: its own entries and deny-ports, and
+         * its tenant's deny-ports (the policy checked they fit). */
+        struct netpolicy pol;
+        if (rj->j.pol.net == NET_RESTRICTED) {
+                if (rj->j.req.run.netpol)
+                        pol = *rj->j.req.run.netpol;
+                else
+                        memset(&pol, 0, sizeof(pol));
+                if (netpolicy_add_deny(&pol, rj->j.tenant->net_deny, rj->j.tenant->n_net_deny) < 0) {
+                        snprintf(msg, len, "network: more deny-ports than %d with the tenant's", NETPOLICY_MAX_DENY);
+                        return -E2BIG;
+                }
+        }
+        uint64_t t0 = now_mono_us();
+        int r = netaudit_attach(d->netaudit, rj->cgroup_fd, rj->j.pol.net == NET_RESTRICTED ? &pol : NULL, d->cfg->network_events,
+                                on_event, rj, &rj->net_att, &err);
+        log_debug(JOB_LOG ": network audit attached in %llu us", JOB_LOG_ARGS(&rj->j), (unsigned long long) (now_mono_us() - t0));
+        if (r < 0) {
+                snprintf(msg, len, "%s", err.msg);
+                return r;
+        }
+        rj->net_audited = true;
+        return 0;
+}
+
+void netjob_end(struct rjob *rj) {
+        uint64_t lost = 0, dropped = 0;
+        netveth_end(rj);
+        if (!rj->net_att)
+                return;
+        netaudit_detach(rj->d->netaudit, rj->net_att, &lost, &dropped);
+        rj->net_att = NULL;
+        rj->net.lost += lost;
+        rj->net.dropped += dropped;
+        if (lost)
+                log_warning("job %s: network audit: %llu events lost (the ring buffer was full; network_ring is %llu bytes)", rj->j.id,
+                            (unsigned long long) lost, (unsigned long long) rj->d->cfg->network_ring);
+}

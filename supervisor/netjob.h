@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A job's network audit: attached to its cgroup before its launcher is
+ * cloned into it, its events kept (netevents.c) and sent live to its
+ * followers, detached when it ends with the count of what was lost. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct daemon;
+struct daemon_caps;
+struct policy_decision;
+struct rjob;
+
+/* At start: load the audit programs where the daemon can (root, job
+ * cgroups, a kernel with BPF); otherwise audits are refused, and
+ * d->caps says why. Never fails the daemon. */
+void netjob_setup(struct daemon *d);
+void netjob_teardown(struct daemon *d);
+
+/* Attach the audit to rj's cgroup if its policy asks for one: 0, or
+ * -errno with msg (of len bytes) saying why the job cannot run. */
+int netjob_start(struct rjob *rj, char *msg, size_t len);
+/* Does the profile file at path say [net] audit = yes? (Not when it
+ * cannot be read: then the launcher, reading the same file, refuses.) */
+bool netjob_profile_audit(const char *path);
+/* pol asks for no audit and the profile at path does: the audit is
+ * added, or refused (-EPERM, msg saying why) where there is none. */
+int netjob_profile_policy(const struct daemon_caps *caps, const char *profile_name, const char *path, struct policy_decision *pol,
+                          char *msg, size_t len);
+
+/* Detach (the ring's last events of the job delivered first), and let a
+ * restricted job's veth and DNS proxy go. */
+void netjob_end(struct rjob *rj);

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <netlink/cache.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+
+#include "util.h"
+#include "veth.h"
+
+#define JOB_IF "eth0"
+
+static void sock_freep(struct nl_sock **s) {
+        if (*s)
+                nl_socket_free(*s);
+}
+static void link_putp(struct rtnl_link **l) {
+        if (*l)
+                rtnl_link_put(*l);
+}
+static void addr_putp(struct nl_addr **a) {
+        if (*a)
+                nl_addr_put(*a);
+}
+#define _cleanup_nlsock_ __attribute__((cleanup(sock_freep)))
+#define _cleanup_link_ __attribute__((cleanup(link_putp)))
+#define _cleanup_nladdr_ __attribute__((cleanup(addr_putp)))
+
+/* libnl's errors are its own numbers: turned into errno values. */
+static int nlerr(int r) {
+        switch (-r) {
+        case NLE_EXIST: return -EEXIST;
+        case NLE_OBJ_NOTFOUND:
+        case NLE_NODEV: return -ENODEV;
+        case NLE_PERM: return -EPERM;
+        case NLE_NOMEM: return -ENOMEM;
+        case NLE_INVAL: return -EINVAL;
+        }
+        return -EIO;
+}
+
+static int route_socket(struct nl_sock **ret) {
+        struct nl_sock *s = nl_socket_alloc();
+        if (!s)
+                return -ENOMEM;
+        int r = nl_connect(s, NETLINK_ROUTE);
+        if (r < 0) {
+                nl_socket_free(s);
+                return nlerr(r);
+        }
+        *ret = s;
+        return 0;
+}
+
+static int link_up(struct nl_sock *s, const char *name, int *ret_index) {
+        _cleanup_link_ struct rtnl_link *l = NULL, *change = NULL;
+        int r = rtnl_link_get_kernel(s, 0, name, &l);
+        if (r < 0)
+                return nlerr(r);
+        if (!(change = rtnl_link_alloc()))
+                return -ENOMEM;
+        rtnl_link_set_flags(change, IFF_UP);
+        if ((r = rtnl_link_change(s, l, change, 0)) < 0)
+                return nlerr(r);
+        *ret_index = rtnl_link_get_ifindex(l);
+        return 0;
+}
+
+static int add_addr(struct nl_sock *s, int ifindex, uint32_t addr, unsigned prefix) {
+        _cleanup_nladdr_ struct nl_addr *local = nl_addr_build(AF_INET, &addr, 4);
+        struct rtnl_addr *a = rtnl_addr_alloc();
+        int r = -ENOMEM;
+        if (local && a) {
+                nl_addr_set_prefixlen(local, (int) prefix);
+                rtnl_addr_set_ifindex(a, ifindex);
+                rtnl_addr_set_local(a, local);
+                r = rtnl_addr_add(s, a, 0);
+                r = r < 0 ? nlerr(r) : 0;
+        }
+        if (a)
+                rtnl_addr_put(a);
+        return r;
+}
+
+static int add_default_route(struct nl_sock *s, int ifindex, uint32_t gw) {
+        uint32_t any = 0;
+        _cleanup_nladdr_ struct nl_addr *dst = nl_addr_build(AF_INET, &any, 4), *via = nl_addr_build(AF_INET, &gw, 4);
+        struct rtnl_route *rt = rtnl_route_alloc();
+        struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
+        int r = -ENOMEM;
+        if (dst && via && rt && nh) {
+                nl_addr_set_prefixlen(dst, 0);
+                rtnl_route_set_family(rt, AF_INET);
+                rtnl_route_set_dst(rt, dst);
+                rtnl_route_nh_set_ifindex(nh, ifindex);
+                rtnl_route_nh_set_gateway(nh, via);
+                rtnl_route_add_nexthop(rt, nh);
+                nh = NULL; /* the route's now */
+                r = rtnl_route_add(s, rt, NLM_F_CREATE | NLM_F_EXCL);
+                r = r < 0 ? nlerr(r) : 0;
+        }
+        if (nh)
+                rtnl_route_nh_free(nh);
+        if (rt)
+                rtnl_route_put(rt);
+        return r;
+}
+
+/* Inside the job's namespace: a thread of its own enters it (setns
+ * changes only the calling thread's network namespace) and dies there, so
+ * no thread of the daemon is ever left in a job's namespace. */
+struct inside {
+        struct veth_spec *s;
+        int err;
+        const char *step;
+};
+
+/* Where glibc looks for a resolver when the sandbox has no resolv.conf:
+ * the job's own 127.0.0.1:53, served by the daemon from this socket. */
+static int dns_socket(int *ret) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        *ret = fd;
+        return 0;
+}
+
+static void *inside_run(void *arg) {
+        struct inside *in = arg;
+        _cleanup_nlsock_ struct nl_sock *s = NULL;
+        int idx = 0, lo = 0;
+        if (setns(in->s->netns_fd, CLONE_NEWNET) < 0) {
+                in->err = -errno;
+                in->step = "entering the job's network namespace";
+                return NULL;
+        }
+        if ((in->err = route_socket(&s)) < 0)
+                in->step = "netlink in the job's namespace";
+        else if ((in->err = link_up(s, JOB_IF, &idx)) < 0)
+                in->step = "eth0 up";
+        else if ((in->err = add_addr(s, idx, in->s->job_addr, 30)) < 0)
+                in->step = "eth0's address";
+        else if ((in->err = add_default_route(s, idx, in->s->host_addr)) < 0)
+                in->step = "the default route";
+        /* The launcher brings lo up too, perhaps not yet: the socket
+         * below needs it now. */
+        else if ((in->err = link_up(s, "lo", &lo)) < 0)
+                in->step = "lo up";
+        else if ((in->err = dns_socket(&in->s->dns_fd)) < 0)
+                in->step = "the DNS proxy's socket on 127.0.0.1:53";
+        return NULL;
+}
+
+int veth_create(struct veth_spec *sp, struct sbx_error *err) {
+        _cleanup_nlsock_ struct nl_sock *s = NULL;
+        _cleanup_link_ struct rtnl_link *veth = NULL;
+        int idx = 0, r = route_socket(&s);
+        if (r < 0)
+                return sbx_error_set(err, r, "netlink");
+        if (!(veth = rtnl_link_veth_alloc()))
+                return sbx_error_set(err, ENOMEM, "veth");
+        rtnl_link_set_name(veth, sp->host_if);
+        struct rtnl_link *peer = rtnl_link_veth_get_peer(veth);
+        rtnl_link_set_name(peer, JOB_IF);
+        rtnl_link_set_ns_fd(peer, sp->netns_fd);
+        rtnl_link_put(peer);
+        if ((r = rtnl_link_add(s, veth, NLM_F_CREATE | NLM_F_EXCL)) < 0)
+                return sbx_error_set(err, nlerr(r), "veth %s: creating the pair", sp->host_if);
+        if ((r = link_up(s, sp->host_if, &idx)) < 0 || (r = add_addr(s, idx, sp->host_addr, 30)) < 0) {
+                veth_delete(sp->host_if);
+                return sbx_error_set(err, r, "veth %s: host end", sp->host_if);
+        }
+        struct inside in = { .s = sp };
+        pthread_t t;
+        if ((r = -pthread_create(&t, NULL, inside_run, &in)) < 0) {
+                veth_delete(sp->host_if);
+                return sbx_error_set(err, r, "veth %s: thread", sp->host_if);
+        }
+        pthread_join(t, NULL);
+        if (in.err < 0) {
+                if (sp->dns_fd >= 0) {
+                        close(sp->dns_fd);
+                        sp->dns_fd = -1;
+                }
+                veth_delete(sp->host_if);
+                return sbx_error_set(err, in.err, "veth %s: %s", sp->host_if, in.step);
+        }
+        return 0;
+}
+
+int veth_delete(const char *host_if) {
+        _cleanup_nlsock_ struct nl_sock *s = NULL;
+        _cleanup_link_ struct rtnl_link *l = NULL;
+        int r = route_socket(&s);
+        if (r < 0)
+                return r;
+        if (!(l = rtnl_link_alloc()))
+                return -ENOMEM;
+        rtnl_link_set_name(l, host_if);
+        r = rtnl_link_delete(s, l);
+        return r < 0 && nlerr(r) != -ENODEV ? nlerr(r) : 0;
+}
+
+struct sweep {
+        struct nl_sock *s;
+        const char *prefix;
+        unsigned n;
+        int err;
+};
+
+static void sweep_one(struct nl_object *o, void *arg) {
+        struct sweep *sw = arg;
+        struct rtnl_link *l = (struct rtnl_link *) o;
+        const char *name = rtnl_link_get_name(l);
+        if (!name || strncmp(name, sw->prefix, strlen(sw->prefix)) != 0)
+                return;
+        int r = rtnl_link_delete(sw->s, l);
+        if (r < 0 && nlerr(r) != -ENODEV)
+                sw->err = nlerr(r);
+        else
+                sw->n++;
+}
+
+int veth_sweep(const char *prefix, unsigned *ret_n, struct sbx_error *err) {
+        _cleanup_nlsock_ struct nl_sock *s = NULL;
+        struct nl_cache *cache = NULL;
+        int r = route_socket(&s);
+        if (r < 0)
+                return sbx_error_set(err, r, "netlink");
+        if ((r = rtnl_link_alloc_cache(s, AF_UNSPEC, &cache)) < 0)
+                return sbx_error_set(err, nlerr(r), "listing links");
+        struct sweep sw = { .s = s, .prefix = prefix };
+        nl_cache_foreach(cache, sweep_one, &sw);
+        nl_cache_free(cache);
+        *ret_n = sw.n;
+        return sw.err < 0 ? sbx_error_set(err, sw.err, "deleting a leftover link %s*", prefix) : 0;
+}

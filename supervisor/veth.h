@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A restricted job's link to the world, through libnl-route-3: a veth pair
+ * whose host end (named by the daemon) carries the first address of the
+ * job's /30 and whose other end, eth0, is made inside the job's network
+ * namespace with the second address and a default route through the
+ * first. Blocking netlink calls: run off the event loop. */
+#pragma once
+
+#include <stdint.h>
+
+#include "error.h"
+
+struct veth_spec {
+        char host_if[16];  /* IFNAMSIZ */
+        uint32_t host_addr; /* network order */
+        uint32_t job_addr;
+        int netns_fd;       /* the job's network namespace */
+        int dns_fd;         /* out: a UDP socket on 127.0.0.1:53 inside it (the DNS proxy's), or -1 */
+};
+
+/* Also opens s->dns_fd (non-blocking, close-on-exec) in the namespace. */
+int veth_create(struct veth_spec *s, struct sbx_error *err);
+/* Delete the pair by its host end; a pair already gone is not an error. */
+int veth_delete(const char *host_if);
+/* Delete every link whose name starts with prefix (what a daemon that died
+ * left); *ret_n: how many. */
+int veth_sweep(const char *prefix, unsigned *ret_n, struct sbx_error *err);

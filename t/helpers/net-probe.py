@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Run inside a job: tries each destination given as tcp:ADDR:PORT,
+# udp:ADDR:PORT, name:HOST:PORT (resolved, then TCP), dnsburst:HOST:N (N
+# queries at once to 127.0.0.1:53, then the answers counted), dnsflood:
+# HOST:N:SECONDS (N queries, the answers counted for SECONDS), raw or ping,
+# and prints one line each: the destination, then what came back ("ok
+# ...", the server's words) or the errno's name.
+import errno
+import socket
+import struct
+import sys
+import time
+
+
+def target(spec):
+    proto, rest = spec.split(":", 1)
+    addr, port = rest.rsplit(":", 1)
+    addr = addr.strip("[]")
+    return proto, addr, int(port), socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def burst(host, n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    qname = b"".join(bytes([len(l)]) + l.encode() for l in host.split(".")) + b"\0"
+    for i in range(n):
+        s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
+    answered = refused = 0
+    s.settimeout(10)
+    try:
+        while answered + refused < n:
+            a = s.recv(4096)
+            if a[3] & 0xF == 5:
+                refused += 1
+            else:
+                answered += 1
+    except socket.timeout:
+        pass
+    return "answered %d refused %d" % (answered, refused)
+
+
+def flood(host, n, seconds):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    qname = b"".join(bytes([len(l)]) + l.encode() for l in host.split(".")) + b"\0"
+    start = time.monotonic()
+    for i in range(n):
+        s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
+    answered = 0
+    while time.monotonic() - start < seconds:
+        s.settimeout(max(0.01, seconds - (time.monotonic() - start)))
+        try:
+            s.recv(4096)
+            answered += 1
+        except socket.timeout:
+            pass
+    return "answered %d in %.1f s" % (answered, time.monotonic() - start)
+
+
+def probe(spec):
+    try:
+        if spec.startswith("dnsflood:"):
+            _, host, n, seconds = spec.split(":")
+            return flood(host, int(n), float(seconds))
+        if spec.startswith("dnsburst:"):
+            _, host, n = spec.split(":")
+            return burst(host, int(n))
+        if spec.startswith("name:"):
+            _, host, port = spec.split(":")
+            try:
+                addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+            except socket.gaierror:
+                return "unresolved"
+            s = socket.socket()
+            s.settimeout(20)
+            s.connect(addr)
+            return s.recv(100).decode().strip()
+        if spec == "raw":
+            socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close()
+            return "made"
+        if spec == "ping":
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP).close()
+            return "made"
+        proto, addr, port, fam = target(spec)
+        if proto == "tcp":
+            s = socket.socket(fam, socket.SOCK_STREAM)
+            s.settimeout(20)
+            s.connect((addr, port))
+            return s.recv(100).decode().strip()
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.settimeout(20)
+        s.sendto(b"hello", (addr, port))
+        return s.recv(100).decode().strip()
+    except socket.timeout:
+        return "timeout"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+for spec in sys.argv[1:]:
+    print(spec, probe(spec), flush=True)

@@ -1,0 +1,310 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Restricted egress (network = restricted): a job reaches exactly what its
+# allow entries admit — address or CIDR, port or range, TCP or UDP —
+# minus its deny-ports and its tenant's, within its tenant's network_allow;
+# every other attempt fails with EPERM and is recorded with verdict deny.
+# The job's traffic goes through a veth of its own in its network
+# namespace to "test hosts": addresses in a network namespace this file
+# makes, with servers on chosen ports. Nothing is left behind after a
+# daemon is killed and restarted, or stopped.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+# The test host: 198.51.100.1, .2 and .5 (TEST-NET-2) in a namespace of
+# our own, behind a veth whose host end is 198.51.100.254.
+setup_file() {
+        sup_init
+        export TNS="sbxt-$$-$RANDOM" TIF="sbxt$((RANDOM % 100000))"
+        export NET_OK=0
+        if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
+                ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
+                        ip addr add 198.51.100.254/24 dev "$TIF" && ip link set "$TIF" up &&
+                        ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
+                        ip -n "$TNS" addr add 198.51.100.1/24 dev eth0 &&
+                        ip -n "$TNS" addr add 198.51.100.2/24 dev eth0 &&
+                        ip -n "$TNS" addr add 198.51.100.5/24 dev eth0 && NET_OK=1
+        fi
+        if [ "$NET_OK" = 1 ]; then
+                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
+                        tcp:198.51.100.1:8080 tcp:198.51.100.1:8081 tcp:198.51.100.1:25 tcp:198.51.100.2:8080 \
+                        tcp:198.51.100.2:8081 tcp:198.51.100.5:8080 udp:198.51.100.1:5353 \
+                        > "$SUP_DIR/servers.out" 2>&1 3>&- &
+                echo $! > "$SUP_DIR/servers.pid"
+                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" 198.51.100.1 > "$SUP_DIR/dns.out" 2>&1 3>&- &
+                echo $! > "$SUP_DIR/dns.pid"
+                for i in $(seq 600); do grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" && break; sleep 0.05; done
+        fi
+        # A pool of our own (10.213.2N.0/23: 128 jobs at once) for this file's daemon.
+        export POOL_X=$((RANDOM % 125 * 2))
+        export POOL="10.213.$POOL_X.0/23"
+        sup_config "network_pool = $POOL
+dns_upstream = 198.51.100.1
+max_jobs = 128"
+        sed -i 's/^max_jobs = 32$/max_jobs = 128/' "$SUP_DIR/sup.conf"
+        sed -i 's/^profiles = default shell$/&\nnetwork = none host restricted\nnetwork_allow = 198.51.100.0\/24:*\/any [2001:db8::\/32]:*\/any *.test:*\/any\nnetwork_deny_ports = 25/' "$SUP_DIR/sup.conf"
+        sup_start
+}
+
+teardown_file() {
+        [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
+        [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
+        sup_fini
+        ip netns del "$TNS" 2>/dev/null || true
+        ip link del "$TIF" 2>/dev/null || true
+}
+
+setup() {
+        require_userns
+        [ "$(id -u)" = 0 ] || skip "restricted jobs need a root daemon (eBPF, veth, nftables)"
+        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here: jobs have no cgroup to attach the programs to"
+        grep -q "restricted jobs: veths" "$SUP_DIR/daemon.log" ||
+                skip "the daemon cannot run restricted jobs here: $(grep -o 'restricted jobs unavailable.*\|network audit unavailable.*' "$SUP_DIR/daemon.log" | head -1)"
+        [ "$NET_OK" = 1 ] && grep -q ready "$SUP_DIR/servers.out" || skip "cannot make the test host's network namespace here"
+}
+
+# probe [sbxctl run options]... -- DEST...: runs net-probe.py in a
+# restricted job; leaves the job id in $id and its output in $output.
+probe() {
+        local opts=()
+        while [ "$1" != -- ]; do opts+=("$1"); shift; done
+        shift
+        run ctl --json submit --network restricted "${opts[@]}" -- python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" "$@"
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        id=$(json_get job <<<"$output")
+        res=$(ctl --json wait "$id")
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; return 1; }
+        run ctl logs "$id"
+}
+
+# events: one line per network event of the job: kind, hostname, qtype,
+# address, port, verdict ("-" for null).
+events() {
+        python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["result"]["network_events"]:
+    print(" ".join("-" if e.get(k) is None else str(e[k]) for k in ("kind", "hostname", "qtype", "address", "port", "verdict")))
+' <<<"$res"
+}
+
+# event N FIELD: the field of the job's Nth network event.
+event() {
+        json_get "result.network_events.$1.$2" <<<"$res"
+}
+
+@test "an allowed destination is reached through the job's own veth, and the connect is recorded as allowed" {
+        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8080
+        [ "$output" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "$(json_get result.network.mode <<<"$res")" = restricted ]
+        [ "$(json_get result.network.audit <<<"$res")" = true ]
+        [ "$(event 0 kind)" = connect ]
+        [ "$(event 0 protocol)" = tcp ]
+        [ "$(event 0 address)" = 198.51.100.1 ]
+        [ "$(event 0 port)" = 8080 ]
+        [ "$(event 0 verdict)" = allow ]
+}
+
+@test "another port, another host, UDP, the host's side of the veth, raw and ping sockets: each refused and recorded as denied" {
+        host_side=$(python3 -c "import ipaddress,sys; print(ipaddress.ip_network(sys.argv[1])[1])" "$POOL")
+        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8081 tcp:198.51.100.2:8080 udp:198.51.100.1:5353 \
+                "tcp:$host_side:22" raw ping tcp:198.51.100.1:8080
+        [ "${lines[0]}" = "tcp:198.51.100.1:8081 EPERM" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8080 EPERM" ]
+        [ "${lines[2]}" = "udp:198.51.100.1:5353 EPERM" ]
+        [ "${lines[3]}" = "tcp:$host_side:22 EPERM" ]
+        # raw: no CAP_NET_RAW in the job; ping: the job's namespace has no
+        # ping_group_range, and the audit refuses ICMP sockets anyway
+        [[ "${lines[4]}" = "raw EPERM" ]]
+        [[ "${lines[5]}" = "ping EACCES" || "${lines[5]}" = "ping EPERM" ]]
+        [ "${lines[6]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "$(event 0 port)" = 8081 ]
+        [ "$(event 0 verdict)" = deny ]
+        [ "$(event 1 address)" = 198.51.100.2 ]
+        [ "$(event 1 verdict)" = deny ]
+        [ "$(event 2 kind)" = sendmsg ]
+        [ "$(event 2 protocol)" = udp ]
+        [ "$(event 2 verdict)" = deny ]
+        [ "$(event 3 address)" = "$host_side" ]
+        [ "$(event 3 verdict)" = deny ]
+        # the last event is the allowed connect; nothing was recorded in between
+        n=$(json_get result.network.events_kept <<<"$res")
+        [ "$(event $((n - 1)) verdict)" = allow ]
+        [ "$(event $((n - 1)) port)" = 8080 ]
+}
+
+@test "deny-ports win over allow entries, the tenant's too" {
+        probe --allow 198.51.100.0/24:*/any --deny-port 8081 -- tcp:198.51.100.1:8080 tcp:198.51.100.1:8081 tcp:198.51.100.1:25 \
+                udp:198.51.100.1:5353
+        [ "${lines[0]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "${lines[1]}" = "tcp:198.51.100.1:8081 EPERM" ]
+        [ "${lines[2]}" = "tcp:198.51.100.1:25 EPERM" ]
+        [ "${lines[3]}" = "udp:198.51.100.1:5353 ok 198.51.100.1:5353" ]
+}
+
+@test "CIDR entries and port ranges admit exactly their addresses and ports; UDP only where allowed" {
+        probe --allow 198.51.100.0/30:8080-8081 --allow 198.51.100.1:5353/udp -- tcp:198.51.100.1:8081 tcp:198.51.100.2:8080 \
+                tcp:198.51.100.5:8080 udp:198.51.100.1:5353 tcp:198.51.100.1:25
+        [ "${lines[0]}" = "tcp:198.51.100.1:8081 ok 198.51.100.1:8081" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8080 ok 198.51.100.2:8080" ]
+        [ "${lines[2]}" = "tcp:198.51.100.5:8080 EPERM" ]
+        [ "${lines[3]}" = "udp:198.51.100.1:5353 ok 198.51.100.1:5353" ]
+        [ "${lines[4]}" = "tcp:198.51.100.1:25 EPERM" ]
+}
+
+@test "IPv6 entries: inside the prefix the kernel is asked (no route: ENETUNREACH), outside it EPERM, both recorded" {
+        probe --allow '[2001:db8:1::/48]:443' -- 'tcp:[2001:db8:1::5]:443' 'tcp:[2001:db8:2::5]:443' 'tcp:[2001:db8:1::5]:444'
+        [ "${lines[0]}" = "tcp:[2001:db8:1::5]:443 ENETUNREACH" ]
+        [ "${lines[1]}" = "tcp:[2001:db8:2::5]:443 EPERM" ]
+        [ "${lines[2]}" = "tcp:[2001:db8:1::5]:444 EPERM" ]
+        [ "$(event 0 family)" = ipv6 ]
+        [ "$(event 0 address)" = 2001:db8:1::5 ]
+        [ "$(event 0 verdict)" = allow ]
+        [ "$(event 1 verdict)" = deny ]
+        [ "$(event 2 verdict)" = deny ]
+}
+
+@test "an allowed hostname resolves through the job's DNS proxy and its address is reached; other names are refused; both audited" {
+        probe --allow db.test:8080 -- name:db.test:8080 name:other.test:8080 tcp:198.51.100.2:8080 tcp:198.51.100.1:8080
+        [ "${lines[0]}" = "name:db.test:8080 ok 198.51.100.1:8080" ]
+        [ "${lines[1]}" = "name:other.test:8080 unresolved" ]
+        [ "${lines[2]}" = "tcp:198.51.100.2:8080 EPERM" ]
+        # the name's address is admitted with the name's ports only... and
+        # reached by address too, as the name was resolved
+        [ "${lines[3]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        # in the order each was made (the proxy's and the programs' events
+        # interleave: glibc's own connect to 127.0.0.1:53 is recorded too)
+        evs=$(events)
+        grep -qx "dns db.test A - - allow" <<<"$evs"
+        grep -qx "dns other.test A - - deny" <<<"$evs"
+        grep -qx "connect db.test - 198.51.100.1 8080 allow" <<<"$evs"
+        grep -qx "connect - - 198.51.100.2 8080 deny" <<<"$evs"
+        grep -qx "connect - - 127.0.0.1 53 allow" <<<"$evs"
+        run ctl result "$id"
+        [[ "$output" == *"net:       dns A db.test allow "* ]]
+        [[ "$output" == *"net:       connect tcp 198.51.100.1:8080 (db.test) allow pid "* ]]
+        # glibc may ask again after a REFUSED: every answer is the same
+        ! grep -q "^dns db.test .* deny$" <<<"$evs"
+        ! grep -q "^dns other.test .* allow$" <<<"$evs"
+}
+
+@test "a burst of queries for an allowed name: at most 16 forwarded at once, the rest refused at once" {
+        probe --allow slow.test:80 -- dnsburst:slow.test:40
+        read -r _ _ answered _ refused <<<"${lines[0]}"
+        [ "$answered" -le 16 ]
+        [ "$answered" -ge 1 ]
+        [ $((answered + refused)) -eq 40 ]
+        evs=$(events)
+        [ "$(grep -c "^dns slow.test A - - allow" <<<"$evs")" -eq "$answered" ]
+        [ "$(grep -c "^dns slow.test A - - deny" <<<"$evs")" -eq "$refused" ]
+}
+
+@test "a flood of queries: the proxy reads at most 100 a second of a job, the rest waits or is dropped by the kernel" {
+        probe --allow db.test:80 -- dnsflood:other.test:1000:1.5
+        read -r _ _ answered _ secs _ <<<"${lines[0]}"
+        # the first second's 100, the next second's, and one more for the
+        # tick's phase: never the thousand
+        [ "$answered" -ge 1 ]
+        [ "$answered" -le $(( (${secs%.*} + 2) * 100 )) ]
+        [ "$answered" -lt 1000 ]
+}
+
+@test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames too" {
+        run ctl submit --network restricted --allow 198.51.100.1:80 --allow 192.0.2.1:80 -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"E_FORBIDDEN"* ]]
+        [[ "$output" == *"field 'network.allow[1]': 192.0.2.1:80/tcp is beyond tenant 'admin''s network_allow"* ]]
+        run ctl submit --network restricted --allow db.internal:5432 -- true
+        [[ "$output" == *"E_FORBIDDEN"* ]]
+        [[ "$output" == *"db.internal:5432/tcp is beyond tenant 'admin''s network_allow"* ]]
+        run ctl submit --allow 198.51.100.1:80 -- true
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--allow and --deny-port go with --network restricted"* ]]
+}
+
+@test "one job's allowlist never admits another's traffic (jobs at once, each its own port)" {
+        ids=()
+        for p in 8080 8081; do
+                run ctl --json submit --network restricted --allow "198.51.100.2:$p" -- \
+                        python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" tcp:198.51.100.2:8080 tcp:198.51.100.2:8081
+                ids+=("$(json_get job <<<"$output")")
+        done
+        ctl wait "${ids[0]}" >/dev/null
+        ctl wait "${ids[1]}" >/dev/null
+        run ctl logs "${ids[0]}"
+        [ "${lines[0]}" = "tcp:198.51.100.2:8080 ok 198.51.100.2:8080" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8081 EPERM" ]
+        run ctl logs "${ids[1]}"
+        [ "${lines[0]}" = "tcp:198.51.100.2:8080 EPERM" ]
+        [ "${lines[1]}" = "tcp:198.51.100.2:8081 ok 198.51.100.2:8081" ]
+}
+
+@test "100 restricted jobs at once: each reaches its own allowed host and never the other's" {
+        ids=()
+        for i in $(seq 100); do
+                h=$((i % 2 ? 1 : 2))
+                run ctl --json submit --network restricted --allow "198.51.100.$h:8080" -- bash -c '
+                        for h in 198.51.100.1 198.51.100.2; do
+                                if exec 3<>"/dev/tcp/$h/8080"; then read -r l <&3; echo "$h $l"; exec 3<&-; else echo "$h refused"; fi
+                        done 2>/dev/null
+                        sleep 3'
+                [ "$status" -eq 0 ]
+                ids+=("$(json_get job <<<"$output")")
+        done
+        for i in $(seq 100); do
+                id=${ids[$((i - 1))]}
+                h=$((i % 2 ? 1 : 2)) o=$((i % 2 ? 2 : 1))
+                res=$(ctl --json wait "$id")
+                [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "job $i: $res"; false; }
+                run ctl logs "$id"
+                [[ "$output" == *"198.51.100.$h ok 198.51.100.$h:8080"* ]] || { echo "job $i: $output"; false; }
+                [[ "$output" == *"198.51.100.$o refused"* ]] || { echo "job $i: $output"; false; }
+        done
+        # every veth went with its job
+        names
+        for i in $(seq 600); do ip -o link show | grep -q " $prefix" || break; sleep 0.05; done
+        ! ip -o link show | grep -q " $prefix"
+}
+
+# The daemon's veth prefix and table, from its log.
+names() {
+        prefix=$(grep -o 'restricted jobs: veths [^*]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
+        table=$(grep -o 'nft table ip [a-z0-9_]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
+        [ -n "$prefix" ] && [ -n "$table" ]
+}
+
+@test "a daemon SIGKILLed with a restricted job running leaves nothing behind once restarted; a stopped one leaves nothing at all" {
+        names
+        run ctl --json submit --network restricted --allow 198.51.100.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
+        id=$(json_get job <<<"$output")
+        ws="$SUP_DIR/state/work/$id"
+        for i in $(seq 600); do [ -e "$ws/up" ] && break; sleep 0.05; done
+        [ -e "$ws/up" ]
+        ip -o link show | grep -q " $prefix"
+        ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
+        cg=$(stat -c %i "$SUP_CGROUP/job-$id")
+        bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        kill -KILL "$SUP_PID"
+        # started by setup_file, it is not ours to wait for: until it is
+        # gone (or a zombie, which holds nothing), its state lock is held
+        for i in $(seq 600); do
+                st=$(awk '/^State:/ { print $2 }' "/proc/$SUP_PID/status" 2>/dev/null || true)
+                [ -z "$st" ] || [ "$st" = Z ] && break
+                sleep 0.05
+        done
+        sup_start
+        run ctl --json wait "$id"
+        [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
+        ! ip -o link show | grep -q " $prefix"
+        ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
+        ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        grep -q "removed 1 veths a previous run left\|restricted jobs: veths" "$SUP_DIR/daemon.log"
+        # and a daemon that stops takes its table and every veth with it
+        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8080
+        [ "${lines[0]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        nft list table ip "$table" >/dev/null
+        sup_stop
+        ! nft list table ip "$table" >/dev/null 2>&1
+        ! ip -o link show | grep -q " $prefix"
+        sup_start
+}

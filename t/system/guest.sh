@@ -1,0 +1,303 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs inside the Debian 12 guest of t/system/run.sh, as root, from the
+# payload disk (/mnt/payload: debs/, readme-sample.sh): installs the
+# packages and checks sbx as an administrator and an ordinary user would.
+# One TAP line per check on standard output; what a failed check saw
+# follows it as # lines. Waits poll for events (never a fixed sleep that
+# must be long enough): the guest may run under TCG on a loaded host.
+set -uo pipefail
+export LC_ALL=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+payload=/mnt/payload
+log=$(mktemp)
+n=0
+cg_service=/sys/fs/cgroup/system.slice/sbx-supervisord.service
+
+echo "# virtualization: $(systemd-detect-virt)"
+echo "# kernel: $(uname -r); cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+
+# check DESCRIPTION COMMAND...: ok when COMMAND succeeds; its output is shown
+# when it does not.
+check() {
+        local desc=$1
+        shift
+        n=$((n + 1))
+        if "$@" >"$log" 2>&1; then
+                echo "ok $n - $desc"
+        else
+                echo "not ok $n - $desc"
+                tail -n 30 "$log" | sed 's/^/# /'
+        fi
+}
+# A check that needs what the guest lacks.
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+# What a check says about itself, shown with its output on failure.
+say() { echo "$*"; }
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds.
+wait_for() {
+        local until=$(($(date +%s) + $1))
+        shift
+        until "$@" >/dev/null 2>&1; do
+                [ "$(date +%s)" -lt "$until" ] || return 1
+                sleep 0.2
+        done
+}
+
+# The ordinary user, in the group the socket and the tenant are for.
+as_user() { (cd /home/alice && setpriv --reuid=alice --regid=alice --init-groups -- env HOME=/home/alice "$@"); }
+sbxctl_u() { as_user sbxctl "$@"; }
+# A job's record (waits for its end), and one field of it.
+record() { sbxctl_u wait --json "$1" 2>/dev/null; }
+state_of() { sbxctl_u status "$1" 2>/dev/null | head -n 1; }
+running() { sbxctl_u status "$1" 2>/dev/null | grep -qw running; }
+job_cg() { echo "$cg_service/job-$1"; }
+
+# --- installing ---------------------------------------------------------------
+install_debs() {
+        dpkg -i "$payload"/debs/*.deb
+}
+check "the packages install (dpkg -i sbx-launch sbx-supervisor sbx-bundle)" install_debs
+
+installed_state() {
+        getent group sbx && getent passwd sbx-job &&
+                [ "$(stat -c %a /var/lib/sbx)" = 711 ] && [ "$(stat -c %a /var/lib/sbx/results)" = 700 ] &&
+                [ -d /run/sbx ] && [ -d /var/log/sbx ] &&
+                [ "$(systemctl is-enabled sbx-supervisord.socket)" = enabled ] &&
+                [ "$(systemctl is-active sbx-supervisord.socket)" = active ] &&
+                ! systemctl is-active sbx-supervisord.service &&
+                dpkg-query -W -f='${Conffiles}\n' sbx-supervisor | grep -q ' /etc/sbx/sbx-supervisord.conf '
+}
+check "installing made the group sbx, the user sbx-job and the state directories, enabled and started the socket (not the daemon), and the configuration is a conffile" installed_state
+
+# The administrator's part: a tenant for the group sbx, a user in it.
+setup_tenant() {
+        cat >>/etc/sbx/sbx-supervisord.conf <<'EOF'
+
+[tenant.users]
+gids = sbx
+profiles = default shell python node
+EOF
+        useradd -m -G sbx alice && systemctl start sbx-supervisord.socket
+}
+check "a tenant for the group sbx, a user alice in it, systemctl start sbx-supervisord.socket" setup_tenant
+
+first_job() {
+        out=$(sbxctl_u run -- echo hello from a job) && say "$out" && [ "$out" = "hello from a job" ] &&
+                wait_for 30 systemctl is-active sbx-supervisord.service
+}
+check "alice's sbxctl run starts the daemon through the socket and gets the job's output" first_job
+
+# --- the daemon under systemd -----------------------------------------------------
+daemon_as_unit_says() {
+        local pid
+        pid=$(systemctl show -p MainPID --value sbx-supervisord.service)
+        say "MainPID $pid"
+        grep -E '^(Uid|NoNewPrivs|Seccomp|CapBnd):' "/proc/$pid/status"
+        cat "/proc/$pid/cgroup"
+        [ "$(systemctl show -p Delegate --value sbx-supervisord.service)" = yes ] &&
+                grep -q "^0::/system.slice/sbx-supervisord.service/supervisor$" "/proc/$pid/cgroup" &&
+                grep -qE '^Uid:\s+0\s' "/proc/$pid/status" &&
+                grep -qE '^NoNewPrivs:\s+1$' "/proc/$pid/status" &&
+                grep -qE '^Seccomp:\s+2$' "/proc/$pid/status" &&
+                for c in memory pids cpu; do
+                        grep -qw $c "$cg_service/cgroup.controllers" && grep -qw $c "$cg_service/cgroup.subtree_control" || return 1
+                done
+}
+check "the daemon runs as the unit says (root, no new privileges, its syscall filter) in the cgroup systemd delegated to it, with memory, pids and cpu enabled for its jobs" daemon_as_unit_says
+
+journal_has_logs() {
+        journalctl -b -u sbx-supervisord.service --no-pager | tail -n 20
+        journalctl -b -u sbx-supervisord.service --no-pager | grep -q "ready on /run/sbx/sbx-supervisord.sock" &&
+                journalctl -b -u sbx-supervisord.service --no-pager |
+                grep -q "job cgroups under $cg_service (delegated); controllers: memory yes, pids yes, cpu yes"
+}
+check "journald holds the daemon's logs (ready, and its delegated job cgroups)" journal_has_logs
+
+# --- limits by the job cgroup ---------------------------------------------------------
+oom_job() {
+        local id r
+        id=$(sbxctl_u submit --memory 64M --timeout 120s -- python3 -c 'b = bytearray(400 << 20); print(len(b))') || return 1
+        r=$(record "$id")
+        say "$r" | jq -c '{state, error, limits: .limits.memory, peak_rss_kb}'
+        [ "$(jq -r .state <<<"$r")" = oom ] && [ "$(jq -r .error.code <<<"$r")" = E_OOM ] &&
+                [ "$(jq -r .limits.memory.by <<<"$r")" = cgroup ]
+}
+check "a job over memory.max (64M, touching 400M) ends oom with E_OOM" oom_job
+
+fork_bomb() {
+        local id cg max=0 cur
+        id=$(sbxctl_u submit --processes 32 --timeout 300s -- sh -c 'b() { b | b & }; b; sleep 300') || return 1
+        cg=$(job_cg "$id")
+        # until the bomb has hit pids.max
+        wait_for 120 sh -c "grep -q '^max [1-9]' $cg/pids.events" || { say "pids.events never counted a refusal"; cat "$cg/pids.events"; return 1; }
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+                cur=$(cat "$cg/pids.current")
+                [ "$cur" -gt "$max" ] && max=$cur
+                sleep 0.2
+        done
+        say "pids.max $(cat "$cg/pids.max"), highest pids.current seen $max, $(cat "$cg/pids.events")"
+        sbxctl_u cancel "$id" >/dev/null
+        r=$(record "$id")
+        [ "$(cat "$cg/pids.max" 2>/dev/null || echo 32)" = 32 ] && [ "$max" -le 32 ] &&
+                [ "$(jq -r .limits.processes.by <<<"$r")" = cgroup ] && [ "$(jq -r .limits.processes.value <<<"$r")" = 32 ]
+}
+check "a fork bomb stops at pids.max (32 processes; the kernel refused the rest)" fork_bomb
+
+# The CPU share of a spinning job over 6 s, from its cgroup's cpu.stat
+# (usage_usec against the clock), then its record's limits.cpus.by.
+spin_share() {
+        local id cg u0 t0 u1 t1 r
+        id=$(sbxctl_u submit "$@" --timeout 300s -- sh -c 'while :; do :; done') || return 1
+        cg=$(job_cg "$id")
+        wait_for 60 sh -c "awk '\$1 == \"usage_usec\" && \$2 > 200000 { ok = 1 } END { exit !ok }' $cg/cpu.stat" ||
+                { say "job $id never ran"; return 1; }
+        u0=$(awk '$1 == "usage_usec" { print $2 }' "$cg/cpu.stat") t0=$(date +%s%N)
+        sleep 6
+        u1=$(awk '$1 == "usage_usec" { print $2 }' "$cg/cpu.stat") t1=$(date +%s%N)
+        say "job $id ($*): cpu.max $(cat "$cg/cpu.max"), usage_usec $u0 -> $u1 in $(((t1 - t0) / 1000)) us" >&2
+        sbxctl_u cancel "$id" >/dev/null
+        r=$(record "$id")
+        echo "$(((u1 - u0) * 1000 / ((t1 - t0) / 1000))) $(jq -r .limits.cpus.by <<<"$r")"
+}
+half_cpu() {
+        local full half
+        full=$(spin_share) && half=$(spin_share --cpus 0.5) || return 1
+        say "per mille of a CPU, and limits.cpus.by: unlimited $full; --cpus 0.5: $half"
+        set -- $full $half
+        # unlimited, a spinning job takes a whole CPU of the guest's two
+        [ "$1" -gt 800 ] && [ "$3" -gt 400 ] && [ "$3" -lt 600 ] && [ "$4" = cgroup ]
+}
+check "--cpus 0.5 yields about half a CPU (usage_usec of cpu.stat over 6 s; an unlimited spin takes a whole one)" half_cpu
+
+cancel_kills_all() {
+        local id cg pids uid
+        # setsid: one process escapes the job's session and process group,
+        # not its cgroup.
+        id=$(sbxctl_u submit --timeout 300s -- sh -c 'sleep 600 & setsid sleep 600 & sleep 600 & wait') || return 1
+        cg=$(job_cg "$id")
+        wait_for 60 sh -c "[ \$(wc -l < $cg/cgroup.procs) -ge 4 ]" || { cat "$cg/cgroup.procs"; return 1; }
+        pids=$(cat "$cg/cgroup.procs")
+        uid=$(stat -c %u "/proc/$(head -n 1 <<<"$pids")")
+        say "job $id, uid $uid, processes: $(echo $pids)"
+        sbxctl_u cancel "$id" >/dev/null
+        r=$(record "$id")
+        say "$r" | jq -c '{state, error}'
+        wait_for 30 sh -c "! [ -e $cg/cgroup.procs ] || ! [ -s $cg/cgroup.procs ]" || { say "left in the cgroup:"; cat "$cg/cgroup.procs"; return 1; }
+        for p in $pids; do
+                [ ! -e "/proc/$p" ] || { say "process $p lives on"; return 1; }
+        done
+        ! pgrep -u "$uid" && [ "$(jq -r .state <<<"$r")" = killed ]
+}
+check "cancel leaves nothing behind (cgroup.kill: a process in a session of its own goes too)" cancel_kills_all
+
+limits_by_cgroup() {
+        local id r
+        id=$(sbxctl_u submit --memory 128M --processes 64 --cpus 1 --cpu 60s -- true) && r=$(record "$id") || return 1
+        say "$r" | jq -c .limits
+        jq -e '.limits.memory.by == "cgroup" and .limits.processes.by == "cgroup" and .limits.cpus.by == "cgroup" and .limits.cpu_s.by == "cgroup" and .cgroup == true' <<<"$r"
+}
+check "limits in the result say \"by\": \"cgroup\" (memory, processes, cpus, cpu time)" limits_by_cgroup
+
+# --- stopping and killing the daemon -------------------------------------------------
+submit_sleepers() {
+        local i id
+        for i in $(seq "$1"); do
+                id=$(sbxctl_u submit --timeout 600s -- sleep 600) || return 1
+                echo "$id"
+        done
+}
+all_running() {
+        local id
+        for id in "$@"; do running "$id" || return 1; done
+}
+records_of() {
+        local id r
+        for id in "$@"; do
+                # wait: a daemon that has just started may still be
+                # recording the jobs it found cut off (E_NOT_DONE)
+                r=$(timeout 120 setpriv --reuid=alice --regid=alice --init-groups -- sbxctl wait --json "$id" 2>&1)
+                jq -e .state <<<"$r" >/dev/null 2>&1 || { say "job $id: no record: $r"; return 1; }
+                say "job $id: $(jq -c '{state, error: .error.code, ended}' <<<"$r")"
+                jq -e '.ended != null and (.state == "killed" or .state == "error")' <<<"$r" >/dev/null || return 1
+        done
+}
+
+stop_with_jobs() {
+        local ids
+        ids=$(submit_sleepers 3) || return 1
+        wait_for 90 all_running $ids || { say "jobs not running"; return 1; }
+        systemctl stop sbx-supervisord.service || return 1
+        # the next connection starts the daemon again (socket activation)
+        records_of $ids
+}
+check "systemctl stop with jobs running: every job has a record" stop_with_jobs
+
+kill_and_start() {
+        local ids listed
+        ids=$(submit_sleepers 2) || return 1
+        wait_for 90 all_running $ids || { say "jobs not running"; return 1; }
+        systemctl kill -s KILL sbx-supervisord.service
+        wait_for 60 sh -c '! systemctl is-active -q sbx-supervisord.service || [ "$(systemctl show -p NRestarts --value sbx-supervisord.service)" -gt 0 ]'
+        systemctl start sbx-supervisord.service || return 1
+        records_of $ids || return 1
+        listed=$(sbxctl_u ls --limit 50)
+        for id in $ids; do grep -q "$id" <<<"$listed" || { say "$id not in sbxctl ls"; return 1; }; done
+}
+check "systemctl kill -s KILL, then start: no job lost (each has a record and is listed)" kill_and_start
+
+# --- hardening -------------------------------------------------------------------------
+exposure() {
+        systemd-analyze security --no-pager sbx-supervisord.service | tail -n 1
+}
+e=$(exposure | grep -oE '[0-9]+\.[0-9]+' | head -n 1)
+n=$((n + 1))
+if [ -n "$e" ] && awk -v e="$e" 'BEGIN { exit !(e <= 3.0) }'; then
+        echo "ok $n - systemd-analyze security: exposure $e, at most 3.0"
+else
+        echo "not ok $n - systemd-analyze security: exposure ${e:-unknown}, at most 3.0 # TODO the daemon stays root with user namespaces and the network its jobs need; see contrib/systemd/sbx-supervisord.service.in"
+        systemd-analyze security --no-pager sbx-supervisord.service | grep '✗' | sed 's/^/# /'
+fi
+check "systemd-analyze security: exposure ${e:-unknown} at most 4.6 (what the shipped unit reaches with every job above working)" \
+        awk -v e="${e:-99}" 'BEGIN { exit !(e <= 4.6) }'
+
+# --- as an unprivileged user, with the installed launcher ------------------------------
+check_host() {
+        as_user sbx-launch --check-host
+        as_user sbx-launch --check-host | grep -q '^ok       namespaces: ' &&
+                as_user sbx-launch --check-host | grep -q '^ok       cgroup v2: unified, with the memory, pids and cpu controllers and cgroup.kill'
+}
+check "sbx-launch --check-host as alice: every requirement met on this host" check_host
+
+profile_cmd() {
+        case $1 in
+        default) echo "sh -c 'echo ran under default'" ;;
+        shell) echo "sh -c 'echo ran under shell'" ;;
+        python) echo "python3 -c 'print(\"ran under python\")'" ;;
+        node) echo "node -e 'console.log(\"ran under node\")'" ;;
+        esac
+}
+launch_profile() {
+        local out
+        out=$(eval "as_user sbx-launch --profile $1 -- $(profile_cmd "$1")") && say "$out" && [ "$out" = "ran under $1" ]
+}
+job_profile() {
+        local out
+        out=$(eval "sbxctl_u run --profile $1 -- $(profile_cmd "$1")") && say "$out" && [ "$out" = "ran under $1" ]
+}
+for p in default shell python node; do
+        check "the shipped profile $p runs alice's command with sbx-launch" launch_profile $p
+        check "the shipped profile $p runs alice's job through the daemon" job_profile $p
+done
+
+readme_sample() {
+        local cmd out
+        cmd=$(cat "$payload/readme-sample.sh")
+        [ -n "$cmd" ] || { say "no sample job found in the README"; return 1; }
+        say "$cmd"
+        out=$(as_user sh -c "$cmd") && say "$out" && grep -q '^hello from ' <<<"$out" &&
+                grep -qE '^NoNewPrivs:\s+1$' <<<"$out" && grep -qE '^Seccomp:\s+2$' <<<"$out"
+}
+check "the README's sample job runs as alice with the installed sbx-launch" readme_sample
+
+echo "1..$n"
