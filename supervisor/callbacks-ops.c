@@ -98,6 +98,12 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         struct callbacks *cb = &d->cb;
         cb->d = d;
         list_init(&cb->items);
+        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = -1;
+        /* Reference-counted by libcurl (bundles' fetches take one too);
+         * before the thread starts, as libcurl asks. */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return sbx_error_msg(err, EIO, "callbacks: libcurl initialisation failed");
+        cb->curl_inited = true;
         int r = open_dir(d->dirs.state_fd, "callbacks", &cb->dir_fd);
         if (r == 0)
                 r = open_dir(cb->dir_fd, "outbox", &cb->outbox_fd);
@@ -137,8 +143,9 @@ void callbacks_done(struct daemon *d) {
         cb->th = NULL;
         if (cb->done_src.fd > 0)
                 loop_del(&cb->done_src);
-        if (cb->timer_fd > 0) {
-                loop_del(&cb->timer_src);
+        if (cb->timer_fd >= 0) {
+                if (cb->timer_src.fd > 0)
+                        loop_del(&cb->timer_src);
                 close(cb->timer_fd);
         }
         list_for_each_safe(pos, tmp, &cb->items) {
@@ -146,9 +153,12 @@ void callbacks_done(struct daemon *d) {
                 list_del(pos);
                 cb_item_free(it);
         }
-        for (int *fd = &cb->dir_fd; fd <= &cb->dead_fd; fd++)
-                if (*fd > 0)
-                        close(*fd);
+        int *fds[] = { &cb->dir_fd, &cb->outbox_fd, &cb->dead_fd };
+        for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+                if (*fds[i] >= 0)
+                        close(*fds[i]);
+        if (cb->curl_inited)
+                curl_global_cleanup();
         cb->d = NULL;
 }
 

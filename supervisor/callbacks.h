@@ -43,6 +43,7 @@ struct callbacks {
         int timer_fd;
         struct source timer_src, done_src;
         struct cb_thread *th;
+        bool curl_inited;
 };
 
 /* Open (or make) the directories and read what they hold: deliveries

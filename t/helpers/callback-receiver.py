@@ -18,7 +18,7 @@ each POST as DIR/mode says (read at every request; "ok" when absent):
 Every request is appended to DIR/log as one JSON line: the time, the
 status answered, the X-Sbx-* and traceparent headers, whether the
 X-Sbx-Signature verifies with the secret, and the body's job, delivery,
-trace_id and result state.
+trace_id, and result state and end time.
 """
 import hashlib
 import hmac
@@ -99,6 +99,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "body_delivery": doc.get("delivery"),
             "trace_id": doc.get("trace_id"),
             "state": (doc.get("result") or {}).get("state"),
+            "ended": (doc.get("result") or {}).get("ended"),
         }
         with lock:
             with open(os.path.join(DIR, "log"), "a") as f:
