@@ -13,7 +13,8 @@ each POST as DIR/mode says (read at every request; "ok" when absent):
     429 SECONDS     429 with Retry-After: SECONDS
     stall SECONDS   read the request, then answer 200 only after SECONDS
     refuse          close the listening socket (connections are refused)
-                    until the mode changes
+                    until the mode changes; a request on a connection
+                    kept alive from before is cut without an answer
 
 Every request is appended to DIR/log as one JSON line: the time, the
 status answered, the X-Sbx-* and traceparent headers, whether the
@@ -68,6 +69,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
         m = mode()
+        if m[0] == "refuse":
+            # Down: a connection kept alive from before is cut too.
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         status, extra = 200, {}
         with lock:
             if m[0] == "fail":
