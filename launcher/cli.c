@@ -491,6 +491,11 @@ void cli_parse(struct launch *l, int argc, char **argv) {
         struct sbx_error err = { 0 };
         if (profile_validate(&l->profile, &err) < 0)
                 die("profile", "%s", err.msg);
+        /* Recording connections takes eBPF programs on the job's cgroup,
+         * which need root: asked of sbx-launch alone, it fails closed. */
+        if (l->profile.net_audit && !l->print_profile)
+                die("profile", "[net] audit = yes: the connection audit is attached by sbx-supervisord (eBPF on the job's cgroup); "
+                               "sbx-launch alone cannot record connections");
 
         if (cmd >= argc && !l->print_profile && !l->check)
                 die("usage", "no command given (see --help)");

@@ -166,6 +166,7 @@ enum {
         BOOL_NEW_SESSION,
         BOOL_ENV_CLEAR,
         BOOL_SYS,
+        BOOL_NET_AUDIT,
 };
 
 static int k_bool(struct kctx *c) {
@@ -178,6 +179,7 @@ static int k_bool(struct kctx *c) {
         case BOOL_NEW_SESSION: c->p->new_session = b; break;
         case BOOL_ENV_CLEAR: c->p->env_clear = b; break;
         case BOOL_SYS: c->p->sys = b; break;
+        case BOOL_NET_AUDIT: c->p->net_audit = b; break;
         }
         return 0;
 }
@@ -412,6 +414,7 @@ static const struct keydef keys[] = {
         { "net", "mode", KEY_SCALAR, k_net_mode, 0 },
         { "net", "tcp-bind", KEY_LIST, k_ports, 0 },
         { "net", "tcp-connect", KEY_LIST, k_ports, 1 },
+        { "net", "audit", KEY_SCALAR, k_bool, BOOL_NET_AUDIT },
 
         { "limits", "timeout", KEY_SCALAR, k_limit, LIM_TIMEOUT },
         { "limits", "cpu", KEY_SCALAR, k_limit, LIM_CPU },

@@ -273,6 +273,8 @@ static int write_net_limits(const struct profile *p, FILE *f, struct val *v) {
                 return r;
         if (p->ports_set && !p->n_bind_ports && !p->n_connect_ports && (r = emit_str(f, v, "tcp-bind", "none")) < 0)
                 return r;
+        if (p->net_audit && (r = emit_str(f, v, "audit", "yes")) < 0)
+                return r;
 
         fprintf(f, "\n[limits]\n");
         if ((r = write_limit(f, v, "timeout", l->timeout_ms, 't')) < 0 ||

@@ -166,7 +166,7 @@ bool profile_equal(const struct profile *a, const struct profile *b) {
                 if (a->env[i].type != b->env[i].type || !str_eq(a->env[i].name, b->env[i].name) ||
                     !str_eq(a->env[i].value, b->env[i].value))
                         return false;
-        if (a->net != b->net || a->ports_set != b->ports_set || a->n_bind_ports != b->n_bind_ports ||
+        if (a->net != b->net || a->net_audit != b->net_audit || a->ports_set != b->ports_set || a->n_bind_ports != b->n_bind_ports ||
             a->n_connect_ports != b->n_connect_ports ||
             (a->n_bind_ports && memcmp(a->bind_ports, b->bind_ports, a->n_bind_ports * sizeof(uint16_t))) ||
             (a->n_connect_ports &&

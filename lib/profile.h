@@ -162,6 +162,8 @@ struct profile {
         uint16_t *connect_ports;  /* Landlock TCP connect allow list (ABI 4) */
         size_t n_connect_ports;
         bool ports_set;           /* any port rule given: restrict TCP */
+        bool net_audit;           /* [net] audit: asked of sbx-supervisord, which attaches the
+                                   * eBPF audit to the job's cgroup (sbx-launch alone refuses it) */
 
         /* [limits] */
         struct profile_limits limits;

@@ -17,6 +17,7 @@
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
+#include "netjob.h"
 #include "profile.h"
 #include "runner.h"
 #include "subscribe.h"
@@ -165,6 +166,11 @@ void accept_run(struct conn *c, struct request *req) {
         _cleanup_free_ char *profile_path = NULL;
         if (!req->run.bundle && resolve_profile(d, c, req, pol.profile, &profile_path) < 0)
                 return;
+        char why[SBX_ERROR_MAX];
+        if (profile_path && netjob_profile_policy(&d->caps, pol.profile, profile_path, &pol, why, sizeof(why)) < 0) {
+                refuse(c, req, E_UNSUPPORTED, "%s", why);
+                return;
+        }
 
         struct rjob *rj = rjob_new(d);
         if (!rj) {

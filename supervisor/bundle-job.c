@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "grant.h"
 #include "log.h"
+#include "netjob.h"
 #include "profile.h"
 #include "runner.h"
 
@@ -141,6 +142,12 @@ static void ready(struct bwait *w, const struct resolution *r) {
                          d->cfg->profile_path);
                 free(np);
                 end(rj, e == -ENOENT ? E_NO_PROFILE : E_INTERNAL, msg);
+                return;
+        }
+        char why[SBX_ERROR_MAX];
+        if (netjob_profile_policy(&d->caps, pol.profile, profile, &pol, why, sizeof(why)) < 0) {
+                free(np);
+                end(rj, E_UNSUPPORTED, why);
                 return;
         }
         j->pol = pol;

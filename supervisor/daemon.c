@@ -19,6 +19,7 @@
 #include "bundle.h"
 #include "daemon.h"
 #include "metrics-http.h"
+#include "dnsproxy.h"
 #include "netjob.h"
 #include "dispatch.h"
 #include "log.h"
@@ -144,6 +145,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         conns_expire_partial(&d->conns, now, d->cfg->request_timeout_ms);
         commit_retry(d, now);
         bundles_housekeeping(d);
+        dnsproxy_tick(d);
 }
 
 #define CPU_CHECK_MS 250
@@ -316,6 +318,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         if (conns_init(&d->conns, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         list_init(&d->cg.releasing);
+        list_init(&d->dns_paused);
         if (sched_init(&d->sched, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         if (sodium_init() < 0)

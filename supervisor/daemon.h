@@ -65,8 +65,9 @@ struct daemon {
         char net_ifprefix[12];    /* restricted jobs' veths: PREFIX + slot */
         char net_table[16];       /* the nft table (ip family) */
         uint8_t *net_used;        /* slots of network_pool in use, a bit each */
-        unsigned net_slots;
+        unsigned net_slots, net_next;
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
+        struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

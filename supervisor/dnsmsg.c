@@ -29,7 +29,9 @@ static int name_of(ldns_rr *q, char *out, size_t len) {
         size_t n = strlen(s);
         if (n > 1 && s[n - 1] == '.')
                 s[--n] = '\0';
-        if (n == 0 || n >= len) {
+        /* ldns spells bytes outside letters, digits and '-' as \DDD, so a
+         * name may come out longer than the 253 of the wire */
+        if (n == 0 || n > DNSMSG_NAME_MAX || n >= len) {
                 free(s);
                 return -EINVAL;
         }
@@ -52,7 +54,7 @@ int dnsmsg_parse_query(const uint8_t *buf, size_t len, struct dns_query *ret) {
         return name_of(q, ret->name, sizeof(ret->name));
 }
 
-int dnsmsg_refused(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *ret_len) {
+int dnsmsg_error(const uint8_t *buf, size_t len, int rcode, uint8_t *out, size_t cap, size_t *ret_len) {
         _cleanup_pkt_ ldns_pkt *p = NULL, *r = NULL;
         uint8_t *wire = NULL;
         size_t n = 0;
@@ -65,7 +67,7 @@ int dnsmsg_refused(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, siz
         ldns_pkt_set_opcode(r, LDNS_PACKET_QUERY);
         ldns_pkt_set_rd(r, ldns_pkt_rd(p));
         ldns_pkt_set_ra(r, true);
-        ldns_pkt_set_rcode(r, LDNS_RCODE_REFUSED);
+        ldns_pkt_set_rcode(r, (uint8_t) rcode);
         ldns_rr *q = ldns_rr_clone(question(p));
         if (!q || !ldns_pkt_push_rr(r, LDNS_SECTION_QUESTION, q))
                 return -ENOMEM;

@@ -12,6 +12,10 @@
 #define DNSMSG_MAX 4096      /* bytes of a message over UDP that we read */
 #define DNSMSG_ADDRS_MAX 32  /* addresses taken from one answer */
 
+/* Response codes (RFC 1035 4.1.1) */
+#define DNSMSG_SERVFAIL 2
+#define DNSMSG_REFUSED 5
+
 struct dns_query {
         uint16_t id;
         uint16_t qtype;                /* LDNS_RR_TYPE_A, _AAAA, ... */
@@ -20,9 +24,10 @@ struct dns_query {
 
 /* A standard query with exactly one question; -EINVAL otherwise. */
 int dnsmsg_parse_query(const uint8_t *buf, size_t len, struct dns_query *ret);
-/* The REFUSED answer to the query in buf (same id and question), in out
- * (cap bytes); -EINVAL when buf is no query, -ENOSPC when out is short. */
-int dnsmsg_refused(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *ret_len);
+/* An answer with rcode (DNSMSG_REFUSED, DNSMSG_SERVFAIL) and nothing else
+ * to the query in buf (same id and question), in out (cap bytes); -EINVAL
+ * when buf is no query, -ENOSPC when out is short. */
+int dnsmsg_error(const uint8_t *buf, size_t len, int rcode, uint8_t *out, size_t cap, size_t *ret_len);
 /* An answer to q (its id, a response, the same question): the A and AAAA
  * records of its answer section, as 16-byte addresses (IPv4 mapped),
  * at most max; -EINVAL when it answers something else. */

@@ -26,6 +26,10 @@ struct dnsproxy {
         struct rjob *rj;
         int fd;
         struct source src;
+        unsigned tokens;         /* queries it may still send before refill_ms + 1 s */
+        uint64_t refill_ms;      /* CLOCK_MONOTONIC */
+        bool paused;             /* its socket is not read until dnsproxy_tick() */
+        struct list paused_link; /* in the daemon's dns_paused */
         struct list pending;     /* struct dns_pending.link */
         unsigned n_pending;
         struct dns_name *names;  /* addresses its answers gave, with their names */
@@ -41,7 +45,14 @@ struct dns_pending {
         struct source src;
         struct dns_query q;
         struct sockaddr_in peer; /* the job's socket that asked */
+        uint64_t since_ms;       /* CLOCK_MONOTONIC */
+        size_t len;
+        uint8_t query[];         /* as the job sent it, for an error answer */
 };
+
+/* An upstream that has not answered in this long never will: the job's
+ * resolver has given up too, and the slot is freed for its next query. */
+#define PENDING_EXPIRE_MS 10000
 
 int dnsproxy_setup(struct daemon *d) {
         struct sockaddr_in6 *up = &d->dns_upstream;
@@ -98,11 +109,15 @@ static void reply(struct dnsproxy *px, const struct sockaddr_in *peer, const uin
                 log_debug(JOB_LOG ": DNS proxy: answer not sent: %s", JOB_LOG_ARGS(&px->rj->j), strerror(errno));
 }
 
-static void refuse(struct dnsproxy *px, const struct sockaddr_in *peer, const uint8_t *q, size_t len) {
+static void answer_error(struct dnsproxy *px, const struct sockaddr_in *peer, const uint8_t *q, size_t len, int rcode) {
         uint8_t out[DNSMSG_MAX];
         size_t n;
-        if (dnsmsg_refused(q, len, out, sizeof(out), &n) == 0)
+        if (dnsmsg_error(q, len, rcode, out, sizeof(out), &n) == 0)
                 reply(px, peer, out, n);
+}
+
+static void refuse(struct dnsproxy *px, const struct sockaddr_in *peer, const uint8_t *q, size_t len) {
+        answer_error(px, peer, q, len, DNSMSG_REFUSED);
 }
 
 static void pending_free(struct dns_pending *p) {
@@ -138,8 +153,9 @@ static void on_upstream(struct source *s, uint32_t events) {
         if (k < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
         if (k <= 0 || dnsmsg_answers(buf, (size_t) k, &p->q, addrs, DNSMSG_ADDRS_MAX, &n) < 0) {
-                /* an ICMP error, or not the answer to this query: the job
-                 * asks again */
+                /* an ICMP error (nothing listens there), or not the answer
+                 * to this query: the job hears at once, not at its timeout */
+                answer_error(px, &p->peer, p->query, p->len, DNSMSG_SERVFAIL);
                 pending_free(p);
                 return;
         }
@@ -164,9 +180,12 @@ static void on_upstream(struct source *s, uint32_t events) {
 static int forward(struct dnsproxy *px, const struct dns_query *q, const struct sockaddr_in *peer, const uint8_t *buf, size_t len) {
         const struct sockaddr_in6 *up = &px->rj->d->dns_upstream;
         socklen_t ul = up->sin6_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-        struct dns_pending *p = calloc(1, sizeof(*p));
+        struct dns_pending *p = calloc(1, sizeof(*p) + len);
         if (!p)
                 return -ENOMEM;
+        memcpy(p->query, buf, len);
+        p->len = len;
+        p->since_ms = now_mono_ms();
         p->fd = socket(up->sin6_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (p->fd < 0 || connect(p->fd, (const struct sockaddr *) up, ul) < 0 || send(p->fd, buf, len, MSG_NOSIGNAL) < 0) {
                 int r = -errno;
@@ -189,11 +208,56 @@ static int forward(struct dnsproxy *px, const struct dns_query *q, const struct 
         return 0;
 }
 
+static void expire(struct dnsproxy *px) {
+        struct list *pos, *tmp;
+        uint64_t now = now_mono_ms();
+        list_for_each_safe(pos, tmp, &px->pending) {
+                struct dns_pending *p = list_entry(pos, struct dns_pending, link);
+                if (now - p->since_ms >= PENDING_EXPIRE_MS)
+                        pending_free(p);
+        }
+}
+
+/* A job's queries a second: a token each, DNSPROXY_RATE again every second. */
+static bool take_token(struct dnsproxy *px) {
+        uint64_t now = now_mono_ms();
+        if (now - px->refill_ms >= 1000) {
+                px->tokens = DNSPROXY_RATE;
+                px->refill_ms = now;
+        }
+        if (px->tokens == 0)
+                return false;
+        px->tokens--;
+        return true;
+}
+
+static void pause_reading(struct dnsproxy *px) {
+        if (px->paused || loop_mod(&px->src, 0) < 0)
+                return;
+        px->paused = true;
+        list_add_tail(&px->rj->d->dns_paused, &px->paused_link);
+}
+
+void dnsproxy_tick(struct daemon *d) {
+        while (!list_empty(&d->dns_paused)) {
+                struct dnsproxy *px = list_entry(d->dns_paused.next, struct dnsproxy, paused_link);
+                list_del(&px->paused_link);
+                px->paused = false;
+                if (loop_mod(&px->src, EPOLLIN) < 0)
+                        log_warning(JOB_LOG ": DNS proxy: cannot read its socket again", JOB_LOG_ARGS(&px->rj->j));
+        }
+}
+
 static void on_query(struct source *s, uint32_t events) {
         struct dnsproxy *px = container_of(s, struct dnsproxy, src);
         const struct netpolicy *pol = px->rj->j.req.run.netpol;
+        expire(px);
         /* a bounded batch per wakeup: a flood waits its turn in the socket */
         for (int i = 0; i < 64; i++) {
+                if (!take_token(px)) {
+                        pause_reading(px);
+                        return;
+                }
                 uint8_t buf[DNSMSG_MAX];
                 struct sockaddr_in peer;
                 socklen_t pl = sizeof(peer);
@@ -220,7 +284,10 @@ int dnsproxy_start(struct rjob *rj, int fd) {
         }
         px->rj = rj;
         px->fd = fd;
+        px->tokens = DNSPROXY_RATE;
+        px->refill_ms = now_mono_ms();
         list_init(&px->pending);
+        list_init(&px->paused_link);
         int r = loop_add(&px->src, fd, EPOLLIN, on_query);
         if (r < 0) {
                 close(fd);
@@ -238,6 +305,8 @@ void dnsproxy_stop(struct rjob *rj) {
                 return;
         while (!list_empty(&px->pending))
                 pending_free(list_entry(px->pending.next, struct dns_pending, link));
+        if (px->paused)
+                list_del(&px->paused_link);
         loop_del(&px->src);
         close(px->fd);
         free(px->names);

@@ -88,6 +88,12 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         /* restricted: a network namespace of its own, like none; the
          * daemon adds its veth before the command runs (--block-fd). */
         fprintf(f, "[net]\nmode = %s\n", pol->net == NET_HOST ? "host" : "none");
+        /* The audit, when there is one, is ours (eBPF on the job's
+         * cgroup): a named profile's audit = yes is answered, and the
+         * launcher, which cannot audit, is not asked to. Without one, such
+         * a profile's key stands and the launcher refuses to run. */
+        if (pol->net_audit)
+                fprintf(f, "audit = no\n");
         /* An rlimit on the address space does not see memory in a memfd:
          * without the memory controller, a job may not make one (a
          * "memory" limit it could step around would be no limit). */

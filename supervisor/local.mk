@@ -65,7 +65,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/registry.h supervisor/registry.c \
 	supervisor/bundle.h supervisor/bundle-internal.h supervisor/bundle.c \
 	supervisor/bundle-job.c supervisor/bundle-ops.c \
-	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c \
+	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c supervisor/netveth.h supervisor/netveth.c \
 	supervisor/veth.h supervisor/veth.c supervisor/nft.h supervisor/nft.c \
 	supervisor/dnsproxy.h supervisor/dnsproxy.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h

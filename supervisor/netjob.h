@@ -8,6 +8,8 @@
 #include <stddef.h>
 
 struct daemon;
+struct daemon_caps;
+struct policy_decision;
 struct rjob;
 
 /* At start: load the audit programs where the daemon can (root, job
@@ -19,16 +21,14 @@ void netjob_teardown(struct daemon *d);
 /* Attach the audit to rj's cgroup if its policy asks for one: 0, or
  * -errno with msg (of len bytes) saying why the job cannot run. */
 int netjob_start(struct rjob *rj, char *msg, size_t len);
-/* Detach (the ring's last events of the job delivered first), and take
- * a restricted job's veth down (off the loop). */
-void netjob_end(struct rjob *rj);
+/* Does the profile file at path say [net] audit = yes? (Not when it
+ * cannot be read: then the launcher, reading the same file, refuses.) */
+bool netjob_profile_audit(const char *path);
+/* pol asks for no audit and the profile at path does: the audit is
+ * added, or refused (-EPERM, msg saying why) where there is none. */
+int netjob_profile_policy(const struct daemon_caps *caps, const char *profile_name, const char *path, struct policy_decision *pol,
+                          char *msg, size_t len);
 
-/* Does rj's launcher get --info-fd and --block-fd (a restricted job)? */
-bool netjob_handshake(const struct rjob *rj);
-/* The launcher of a restricted job runs: read its info line from info_fd,
- * make the job's veth in the namespace it names, then write to block_fd
- * (or close it unwritten, which fails the launcher at step block-fd and
- * the job with the reason in its record). Takes both fds, even on error. */
-int netjob_launched(struct rjob *rj, int info_fd, int block_fd);
-/* Why the job's network could not be set up, or NULL. */
-const char *netjob_failure(const struct rjob *rj);
+/* Detach (the ring's last events of the job delivered first), and let a
+ * restricted job's veth and DNS proxy go. */
+void netjob_end(struct rjob *rj);

@@ -21,6 +21,7 @@
 #include "launchspec.h"
 #include "log.h"
 #include "netjob.h"
+#include "netveth.h"
 #include "prepare.h"
 #include "runner.h"
 #include "spawn.h"
@@ -213,7 +214,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .workspace = ws,
                 .j = &rj->j,
                 .cg_limits = rj->cg_limits,
-                .handshake = netjob_handshake(rj),
+                .handshake = netveth_handshake(rj),
         };
         int r = launchspec_build(&in, ls, err);
         if (r < 0)
@@ -236,7 +237,7 @@ void runner_launch(struct rjob *rj) {
         memset(&p, -1, sizeof(p));
 
         r = prepare(rj, &ls, &profile_fd, &stdin_fd, &err);
-        if (r == 0 && (r = pipes_open(&p, netjob_handshake(rj))) < 0)
+        if (r == 0 && (r = pipes_open(&p, netveth_handshake(rj))) < 0)
                 sbx_error_set(&err, r, "pipe");
         if (r == 0) {
                 r = spawn(rj, &ls, profile_fd, stdin_fd, &p, &pidfd);
@@ -257,7 +258,7 @@ void runner_launch(struct rjob *rj) {
                 p.out[0] = p.err[0] = p.status[0] = p.report[0] = -1;
                 /* A restricted job waits at --block-fd until its veth is up. */
                 if (r == 0 && p.info[0] >= 0) {
-                        r = netjob_launched(rj, p.info[0], p.block[1]);
+                        r = netveth_launched(rj, p.info[0], p.block[1]);
                         p.info[0] = p.block[1] = -1;
                 }
                 if (r < 0) {
@@ -330,9 +331,9 @@ void runner_exited(struct rjob *rj) {
                 snprintf(rj->setup_step, sizeof(rj->setup_step), "%s", x.setup_step);
         /* The launcher failed at block-fd because its network could not be
          * made: the record says why. */
-        if (netjob_failure(rj) && x.setup_step) {
+        if (netveth_failure(rj) && x.setup_step) {
                 x.setup_step = "network";
-                x.setup_message = netjob_failure(rj);
+                x.setup_message = netveth_failure(rj);
         }
         job_exited(&rj->j, &x);
         runner_end(rj);

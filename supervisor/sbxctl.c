@@ -226,8 +226,17 @@ static int exit_status_of(json_t *res) {
         return 125;
 }
 
-/* One network event on a line: "connect tcp 127.0.0.1:8080 allow pid 42 (curl)". */
+/* One network event on a line: "connect tcp 127.0.0.1:8080 allow pid 42
+ * (curl) TIME", or for a query to the DNS proxy "dns A db.internal allow
+ * TIME". */
 static void print_net_event(FILE *f, const char *prefix, json_t *e) {
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        if (kind && streq(kind, "dns")) {
+                fprintf(f, "%sdns %s %s %s %s\n", prefix, json_string_value(json_object_get(e, "qtype")) ?: "?",
+                        json_string_value(json_object_get(e, "hostname")) ?: "?", json_string_value(json_object_get(e, "verdict")) ?: "?",
+                        json_string_value(json_object_get(e, "time")) ?: "");
+                return;
+        }
         json_t *port = json_object_get(e, "port");
         const char *fam = json_string_value(json_object_get(e, "family"));
         const char *addr = json_string_value(json_object_get(e, "address"));

@@ -17,7 +17,9 @@ setup_file() {
         # overflow test needs few datagrams.
         sup_config "network_ring = 4K
 network_events = 50"
-        sed -i 's/^profiles = default shell$/&\nnetwork = none host/' "$SUP_DIR/sup.conf"
+        sed -i 's/^profiles = default shell$/profiles = default shell audited\nnetwork = none host/' "$SUP_DIR/sup.conf"
+        # a profile that asks for the audit itself
+        sed 's/^mode = none$/&\naudit = yes/' "$SBX_STAGE/profiles/default.ini" > "$SBX_STAGE/profiles/audited.ini"
         sup_start
 }
 
@@ -162,6 +164,24 @@ for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
         fi
 }
 
+@test "a profile with [net] audit = yes is audited by the daemon; sbx-launch alone refuses it" {
+        port=$(tcp_server)
+        grep -qx "audit = yes" "$SBX_STAGE/profiles/audited.ini"
+        run ctl --json submit --profile audited --network host -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
+        id=$(json_get job <<<"$output")
+        run ctl --json wait "$id"
+        [ "$(json_get result.state <<<"$output")" = succeeded ]
+        [ "$(json_get result.network.audit <<<"$output")" = true ]
+        [ "$(json_get result.network_events.0.port <<<"$output")" = "$port" ]
+        # the launcher cannot audit: it says so and runs nothing
+        run "$SBX_STAGE/bin/sbx-launch" --profile "$SBX_STAGE/profiles/audited.ini" -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"[net] audit = yes: the connection audit is attached by sbx-supervisord"* ]]
+        run "$SBX_STAGE/bin/sbx-launch" --profile "$SBX_STAGE/profiles/audited.ini" --print-profile
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"audit = yes"* ]]
+}
+
 @test "a job without the audit records nothing and says it was not audited" {
         port=$(tcp_server)
         run ctl --json submit --network host -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
@@ -192,11 +212,11 @@ open('/workspace/sent', 'w').close()
         [ -e "$ws/ready" ]
         kill -STOP "$SUP_PID"
         touch "$ws/go"
-        for i in $(seq 1200); do [ -e "$ws/sent" ] && break; sleep 0.05; done
+        sent=no
+        for i in $(seq 1200); do [ -e "$ws/sent" ] && sent=yes && break; sleep 0.05; done
         kill -CONT "$SUP_PID"
-        [ -e "$ws/sent" ]
-        res=$(ctl --json wait "$id")
-        [ "$(json_get result.state <<<"$res")" = succeeded ]
+        res=$(ctl --json wait "$id" || true)
+        [ "$sent" = yes ] && [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "sent: $sent"; echo "$res"; ctl logs "$id"; false; }
 }
 
 @test "past network_events an event is only counted (dropped), by the programs themselves, none lost" {
@@ -251,6 +271,9 @@ open('/workspace/sent', 'w').close()
         run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"host","audit":true}}'
         [ "$(json_get error.code <<<"$output")" = E_UNSUPPORTED ]
         [[ "$(json_get error.message <<<"$output")" == *"field 'network.audit': this daemon cannot audit network use (it has no job cgroups"* ]]
+        run raw '{"v":1,"op":"run","command":["true"],"profile":"audited","network":"host"}'
+        [ "$(json_get error.code <<<"$output")" = E_UNSUPPORTED ]
+        [[ "$(json_get error.message <<<"$output")" == *"profile 'audited' says [net] audit = yes: this daemon cannot audit network use"* ]]
         run ctl run --network host -- true
         [ "$status" -eq 0 ]
         sup_stop

@@ -8,7 +8,7 @@
 # or sanitizer report.
 FUZZ_SECONDS = 60
 FUZZ_TARGET = t/fuzz/fuzz-profile
-FUZZ_TARGETS = $(FUZZ_TARGET) t/fuzz/fuzz-manifest t/fuzz/fuzz-index
+FUZZ_TARGETS = $(FUZZ_TARGET) t/fuzz/fuzz-manifest t/fuzz/fuzz-index t/fuzz/fuzz-net
 # Kept in step with LIBSBX_SOURCES in lib/local.mk (plain make: no GNU functions).
 FUZZ_LIB_SRC = $(srcdir)/lib/error.c $(srcdir)/lib/parse.c \
 	$(srcdir)/lib/env-name.c $(srcdir)/lib/inifile.c \
@@ -30,7 +30,8 @@ FUZZ_CFLAGS = $(AM_CPPFLAGS) $(INIH_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
 
 EXTRA_DIST += t/fuzz/fuzz-profile.c t/fuzz/profile.dict t/fuzz/corpus \
 	t/fuzz/fuzz-manifest.c t/fuzz/manifest.dict t/fuzz/corpus-manifest \
-	t/fuzz/fuzz-index.c t/fuzz/index.dict t/fuzz/corpus-index
+	t/fuzz/fuzz-index.c t/fuzz/index.dict t/fuzz/corpus-index \
+	t/fuzz/fuzz-net.c t/fuzz/net.dict t/fuzz/corpus-net
 CLEANFILES += $(FUZZ_TARGETS) t/fuzz/crash-* t/fuzz/leak-* t/fuzz/timeout-* t/fuzz/oom-*
 
 fuzz-need-clang:
@@ -52,6 +53,13 @@ t/fuzz/fuzz-index: $(srcdir)/t/fuzz/fuzz-index.c $(FUZZ_LIB_SRC) $(FUZZ_SUP_SRC)
 		$(SODIUM_CFLAGS) -o $@ $(srcdir)/t/fuzz/fuzz-index.c $(FUZZ_LIB_SRC) $(FUZZ_SUP_SRC) $(FUZZ_LIBS) \
 		$(JANSSON_LIBS) $(SODIUM_LIBS)
 
+# Restricted jobs' allow entries and deny-ports, and the DNS proxy's messages.
+FUZZ_NET_SRC = $(srcdir)/supervisor/netpolicy.c $(srcdir)/supervisor/dnsmsg.c $(srcdir)/lib/error.c
+t/fuzz/fuzz-net: $(srcdir)/t/fuzz/fuzz-net.c $(FUZZ_NET_SRC) $(srcdir)/supervisor/netpolicy.h $(srcdir)/supervisor/dnsmsg.h
+	@$(MAKE) fuzz-need-clang
+	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(AM_CPPFLAGS) -iquote $(srcdir)/supervisor $(LDNS_CFLAGS) \
+		-o $@ $(srcdir)/t/fuzz/fuzz-net.c $(FUZZ_NET_SRC) $(LDNS_LIBS)
+
 # fuzz_one TARGET DICT SEEDS...: run TARGET over a copy of the seeds.
 FUZZ_RUN = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: fuzz fuzz-need-clang
@@ -66,4 +74,5 @@ fuzz: $(FUZZ_TARGETS)
 		rm -rf "$$corpus"; }; \
 	run $(FUZZ_TARGET) $(srcdir)/t/fuzz/profile.dict $(srcdir)/t/fuzz/corpus/* $(srcdir)/profiles/*.ini; \
 	run t/fuzz/fuzz-manifest $(srcdir)/t/fuzz/manifest.dict $(srcdir)/t/fuzz/corpus-manifest/* $(srcdir)/contrib/bundles/*/manifest.ini; \
-	run t/fuzz/fuzz-index $(srcdir)/t/fuzz/index.dict $(srcdir)/t/fuzz/corpus-index/*
+	run t/fuzz/fuzz-index $(srcdir)/t/fuzz/index.dict $(srcdir)/t/fuzz/corpus-index/*; \
+	run t/fuzz/fuzz-net $(srcdir)/t/fuzz/net.dict $(srcdir)/t/fuzz/corpus-net/*

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # Run inside a job: tries each destination given as tcp:ADDR:PORT,
 # udp:ADDR:PORT, name:HOST:PORT (resolved, then TCP), dnsburst:HOST:N (N
-# queries at once to 127.0.0.1:53, then the answers counted), raw or ping,
+# queries at once to 127.0.0.1:53, then the answers counted), dnsflood:
+# HOST:N:SECONDS (N queries, the answers counted for SECONDS), raw or ping,
 # and prints one line each: the destination, then what came back ("ok
 # ...", the server's words) or the errno's name.
 import errno
 import socket
 import struct
 import sys
+import time
 
 
 def target(spec):
@@ -37,8 +39,28 @@ def burst(host, n):
     return "answered %d refused %d" % (answered, refused)
 
 
+def flood(host, n, seconds):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    qname = b"".join(bytes([len(l)]) + l.encode() for l in host.split(".")) + b"\0"
+    start = time.monotonic()
+    for i in range(n):
+        s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
+    answered = 0
+    while time.monotonic() - start < seconds:
+        s.settimeout(max(0.01, seconds - (time.monotonic() - start)))
+        try:
+            s.recv(4096)
+            answered += 1
+        except socket.timeout:
+            pass
+    return "answered %d in %.1f s" % (answered, time.monotonic() - start)
+
+
 def probe(spec):
     try:
+        if spec.startswith("dnsflood:"):
+            _, host, n, seconds = spec.split(":")
+            return flood(host, int(n), float(seconds))
         if spec.startswith("dnsburst:"):
             _, host, n = spec.split(":")
             return burst(host, int(n))

@@ -43,7 +43,7 @@ static void test_query(void **state) {
         assert_int_equal(q.qtype, LDNS_RR_TYPE_A);
         assert_int_equal(dnsmsg_parse_query(buf, 5, &q), -EINVAL);
         /* the refusal: same id, same question, rcode REFUSED */
-        assert_int_equal(dnsmsg_refused(buf, n, out, sizeof(out), &m), 0);
+        assert_int_equal(dnsmsg_error(buf, n, LDNS_RCODE_REFUSED, out, sizeof(out), &m), 0);
         ldns_pkt *r = NULL;
         assert_int_equal(ldns_wire2pkt(&r, out, m), LDNS_STATUS_OK);
         assert_true(ldns_pkt_qr(r));
@@ -51,7 +51,7 @@ static void test_query(void **state) {
         assert_int_equal(ldns_pkt_get_rcode(r), LDNS_RCODE_REFUSED);
         assert_int_equal(ldns_pkt_qdcount(r), 1);
         ldns_pkt_free(r);
-        assert_int_equal(dnsmsg_refused(buf, n, out, 8, &m), -ENOSPC);
+        assert_int_equal(dnsmsg_error(buf, n, LDNS_RCODE_SERVFAIL, out, 8, &m), -ENOSPC);
         /* an answer is not a query */
         assert_int_equal(dnsmsg_parse_query(out, m, &q), -EINVAL);
         char t[16];

@@ -191,11 +191,48 @@ static void test_bundle(void **state) {
         unmk(&j);
 }
 
+/* A restricted job: the launcher waits for its veth (--info-fd 5,
+ * --block-fd 6) in a namespace of its own (mode none); an audited one's
+ * generated profile answers a named profile's audit = yes (the daemon
+ * audits, the launcher need not refuse). */
+static void test_restricted(void **state) {
+        struct job j;
+        struct launchspec ls;
+        struct profile p;
+        struct sbx_error e;
+        mk(&j);
+        j.pol.net = NET_RESTRICTED;
+        j.pol.net_audit = true;
+        struct launchspec_input in = {
+                .launcher = "/usr/libexec/sbx-launch",
+                .profile_file = "/usr/share/sbx/profiles/python.ini",
+                .search_path = "/etc/sbx/profiles",
+                .workspace = "/w",
+                .j = &j,
+                .handshake = true,
+        };
+        assert_int_equal(launchspec_build(&in, &ls, &e), 0);
+        const char *want[] = { "/usr/libexec/sbx-launch", "--info-fd", SBX_LAUNCH_FD_INFO_ARG, "--block-fd", SBX_LAUNCH_FD_BLOCK_ARG,
+                               "--json-status-fd", "3", "--profile", "/usr/share/sbx/profiles/python.ini", NULL };
+        for (size_t i = 0; want[i]; i++)
+                assert_string_equal(ls.argv[i], want[i]);
+        profile_init(&p);
+        assert_int_equal(profile_load_string(&p, "audited", "[net]\naudit = yes\n", &e), 0);
+        assert_true(p.net_audit);
+        assert_int_equal(profile_load_string(&p, "generated", ls.profile, &e), 0);
+        assert_int_equal(p.net, NET_NONE);
+        assert_false(p.net_audit);
+        profile_free(&p);
+        launchspec_free(&ls);
+        unmk(&j);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_command_line),
                 cmocka_unit_test(test_profile_round_trip),
                 cmocka_unit_test(test_cgroup_limits),
+                cmocka_unit_test(test_restricted),
                 cmocka_unit_test(test_bundle),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

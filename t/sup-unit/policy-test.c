@@ -10,6 +10,7 @@
 
 #include "conf.h"
 #include "profile.h"
+#include "netpolicy.h"
 #include "policy.h"
 #include "proto.h"
 #include "tenant.h"
@@ -201,6 +202,39 @@ static void test_policy_daemon_caps(void **state) {
                                    "the eBPF programs to)");
         assert_int_equal(policy_apply(t, &r, &all_caps, &d, &e), 0);
         assert_true(d.net_audit);
+        /* restricted: where the daemon can, within the tenant's cap */
+        struct tenant rt = *t;
+        struct netpolicy np = { .n_allow = 1 };
+        struct np_allow cap;
+        assert_int_equal(netpolicy_parse_allow("10.0.0.0/8:*/any", &cap, &e), 0);
+        assert_int_equal(netpolicy_parse_allow("10.1.2.3:443", &np.allow[0], &e), 0);
+        rt.net_modes |= NET_MODE_BIT(NET_RESTRICTED);
+        run_init(&r);
+        r.net = NET_RESTRICTED;
+        r.netpol = &np;
+        assert_int_equal(policy_apply(&rt, &r, &all_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, "cannot run restricted jobs"));
+        const struct daemon_caps net_caps = { .net_audit = true, .net_restricted = true };
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_FORBIDDEN);
+        assert_non_null(strstr(e.msg, "10.1.2.3:443/tcp is beyond tenant"));
+        rt.net_allow = &cap;
+        rt.n_net_allow = 1;
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), 0);
+        assert_int_equal(d.net, NET_RESTRICTED);
+        assert_true(d.net_audit);
+        /* names only with a resolver for the DNS proxy */
+        assert_int_equal(netpolicy_parse_allow("db.internal:5432", &np.allow[0], &e), 0);
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_UNSUPPORTED);
+        assert_non_null(strstr(e.msg, "hostname entries need the DNS proxy"));
+        /* the tenant's deny-ports and the job's must fit together */
+        assert_int_equal(netpolicy_parse_allow("10.1.2.3:443", &np.allow[0], &e), 0);
+        np.n_deny = NETPOLICY_MAX_DENY;
+        rt.n_net_deny = 1;
+        assert_int_equal(policy_apply(&rt, &r, &net_caps, &d, &e), -EPERM);
+        assert_string_equal(d.code, E_LIMIT);
 }
 
 /* The decision survives the journal: every value, unset ones included. */
@@ -259,6 +293,16 @@ static void test_config_errors(void **state) {
         bad_conf("[tenant.a]\nuids = 5\nmax_cpus = 0.001\n", "bad.conf:3: max_cpus: invalid number of CPUs '0.001' (0.01 to 1024");
         bad_conf("[tenant.a]\nuids = 5\nmax_cpus = 2000\n", "bad.conf:3: max_cpus");
         bad_conf("[daemon]\nkill_grace = soon\n", "bad.conf:2: kill_grace: invalid duration");
+        bad_conf("[daemon]\nnetwork_pool = 10.0.0.0/30\n", "bad.conf:2: network_pool: expected an IPv4 network from /8 to /28");
+        bad_conf("[daemon]\nnetwork_pool = 10.0.0.1/24\n", "bad.conf:2: network_pool");
+        bad_conf("[daemon]\nnetwork_pool = [fd00::/64]\n", "bad.conf:2: network_pool");
+        bad_conf("[daemon]\nnetwork_ring = 5000\n", "bad.conf:2: network_ring: expected a power of two");
+        bad_conf("[daemon]\nnetwork_ring = 2K\n", "bad.conf:2: network_ring: expected a size between");
+        bad_conf("[daemon]\ndns_upstream = resolver.example\n", "bad.conf:2: dns_upstream: expected an IP address");
+        bad_conf("[daemon]\ndns_upstream = 10.0.0.0/8\n", "bad.conf:2: dns_upstream");
+        bad_conf("[tenant.a]\nuids = 5\nnetwork = restricted bogus\n", "unknown network mode 'bogus' (none, host, restricted)");
+        bad_conf("[tenant.a]\nuids = 5\nnetwork_allow = 10.0.0.1:0\n", "bad.conf:3: network_allow: allow '10.0.0.1:0': bad port");
+        bad_conf("[tenant.a]\nuids = 5\nnetwork_deny_ports = 0\n", "bad.conf:3: network_deny_ports: deny-port '0'");
         bad_conf("[daemon]\nthis is not ini\n", "bad.conf:2: syntax error");
         bad_conf("[tenant.a]\nuids = 5\ndefault_timeout = 2h\nmax_timeout = 1h\n", "default_timeout is above max_timeout");
 }

@@ -440,7 +440,7 @@ static void test_errors(void **state) {
                 { "\xef\xbb\xbf[nope]\n", "t.ini:1: unknown section [nope] (known: sandbox fs env net limits security)" },
                 { "[Fs]\n", "t.ini:1: unknown section [Fs] (known: sandbox fs env net limits security)" },
                 { "[fs]\nBind = /a /b\n", "t.ini:2: fs.Bind: unknown key (known in [fs]: bind bind-try ro-bind ro-bind-try dev-bind dev-bind-try tmpfs dir symlink file proc dev mqueue remount-ro chdir)" },
-                { "[net]\nports = 1\n", "t.ini:2: net.ports: unknown key (known in [net]: mode tcp-bind tcp-connect)" },
+                { "[net]\nports = 1\n", "t.ini:2: net.ports: unknown key (known in [net]: mode tcp-bind tcp-connect audit)" },
                 { "[sandbox]\njust words\n", "t.ini:2: syntax error: expected '[section]' or 'key = value' (line 'just words')" },
                 { "[sandbox\n", "t.ini:1: syntax error: expected '[section]' or 'key = value' (line '[sandbox')" },
                 { "[sandbox]\nuid = 1\nuid = 2\n", "t.ini:3: sandbox.uid: set twice in this file (first on line 2)" },

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "dnsproxy.h"
+#include "launch-abi.h"
+#include "log.h"
+#include "netveth.h"
+#include "nft.h"
+#include "veth.h"
+
+/* Names of its own for this daemon's veths and nft table, from its state
+ * directory: two daemons on one host (each with its own network_pool)
+ * never sweep each other's. */
+static void names(struct daemon *d) {
+        uint32_t h = 2166136261u;
+        for (const char *c = d->cfg->state_dir; *c; c++)
+                h = (h ^ (uint8_t) *c) * 16777619u;
+        snprintf(d->net_ifprefix, sizeof(d->net_ifprefix), "sx%05x-", h & 0xfffff);
+        snprintf(d->net_table, sizeof(d->net_table), "sbx_%05x", h & 0xfffff);
+}
+
+/* Forwarding must be on for the jobs' veths to reach anything. */
+static int ip_forward(void) {
+        _cleanup_close_ int fd = open("/proc/sys/net/ipv4/ip_forward", O_RDWR | O_CLOEXEC);
+        char c = '0';
+        if (fd < 0 || pread(fd, &c, 1, 0) != 1)
+                return -errno;
+        if (c == '1')
+                return 0;
+        if (pwrite(fd, "1", 1, 0) != 1)
+                return -errno;
+        log_notice("net.ipv4.ip_forward was 0: set to 1 for restricted jobs (network_pool)");
+        return 0;
+}
+
+void netveth_setup(struct daemon *d) {
+        struct sbx_error err;
+        unsigned swept = 0;
+        int r;
+        sbx_error_clear(&err);
+        if (!d->cfg->net_pool) {
+                d->caps.no_restricted_why = "no network_pool is configured";
+                return;
+        }
+        names(d);
+        uint64_t slots = (1ull << (32 - d->cfg->net_pool_prefix)) / 4;
+        d->net_slots = (unsigned) (slots > 65536 ? 65536 : slots);
+        d->net_used = calloc((d->net_slots + 7) / 8, 1);
+        if (!d->net_used) {
+                d->caps.no_restricted_why = "out of memory";
+                return;
+        }
+        if ((r = veth_sweep(d->net_ifprefix, &swept, &err)) < 0 || (r = ip_forward()) < 0 ||
+            (r = nft_setup(d->net_table, d->net_ifprefix, d->cfg->net_pool, d->cfg->net_pool_prefix, &err)) < 0) {
+                if (!err.msg[0])
+                        sbx_error_set(&err, r, "net.ipv4.ip_forward");
+                snprintf(d->no_restricted_why, sizeof(d->no_restricted_why), "its network set-up failed: %s", err.msg);
+                d->caps.no_restricted_why = d->no_restricted_why;
+                log_warning("restricted jobs unavailable: %s", err.msg);
+                return;
+        }
+        if (swept)
+                log_notice("network: removed %u veths a previous run left (%s*)", swept, d->net_ifprefix);
+        if (dnsproxy_setup(d) < 0)
+                log_warning("restricted jobs: hostname entries are refused: %s", d->caps.no_dns_why);
+        d->caps.net_restricted = true;
+        log_info("restricted jobs: veths %s* with /30s of the network_pool, nft table ip %s", d->net_ifprefix, d->net_table);
+}
+
+void netveth_teardown(struct daemon *d) {
+        unsigned n = 0;
+        struct sbx_error err;
+        if (d->caps.net_restricted) {
+                nft_teardown(d->net_table);
+                if (veth_sweep(d->net_ifprefix, &n, &err) < 0)
+                        log_warning("network: %s", err.msg);
+        }
+        free(d->net_used);
+        d->net_used = NULL;
+}
+
+
+/* A job's veth and the work on it; it outlives the job while the work
+ * runs (rj NULL then). */
+struct netlink_job {
+        struct daemon *d;
+        struct rjob *rj;
+        struct source info_src;
+        int info_fd, block_fd, netns_fd;
+        char buf[4096];
+        size_t len;
+        pid_t child;
+        unsigned long long net_ino;
+        int slot;
+        bool working;
+        struct veth_spec spec;
+        struct work work;
+        int err;
+        char msg[SBX_ERROR_MAX];
+        uint64_t t_launched, t_info, t_run, t_made; /* CLOCK_MONOTONIC us, for the debug log */
+};
+
+bool netveth_handshake(const struct rjob *rj) {
+        return rj->j.pol.net == NET_RESTRICTED;
+}
+
+const char *netveth_failure(const struct rjob *rj) {
+        return rj->net_fail;
+}
+
+static void slot_name(const struct daemon *d, unsigned slot, char *buf, size_t len) {
+        /* "sxHHHHH-" and at most 65535: 13 bytes, within IFNAMSIZ */
+        snprintf(buf, len, "%.8s%u", d->net_ifprefix, slot & 0xffff);
+}
+
+/* A slot whose veth is gone. The kernel removes a job's pair with its
+ * namespace, when the job's last process has gone (not deleting it
+ * ourselves keeps the RTNL lock and an RCU grace period off the next
+ * job's way); until then the name is taken and the slot is skipped.
+ * Round robin, so that a slot comes back only after every other. */
+static int slot_take(struct daemon *d) {
+        for (unsigned k = 0; k < d->net_slots; k++) {
+                unsigned i = (d->net_next + k) % d->net_slots;
+                char name[16];
+                if (d->net_used[i / 8] & (1u << (i % 8)))
+                        continue;
+                slot_name(d, i, name, sizeof(name));
+                if (if_nametoindex(name) != 0)
+                        continue;
+                d->net_used[i / 8] |= (uint8_t) (1u << (i % 8));
+                d->net_next = i + 1;
+                return (int) i;
+        }
+        return -1;
+}
+
+static void slot_give(struct daemon *d, int slot) {
+        if (slot >= 0)
+                d->net_used[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
+}
+
+static void nl_free(struct netlink_job *n) {
+        if (n->info_fd >= 0) {
+                loop_del(&n->info_src);
+                close(n->info_fd);
+        }
+        if (n->block_fd >= 0)
+                close(n->block_fd);
+        if (n->netns_fd >= 0)
+                close(n->netns_fd);
+        slot_give(n->d, n->slot);
+        free(n);
+}
+
+/* The job is gone: its veth goes with its network namespace. */
+static void nl_retire(struct netlink_job *n) {
+        n->rj = NULL;
+        if (n->working)
+                return; /* setup_done() retires it */
+        nl_free(n);
+}
+
+static void setup_run(struct work *w) {
+        struct netlink_job *n = container_of(w, struct netlink_job, work);
+        struct sbx_error err;
+        struct stat st;
+        char path[64];
+        n->t_run = now_mono_us();
+        sbx_error_clear(&err);
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) n->child);
+        n->netns_fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (n->netns_fd < 0) {
+                n->err = -errno;
+                snprintf(n->msg, sizeof(n->msg), "the job's network namespace (%s): %s", path, strerror(errno));
+                return;
+        }
+        /* The pid could be another process's by now: the namespace must
+         * be the one the launcher reported. */
+        if (fstat(n->netns_fd, &st) < 0 || (unsigned long long) st.st_ino != n->net_ino) {
+                n->err = -ESRCH;
+                snprintf(n->msg, sizeof(n->msg), "the job's sandbox went away before its network was set up");
+                return;
+        }
+        n->spec.netns_fd = n->netns_fd;
+        n->err = veth_create(&n->spec, &err);
+        n->t_made = now_mono_us();
+        if (n->err < 0)
+                snprintf(n->msg, sizeof(n->msg), "%s", err.msg);
+}
+
+static void setup_done(struct work *w) {
+        struct netlink_job *n = container_of(w, struct netlink_job, work);
+        n->working = false;
+        if (n->netns_fd >= 0) {
+                close(n->netns_fd);
+                n->netns_fd = -1;
+        }
+        if (!n->rj) {
+                if (n->spec.dns_fd >= 0)
+                        close(n->spec.dns_fd);
+                nl_retire(n);
+                return;
+        }
+        struct rjob *rj = n->rj;
+        if (n->err < 0) {
+                log_error(JOB_LOG ": network: %s", JOB_LOG_ARGS(&rj->j), n->msg);
+                free(rj->net_fail);
+                rj->net_fail = strdup(n->msg);
+        } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd) < 0) {
+                n->spec.dns_fd = -1;
+                rj->net_fail = strdup("cannot serve the job's DNS proxy");
+                log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
+        } else if (write(n->block_fd, "1", 1) != 1) {
+                log_error(JOB_LOG ": network: cannot let the sandbox go on: %s", JOB_LOG_ARGS(&rj->j), strerror(errno));
+        } else {
+                log_debug(JOB_LOG ": network: %s up: the info line %llu us after the launcher started, the worker %llu us "
+                          "later, the veth made in %llu us, the sandbox let go %llu us later", JOB_LOG_ARGS(&rj->j), n->spec.host_if,
+                          (unsigned long long) (n->t_info - n->t_launched), (unsigned long long) (n->t_run - n->t_info),
+                          (unsigned long long) (n->t_made - n->t_run), (unsigned long long) (now_mono_us() - n->t_made));
+        }
+        /* Unwritten, the launcher sees end of file and fails at block-fd. */
+        close(n->block_fd);
+        n->block_fd = -1;
+}
+
+/* The info line: {"child-pid": N, "namespaces": {"net": INODE, ...}}. */
+static int parse_info(struct netlink_job *n) {
+        json_error_t je;
+        json_t *o = json_loadb(n->buf, n->len, 0, &je);
+        json_int_t pid = 0, ino = 0;
+        int r = json_unpack(o, "{s:I, s:{s:I}}", SBX_STATUS_CHILD_PID, &pid, SBX_INFO_NAMESPACES, "net", &ino);
+        json_decref(o);
+        if (r < 0 || pid <= 1 || ino <= 0)
+                return -EINVAL;
+        n->child = (pid_t) pid;
+        n->net_ino = (unsigned long long) ino;
+        return 0;
+}
+
+static void on_info(struct source *s, uint32_t events) {
+        struct netlink_job *n = container_of(s, struct netlink_job, info_src);
+        ssize_t k = read(n->info_fd, n->buf + n->len, sizeof(n->buf) - 1 - n->len);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (k > 0) {
+                n->len += (size_t) k;
+                if (n->len < sizeof(n->buf) - 1)
+                        return; /* until end of file: the launcher closes it after its line */
+        }
+        loop_del(&n->info_src);
+        close(n->info_fd);
+        n->info_fd = -1;
+        struct rjob *rj = n->rj;
+        n->t_info = now_mono_us();
+        if (!rj)
+                return;
+        if (n->len == 0)
+                return; /* the launcher failed before its namespaces existed: its own error says why */
+        if (parse_info(n) < 0) {
+                snprintf(n->msg, sizeof(n->msg), "the launcher's --info-fd line is not what sbx-launch(1) says");
+                log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), n->msg);
+                rj->net_fail = strdup(n->msg);
+                close(n->block_fd);
+                n->block_fd = -1;
+                return;
+        }
+        n->working = true;
+        n->work.run = setup_run;
+        n->work.done = setup_done;
+        worker_submit(&n->work);
+}
+
+int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
+        struct daemon *d = rj->d;
+        struct netlink_job *n = calloc(1, sizeof(*n));
+        if (!n) {
+                close(info_fd);
+                close(block_fd);
+                return -ENOMEM;
+        }
+        n->d = d;
+        n->rj = rj;
+        n->t_launched = now_mono_us();
+        n->info_fd = info_fd;
+        n->block_fd = block_fd;
+        n->netns_fd = -1;
+        n->spec.dns_fd = -1;
+        n->slot = slot_take(d);
+        if (n->slot < 0) {
+                n->info_fd = -1;
+                close(info_fd);
+                nl_free(n);
+                return -ENOSPC;
+        }
+        uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
+        n->spec.host_addr = htonl(base + 1);
+        n->spec.job_addr = htonl(base + 2);
+        slot_name(d, (unsigned) n->slot, n->spec.host_if, sizeof(n->spec.host_if));
+        int r = loop_add(&n->info_src, info_fd, EPOLLIN, on_info);
+        if (r < 0) {
+                n->info_fd = -1;
+                close(info_fd);
+                nl_free(n);
+                return r;
+        }
+        rj->netlink = n;
+        return 0;
+}
+
+void netveth_end(struct rjob *rj) {
+        dnsproxy_stop(rj);
+        if (!rj->netlink)
+                return;
+        nl_retire(rj->netlink);
+        rj->netlink = NULL;
+}
