@@ -45,6 +45,9 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
         return 0;
 }
 
+static void links_destroy(struct netaudit_att *a);
+static void att_unmap(struct netaudit *na, struct netaudit_att *a);
+
 static int on_ring_event(void *ctx, void *data, size_t len) {
         struct netaudit *na = ctx;
         const struct netaudit_event *e = data;
@@ -113,9 +116,15 @@ void netaudit_close(struct netaudit *na) {
                 return;
         if (na->src.fd >= 0)
                 loop_del(&na->src);
+        /* Attachments left at stop belong to jobs that may be freed
+         * already: taken down without handing them the ring's events. */
         while (!list_empty(&na->atts)) {
                 struct netaudit_att *a = list_entry(na->atts.next, struct netaudit_att, link);
-                netaudit_detach(na, a, NULL, NULL);
+                links_destroy(a);
+                att_unmap(na, a);
+                list_del(&a->link);
+                free(a->keys);
+                free(a);
         }
         ring_buffer__free(na->rb);
         netaudit_bpf__destroy(na->skel);
