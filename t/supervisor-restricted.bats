@@ -44,6 +44,9 @@ dns_upstream = 198.51.100.1
 max_jobs = 128"
         sed -i 's/^max_jobs = 32$/max_jobs = 128/' "$SUP_DIR/sup.conf"
         sed -i 's/^profiles = default shell$/&\nnetwork = none host restricted\nnetwork_allow = 198.51.100.0\/24:*\/any [2001:db8::\/32]:*\/any *.test:*\/any\nnetwork_deny_ports = 25/' "$SUP_DIR/sup.conf"
+        # a profile that keeps CAP_NET_ADMIN in the job's user namespace
+        sed -i 's/^profiles = default shell$/profiles = default shell netadmin/' "$SUP_DIR/sup.conf"
+        { cat "$SBX_STAGE/profiles/default.ini"; printf '[security]\ncapabilities = CAP_NET_ADMIN\n'; } > "$SBX_STAGE/profiles/netadmin.ini"
         sup_start
 }
 
@@ -220,6 +223,16 @@ event() {
         run ctl submit --allow 198.51.100.1:80 -- true
         [ "$status" -eq 2 ]
         [[ "$output" == *"--allow and --deny-port go with --network restricted"* ]]
+}
+
+@test "a profile keeping CAP_NET_ADMIN (or NET_RAW, SYS_ADMIN) cannot run restricted: it could send around the programs" {
+        run ctl submit --profile netadmin --network restricted --allow 198.51.100.1:8080 -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"E_FORBIDDEN"* ]]
+        [[ "$output" == *"profile 'netadmin' keeps CAP_NET_ADMIN, with which a restricted job could send around its allowlist"* ]]
+        # elsewhere it runs as its profile says
+        run ctl run --profile netadmin -- true
+        [ "$status" -eq 0 ]
 }
 
 @test "one job's allowlist never admits another's traffic (jobs at once, each its own port)" {
