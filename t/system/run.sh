@@ -90,7 +90,7 @@ fi
 # packages depend on (the guest has no network: dpkg -i installs them
 # offline). The key names the image by this list and by this script's image
 # steps, so a change rebuilds it.
-guest_pkgs="systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,python3,nodejs,jq,procps"
+guest_pkgs="systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,python3,nodejs,jq,procps,iproute2"
 for deb in "$debs"/*.deb; do
         case $deb in *-dbgsym_*) continue ;; esac
         dpkg-deb -f "$deb" Depends
