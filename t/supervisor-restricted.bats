@@ -299,10 +299,13 @@ names() {
         bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
         kill -KILL "$SUP_PID"
         # started by setup_file, it is not ours to wait for: until it is
-        # gone (or a zombie, which holds nothing), its state lock is held
+        # gone, or a zombie whose every thread has exited (the threads share
+        # its descriptors: the leader is a zombie while the syncer threads
+        # still hold the state lock), another daemon cannot take its state
         for i in $(seq 600); do
                 st=$(awk '/^State:/ { print $2 }' "/proc/$SUP_PID/status" 2>/dev/null || true)
-                [ -z "$st" ] || [ "$st" = Z ] && break
+                [ -z "$st" ] && break
+                [ "$st" = Z ] && [ "$(ls "/proc/$SUP_PID/task" 2>/dev/null | wc -l)" -le 1 ] && break
                 sleep 0.05
         done
         sup_start
