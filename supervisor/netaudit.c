@@ -16,13 +16,22 @@
 #include "netaudit-bpf.h"
 #include "netaudit.skel.h"
 
+/* Attachments by cgroup id, for the event path: a job's events find it
+ * among the few of its bucket, however many jobs are attached. */
+#define BUCKETS 256
+
 struct netaudit {
         struct netaudit_bpf *skel;
         struct ring_buffer *rb;
         struct source src;
         struct list atts;      /* struct netaudit_att.link */
+        struct list buckets[BUCKETS]; /* struct netaudit_att.bucket_link */
         uint64_t strays;
 };
+
+static struct list *bucket(struct netaudit *na, uint64_t cgroup_id) {
+        return &na->buckets[(cgroup_id ^ (cgroup_id >> 8)) % BUCKETS];
+}
 
 static struct bpf_program *const *progs_of(struct netaudit_bpf *s, struct bpf_program *out[5]) {
         out[0] = s->progs.sbx_connect4;
@@ -54,8 +63,8 @@ static int on_ring_event(void *ctx, void *data, size_t len) {
         struct list *pos, *tmp;
         if (len < sizeof(*e))
                 return 0;
-        list_for_each_safe(pos, tmp, &na->atts) {
-                struct netaudit_att *a = list_entry(pos, struct netaudit_att, link);
+        list_for_each_safe(pos, tmp, bucket(na, e->cgroup_id)) {
+                struct netaudit_att *a = list_entry(pos, struct netaudit_att, bucket_link);
                 if (a->cgroup_id == e->cgroup_id) {
                         a->on_event(a->arg, e);
                         return 0;
@@ -79,6 +88,8 @@ int netaudit_open(uint64_t ring_bytes, struct netaudit **ret, struct sbx_error *
         if (!na)
                 return sbx_error_set(err, ENOMEM, "network audit");
         list_init(&na->atts);
+        for (size_t i = 0; i < BUCKETS; i++)
+                list_init(&na->buckets[i]);
         na->src.fd = -1;
         na->skel = netaudit_bpf__open();
         if (!na->skel) {
@@ -123,6 +134,7 @@ void netaudit_close(struct netaudit *na) {
                 links_destroy(a);
                 att_unmap(na, a);
                 list_del(&a->link);
+                list_del(&a->bucket_link);
                 free(a->keys);
                 free(a);
         }
@@ -234,6 +246,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *
                 }
         }
         list_add_tail(&na->atts, &a->link);
+        list_add_tail(bucket(na, a->cgroup_id), &a->bucket_link);
         *ret = a;
         return 0;
 }
@@ -249,6 +262,7 @@ void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_
         if (bpf_map__lookup_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), &val, sizeof(val), 0) < 0)
                 val.lost = val.dropped = 0;
         att_unmap(na, a);
+        list_del(&a->bucket_link);
         if (ret_lost)
                 *ret_lost = val.lost;
         if (ret_dropped)
