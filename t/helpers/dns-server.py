@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # A tiny upstream resolver for the DNS proxy tests, run in the test host's
-# namespace: db.test -> 198.51.100.1, other.test -> 198.51.100.2,
-# slow.test -> 198.51.100.1 after 3 s; AAAA and other types: no records;
+# namespace, on its first address (argv[1]): db.test -> that address,
+# other.test -> argv[2], slow.test -> argv[1] after 3 s; AAAA and other
+# types: no records;
 # other names: NXDOMAIN. (A test fixture; the daemon parses DNS with ldns.)
 import socket
 import struct
@@ -10,7 +11,7 @@ import sys
 import threading
 import time
 
-NAMES = {"db.test": "198.51.100.1", "other.test": "198.51.100.2", "slow.test": "198.51.100.1"}
+NAMES = {"db.test": sys.argv[1], "other.test": sys.argv[2], "slow.test": sys.argv[1]}
 
 
 def answer(q):
