@@ -280,13 +280,13 @@ static void on_info(struct source *s, uint32_t events) {
         worker_submit(&n->work);
 }
 
-int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
+int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_error *err) {
         struct daemon *d = rj->d;
         struct netlink_job *n = calloc(1, sizeof(*n));
         if (!n) {
                 close(info_fd);
                 close(block_fd);
-                return -ENOMEM;
+                return sbx_error_set(err, ENOMEM, "network");
         }
         n->d = d;
         n->rj = rj;
@@ -300,7 +300,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
-                return -ENOSPC;
+                return sbx_error_msg(err, ENOSPC, "network: no free address in network_pool: all %u /30s are in use", d->net_slots);
         }
         uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
         n->spec.host_addr = htonl(base + 1);
@@ -311,7 +311,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
-                return r;
+                return sbx_error_set(err, r, "network: cannot watch the launcher's --info-fd");
         }
         rj->netlink = n;
         return 0;
