@@ -290,6 +290,25 @@ restricted_job() {
 }
 check "--network restricted: a job reaches what --allow admits and nothing else, and --audit records both attempts" restricted_job
 
+# --- a bundle from a signed registry, under the unit ----------------------------------
+bundle_job() {
+        local out
+        mkdir -p /srv/sbx-registry /etc/sbx/keys && cp -r "$payload/registry/." /srv/sbx-registry/ &&
+                cp /srv/sbx-registry/publisher.pub /etc/sbx/keys/publisher.pub || return 1
+        printf '\n[registry.main]\nurl = file:///srv/sbx-registry\nkeys = /etc/sbx/keys/publisher.pub\n' \
+                >>/etc/sbx/sbx-supervisord.conf
+        sed -i 's|^\[tenant.users\]$|&\nregistry = main\nbundles = hello|' /etc/sbx/sbx-supervisord.conf &&
+                systemctl restart sbx-supervisord.service || return 1
+        out=$(sbxctl_u run --bundle hello --env GREETING=hi -- alice) && say "$out" &&
+                grep -q "^hi, alice, from bundle hello 1.0.0 " <<<"$out" &&
+                grep -q "^it cannot be written; the workspace can: " <<<"$out"
+}
+if [ -f "$payload/registry/hello/index.json.minisig" ]; then
+        check "the sample bundle runs from a signed file:// registry (fetched, verified, unpacked into the state directory)" bundle_job
+else
+        skip "the sample bundle runs from a signed file:// registry" "the host could not sign a registry (no minisign there)"
+fi
+
 # --- hardening -------------------------------------------------------------------------
 exposure() {
         systemd-analyze security --no-pager sbx-supervisord.service | tail -n 1

@@ -181,6 +181,20 @@ cp "$srcdir/t/system/guest.sh" "$run/payload/"
 sed -n '/<!-- quickstart:setup -->/,/<!-- \/quickstart -->/p' "$srcdir/README.md" |
         grep -o "\./launcher/sbx-launch -- sh -c '[^']*'" | sed 's|^\./launcher/sbx-launch|sbx-launch|' \
         >"$run/payload/readme-sample.sh"
+# The sample bundle in a registry signed with a key made for the run, by
+# the packaged sbx-bundle (run here: the guest has no minisign).
+if command -v minisign >/dev/null; then
+        mkdir -p "$run/bundle/x" "$run/payload/registry"
+        dpkg-deb -x "$(ls "$debs"/sbx-bundle_*.deb | head -n 1)" "$run/bundle/x" &&
+                (cd "$run/bundle" && ./x/usr/bin/sbx-bundle pack "$srcdir/contrib/bundles/hello" >/dev/null) &&
+                "$run/bundle/x/usr/bin/sbx-bundle" index "$run/payload/registry" "$run/bundle"/hello-*.tar.gz >/dev/null &&
+                minisign -G -W -p "$run/payload/registry/publisher.pub" -s "$run/bundle/publisher.sec" >/dev/null &&
+                minisign -S -s "$run/bundle/publisher.sec" -m "$run/payload/registry/hello/index.json" \
+                        -t 'serial=1 name=hello' >/dev/null ||
+                echo "# the sample bundle could not be packed and signed here: its check will say so"
+else
+        echo "# no minisign here (apt-get install minisign): the bundle check will be skipped"
+fi
 mke2fs -q -t ext4 -L payload -d "$run/payload" "$run/payload.img" 256M >/dev/null
 
 # --- boot ---------------------------------------------------------------------
