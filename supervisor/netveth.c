@@ -218,6 +218,7 @@ static void setup_done(struct work *w) {
                 rj->net_fail = strdup(n->msg);
         } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd) < 0) {
                 n->spec.dns_fd = -1;
+                free(rj->net_fail);
                 rj->net_fail = strdup("cannot serve the job's DNS proxy");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
         } else if (write(n->block_fd, "1", 1) != 1) {
@@ -269,6 +270,7 @@ static void on_info(struct source *s, uint32_t events) {
         if (parse_info(n) < 0) {
                 snprintf(n->msg, sizeof(n->msg), "the launcher's --info-fd line is not what sbx-launch(1) says");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), n->msg);
+                free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
                 close(n->block_fd);
                 n->block_fd = -1;
