@@ -218,6 +218,7 @@ static void setup_done(struct work *w) {
                 rj->net_fail = strdup(n->msg);
         } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd) < 0) {
                 n->spec.dns_fd = -1;
+                free(rj->net_fail);
                 rj->net_fail = strdup("cannot serve the job's DNS proxy");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
         } else if (write(n->block_fd, "1", 1) != 1) {
@@ -269,6 +270,7 @@ static void on_info(struct source *s, uint32_t events) {
         if (parse_info(n) < 0) {
                 snprintf(n->msg, sizeof(n->msg), "the launcher's --info-fd line is not what sbx-launch(1) says");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), n->msg);
+                free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
                 close(n->block_fd);
                 n->block_fd = -1;
@@ -280,13 +282,13 @@ static void on_info(struct source *s, uint32_t events) {
         worker_submit(&n->work);
 }
 
-int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
+int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_error *err) {
         struct daemon *d = rj->d;
         struct netlink_job *n = calloc(1, sizeof(*n));
         if (!n) {
                 close(info_fd);
                 close(block_fd);
-                return -ENOMEM;
+                return sbx_error_set(err, ENOMEM, "network");
         }
         n->d = d;
         n->rj = rj;
@@ -300,7 +302,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
-                return -ENOSPC;
+                return sbx_error_msg(err, ENOSPC, "network: no free address in network_pool: all %u /30s are in use", d->net_slots);
         }
         uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
         n->spec.host_addr = htonl(base + 1);
@@ -311,7 +313,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
-                return r;
+                return sbx_error_set(err, r, "network: cannot watch the launcher's --info-fd");
         }
         rj->netlink = n;
         return 0;

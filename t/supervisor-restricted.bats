@@ -285,6 +285,29 @@ event() {
         ! ip -o link show | grep -q " $prefix"
 }
 
+@test "past the pool's /30s a restricted job fails at once, saying the pool is used up" {
+        sed -i "s|^network_pool = .*|network_pool = 10.213.$POOL_X.0/28|" "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+        ids=()
+        for i in 1 2 3 4; do
+                run ctl --json submit --network restricted -- sh -c 'touch /workspace/up; sleep 60'
+                ids+=("$(json_get job <<<"$output")")
+        done
+        for id in "${ids[@]}"; do
+                for i in $(seq 600); do [ -e "$SUP_DIR/state/work/$id/up" ] && break; sleep 0.05; done
+                [ -e "$SUP_DIR/state/work/$id/up" ]
+        done
+        run ctl --json submit --network restricted -- true
+        res=$(ctl --json wait "$(json_get job <<<"$output")" || true)
+        [ "$(json_get result.state <<<"$res")" = error ]
+        [[ "$(json_get result.error.message <<<"$res")" == *"no free address in network_pool: all 4 /30s are in use"* ]]
+        for id in "${ids[@]}"; do ctl cancel "$id" >/dev/null; done
+        sed -i "s|^network_pool = .*|network_pool = $POOL|" "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+}
+
 # The daemon's veth prefix and table, from its log.
 names() {
         prefix=$(grep -o 'restricted jobs: veths [^*]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
@@ -303,6 +326,7 @@ names() {
         ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
         cg=$(stat -c %i "$SUP_CGROUP/job-$id")
         bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        SUP_PID=$(cat "$SUP_DIR/daemon.pid") # a test before may have restarted it
         kill -KILL "$SUP_PID"
         # started by setup_file, it is not ours to wait for: until it is
         # gone, or a zombie whose every thread has exited (the threads share
