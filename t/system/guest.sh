@@ -33,6 +33,9 @@ check() {
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 # What a check says about itself, shown with its output on failure.
 say() { echo "$*"; }
+# A figure worth seeing whatever the outcome: a TAP comment at once.
+exec 3>&1
+note() { echo "# $*" >&3; }
 
 # wait_for SECONDS COMMAND...: until COMMAND succeeds.
 wait_for() {
@@ -136,7 +139,7 @@ fork_bomb() {
                 [ "$cur" -gt "$max" ] && max=$cur
                 sleep 0.2
         done
-        say "pids.max $(cat "$cg/pids.max"), highest pids.current seen $max, $(cat "$cg/pids.events")"
+        note "fork bomb: pids.max $(cat "$cg/pids.max"), highest pids.current seen $max, pids.events: $(cat "$cg/pids.events")"
         sbxctl_u cancel "$id" >/dev/null
         r=$(record "$id")
         [ "$(cat "$cg/pids.max" 2>/dev/null || echo 32)" = 32 ] && [ "$max" -le 32 ] &&
@@ -163,7 +166,7 @@ spin_share() {
 half_cpu() {
         local full half
         full=$(spin_share) && half=$(spin_share --cpus 0.5) || return 1
-        say "per mille of a CPU, and limits.cpus.by: unlimited $full; --cpus 0.5: $half"
+        note "CPU share from cpu.stat over 6 s, per mille, and limits.cpus.by: unlimited $full; --cpus 0.5: $half"
         set -- $full $half
         # unlimited, a spinning job takes a whole CPU of the guest's two
         [ "$1" -gt 800 ] && [ "$3" -gt 400 ] && [ "$3" -lt 600 ] && [ "$4" = cgroup ]
