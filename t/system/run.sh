@@ -56,7 +56,8 @@ if [ -n "${SBX_SYSTEM_DEBS:-}" ]; then
         debs=$SBX_SYSTEM_DEBS
         ok "packages given in $debs"
 elif git -C "$srcdir" rev-parse --git-dir >/dev/null 2>&1; then
-        # The tracked files as they are in the work tree (changes included):
+        # The tracked files as they are in the work tree (changes included,
+        # dated now when unpacked, not at the epoch of the archive):
         # the key is their content, so an unchanged tree is not rebuilt.
         tree_tar=$(mktemp /tmp/sbx-system-tree.XXXXXX)
         (cd "$srcdir" && git ls-files -z | tar --null -T - --sort=name --mtime=@0 --owner=0 --group=0 -cf "$tree_tar")
@@ -66,7 +67,7 @@ elif git -C "$srcdir" rev-parse --git-dir >/dev/null 2>&1; then
         else
                 s=$(date +%s)
                 bdir=$(mktemp -d /tmp/sbx-system-build.XXXXXX)
-                mkdir "$bdir/sbx" && tar -xf "$tree_tar" -C "$bdir/sbx"
+                mkdir "$bdir/sbx" && tar -m -xf "$tree_tar" -C "$bdir/sbx"
                 if (cd "$bdir/sbx" && DEB_BUILD_OPTIONS="nocheck parallel=2" \
                         dpkg-buildpackage -us -uc -b -Pnocheck >"$bdir/build.log" 2>&1); then
                         rm -rf "$cache"/debs-*
