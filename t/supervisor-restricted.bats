@@ -13,7 +13,9 @@ load sup-unit/daemon
 bats_require_minimum_version 1.5.0
 
 # The test host: TH.1, .2 and .5 in a namespace of our own, behind a veth
-# whose host end is TH.254 (TH: a /24 of 198.18.0.0/15 picked at random).
+# whose host end is TH.254 (TH: a /24 of 198.18.0.0/15 picked at random);
+# and TH6::1 and ::2 behind TH6::fe (TH6: a /64 of 2001:db8::/32, the
+# documentation prefix, picked at random).
 setup_file() {
         sup_init
         export TNS="sbxt-$$-$RANDOM" TIF="sbxt$((RANDOM % 100000))"
@@ -21,7 +23,8 @@ setup_file() {
         # tests) of our own, so that another run of this file at the same
         # time (its own namespace, its own routes) never takes our packets.
         export TH="198.18.$((RANDOM % 256))"
-        export NET_OK=0
+        export TH6="2001:db8:$(printf %x $((RANDOM % 65535 + 1)))"
+        export NET_OK=0 NET6_OK=0
         if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
                 ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
                         ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
@@ -29,6 +32,10 @@ setup_file() {
                         ip -n "$TNS" addr add ${TH}.1/24 dev eth0 &&
                         ip -n "$TNS" addr add ${TH}.2/24 dev eth0 &&
                         ip -n "$TNS" addr add ${TH}.5/24 dev eth0 && NET_OK=1
+                # IPv6 too where the host has it (nodad: usable at once)
+                [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
+                        ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad &&
+                        ip -n "$TNS" addr add ${TH6}::2/64 dev eth0 nodad && NET6_OK=1
         fi
         if [ "$NET_OK" = 1 ]; then
                 ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
@@ -36,14 +43,27 @@ setup_file() {
                         tcp:${TH}.2:8081 tcp:${TH}.5:8080 udp:${TH}.1:5353 \
                         > "$SUP_DIR/servers.out" 2>&1 3>&- &
                 echo $! > "$SUP_DIR/servers.pid"
-                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" ${TH}.1 ${TH}.2 > "$SUP_DIR/dns.out" 2>&1 3>&- &
+                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" ${TH}.1 ${TH}.2 ${TH6}::1 > "$SUP_DIR/dns.out" 2>&1 3>&- &
                 echo $! > "$SUP_DIR/dns.pid"
-                for i in $(seq 600); do grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" && break; sleep 0.05; done
+                if [ "$NET6_OK" = 1 ]; then
+                        ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
+                                "tcp:[${TH6}::1]:8080" "tcp:[${TH6}::1]:8081" "tcp:[${TH6}::2]:8080" "udp:[${TH6}::1]:5353" \
+                                > "$SUP_DIR/servers6.out" 2>&1 3>&- &
+                        echo $! > "$SUP_DIR/servers6.pid"
+                fi
+                for i in $(seq 600); do
+                        grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" &&
+                                { [ "$NET6_OK" = 0 ] || grep -q ready "$SUP_DIR/servers6.out"; } && break
+                        sleep 0.05
+                done
         fi
         # A pool of our own (10.213.2N.0/23: 128 jobs at once) for this file's daemon.
         export POOL_X=$((RANDOM % 125 * 2))
         export POOL="10.213.$POOL_X.0/23"
+        # and an IPv6 one: a /64 of a ULA /48 picked at random
+        export POOL6="fd5b:$(printf %x $((RANDOM + 1))):$(printf %x $((RANDOM + 1)))::/64"
         sup_config "network_pool = $POOL
+network_pool6 = $POOL6
 dns_upstream = ${TH}.1
 max_jobs = 128"
         sed -i 's/^max_jobs = 32$/max_jobs = 128/' "$SUP_DIR/sup.conf"
@@ -57,6 +77,7 @@ max_jobs = 128"
 teardown_file() {
         [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
         [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
+        [ -f "$SUP_DIR/servers6.pid" ] && kill "$(cat "$SUP_DIR/servers6.pid")" 2>/dev/null
         sup_fini
         ip netns del "$TNS" 2>/dev/null || true
         ip link del "$TIF" 2>/dev/null || true
@@ -159,16 +180,43 @@ event() {
         [ "${lines[4]}" = "tcp:${TH}.1:25 EPERM" ]
 }
 
-@test "IPv6 entries: inside the prefix the kernel is asked (no route: ENETUNREACH), outside it EPERM, both recorded" {
-        probe --allow '[2001:db8:1::/48]:443' -- 'tcp:[2001:db8:1::5]:443' 'tcp:[2001:db8:2::5]:443' 'tcp:[2001:db8:1::5]:444'
-        [ "${lines[0]}" = "tcp:[2001:db8:1::5]:443 ENETUNREACH" ]
-        [ "${lines[1]}" = "tcp:[2001:db8:2::5]:443 EPERM" ]
-        [ "${lines[2]}" = "tcp:[2001:db8:1::5]:444 EPERM" ]
+need_ipv6() {
+        [ "$NET6_OK" = 1 ] && grep -q ready "$SUP_DIR/servers6.out" || skip "the test host has no IPv6 here"
+        grep -q "and /126s of the network_pool6" "$SUP_DIR/daemon.log" || skip "the daemon has no IPv6 for restricted jobs here"
+}
+
+@test "IPv6: an allowed [address]:port is reached through the job's veth; other ports, hosts and UDP are EPERM; all recorded" {
+        need_ipv6
+        probe --allow "[${TH6}::1]:8080" --allow "[${TH6}::/120]:5353/udp" -- "tcp:[${TH6}::1]:8080" \
+                "tcp:[${TH6}::1]:8081" "tcp:[${TH6}::2]:8080" "udp:[${TH6}::1]:5353" "tcp:[2001:db8:1::5]:443"
+        [ "${lines[0]}" = "tcp:[${TH6}::1]:8080 ok [${TH6}::1]:8080" ]
+        [ "${lines[1]}" = "tcp:[${TH6}::1]:8081 EPERM" ]
+        [ "${lines[2]}" = "tcp:[${TH6}::2]:8080 EPERM" ]
+        [ "${lines[3]}" = "udp:[${TH6}::1]:5353 ok [${TH6}::1]:5353" ]
+        [ "${lines[4]}" = "tcp:[2001:db8:1::5]:443 EPERM" ]
         [ "$(event 0 family)" = ipv6 ]
-        [ "$(event 0 address)" = 2001:db8:1::5 ]
+        [ "$(event 0 address)" = "${TH6}::1" ]
+        [ "$(event 0 port)" = 8080 ]
         [ "$(event 0 verdict)" = allow ]
+        [ "$(event 1 port)" = 8081 ]
         [ "$(event 1 verdict)" = deny ]
+        [ "$(event 2 address)" = "${TH6}::2" ]
         [ "$(event 2 verdict)" = deny ]
+        evs=$(events)
+        grep -qx "connect - - 2001:db8:1::5 443 deny" <<<"$evs"
+        grep -qx "sendmsg - - ${TH6}::1 5353 allow" <<<"$evs"
+}
+
+@test "IPv6: an allowed hostname's AAAA answer is admitted, and the job reaches that address" {
+        need_ipv6
+        probe --allow v6.test:8080 -- name6:v6.test:8080 "tcp:[${TH6}::1]:8081" "tcp:[${TH6}::2]:8080"
+        [ "${lines[0]}" = "name6:v6.test:8080 ok [${TH6}::1]:8080" ]
+        [ "${lines[1]}" = "tcp:[${TH6}::1]:8081 EPERM" ]
+        [ "${lines[2]}" = "tcp:[${TH6}::2]:8080 EPERM" ]
+        evs=$(events)
+        grep -qx "dns v6.test AAAA - - allow" <<<"$evs"
+        grep -qx "connect v6.test - ${TH6}::1 8080 allow" <<<"$evs"
+        grep -qx "connect - - ${TH6}::2 8080 deny" <<<"$evs"
 }
 
 @test "an allowed hostname resolves through the job's DNS proxy and its address is reached; other names are refused; both audited" {
@@ -324,6 +372,11 @@ names() {
         [ -e "$ws/up" ]
         ip -o link show | grep -q " $prefix"
         ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
+        # with IPv6 (the daemon says so), the /126's address and route too
+        p6=${POOL6%/64} v6=0
+        grep -q "and /126s of the network_pool6" "$SUP_DIR/daemon.log" && v6=1
+        [ "$v6" = 0 ] || ip -o -6 addr show | grep -q "inet6 $p6"
+        [ "$v6" = 0 ] || ip -6 route show | grep -q "^$p6"
         cg=$(stat -c %i "$SUP_CGROUP/job-$id")
         bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
         SUP_PID=$(cat "$SUP_DIR/daemon.pid") # a test before may have restarted it
@@ -343,14 +396,18 @@ names() {
         [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
         ! ip -o link show | grep -q " $prefix"
         ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
+        ! ip -o -6 addr show | grep -q "inet6 $p6"
+        ! ip -6 route show | grep -q "^$p6"
         ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
         grep -q "removed 1 veths a previous run left\|restricted jobs: veths" "$SUP_DIR/daemon.log"
         # and a daemon that stops takes its table and every veth with it
         probe --allow ${TH}.1:8080 -- tcp:${TH}.1:8080
         [ "${lines[0]}" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
         nft list table ip "$table" >/dev/null
+        [ "$v6" = 0 ] || nft list table ip6 "$table" >/dev/null
         sup_stop
         ! nft list table ip "$table" >/dev/null 2>&1
+        ! nft list table ip6 "$table" >/dev/null 2>&1
         ! ip -o link show | grep -q " $prefix"
         sup_start
 }
