@@ -4,6 +4,8 @@
 # allow entries admit — address or CIDR, port or range, TCP or UDP —
 # minus its deny-ports and its tenant's, within its tenant's network_allow;
 # every other attempt fails with EPERM and is recorded with verdict deny.
+# (A negation "! cmd" is followed by "|| false": bash's errexit ignores a
+# negated command, so alone it would fail the test only as its last line.)
 # The job's traffic goes through a veth of its own in its network
 # namespace to "test hosts": addresses in a network namespace this file
 # makes, with servers on chosen ports. Nothing is left behind after a
@@ -180,9 +182,14 @@ event() {
         [ "${lines[4]}" = "tcp:${TH}.1:25 EPERM" ]
 }
 
+# Does the daemon last started give restricted jobs IPv6 (its log says)?
+daemon_v6() {
+        grep "restricted jobs: veths" "$SUP_DIR/daemon.log" | tail -1 | grep -q "and /126s of the network_pool6"
+}
+
 need_ipv6() {
         [ "$NET6_OK" = 1 ] && grep -q ready "$SUP_DIR/servers6.out" || skip "the test host has no IPv6 here"
-        grep -q "and /126s of the network_pool6" "$SUP_DIR/daemon.log" || skip "the daemon has no IPv6 for restricted jobs here"
+        daemon_v6 || skip "the daemon has no IPv6 for restricted jobs here"
 }
 
 @test "IPv6: an allowed [address]:port is reached through the job's veth; other ports, hosts and UDP are EPERM; all recorded" {
@@ -239,8 +246,8 @@ need_ipv6() {
         [[ "$output" == *"net:       dns A db.test allow "* ]]
         [[ "$output" == *"net:       connect tcp ${TH}.1:8080 (db.test) allow pid "* ]]
         # glibc may ask again after a REFUSED: every answer is the same
-        ! grep -q "^dns db.test .* deny$" <<<"$evs"
-        ! grep -q "^dns other.test .* allow$" <<<"$evs"
+        ! grep -q "^dns db.test .* deny$" <<<"$evs" || false
+        ! grep -q "^dns other.test .* allow$" <<<"$evs" || false
 }
 
 @test "a burst of queries for an allowed name: at most 16 forwarded at once, the rest refused at once" {
@@ -330,7 +337,7 @@ need_ipv6() {
         # every veth went with its job
         names
         for i in $(seq 600); do ip -o link show | grep -q " $prefix" || break; sleep 0.05; done
-        ! ip -o link show | grep -q " $prefix"
+        ! ip -o link show | grep -q " $prefix" || false
 }
 
 @test "past the pool's /30s a restricted job fails at once, saying the pool is used up" {
@@ -356,6 +363,30 @@ need_ipv6() {
         sup_start
 }
 
+@test "without a network_pool6 jobs are IPv4 only (an allowed IPv6 destination has no route), and the ip6 table a killed daemon left goes" {
+        need_ipv6
+        names
+        SUP_PID=$(cat "$SUP_DIR/daemon.pid")
+        kill -KILL "$SUP_PID"
+        sup_wait_gone "$SUP_PID"
+        # the killed daemon's tables are still there
+        nft list table ip6 "$table" >/dev/null
+        sed -i '/^network_pool6 = /d' "$SUP_DIR/sup.conf"
+        sup_start
+        grep "restricted jobs: veths" "$SUP_DIR/daemon.log" | tail -1 | grep -q "(IPv4 only: no network_pool6)"
+        nft list table ip "$table" >/dev/null
+        ! nft list table ip6 "$table" >/dev/null 2>&1 || false
+        probe --allow "[${TH6}::1]:8080" --allow "${TH}.1:8080" -- "tcp:[${TH6}::1]:8080" "tcp:${TH}.1:8080"
+        [ "${lines[0]}" = "tcp:[${TH6}::1]:8080 ENETUNREACH" ]
+        [ "${lines[1]}" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
+        [ "$(event 0 family)" = ipv6 ]
+        [ "$(event 0 verdict)" = allow ]
+        sed -i "s|^network_pool = .*|&\nnetwork_pool6 = $POOL6|" "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+        daemon_v6
+}
+
 # The daemon's veth prefix and table, from its log.
 names() {
         prefix=$(grep -o 'restricted jobs: veths [^*]*' "$SUP_DIR/daemon.log" | tail -1 | awk '{print $4}')
@@ -374,7 +405,7 @@ names() {
         ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
         # with IPv6 (the daemon says so), the /126's address and route too
         p6=${POOL6%/64} v6=0
-        grep -q "and /126s of the network_pool6" "$SUP_DIR/daemon.log" && v6=1
+        if daemon_v6; then v6=1; fi
         [ "$v6" = 0 ] || ip -o -6 addr show | grep -q "inet6 $p6"
         [ "$v6" = 0 ] || ip -6 route show | grep -q "^$p6"
         cg=$(stat -c %i "$SUP_CGROUP/job-$id")
@@ -394,11 +425,11 @@ names() {
         sup_start
         run ctl --json wait "$id"
         [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
-        ! ip -o link show | grep -q " $prefix"
-        ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
-        ! ip -o -6 addr show | grep -q "inet6 $p6"
-        ! ip -6 route show | grep -q "^$p6"
-        ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        ! ip -o link show | grep -q " $prefix" || false
+        ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\." || false
+        ! ip -o -6 addr show | grep -q "inet6 $p6" || false
+        ! ip -6 route show | grep -q "^$p6" || false
+        ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg" || false
         grep -q "removed 1 veths a previous run left\|restricted jobs: veths" "$SUP_DIR/daemon.log"
         # and a daemon that stops takes its table and every veth with it
         probe --allow ${TH}.1:8080 -- tcp:${TH}.1:8080
@@ -406,8 +437,8 @@ names() {
         nft list table ip "$table" >/dev/null
         [ "$v6" = 0 ] || nft list table ip6 "$table" >/dev/null
         sup_stop
-        ! nft list table ip "$table" >/dev/null 2>&1
-        ! nft list table ip6 "$table" >/dev/null 2>&1
-        ! ip -o link show | grep -q " $prefix"
+        ! nft list table ip "$table" >/dev/null 2>&1 || false
+        ! nft list table ip6 "$table" >/dev/null 2>&1 || false
+        ! ip -o link show | grep -q " $prefix" || false
         sup_start
 }
