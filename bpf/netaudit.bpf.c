@@ -37,7 +37,9 @@
 #define SOCK_STREAM 1
 #define SOCK_DGRAM 2
 
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
+/* What the kernel is told: of this file's two licenses (the SPDX line),
+ * the GPL, which some helpers require of the programs that call them. */
+char LICENSE[] SEC("license") = "GPL";
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);

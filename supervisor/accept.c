@@ -191,8 +191,8 @@ void accept_run(struct conn *c, struct request *req) {
         if (!req->run.bundle && resolve_profile(d, c, req, pol.profile, &profile_path) < 0)
                 return;
         char why[SBX_ERROR_MAX];
-        if (profile_path && netjob_profile_policy(&d->caps, pol.profile, profile_path, &pol, why, sizeof(why)) < 0) {
-                refuse(c, req, E_UNSUPPORTED, "%s", why);
+        if (profile_path && (r = netjob_profile_policy(&d->caps, pol.profile, profile_path, &pol, why, sizeof(why))) < 0) {
+                refuse(c, req, r == -EOPNOTSUPP ? E_UNSUPPORTED : E_FORBIDDEN, "%s", why);
                 return;
         }
 

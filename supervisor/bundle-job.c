@@ -145,9 +145,9 @@ static void ready(struct bwait *w, const struct resolution *r) {
                 return;
         }
         char why[SBX_ERROR_MAX];
-        if (netjob_profile_policy(&d->caps, pol.profile, profile, &pol, why, sizeof(why)) < 0) {
+        if ((e = netjob_profile_policy(&d->caps, pol.profile, profile, &pol, why, sizeof(why))) < 0) {
                 free(np);
-                end(rj, E_UNSUPPORTED, why);
+                end(rj, e == -EOPNOTSUPP ? E_UNSUPPORTED : E_FORBIDDEN, why);
                 return;
         }
         j->pol = pol;

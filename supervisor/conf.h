@@ -134,6 +134,8 @@ struct config {
         uint64_t network_events;   /* network events kept per job (more are counted) */
         uint32_t net_pool;         /* network_pool, network order; 0: none (no restricted jobs) */
         unsigned net_pool_prefix;
+        uint8_t net_pool6[16];     /* network_pool6; net_pool6_prefix 0: none (restricted jobs are IPv4 only) */
+        unsigned net_pool6_prefix;
         char dns_upstream[64];     /* dns_upstream as given; "" : the host's resolv.conf */
         struct sockaddr_in6 dns_upstream_addr; /* an IPv4 one as a sockaddr_in */
         /* bundles (config-bundle.c) */

@@ -500,6 +500,37 @@ static int k_pool(struct cctx *c) {
         return 0;
 }
 
+/* network_pool6: the IPv6 prefix restricted jobs' veth pairs take their
+ * /126s from, at the IPv4 /30's slot: /48 to /110 has room for the most
+ * slots a network_pool can have (65536). "none": IPv4 only. */
+static int k_pool6(struct cctx *c) {
+        struct config *cf = c->c;
+        char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+        uint8_t a[16];
+        if (strcmp(c->v, "none") == 0) {
+                cf->net_pool6_prefix = 0;
+                return 0;
+        }
+        if (strlen(c->v) >= sizeof(buf))
+                goto bad;
+        snprintf(buf, sizeof(buf), "%s", c->v);
+        if (!(slash = strchr(buf, '/')))
+                goto bad;
+        *slash = '\0';
+        errno = 0;
+        unsigned long prefix = strtoul(slash + 1, &end, 10);
+        if (inet_pton(AF_INET6, buf, a) != 1 || errno || end == slash + 1 || *end || prefix < 48 || prefix > 110)
+                goto bad;
+        for (unsigned bit = (unsigned) prefix; bit < 128; bit++)
+                if (a[bit / 8] & (0x80u >> (bit % 8)))
+                        return FAIL(c, "network_pool6: '%s' has bits set past its /%lu (a network's address has none)", c->v, prefix);
+        memcpy(cf->net_pool6, a, 16);
+        cf->net_pool6_prefix = (unsigned) prefix;
+        return 0;
+bad:
+        return FAIL(c, "network_pool6: expected an IPv6 network from /48 to /110 (e.g. fd5b:7a1c:4e02::/64) or none, got '%s'", c->v);
+}
+
 /* dns_upstream: ADDR, ADDR:PORT or [ADDR6]:PORT. */
 static int k_dns_upstream(struct cctx *c) {
         struct sbx_error e;
@@ -648,6 +679,7 @@ static const struct conf_key keys[] = {
         DAEMON("network_ring", CONF_SCALAR, k_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
         DAEMON("network_events", CONF_SCALAR, k_count, IN_CONFIG(network_events)),
         DAEMON("network_pool", CONF_SCALAR, k_pool),
+        DAEMON("network_pool6", CONF_SCALAR, k_pool6),
         DAEMON("dns_upstream", CONF_SCALAR, k_dns_upstream),
         DAEMON("request_timeout", CONF_SCALAR, k_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", CONF_SCALAR, k_duration, IN_CONFIG(retention_ms)),

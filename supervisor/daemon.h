@@ -65,7 +65,7 @@ struct daemon {
         char no_net_audit_why[256];
         char no_restricted_why[SBX_ERROR_MAX + 64];
         char net_ifprefix[12];    /* restricted jobs' veths: PREFIX + slot */
-        char net_table[16];       /* the nft table (ip family) */
+        char net_table[16];       /* the nft tables' name (ip family, and ip6 with a network_pool6) */
         uint8_t *net_used;        /* slots of network_pool in use, a bit each */
         unsigned net_slots, net_next;
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */

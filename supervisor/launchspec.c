@@ -27,11 +27,16 @@ static int write_env(FILE *f, const char *name, const char *value) {
 /* The bundle's tree read-only at /bundle, and the host paths it was
  * granted read-only where they are (the -try form: a host without
  * /etc/timezone runs the job without it). */
-static int write_bundle_fs(FILE *f, const struct job_bundle *b) {
+static int write_bundle_fs(FILE *f, const struct job_bundle *b, int net) {
         const char *const tree[] = { b->tree, JOB_BUNDLE };
         int r = profile_write_key(f, "ro-bind", tree, ARRAY_SIZE(tree));
         for (size_t i = 0; r == 0 && i < manifest_paths_count(); i++)
                 if (b->ro_paths & MANIFEST_PATH_BIT(i)) {
+                        /* A restricted job resolves through its DNS proxy,
+                         * 127.0.0.1 (glibc's default without the file): the
+                         * host's resolver is not in its allowlist. */
+                        if (net == NET_RESTRICTED && streq(manifest_path_name(i), "/etc/resolv.conf"))
+                                continue;
                         const char *const p[] = { manifest_path_name(i), manifest_path_name(i) };
                         r = profile_write_key(f, "ro-bind-try", p, ARRAY_SIZE(p));
                 }
@@ -50,7 +55,7 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         r = profile_write_key(f, "bind", bind, ARRAY_SIZE(bind));
         if (r < 0)
                 return r;
-        if (j->bundle.set && (r = write_bundle_fs(f, &j->bundle)) < 0)
+        if (j->bundle.set && (r = write_bundle_fs(f, &j->bundle, pol->net)) < 0)
                 return r;
         fprintf(f, "chdir = " JOB_WORKSPACE "\n");
         fprintf(f, "[env]\n");

@@ -19,6 +19,7 @@ struct netaudit;
 /* A job's attachment: its programs' links and its map entry. */
 struct netaudit_att {
         struct list link;      /* in the netaudit's attachments */
+        struct list bucket_link; /* in its bucket (by cgroup id) */
         uint64_t cgroup_id;
         void (*on_event)(void *arg, const struct netaudit_event *e);
         void *arg;

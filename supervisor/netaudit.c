@@ -16,13 +16,22 @@
 #include "netaudit-bpf.h"
 #include "netaudit.skel.h"
 
+/* Attachments by cgroup id, for the event path: a job's events find it
+ * among the few of its bucket, however many jobs are attached. */
+#define BUCKETS 256
+
 struct netaudit {
         struct netaudit_bpf *skel;
         struct ring_buffer *rb;
         struct source src;
         struct list atts;      /* struct netaudit_att.link */
+        struct list buckets[BUCKETS]; /* struct netaudit_att.bucket_link */
         uint64_t strays;
 };
+
+static struct list *bucket(struct netaudit *na, uint64_t cgroup_id) {
+        return &na->buckets[(cgroup_id ^ (cgroup_id >> 8)) % BUCKETS];
+}
 
 static struct bpf_program *const *progs_of(struct netaudit_bpf *s, struct bpf_program *out[5]) {
         out[0] = s->progs.sbx_connect4;
@@ -45,14 +54,17 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
         return 0;
 }
 
+static void links_destroy(struct netaudit_att *a);
+static void att_unmap(struct netaudit *na, struct netaudit_att *a);
+
 static int on_ring_event(void *ctx, void *data, size_t len) {
         struct netaudit *na = ctx;
         const struct netaudit_event *e = data;
         struct list *pos, *tmp;
         if (len < sizeof(*e))
                 return 0;
-        list_for_each_safe(pos, tmp, &na->atts) {
-                struct netaudit_att *a = list_entry(pos, struct netaudit_att, link);
+        list_for_each_safe(pos, tmp, bucket(na, e->cgroup_id)) {
+                struct netaudit_att *a = list_entry(pos, struct netaudit_att, bucket_link);
                 if (a->cgroup_id == e->cgroup_id) {
                         a->on_event(a->arg, e);
                         return 0;
@@ -76,6 +88,8 @@ int netaudit_open(uint64_t ring_bytes, struct netaudit **ret, struct sbx_error *
         if (!na)
                 return sbx_error_set(err, ENOMEM, "network audit");
         list_init(&na->atts);
+        for (size_t i = 0; i < BUCKETS; i++)
+                list_init(&na->buckets[i]);
         na->src.fd = -1;
         na->skel = netaudit_bpf__open();
         if (!na->skel) {
@@ -113,9 +127,16 @@ void netaudit_close(struct netaudit *na) {
                 return;
         if (na->src.fd >= 0)
                 loop_del(&na->src);
+        /* Attachments left at stop belong to jobs that may be freed
+         * already: taken down without handing them the ring's events. */
         while (!list_empty(&na->atts)) {
                 struct netaudit_att *a = list_entry(na->atts.next, struct netaudit_att, link);
-                netaudit_detach(na, a, NULL, NULL);
+                links_destroy(a);
+                att_unmap(na, a);
+                list_del(&a->link);
+                list_del(&a->bucket_link);
+                free(a->keys);
+                free(a);
         }
         ring_buffer__free(na->rb);
         netaudit_bpf__destroy(na->skel);
@@ -225,6 +246,7 @@ int netaudit_attach(struct netaudit *na, int cgroup_fd, const struct netpolicy *
                 }
         }
         list_add_tail(&na->atts, &a->link);
+        list_add_tail(bucket(na, a->cgroup_id), &a->bucket_link);
         *ret = a;
         return 0;
 }
@@ -240,6 +262,7 @@ void netaudit_detach(struct netaudit *na, struct netaudit_att *a, uint64_t *ret_
         if (bpf_map__lookup_elem(na->skel->maps.jobs, &a->cgroup_id, sizeof(a->cgroup_id), &val, sizeof(val), 0) < 0)
                 val.lost = val.dropped = 0;
         att_unmap(na, a);
+        list_del(&a->bucket_link);
         if (ret_lost)
                 *ret_lost = val.lost;
         if (ret_dropped)

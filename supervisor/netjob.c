@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -48,26 +49,47 @@ void netjob_teardown(struct daemon *d) {
         netveth_teardown(d);
 }
 
-bool netjob_profile_audit(const char *path) {
-        struct profile p;
-        struct sbx_error err;
-        profile_init(&p);
-        bool audit = profile_load_file(&p, path, &err) == 0 && p.net_audit;
-        profile_free(&p);
-        return audit;
-}
+/* Capabilities that would let a job send around the programs from a
+ * network namespace of its own: raw and packet sockets (no cgroup hook
+ * sees them; packet sockets are not even INET), and devices, tunnels and
+ * routes whose kernel sockets send for it (CAP_NET_ADMIN, or CAP_SYS_ADMIN,
+ * which the kernel takes for it in places). */
+static const int net_caps[] = { CAP_NET_RAW, CAP_NET_ADMIN, CAP_SYS_ADMIN };
 
 int netjob_profile_policy(const struct daemon_caps *caps, const char *profile_name, const char *path, struct policy_decision *pol,
                           char *msg, size_t len) {
-        if (pol->net_audit || !netjob_profile_audit(path))
-                return 0;
-        if (!caps->net_audit) {
-                snprintf(msg, len, "profile '%s' says [net] audit = yes: this daemon cannot audit network use (%s)", profile_name,
-                         caps->no_net_audit_why ? caps->no_net_audit_why : "no eBPF network audit");
-                return -EPERM;
+        struct profile p;
+        struct sbx_error err;
+        int r = 0;
+        profile_init(&p);
+        sbx_error_clear(&err);
+        if (profile_load_file(&p, path, &err) < 0) {
+                profile_free(&p);
+                /* not readable here: the launcher, reading the same file,
+                 * refuses an audit = yes in it; a restricted job cannot be
+                 * checked, so it does not run */
+                if (pol->net != NET_RESTRICTED)
+                        return 0;
+                snprintf(msg, len, "profile '%s' cannot be checked for a restricted job: %s", profile_name, err.msg);
+                return -EINVAL;
         }
-        pol->net_audit = true;
-        return 0;
+        for (size_t i = 0; pol->net == NET_RESTRICTED && r == 0 && i < p.n_caps; i++)
+                for (size_t k = 0; k < ARRAY_SIZE(net_caps); k++)
+                        if (p.caps[i] == net_caps[k]) {
+                                snprintf(msg, len, "profile '%s' keeps %s, with which a restricted job could send around its allowlist",
+                                         profile_name, k == 0 ? "CAP_NET_RAW" : k == 1 ? "CAP_NET_ADMIN" : "CAP_SYS_ADMIN");
+                                r = -EPERM;
+                        }
+        if (r == 0 && p.net_audit && !pol->net_audit) {
+                if (!caps->net_audit) {
+                        snprintf(msg, len, "profile '%s' says [net] audit = yes: this daemon cannot audit network use (%s)", profile_name,
+                                 caps->no_net_audit_why ? caps->no_net_audit_why : "no eBPF network audit");
+                        r = -EOPNOTSUPP;
+                } else
+                        pol->net_audit = true;
+        }
+        profile_free(&p);
+        return r;
 }
 
 /* CLOCK_BOOTTIME (the programs' clock) to CLOCK_REALTIME milliseconds. */

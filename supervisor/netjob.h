@@ -21,11 +21,13 @@ void netjob_teardown(struct daemon *d);
 /* Attach the audit to rj's cgroup if its policy asks for one: 0, or
  * -errno with msg (of len bytes) saying why the job cannot run. */
 int netjob_start(struct rjob *rj, char *msg, size_t len);
-/* Does the profile file at path say [net] audit = yes? (Not when it
- * cannot be read: then the launcher, reading the same file, refuses.) */
-bool netjob_profile_audit(const char *path);
-/* pol asks for no audit and the profile at path does: the audit is
- * added, or refused (-EPERM, msg saying why) where there is none. */
+/* What the job's named profile (the file at path) asks of its network:
+ * [net] audit = yes adds the audit to pol, or is refused (-EOPNOTSUPP)
+ * where there is none; a restricted job's profile may not keep
+ * capabilities that send around the programs (-EPERM), and must be
+ * readable here (-EINVAL). msg (len bytes) says why. A profile that is not
+ * readable is otherwise let be: the launcher, reading the same file,
+ * refuses an audit it cannot do. */
 int netjob_profile_policy(const struct daemon_caps *caps, const char *profile_name, const char *path, struct policy_decision *pol,
                           char *msg, size_t len);
 

@@ -29,17 +29,18 @@ static void names(struct daemon *d) {
         snprintf(d->net_table, sizeof(d->net_table), "sbx_%05x", h & 0xfffff);
 }
 
-/* Forwarding must be on for the jobs' veths to reach anything. */
-static int ip_forward(void) {
-        _cleanup_close_ int fd = open("/proc/sys/net/ipv4/ip_forward", O_RDWR | O_CLOEXEC);
+/* Forwarding must be on for the jobs' veths to reach anything: key is
+ * the sysctl's name (net.ipv4.ip_forward), path its file. */
+static int forwarding(const char *path, const char *key, struct sbx_error *err) {
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
         char c = '0';
         if (fd < 0 || pread(fd, &c, 1, 0) != 1)
-                return -errno;
+                return sbx_error_set(err, errno, "%s", key);
         if (c == '1')
                 return 0;
         if (pwrite(fd, "1", 1, 0) != 1)
-                return -errno;
-        log_notice("net.ipv4.ip_forward was 0: set to 1 for restricted jobs (network_pool)");
+                return sbx_error_set(err, errno, "%s", key);
+        log_notice("%s was 0: set to 1 for restricted jobs", key);
         return 0;
 }
 
@@ -60,10 +61,13 @@ void netveth_setup(struct daemon *d) {
                 d->caps.no_restricted_why = "out of memory";
                 return;
         }
-        if ((r = veth_sweep(d->net_ifprefix, &swept, &err)) < 0 || (r = ip_forward()) < 0 ||
-            (r = nft_setup(d->net_table, d->net_ifprefix, d->cfg->net_pool, d->cfg->net_pool_prefix, &err)) < 0) {
-                if (!err.msg[0])
-                        sbx_error_set(&err, r, "net.ipv4.ip_forward");
+        const struct config *cf = d->cfg;
+        if ((r = veth_sweep(d->net_ifprefix, &swept, &err)) < 0 ||
+            (r = forwarding("/proc/sys/net/ipv4/ip_forward", "net.ipv4.ip_forward", &err)) < 0 ||
+            (cf->net_pool6_prefix &&
+             (r = forwarding("/proc/sys/net/ipv6/conf/all/forwarding", "net.ipv6.conf.all.forwarding", &err)) < 0) ||
+            (r = nft_setup(d->net_table, d->net_ifprefix, cf->net_pool, cf->net_pool_prefix, cf->net_pool6,
+                           cf->net_pool6_prefix, &err)) < 0) {
                 snprintf(d->no_restricted_why, sizeof(d->no_restricted_why), "its network set-up failed: %s", err.msg);
                 d->caps.no_restricted_why = d->no_restricted_why;
                 log_warning("restricted jobs unavailable: %s", err.msg);
@@ -74,7 +78,9 @@ void netveth_setup(struct daemon *d) {
         if (dnsproxy_setup(d) < 0)
                 log_warning("restricted jobs: hostname entries are refused: %s", d->caps.no_dns_why);
         d->caps.net_restricted = true;
-        log_info("restricted jobs: veths %s* with /30s of the network_pool, nft table ip %s", d->net_ifprefix, d->net_table);
+        log_info("restricted jobs: veths %s* with /30s of the network_pool%s, nft table ip %s%s", d->net_ifprefix,
+                 cf->net_pool6_prefix ? " and /126s of the network_pool6" : " (IPv4 only: no network_pool6)", d->net_table,
+                 cf->net_pool6_prefix ? " and ip6 too" : "");
 }
 
 void netveth_teardown(struct daemon *d) {
@@ -218,6 +224,7 @@ static void setup_done(struct work *w) {
                 rj->net_fail = strdup(n->msg);
         } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd) < 0) {
                 n->spec.dns_fd = -1;
+                free(rj->net_fail);
                 rj->net_fail = strdup("cannot serve the job's DNS proxy");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
         } else if (write(n->block_fd, "1", 1) != 1) {
@@ -269,6 +276,7 @@ static void on_info(struct source *s, uint32_t events) {
         if (parse_info(n) < 0) {
                 snprintf(n->msg, sizeof(n->msg), "the launcher's --info-fd line is not what sbx-launch(1) says");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), n->msg);
+                free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
                 close(n->block_fd);
                 n->block_fd = -1;
@@ -280,13 +288,13 @@ static void on_info(struct source *s, uint32_t events) {
         worker_submit(&n->work);
 }
 
-int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
+int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_error *err) {
         struct daemon *d = rj->d;
         struct netlink_job *n = calloc(1, sizeof(*n));
         if (!n) {
                 close(info_fd);
                 close(block_fd);
-                return -ENOMEM;
+                return sbx_error_set(err, ENOMEM, "network");
         }
         n->d = d;
         n->rj = rj;
@@ -300,18 +308,31 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd) {
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
-                return -ENOSPC;
+                return sbx_error_msg(err, ENOSPC, "network: no free address in network_pool: all %u /30s are in use", d->net_slots);
         }
         uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
         n->spec.host_addr = htonl(base + 1);
         n->spec.job_addr = htonl(base + 2);
+        if (d->cfg->net_pool6_prefix) {
+                /* the slot's /126: the prefix is at most /110, so a
+                 * slot (below 65536) times 4 fits in its last 32 bits */
+                uint32_t last;
+                memcpy(&last, d->cfg->net_pool6 + 12, 4);
+                last = ntohl(last) + 4u * (uint32_t) n->slot;
+                n->spec.v6 = true;
+                memcpy(n->spec.host_addr6, d->cfg->net_pool6, 16);
+                memcpy(n->spec.job_addr6, d->cfg->net_pool6, 16);
+                uint32_t h = htonl(last + 1), j = htonl(last + 2);
+                memcpy(n->spec.host_addr6 + 12, &h, 4);
+                memcpy(n->spec.job_addr6 + 12, &j, 4);
+        }
         slot_name(d, (unsigned) n->slot, n->spec.host_if, sizeof(n->spec.host_if));
         int r = loop_add(&n->info_src, info_fd, EPOLLIN, on_info);
         if (r < 0) {
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
-                return r;
+                return sbx_error_set(err, r, "network: cannot watch the launcher's --info-fd");
         }
         rj->netlink = n;
         return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Restricted jobs' connectivity: the daemon's network_pool (a /30 per job,
- * its veths named after its state directory), forwarding and the nft
- * table set up at start (what a crashed daemon left swept first), and per
+ * and with a network_pool6 the /126 of the same slot; its veths named
+ * after its state directory), forwarding and the nft tables set up at start (what a crashed daemon left swept first), and per
  * job the launcher's --info-fd/--block-fd handshake: the info line read on
  * the loop, the veth made off it in the namespace the line names, the DNS
  * proxy started, then the sandbox let go. A job's veth goes with its
@@ -10,13 +10,15 @@
 
 #include <stdbool.h>
 
+#include "error.h"
+
 struct daemon;
 struct rjob;
 
 /* With a network_pool and the audit loaded: d->caps.net_restricted, or
  * why not in d->caps.no_restricted_why. Never fails the daemon. */
 void netveth_setup(struct daemon *d);
-/* The nft table and every veth of the daemon's go. */
+/* The nft tables and every veth of the daemon's go. */
 void netveth_teardown(struct daemon *d);
 
 /* Does rj's launcher get --info-fd and --block-fd (a restricted job)? */
@@ -24,8 +26,9 @@ bool netveth_handshake(const struct rjob *rj);
 /* The launcher of a restricted job runs: read its info line from info_fd,
  * make the job's veth in the namespace it names, then write to block_fd
  * (or close it unwritten, which fails the launcher at step block-fd and
- * the job with the reason in its record). Takes both fds, even on error. */
-int netveth_launched(struct rjob *rj, int info_fd, int block_fd);
+ * the job with the reason in its record). Takes both fds, even on error;
+ * err says why it cannot (every address of the pool in use). */
+int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_error *err);
 /* Why the job's network could not be set up, or NULL. */
 const char *netveth_failure(const struct rjob *rj);
 /* The job ended: its DNS proxy stops, its veth is left to the kernel. */

@@ -37,52 +37,79 @@ static int run(const char *cmds, struct sbx_error *err) {
 }
 
 int nft_teardown(const char *table) {
+        static const char *const families[] = { "ip", "ip6" };
         char cmd[128];
-        if (nft_table_exists(table) <= 0)
-                return 0;
-        snprintf(cmd, sizeof(cmd), "delete table ip %s\n", table);
-        return run(cmd, NULL);
+        int r = 0;
+        for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+                if (nft_table_exists(families[i], table) <= 0)
+                        continue;
+                snprintf(cmd, sizeof(cmd), "delete table %s %s\n", families[i], table);
+                int k = run(cmd, NULL);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
 }
 
-int nft_table_exists(const char *table) {
+int nft_table_exists(const char *family, const char *table) {
         char cmd[128];
         _cleanup_nft_ struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
         if (!c)
                 return -ENOMEM;
         nft_ctx_buffer_output(c);
         nft_ctx_buffer_error(c);
-        snprintf(cmd, sizeof(cmd), "list table ip %s\n", table);
+        snprintf(cmd, sizeof(cmd), "list table %s %s\n", family, table);
         return nft_run_cmd_from_buffer(c, cmd) == 0 ? 1 : 0;
 }
 
-int nft_setup(const char *table, const char *ifprefix, uint32_t pool, unsigned prefix, struct sbx_error *err) {
-        char net[INET_ADDRSTRLEN], *cmds = NULL;
+/* The rules of one family's table (fam "ip" or "ip6"; net/prefix the
+ * pool), after the commands that delete an old one. */
+static char *table_cmds(const char *fam, const char *table, const char *ifprefix, const char *net, unsigned prefix) {
+        char *cmds = NULL;
+        /* Forwarding: a job's veth to the world, and back only for what
+         * the job started (ICMP errors about it too: related); never veth
+         * to veth (jobs must not reach each other past their allowlists'
+         * programs). */
+        if (asprintf(&cmds,
+                     "table %5$s %1$s\n"
+                     "delete table %5$s %1$s\n"
+                     "table %5$s %1$s {\n"
+                     "  chain postrouting {\n"
+                     "    type nat hook postrouting priority srcnat; policy accept;\n"
+                     "    %5$s saddr %3$s/%4$u oifname != \"%2$s*\" masquerade\n"
+                     "  }\n"
+                     "  chain forward {\n"
+                     "    type filter hook forward priority filter; policy accept;\n"
+                     "    iifname \"%2$s*\" oifname \"%2$s*\" drop\n"
+                     "    iifname \"%2$s*\" %5$s saddr %3$s/%4$u accept\n"
+                     "    iifname \"%2$s*\" drop\n"
+                     "    oifname \"%2$s*\" ct state established,related accept\n"
+                     "    oifname \"%2$s*\" drop\n"
+                     "  }\n"
+                     "}\n",
+                     table, ifprefix, net, prefix, fam) < 0)
+                return NULL;
+        return cmds;
+}
+
+int nft_setup(const char *table, const char *ifprefix, uint32_t pool, unsigned prefix, const uint8_t pool6[16],
+              unsigned prefix6, struct sbx_error *err) {
+        char net[INET_ADDRSTRLEN], net6[INET6_ADDRSTRLEN];
+        _cleanup_free_ char *v4 = NULL, *v6 = NULL, *cmds = NULL;
         inet_ntop(AF_INET, &pool, net, sizeof(net));
-        /* One transaction: the old table (if a daemon died) goes and the
-         * new one comes at once. Forwarding: a job's veth to the world, and
-         * back only for what the job started; never veth to veth (jobs
-         * must not reach each other past their allowlists' programs). */
-        int n = asprintf(&cmds,
-                         "table ip %1$s\n"
-                         "delete table ip %1$s\n"
-                         "table ip %1$s {\n"
-                         "  chain postrouting {\n"
-                         "    type nat hook postrouting priority srcnat; policy accept;\n"
-                         "    ip saddr %3$s/%4$u oifname != \"%2$s*\" masquerade\n"
-                         "  }\n"
-                         "  chain forward {\n"
-                         "    type filter hook forward priority filter; policy accept;\n"
-                         "    iifname \"%2$s*\" oifname \"%2$s*\" drop\n"
-                         "    iifname \"%2$s*\" ip saddr %3$s/%4$u accept\n"
-                         "    iifname \"%2$s*\" drop\n"
-                         "    oifname \"%2$s*\" ct state established,related accept\n"
-                         "    oifname \"%2$s*\" drop\n"
-                         "  }\n"
-                         "}\n",
-                         table, ifprefix, net, prefix);
-        if (n < 0)
+        if (!(v4 = table_cmds("ip", table, ifprefix, net, prefix)))
                 return sbx_error_set(err, ENOMEM, "nftables");
-        int r = run(cmds, err);
-        free(cmds);
-        return r;
+        if (prefix6) {
+                inet_ntop(AF_INET6, pool6, net6, sizeof(net6));
+                v6 = table_cmds("ip6", table, ifprefix, net6, prefix6);
+        } else if (asprintf(&v6, "table ip6 %1$s\ndelete table ip6 %1$s\n", table) < 0) {
+                v6 = NULL; /* asprintf leaves it undefined */
+        }
+        /* One transaction: the old tables (if a daemon died) go and the
+         * new ones come at once. */
+        if (!v6 || asprintf(&cmds, "%s%s", v4, v6) < 0) {
+                cmds = NULL; /* asprintf leaves it undefined */
+                return sbx_error_set(err, ENOMEM, "nftables");
+        }
+        return run(cmds, err);
 }

@@ -256,9 +256,11 @@ void runner_launch(struct rjob *rj) {
                 captured = true;
                 r = capture_start(rj, p.out[0], p.err[0], p.status[0], p.report[0], pidfd);
                 p.out[0] = p.err[0] = p.status[0] = p.report[0] = -1;
+                if (r < 0)
+                        sbx_error_set(&err, r, "cannot watch the launcher");
                 /* A restricted job waits at --block-fd until its veth is up. */
                 if (r == 0 && p.info[0] >= 0) {
-                        r = netveth_launched(rj, p.info[0], p.block[1]);
+                        r = netveth_launched(rj, p.info[0], p.block[1], &err);
                         p.info[0] = p.block[1] = -1;
                 }
                 if (r < 0) {
@@ -267,7 +269,6 @@ void runner_launch(struct rjob *rj) {
                         kill(rj->pid, SIGKILL);
                         siginfo_t si;
                         waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED);
-                        sbx_error_set(&err, r, "cannot watch the launcher");
                 }
         }
         if (r < 0) {

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/if_addr.h>
+
 #include <netlink/cache.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
@@ -79,14 +81,19 @@ static int link_up(struct nl_sock *s, const char *name, int *ret_index) {
         return 0;
 }
 
-static int add_addr(struct nl_sock *s, int ifindex, uint32_t addr, unsigned prefix) {
-        _cleanup_nladdr_ struct nl_addr *local = nl_addr_build(AF_INET, &addr, 4);
+/* addr: 4 bytes (IPv4, network order) or 16 (IPv6, then without
+ * duplicate address detection: nothing else takes an address of the pool,
+ * and a tentative one could not be used for a second or so). */
+static int add_addr(struct nl_sock *s, int ifindex, const void *addr, unsigned len, unsigned prefix) {
+        _cleanup_nladdr_ struct nl_addr *local = nl_addr_build(len == 16 ? AF_INET6 : AF_INET, addr, len);
         struct rtnl_addr *a = rtnl_addr_alloc();
         int r = -ENOMEM;
         if (local && a) {
                 nl_addr_set_prefixlen(local, (int) prefix);
                 rtnl_addr_set_ifindex(a, ifindex);
                 rtnl_addr_set_local(a, local);
+                if (len == 16)
+                        rtnl_addr_set_flags(a, IFA_F_NODAD);
                 r = rtnl_addr_add(s, a, 0);
                 r = r < 0 ? nlerr(r) : 0;
         }
@@ -95,15 +102,17 @@ static int add_addr(struct nl_sock *s, int ifindex, uint32_t addr, unsigned pref
         return r;
 }
 
-static int add_default_route(struct nl_sock *s, int ifindex, uint32_t gw) {
-        uint32_t any = 0;
-        _cleanup_nladdr_ struct nl_addr *dst = nl_addr_build(AF_INET, &any, 4), *via = nl_addr_build(AF_INET, &gw, 4);
+/* gw: 4 bytes (IPv4) or 16 (IPv6). */
+static int add_default_route(struct nl_sock *s, int ifindex, const void *gw, unsigned len) {
+        static const uint8_t any[16];
+        int family = len == 16 ? AF_INET6 : AF_INET;
+        _cleanup_nladdr_ struct nl_addr *dst = nl_addr_build(family, any, len), *via = nl_addr_build(family, gw, len);
         struct rtnl_route *rt = rtnl_route_alloc();
         struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
         int r = -ENOMEM;
         if (dst && via && rt && nh) {
                 nl_addr_set_prefixlen(dst, 0);
-                rtnl_route_set_family(rt, AF_INET);
+                rtnl_route_set_family(rt, (uint8_t) family);
                 rtnl_route_set_dst(rt, dst);
                 rtnl_route_nh_set_ifindex(nh, ifindex);
                 rtnl_route_nh_set_gateway(nh, via);
@@ -157,10 +166,14 @@ static void *inside_run(void *arg) {
                 in->step = "netlink in the job's namespace";
         else if ((in->err = link_up(s, JOB_IF, &idx)) < 0)
                 in->step = "eth0 up";
-        else if ((in->err = add_addr(s, idx, in->s->job_addr, 30)) < 0)
+        else if ((in->err = add_addr(s, idx, &in->s->job_addr, 4, 30)) < 0)
                 in->step = "eth0's address";
-        else if ((in->err = add_default_route(s, idx, in->s->host_addr)) < 0)
+        else if ((in->err = add_default_route(s, idx, &in->s->host_addr, 4)) < 0)
                 in->step = "the default route";
+        else if (in->s->v6 && (in->err = add_addr(s, idx, in->s->job_addr6, 16, 126)) < 0)
+                in->step = "eth0's IPv6 address";
+        else if (in->s->v6 && (in->err = add_default_route(s, idx, in->s->host_addr6, 16)) < 0)
+                in->step = "the IPv6 default route";
         /* The launcher brings lo up too, perhaps not yet: the socket
          * below needs it now. */
         else if ((in->err = link_up(s, "lo", &lo)) < 0)
@@ -185,7 +198,8 @@ int veth_create(struct veth_spec *sp, struct sbx_error *err) {
         rtnl_link_put(peer);
         if ((r = rtnl_link_add(s, veth, NLM_F_CREATE | NLM_F_EXCL)) < 0)
                 return sbx_error_set(err, nlerr(r), "veth %s: creating the pair", sp->host_if);
-        if ((r = link_up(s, sp->host_if, &idx)) < 0 || (r = add_addr(s, idx, sp->host_addr, 30)) < 0) {
+        if ((r = link_up(s, sp->host_if, &idx)) < 0 || (r = add_addr(s, idx, &sp->host_addr, 4, 30)) < 0 ||
+            (sp->v6 && (r = add_addr(s, idx, sp->host_addr6, 16, 126)) < 0)) {
                 veth_delete(sp->host_if);
                 return sbx_error_set(err, r, "veth %s: host end", sp->host_if);
         }

@@ -3,9 +3,12 @@
  * whose host end (named by the daemon) carries the first address of the
  * job's /30 and whose other end, eth0, is made inside the job's network
  * namespace with the second address and a default route through the
- * first. Blocking netlink calls: run off the event loop. */
+ * first; with an IPv6 /126 too, the same for IPv6 (addresses without
+ * duplicate address detection, usable at once). Blocking netlink calls:
+ * run off the event loop. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -14,6 +17,9 @@ struct veth_spec {
         char host_if[16];  /* IFNAMSIZ */
         uint32_t host_addr; /* network order */
         uint32_t job_addr;
+        bool v6;            /* the two below are set */
+        uint8_t host_addr6[16];
+        uint8_t job_addr6[16];
         int netns_fd;       /* the job's network namespace */
         int dns_fd;         /* out: a UDP socket on 127.0.0.1:53 inside it (the DNS proxy's), or -1 */
 };

@@ -210,6 +210,7 @@ open('/workspace/sent', 'w').close()
         ws="$SUP_DIR/state/work/$id"
         for i in $(seq 1200); do [ -e "$ws/ready" ] && break; sleep 0.05; done
         [ -e "$ws/ready" ]
+        SUP_PID=$(cat "$SUP_DIR/daemon.pid") # a test before may have restarted it
         kill -STOP "$SUP_PID"
         touch "$ws/go"
         sent=no

@@ -4,6 +4,8 @@
 # allow entries admit — address or CIDR, port or range, TCP or UDP —
 # minus its deny-ports and its tenant's, within its tenant's network_allow;
 # every other attempt fails with EPERM and is recorded with verdict deny.
+# (A negation "! cmd" is followed by "|| false": bash's errexit ignores a
+# negated command, so alone it would fail the test only as its last line.)
 # The job's traffic goes through a veth of its own in its network
 # namespace to "test hosts": addresses in a network namespace this file
 # makes, with servers on chosen ports. Nothing is left behind after a
@@ -12,44 +14,72 @@
 load sup-unit/daemon
 bats_require_minimum_version 1.5.0
 
-# The test host: 198.51.100.1, .2 and .5 (TEST-NET-2) in a namespace of
-# our own, behind a veth whose host end is 198.51.100.254.
+# The test host: TH.1, .2 and .5 in a namespace of our own, behind a veth
+# whose host end is TH.254 (TH: a /24 of 198.18.0.0/15 picked at random);
+# and TH6::1 and ::2 behind TH6::fe (TH6: a /64 of 2001:db8::/32, the
+# documentation prefix, picked at random).
 setup_file() {
         sup_init
         export TNS="sbxt-$$-$RANDOM" TIF="sbxt$((RANDOM % 100000))"
-        export NET_OK=0
+        # The test host's network: a /24 of 198.18.0.0/15 (set aside for
+        # tests) of our own, so that another run of this file at the same
+        # time (its own namespace, its own routes) never takes our packets.
+        export TH="198.18.$((RANDOM % 256))"
+        export TH6="2001:db8:$(printf %x $((RANDOM % 65535 + 1)))"
+        export NET_OK=0 NET6_OK=0
         if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
                 ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
-                        ip addr add 198.51.100.254/24 dev "$TIF" && ip link set "$TIF" up &&
+                        ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
                         ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
-                        ip -n "$TNS" addr add 198.51.100.1/24 dev eth0 &&
-                        ip -n "$TNS" addr add 198.51.100.2/24 dev eth0 &&
-                        ip -n "$TNS" addr add 198.51.100.5/24 dev eth0 && NET_OK=1
+                        ip -n "$TNS" addr add ${TH}.1/24 dev eth0 &&
+                        ip -n "$TNS" addr add ${TH}.2/24 dev eth0 &&
+                        ip -n "$TNS" addr add ${TH}.5/24 dev eth0 && NET_OK=1
+                # IPv6 too where the host has it (nodad: usable at once)
+                [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
+                        ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad &&
+                        ip -n "$TNS" addr add ${TH6}::2/64 dev eth0 nodad && NET6_OK=1
         fi
         if [ "$NET_OK" = 1 ]; then
                 ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
-                        tcp:198.51.100.1:8080 tcp:198.51.100.1:8081 tcp:198.51.100.1:25 tcp:198.51.100.2:8080 \
-                        tcp:198.51.100.2:8081 tcp:198.51.100.5:8080 udp:198.51.100.1:5353 \
+                        tcp:${TH}.1:8080 tcp:${TH}.1:8081 tcp:${TH}.1:25 tcp:${TH}.2:8080 \
+                        tcp:${TH}.2:8081 tcp:${TH}.5:8080 udp:${TH}.1:5353 \
                         > "$SUP_DIR/servers.out" 2>&1 3>&- &
                 echo $! > "$SUP_DIR/servers.pid"
-                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" 198.51.100.1 > "$SUP_DIR/dns.out" 2>&1 3>&- &
+                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" ${TH}.1 ${TH}.2 ${TH6}::1 > "$SUP_DIR/dns.out" 2>&1 3>&- &
                 echo $! > "$SUP_DIR/dns.pid"
-                for i in $(seq 600); do grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" && break; sleep 0.05; done
+                if [ "$NET6_OK" = 1 ]; then
+                        ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
+                                "tcp:[${TH6}::1]:8080" "tcp:[${TH6}::1]:8081" "tcp:[${TH6}::2]:8080" "udp:[${TH6}::1]:5353" \
+                                > "$SUP_DIR/servers6.out" 2>&1 3>&- &
+                        echo $! > "$SUP_DIR/servers6.pid"
+                fi
+                for i in $(seq 600); do
+                        grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" &&
+                                { [ "$NET6_OK" = 0 ] || grep -q ready "$SUP_DIR/servers6.out"; } && break
+                        sleep 0.05
+                done
         fi
         # A pool of our own (10.213.2N.0/23: 128 jobs at once) for this file's daemon.
         export POOL_X=$((RANDOM % 125 * 2))
         export POOL="10.213.$POOL_X.0/23"
+        # and an IPv6 one: a /64 of a ULA /48 picked at random
+        export POOL6="fd5b:$(printf %x $((RANDOM + 1))):$(printf %x $((RANDOM + 1)))::/64"
         sup_config "network_pool = $POOL
-dns_upstream = 198.51.100.1
+network_pool6 = $POOL6
+dns_upstream = ${TH}.1
 max_jobs = 128"
         sed -i 's/^max_jobs = 32$/max_jobs = 128/' "$SUP_DIR/sup.conf"
-        sed -i 's/^profiles = default shell$/&\nnetwork = none host restricted\nnetwork_allow = 198.51.100.0\/24:*\/any [2001:db8::\/32]:*\/any *.test:*\/any\nnetwork_deny_ports = 25/' "$SUP_DIR/sup.conf"
+        sed -i "s/^profiles = default shell\$/&\\nnetwork = none host restricted\\nnetwork_allow = ${TH}.0\\/24:*\\/any [2001:db8::\\/32]:*\\/any *.test:*\\/any\\nnetwork_deny_ports = 25/" "$SUP_DIR/sup.conf"
+        # a profile that keeps CAP_NET_ADMIN in the job's user namespace
+        sed -i 's/^profiles = default shell$/profiles = default shell netadmin/' "$SUP_DIR/sup.conf"
+        { cat "$SBX_STAGE/profiles/default.ini"; printf '[security]\ncapabilities = CAP_NET_ADMIN\n'; } > "$SBX_STAGE/profiles/netadmin.ini"
         sup_start
 }
 
 teardown_file() {
         [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
         [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
+        [ -f "$SUP_DIR/servers6.pid" ] && kill "$(cat "$SUP_DIR/servers6.pid")" 2>/dev/null
         sup_fini
         ip netns del "$TNS" 2>/dev/null || true
         ip link del "$TIF" 2>/dev/null || true
@@ -94,33 +124,33 @@ event() {
 }
 
 @test "an allowed destination is reached through the job's own veth, and the connect is recorded as allowed" {
-        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8080
-        [ "$output" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        probe --allow ${TH}.1:8080 -- tcp:${TH}.1:8080
+        [ "$output" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
         [ "$(json_get result.network.mode <<<"$res")" = restricted ]
         [ "$(json_get result.network.audit <<<"$res")" = true ]
         [ "$(event 0 kind)" = connect ]
         [ "$(event 0 protocol)" = tcp ]
-        [ "$(event 0 address)" = 198.51.100.1 ]
+        [ "$(event 0 address)" = ${TH}.1 ]
         [ "$(event 0 port)" = 8080 ]
         [ "$(event 0 verdict)" = allow ]
 }
 
 @test "another port, another host, UDP, the host's side of the veth, raw and ping sockets: each refused and recorded as denied" {
         host_side=$(python3 -c "import ipaddress,sys; print(ipaddress.ip_network(sys.argv[1])[1])" "$POOL")
-        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8081 tcp:198.51.100.2:8080 udp:198.51.100.1:5353 \
-                "tcp:$host_side:22" raw ping tcp:198.51.100.1:8080
-        [ "${lines[0]}" = "tcp:198.51.100.1:8081 EPERM" ]
-        [ "${lines[1]}" = "tcp:198.51.100.2:8080 EPERM" ]
-        [ "${lines[2]}" = "udp:198.51.100.1:5353 EPERM" ]
+        probe --allow ${TH}.1:8080 -- tcp:${TH}.1:8081 tcp:${TH}.2:8080 udp:${TH}.1:5353 \
+                "tcp:$host_side:22" raw ping tcp:${TH}.1:8080
+        [ "${lines[0]}" = "tcp:${TH}.1:8081 EPERM" ]
+        [ "${lines[1]}" = "tcp:${TH}.2:8080 EPERM" ]
+        [ "${lines[2]}" = "udp:${TH}.1:5353 EPERM" ]
         [ "${lines[3]}" = "tcp:$host_side:22 EPERM" ]
         # raw: no CAP_NET_RAW in the job; ping: the job's namespace has no
         # ping_group_range, and the audit refuses ICMP sockets anyway
         [[ "${lines[4]}" = "raw EPERM" ]]
         [[ "${lines[5]}" = "ping EACCES" || "${lines[5]}" = "ping EPERM" ]]
-        [ "${lines[6]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "${lines[6]}" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
         [ "$(event 0 port)" = 8081 ]
         [ "$(event 0 verdict)" = deny ]
-        [ "$(event 1 address)" = 198.51.100.2 ]
+        [ "$(event 1 address)" = ${TH}.2 ]
         [ "$(event 1 verdict)" = deny ]
         [ "$(event 2 kind)" = sendmsg ]
         [ "$(event 2 protocol)" = udp ]
@@ -134,58 +164,90 @@ event() {
 }
 
 @test "deny-ports win over allow entries, the tenant's too" {
-        probe --allow 198.51.100.0/24:*/any --deny-port 8081 -- tcp:198.51.100.1:8080 tcp:198.51.100.1:8081 tcp:198.51.100.1:25 \
-                udp:198.51.100.1:5353
-        [ "${lines[0]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
-        [ "${lines[1]}" = "tcp:198.51.100.1:8081 EPERM" ]
-        [ "${lines[2]}" = "tcp:198.51.100.1:25 EPERM" ]
-        [ "${lines[3]}" = "udp:198.51.100.1:5353 ok 198.51.100.1:5353" ]
+        probe --allow ${TH}.0/24:*/any --deny-port 8081 -- tcp:${TH}.1:8080 tcp:${TH}.1:8081 tcp:${TH}.1:25 \
+                udp:${TH}.1:5353
+        [ "${lines[0]}" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
+        [ "${lines[1]}" = "tcp:${TH}.1:8081 EPERM" ]
+        [ "${lines[2]}" = "tcp:${TH}.1:25 EPERM" ]
+        [ "${lines[3]}" = "udp:${TH}.1:5353 ok ${TH}.1:5353" ]
 }
 
 @test "CIDR entries and port ranges admit exactly their addresses and ports; UDP only where allowed" {
-        probe --allow 198.51.100.0/30:8080-8081 --allow 198.51.100.1:5353/udp -- tcp:198.51.100.1:8081 tcp:198.51.100.2:8080 \
-                tcp:198.51.100.5:8080 udp:198.51.100.1:5353 tcp:198.51.100.1:25
-        [ "${lines[0]}" = "tcp:198.51.100.1:8081 ok 198.51.100.1:8081" ]
-        [ "${lines[1]}" = "tcp:198.51.100.2:8080 ok 198.51.100.2:8080" ]
-        [ "${lines[2]}" = "tcp:198.51.100.5:8080 EPERM" ]
-        [ "${lines[3]}" = "udp:198.51.100.1:5353 ok 198.51.100.1:5353" ]
-        [ "${lines[4]}" = "tcp:198.51.100.1:25 EPERM" ]
+        probe --allow ${TH}.0/30:8080-8081 --allow ${TH}.1:5353/udp -- tcp:${TH}.1:8081 tcp:${TH}.2:8080 \
+                tcp:${TH}.5:8080 udp:${TH}.1:5353 tcp:${TH}.1:25
+        [ "${lines[0]}" = "tcp:${TH}.1:8081 ok ${TH}.1:8081" ]
+        [ "${lines[1]}" = "tcp:${TH}.2:8080 ok ${TH}.2:8080" ]
+        [ "${lines[2]}" = "tcp:${TH}.5:8080 EPERM" ]
+        [ "${lines[3]}" = "udp:${TH}.1:5353 ok ${TH}.1:5353" ]
+        [ "${lines[4]}" = "tcp:${TH}.1:25 EPERM" ]
 }
 
-@test "IPv6 entries: inside the prefix the kernel is asked (no route: ENETUNREACH), outside it EPERM, both recorded" {
-        probe --allow '[2001:db8:1::/48]:443' -- 'tcp:[2001:db8:1::5]:443' 'tcp:[2001:db8:2::5]:443' 'tcp:[2001:db8:1::5]:444'
-        [ "${lines[0]}" = "tcp:[2001:db8:1::5]:443 ENETUNREACH" ]
-        [ "${lines[1]}" = "tcp:[2001:db8:2::5]:443 EPERM" ]
-        [ "${lines[2]}" = "tcp:[2001:db8:1::5]:444 EPERM" ]
+# Does the daemon last started give restricted jobs IPv6 (its log says)?
+daemon_v6() {
+        grep "restricted jobs: veths" "$SUP_DIR/daemon.log" | tail -1 | grep -q "and /126s of the network_pool6"
+}
+
+need_ipv6() {
+        [ "$NET6_OK" = 1 ] && grep -q ready "$SUP_DIR/servers6.out" || skip "the test host has no IPv6 here"
+        daemon_v6 || skip "the daemon has no IPv6 for restricted jobs here"
+}
+
+@test "IPv6: an allowed [address]:port is reached through the job's veth; other ports, hosts and UDP are EPERM; all recorded" {
+        need_ipv6
+        probe --allow "[${TH6}::1]:8080" --allow "[${TH6}::/120]:5353/udp" -- "tcp:[${TH6}::1]:8080" \
+                "tcp:[${TH6}::1]:8081" "tcp:[${TH6}::2]:8080" "udp:[${TH6}::1]:5353" "tcp:[2001:db8:1::5]:443"
+        [ "${lines[0]}" = "tcp:[${TH6}::1]:8080 ok [${TH6}::1]:8080" ]
+        [ "${lines[1]}" = "tcp:[${TH6}::1]:8081 EPERM" ]
+        [ "${lines[2]}" = "tcp:[${TH6}::2]:8080 EPERM" ]
+        [ "${lines[3]}" = "udp:[${TH6}::1]:5353 ok [${TH6}::1]:5353" ]
+        [ "${lines[4]}" = "tcp:[2001:db8:1::5]:443 EPERM" ]
         [ "$(event 0 family)" = ipv6 ]
-        [ "$(event 0 address)" = 2001:db8:1::5 ]
+        [ "$(event 0 address)" = "${TH6}::1" ]
+        [ "$(event 0 port)" = 8080 ]
         [ "$(event 0 verdict)" = allow ]
+        [ "$(event 1 port)" = 8081 ]
         [ "$(event 1 verdict)" = deny ]
+        [ "$(event 2 address)" = "${TH6}::2" ]
         [ "$(event 2 verdict)" = deny ]
+        evs=$(events)
+        grep -qx "connect - - 2001:db8:1::5 443 deny" <<<"$evs"
+        grep -qx "sendmsg - - ${TH6}::1 5353 allow" <<<"$evs"
+}
+
+@test "IPv6: an allowed hostname's AAAA answer is admitted, and the job reaches that address" {
+        need_ipv6
+        probe --allow v6.test:8080 -- name6:v6.test:8080 "tcp:[${TH6}::1]:8081" "tcp:[${TH6}::2]:8080"
+        [ "${lines[0]}" = "name6:v6.test:8080 ok [${TH6}::1]:8080" ]
+        [ "${lines[1]}" = "tcp:[${TH6}::1]:8081 EPERM" ]
+        [ "${lines[2]}" = "tcp:[${TH6}::2]:8080 EPERM" ]
+        evs=$(events)
+        grep -qx "dns v6.test AAAA - - allow" <<<"$evs"
+        grep -qx "connect v6.test - ${TH6}::1 8080 allow" <<<"$evs"
+        grep -qx "connect - - ${TH6}::2 8080 deny" <<<"$evs"
 }
 
 @test "an allowed hostname resolves through the job's DNS proxy and its address is reached; other names are refused; both audited" {
-        probe --allow db.test:8080 -- name:db.test:8080 name:other.test:8080 tcp:198.51.100.2:8080 tcp:198.51.100.1:8080
-        [ "${lines[0]}" = "name:db.test:8080 ok 198.51.100.1:8080" ]
+        probe --allow db.test:8080 -- name:db.test:8080 name:other.test:8080 tcp:${TH}.2:8080 tcp:${TH}.1:8080
+        [ "${lines[0]}" = "name:db.test:8080 ok ${TH}.1:8080" ]
         [ "${lines[1]}" = "name:other.test:8080 unresolved" ]
-        [ "${lines[2]}" = "tcp:198.51.100.2:8080 EPERM" ]
+        [ "${lines[2]}" = "tcp:${TH}.2:8080 EPERM" ]
         # the name's address is admitted with the name's ports only... and
         # reached by address too, as the name was resolved
-        [ "${lines[3]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        [ "${lines[3]}" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
         # in the order each was made (the proxy's and the programs' events
         # interleave: glibc's own connect to 127.0.0.1:53 is recorded too)
         evs=$(events)
         grep -qx "dns db.test A - - allow" <<<"$evs"
         grep -qx "dns other.test A - - deny" <<<"$evs"
-        grep -qx "connect db.test - 198.51.100.1 8080 allow" <<<"$evs"
-        grep -qx "connect - - 198.51.100.2 8080 deny" <<<"$evs"
+        grep -qx "connect db.test - ${TH}.1 8080 allow" <<<"$evs"
+        grep -qx "connect - - ${TH}.2 8080 deny" <<<"$evs"
         grep -qx "connect - - 127.0.0.1 53 allow" <<<"$evs"
         run ctl result "$id"
         [[ "$output" == *"net:       dns A db.test allow "* ]]
-        [[ "$output" == *"net:       connect tcp 198.51.100.1:8080 (db.test) allow pid "* ]]
+        [[ "$output" == *"net:       connect tcp ${TH}.1:8080 (db.test) allow pid "* ]]
         # glibc may ask again after a REFUSED: every answer is the same
-        ! grep -q "^dns db.test .* deny$" <<<"$evs"
-        ! grep -q "^dns other.test .* allow$" <<<"$evs"
+        ! grep -q "^dns db.test .* deny$" <<<"$evs" || false
+        ! grep -q "^dns other.test .* allow$" <<<"$evs" || false
 }
 
 @test "a burst of queries for an allowed name: at most 16 forwarded at once, the rest refused at once" {
@@ -210,44 +272,55 @@ event() {
 }
 
 @test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames too" {
-        run ctl submit --network restricted --allow 198.51.100.1:80 --allow 192.0.2.1:80 -- true
+        run ctl submit --network restricted --allow ${TH}.1:80 --allow 192.0.2.1:80 -- true
         [ "$status" -ne 0 ]
         [[ "$output" == *"E_FORBIDDEN"* ]]
         [[ "$output" == *"field 'network.allow[1]': 192.0.2.1:80/tcp is beyond tenant 'admin''s network_allow"* ]]
         run ctl submit --network restricted --allow db.internal:5432 -- true
         [[ "$output" == *"E_FORBIDDEN"* ]]
         [[ "$output" == *"db.internal:5432/tcp is beyond tenant 'admin''s network_allow"* ]]
-        run ctl submit --allow 198.51.100.1:80 -- true
+        run ctl submit --allow ${TH}.1:80 -- true
         [ "$status" -eq 2 ]
         [[ "$output" == *"--allow and --deny-port go with --network restricted"* ]]
+}
+
+@test "a profile keeping CAP_NET_ADMIN (or NET_RAW, SYS_ADMIN) cannot run restricted: it could send around the programs" {
+        run ctl submit --profile netadmin --network restricted --allow ${TH}.1:8080 -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"E_FORBIDDEN"* ]]
+        [[ "$output" == *"profile 'netadmin' keeps CAP_NET_ADMIN, with which a restricted job could send around its allowlist"* ]]
+        # elsewhere it runs as its profile says
+        run ctl run --profile netadmin -- true
+        [ "$status" -eq 0 ]
 }
 
 @test "one job's allowlist never admits another's traffic (jobs at once, each its own port)" {
         ids=()
         for p in 8080 8081; do
-                run ctl --json submit --network restricted --allow "198.51.100.2:$p" -- \
-                        python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" tcp:198.51.100.2:8080 tcp:198.51.100.2:8081
+                run ctl --json submit --network restricted --allow "${TH}.2:$p" -- \
+                        python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" tcp:${TH}.2:8080 tcp:${TH}.2:8081
                 ids+=("$(json_get job <<<"$output")")
         done
         ctl wait "${ids[0]}" >/dev/null
         ctl wait "${ids[1]}" >/dev/null
         run ctl logs "${ids[0]}"
-        [ "${lines[0]}" = "tcp:198.51.100.2:8080 ok 198.51.100.2:8080" ]
-        [ "${lines[1]}" = "tcp:198.51.100.2:8081 EPERM" ]
+        [ "${lines[0]}" = "tcp:${TH}.2:8080 ok ${TH}.2:8080" ]
+        [ "${lines[1]}" = "tcp:${TH}.2:8081 EPERM" ]
         run ctl logs "${ids[1]}"
-        [ "${lines[0]}" = "tcp:198.51.100.2:8080 EPERM" ]
-        [ "${lines[1]}" = "tcp:198.51.100.2:8081 ok 198.51.100.2:8081" ]
+        [ "${lines[0]}" = "tcp:${TH}.2:8080 EPERM" ]
+        [ "${lines[1]}" = "tcp:${TH}.2:8081 ok ${TH}.2:8081" ]
 }
 
 @test "100 restricted jobs at once: each reaches its own allowed host and never the other's" {
         ids=()
         for i in $(seq 100); do
                 h=$((i % 2 ? 1 : 2))
-                run ctl --json submit --network restricted --allow "198.51.100.$h:8080" -- bash -c '
-                        for h in 198.51.100.1 198.51.100.2; do
-                                if exec 3<>"/dev/tcp/$h/8080"; then read -r l <&3; echo "$h $l"; exec 3<&-; else echo "$h refused"; fi
-                        done 2>/dev/null
-                        sleep 3'
+                run ctl --json submit --network restricted --allow "${TH}.$h:8080" -- bash -c '
+                        for h in "$@"; do
+                                if exec 3<>"/dev/tcp/$h/8080"; then read -r l <&3; echo "$h $l"; exec 3<&-
+                                else echo "$h refused"; fi
+                        done 2>&1
+                        sleep 3' job ${TH}.1 ${TH}.2
                 [ "$status" -eq 0 ]
                 ids+=("$(json_get job <<<"$output")")
         done
@@ -257,13 +330,61 @@ event() {
                 res=$(ctl --json wait "$id")
                 [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "job $i: $res"; false; }
                 run ctl logs "$id"
-                [[ "$output" == *"198.51.100.$h ok 198.51.100.$h:8080"* ]] || { echo "job $i: $output"; false; }
-                [[ "$output" == *"198.51.100.$o refused"* ]] || { echo "job $i: $output"; false; }
+                # its own host answers; the other's is refused by the programs
+                [[ "$output" == *"${TH}.$h ok ${TH}.$h:8080"* ]] || { echo "job $i: $output"; echo "$res"; false; }
+                [[ "$output" == *"connect: Operation not permitted"*"${TH}.$o refused"* ]] || { echo "job $i: $output"; echo "$res"; false; }
         done
         # every veth went with its job
         names
         for i in $(seq 600); do ip -o link show | grep -q " $prefix" || break; sleep 0.05; done
-        ! ip -o link show | grep -q " $prefix"
+        ! ip -o link show | grep -q " $prefix" || false
+}
+
+@test "past the pool's /30s a restricted job fails at once, saying the pool is used up" {
+        sed -i "s|^network_pool = .*|network_pool = 10.213.$POOL_X.0/28|" "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+        ids=()
+        for i in 1 2 3 4; do
+                run ctl --json submit --network restricted -- sh -c 'touch /workspace/up; sleep 60'
+                ids+=("$(json_get job <<<"$output")")
+        done
+        for id in "${ids[@]}"; do
+                for i in $(seq 600); do [ -e "$SUP_DIR/state/work/$id/up" ] && break; sleep 0.05; done
+                [ -e "$SUP_DIR/state/work/$id/up" ]
+        done
+        run ctl --json submit --network restricted -- true
+        res=$(ctl --json wait "$(json_get job <<<"$output")" || true)
+        [ "$(json_get result.state <<<"$res")" = error ]
+        [[ "$(json_get result.error.message <<<"$res")" == *"no free address in network_pool: all 4 /30s are in use"* ]]
+        for id in "${ids[@]}"; do ctl cancel "$id" >/dev/null; done
+        sed -i "s|^network_pool = .*|network_pool = $POOL|" "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+}
+
+@test "without a network_pool6 jobs are IPv4 only (an allowed IPv6 destination has no route), and the ip6 table a killed daemon left goes" {
+        need_ipv6
+        names
+        SUP_PID=$(cat "$SUP_DIR/daemon.pid")
+        kill -KILL "$SUP_PID"
+        sup_wait_gone "$SUP_PID"
+        # the killed daemon's tables are still there
+        nft list table ip6 "$table" >/dev/null
+        sed -i '/^network_pool6 = /d' "$SUP_DIR/sup.conf"
+        sup_start
+        grep "restricted jobs: veths" "$SUP_DIR/daemon.log" | tail -1 | grep -q "(IPv4 only: no network_pool6)"
+        nft list table ip "$table" >/dev/null
+        ! nft list table ip6 "$table" >/dev/null 2>&1 || false
+        probe --allow "[${TH6}::1]:8080" --allow "${TH}.1:8080" -- "tcp:[${TH6}::1]:8080" "tcp:${TH}.1:8080"
+        [ "${lines[0]}" = "tcp:[${TH6}::1]:8080 ENETUNREACH" ]
+        [ "${lines[1]}" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
+        [ "$(event 0 family)" = ipv6 ]
+        [ "$(event 0 verdict)" = allow ]
+        sed -i "s|^network_pool = .*|&\nnetwork_pool6 = $POOL6|" "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+        daemon_v6
 }
 
 # The daemon's veth prefix and table, from its log.
@@ -275,36 +396,49 @@ names() {
 
 @test "a daemon SIGKILLed with a restricted job running leaves nothing behind once restarted; a stopped one leaves nothing at all" {
         names
-        run ctl --json submit --network restricted --allow 198.51.100.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
+        run ctl --json submit --network restricted --allow ${TH}.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
         id=$(json_get job <<<"$output")
         ws="$SUP_DIR/state/work/$id"
         for i in $(seq 600); do [ -e "$ws/up" ] && break; sleep 0.05; done
         [ -e "$ws/up" ]
         ip -o link show | grep -q " $prefix"
         ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
+        # with IPv6 (the daemon says so), the /126's address and route too
+        p6=${POOL6%/64} v6=0
+        if daemon_v6; then v6=1; fi
+        [ "$v6" = 0 ] || ip -o -6 addr show | grep -q "inet6 $p6"
+        [ "$v6" = 0 ] || ip -6 route show | grep -q "^$p6"
         cg=$(stat -c %i "$SUP_CGROUP/job-$id")
         bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        SUP_PID=$(cat "$SUP_DIR/daemon.pid") # a test before may have restarted it
         kill -KILL "$SUP_PID"
         # started by setup_file, it is not ours to wait for: until it is
-        # gone (or a zombie, which holds nothing), its state lock is held
+        # gone, or a zombie whose every thread has exited (the threads share
+        # its descriptors: the leader is a zombie while the syncer threads
+        # still hold the state lock), another daemon cannot take its state
         for i in $(seq 600); do
                 st=$(awk '/^State:/ { print $2 }' "/proc/$SUP_PID/status" 2>/dev/null || true)
-                [ -z "$st" ] || [ "$st" = Z ] && break
+                [ -z "$st" ] && break
+                [ "$st" = Z ] && [ "$(ls "/proc/$SUP_PID/task" 2>/dev/null | wc -l)" -le 1 ] && break
                 sleep 0.05
         done
         sup_start
         run ctl --json wait "$id"
         [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
-        ! ip -o link show | grep -q " $prefix"
-        ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\."
-        ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg"
+        ! ip -o link show | grep -q " $prefix" || false
+        ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\." || false
+        ! ip -o -6 addr show | grep -q "inet6 $p6" || false
+        ! ip -6 route show | grep -q "^$p6" || false
+        ! bpftool -j link show | python3 -c 'import json,sys; cg=int(sys.argv[1]); sys.exit(0 if any(l.get("cgroup_id")==cg for l in json.load(sys.stdin)) else 1)' "$cg" || false
         grep -q "removed 1 veths a previous run left\|restricted jobs: veths" "$SUP_DIR/daemon.log"
         # and a daemon that stops takes its table and every veth with it
-        probe --allow 198.51.100.1:8080 -- tcp:198.51.100.1:8080
-        [ "${lines[0]}" = "tcp:198.51.100.1:8080 ok 198.51.100.1:8080" ]
+        probe --allow ${TH}.1:8080 -- tcp:${TH}.1:8080
+        [ "${lines[0]}" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
         nft list table ip "$table" >/dev/null
+        [ "$v6" = 0 ] || nft list table ip6 "$table" >/dev/null
         sup_stop
-        ! nft list table ip "$table" >/dev/null 2>&1
-        ! ip -o link show | grep -q " $prefix"
+        ! nft list table ip "$table" >/dev/null 2>&1 || false
+        ! nft list table ip6 "$table" >/dev/null 2>&1 || false
+        ! ip -o link show | grep -q " $prefix" || false
         sup_start
 }

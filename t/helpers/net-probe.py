@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # Run inside a job: tries each destination given as tcp:ADDR:PORT,
-# udp:ADDR:PORT, name:HOST:PORT (resolved, then TCP), dnsburst:HOST:N (N
+# udp:ADDR:PORT ([ADDR]:PORT for IPv6), name:HOST:PORT (resolved to an IPv4
+# address, then TCP), name6:HOST:PORT (the same with IPv6), dnsburst:HOST:N (N
 # queries at once to 127.0.0.1:53, then the answers counted), dnsflood:
 # HOST:N:SECONDS (N queries, the answers counted for SECONDS), raw or ping,
 # and prints one line each: the destination, then what came back ("ok
@@ -64,13 +65,14 @@ def probe(spec):
         if spec.startswith("dnsburst:"):
             _, host, n = spec.split(":")
             return burst(host, int(n))
-        if spec.startswith("name:"):
-            _, host, port = spec.split(":")
+        if spec.startswith("name:") or spec.startswith("name6:"):
+            kind, host, port = spec.split(":")
+            fam = socket.AF_INET6 if kind == "name6" else socket.AF_INET
             try:
-                addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+                addr = socket.getaddrinfo(host, int(port), fam, socket.SOCK_STREAM)[0][4]
             except socket.gaierror:
                 return "unresolved"
-            s = socket.socket()
+            s = socket.socket(fam)
             s.settimeout(20)
             s.connect(addr)
             return s.recv(100).decode().strip()

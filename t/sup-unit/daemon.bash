@@ -67,8 +67,26 @@ max_queue = 1024
 EOC
 }
 
+# A daemon a test SIGKILLed may still be exiting when the next one starts:
+# its threads share its descriptors, so the state lock is held until the
+# last of them is gone, even while its leader is already a zombie.
+sup_wait_gone() {
+        local pid=$1 i st
+        for i in $(seq 600); do
+                st=$(awk '/^State:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+                [ -z "$st" ] && return 0
+                if [ "$st" = Z ]; then
+                        [ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" -le 1 ] && return 0
+                elif ! tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$SUP_DIR/sup.conf"; then
+                        return 0 # the pid is another process's now
+                fi
+                sleep 0.05
+        done
+}
+
 sup_start() {
         [ -f "$SUP_DIR/sup.conf" ] || sup_config
+        [ ! -f "$SUP_DIR/daemon.pid" ] || sup_wait_gone "$(cat "$SUP_DIR/daemon.pid")"
         "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" >>"$SUP_DIR/daemon.log" 2>&1 3>&- &
         SUP_PID=$!
         export SUP_PID

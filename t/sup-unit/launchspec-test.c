@@ -183,6 +183,18 @@ static void test_bundle(void **state) {
         assert_string_equal(env_value(&p, "SBX_BUNDLE_DIR"), "/bundle");
         profile_free(&p);
         launchspec_free(&ls);
+        /* restricted, it resolves through its DNS proxy: the host's
+         * resolv.conf is not bound even when granted */
+        j.bundle.ro_paths |= MANIFEST_PATH_BIT(manifest_path_find("/etc/resolv.conf"));
+        j.pol.net = NET_RESTRICTED;
+        build(&j, 0, &ls);
+        assert_null(strstr(ls.profile, "resolv.conf"));
+        assert_non_null(strstr(ls.profile, "/etc/ssl/certs"));
+        launchspec_free(&ls);
+        j.pol.net = NET_NONE;
+        build(&j, 0, &ls);
+        assert_non_null(strstr(ls.profile, "/etc/resolv.conf"));
+        launchspec_free(&ls);
         /* never started without its tree */
         free(j.bundle.tree);
         j.bundle.tree = NULL;

@@ -296,6 +296,13 @@ static void test_config_errors(void **state) {
         bad_conf("[daemon]\nnetwork_pool = 10.0.0.0/30\n", "bad.conf:2: network_pool: expected an IPv4 network from /8 to /28");
         bad_conf("[daemon]\nnetwork_pool = 10.0.0.1/24\n", "bad.conf:2: network_pool");
         bad_conf("[daemon]\nnetwork_pool = [fd00::/64]\n", "bad.conf:2: network_pool");
+        bad_conf("[daemon]\nnetwork_pool6 = fd5b::/112\n", "bad.conf:2: network_pool6: expected an IPv6 network from /48 to /110");
+        bad_conf("[daemon]\nnetwork_pool6 = fd5b::/40\n", "bad.conf:2: network_pool6: expected an IPv6 network");
+        bad_conf("[daemon]\nnetwork_pool6 = fd5b::\n", "bad.conf:2: network_pool6: expected an IPv6 network");
+        bad_conf("[daemon]\nnetwork_pool6 = 10.0.0.0/16\n", "bad.conf:2: network_pool6: expected an IPv6 network");
+        bad_conf("[daemon]\nnetwork_pool6 = [fd5b::]/64\n", "bad.conf:2: network_pool6: expected an IPv6 network");
+        bad_conf("[daemon]\nnetwork_pool6 = fd5b::/64x\n", "bad.conf:2: network_pool6: expected an IPv6 network");
+        bad_conf("[daemon]\nnetwork_pool6 = fd5b::1/64\n", "bad.conf:2: network_pool6: 'fd5b::1/64' has bits set past its /64");
         bad_conf("[daemon]\nnetwork_ring = 5000\n", "bad.conf:2: network_ring: expected a power of two");
         bad_conf("[daemon]\nnetwork_ring = 2K\n", "bad.conf:2: network_ring: expected a size between");
         bad_conf("[daemon]\ndns_upstream = resolver.example\n", "bad.conf:2: dns_upstream: expected an IP address");
@@ -305,6 +312,27 @@ static void test_config_errors(void **state) {
         bad_conf("[tenant.a]\nuids = 5\nnetwork_deny_ports = 0\n", "bad.conf:3: network_deny_ports: deny-port '0'");
         bad_conf("[daemon]\nthis is not ini\n", "bad.conf:2: syntax error");
         bad_conf("[tenant.a]\nuids = 5\ndefault_timeout = 2h\nmax_timeout = 1h\n", "default_timeout is above max_timeout");
+}
+
+/* network_pool6: a network, or none (the default). */
+static void test_config_pool6(void **state) {
+        static const uint8_t want[16] = { 0xfd, 0x5b, 0x7a, 0x1c, 0x4e, 0x02 };
+        struct config c;
+        struct sbx_error e;
+        (void) state;
+        config_init(&c);
+        assert_int_equal(config_load_string(&c, "p.conf", "[daemon]\nnetwork_pool = 10.0.0.0/24\n", &e), 0);
+        assert_int_equal(c.net_pool6_prefix, 0);
+        config_free(&c);
+        config_init(&c);
+        assert_int_equal(config_load_string(&c, "p.conf", "[daemon]\nnetwork_pool6 = fd5b:7a1c:4e02::/48\n", &e), 0);
+        assert_int_equal(c.net_pool6_prefix, 48);
+        assert_memory_equal(c.net_pool6, want, 16);
+        config_free(&c);
+        config_init(&c);
+        assert_int_equal(config_load_string(&c, "p.conf", "[daemon]\nnetwork_pool6 = fd5b::/110\nnetwork_pool6 = none\n", &e), 0);
+        assert_int_equal(c.net_pool6_prefix, 0);
+        config_free(&c);
 }
 
 static void test_config_values(void **state) {
@@ -326,6 +354,7 @@ int main(void) {
                 cmocka_unit_test(test_policy_daemon_caps),
                 cmocka_unit_test(test_policy_json_round_trip),
                 cmocka_unit_test(test_config_errors), cmocka_unit_test(test_config_values),
+                cmocka_unit_test(test_config_pool6),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -56,7 +56,8 @@ if [ -n "${SBX_SYSTEM_DEBS:-}" ]; then
         debs=$SBX_SYSTEM_DEBS
         ok "packages given in $debs"
 elif git -C "$srcdir" rev-parse --git-dir >/dev/null 2>&1; then
-        # The tracked files as they are in the work tree (changes included):
+        # The tracked files as they are in the work tree (changes included,
+        # dated now when unpacked, not at the epoch of the archive):
         # the key is their content, so an unchanged tree is not rebuilt.
         tree_tar=$(mktemp /tmp/sbx-system-tree.XXXXXX)
         (cd "$srcdir" && git ls-files -z | tar --null -T - --sort=name --mtime=@0 --owner=0 --group=0 -cf "$tree_tar")
@@ -66,7 +67,7 @@ elif git -C "$srcdir" rev-parse --git-dir >/dev/null 2>&1; then
         else
                 s=$(date +%s)
                 bdir=$(mktemp -d /tmp/sbx-system-build.XXXXXX)
-                mkdir "$bdir/sbx" && tar -xf "$tree_tar" -C "$bdir/sbx"
+                mkdir "$bdir/sbx" && tar -m -xf "$tree_tar" -C "$bdir/sbx"
                 if (cd "$bdir/sbx" && DEB_BUILD_OPTIONS="nocheck parallel=2" \
                         dpkg-buildpackage -us -uc -b -Pnocheck >"$bdir/build.log" 2>&1); then
                         rm -rf "$cache"/debs-*
@@ -90,7 +91,7 @@ fi
 # packages depend on (the guest has no network: dpkg -i installs them
 # offline). The key names the image by this list and by this script's image
 # steps, so a change rebuilds it.
-guest_pkgs="systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,python3,nodejs,jq,procps"
+guest_pkgs="systemd,systemd-sysv,udev,dbus,linux-image-amd64,initramfs-tools,python3,nodejs,jq,procps,iproute2"
 for deb in "$debs"/*.deb; do
         case $deb in *-dbgsym_*) continue ;; esac
         dpkg-deb -f "$deb" Depends
@@ -148,6 +149,8 @@ if [ -f "$image/root.img" ]; then
         ok "guest image (Debian 12, systemd, linux-image-amd64) cached in $image"
 elif [ "$(id -u)" != 0 ]; then
         skip_all "the guest image is not built yet and building it (mmdebstrap into a directory, mke2fs -d) needs root"
+elif ! timeout 30 bash -c 'exec 3<>/dev/tcp/deb.debian.org/80' 2>/dev/null; then
+        skip_all "the guest image is not built yet and deb.debian.org, whose packages it is built from, cannot be reached"
 else
         rm -rf "$image.tmp" && mkdir -p "$image.tmp"
         s=$(date +%s)
@@ -179,6 +182,20 @@ cp "$srcdir/t/system/guest.sh" "$run/payload/"
 sed -n '/<!-- quickstart:setup -->/,/<!-- \/quickstart -->/p' "$srcdir/README.md" |
         grep -o "\./launcher/sbx-launch -- sh -c '[^']*'" | sed 's|^\./launcher/sbx-launch|sbx-launch|' \
         >"$run/payload/readme-sample.sh"
+# The sample bundle in a registry signed with a key made for the run, by
+# the packaged sbx-bundle (run here: the guest has no minisign).
+if command -v minisign >/dev/null; then
+        mkdir -p "$run/bundle/x" "$run/payload/registry"
+        dpkg-deb -x "$(ls "$debs"/sbx-bundle_*.deb | head -n 1)" "$run/bundle/x" &&
+                (cd "$run/bundle" && ./x/usr/bin/sbx-bundle pack "$srcdir/contrib/bundles/hello" >/dev/null) &&
+                "$run/bundle/x/usr/bin/sbx-bundle" index "$run/payload/registry" "$run/bundle"/hello-*.tar.gz >/dev/null &&
+                minisign -G -W -p "$run/payload/registry/publisher.pub" -s "$run/bundle/publisher.sec" >/dev/null &&
+                minisign -S -s "$run/bundle/publisher.sec" -m "$run/payload/registry/hello/index.json" \
+                        -t 'serial=1 name=hello' >/dev/null ||
+                echo "# the sample bundle could not be packed and signed here: its check will say so"
+else
+        echo "# no minisign here (apt-get install minisign): the bundle check will be skipped"
+fi
 mke2fs -q -t ext4 -L payload -d "$run/payload" "$run/payload.img" 256M >/dev/null
 
 # --- boot ---------------------------------------------------------------------
