@@ -90,15 +90,16 @@ int outbox_entry_parse(const char *text, size_t len, struct outbox_entry *ret) {
         ret->created_ms = (uint64_t) created;
         ret->tenant = strdup(tenant);
         ret->url = strdup(url);
-        ret->traceparent = json_is_string(tp) ? strdup(json_string_value(tp)) : NULL;
+        bool has_tp = json_is_string(tp);
+        ret->traceparent = has_tp ? strdup(json_string_value(tp)) : NULL;
         ret->body = malloc(body_len + 1);
         if (ret->body) {
                 memcpy(ret->body, body, body_len);
                 ret->body[body_len] = '\0';
                 ret->body_len = body_len;
         }
-        json_decref(o);
-        if (!ret->tenant || !ret->url || !ret->body || (json_is_string(tp) && !ret->traceparent)) {
+        json_decref(o); /* tp and the strings were its own */
+        if (!ret->tenant || !ret->url || !ret->body || (has_tp && !ret->traceparent)) {
                 outbox_entry_free(ret);
                 return -ENOMEM;
         }

@@ -40,6 +40,20 @@ static void test_entry_roundtrip(void **state) {
         assert_memory_equal(back.body, e.body, e.body_len);
         assert_null(back.traceparent);
         outbox_entry_free(&back);
+        /* with a traceparent: kept, and the body names its trace */
+        struct outbox_entry t;
+        const char *tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        rec = json_object();
+        assert_int_equal(outbox_entry_new(JOB, "alpha", "http://h/", tp, id, rec, 5, &t), 0);
+        json_decref(rec);
+        assert_non_null(strstr(t.body, "\"trace_id\":\"4bf92f3577b34da6a3ce929d0e0e4736\""));
+        size_t tlen;
+        char *ttext = outbox_entry_text(&t, &tlen);
+        assert_int_equal(outbox_entry_parse(ttext, tlen, &back), 0);
+        assert_string_equal(back.traceparent, tp);
+        outbox_entry_free(&back);
+        outbox_entry_free(&t);
+        free(ttext);
         /* a torn file is no entry */
         assert_int_equal(outbox_entry_parse(text, len / 2, &back), -EINVAL);
         free(text);
