@@ -35,3 +35,8 @@ EXTRA_DIST += bench/network.sh
 .PHONY: bench-network
 bench-network: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
 	bash $(srcdir)/bench/network.sh
+
+EXTRA_DIST += bench/callbacks.sh
+.PHONY: bench-callbacks
+bench-callbacks: launcher/sbx-launch supervisor/sbx-supervisord t/sup-unit/sup-client
+	$(SHELL) $(srcdir)/bench/callbacks.sh

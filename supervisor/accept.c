@@ -111,6 +111,30 @@ static void prepare_failed(struct conn *c, struct request *req, const char *what
         refuse(c, req, storage ? E_STORAGE : E_INTERNAL, "cannot prepare the job: %s", msg);
 }
 
+/* The callback: one the tenant allows (a request cannot make the daemon
+ * post to any host it reaches), or the tenant's default. */
+static bool callback_admit(struct conn *c, struct request *req) {
+        const struct tenant *t = c->tenant;
+        struct run_request *run = &req->run;
+        if (run->callback) {
+                if (!t->cb_secret) {
+                        refuse(c, req, E_FORBIDDEN, "field 'callback': tenant '%s' has no callback_secret_file: its deliveries could "
+                               "not be signed", t->name);
+                        return false;
+                }
+                if (!tenant_allows_callback(t, run->callback)) {
+                        refuse(c, req, E_FORBIDDEN, "field 'callback': tenant '%s' does not allow this URL (callback_allow)", t->name);
+                        return false;
+                }
+                return true;
+        }
+        if (t->cb_url && !(run->callback = strdup(t->cb_url))) {
+                refuse(c, req, E_INTERNAL, "out of memory");
+                return false;
+        }
+        return true;
+}
+
 /* The tenant's policy: an inline command's decision now; a bundle's
  * once its manifest is known, if the tenant runs bundles at all. */
 static bool admit(struct conn *c, struct request *req, struct policy_decision *pol) {
@@ -158,7 +182,7 @@ void accept_run(struct conn *c, struct request *req) {
         }
         if (req->run.follow && !subscribe_room(c, req->tag))
                 return;
-        if (!admit(c, req, &pol))
+        if (!admit(c, req, &pol) || !callback_admit(c, req))
                 return;
         proto_request_digest(&req->run, digest);
         if (idempotent(c, req, digest))

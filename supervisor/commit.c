@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "callbacks.h"
 #include "metrics-http.h"
 #include "commit.h"
 #include "conn.h"
@@ -18,7 +19,7 @@
 
 /* Files a job hands a batch: stdout, stderr, its result directory, its
  * record, its workspace (deleted). */
-#define FILES_PER_JOB 5
+#define FILES_PER_JOB 6
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 30000
 
@@ -122,6 +123,25 @@ static void audit_end(const struct rjob *rj, json_t *rec) {
                                                json_object_get(rec, "network_events")));
 }
 
+/* The callback's outbox entry: the record as posted, in the same group
+ * commit, its name made durable before the record's (syncer.c). */
+static int outbox_entry_make(struct rjob *rj) {
+        const struct job *j = &rj->j;
+        free(rj->cb_text);
+        rj->cb_text = NULL;
+        outbox_entry_free(&rj->cb_entry);
+        int r = outbox_entry_new(j->id, j->tenant->name, j->req.run.callback, j->req.run.traceparent, rj->cb_delivery, rj->rec,
+                                 now_real_ms(), &rj->cb_entry);
+        if (r < 0)
+                return r;
+        rj->cb_text = outbox_entry_text(&rj->cb_entry, &rj->cb_len);
+        if (!rj->cb_text)
+                return -ENOMEM;
+        snprintf(rj->cb_name, sizeof(rj->cb_name), "%s.json", j->id);
+        snprintf(rj->cb_tmp, sizeof(rj->cb_tmp), ".%s.json.tmp", j->id); /* as write_file_tmp() names it */
+        return 0;
+}
+
 void commit_job(struct daemon *d, struct rjob *rj) {
         const struct capture *cap = &rj->cap;
         json_decref(TAKE_PTR(rj->rec));
@@ -142,6 +162,10 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .req_digest = rj->req_digest,
                 .net = &rj->net,
         };
+        /* One delivery id for the job, whatever the retries of its write. */
+        if (rj->j.req.run.callback && !rj->cb_delivery[0])
+                outbox_delivery_id(rj->cb_delivery);
+        in.cb_delivery = rj->cb_delivery[0] ? rj->cb_delivery : NULL;
         char results[4200];
         snprintf(results, sizeof(results), "%s/results", d->cfg->state_dir);
         in.results_path = results;
@@ -150,6 +174,10 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                                                      .truncated = cap->truncated[i], .write_err = cap->write_err[i] };
         rj->rec = record_build(&in);
         rj->rec_text = rj->rec ? result_text(rj->rec, &rj->rec_len) : NULL;
+        if (rj->rec_text && in.cb_delivery && outbox_entry_make(rj) < 0) {
+                free(rj->rec_text);
+                rj->rec_text = NULL;
+        }
         result_names(rj->j.id, rj->rec_name, rj->rec_tmp);
         if (rj->rec_attempts == 0)
                 audit_end(rj, rj->rec);
@@ -211,6 +239,7 @@ void commit_submit(struct daemon *d) {
         }
         take_batch(cm);
         nf = 0;
+        bool early = false;
         uint64_t now = now_mono_us();
         list_for_each_safe(pos, tmp, &cm->inflight.jobs) {
                 struct rjob *rj = container_of(pos, struct rjob, commit_link);
@@ -220,8 +249,17 @@ void commit_submit(struct daemon *d) {
                                 cm->sreq.files[nf++] = (struct sync_file) { .fd = rj->cap.file_fd[i], .dirfd = -1 };
                 if (rj->cap.result_dir_fd >= 0)
                         cm->sreq.files[nf++] = (struct sync_file) { .fd = rj->cap.result_dir_fd, .dirfd = -1 };
+                const struct sync_file *entry = NULL;
+                if (rj->cb_text) {
+                        entry = &cm->sreq.files[nf];
+                        cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->cb.outbox_fd, .tmp = rj->cb_tmp,
+                                                                    .name = rj->cb_name, .data = rj->cb_text, .len = rj->cb_len,
+                                                                    .early = true };
+                        early = true;
+                }
                 cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.results_fd, .tmp = rj->rec_tmp,
-                                                            .name = rj->rec_name, .data = rj->rec_text, .len = rj->rec_len };
+                                                            .name = rj->rec_name, .data = rj->rec_text, .len = rj->rec_len,
+                                                            .after = entry };
                 cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.work_fd, .name = rj->j.id, .remove = true,
                                                             .path = d->dirs.work_path };
         }
@@ -229,6 +267,7 @@ void commit_submit(struct daemon *d) {
         cm->sreq.journal_fd = cm->inflight.journal ? d->journal.fd : -1;
         cm->sreq.audit_fd = audit_take_pending();
         cm->sreq.dir_fd = list_empty(&cm->inflight.jobs) ? -1 : d->dirs.results_fd;
+        cm->sreq.early_dir_fd = early ? d->cb.outbox_fd : -1;
         cm->syncing = true;
         syncer_submit(&cm->sreq);
 }
@@ -261,6 +300,8 @@ static void tell(struct daemon *d, struct rjob *rj) {
         log_info(JOB_LOG " (tenant %s): %s, exit %d%s", JOB_LOG_ARGS(j), j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  rj->cap.truncated[0] || rj->cap.truncated[1] ? ", output truncated at its cap" : "");
         metrics_note_end(d, rj);
+        if (rj->cb_text)
+                callbacks_add(d, &rj->cb_entry);
         subscribe_end(rj, rec);
         json_decref(rec);
         jobs_remove(&d->jobs, rj);

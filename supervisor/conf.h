@@ -95,6 +95,12 @@ struct tenant {
         char **bundles;           /* bundle names allowed; NULL: any */
         size_t n_bundles;
         unsigned bundle_paths;    /* MANIFEST_PATH_BIT()s a bundle may be granted */
+        /* callbacks (config-callback.c) */
+        char *cb_url;             /* the default callback URL; NULL: none */
+        unsigned char *cb_secret; /* the HMAC-SHA256 key; NULL: the tenant gets no callbacks */
+        size_t cb_secret_len;
+        char **cb_allow;          /* URL prefixes a request's callback may name; NULL: cb_url only */
+        size_t n_cb_allow;
 };
 
 struct config {
@@ -140,6 +146,12 @@ struct config {
         uint64_t bundle_max_size;   /* bytes of one archive */
         uint64_t bundle_max_unpacked; /* bytes of one unpacked bundle */
         uint64_t bundle_max_entries;  /* files, directories and links in one bundle */
+        /* callbacks (config-callback.c) */
+        uint64_t cb_timeout_ms;     /* one attempt */
+        uint64_t cb_max_age_ms;     /* then the delivery is dead-lettered */
+        uint64_t cb_backoff_ms;     /* the first retry's delay */
+        uint64_t cb_backoff_max_ms; /* the longest */
+        uint64_t cb_concurrency;    /* attempts in flight at once */
 
         struct tenant *tenants;
         size_t n_tenants;
@@ -180,6 +192,22 @@ int config_bundle_check(struct config *c, struct sbx_error *err);
 const struct registry_conf *config_registry_find(const struct config *c, const char *name);
 /* Does the tenant allow bundle name? */
 bool tenant_allows_bundle(const struct tenant *t, const char *name);
+
+/* config-callback.c: the keys of callbacks, as config-bundle.c's. */
+#define CONFIG_CALLBACK_DAEMON_KEYS "callback_timeout callback_max_age callback_backoff callback_backoff_max callback_concurrency"
+#define CONFIG_CALLBACK_TENANT_KEYS "callback_url callback_secret_file callback_allow"
+#define CONFIG_CALLBACK_MAX_URL 2048
+bool config_callback_key_known(const char *section, const char *key);
+void config_callback_defaults(struct config *c);
+void tenant_callback_free(struct tenant *t);
+int config_callback_daemon_key(struct config *c, const char *k, const char *v, const char *where, struct sbx_error *err);
+int config_callback_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err);
+int config_callback_check(struct config *c, struct sbx_error *err);
+/* An http:// or https:// URL of at most CONFIG_CALLBACK_MAX_URL bytes with
+ * a host and no spaces or control characters. */
+bool callback_url_valid(const char *url);
+/* May a job of t name url as its callback? */
+bool tenant_allows_callback(const struct tenant *t, const char *url);
 
 /* Initialise a tenant with the defaults sbx-supervisord.conf(5) documents. */
 void tenant_defaults(struct tenant *t);

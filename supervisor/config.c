@@ -75,6 +75,7 @@ void tenant_free(struct tenant *t) {
         free(t->net_allow);
         free(t->default_profile);
         tenant_bundle_free(t);
+        tenant_callback_free(t);
 }
 
 void config_init(struct config *c) {
@@ -104,6 +105,7 @@ void config_init(struct config *c) {
         tenant_defaults(&c->anonymous);
         c->anonymous.name = strdup("anonymous");
         config_bundle_defaults(c);
+        config_callback_defaults(c);
 }
 
 void config_free(struct config *c) {
@@ -787,14 +789,16 @@ static int on_section(struct inifile *f, const char *section, unsigned line, voi
 static bool key_known(const char *section, const char *key, void *user) {
         enum conf_section sec;
         (void) user;
-        return (section_of(section, &sec) && key_find(sec, key)) || config_bundle_key_known(section, key);
+        return (section_of(section, &sec) && key_find(sec, key)) || config_bundle_key_known(section, key) ||
+               config_callback_key_known(section, key);
 }
 
 /* The keys of bundles (config-bundle.c), each on one line: -ENOENT when
  * key is none of theirs. */
 static int bundle_entry(struct inifile *f, struct parse_state *ps, const struct inifile_entry *e, struct tenant *t) {
         char where[PATH_MAX + 32];
-        if (!config_bundle_key_known(e->section, e->key))
+        bool cb = config_callback_key_known(e->section, e->key);
+        if (!cb && !config_bundle_key_known(e->section, e->key))
                 return -ENOENT;
         if (e->continuation)
                 return inifile_fail(f, e->line, "%s: takes a single line (an indented line continues the previous key)",
@@ -803,6 +807,9 @@ static int bundle_entry(struct inifile *f, struct parse_state *ps, const struct 
         if (strncmp(e->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
                 return config_registry_key(ps->c, e->section + strlen(CONFIG_REGISTRY_PREFIX), e->key, e->value, where,
                                            ps->err);
+        if (cb)
+                return t ? config_callback_tenant_key(t, e->key, e->value, where, ps->err)
+                         : config_callback_daemon_key(ps->c, e->key, e->value, where, ps->err);
         if (t)
                 return config_bundle_tenant_key(t, e->key, e->value, where, ps->err);
         return config_bundle_daemon_key(ps->c, e->key, e->value, where, ps->err);
@@ -839,8 +846,9 @@ static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user
                 if (r != -ENOENT)
                         return r;
                 section_keys(sec, known, sizeof(known));
-                return inifile_fail(f, e->line, "unknown key '%s' in [%s] (known: %s %s)", e->key, e->section, known,
-                                    sec == SEC_TENANT ? CONFIG_BUNDLE_TENANT_KEYS : CONFIG_BUNDLE_DAEMON_KEYS);
+                return inifile_fail(f, e->line, "unknown key '%s' in [%s] (known: %s %s %s)", e->key, e->section, known,
+                                    sec == SEC_TENANT ? CONFIG_BUNDLE_TENANT_KEYS : CONFIG_BUNDLE_DAEMON_KEYS,
+                                    sec == SEC_TENANT ? CONFIG_CALLBACK_TENANT_KEYS : CONFIG_CALLBACK_DAEMON_KEYS);
         }
         if (e->continuation && c.def->kind != CONF_LIST)
                 return inifile_fail(f, e->line, "%s: takes a single line (an indented line continues the previous key)",
@@ -877,7 +885,8 @@ static int config_validate(struct config *c, struct sbx_error *err) {
                 if (t->default_timeout_ms > t->max_timeout_ms)
                         return sbx_error_msg(err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
         }
-        return config_bundle_check(c, err);
+        int r = config_bundle_check(c, err);
+        return r < 0 ? r : config_callback_check(c, err);
 }
 
 static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {

@@ -345,6 +345,9 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return sbx_error_set(err, wfd, "worker threads");
         if ((r = loop_add(&d->worker_src, wfd, EPOLLIN, on_worker)) < 0)
                 return sbx_error_set(err, r, "worker threads");
+        /* Before recovery: the records it writes may have deliveries. */
+        if ((r = callbacks_init(d, err)) < 0)
+                return r;
         /* Before recovery: jobs it queues again may be audited. */
         netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles. */
@@ -383,6 +386,7 @@ void daemon_done(struct daemon *d) {
         worker_stop();
         bundles_done(d);
         commit_done(d);
+        callbacks_done(d);
         /* Jobs still here have no durable record: the journal keeps them
          * for the next start. */
         list_for_each_safe(pos, tmp, &d->jobs.all) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
+#include "callbacks.h"
 #include "cgroup.h"
 #include "commit.h"
 #include "conf.h"
@@ -57,6 +58,7 @@ struct daemon {
         struct ghost_tenant *ghosts;
         struct bundles *bundles;  /* bundle.c */
         struct metrics metrics;   /* counters of finished jobs */
+        struct callbacks cb;      /* callbacks.c */
         struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
         struct source http_src;
         struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */

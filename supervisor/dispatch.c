@@ -77,7 +77,13 @@ static void send_record(struct conn *c, struct request *req, const struct done_e
                 conn_send(c, proto_error(req->tag, E_INTERNAL, "cannot read the result of %s: %s", e->id, strerror(-r)));
                 return;
         }
-        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:o}", "job", e->id, "result", rec)));
+        json_t *ok = json_pack("{s:s, s:O}", "job", e->id, "result", rec);
+        /* The record is as it was written; its delivery goes on. */
+        json_t *cbm = json_object_get(rec, "callback");
+        if (ok && json_is_object(cbm))
+                json_object_set_new(ok, "callback", callbacks_state(c->d, e->id, cbm));
+        json_decref(rec);
+        conn_send(c, proto_ok(req->tag, ok));
 }
 
 static void op_result(struct conn *c, struct request *req, struct rjob *rj, struct done_entry *e) {
@@ -211,6 +217,11 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
                 break;
         case REQ_METRICS:
                 metrics_op(c, &req);
+                break;
+        case REQ_CB_LIST:
+        case REQ_CB_RETRY:
+        case REQ_CB_DROP:
+                callbacks_op(c, &req);
                 break;
         case REQ_CACHE_GC:
                 audit_request(c, "cache.gc", "accepted", NULL, NULL, NULL, false);

@@ -46,6 +46,8 @@ void rjob_free(void *p) {
         free(rj->artifacts_error);
         json_decref(rj->rec);
         free(rj->rec_text);
+        free(rj->cb_text);
+        outbox_entry_free(&rj->cb_entry);
         free(rj);
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "capture.h"
+#include "outbox.h"
 #include "job.h"
 #include "loop.h"
 #include "netevents.h"
@@ -46,6 +47,12 @@ struct rjob {
         bool ws_mounted;          /* its workspace is a tmpfs of its own */
         char *prep_error;         /* why its workspace could not be made */
         char setup_step[32];      /* the launcher's failed set-up step, or "" (for the metrics) */
+        /* its callback's outbox entry, written with its record (commit.c) */
+        char cb_delivery[OUTBOX_DELIVERY_LEN + 1];
+        struct outbox_entry cb_entry;
+        char *cb_text;
+        size_t cb_len;
+        char cb_name[40], cb_tmp[48];
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;

@@ -7,10 +7,11 @@ noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
 	supervisor/log.h supervisor/log.c \
-	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c \
+	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c supervisor/config-callback.c \
 	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
 	supervisor/trace.h supervisor/trace.c \
 	supervisor/metrics.h supervisor/metrics.c \
+	supervisor/outbox.h supervisor/outbox.c \
 	supervisor/tenant.h supervisor/tenant.c \
 	supervisor/policy.h supervisor/policy.c \
 	supervisor/job.h supervisor/job.c \
@@ -44,6 +45,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/logs.c \
 	supervisor/download.c \
 	supervisor/metrics-http.h supervisor/metrics-http.c \
+	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c \
+	supervisor/callback-thread.h supervisor/callback-thread.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
 	supervisor/prepare.h supervisor/prepare.c \
@@ -75,7 +78,7 @@ supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c
+supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c supervisor/sbxctl-callbacks.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

@@ -50,6 +50,7 @@ static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_
                 .connections = d->conns.n,
         };
         bundles_cache_stats(d, &g.cache_bytes, &g.cache_entries);
+        callbacks_gauges(d, &g);
         return metrics_render(&d->metrics, &g, tenant, ret, ret_len);
 }
 

@@ -144,6 +144,18 @@ static void per_tenant(FILE *f, const struct metrics *m, const char *only) {
         }
 }
 
+static void callbacks(FILE *f, const struct metrics_gauges *g) {
+        gauge(f, "sbx_callback_backlog", "Callback deliveries waiting in the outbox (pending or being retried).", g->cb_backlog);
+        gauge(f, "sbx_callback_dead_letters", "Callback deliveries in the dead-letter directory.", g->cb_dead);
+        head(f, "sbx_callback_delivered_total", "counter", "Callback deliveries the receiver accepted.");
+        fprintf(f, "sbx_callback_delivered_total %" PRIu64 "\n", g->cb_delivered);
+        head(f, "sbx_callback_attempt_failures_total", "counter",
+             "Callback attempts that failed (connection errors, timeouts, 5xx, 429, other 4xx).");
+        fprintf(f, "sbx_callback_attempt_failures_total %" PRIu64 "\n", g->cb_attempt_failures);
+        head(f, "sbx_callback_dead_lettered_total", "counter", "Callback deliveries given up on and moved to the dead-letter directory.");
+        fprintf(f, "sbx_callback_dead_lettered_total %" PRIu64 "\n", g->cb_dead_lettered);
+}
+
 int metrics_render(const struct metrics *m, const struct metrics_gauges *g, const char *tenant, char **ret, size_t *ret_len) {
         char *buf = NULL;
         size_t len = 0;
@@ -173,6 +185,8 @@ int metrics_render(const struct metrics *m, const struct metrics_gauges *g, cons
         fprintf(f, "sbx_bundle_stale_jobs_total %" PRIu64 "\n", m->bundle_stale);
         gauge(f, "sbx_bundle_cache_bytes", "Bytes of unpacked bundles in the cache.", g->cache_bytes);
         gauge(f, "sbx_bundle_cache_entries", "Unpacked bundles in the cache.", g->cache_entries);
+        if (g->callbacks)
+                callbacks(f, g);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

@@ -44,3 +44,4 @@ int proto_parse_logs(json_t *root, struct request *r, struct sbx_error *err);
 int proto_parse_list(json_t *root, struct request *r, struct sbx_error *err);
 int proto_parse_bundle_show(json_t *root, struct request *r, struct sbx_error *err);
 int proto_parse_download(json_t *root, struct request *r, struct sbx_error *err);
+int proto_parse_callbacks(json_t *root, struct request *r, struct sbx_error *err);

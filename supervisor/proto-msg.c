@@ -177,6 +177,8 @@ json_t *proto_run_json(const struct run_request *run) {
          * the same job. */
         if (run->traceparent)
                 r |= json_object_set_new(o, "traceparent", json_string(run->traceparent));
+        if (run->callback)
+                r |= json_object_set_new(o, "callback", json_string(run->callback));
         if (r) {
                 json_decref(o);
                 return NULL;

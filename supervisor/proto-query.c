@@ -194,3 +194,35 @@ int proto_parse_download(json_t *root, struct request *r, struct sbx_error *err)
         r->artifact = strdup(a);
         return r->artifact ? 0 : sbx_error_set(err, ENOMEM, "artifact");
 }
+
+static const struct field cb_list_fields[] = {
+        COMMON_FIELDS,
+        { "state", K_STRING, false },
+        { "limit", K_UINT, false },
+};
+static const struct field cb_job_fields[] = { COMMON_FIELDS, { "job", K_STRING, true } };
+
+/* callbacks.list [state, limit]; callbacks.retry and .drop: job. */
+int proto_parse_callbacks(json_t *root, struct request *r, struct sbx_error *err) {
+        if (r->op != REQ_CB_LIST) {
+                int rc = proto_check_fields(root, cb_job_fields, ARRAY_SIZE(cb_job_fields), "", err);
+                return rc < 0 ? rc : proto_parse_job_field(root, r, err);
+        }
+        int rc = proto_check_fields(root, cb_list_fields, ARRAY_SIZE(cb_list_fields), "", err);
+        if (rc < 0)
+                return rc;
+        const char *s = json_string_value(json_object_get(root, "state"));
+        if (s) {
+                if (!streq(s, "pending") && !streq(s, "dead") && !streq(s, "dropped"))
+                        return sbx_error_msg(err, EINVAL, "field 'state': expected \"pending\", \"dead\" or \"dropped\"");
+                if (!(r->state = strdup(s)))
+                        return sbx_error_set(err, ENOMEM, "state");
+        }
+        json_t *l = json_object_get(root, "limit");
+        if (l) {
+                r->limit = (uint64_t) json_integer_value(l);
+                if (r->limit == 0 || r->limit > PROTO_MAX_LIST)
+                        return sbx_error_msg(err, EINVAL, "field 'limit': must be 1 to %d", PROTO_MAX_LIST);
+        }
+        return 0;
+}

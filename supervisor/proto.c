@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "conf.h"
 #include "env-name.h"
 #include "index.h"
 #include "job.h"
@@ -33,6 +34,7 @@ static const struct field run_fields[] = {
         { "retries", K_UINT, false },
         { "follow", K_BOOL, false },
         { "traceparent", K_STRING, false },
+        { "callback", K_STRING, false },
 };
 static const struct field network_fields[] = {
         { "mode", K_STRING, false },
@@ -62,7 +64,8 @@ static const char *const op_names[] = {
         [REQ_RUN] = "run", [REQ_STATUS] = "status", [REQ_WAIT] = "wait", [REQ_LOGS] = "logs",
         [REQ_CANCEL] = "cancel", [REQ_RESULT] = "result", [REQ_LIST] = "list", [REQ_PING] = "ping",
         [REQ_BUNDLE_SHOW] = "bundle.show", [REQ_CACHE_LIST] = "cache.list", [REQ_CACHE_GC] = "cache.gc",
-        [REQ_DOWNLOAD] = "download", [REQ_METRICS] = "metrics",
+        [REQ_DOWNLOAD] = "download", [REQ_METRICS] = "metrics", [REQ_CB_LIST] = "callbacks.list",
+        [REQ_CB_RETRY] = "callbacks.retry", [REQ_CB_DROP] = "callbacks.drop",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -87,6 +90,7 @@ void request_free(struct request *r) {
         free(r->bundle);
         free(r->artifact);
         free(run->traceparent);
+        free(run->callback);
         free(run->netpol);
         free(run->bundle);
         for (size_t i = 0; i < run->argc; i++)
@@ -442,7 +446,7 @@ static int parse_network(json_t *net, struct run_request *run, struct sbx_error 
 
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
         json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL;
-        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL;
+        const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL, *callback = NULL;
         json_int_t timeout = -1, retries = 0;
         int follow = 0;
         json_error_t je;
@@ -454,13 +458,13 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s}",
+                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s, s?:s}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
                            "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
                            "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow,
-                           "traceparent", &traceparent) < 0)
+                           "traceparent", &traceparent, "callback", &callback) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
         if (bundle)
@@ -520,6 +524,14 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                                                           "(00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lowercase, ids not all zero)");
                 if (!(run->traceparent = strdup(traceparent)))
                         return sbx_error_set(err, ENOMEM, "traceparent");
+        }
+        if (callback) {
+                if (!callback_url_valid(callback))
+                        return sbx_error_msg(err, EINVAL, "field 'callback': expected an http:// or https:// URL with a host, "
+                                                          "at most %d bytes, without spaces",
+                                             CONFIG_CALLBACK_MAX_URL);
+                if (!(run->callback = strdup(callback)))
+                        return sbx_error_set(err, ENOMEM, "callback");
         }
         return 0;
 }
@@ -596,6 +608,11 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
                 break;
         case REQ_DOWNLOAD:
                 rc = proto_parse_download(root, r, err);
+                break;
+        case REQ_CB_LIST:
+        case REQ_CB_RETRY:
+        case REQ_CB_DROP:
+                rc = proto_parse_callbacks(root, r, err);
                 break;
         case REQ_CACHE_GC:
                 rc = proto_check_fields(root, cache_gc_fields, ARRAY_SIZE(cache_gc_fields), "", err);

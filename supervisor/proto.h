@@ -85,6 +85,9 @@ enum req_op {
         REQ_CACHE_GC,
         REQ_DOWNLOAD,
         REQ_METRICS,
+        REQ_CB_LIST,
+        REQ_CB_RETRY,
+        REQ_CB_DROP,
 };
 
 enum stream_mask {
@@ -140,6 +143,7 @@ struct run_request {
         unsigned retries;      /* runs after a restart that interrupted it */
         bool follow;           /* stream output and the end of the job on this connection */
         char *traceparent;     /* W3C trace context: the caller's, then (accept.c) the job's own; NULL: none given */
+        char *callback;        /* the URL its result is posted to: the caller's, or (accept.c) the tenant's default; NULL: none */
 };
 
 struct request {

@@ -175,6 +175,9 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "request_sha256", in->req_digest ? json_string(in->req_digest) : json_null());
         if (j->pol.clamped[0])
                 json_object_set_new(rec, "clamped", json_string(j->pol.clamped));
+        const char *cb = j->req.run.callback;
+        json_object_set_new(rec, "callback", cb && in->cb_delivery ? json_pack("{s:s, s:s}", "url", cb, "delivery", in->cb_delivery)
+                                                                    : json_null());
         /* W3C trace context: null for jobs accepted before the daemon
          * kept one. */
         const char *tp = j->req.run.traceparent;

@@ -78,6 +78,8 @@ static void usage(FILE *f) {
                 "  ls [--state S] [--limit N]   your jobs, newest first\n"
                 "  ping                check the daemon and show who you are to it\n"
                 "  metrics             the daemon's metrics (Prometheus text; your tenant's series)\n"
+                "  callbacks ls [--state S]   your jobs' callback deliveries: pending, dead, dropped\n"
+                "  callbacks retry|drop JOB   deliver a dead (or pending) callback again now, or give it up\n"
                 "  bundle show NAME[@VERSION]   a bundle: manifest, derived profile, your policy's verdict\n"
                 "  cache ls            the cached bundles of your registry\n"
                 "  cache gc [--all]    remove cached bundles past the budget or age (--all: every unused one)\n"
@@ -99,7 +101,8 @@ static void usage(FILE *f) {
                 "  --upload FILE[:DEST] put FILE into the workspace as DEST (repeatable)\n"
                 "  --artifact GLOB     collect matching workspace files afterwards (repeatable)\n"
                 "  --idempotency-key K make retries of this submission safe\n"
-                "  --traceparent TP    the W3C trace context the job joins (default: it starts a trace)\n");
+                "  --traceparent TP    the W3C trace context the job joins (default: it starts a trace)\n"
+                "  --callback URL      post the job's result there when it ends (a URL your tenant allows)\n");
 }
 
 void connect_daemon(void) {
@@ -369,7 +372,7 @@ static uint64_t opt_size(const char *opt, const char *v) {
 
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
-        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT
+        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK
 };
 
 /* The parts of a run request that options add to. */
@@ -498,6 +501,9 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_TRACE:
                 json_object_set_new(p->req, "traceparent", json_string(arg));
                 break;
+        case O_CALLBACK:
+                json_object_set_new(p->req, "callback", json_string(arg));
+                break;
         default: {
                 char where[16];
                 snprintf(where, sizeof(where), "%s: ", argv[0]);
@@ -527,7 +533,7 @@ static json_t *build_run(int argc, char **argv, bool follow) {
                 { "env", required_argument, NULL, O_ENV },
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
-                { "traceparent", required_argument, NULL, O_TRACE },
+                { "traceparent", required_argument, NULL, O_TRACE }, { "callback", required_argument, NULL, O_CALLBACK },
                 { NULL, 0, NULL, 0 },
         };
         struct run_parts p = {
@@ -724,13 +730,16 @@ static int cmd_status(const struct cmd_args *a) {
  * job's status. */
 static int cmd_result(const struct cmd_args *a) {
         json_t *m = request(job_req(a->name, a));
-        json_t *res = json_object_get(m, "result");
+        json_t *res = json_object_get(m, "result"), *cbs = json_object_get(m, "callback");
         if (a->res_json && !json_out) {
                 char *s = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
                 printf("%s\n", s ? s : "null");
                 free(s);
-        } else if (!json_out)
+        } else if (!json_out) {
                 print_result(res);
+                if (json_is_object(cbs))
+                        print_callback(cbs);
+        }
         return streq(a->name, "wait") ? exit_status_of(res) : 0;
 }
 
@@ -795,7 +804,7 @@ static const struct command {
         { "wait", "j", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
         { "result", "j", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
-        { "metrics", "", false, cmd_metrics },
+        { "metrics", "", false, cmd_metrics }, { "callbacks", NULL, false, NULL },
 };
 
 static const struct command *find_command(const char *name) {
@@ -901,6 +910,8 @@ int main(int argc, char **argv) {
                 return sbxctl_bundle(ac, av);
         if (streq(av[0], "download"))
                 return sbxctl_download(ac, av);
+        if (streq(av[0], "callbacks"))
+                return sbxctl_callbacks(ac, av);
         if (!command->fn)
                 return cmd_run(ac, av);
         struct cmd_args a = { 0 };

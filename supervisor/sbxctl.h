@@ -22,6 +22,11 @@ json_t *request(json_t *req);
  * 125 if the daemon hung up. */
 json_t *recv_message(void);
 
+/* sbxctl callbacks ls [--state S] | retry JOB | drop JOB */
+int sbxctl_callbacks(int argc, char **argv);
+/* A job's callback delivery, lines of sbxctl result. */
+void print_callback(json_t *cb);
+
 /* sbxctl download [-o FILE] JOB PATH | --stream S JOB */
 int sbxctl_download(int argc, char **argv);
 

@@ -112,6 +112,26 @@ static void remove_one(struct sync_request *q, size_t i) {
                 f->err = f->path ? workspace_remove(f->dirfd, f->path, f->name) : rm_rf_at(f->dirfd, f->name);
 }
 
+/* Rename the early files or the others; a file whose early file failed
+ * is not renamed (and counts as failed). */
+static void rename_all(struct sync_request *q, bool early) {
+        for (size_t i = 0; i < q->n_files; i++) {
+                struct sync_file *f = &q->files[i];
+                if (!f->tmp || f->early != early)
+                        continue;
+                if (f->err == 0 && f->after && (f->after->err < 0 || q->early_dir_err < 0))
+                        f->err = f->after->err ?: q->early_dir_err;
+                if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0)
+                        f->err = -errno;
+                if (f->err < 0)
+                        unlinkat(f->dirfd, f->tmp, 0);
+                if (f->data && f->fd >= 0) {
+                        close(f->fd);
+                        f->fd = -1;
+                }
+        }
+}
+
 static void *run(void *arg) {
         (void) arg;
         pthread_mutex_lock(&mu);
@@ -131,22 +151,16 @@ static void *run(void *arg) {
                  * data. */
                 run_phase(q, q->n_files + 2, sync_one);
                 int r = q->journal_err ?: q->audit_err;
-                for (size_t i = 0; i < q->n_files; i++) {
-                        struct sync_file *f = &q->files[i];
-                        if (!f->tmp)
-                                continue;
-                        if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0)
-                                f->err = -errno;
-                        if (f->err < 0)
-                                unlinkat(f->dirfd, f->tmp, 0);
-                        if (f->data && f->fd >= 0) {
-                                close(f->fd);
-                                f->fd = -1;
-                        }
-                }
+                /* Early names (a callback's outbox entry) are durable
+                 * before the names that depend on them (its result
+                 * record) appear: a record never exists without its
+                 * delivery. */
+                rename_all(q, true);
+                q->early_dir_err = q->early_dir_fd >= 0 && fsync(q->early_dir_fd) < 0 ? -errno : 0;
+                rename_all(q, false);
                 q->dir_err = q->dir_fd >= 0 && fsync(q->dir_fd) < 0 ? -errno : 0;
                 if (r == 0)
-                        r = q->dir_err;
+                        r = q->dir_err ?: q->early_dir_err;
                 run_phase(q, q->n_files, remove_one);
 
                 pthread_mutex_lock(&mu);

@@ -27,6 +27,8 @@ struct sync_file {
         size_t len;
         bool remove;
         const char *path;  /* with remove: dirfd's path, to unmount dirfd/name first if it is a mount */
+        bool early;        /* renamed first, and made durable by early_dir_fd's sync before the others are renamed */
+        const struct sync_file *after; /* renamed only if this (early) file's rename is durable; or NULL */
         int err;
 };
 
@@ -35,8 +37,9 @@ struct sync_request {
         size_t n_files;
         int journal_fd; /* fdatasync, beside the files; -1 skips */
         int audit_fd;   /* fdatasync, beside the files; -1 skips */
+        int early_dir_fd; /* fsync after the early renames, before the others; -1 skips */
         int dir_fd;     /* fsync after the renames, making them durable; -1 skips */
-        int journal_err, audit_err, dir_err; /* set by the syncer */
+        int journal_err, audit_err, dir_err, early_dir_err; /* set by the syncer */
 };
 
 /* Start the threads (with every signal blocked, as the caller's mask must

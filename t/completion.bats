@@ -97,9 +97,11 @@ candidates() {
 }
 
 @test "sbxctl: commands, global options, command options and their values" {
-        [ "$(candidates sbxctl ca)" = "cache cancel" ]
+        [ "$(candidates sbxctl ca)" = "cache callbacks cancel" ]
         [ "$(candidates sbxctl s)" = "status submit" ]
         [ "$(candidates sbxctl m)" = metrics ]
+        [ "$(candidates sbxctl callbacks r)" = retry ]
+        [ "$(candidates sbxctl callbacks ls --state d)" = "dead dropped" ]
         [ "$(candidates sbxctl --so)" = --socket ]
         [ "$(candidates sbxctl --socket /tmp/x.sock --json l)" = "logs ls" ]
         [ "$(candidates sbxctl run --pro)" = "--processes --profile" ]
@@ -123,7 +125,7 @@ candidates() {
         for o in $opts; do
                 complete_line sbxctl run "--$o" | grep -qxF -- "--$o" || { echo "--$o is not completed" >&2; false; }
         done
-        for c in run submit status wait logs cancel result ls ping bundle cache download metrics; do
+        for c in run submit status wait logs cancel result ls ping bundle cache download metrics callbacks; do
                 complete_line sbxctl "$c" | grep -qxF "$c" || { echo "$c is not completed" >&2; false; }
         done
 }

@@ -20,7 +20,8 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/index-test \
 	t/sup-unit/cache-test \
 	t/sup-unit/grant-test \
-	t/sup-unit/metrics-test
+	t/sup-unit/metrics-test \
+	t/sup-unit/outbox-test
 check_PROGRAMS += t/sup-unit/sup-client
 if HAVE_CMOCKA
 check_PROGRAMS += $(SUP_UNIT_TESTS)
@@ -76,6 +77,9 @@ t_sup_unit_index_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_cache_test_SOURCES = t/sup-unit/cache-test.c
 t_sup_unit_cache_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_cache_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_outbox_test_SOURCES = t/sup-unit/outbox-test.c
+t_sup_unit_outbox_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_outbox_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_metrics_test_SOURCES = t/sup-unit/metrics-test.c
 t_sup_unit_metrics_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_metrics_test_LDADD = $(SUP_UNIT_LDADD)
@@ -112,6 +116,7 @@ SUP_BATS = \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \
+	t/supervisor-callbacks.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
@@ -120,4 +125,5 @@ SUP_BATS = \
 	t/bundle-registry.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
-	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py
+	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py \
+	t/helpers/callback-receiver.py

@@ -2,6 +2,7 @@
 /* The metrics exposition: counters per tenant and state, histograms with
  * cumulative buckets, set-up steps (bounded, escaped), the tenant filter,
  * and the listener's address syntax. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

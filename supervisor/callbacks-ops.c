@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Callbacks: start-up (the directories and what they hold), stopping, and
+ * what clients ask: a job's delivery state, callbacks.list, .retry and
+ * .drop, and the metrics' gauges. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "callback-thread.h"
+#include "callbacks-internal.h"
+#include "conn.h"
+#include "daemon.h"
+#include "log.h"
+#include "metrics.h"
+
+static int open_dir(int at, const char *name, int *ret) {
+        if (mkdirat(at, name, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        *ret = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return *ret < 0 ? -errno : 0;
+}
+
+static int cmp_items(const void *a, const void *b) {
+        const struct outbox_entry *x = a, *y = b;
+        if (x->created_ms != y->created_ms)
+                return x->created_ms < y->created_ms ? -1 : 1;
+        return strcmp(x->job, y->job);
+}
+
+/* Every entry of a directory ending in suffix, oldest first, as items in
+ * state. A file that is not a whole entry is left where it is, logged. */
+static int load_dir(struct callbacks *cb, int dirfd, const char *suffix, int state) {
+        _cleanup_closedir_ DIR *dir = NULL;
+        int r = opendir_dup(dirfd, &dir);
+        if (r < 0)
+                return r;
+        struct outbox_entry *v = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        size_t sl = strlen(suffix);
+        while ((de = readdir(dir))) {
+                size_t l = strlen(de->d_name);
+                if (l <= sl || !streq(de->d_name + l - sl, suffix))
+                        continue;
+                _cleanup_free_ char *text = NULL;
+                size_t len;
+                struct outbox_entry e;
+                if (read_file_at(dirfd, de->d_name, OUTBOX_MAX_ENTRY, &text, &len) < 0 ||
+                    outbox_entry_parse(text, len, &e) < 0) {
+                        log_warning("callbacks: %s is not a whole outbox entry; left as it is", de->d_name);
+                        continue;
+                }
+                if (n == cap) {
+                        struct outbox_entry *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
+                        if (!nv) {
+                                outbox_entry_free(&e);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        v = nv;
+                }
+                v[n++] = e;
+        }
+        if (n)
+                qsort(v, n, sizeof(*v), cmp_items);
+        for (size_t i = 0; i < n; i++)
+                if (r < 0 || !cb_item_new(cb, &v[i], state)) {
+                        outbox_entry_free(&v[i]);
+                        r = -ENOMEM;
+                }
+        free(v);
+        return r;
+}
+
+static int start_sources(struct callbacks *cb) {
+        int efd = cb_thread_start(cb->outbox_fd, cb->dead_fd, &cb->th);
+        if (efd < 0)
+                return efd;
+        int r = loop_add(&cb->done_src, efd, EPOLLIN, cb_on_done);
+        if (r < 0)
+                return r;
+        cb->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (cb->timer_fd < 0)
+                return -errno;
+        return loop_add(&cb->timer_src, cb->timer_fd, EPOLLIN, cb_on_timer);
+}
+
+int callbacks_init(struct daemon *d, struct sbx_error *err) {
+        struct callbacks *cb = &d->cb;
+        cb->d = d;
+        list_init(&cb->items);
+        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = -1;
+        /* Reference-counted by libcurl (bundles' fetches take one too);
+         * before the thread starts, as libcurl asks. */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return sbx_error_msg(err, EIO, "callbacks: libcurl initialisation failed");
+        cb->curl_inited = true;
+        int r = open_dir(d->dirs.state_fd, "callbacks", &cb->dir_fd);
+        if (r == 0)
+                r = open_dir(cb->dir_fd, "outbox", &cb->outbox_fd);
+        if (r == 0)
+                r = open_dir(cb->dir_fd, "dead", &cb->dead_fd);
+        if (r < 0)
+                return sbx_error_set(err, r, "state_dir %s: callbacks", d->cfg->state_dir);
+        if ((r = load_dir(cb, cb->outbox_fd, ".json", CB_PENDING)) < 0 || (r = load_dir(cb, cb->dead_fd, ".json", CB_DEAD)) < 0 ||
+            (r = load_dir(cb, cb->dead_fd, ".dropped", CB_DROPPED)) < 0)
+                return sbx_error_set(err, r, "state_dir %s: callbacks", d->cfg->state_dir);
+        if ((r = start_sources(cb)) < 0)
+                return sbx_error_set(err, r, "callbacks");
+        if (cb->n_pending)
+                log_notice("callbacks: %" PRIu64 " deliveries pending from before; delivering", cb->n_pending);
+        cb_dispatch(cb);
+        return 0;
+}
+
+static void drop_task(struct cb_task *k) {
+        if (k->op == CB_OP_POST) {
+                if (k->h)
+                        curl_easy_cleanup(k->h);
+                curl_slist_free_all(k->hdrs);
+                k->h = NULL;
+                k->hdrs = NULL;
+        }
+}
+
+void callbacks_done(struct daemon *d) {
+        struct callbacks *cb = &d->cb;
+        struct list *pos, *tmp;
+        if (!cb->d)
+                return;
+        /* Posts in flight are abandoned: their entries stay in the outbox
+         * and go out after the next start. */
+        cb_thread_stop(cb->th, drop_task);
+        cb->th = NULL;
+        if (cb->done_src.fd > 0)
+                loop_del(&cb->done_src);
+        if (cb->timer_fd >= 0) {
+                if (cb->timer_src.fd > 0)
+                        loop_del(&cb->timer_src);
+                close(cb->timer_fd);
+        }
+        list_for_each_safe(pos, tmp, &cb->items) {
+                struct cb_item *it = list_entry(pos, struct cb_item, link);
+                list_del(pos);
+                cb_item_free(it);
+        }
+        int *fds[] = { &cb->dir_fd, &cb->outbox_fd, &cb->dead_fd };
+        for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+                if (*fds[i] >= 0)
+                        close(*fds[i]);
+        if (cb->curl_inited)
+                curl_global_cleanup();
+        cb->d = NULL;
+}
+
+static json_t *item_json(const struct cb_item *it) {
+        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o}", "job", it->e.job, "delivery", it->e.delivery, "url", it->e.url,
+                         "state", cb_state_name(it->state), "attempts", (json_int_t) it->attempts, "created",
+                         proto_time(it->e.created_ms), "last_error",
+                         it->last_error[0] ? json_string(it->last_error) : json_null(), "last_status",
+                         it->last_status ? json_integer(it->last_status) : json_null());
+}
+
+json_t *callbacks_state(struct daemon *d, const char *job, json_t *rec_cb) {
+        const struct cb_item *it = d->cb.d ? cb_find(&d->cb, job) : NULL;
+        if (it)
+                return item_json(it);
+        return json_pack("{s:s, s:O, s:O, s:s}", "job", job, "delivery", json_object_get(rec_cb, "delivery") ?: json_null(), "url",
+                         json_object_get(rec_cb, "url") ?: json_null(), "state", "delivered");
+}
+
+void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
+        const struct callbacks *cb = &d->cb;
+        g->callbacks = true;
+        g->cb_backlog = cb->n_pending;
+        g->cb_dead = cb->n_dead;
+        g->cb_delivered = cb->delivered;
+        g->cb_attempt_failures = cb->attempt_failures;
+        g->cb_dead_lettered = cb->dead_lettered;
+}
+
+static void op_list(struct conn *c, struct request *req) {
+        json_t *arr = json_array();
+        struct list *pos, *tmp;
+        uint64_t n = 0;
+        list_for_each_safe(pos, tmp, &c->d->cb.items) {
+                const struct cb_item *it = list_entry(pos, struct cb_item, link);
+                if (!streq(it->e.tenant, c->tenant->name) || (req->state && !streq(req->state, cb_state_name(it->state))))
+                        continue;
+                if (n++ >= req->limit)
+                        break;
+                json_array_append_new(arr, item_json(it));
+        }
+        conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "callbacks", arr)));
+}
+
+/* A dead or dropped delivery goes back to the outbox with a new window of
+ * callback_max_age; a pending one is tried now. */
+static void op_retry(struct conn *c, struct request *req, struct cb_item *it) {
+        struct callbacks *cb = &c->d->cb;
+        if (it->state == CB_PENDING) {
+                it->next_ms = now_mono_ms();
+                cb_dispatch(cb);
+        } else {
+                struct outbox_entry copy = it->e;
+                copy.created_ms = now_real_ms();
+                free(it->task.text);
+                it->task.text = outbox_entry_text(&copy, &it->task.text_len);
+                if (!it->task.text) {
+                        conn_send(c, proto_error(req->tag, E_INTERNAL, "out of memory"));
+                        return;
+                }
+                it->task.from_dead = it->state == CB_DEAD;
+                it->e.created_ms = copy.created_ms;
+                cb_set_state(cb, it, CB_MOVING);
+                cb_file_task(cb, it, CB_OP_RESTORE);
+        }
+        audit_request(c, "callbacks.retry", "accepted", NULL, NULL, it->e.job, false); /* the job in the message */
+        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", it->e.job, "delivery", it->e.delivery, "state", "pending")));
+}
+
+static void op_drop(struct conn *c, struct request *req, struct cb_item *it) {
+        struct callbacks *cb = &c->d->cb;
+        if (it->state == CB_DROPPED) {
+                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", it->e.job, "state", "dropped")));
+                return;
+        }
+        it->task.from_dead = it->state == CB_DEAD;
+        cb_set_state(cb, it, CB_MOVING);
+        cb_file_task(cb, it, CB_OP_DROP);
+        audit_request(c, "callbacks.drop", "accepted", NULL, NULL, it->e.job, false);
+        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", it->e.job, "delivery", it->e.delivery, "state", "dropped")));
+}
+
+void callbacks_op(struct conn *c, struct request *req) {
+        if (req->op == REQ_CB_LIST) {
+                op_list(c, req);
+                return;
+        }
+        struct cb_item *it = cb_find(&c->d->cb, req->job);
+        if (!it || !streq(it->e.tenant, c->tenant->name)) {
+                conn_send(c, proto_error(req->tag, E_NOT_FOUND, "job %s has no callback delivery in the outbox or the dead letters",
+                                         req->job));
+                return;
+        }
+        if (it->state == CB_INFLIGHT || it->state == CB_MOVING) {
+                conn_send(c, proto_error(req->tag, E_CONFLICT, "the callback of job %s is being %s now; ask again", req->job,
+                                         it->state == CB_INFLIGHT ? "delivered" : "moved"));
+                return;
+        }
+        if (req->op == REQ_CB_RETRY)
+                op_retry(c, req, it);
+        else
+                op_drop(c, req, it);
+}

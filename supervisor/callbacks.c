@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "callback-thread.h"
+#include "callbacks-internal.h"
+#include "conn.h"
+#include "daemon.h"
+#include "log.h"
+#include "metrics.h"
+#include "tenant.h"
+
+void cb_item_free(struct cb_item *it) {
+        outbox_entry_free(&it->e);
+        free(it->task.text);
+        free(it);
+}
+
+struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum cb_state state) {
+        struct cb_item *it = calloc(1, sizeof(*it));
+        if (!it)
+                return NULL;
+        it->e = *e;
+        memset(e, 0, sizeof(*e));
+        it->state = state;
+        it->next_ms = now_mono_ms();
+        it->task.owner = it;
+        snprintf(it->task.name, sizeof(it->task.name), "%s.json", it->e.job);
+        snprintf(it->task.dropped, sizeof(it->task.dropped), "%s.dropped", it->e.job);
+        list_add_tail(&cb->items, &it->link);
+        if (state == CB_PENDING)
+                cb->n_pending++;
+        else if (state == CB_DEAD)
+                cb->n_dead++;
+        return it;
+}
+
+void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s) {
+        bool was_pending = it->state == CB_PENDING || it->state == CB_INFLIGHT || it->state == CB_MOVING;
+        bool pending = s == CB_PENDING || s == CB_INFLIGHT || s == CB_MOVING;
+        cb->n_pending += (uint64_t) pending - (uint64_t) was_pending;
+        cb->n_dead += (uint64_t) (s == CB_DEAD) - (uint64_t) (it->state == CB_DEAD);
+        it->state = s;
+}
+
+struct cb_item *cb_find(struct callbacks *cb, const char *job) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cb->items) {
+                struct cb_item *it = list_entry(pos, struct cb_item, link);
+                if (streq(it->e.job, job))
+                        return it;
+        }
+        return NULL;
+}
+
+
+void cb_file_task(struct callbacks *cb, struct cb_item *it, enum cb_op op) {
+        it->task.op = op;
+        it->task.file_err = 0;
+        cb_thread_submit(cb->th, &it->task);
+}
+
+/* Copies at most n-1 bytes of src: a message cut short is fine here. */
+static void set_msg(char *dst, size_t n, const char *src) {
+        size_t l = strnlen(src, n - 1);
+        memcpy(dst, src, l);
+        dst[l] = '\0';
+}
+
+/* Give up: to the dead letters (audited once it is there). */
+static void dead_letter(struct callbacks *cb, struct cb_item *it, const char *why) {
+        set_msg(it->last_error, sizeof(it->last_error), why);
+        cb_set_state(cb, it, CB_MOVING);
+        cb_file_task(cb, it, CB_OP_DEAD);
+}
+
+static size_t on_header(char *buf, size_t size, size_t n, void *arg) {
+        struct cb_task *k = arg;
+        size_t len = size * n;
+        if (len > 12 && strncasecmp(buf, "Retry-After:", 12) == 0) {
+                char v[64];
+                size_t vl = len - 12 < sizeof(v) - 1 ? len - 12 : sizeof(v) - 1;
+                memcpy(v, buf + 12, vl);
+                v[vl] = '\0';
+                v[strcspn(v, "\r\n")] = '\0';
+                k->retry_after = outbox_parse_retry_after(v, now_real_ms() / 1000);
+        }
+        return len;
+}
+
+static size_t on_body(char *buf, size_t size, size_t n, void *arg) {
+        (void) buf;
+        (void) arg;
+        return size * n; /* the receiver's answer body is not kept */
+}
+
+static int add_header(struct curl_slist **l, const char *name, const char *v) {
+        char h[OUTBOX_SIG_MAX + 128];
+        snprintf(h, sizeof(h), "%s: %s", name, v);
+        struct curl_slist *n = curl_slist_append(*l, h);
+        if (!n)
+                return -ENOMEM;
+        *l = n;
+        return 0;
+}
+
+static int build_post(struct callbacks *cb, struct cb_item *it, const struct tenant *t) {
+        struct cb_task *k = &it->task;
+        const struct config *cfg = cb->d->cfg;
+        char sig[OUTBOX_SIG_MAX], attempt[16];
+        outbox_sign(t->cb_secret, t->cb_secret_len, now_real_ms() / 1000, it->e.body, it->e.body_len, sig);
+        snprintf(attempt, sizeof(attempt), "%u", it->attempts + 1);
+        k->h = curl_easy_init();
+        if (!k->h)
+                return -ENOMEM;
+        int r = add_header(&k->hdrs, "Content-Type", "application/json");
+        /* curl_slist "Expect:" (no value) drops the 100-continue wait */
+        struct curl_slist *ex = r ? NULL : curl_slist_append(k->hdrs, "Expect:");
+        r = r ?: (ex ? 0 : -ENOMEM);
+        if (ex)
+                k->hdrs = ex;
+        r = r ?: add_header(&k->hdrs, OUTBOX_DELIVERY_HEADER, it->e.delivery);
+        r = r ?: add_header(&k->hdrs, "X-Sbx-Job", it->e.job);
+        r = r ?: add_header(&k->hdrs, "X-Sbx-Attempt", attempt);
+        r = r ?: add_header(&k->hdrs, OUTBOX_SIG_HEADER, sig);
+        if (it->e.traceparent)
+                r = r ?: add_header(&k->hdrs, "traceparent", it->e.traceparent);
+        if (r < 0)
+                return r;
+        CURL *h = k->h;
+        curl_easy_setopt(h, CURLOPT_URL, it->e.url);
+        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, it->e.body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) it->e.body_len);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, k->hdrs);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) cfg->cb_timeout_ms);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) cfg->cb_timeout_ms);
+        curl_easy_setopt(h, CURLOPT_USERAGENT, "sbx-supervisord/" PACKAGE_VERSION);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, k);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, k->errbuf);
+        curl_easy_setopt(h, CURLOPT_PRIVATE, (char *) k);
+        return 0;
+}
+
+static void post_cleanup(struct cb_task *k) {
+        if (k->h)
+                curl_easy_cleanup(k->h);
+        curl_slist_free_all(k->hdrs);
+        k->h = NULL;
+        k->hdrs = NULL;
+}
+
+static void start_post(struct callbacks *cb, struct cb_item *it) {
+        const struct tenant *t = tenant_find(cb->d->cfg, it->e.tenant);
+        if (!t || !t->cb_secret) {
+                dead_letter(cb, it, "its tenant has no callback_secret_file now: it cannot be signed");
+                return;
+        }
+        struct cb_task *k = &it->task;
+        k->op = CB_OP_POST;
+        k->status = 0;
+        k->retry_after = -1;
+        k->errbuf[0] = '\0';
+        k->file_err = 0;
+        if (build_post(cb, it, t) < 0) {
+                post_cleanup(k);
+                it->next_ms = now_mono_ms() + 1000; /* out of memory: later */
+                return;
+        }
+        cb_set_state(cb, it, CB_INFLIGHT);
+        cb->inflight++;
+        cb_thread_submit(cb->th, k);
+}
+
+static void arm(struct callbacks *cb, uint64_t at_ms) {
+        struct itimerspec its = { 0 };
+        if (at_ms) {
+                uint64_t now = now_mono_ms(), in = at_ms > now ? at_ms - now : 1;
+                its.it_value.tv_sec = (time_t) (in / 1000);
+                its.it_value.tv_nsec = (long) (in % 1000) * 1000000;
+        }
+        timerfd_settime(cb->timer_fd, 0, &its, NULL);
+}
+
+/* Start what is due, oldest first, up to callback_concurrency at once;
+ * give up on what is past callback_max_age; wake up for the next. */
+void cb_dispatch(struct callbacks *cb) {
+        const struct config *cfg = cb->d->cfg;
+        uint64_t now = now_mono_ms(), real = now_real_ms(), next = 0;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cb->items) {
+                struct cb_item *it = list_entry(pos, struct cb_item, link);
+                if (it->state != CB_PENDING)
+                        continue;
+                if (real >= it->e.created_ms + cfg->cb_max_age_ms) {
+                        char why[sizeof(it->last_error) + 96];
+                        snprintf(why, sizeof(why), "not delivered within callback_max_age (%u attempts; last: %s)", it->attempts,
+                                 it->last_error[0] ? it->last_error : "none");
+                        dead_letter(cb, it, why);
+                        continue;
+                }
+                if (it->next_ms > now) {
+                        if (!next || it->next_ms < next)
+                                next = it->next_ms;
+                        continue;
+                }
+                if (cb->inflight >= cfg->cb_concurrency)
+                        continue;
+                start_post(cb, it);
+        }
+        arm(cb, next);
+}
+
+static void note_failure(struct callbacks *cb, struct cb_item *it, const struct cb_task *k) {
+        if (k->curl_rc != CURLE_OK)
+                set_msg(it->last_error, sizeof(it->last_error), k->errbuf[0] ? k->errbuf : curl_easy_strerror(k->curl_rc));
+        else
+                snprintf(it->last_error, sizeof(it->last_error), "HTTP %ld", k->status);
+        it->last_status = k->status;
+        cb->attempt_failures++;
+}
+
+static void post_done(struct callbacks *cb, struct cb_item *it) {
+        struct cb_task *k = &it->task;
+        const struct config *cfg = cb->d->cfg;
+        post_cleanup(k);
+        cb->inflight--;
+        it->attempts++;
+        enum outbox_verdict v = k->curl_rc != CURLE_OK ? OUTBOX_RETRY : outbox_verdict(k->status);
+        if (v == OUTBOX_DELIVERED) {
+                if (k->file_err < 0)
+                        log_warning("callback of job %s: delivered, but its outbox entry stays (%s): it is delivered again at "
+                                    "the next start",
+                                    it->e.job, strerror(-k->file_err));
+                log_info("callback of job %s (trace %.32s): delivered (%s, attempt %u, HTTP %ld)", it->e.job,
+                         it->e.traceparent ? it->e.traceparent + 3 : "-", it->e.delivery, it->attempts, k->status);
+                cb->delivered++;
+                cb_set_state(cb, it, CB_DROPPED); /* counted out of pending */
+                list_del(&it->link);
+                cb_item_free(it);
+                return;
+        }
+        note_failure(cb, it, k);
+        if (v == OUTBOX_FINAL) {
+                char why[sizeof(it->last_error)];
+                snprintf(why, sizeof(why), "refused with HTTP %ld (final: only 408, 429 and 5xx are retried)", k->status);
+                cb_set_state(cb, it, CB_PENDING);
+                dead_letter(cb, it, why);
+                return;
+        }
+        uint64_t delay = outbox_delay_ms(it->attempts, cfg->cb_backoff_ms, cfg->cb_backoff_max_ms, k->retry_after,
+                                         (double) randombytes_uniform(1000000) / 1e6);
+        /* Never past the deadline: then it is dead-lettered on time. */
+        uint64_t real = now_real_ms(), deadline = it->e.created_ms + cfg->cb_max_age_ms;
+        if (real + delay > deadline)
+                delay = deadline > real ? deadline - real : 0;
+        it->next_ms = now_mono_ms() + delay;
+        cb_set_state(cb, it, CB_PENDING);
+        log_info("callback of job %s (trace %.32s): attempt %u failed (%s); next in %" PRIu64 " ms", it->e.job,
+                 it->e.traceparent ? it->e.traceparent + 3 : "-", it->attempts, it->last_error, delay);
+}
+
+static void audit_dead(const struct cb_item *it) {
+        audit_write_deferred(json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:o}", "event", "callback_dead_letter", "job", it->e.job,
+                                       "tenant", it->e.tenant, "delivery", it->e.delivery, "url", it->e.url, "attempts",
+                                       (json_int_t) it->attempts, "reason", it->last_error, "trace_id",
+                                       it->e.traceparent ? json_stringn(it->e.traceparent + 3, 32) : json_null()));
+}
+
+static void file_done(struct callbacks *cb, struct cb_item *it) {
+        struct cb_task *k = &it->task;
+        if (k->file_err < 0)
+                log_error("callback of job %s: %s: %s", it->e.job,
+                          k->op == CB_OP_DEAD ? "cannot move it to the dead letters" :
+                          k->op == CB_OP_DROP ? "cannot drop it" : "cannot put it back in the outbox",
+                          strerror(-k->file_err));
+        switch (k->op) {
+        case CB_OP_DEAD:
+                if (k->file_err < 0) {
+                        /* still in the outbox: tried again after the backoff's longest */
+                        it->next_ms = now_mono_ms() + cb->d->cfg->cb_backoff_max_ms;
+                        cb_set_state(cb, it, CB_PENDING);
+                        break;
+                }
+                cb_set_state(cb, it, CB_DEAD);
+                cb->dead_lettered++;
+                log_warning("callback of job %s (trace %.32s): dead-lettered after %u attempts: %s", it->e.job,
+                            it->e.traceparent ? it->e.traceparent + 3 : "-", it->attempts, it->last_error);
+                audit_dead(it);
+                break;
+        case CB_OP_DROP:
+                cb_set_state(cb, it, k->file_err < 0 ? (k->from_dead ? CB_DEAD : CB_PENDING) : CB_DROPPED);
+                break;
+        case CB_OP_RESTORE:
+                free(k->text);
+                k->text = NULL;
+                if (k->file_err < 0) {
+                        cb_set_state(cb, it, CB_DEAD);
+                        break;
+                }
+                it->attempts = 0;
+                it->last_error[0] = '\0';
+                it->next_ms = now_mono_ms();
+                cb_set_state(cb, it, CB_PENDING);
+                break;
+        case CB_OP_POST:
+                break;
+        }
+}
+
+void cb_on_done(struct source *s, uint32_t events) {
+        struct callbacks *cb = container_of(s, struct callbacks, done_src);
+        (void) events;
+        struct cb_task *k = cb_thread_take_done(cb->th);
+        while (k) {
+                struct cb_task *n = k->next;
+                struct cb_item *it = k->owner;
+                if (k->op == CB_OP_POST)
+                        post_done(cb, it);
+                else
+                        file_done(cb, it);
+                k = n;
+        }
+        cb_dispatch(cb);
+}
+
+void cb_on_timer(struct source *s, uint32_t events) {
+        struct callbacks *cb = container_of(s, struct callbacks, timer_src);
+        uint64_t n;
+        (void) events;
+        if (read(s->fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+                return;
+        cb_dispatch(cb);
+}
+
+void callbacks_add(struct daemon *d, struct outbox_entry *e) {
+        struct callbacks *cb = &d->cb;
+        if (!cb_item_new(cb, e, CB_PENDING)) {
+                /* Its entry is on disk: delivered after the next start. */
+                log_error("callback of job %s: out of memory: delivered after the next start", e->job);
+                outbox_entry_free(e);
+                return;
+        }
+        cb_dispatch(cb);
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Callback deliveries, the daemon's side: the outbox and the dead letters
+ * (STATE/callbacks/outbox and STATE/callbacks/dead), the deliveries known
+ * to the daemon, and the thread that posts them.
+ *
+ * A job with a callback leaves an outbox entry that the group commit makes
+ * durable before its result record's name appears (commit.c): a record
+ * with a "callback" member and no entry in either directory was
+ * delivered. The event loop decides what to try when; one thread runs
+ * libcurl's multi interface (every transfer non-blocking, side by side,
+ * connections reused) and the file operations (removing a delivered
+ * entry, moving one to the dead letters), so that neither the network nor
+ * the disk holds up the loop. Deliveries are retried with exponential
+ * backoff and jitter on connection errors, timeouts, 408, 429 (honouring
+ * Retry-After) and 5xx; any other answer is final. A delivery not made
+ * within callback_max_age, or refused for good, is moved to the dead
+ * letters and audited; an operator may retry or drop it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "loop.h"
+#include "outbox.h"
+#include "proto.h"
+#include "util.h"
+
+struct conn;
+struct daemon;
+struct metrics_gauges;
+struct rjob;
+struct cb_item;
+
+struct callbacks {
+        struct daemon *d;
+        int dir_fd, outbox_fd, dead_fd;
+        struct list items;        /* struct cb_item.link, oldest first */
+        uint64_t seq;
+        unsigned inflight;        /* posts handed to the thread */
+        uint64_t n_pending, n_dead;
+        uint64_t delivered, attempt_failures, dead_lettered;
+        int timer_fd;
+        struct source timer_src, done_src;
+        struct cb_thread *th;
+        bool curl_inited;
+};
+
+/* Open (or make) the directories and read what they hold: deliveries
+ * left pending are tried again at once. */
+int callbacks_init(struct daemon *d, struct sbx_error *err);
+void callbacks_done(struct daemon *d);
+
+/* A job's entry is durable (its record too): deliver it. Takes the entry. */
+void callbacks_add(struct daemon *d, struct outbox_entry *e);
+
+/* The delivery state of a finished job's callback, for its result: an
+ * object (delivery, url, state, attempts, last_error) or, when the daemon
+ * holds no entry for it, "delivered". */
+json_t *callbacks_state(struct daemon *d, const char *job, json_t *rec_callback);
+
+void callbacks_gauges(struct daemon *d, struct metrics_gauges *g);
+
+/* callbacks.list, callbacks.retry, callbacks.drop */
+void callbacks_op(struct conn *c, struct request *req);

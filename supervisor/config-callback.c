@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbx-supervisord.conf(5), the keys of callbacks: in [daemon] how
+ * deliveries are tried (timeout, backoff, how long before they are given
+ * up, how many at once); in a tenant, its default callback URL, the file
+ * with the secret its deliveries are signed with, and the URL prefixes a
+ * request may name. The secret is read while the file is read: a daemon
+ * never starts with a secret it cannot use. A request names only URLs the
+ * tenant allows, so a tenant cannot make the daemon post to any host it
+ * can reach. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "parse.h"
+#include "util.h"
+
+#define SECRET_MIN 16
+#define SECRET_MAX 1024
+#define MAX_ALLOW 32
+
+#define BAD(...) sbx_error_msg(err, EINVAL, __VA_ARGS__)
+
+void config_callback_defaults(struct config *c) {
+        c->cb_timeout_ms = 10000;
+        c->cb_max_age_ms = 24ull * 3600 * 1000;
+        c->cb_backoff_ms = 1000;
+        c->cb_backoff_max_ms = 300000;
+        c->cb_concurrency = 8;
+}
+
+void tenant_callback_free(struct tenant *t) {
+        free(t->cb_url);
+        if (t->cb_secret)
+                explicit_bzero(t->cb_secret, t->cb_secret_len);
+        free(t->cb_secret);
+        for (size_t i = 0; i < t->n_cb_allow; i++)
+                free(t->cb_allow[i]);
+        free(t->cb_allow);
+        t->cb_url = NULL;
+        t->cb_secret = NULL;
+        t->cb_allow = NULL;
+        t->n_cb_allow = 0;
+}
+
+static bool in_list(const char *list, const char *word) {
+        size_t n = strlen(word);
+        for (const char *p = list; *p;) {
+                size_t k = strcspn(p, " ");
+                if (k == n && strncmp(p, word, n) == 0)
+                        return true;
+                p += k + (p[k] == ' ');
+        }
+        return false;
+}
+
+bool config_callback_key_known(const char *section, const char *key) {
+        if (strncmp(section, "tenant.", 7) == 0)
+                return in_list(CONFIG_CALLBACK_TENANT_KEYS, key);
+        return streq(section, "daemon") && in_list(CONFIG_CALLBACK_DAEMON_KEYS, key);
+}
+
+bool callback_url_valid(const char *url) {
+        size_t n = strlen(url), skip;
+        if (n > CONFIG_CALLBACK_MAX_URL)
+                return false;
+        if (strncmp(url, "http://", 7) == 0)
+                skip = 7;
+        else if (strncmp(url, "https://", 8) == 0)
+                skip = 8;
+        else
+                return false;
+        if (url[skip] == '\0' || url[skip] == '/' || url[skip] == ':')
+                return false;
+        for (const char *p = url; *p; p++)
+                if ((unsigned char) *p <= ' ' || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+bool tenant_allows_callback(const struct tenant *t, const char *url) {
+        if (!t->cb_secret)
+                return false;
+        if (!t->cb_allow)
+                return t->cb_url && streq(t->cb_url, url);
+        for (size_t i = 0; i < t->n_cb_allow; i++)
+                if (strncmp(url, t->cb_allow[i], strlen(t->cb_allow[i])) == 0)
+                        return true;
+        return false;
+}
+
+static int duration_key(const char *where, const char *k, const char *v, uint64_t min_ms, uint64_t *dst, struct sbx_error *err) {
+        uint64_t n;
+        if (parse_duration_ms(v, &n) < 0 || n < min_ms)
+                return BAD("%s: %s: expected a duration of at least %" PRIu64 " ms, got '%s'", where, k, min_ms, v);
+        *dst = n;
+        return 0;
+}
+
+int config_callback_daemon_key(struct config *c, const char *k, const char *v, const char *where, struct sbx_error *err) {
+        if (streq(k, "callback_timeout"))
+                return duration_key(where, k, v, 100, &c->cb_timeout_ms, err);
+        if (streq(k, "callback_max_age"))
+                return duration_key(where, k, v, 1000, &c->cb_max_age_ms, err);
+        if (streq(k, "callback_backoff"))
+                return duration_key(where, k, v, 10, &c->cb_backoff_ms, err);
+        if (streq(k, "callback_backoff_max"))
+                return duration_key(where, k, v, 10, &c->cb_backoff_max_ms, err);
+        if (streq(k, "callback_concurrency")) {
+                if (parse_uint64(v, 256, &c->cb_concurrency) < 0 || c->cb_concurrency == 0)
+                        return BAD("%s: callback_concurrency: expected a number from 1 to 256, got '%s'", where, v);
+                return 0;
+        }
+        return -ENOENT;
+}
+
+/* The secret: the file's bytes without a final newline, 16 to 1024 of
+ * them, in a file that only its owner may read (it signs deliveries). */
+static int read_secret(struct tenant *t, const char *path, const char *where, struct sbx_error *err) {
+        if (path[0] != '/')
+                return BAD("%s: callback_secret_file: must be an absolute path", where);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "%s: callback_secret_file %s", where, path);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return sbx_error_set(err, errno, "%s: callback_secret_file %s", where, path);
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 0077))
+                return BAD("%s: callback_secret_file %s: must be a regular file readable by its owner only (mode 0600 or 0400)",
+                           where, path);
+        char buf[SECRET_MAX + 2];
+        size_t len = 0;
+        while (len < sizeof(buf)) {
+                ssize_t n = read(fd, buf + len, sizeof(buf) - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return sbx_error_set(err, errno, "%s: callback_secret_file %s", where, path);
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        if (len < SECRET_MIN || len > SECRET_MAX) {
+                explicit_bzero(buf, len);
+                return BAD("%s: callback_secret_file %s: the secret must be %d to %d bytes", where, path, SECRET_MIN, SECRET_MAX);
+        }
+        if (t->cb_secret)
+                explicit_bzero(t->cb_secret, t->cb_secret_len);
+        free(t->cb_secret);
+        t->cb_secret = malloc(len);
+        if (!t->cb_secret)
+                return -ENOMEM;
+        memcpy(t->cb_secret, buf, len);
+        t->cb_secret_len = len;
+        explicit_bzero(buf, len);
+        return 0;
+}
+
+static int set_allow(struct tenant *t, const char *v, const char *where, struct sbx_error *err) {
+        _cleanup_free_ char *copy = strdup(v);
+        char *save = NULL;
+        if (!copy)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n_cb_allow; i++)
+                free(t->cb_allow[i]);
+        free(t->cb_allow);
+        t->n_cb_allow = 0;
+        t->cb_allow = calloc(MAX_ALLOW, sizeof(char *));
+        if (!t->cb_allow)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                if (t->n_cb_allow == MAX_ALLOW)
+                        return BAD("%s: callback_allow: more than %d prefixes", where, MAX_ALLOW);
+                if (!callback_url_valid(w))
+                        return BAD("%s: callback_allow: '%s' is not an http:// or https:// URL prefix with a host", where, w);
+                if (!(t->cb_allow[t->n_cb_allow] = strdup(w)))
+                        return -ENOMEM;
+                t->n_cb_allow++;
+        }
+        if (t->n_cb_allow == 0)
+                return BAD("%s: callback_allow: expected URL prefixes", where);
+        return 0;
+}
+
+int config_callback_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err) {
+        if (streq(k, "callback_url")) {
+                if (!callback_url_valid(v))
+                        return BAD("%s: callback_url: expected an http:// or https:// URL with a host, at most %d bytes, got '%.64s'",
+                                   where, CONFIG_CALLBACK_MAX_URL, v);
+                char *s = strdup(v);
+                if (!s)
+                        return -ENOMEM;
+                free(t->cb_url);
+                t->cb_url = s;
+                return 0;
+        }
+        if (streq(k, "callback_secret_file"))
+                return read_secret(t, v, where, err);
+        if (streq(k, "callback_allow"))
+                return set_allow(t, v, where, err);
+        return -ENOENT;
+}
+
+int config_callback_check(struct config *c, struct sbx_error *err) {
+        if (c->cb_backoff_max_ms < c->cb_backoff_ms)
+                return BAD("%s: callback_backoff_max is below callback_backoff", c->path);
+        for (size_t i = 0; i < c->n_tenants; i++) {
+                const struct tenant *t = &c->tenants[i];
+                if ((t->cb_url || t->cb_allow) && !t->cb_secret)
+                        return BAD("%s: [tenant.%s] names callback URLs but has no callback_secret_file: its deliveries "
+                                   "could not be signed",
+                                   t->origin, t->name);
+        }
+        return 0;
+}

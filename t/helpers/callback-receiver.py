@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A control plane's callback receiver for the tests, on 127.0.0.1.
+
+    callback-receiver.py DIR SECRET_FILE
+
+Listens on a free port (written to DIR/port once it listens), and answers
+each POST as DIR/mode says (read at every request; "ok" when absent):
+
+    ok              200
+    fail N          500 to the next N requests, then 200
+    500 | 404 | ... that status, always
+    429 SECONDS     429 with Retry-After: SECONDS
+    stall SECONDS   read the request, then answer 200 only after SECONDS
+    refuse          close the listening socket (connections are refused)
+                    until the mode changes; a request on a connection
+                    kept alive from before is cut without an answer
+
+Every request is appended to DIR/log as one JSON line: the time, the
+status answered, the X-Sbx-* and traceparent headers, whether the
+X-Sbx-Signature verifies with the secret, and the body's job, delivery,
+trace_id, and result state and end time.
+"""
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+DIR, SECRET_FILE = sys.argv[1], sys.argv[2]
+with open(SECRET_FILE, "rb") as f:
+    SECRET = f.read()
+if SECRET.endswith(b"\n"):
+    SECRET = SECRET[:-1]
+
+lock = threading.Lock()
+fail_state = {"mode": None, "left": 0}
+
+
+def mode():
+    try:
+        with open(os.path.join(DIR, "mode")) as f:
+            return f.read().split()
+    except FileNotFoundError:
+        return ["ok"]
+
+
+def verify(sig, body):
+    try:
+        parts = dict(p.split("=", 1) for p in sig.split(","))
+        t, v1 = parts["t"], parts["v1"]
+    except (ValueError, KeyError, AttributeError):
+        return False
+    want = hmac.new(SECRET, t.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(want, v1)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n)
+        m = mode()
+        if m[0] == "refuse":
+            # Down: a connection kept alive from before is cut too.
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        status, extra = 200, {}
+        with lock:
+            if m[0] == "fail":
+                key = " ".join(m)
+                if fail_state["mode"] != key:
+                    fail_state["mode"], fail_state["left"] = key, int(m[1])
+                if fail_state["left"] > 0:
+                    fail_state["left"] -= 1
+                    status = 500
+            elif m[0] == "429":
+                status, extra = 429, {"Retry-After": m[1]}
+            elif m[0] == "stall":
+                time.sleep(float(m[1]))
+            elif m[0].isdigit():
+                status = int(m[0])
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            doc = {}
+        rec = {
+            "t": time.time(),
+            "status": status,
+            "delivery": self.headers.get("X-Sbx-Delivery"),
+            "job": self.headers.get("X-Sbx-Job"),
+            "attempt": self.headers.get("X-Sbx-Attempt"),
+            "traceparent": self.headers.get("traceparent"),
+            "sig_ok": verify(self.headers.get("X-Sbx-Signature"), body),
+            "body_job": doc.get("job"),
+            "body_delivery": doc.get("delivery"),
+            "trace_id": doc.get("trace_id"),
+            "state": (doc.get("result") or {}).get("state"),
+            "ended": (doc.get("result") or {}).get("ended"),
+        }
+        with lock:
+            with open(os.path.join(DIR, "log"), "a") as f:
+                f.write(json.dumps(rec) + "\n")
+        self.send_response(status)
+        for k, v in extra.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+
+class Server(http.server.ThreadingHTTPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+def main():
+    srv = Server(("127.0.0.1", 0), Handler)
+    port = srv.server_address[1]
+    with open(os.path.join(DIR, "port.tmp"), "w") as f:
+        f.write(str(port))
+    os.rename(os.path.join(DIR, "port.tmp"), os.path.join(DIR, "port"))
+    srv.timeout = 0.1
+    while True:
+        if mode()[0] == "refuse":
+            if srv.socket.fileno() >= 0:
+                srv.socket.close()
+            time.sleep(0.1)
+            continue
+        if srv.socket.fileno() < 0:
+            srv.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            srv.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            srv.socket.bind(("127.0.0.1", port))
+            srv.socket.listen(64)
+        srv.handle_request()
+
+
+main()

@@ -1,0 +1,293 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Callbacks (sbx-protocol(7) CALLBACKS): a job's result is posted to its
+# callback URL, signed with the tenant's secret, with a delivery id that
+# never changes; retried with growing delays on connection errors, 5xx
+# and 429 (Retry-After honoured); other answers and deliveries past
+# callback_max_age go to the dead letters (audited), from where an
+# operator retries or drops them; the outbox survives SIGKILL. The
+# receiver is t/helpers/callback-receiver.py on 127.0.0.1.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+UID_B=41041
+TP=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+
+recv_start() {
+        mkdir -p "$SUP_DIR/recv"
+        rm -f "$SUP_DIR/recv/port"
+        python3 "$SBX_SRCDIR/t/helpers/callback-receiver.py" "$SUP_DIR/recv" "$SUP_DIR/secret" 3>&- &
+        echo $! > "$SUP_DIR/recv.pid"
+        for i in $(seq 200); do
+                [ -s "$SUP_DIR/recv/port" ] && break
+                sleep 0.05
+        done
+        [ -s "$SUP_DIR/recv/port" ] || { echo "receiver did not start" >&2; return 1; }
+}
+
+recv_stop() {
+        local pid
+        [ -f "$SUP_DIR/recv.pid" ] || return 0
+        pid=$(cat "$SUP_DIR/recv.pid")
+        if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF callback-receiver.py; then
+                kill "$pid" 2>/dev/null || true
+                wait "$pid" 2>/dev/null || true
+        fi
+        rm -f "$SUP_DIR/recv.pid"
+}
+
+mode() {
+        echo "$*" > "$SUP_DIR/recv/mode.tmp"
+        mv "$SUP_DIR/recv/mode.tmp" "$SUP_DIR/recv/mode"
+}
+
+# The receiver's log lines about a job.
+posts() {
+        grep -F "\"job\": \"$1\"" "$SUP_DIR/recv/log" 2>/dev/null || true
+}
+
+# wait_posts JOB N [STATUS]: until N requests for the job (with STATUS) were logged.
+wait_posts() {
+        local i
+        for i in $(seq 600); do
+                [ "$(posts "$1" | grep -c "\"status\": ${3:-[0-9]*}")" -ge "$2" ] && return 0
+                sleep 0.1
+        done
+        echo "job $1: fewer than $2 posts${3:+ answered $3}:" >&2
+        posts "$1" >&2
+        return 1
+}
+
+# wait_cb JOB STATE: until callbacks ls shows the job in that state.
+wait_cb() {
+        local i
+        for i in $(seq 600); do
+                ctl callbacks ls --state "$2" | grep -q "^$1 " && return 0
+                sleep 0.1
+        done
+        echo "job $1 never became $2:" >&2
+        ctl callbacks ls >&2
+        return 1
+}
+
+write_config() {
+        local url="http://127.0.0.1:$(cat "$SUP_DIR/recv/port")"
+        sup_config "socket_mode = 0666
+callback_backoff = 1s
+callback_backoff_max = 4s
+callback_timeout = 2s
+$1"
+        cat >> "$SUP_DIR/sup.conf" <<EOC
+callback_url = $url/hook
+callback_secret_file = $SUP_DIR/secret
+callback_allow = $url/
+
+[tenant.bravo]
+uids = $UID_B
+job_user = nobody
+job_group = nogroup
+profiles = default
+EOC
+}
+
+setup_file() {
+        sup_init
+        head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$SUP_DIR/secret"
+        chmod 0600 "$SUP_DIR/secret"
+        recv_start
+        write_config ""
+        sup_start
+}
+
+teardown_file() {
+        sup_fini
+        recv_stop
+}
+
+setup() {
+        require_userns
+        mode ok
+}
+
+@test "a job's result is posted, signed with the tenant's secret, with its delivery id and trace" {
+        job=$(ctl submit --traceparent "$TP" -- sh -c 'echo hi')
+        ctl wait "$job" >/dev/null
+        wait_posts "$job" 1 200
+        line=$(posts "$job")
+        [ "$(json_get sig_ok <<<"$line")" = true ]
+        [ "$(json_get state <<<"$line")" = succeeded ]
+        [ "$(json_get body_job <<<"$line")" = "$job" ]
+        [ "$(json_get attempt <<<"$line")" = 1 ]
+        [ "$(json_get trace_id <<<"$line")" = 4bf92f3577b34da6a3ce929d0e0e4736 ]
+        [[ "$(json_get traceparent <<<"$line")" == 00-4bf92f3577b34da6a3ce929d0e0e4736-* ]]
+        delivery=$(json_get delivery <<<"$line")
+        [[ "$delivery" =~ ^d[0-9a-f]{32}$ ]]
+        [ "$(json_get body_delivery <<<"$line")" = "$delivery" ]
+        # the record names the delivery; result says it was delivered
+        res=$(ctl --json result "$job")
+        [ "$(json_get result.callback.delivery <<<"$res")" = "$delivery" ]
+        [ "$(json_get callback.state <<<"$res")" = delivered ]
+        run -0 ctl result "$job"
+        [[ "$output" == *"callback:  delivered http://127.0.0.1:"*"/hook (delivery $delivery"* ]]
+        # nothing is left in the outbox
+        [ -z "$(ls "$SUP_DIR/state/callbacks/outbox")" ]
+}
+
+@test "5xx answers are retried with growing delays, under one delivery id" {
+        mode fail 3
+        job=$(ctl submit -- true)
+        wait_posts "$job" 4
+        posts "$job" > "$BATS_TEST_TMPDIR/p"
+        [ "$(awk -F'"status": ' '{ split($2, a, ","); printf "%s ", a[1] }' "$BATS_TEST_TMPDIR/p")" = "500 500 500 200 " ]
+        [ "$(json_get delivery < "$BATS_TEST_TMPDIR/p" | sort -u | wc -l)" = 1 ]
+        [ "$(json_get attempt < "$BATS_TEST_TMPDIR/p" | tr '\n' ' ')" = "1 2 3 4 " ]
+        # backoff 1s doubled per attempt, jittered over its upper half:
+        # at least 0.5, 1 and 2 s between the attempts
+        json_get t < "$BATS_TEST_TMPDIR/p" > "$BATS_TEST_TMPDIR/t"
+        run -0 python3 - "$BATS_TEST_TMPDIR/t" <<'EOP'
+import sys
+t = [float(x) for x in open(sys.argv[1])]
+g = [b - a for a, b in zip(t, t[1:])]
+print(g)
+assert g[0] >= 0.45 and g[1] >= 0.95 and g[2] >= 1.95, g
+assert g[2] > g[0], g
+EOP
+}
+
+@test "429 with Retry-After: the next attempt waits as long as the receiver asks" {
+        mode 429 3
+        job=$(ctl submit -- true)
+        wait_posts "$job" 1 429
+        mode ok
+        wait_posts "$job" 1 200
+        posts "$job" | json_get t > "$BATS_TEST_TMPDIR/t"
+        run -0 python3 -c "import sys; t = [float(x) for x in open('$BATS_TEST_TMPDIR/t')]; assert t[1] - t[0] >= 2.9, t"
+}
+
+@test "a 404 is final: dead-lettered at once and audited; retried from the dead letters it is delivered" {
+        mode 404
+        job=$(ctl submit --traceparent "$TP" -- true)
+        wait_cb "$job" dead
+        [ "$(posts "$job" | wc -l)" = 1 ]
+        [ -f "$SUP_DIR/state/callbacks/dead/$job.json" ]
+        grep "\"event\":\"callback_dead_letter\"" "$SUP_DIR/audit.log" | grep -F "\"job\":\"$job\"" > "$BATS_TEST_TMPDIR/a"
+        grep -q '"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"' "$BATS_TEST_TMPDIR/a"
+        grep -q 'HTTP 404' "$BATS_TEST_TMPDIR/a"
+        [ "$(ctl --json result "$job" | json_get callback.state)" = dead ]
+        first=$(posts "$job" | json_get delivery)
+        mode ok
+        run -0 ctl callbacks retry "$job"
+        wait_posts "$job" 1 200
+        [ "$(posts "$job" | tail -n 1 | json_get delivery)" = "$first" ]
+        for i in $(seq 100); do
+                [ "$(ctl --json result "$job" | json_get callback.state)" = delivered ] && break
+                sleep 0.1
+        done
+        [ "$(ctl --json result "$job" | json_get callback.state)" = delivered ]
+        [ ! -e "$SUP_DIR/state/callbacks/dead/$job.json" ]
+}
+
+@test "an operator drops a delivery: it is not tried again and says so" {
+        mode 503
+        job=$(ctl submit -- true)
+        wait_posts "$job" 1
+        for i in $(seq 100); do
+                ctl callbacks drop "$job" >/dev/null 2>&1 && break
+                sleep 0.1
+        done
+        wait_cb "$job" dropped
+        [ "$(ctl --json result "$job" | json_get callback.state)" = dropped ]
+        n=$(posts "$job" | wc -l)
+        run ctl callbacks retry j00000000000000000000
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_NOT_FOUND* ]]
+        grep -q '"op":"callbacks.drop"' "$SUP_DIR/audit.log"
+        # another tenant does not see it
+        run -0 setpriv --reuid=$UID_B --regid=$UID_B --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" callbacks ls
+        [[ "$output" != *"$job"* ]]
+        [ "$(posts "$job" | wc -l)" = "$n" ]
+}
+
+@test "receiver down, then back: every result is delivered, each once" {
+        mode refuse
+        : > "$BATS_TEST_TMPDIR/jobs"
+        for i in $(seq 8); do ctl submit -- true >> "$BATS_TEST_TMPDIR/jobs"; done
+        # each has been tried and refused at least twice
+        for i in $(seq 600); do
+                ctl --json callbacks ls --state pending > "$BATS_TEST_TMPDIR/ls"
+                python3 - "$BATS_TEST_TMPDIR/ls" "$BATS_TEST_TMPDIR/jobs" <<'EOP' && break
+import json, sys
+tried = {c["job"]: c["attempts"] for c in json.load(open(sys.argv[1]))["callbacks"]}
+sys.exit(0 if all(tried.get(j.strip(), 0) >= 2 for j in open(sys.argv[2])) else 1)
+EOP
+                sleep 0.1
+        done
+        mode ok
+        while read -r job; do
+                wait_posts "$job" 1 200
+                [ "$(posts "$job" | wc -l)" = 1 ]
+                [ "$(posts "$job" | json_get attempt)" -ge 3 ]
+        done < "$BATS_TEST_TMPDIR/jobs"
+}
+
+@test "SIGKILL with deliveries pending: after the restart all are delivered" {
+        mode 503
+        : > "$BATS_TEST_TMPDIR/jobs"
+        for i in $(seq 5); do ctl submit -- true >> "$BATS_TEST_TMPDIR/jobs"; done
+        while read -r job; do wait_posts "$job" 1 503; done < "$BATS_TEST_TMPDIR/jobs"
+        [ "$(ls "$SUP_DIR/state/callbacks/outbox" | wc -l)" -ge 5 ]
+        kill -KILL "$(cat "$SUP_DIR/daemon.pid")"
+        mode ok
+        sup_start
+        while read -r job; do
+                wait_posts "$job" 1 200
+                [ "$(posts "$job" | json_get delivery | sort -u | wc -l)" = 1 ]
+        done < "$BATS_TEST_TMPDIR/jobs"
+        for i in $(seq 100); do
+                [ -z "$(ls "$SUP_DIR/state/callbacks/outbox")" ] && break
+                sleep 0.1
+        done
+        [ -z "$(ls "$SUP_DIR/state/callbacks/outbox")" ]
+}
+
+@test "a delivery not made within callback_max_age goes to the dead letters" {
+        sup_stop
+        write_config "callback_max_age = 3s"
+        sup_start
+        mode 503
+        job=$(ctl submit -- true)
+        wait_cb "$job" dead
+        [ "$(posts "$job" | wc -l)" -ge 2 ]
+        grep -F "\"job\":\"$job\"" "$SUP_DIR/audit.log" | grep -q 'callback_max_age'
+        sup_stop
+        write_config ""
+        sup_start
+}
+
+@test "a request names only callback URLs its tenant allows, and only a tenant with a secret gets callbacks" {
+        run raw '{"v":1,"op":"run","command":["true"],"callback":"http://169.254.169.254/latest"}'
+        [ "$(json_get error.code <<<"$output")" = E_FORBIDDEN ]
+        [[ "$(json_get error.message <<<"$output")" == *callback_allow* ]]
+        run raw '{"v":1,"op":"run","command":["true"],"callback":"ftp://x/y"}'
+        [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
+        run setpriv --reuid=$UID_B --regid=$UID_B --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" \
+                run --callback "http://127.0.0.1:$(cat "$SUP_DIR/recv/port")/hook" -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_FORBIDDEN*callback_secret_file* ]]
+}
+
+@test "metrics count deliveries and failures, and pass promtool" {
+        command -v promtool >/dev/null || skip "promtool (Debian package prometheus) is not installed"
+        before=$(ctl metrics | awk '$1 == "sbx_callback_delivered_total" { print $2 }')
+        job=$(ctl submit -- true)
+        wait_posts "$job" 1 200
+        for i in $(seq 100); do
+                after=$(ctl metrics | awk '$1 == "sbx_callback_delivered_total" { print $2 }')
+                [ "$after" -gt "$before" ] && break
+                sleep 0.1
+        done
+        [ "$after" -gt "$before" ]
+        ctl metrics | grep -q '^sbx_callback_backlog '
+        run -0 sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' metrics | promtool check metrics"
+}
