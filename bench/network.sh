@@ -5,7 +5,9 @@
 #   1. start-up: `sbxctl run -- true` with --network none against
 #      --network restricted (a veth made and the programs attached before
 #      the command starts), one job after the other, alternating in rounds;
-#      p50 and p95 of each, and the p50 added (target: <= 2 ms);
+#      p50 and p95 of each, and the p50 added (target: <= 2 ms); and the
+#      daemon's own timing of the veth pair, its addresses and routes (its
+#      debug log): p50 and p95 over the restricted jobs;
 #   2. connect() round trip to a server on 127.0.0.1 from a host-mode job,
 #      with the audit programs attached (--audit) and without, measured by
 #      the job itself over SBX_BENCH_CONNECTS connects (default 2000); the
@@ -13,6 +15,8 @@
 #   3. events recorded without loss: a job sends N datagrams as fast as it
 #      can (N = 10,000 and 100,000), with the default 256 KiB ring; the
 #      job's rate and how many events the result counts as lost.
+# With SBX_BENCH_POOL6=PREFIX (e.g. fd5b:7a1c:4e02::/64) the daemon has that
+# network_pool6 too: restricted jobs get IPv6 addresses and a route as well.
 # Usage: bench/network.sh [ROUNDS]       (as root, after make)
 set -eu
 
@@ -43,6 +47,7 @@ profile_path = $stage/profiles
 cgroup = $cg
 network_pool = 10.214.$((RANDOM % 250)).0/24
 network_events = 1000
+${SBX_BENCH_POOL6:+network_pool6 = $SBX_BENCH_POOL6}
 
 [tenant.bench]
 uids = root
@@ -50,7 +55,7 @@ network = none host restricted
 network_allow = 127.0.0.1:*/any
 max_jobs = 16
 EOC
-"$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
+SBX_DEBUG=1 "$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
 pid=$!
 srv=
 cleanup() {
@@ -63,9 +68,14 @@ cleanup() {
 trap cleanup EXIT INT TERM
 for i in $(seq 200); do [ -S "$stage/sock" ] && break; sleep 0.05; done
 ctl() { "$stage/bin/sbxctl" --socket "$stage/sock" "$@"; }
+# the socket can be there a moment before the network's set-up is logged
+for i in $(seq 200); do grep -q "restricted jobs: veths\|restricted jobs unavailable" "$stage/daemon.log" && break; sleep 0.05; done
 grep -q "restricted jobs: veths" "$stage/daemon.log" || { echo "bench: the daemon cannot run restricted jobs:" >&2; cat "$stage/daemon.log" >&2; exit 1; }
+[ -z "${SBX_BENCH_POOL6:-}" ] || grep -q "/126s of the network_pool6" "$stage/daemon.log" ||
+        { echo "bench: the daemon has no IPv6 for restricted jobs:" >&2; cat "$stage/daemon.log" >&2; exit 1; }
 
 echo "machine:      $(nproc) CPUs, kernel $(uname -r)"
+echo "IPv6:         ${SBX_BENCH_POOL6:-none} (network_pool6)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
 
 # Milliseconds of one command, to a file.
@@ -92,6 +102,8 @@ done
 echo "none:       $(pct "$stage/none")"
 echo "restricted: $(pct "$stage/restricted")"
 echo "added p50:  $(awk -v a="$(p50 "$stage/none")" -v b="$(p50 "$stage/restricted")" 'BEGIN { printf "%.2f ms", b - a }')"
+grep -o "the veth made in [0-9]* us" "$stage/daemon.log" | awk '{ printf "%.3f\n", $5 / 1000 }' > "$stage/veth"
+echo "veth made:  $(pct "$stage/veth") (the daemon's debug log)"
 
 echo "--- 2. connect() round trip to 127.0.0.1 from a host-mode job, audit programs attached or not"
 python3 - "$stage/port" <<'PY' &

@@ -89,7 +89,7 @@ kill_daemon() {
         [ ! -e "$SUP_DIR/state/cache/$sha" ]
         sup_start
         # gone at start
-        ! compgen -G "$SUP_DIR/state/cache/.staging-*"
+        ! compgen -G "$SUP_DIR/state/cache/.staging-*" || false
         rec=$(job_record "$job")
         [ "$(json_get result.state <<<"$rec")" = succeeded ]
         [ "$(ctl logs "$job")" = "many 6001" ]

@@ -93,7 +93,7 @@ cache_empty() {
         cp "$REG/hello/index.json" "$SUP_DIR/index.good"
         # point 1.1.0 at 1.0.0's archive: a valid index, not the signed one
         sed -i 's/"file": "hello-1.1.0.tar.gz"/"file": "hello-1.0.0.tar.gz"/' "$REG/hello/index.json"
-        ! cmp -s "$REG/hello/index.json" "$SUP_DIR/index.good"
+        ! cmp -s "$REG/hello/index.json" "$SUP_DIR/index.good" || false
         BUNDLE_REGISTRY="index_ttl = 0" bundle_config
         sup_start
         fails_with E_BUNDLE_SIGNATURE "hello/index.json: the signature by key"
@@ -218,7 +218,11 @@ cache_empty() {
                 [ -n "$(ls "$SUP_DIR/state/cache")" ] && ! ls -d "$SUP_DIR/state/cache"/.staging-* >/dev/null 2>&1 && break
                 sleep 0.05
         done
-        [ -n "$(ls "$SUP_DIR/state/cache")" ]
+        if [ -z "$(ls "$SUP_DIR/state/cache")" ]; then
+                ls -la "$SUP_DIR/state/cache" >&2
+                tail -20 "$SUP_DIR/daemon.log" >&2
+                false
+        fi
         cache_whole
         [ "$(ctl run --bundle hello)" = "bundle hello 1.0.0 args: " ]
         [ "$(reg_requests 'tar.gz')" -eq 1 ]

@@ -214,9 +214,9 @@ make_trap_dir() {
         [ "${lines[0]}" -gt 8 ]
         new=$(grep -vxF -f "$before" /proc/self/mountinfo || true)
         echo "new host mounts: $new" >&2
-        ! grep -qF "$d" <<<"$new"
-        ! grep -qE ' /tmp |mqueue' <<<"$new"
-        ! grep -qF "$d" /proc/self/mountinfo
+        ! grep -qF "$d" <<<"$new" || false
+        ! grep -qE ' /tmp |mqueue' <<<"$new" || false
+        ! grep -qF "$d" /proc/self/mountinfo || false
 }
 
 @test "mounts made by the host later do not become visible inside (root is a slave, not shared)" {

@@ -146,7 +146,7 @@ crash_and_recover() {
         sleep 0.3
         kill -TERM "$SUP_PID"
         for i in $(seq 60); do kill -0 "$SUP_PID" 2>/dev/null || break; sleep 0.1; done
-        ! kill -0 "$SUP_PID" 2>/dev/null
+        ! kill -0 "$SUP_PID" 2>/dev/null || false
         SUP_PID=
         sup_start
         run ctl --json result "$a"

@@ -110,7 +110,7 @@ peak_rss_kb() {
         [ -e "$audit" ]
         run -0 ctl run -- true
         grep -q '"accepted"' "$audit"
-        ! grep -q "$(tail -1 "$audit" | json_get job)" "$audit.1"
+        ! grep -q "$(tail -1 "$audit" | json_get job)" "$audit.1" || false
         run -0 ctl ping
 }
 

@@ -64,7 +64,7 @@ require_libsystemd() {
         if command -v systemd-analyze >/dev/null; then
                 # only complaints about paths not installed here are allowed
                 run systemd-analyze verify "$unit" "$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.socket"
-                ! grep -v -e 'is not executable' -e "Command 'man " -e 'not found' <<<"$output" | grep -q .
+                ! grep -v -e 'is not executable' -e "Command 'man " -e 'not found' <<<"$output" | grep -q . || false
         fi
 }
 
