@@ -78,7 +78,7 @@ supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c supervisor/sbxctl-callbacks.c
+supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-run.c supervisor/sbxctl-print.c supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c supervisor/sbxctl-callbacks.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 
