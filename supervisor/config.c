@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <sys/un.h>
 
-#include "conf.h"
+#include "config-keys.h"
 #include "metrics.h"
 #include "inifile.h"
 #include "netpolicy.h"
@@ -136,46 +136,11 @@ struct parse_state {
         unsigned header_line;  /* of the last section header */
 };
 
-enum conf_section {
-        SEC_DAEMON,
-        SEC_TENANT,
-};
-
-enum conf_kind {
-        CONF_SCALAR,  /* one line */
-        CONF_LIST,    /* words; an indented line adds more */
-};
-
-struct conf_key;
-
-/* One key line (or indented continuation) being applied. */
-struct cctx {
-        struct inifile *f;
-        struct config *c;
-        struct tenant *t;      /* the section's tenant; NULL in [daemon] */
-        const struct conf_key *def;
-        const char *v;
-        unsigned line;
-        bool continuation;
-};
-
-struct conf_key {
-        enum conf_section section;
-        const char *key;
-        enum conf_kind kind;
-        int (*fn)(struct cctx *c);
-        size_t off;            /* the field, in struct config or struct tenant */
-        uint64_t min, max;     /* bounds of numbers, sizes and durations; 0 = none */
-        bool unlimited;        /* "unlimited" is a value (CONFIG_UNSET) */
-};
-
-#define FAIL(c, ...) inifile_fail((c)->f, (c)->line, __VA_ARGS__)
-
-static void *field(const struct cctx *c) {
+void *config_field(const struct cctx *c) {
         return (char *) (c->t ? (void *) c->t : (void *) c->c) + c->def->off;
 }
 
-static int set_str(char **dst, const char *v) {
+int config_set_str(char **dst, const char *v) {
         char *s = strdup(v);
         if (!s)
                 return -ENOMEM;
@@ -184,7 +149,7 @@ static int set_str(char **dst, const char *v) {
         return 0;
 }
 
-static int lookup_uid(const char *v, uid_t *ret) {
+int config_lookup_uid(const char *v, uid_t *ret) {
         uint64_t n;
         if (parse_uint64(v, UINT32_MAX - 1, &n) == 0) {
                 *ret = (uid_t) n;
@@ -197,7 +162,7 @@ static int lookup_uid(const char *v, uid_t *ret) {
         return 0;
 }
 
-static int lookup_gid(const char *v, gid_t *ret) {
+int config_lookup_gid(const char *v, gid_t *ret) {
         uint64_t n;
         if (parse_uint64(v, UINT32_MAX - 1, &n) == 0) {
                 *ret = (gid_t) n;
@@ -211,7 +176,7 @@ static int lookup_gid(const char *v, gid_t *ret) {
 }
 
 /* Words separated by spaces, tabs or commas; calls fn on each. */
-static int each_word(struct cctx *c, int (*fn)(struct cctx *, const char *)) {
+int config_each_word(struct cctx *c, int (*fn)(struct cctx *, const char *)) {
         _cleanup_free_ char *copy = strdup(c->v);
         char *save = NULL;
         if (!copy)
@@ -224,174 +189,12 @@ static int each_word(struct cctx *c, int (*fn)(struct cctx *, const char *)) {
         return 0;
 }
 
-/* ---- value kinds ---- */
-
-static int k_abs_path(struct cctx *c) {
-        if (c->v[0] != '/')
-                return FAIL(c, "%s: must be an absolute path", c->def->key);
-        return set_str(field(c), c->v);
-}
-
-static int k_listen(struct cctx *c) {
-        struct sockaddr_storage ss;
-        socklen_t sl;
-        if (metrics_parse_listen(c->v, &ss, &sl) < 0)
-                return FAIL(c, "%s: expected ADDRESS:PORT with a numeric address (127.0.0.1:9464, [::1]:9464), got '%s'",
-                            c->def->key, c->v);
-        return set_str(field(c), c->v);
-}
-
-static int k_socket(struct cctx *c) {
-        if (c->v[0] != '/')
-                return FAIL(c, "socket: must be an absolute path");
-        if (strlen(c->v) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
-                return FAIL(c, "socket: path longer than %zu bytes", sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1);
-        return set_str(field(c), c->v);
-}
-
-static int k_socket_mode(struct cctx *c) {
-        mode_t *m = field(c);
-        if (parse_mode(c->v, m) < 0 || *m > 0777)
-                return FAIL(c, "socket_mode: invalid mode '%s'", c->v);
-        return 0;
-}
-
-static int k_group(struct cctx *c) {
-        if (lookup_gid(c->v, field(c)) < 0)
-                return FAIL(c, "%s: unknown group '%s'", c->def->key, c->v);
-        return 0;
-}
-
-static int k_profile_path(struct cctx *c) {
-        _cleanup_free_ char *copy = strdup(c->v);
-        char *save = NULL;
-        if (!copy)
-                return -ENOMEM;
-        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
-                if (d[0] != '/')
-                        return FAIL(c, "profile_path: '%s' is not an absolute path", d);
-        return set_str(field(c), c->v);
-}
-
-/* FIRST-LAST, or none: the uids handed out one per job. */
-static int k_job_uids(struct cctx *c) {
-        uint64_t lo, hi;
-        const char *dash = strchr(c->v, '-');
-        char first[32];
-        if (streq(c->v, "none")) {
-                c->c->job_uid_count = 0;
-                return 0;
-        }
-        if (!dash || (size_t) (dash - c->v) >= sizeof(first))
-                return FAIL(c, "job_uids: expected FIRST-LAST or none, got '%s'", c->v);
-        memcpy(first, c->v, (size_t) (dash - c->v));
-        first[dash - c->v] = '\0';
-        if (parse_uint64(first, UINT32_MAX - 1, &lo) < 0 || parse_uint64(dash + 1, UINT32_MAX - 1, &hi) < 0 || hi < lo)
-                return FAIL(c, "job_uids: expected FIRST-LAST or none, got '%s'", c->v);
-        if (hi - lo + 1 > (1u << 20) || lo == 0 || (lo <= 65534 && hi >= 65534))
-                return FAIL(c, "job_uids: '%s' must be at most 1048576 uids, without 0 and 65534", c->v);
-        c->c->job_uid_first = (uid_t) lo;
-        c->c->job_uid_count = (uint32_t) (hi - lo + 1);
-        return 0;
-}
-
-static int k_cgroup(struct cctx *c) {
-        if (!streq(c->v, "auto") && !streq(c->v, "none") && c->v[0] != '/')
-                return FAIL(c, "cgroup: expected auto, none or an absolute path");
-        return set_str(field(c), c->v);
-}
-
-static int k_count(struct cctx *c) {
-        uint64_t *dst = field(c), n;
-        if (c->def->unlimited && streq(c->v, "unlimited")) {
-                *dst = CONFIG_UNSET;
-                return 0;
-        }
-        if (parse_uint64(c->v, UINT32_MAX, &n) < 0)
-                return FAIL(c, "%s: invalid number '%s'", c->def->key, c->v);
-        *dst = n;
-        return 0;
-}
-
-static int k_size(struct cctx *c) {
-        uint64_t *dst = field(c), n;
-        char lo[32], hi[32];
-        if (c->def->unlimited && streq(c->v, "unlimited")) {
-                *dst = CONFIG_UNSET;
-                return 0;
-        }
-        if (!c->def->min && !c->def->max) {
-                if (parse_size(c->v, &n) < 0)
-                        return FAIL(c, "%s: invalid size '%s'", c->def->key, c->v);
-        } else if (parse_size(c->v, &n) < 0 || n < c->def->min || (c->def->max && n > c->def->max)) {
-                format_size(c->def->min, lo, sizeof(lo));
-                if (!c->def->max)
-                        return FAIL(c, "%s: expected a size of at least %s, got '%s'", c->def->key, lo, c->v);
-                return FAIL(c, "%s: expected a size between %s and %s, got '%s'", c->def->key, lo,
-                            format_size(c->def->max, hi, sizeof(hi)), c->v);
-        }
-        *dst = n;
-        return 0;
-}
-
-/* The eBPF ring buffer's size: the kernel wants a power of two (and a
- * multiple of the page size, which the minimum of 4 KiB and the power of
- * two make it on every page size up to the size itself). */
-static int k_ring(struct cctx *c) {
-        int r = k_size(c);
-        uint64_t n = *(uint64_t *) field(c);
-        if (r < 0)
-                return r;
-        if (n & (n - 1))
-                return FAIL(c, "%s: expected a power of two (4K, 8K, ... 1G), got '%s'", c->def->key, c->v);
-        if (n < (uint64_t) sysconf(_SC_PAGESIZE))
-                return FAIL(c, "%s: expected at least the page size (%ld bytes), got '%s'", c->def->key, sysconf(_SC_PAGESIZE), c->v);
-        return 0;
-}
-
-static int k_duration(struct cctx *c) {
-        uint64_t *dst = field(c), ms;
-        char lo[32];
-        if (parse_duration_ms(c->v, &ms) < 0)
-                return FAIL(c, "%s: invalid duration '%s'", c->def->key, c->v);
-        if (ms < c->def->min)
-                return FAIL(c, "%s: at least %s", c->def->key, format_duration_ms(c->def->min, lo, sizeof(lo)));
-        *dst = ms;
-        return 0;
-}
-
-static int k_log_format(struct cctx *c) {
-        if (streq(c->v, "text"))
-                c->c->log_json = false;
-        else if (streq(c->v, "json"))
-                c->c->log_json = true;
-        else
-                return FAIL(c, "log_format: expected 'text' or 'json', got '%s'", c->v);
-        return 0;
-}
-
-static int k_audit_fsync(struct cctx *c) {
-        if (streq(c->v, "always"))
-                c->c->audit_fsync = AUDIT_FSYNC_ALWAYS;
-        else if (streq(c->v, "never"))
-                c->c->audit_fsync = AUDIT_FSYNC_NEVER;
-        else
-                return FAIL(c, "audit_fsync: expected 'always' or 'never', got '%s'", c->v);
-        return 0;
-}
-
-static int k_bool(struct cctx *c) {
-        if (parse_bool(c->v, field(c)) < 0)
-                return FAIL(c, "%s: expected yes or no, got '%s'", c->def->key, c->v);
-        return 0;
-}
-
 /* ---- tenant keys ---- */
 
 static int add_uid(struct cctx *c, const char *w) {
         struct tenant *t = c->t;
         uid_t u;
-        if (lookup_uid(w, &u) < 0)
+        if (config_lookup_uid(w, &u) < 0)
                 return FAIL(c, "unknown user '%s'", w);
         if (t->n_uids >= CONFIG_MAX_IDS)
                 return FAIL(c, "too many uids (at most %d)", CONFIG_MAX_IDS);
@@ -406,7 +209,7 @@ static int add_uid(struct cctx *c, const char *w) {
 static int add_gid(struct cctx *c, const char *w) {
         struct tenant *t = c->t;
         gid_t g;
-        if (lookup_gid(w, &g) < 0)
+        if (config_lookup_gid(w, &g) < 0)
                 return FAIL(c, "unknown group '%s'", w);
         if (t->n_gids >= CONFIG_MAX_IDS)
                 return FAIL(c, "too many gids (at most %d)", CONFIG_MAX_IDS);
@@ -434,134 +237,12 @@ static int add_profile(struct cctx *c, const char *w) {
         return 0;
 }
 
-static int add_net(struct cctx *c, const char *w) {
-        if (streq(w, "none"))
-                c->t->net_modes |= NET_MODE_BIT(NET_NONE);
-        else if (streq(w, "host"))
-                c->t->net_modes |= NET_MODE_BIT(NET_HOST);
-        else if (streq(w, "restricted"))
-                c->t->net_modes |= NET_MODE_BIT(NET_RESTRICTED);
-        else
-                return FAIL(c, "unknown network mode '%s' (none, host, restricted)", w);
-        return 0;
-}
-
-static int add_net_allow(struct cctx *c, const char *w) {
-        struct tenant *t = c->t;
-        struct sbx_error e;
-        struct np_allow a;
-        if (t->n_net_allow >= NETPOLICY_MAX_ALLOW)
-                return FAIL(c, "network_allow: more than %d entries", NETPOLICY_MAX_ALLOW);
-        if (netpolicy_parse_allow(w, &a, &e) < 0)
-                return FAIL(c, "network_allow: %s", e.msg);
-        struct np_allow *n = realloc(t->net_allow, (t->n_net_allow + 1) * sizeof(*n));
-        if (!n)
-                return -ENOMEM;
-        t->net_allow = n;
-        t->net_allow[t->n_net_allow++] = a;
-        return 0;
-}
-
-static int k_net_allow(struct cctx *c) {
-        if (!c->continuation)
-                c->t->n_net_allow = 0;
-        return each_word(c, add_net_allow);
-}
-
-static int add_net_deny(struct cctx *c, const char *w) {
-        struct tenant *t = c->t;
-        struct sbx_error e;
-        if (t->n_net_deny >= NETPOLICY_MAX_DENY / 2)
-                return FAIL(c, "network_deny_ports: more than %d entries (a job has room for %d of its own and its tenant's)",
-                            NETPOLICY_MAX_DENY / 2, NETPOLICY_MAX_DENY);
-        if (netpolicy_parse_ports(w, &t->net_deny[t->n_net_deny], &e) < 0)
-                return FAIL(c, "network_deny_ports: %s", e.msg);
-        t->n_net_deny++;
-        return 0;
-}
-
-static int k_net_deny(struct cctx *c) {
-        if (!c->continuation)
-                c->t->n_net_deny = 0;
-        return each_word(c, add_net_deny);
-}
-
-/* network_pool: the IPv4 network restricted jobs' veth pairs take their
- * /30s from. */
-static int k_pool(struct cctx *c) {
-        struct sbx_error e;
-        struct np_allow a;
-        struct config *cf = c->c;
-        if (netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host || a.v6 || a.prefix < 96 + 8 || a.prefix > 96 + 28 ||
-            strchr(c->v, ':'))
-                return FAIL(c, "network_pool: expected an IPv4 network from /8 to /28 (e.g. 10.200.0.0/16), got '%s'", c->v);
-        memcpy(&cf->net_pool, a.addr + 12, 4);
-        cf->net_pool_prefix = a.prefix - 96;
-        return 0;
-}
-
-/* network_pool6: the IPv6 prefix restricted jobs' veth pairs take their
- * /126s from, at the IPv4 /30's slot: /48 to /110 has room for the most
- * slots a network_pool can have (65536). "none": IPv4 only. */
-static int k_pool6(struct cctx *c) {
-        struct config *cf = c->c;
-        char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
-        uint8_t a[16];
-        if (strcmp(c->v, "none") == 0) {
-                cf->net_pool6_prefix = 0;
-                return 0;
-        }
-        if (strlen(c->v) >= sizeof(buf))
-                goto bad;
-        snprintf(buf, sizeof(buf), "%s", c->v);
-        if (!(slash = strchr(buf, '/')))
-                goto bad;
-        *slash = '\0';
-        errno = 0;
-        unsigned long prefix = strtoul(slash + 1, &end, 10);
-        if (inet_pton(AF_INET6, buf, a) != 1 || errno || end == slash + 1 || *end || prefix < 48 || prefix > 110)
-                goto bad;
-        for (unsigned bit = (unsigned) prefix; bit < 128; bit++)
-                if (a[bit / 8] & (0x80u >> (bit % 8)))
-                        return FAIL(c, "network_pool6: '%s' has bits set past its /%lu (a network's address has none)", c->v, prefix);
-        memcpy(cf->net_pool6, a, 16);
-        cf->net_pool6_prefix = (unsigned) prefix;
-        return 0;
-bad:
-        return FAIL(c, "network_pool6: expected an IPv6 network from /48 to /110 (e.g. fd5b:7a1c:4e02::/64) or none, got '%s'", c->v);
-}
-
-/* dns_upstream: ADDR, ADDR:PORT or [ADDR6]:PORT. */
-static int k_dns_upstream(struct cctx *c) {
-        struct sbx_error e;
-        struct np_allow a;
-        struct config *cf = c->c;
-        char buf[64];
-        if (strlen(c->v) >= sizeof(buf) || strchr(c->v, '/') || netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host ||
-            a.prefix != 128 || (a.port_lo != a.port_hi && !(a.port_lo == 0 && a.port_hi == 65535)))
-                return FAIL(c, "dns_upstream: expected an IP address, with :PORT if not 53 ([ADDR]:PORT for IPv6), got '%s'", c->v);
-        uint16_t port = a.port_lo == a.port_hi ? a.port_lo : 53;
-        memset(&cf->dns_upstream_addr, 0, sizeof(cf->dns_upstream_addr));
-        if (a.v6) {
-                cf->dns_upstream_addr.sin6_family = AF_INET6;
-                cf->dns_upstream_addr.sin6_port = htons(port);
-                memcpy(&cf->dns_upstream_addr.sin6_addr, a.addr, 16);
-        } else {
-                struct sockaddr_in *s4 = (struct sockaddr_in *) &cf->dns_upstream_addr;
-                s4->sin_family = AF_INET;
-                s4->sin_port = htons(port);
-                memcpy(&s4->sin_addr, a.addr + 12, 4);
-        }
-        snprintf(cf->dns_upstream, sizeof(cf->dns_upstream), "%s", c->v);
-        return 0;
-}
-
 static int k_uids(struct cctx *c) {
-        return each_word(c, add_uid);
+        return config_each_word(c, add_uid);
 }
 
 static int k_gids(struct cctx *c) {
-        return each_word(c, add_gid);
+        return config_each_word(c, add_gid);
 }
 
 /* A new "profiles =" line replaces the list (the default "default"); its
@@ -573,19 +254,13 @@ static int k_profiles(struct cctx *c) {
                         free(t->profiles[i]);
                 t->n_profiles = 0;
         }
-        return each_word(c, add_profile);
-}
-
-static int k_network(struct cctx *c) {
-        if (!c->continuation)
-                c->t->net_modes = 0;
-        return each_word(c, add_net);
+        return config_each_word(c, add_profile);
 }
 
 static int k_job_user(struct cctx *c) {
         struct tenant *t = c->t;
         t->job_user_set = true;
-        if (lookup_uid(c->v, &t->job_uid) < 0)
+        if (config_lookup_uid(c->v, &t->job_uid) < 0)
                 return FAIL(c, "job_user: unknown user '%s'", c->v);
         if (t->job_uid == 0)
                 return FAIL(c, "job_user: jobs never run as root");
@@ -598,7 +273,7 @@ static int k_job_user(struct cctx *c) {
 
 static int k_job_group(struct cctx *c) {
         struct tenant *t = c->t;
-        if (lookup_gid(c->v, &t->job_gid) < 0)
+        if (config_lookup_gid(c->v, &t->job_gid) < 0)
                 return FAIL(c, "job_group: unknown group '%s'", c->v);
         if (t->job_gid == 0)
                 return FAIL(c, "job_group: jobs never run as group root");
@@ -609,12 +284,12 @@ static int k_job_group(struct cctx *c) {
 static int k_default_profile(struct cctx *c) {
         if (!name_valid(c->v))
                 return FAIL(c, "default_profile: invalid profile name '%s'", c->v);
-        return set_str(&c->t->default_profile, c->v);
+        return config_set_str(&c->t->default_profile, c->v);
 }
 
 static int k_default_timeout(struct cctx *c) {
         c->t->default_timeout_set = true;
-        return k_duration(c);
+        return config_kind_duration(c);
 }
 
 static int k_max_cpu(struct cctx *c) {
@@ -659,35 +334,35 @@ static int k_over_limit(struct cctx *c) {
 #define IN_TENANT(f) .off = offsetof(struct tenant, f)
 
 static const struct conf_key keys[] = {
-        DAEMON("socket", CONF_SCALAR, k_socket, IN_CONFIG(socket_path)),
-        DAEMON("socket_mode", CONF_SCALAR, k_socket_mode, IN_CONFIG(socket_mode)),
-        DAEMON("socket_group", CONF_SCALAR, k_group, IN_CONFIG(socket_gid)),
-        DAEMON("state_dir", CONF_SCALAR, k_abs_path, IN_CONFIG(state_dir)),
-        DAEMON("workspace_dir", CONF_SCALAR, k_abs_path, IN_CONFIG(work_dir)),
-        DAEMON("launcher", CONF_SCALAR, k_abs_path, IN_CONFIG(launcher)),
-        DAEMON("profile_path", CONF_SCALAR, k_profile_path, IN_CONFIG(profile_path)),
-        DAEMON("cgroup", CONF_SCALAR, k_cgroup, IN_CONFIG(cgroup_root)),
-        DAEMON("max_jobs", CONF_SCALAR, k_count, IN_CONFIG(max_jobs)),
-        DAEMON("max_queue", CONF_SCALAR, k_count, IN_CONFIG(max_queue)),
-        DAEMON("max_connections", CONF_SCALAR, k_count, IN_CONFIG(max_connections)),
-        DAEMON("max_tenant_connections", CONF_SCALAR, k_count, IN_CONFIG(max_tenant_connections)),
-        DAEMON("request_memory", CONF_SCALAR, k_size, IN_CONFIG(request_memory), .min = 1u << 20),
-        DAEMON("job_uids", CONF_SCALAR, k_job_uids),
-        DAEMON("max_request", CONF_SCALAR, k_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
-        DAEMON("client_buffer", CONF_SCALAR, k_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
-        DAEMON("kill_grace", CONF_SCALAR, k_duration, IN_CONFIG(kill_grace_ms)),
-        DAEMON("network_ring", CONF_SCALAR, k_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
-        DAEMON("network_events", CONF_SCALAR, k_count, IN_CONFIG(network_events)),
-        DAEMON("network_pool", CONF_SCALAR, k_pool),
-        DAEMON("network_pool6", CONF_SCALAR, k_pool6),
-        DAEMON("dns_upstream", CONF_SCALAR, k_dns_upstream),
-        DAEMON("request_timeout", CONF_SCALAR, k_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
-        DAEMON("retention", CONF_SCALAR, k_duration, IN_CONFIG(retention_ms)),
-        DAEMON("log_format", CONF_SCALAR, k_log_format),
-        DAEMON("audit_log", CONF_SCALAR, k_abs_path, IN_CONFIG(audit_log)),
-        DAEMON("audit_fsync", CONF_SCALAR, k_audit_fsync),
-        DAEMON("metrics_listen", CONF_SCALAR, k_listen, IN_CONFIG(metrics_listen)),
-        DAEMON("allow_unauthenticated", CONF_SCALAR, k_bool, IN_CONFIG(allow_unauthenticated)),
+        DAEMON("socket", CONF_SCALAR, config_kind_socket, IN_CONFIG(socket_path)),
+        DAEMON("socket_mode", CONF_SCALAR, config_kind_socket_mode, IN_CONFIG(socket_mode)),
+        DAEMON("socket_group", CONF_SCALAR, config_kind_group, IN_CONFIG(socket_gid)),
+        DAEMON("state_dir", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(state_dir)),
+        DAEMON("workspace_dir", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(work_dir)),
+        DAEMON("launcher", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(launcher)),
+        DAEMON("profile_path", CONF_SCALAR, config_kind_profile_path, IN_CONFIG(profile_path)),
+        DAEMON("cgroup", CONF_SCALAR, config_kind_cgroup, IN_CONFIG(cgroup_root)),
+        DAEMON("max_jobs", CONF_SCALAR, config_kind_count, IN_CONFIG(max_jobs)),
+        DAEMON("max_queue", CONF_SCALAR, config_kind_count, IN_CONFIG(max_queue)),
+        DAEMON("max_connections", CONF_SCALAR, config_kind_count, IN_CONFIG(max_connections)),
+        DAEMON("max_tenant_connections", CONF_SCALAR, config_kind_count, IN_CONFIG(max_tenant_connections)),
+        DAEMON("request_memory", CONF_SCALAR, config_kind_size, IN_CONFIG(request_memory), .min = 1u << 20),
+        DAEMON("job_uids", CONF_SCALAR, config_kind_job_uids),
+        DAEMON("max_request", CONF_SCALAR, config_kind_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
+        DAEMON("client_buffer", CONF_SCALAR, config_kind_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
+        DAEMON("kill_grace", CONF_SCALAR, config_kind_duration, IN_CONFIG(kill_grace_ms)),
+        DAEMON("network_ring", CONF_SCALAR, config_kind_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
+        DAEMON("network_events", CONF_SCALAR, config_kind_count, IN_CONFIG(network_events)),
+        DAEMON("network_pool", CONF_SCALAR, config_net_pool),
+        DAEMON("network_pool6", CONF_SCALAR, config_net_pool6),
+        DAEMON("dns_upstream", CONF_SCALAR, config_net_dns_upstream),
+        DAEMON("request_timeout", CONF_SCALAR, config_kind_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
+        DAEMON("retention", CONF_SCALAR, config_kind_duration, IN_CONFIG(retention_ms)),
+        DAEMON("log_format", CONF_SCALAR, config_kind_log_format),
+        DAEMON("audit_log", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(audit_log)),
+        DAEMON("audit_fsync", CONF_SCALAR, config_kind_audit_fsync),
+        DAEMON("metrics_listen", CONF_SCALAR, config_kind_listen, IN_CONFIG(metrics_listen)),
+        DAEMON("allow_unauthenticated", CONF_SCALAR, config_kind_bool, IN_CONFIG(allow_unauthenticated)),
 
         TENANT("uids", CONF_LIST, k_uids),
         TENANT("gids", CONF_LIST, k_gids),
@@ -696,20 +371,20 @@ static const struct conf_key keys[] = {
         TENANT("profiles", CONF_LIST, k_profiles),
         TENANT("default_profile", CONF_SCALAR, k_default_profile),
         TENANT("default_timeout", CONF_SCALAR, k_default_timeout, IN_TENANT(default_timeout_ms)),
-        TENANT("max_timeout", CONF_SCALAR, k_duration, IN_TENANT(max_timeout_ms)),
-        TENANT("max_memory", CONF_SCALAR, k_size, IN_TENANT(max_memory), .unlimited = true),
-        TENANT("max_processes", CONF_SCALAR, k_count, IN_TENANT(max_processes), .unlimited = true),
+        TENANT("max_timeout", CONF_SCALAR, config_kind_duration, IN_TENANT(max_timeout_ms)),
+        TENANT("max_memory", CONF_SCALAR, config_kind_size, IN_TENANT(max_memory), .unlimited = true),
+        TENANT("max_processes", CONF_SCALAR, config_kind_count, IN_TENANT(max_processes), .unlimited = true),
         TENANT("max_cpu", CONF_SCALAR, k_max_cpu),
         TENANT("max_cpus", CONF_SCALAR, k_max_cpus),
-        TENANT("max_output", CONF_SCALAR, k_size, IN_TENANT(max_output), .unlimited = true),
-        TENANT("max_disk", CONF_SCALAR, k_size, IN_TENANT(max_disk), .unlimited = true),
-        TENANT("max_upload", CONF_SCALAR, k_size, IN_TENANT(max_upload), .unlimited = true),
-        TENANT("max_artifacts", CONF_SCALAR, k_size, IN_TENANT(max_artifacts), .unlimited = true),
-        TENANT("max_jobs", CONF_SCALAR, k_count, IN_TENANT(max_jobs)),
-        TENANT("max_queue", CONF_SCALAR, k_count, IN_TENANT(max_queue)),
-        TENANT("network", CONF_LIST, k_network),
-        TENANT("network_allow", CONF_LIST, k_net_allow),
-        TENANT("network_deny_ports", CONF_LIST, k_net_deny),
+        TENANT("max_output", CONF_SCALAR, config_kind_size, IN_TENANT(max_output), .unlimited = true),
+        TENANT("max_disk", CONF_SCALAR, config_kind_size, IN_TENANT(max_disk), .unlimited = true),
+        TENANT("max_upload", CONF_SCALAR, config_kind_size, IN_TENANT(max_upload), .unlimited = true),
+        TENANT("max_artifacts", CONF_SCALAR, config_kind_size, IN_TENANT(max_artifacts), .unlimited = true),
+        TENANT("max_jobs", CONF_SCALAR, config_kind_count, IN_TENANT(max_jobs)),
+        TENANT("max_queue", CONF_SCALAR, config_kind_count, IN_TENANT(max_queue)),
+        TENANT("network", CONF_LIST, config_net_modes),
+        TENANT("network_allow", CONF_LIST, config_net_allow),
+        TENANT("network_deny_ports", CONF_LIST, config_net_deny_ports),
         TENANT("over_limit", CONF_SCALAR, k_over_limit),
 };
 
@@ -894,7 +569,7 @@ static int load_text(struct config *c, const char *name, const char *text, size_
         struct parse_state ps = { .c = c, .err = err };
         int r;
 
-        if (set_str(&c->path, name) < 0)
+        if (config_set_str(&c->path, name) < 0)
                 return sbx_error_set(err, ENOMEM, "%s", name);
         sbx_error_clear(err);
         r = inifile_parse(name, text, len, &ops, &ps, err);

@@ -7,7 +7,7 @@ noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
 	supervisor/log.h supervisor/log.c \
-	supervisor/conf.h supervisor/config.c supervisor/config-bundle.c supervisor/config-callback.c \
+	supervisor/conf.h supervisor/config.c supervisor/config-keys.h supervisor/config-kinds.c supervisor/config-net.c supervisor/config-bundle.c supervisor/config-callback.c \
 	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
 	supervisor/trace.h supervisor/trace.c \
 	supervisor/metrics.h supervisor/metrics.c \
@@ -78,7 +78,7 @@ supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c supervisor/sbxctl-callbacks.c
+supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-run.c supervisor/sbxctl-print.c supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c supervisor/sbxctl-callbacks.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

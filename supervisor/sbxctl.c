@@ -24,7 +24,6 @@
 #define SBX_RUNSTATEDIR "/run"
 #endif
 #define DEFAULT_SOCKET SBX_RUNSTATEDIR "/sbx/sbx-supervisord.sock"
-#define MAX_UPLOAD (256u << 20)
 
 static const char *socket_path;
 bool json_out;
@@ -54,7 +53,7 @@ void usage_error(const char *fmt, ...) {
 
 /* getopt_long's '?' or ':' (opterr is off: its own message would name
  * argv[0], which is the command for a command's options). */
-_noreturn_ static void bad_option(const char *where, int o, char **argv) {
+void sbxctl_bad_option(const char *where, int o, char **argv) {
         const char *arg = argv[optind - 1];
         char short_opt[3] = { '-', (char) optopt, '\0' };
         const char *opt = strncmp(arg, "--", 2) == 0 ? arg : short_opt;
@@ -192,393 +191,8 @@ json_t *request(json_t *req) {
         return last_response;
 }
 
-static void write_data(FILE *f, json_t *ev) {
-        json_t *d = json_object_get(ev, "data");
-        if (json_is_string(d)) {
-                fwrite(json_string_value(d), 1, json_string_length(d), f);
-        } else {
-                const char *b = json_string_value(json_object_get(ev, "data_b64"));
-                if (!b)
-                        return;
-                size_t bl = strlen(b), n = 0;
-                unsigned char *buf = malloc(bl);
-                if (buf && sodium_base642bin(buf, bl, b, bl, NULL, &n, NULL, sodium_base64_VARIANT_ORIGINAL) == 0)
-                        fwrite(buf, 1, n, f);
-                free(buf);
-        }
-        fflush(f);
-}
-
-/* The exit status that tells a shell what happened to the job, with the
- * launcher's conventions: 124 timed out, 125 could not run, 128+N signal. */
-static int exit_status_of(json_t *res) {
-        const char *state = json_string_value(json_object_get(res, "state"));
-        json_t *ec = json_object_get(res, "exit_code"), *sig = json_object_get(res, "signal");
-        if (!state)
-                return 125;
-        if (streq(state, "succeeded"))
-                return 0;
-        if (streq(state, "timed_out"))
-                return 124;
-        if (streq(state, "error") || streq(state, "rejected"))
-                return 125;
-        if (json_is_integer(sig) && json_integer_value(sig) > 0)
-                return 128 + (int) json_integer_value(sig);
-        if (json_is_integer(ec))
-                return (int) json_integer_value(ec);
-        return 125;
-}
-
-/* One network event on a line: "connect tcp 127.0.0.1:8080 allow pid 42
- * (curl) TIME", or for a query to the DNS proxy "dns A db.internal allow
- * TIME". */
-static void print_net_event(FILE *f, const char *prefix, json_t *e) {
-        const char *kind = json_string_value(json_object_get(e, "kind"));
-        if (kind && streq(kind, "dns")) {
-                fprintf(f, "%sdns %s %s %s %s\n", prefix, json_string_value(json_object_get(e, "qtype")) ?: "?",
-                        json_string_value(json_object_get(e, "hostname")) ?: "?", json_string_value(json_object_get(e, "verdict")) ?: "?",
-                        json_string_value(json_object_get(e, "time")) ?: "");
-                return;
-        }
-        json_t *port = json_object_get(e, "port");
-        const char *fam = json_string_value(json_object_get(e, "family"));
-        const char *addr = json_string_value(json_object_get(e, "address"));
-        const char *host = json_string_value(json_object_get(e, "hostname"));
-        bool v6 = fam && streq(fam, "ipv6");
-        fprintf(f, "%s%s %s ", prefix, json_string_value(json_object_get(e, "kind")) ?: "?",
-                json_string_value(json_object_get(e, "protocol")) ?: "?");
-        if (addr && json_is_integer(port))
-                fprintf(f, v6 ? "[%s]:%lld" : "%s:%lld", addr, (long long) json_integer_value(port));
-        else
-                fprintf(f, "-");
-        if (host)
-                fprintf(f, " (%s)", host);
-        fprintf(f, " %s pid %lld (%s) %s\n", json_string_value(json_object_get(e, "verdict")) ?: "?",
-                (long long) json_integer_value(json_object_get(e, "pid")), json_string_value(json_object_get(e, "comm")) ?: "?",
-                json_string_value(json_object_get(e, "time")) ?: "");
-}
-
-static void print_network(json_t *res) {
-        json_t *net = json_object_get(res, "network"), *e;
-        size_t i;
-        if (!json_is_true(json_object_get(net, "audit")))
-                return;
-        json_t *drop = json_object_get(net, "events_dropped"), *lost = json_object_get(net, "events_lost");
-        printf("network:   %s, audited: %zu events", json_string_value(json_object_get(net, "mode")) ?: "?",
-               json_array_size(json_object_get(res, "network_events")));
-        if (json_is_integer(drop) && json_integer_value(drop))
-                printf(", %lld more not kept", (long long) json_integer_value(drop));
-        if (json_is_integer(lost) && json_integer_value(lost))
-                printf(", %lld lost (ring buffer full)", (long long) json_integer_value(lost));
-        if (json_is_null(lost))
-                printf(" (the daemon restarted: what happened before is not known)");
-        printf("\n");
-        json_array_foreach(json_object_get(res, "network_events"), i, e)
-                print_net_event(stdout, "net:       ", e);
-}
-
-static void print_result(json_t *res) {
-        json_t *err = json_object_get(res, "error");
-        printf("job:       %s\n", json_string_value(json_object_get(res, "job")) ?: "?");
-        printf("state:     %s\n", json_string_value(json_object_get(res, "state")) ?: "?");
-        json_t *ec = json_object_get(res, "exit_code"), *sig = json_object_get(res, "signal");
-        if (json_is_integer(ec))
-                printf("exit code: %lld\n", (long long) json_integer_value(ec));
-        if (json_is_integer(sig))
-                printf("signal:    %lld\n", (long long) json_integer_value(sig));
-        if (json_is_object(err))
-                printf("error:     %s: %s\n", json_string_value(json_object_get(err, "code")) ?: "",
-                       json_string_value(json_object_get(err, "message")) ?: "");
-        print_bundle(json_object_get(res, "bundle"));
-        if (json_is_string(json_object_get(res, "trace_id")))
-                printf("trace id:  %s\n", json_string_value(json_object_get(res, "trace_id")));
-        printf("created:   %s\n", json_string_value(json_object_get(res, "created")) ?: "-");
-        printf("ended:     %s\n", json_string_value(json_object_get(res, "ended")) ?: "-");
-        json_t *w = json_object_get(res, "wall_ms"), *cpu = json_object_get(res, "cpu_ms");
-        if (json_is_integer(w))
-                printf("wall:      %lld ms\n", (long long) json_integer_value(w));
-        if (json_is_integer(cpu))
-                printf("cpu:       %lld ms\n", (long long) json_integer_value(cpu));
-        for (int i = 0; i < 2; i++) {
-                json_t *s = json_object_get(res, i ? "stderr" : "stdout");
-                if (json_is_object(s))
-                        printf("%s:    %lld bytes%s\n", i ? "stderr" : "stdout", (long long) json_integer_value(json_object_get(s, "size")),
-                               json_is_true(json_object_get(s, "truncated")) ? " (truncated)" : "");
-        }
-        /* Each limit that was set, and what enforced it. */
-        const char *k;
-        json_t *l;
-        json_object_foreach(json_object_get(res, "limits"), k, l) {
-                json_t *v = json_object_get(l, "value");
-                if (json_is_integer(v))
-                        printf("limit:     %s %lld (%s)\n", k, (long long) json_integer_value(v),
-                               json_string_value(json_object_get(l, "by")) ?: "?");
-                else if (json_is_real(v))
-                        printf("limit:     %s %g (%s)\n", k, json_real_value(v), json_string_value(json_object_get(l, "by")) ?: "?");
-        }
-        size_t i;
-        json_t *a;
-        json_array_foreach(json_object_get(res, "artifacts"), i, a)
-                printf("artifact:  %s %lld bytes sha256:%s\n", json_string_value(json_object_get(a, "path")) ?: "?",
-                       (long long) json_integer_value(json_object_get(a, "size")),
-                       json_string_value(json_object_get(a, "sha256")) ?: "?");
-        print_network(res);
-}
-
 json_t *new_req(const char *op) {
         return json_pack("{s:i, s:s}", "v", PROTO_VERSION, "op", op);
-}
-
-static unsigned char *slurp(const char *path, size_t *ret_len) {
-        FILE *f = streq(path, "-") ? stdin : fopen(path, "re");
-        if (!f)
-                die("%s: %s", path, strerror(errno));
-        size_t cap = 65536, len = 0;
-        unsigned char *buf = malloc(cap);
-        for (;;) {
-                if (!buf)
-                        die("out of memory");
-                size_t n = fread(buf + len, 1, cap - len, f);
-                len += n;
-                if (len > MAX_UPLOAD)
-                        die("%s: larger than %u bytes", path, MAX_UPLOAD);
-                if (n == 0)
-                        break;
-                if (len == cap)
-                        buf = realloc(buf, cap *= 2);
-        }
-        if (ferror(f))
-                die("%s: read error", path);
-        if (f != stdin)
-                fclose(f);
-        *ret_len = len;
-        return buf;
-}
-
-static char *b64(const unsigned char *d, size_t len) {
-        size_t bl = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
-        char *b = malloc(bl);
-        if (!b)
-                die("out of memory");
-        return sodium_bin2base64(b, bl, d, len, sodium_base64_VARIANT_ORIGINAL);
-}
-
-static uint64_t opt_size(const char *opt, const char *v) {
-        uint64_t n;
-        if (parse_size(v, &n) < 0)
-                usage_error("%s: invalid size '%s'", opt, v);
-        return n;
-}
-
-enum {
-        O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
-        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK
-};
-
-/* The parts of a run request that options add to. */
-struct run_parts {
-        json_t *req, *limits, *env, *files, *arts;
-        const char *bundle; /* --bundle */
-        const char *net;    /* --network */
-        bool audit;         /* --audit */
-        json_t *allow, *deny; /* --allow, --deny-port */
-};
-
-/* --memory, --processes, --cpu, --cpus, --output, --disk: false for any
- * other option. */
-static bool limit_option(json_t *limits, int o, const char *arg) {
-        uint64_t n;
-        switch (o) {
-        case O_MEMORY:
-                json_object_set_new(limits, "memory", json_integer((json_int_t) opt_size("--memory", arg)));
-                return true;
-        case O_PROCS:
-                if (parse_uint64(arg, 1u << 30, &n) < 0)
-                        usage_error("--processes: invalid number '%s'", arg);
-                json_object_set_new(limits, "processes", json_integer((json_int_t) n));
-                return true;
-        case O_CPU:
-                if (parse_duration_ms(arg, &n) < 0)
-                        usage_error("--cpu: invalid duration '%s'", arg);
-                json_object_set_new(limits, "cpu_s", json_integer((json_int_t) ((n + 999) / 1000)));
-                return true;
-        case O_CPUS:
-                if (parse_cpus_milli(arg, &n) < 0)
-                        usage_error("--cpus: invalid number of CPUs '%s' (e.g. 0.5 or 2)", arg);
-                json_object_set_new(limits, "cpus", json_real((double) n / 1000.0));
-                return true;
-        case O_OUTPUT:
-                json_object_set_new(limits, "output", json_integer((json_int_t) opt_size("--output", arg)));
-                return true;
-        case O_DISK:
-                json_object_set_new(limits, "disk", json_integer((json_int_t) opt_size("--disk", arg)));
-                return true;
-        }
-        return false;
-}
-
-/* --upload FILE[:DEST]: the file's bytes, executable if FILE is. */
-static void add_upload(json_t *files, char *arg) {
-        char *colon = strchr(arg, ':');
-        const char *dest;
-        if (colon) {
-                *colon = '\0';
-                dest = colon + 1;
-        } else {
-                dest = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
-        }
-        size_t len;
-        unsigned char *d = slurp(arg, &len);
-        char *b = b64(d, len);
-        json_array_append_new(files, json_pack("{s:s, s:s, s:i}", "path", dest, "data_b64", b, "mode",
-                                               access(arg, X_OK) == 0 ? 0755 : 0644));
-        free(b);
-        free(d);
-}
-
-static void stdin_option(json_t *req, const char *arg) {
-        size_t len;
-        unsigned char *d = slurp(arg, &len);
-        char *b = b64(d, len);
-        json_object_set_new(req, "stdin_b64", json_string(b));
-        free(b);
-        free(d);
-}
-
-static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
-        uint64_t n;
-        if (limit_option(p->limits, o, arg))
-                return;
-        switch (o) {
-        case O_PROFILE:
-                json_object_set_new(p->req, "profile", json_string(arg));
-                break;
-        case O_TIMEOUT:
-                if (parse_duration_ms(arg, &n) < 0 || n == 0)
-                        usage_error("--timeout: invalid duration '%s'", arg);
-                json_object_set_new(p->req, "timeout_ms", json_integer((json_int_t) n));
-                break;
-        case O_RETRIES:
-                if (parse_uint64(arg, 10, &n) < 0)
-                        usage_error("--retries: expected 0 to 10, got '%s'", arg);
-                json_object_set_new(p->req, "retries", json_integer((json_int_t) n));
-                break;
-        case O_NET:
-                p->net = arg;
-                break;
-        case O_AUDIT:
-                p->audit = true;
-                break;
-        case O_ALLOW:
-                json_array_append_new(p->allow, json_string(arg));
-                break;
-        case O_DENY_PORT:
-                json_array_append_new(p->deny, json_string(arg));
-                break;
-        case O_ENV: {
-                char *eq = strchr(arg, '=');
-                if (!eq)
-                        usage_error("--env: expected NAME=VALUE, got '%s'", arg);
-                *eq = '\0';
-                json_object_set_new(p->env, arg, json_string(eq + 1));
-                break;
-        }
-        case O_STDIN:
-                stdin_option(p->req, arg);
-                break;
-        case O_UPLOAD:
-                add_upload(p->files, arg);
-                break;
-        case O_ARTIFACT:
-                json_array_append_new(p->arts, json_string(arg));
-                break;
-        case O_KEY:
-                json_object_set_new(p->req, "idempotency_key", json_string(arg));
-                break;
-        case O_BUNDLE:
-                p->bundle = arg;
-                break;
-        case O_TRACE:
-                json_object_set_new(p->req, "traceparent", json_string(arg));
-                break;
-        case O_CALLBACK:
-                json_object_set_new(p->req, "callback", json_string(arg));
-                break;
-        default: {
-                char where[16];
-                snprintf(where, sizeof(where), "%s: ", argv[0]);
-                bad_option(where, o, argv);
-        }
-        }
-}
-
-/* Sets key to v when v has members; drops v otherwise. */
-static void set_nonempty(json_t *req, const char *key, json_t *v) {
-        if (json_is_object(v) ? json_object_size(v) : json_array_size(v))
-                json_object_set_new(req, key, v);
-        else
-                json_decref(v);
-}
-
-static json_t *build_run(int argc, char **argv, bool follow) {
-        static const struct option opts[] = {
-                { "bundle", required_argument, NULL, O_BUNDLE },
-                { "profile", required_argument, NULL, O_PROFILE }, { "timeout", required_argument, NULL, O_TIMEOUT },
-                { "memory", required_argument, NULL, O_MEMORY },   { "processes", required_argument, NULL, O_PROCS },
-                { "cpu", required_argument, NULL, O_CPU },         { "output", required_argument, NULL, O_OUTPUT },
-                { "cpus", required_argument, NULL, O_CPUS },       { "disk", required_argument, NULL, O_DISK },
-                { "retries", required_argument, NULL, O_RETRIES },
-                { "network", required_argument, NULL, O_NET },     { "audit", no_argument, NULL, O_AUDIT },
-                { "allow", required_argument, NULL, O_ALLOW },     { "deny-port", required_argument, NULL, O_DENY_PORT },
-                { "env", required_argument, NULL, O_ENV },
-                { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
-                { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
-                { "traceparent", required_argument, NULL, O_TRACE }, { "callback", required_argument, NULL, O_CALLBACK },
-                { NULL, 0, NULL, 0 },
-        };
-        struct run_parts p = {
-                .req = new_req("run"), .limits = json_object(), .env = json_object(), .files = json_array(),
-                .arts = json_array(), .allow = json_array(), .deny = json_array(),
-        };
-        int o;
-        optind = 1;
-        while ((o = getopt_long(argc, argv, "+:", opts, NULL)) >= 0)
-                run_option(&p, o, optarg, argv);
-        if (optind >= argc && !p.bundle)
-                usage_error("%s: no command given (sbxctl %s [OPTION]... -- CMD [ARG]..., or --bundle NAME)", argv[0], argv[0]);
-        json_t *cmd = json_array();
-        for (int i = optind; i < argc; i++)
-                json_array_append_new(cmd, json_string(argv[i]));
-        if (p.bundle) {
-                json_object_set_new(p.req, "bundle", json_string(p.bundle));
-                json_object_set_new(p.req, "args", cmd);
-        } else
-                json_object_set_new(p.req, "command", cmd);
-        bool lists = json_array_size(p.allow) || json_array_size(p.deny);
-        if (lists && !(p.net && streq(p.net, "restricted")))
-                usage_error("%s: --allow and --deny-port go with --network restricted", argv[0]);
-        if (p.audit || lists) {
-                json_t *net = json_object();
-                if (p.audit)
-                        json_object_set_new(net, "audit", json_true());
-                if (p.net)
-                        json_object_set_new(net, "mode", json_string(p.net));
-                if (lists) {
-                        json_object_set_new(net, "allow", json_incref(p.allow));
-                        json_object_set_new(net, "deny_ports", json_incref(p.deny));
-                }
-                json_object_set_new(p.req, "network", net);
-        } else if (p.net)
-                json_object_set_new(p.req, "network", json_string(p.net));
-        json_decref(p.allow);
-        json_decref(p.deny);
-        set_nonempty(p.req, "limits", p.limits);
-        set_nonempty(p.req, "env", p.env);
-        set_nonempty(p.req, "files", p.files);
-        set_nonempty(p.req, "artifacts", p.arts);
-        if (follow)
-                json_object_set_new(p.req, "follow", json_true());
-        return p.req;
 }
 
 /* Print output events until the end event; return the job's status. */
@@ -598,13 +212,13 @@ static int follow_to_end(bool show_result) {
                                 json_string_value(json_object_get(m, "stream")) ?: "output",
                                 json_string_value(json_object_get(m, "job")) ?: "JOB");
                 } else if (streq(ev, "network") && !json_out) {
-                        print_net_event(stderr, "sbxctl: network: ", m);
+                        sbxctl_print_net_event(stderr, "sbxctl: network: ", m);
                 } else if (streq(ev, "output") && !json_out) {
                         const char *s = json_string_value(json_object_get(m, "stream"));
-                        write_data(s && streq(s, "stderr") ? stderr : stdout, m);
+                        sbxctl_write_data(s && streq(s, "stderr") ? stderr : stdout, m);
                 } else if (streq(ev, "end")) {
                         json_t *res = json_object_get(m, "result");
-                        int st = exit_status_of(res);
+                        int st = sbxctl_exit_status(res);
                         if (!json_out && show_result) {
                                 json_t *err = json_object_get(res, "error");
                                 if (json_is_object(err))
@@ -650,7 +264,7 @@ struct cmd_args {
 
 static int cmd_run(int ac, char **av) {
         bool run = streq(av[0], "run");
-        json_t *req = build_run(ac, av, run);
+        json_t *req = sbxctl_build_run(ac, av, run);
         connect_daemon();
         json_t *m = request(req);
         if (!run) {
@@ -736,11 +350,11 @@ static int cmd_result(const struct cmd_args *a) {
                 printf("%s\n", s ? s : "null");
                 free(s);
         } else if (!json_out) {
-                print_result(res);
+                sbxctl_print_result(res);
                 if (json_is_object(cbs))
                         print_callback(cbs);
         }
-        return streq(a->name, "wait") ? exit_status_of(res) : 0;
+        return streq(a->name, "wait") ? sbxctl_exit_status(res) : 0;
 }
 
 static int cmd_cancel(const struct cmd_args *a) {
@@ -769,7 +383,7 @@ static void logs_stream(const struct cmd_args *a, int i) {
                 else if (json_object_get(m, kb))
                         json_object_set(ev, "data_b64", json_object_get(m, kb));
                 if (!json_out)
-                        write_data(i ? stderr : stdout, ev);
+                        sbxctl_write_data(i ? stderr : stdout, ev);
                 json_decref(ev);
                 json_int_t end = json_integer_value(json_object_get(m, ke));
                 json_int_t size = json_integer_value(json_object_get(m, ks));
@@ -837,7 +451,7 @@ static void cmd_option(struct cmd_args *a, int o, const char *arg, const char *w
                 a->limit = (long) n;
                 break;
         default:
-                bad_option(where, o, av);
+                sbxctl_bad_option(where, o, av);
         }
 }
 
@@ -893,7 +507,7 @@ int main(int argc, char **argv) {
                         printf("sbxctl %s\n", PACKAGE_VERSION);
                         return 0;
                 default:
-                        bad_option("", o, argv);
+                        sbxctl_bad_option("", o, argv);
                 }
         }
         if (optind >= argc) {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sbxctl's pieces shared by its commands (sbxctl.c: jobs; sbxctl-bundle.c:
- * bundles and the cache). */
+/* sbxctl's pieces shared by its commands (sbxctl.c: the connection and the
+ * job commands; sbxctl-run.c: run requests; sbxctl-print.c: human output;
+ * sbxctl-bundle.c: bundles and the cache; sbxctl-download.c, sbxctl-callbacks.c). */
 #pragma once
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdbool.h>
 
 #include "macro.h"
@@ -13,6 +15,9 @@ extern bool json_out;
 _noreturn_ _printf_(1, 2) void die(const char *fmt, ...);
 /* A usage error: the message and exit 2. */
 _noreturn_ _printf_(1, 2) void usage_error(const char *fmt, ...);
+/* getopt_long's '?' or ':' for an option at argv[optind - 1]: a usage
+ * error naming it (where: "" or "COMMAND: "). */
+_noreturn_ void sbxctl_bad_option(const char *where, int o, char **argv);
 void connect_daemon(void);
 json_t *new_req(const char *op);
 /* Send req (stolen); the ok response (borrowed until the next request),
@@ -34,3 +39,16 @@ int sbxctl_download(int argc, char **argv);
 int sbxctl_bundle(int argc, char **argv);
 /* The result record's bundle, a line of print_result. */
 void print_bundle(json_t *b);
+
+/* sbxctl-run.c: the run request of run/submit's command line (options
+ * from argv[0], the command after them); follow asks for its events. */
+json_t *sbxctl_build_run(int argc, char **argv, bool follow);
+
+/* sbxctl-print.c */
+/* An output event's data, decoded, to f. */
+void sbxctl_write_data(FILE *f, json_t *ev);
+/* sbxctl's exit status for a finished job's result: the job's own. */
+int sbxctl_exit_status(json_t *res);
+void sbxctl_print_net_event(FILE *f, const char *prefix, json_t *e);
+/* A result record, readably, to stdout. */
+void sbxctl_print_result(json_t *res);

@@ -101,8 +101,11 @@ setup_file() {
 }
 
 teardown_file() {
-        sup_fini
+        # the receiver first: sup_fini removes the directory with its pid
+        # file, and a receiver left running holds bats' output pipe open,
+        # so the file would never end
         recv_stop
+        sup_fini
 }
 
 setup() {

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbx-supervisord.conf(5): the network keys, the daemon's (address pools
+ * for restricted jobs, the DNS proxy's upstream) and a tenant's (modes, the
+ * allowlist cap, ports always denied). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config-keys.h"
+#include "netpolicy.h"
+#include "proto.h"
+#include "util.h"
+
+static int add_net(struct cctx *c, const char *w) {
+        if (streq(w, "none"))
+                c->t->net_modes |= NET_MODE_BIT(NET_NONE);
+        else if (streq(w, "host"))
+                c->t->net_modes |= NET_MODE_BIT(NET_HOST);
+        else if (streq(w, "restricted"))
+                c->t->net_modes |= NET_MODE_BIT(NET_RESTRICTED);
+        else
+                return FAIL(c, "unknown network mode '%s' (none, host, restricted)", w);
+        return 0;
+}
+
+static int add_net_allow(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
+        struct sbx_error e;
+        struct np_allow a;
+        if (t->n_net_allow >= NETPOLICY_MAX_ALLOW)
+                return FAIL(c, "network_allow: more than %d entries", NETPOLICY_MAX_ALLOW);
+        if (netpolicy_parse_allow(w, &a, &e) < 0)
+                return FAIL(c, "network_allow: %s", e.msg);
+        struct np_allow *n = realloc(t->net_allow, (t->n_net_allow + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        t->net_allow = n;
+        t->net_allow[t->n_net_allow++] = a;
+        return 0;
+}
+
+int config_net_allow(struct cctx *c) {
+        if (!c->continuation)
+                c->t->n_net_allow = 0;
+        return config_each_word(c, add_net_allow);
+}
+
+static int add_net_deny(struct cctx *c, const char *w) {
+        struct tenant *t = c->t;
+        struct sbx_error e;
+        if (t->n_net_deny >= NETPOLICY_MAX_DENY / 2)
+                return FAIL(c, "network_deny_ports: more than %d entries (a job has room for %d of its own and its tenant's)",
+                            NETPOLICY_MAX_DENY / 2, NETPOLICY_MAX_DENY);
+        if (netpolicy_parse_ports(w, &t->net_deny[t->n_net_deny], &e) < 0)
+                return FAIL(c, "network_deny_ports: %s", e.msg);
+        t->n_net_deny++;
+        return 0;
+}
+
+int config_net_deny_ports(struct cctx *c) {
+        if (!c->continuation)
+                c->t->n_net_deny = 0;
+        return config_each_word(c, add_net_deny);
+}
+
+/* network_pool: the IPv4 network restricted jobs' veth pairs take their
+ * /30s from. */
+int config_net_pool(struct cctx *c) {
+        struct sbx_error e;
+        struct np_allow a;
+        struct config *cf = c->c;
+        if (netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host || a.v6 || a.prefix < 96 + 8 || a.prefix > 96 + 28 ||
+            strchr(c->v, ':'))
+                return FAIL(c, "network_pool: expected an IPv4 network from /8 to /28 (e.g. 10.200.0.0/16), got '%s'", c->v);
+        memcpy(&cf->net_pool, a.addr + 12, 4);
+        cf->net_pool_prefix = a.prefix - 96;
+        return 0;
+}
+
+/* network_pool6: the IPv6 prefix restricted jobs' veth pairs take their
+ * /126s from, at the IPv4 /30's slot: /48 to /110 has room for the most
+ * slots a network_pool can have (65536). "none": IPv4 only. */
+int config_net_pool6(struct cctx *c) {
+        struct config *cf = c->c;
+        char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+        uint8_t a[16];
+        if (strcmp(c->v, "none") == 0) {
+                cf->net_pool6_prefix = 0;
+                return 0;
+        }
+        if (strlen(c->v) >= sizeof(buf))
+                goto bad;
+        snprintf(buf, sizeof(buf), "%s", c->v);
+        if (!(slash = strchr(buf, '/')))
+                goto bad;
+        *slash = '\0';
+        errno = 0;
+        unsigned long prefix = strtoul(slash + 1, &end, 10);
+        if (inet_pton(AF_INET6, buf, a) != 1 || errno || end == slash + 1 || *end || prefix < 48 || prefix > 110)
+                goto bad;
+        for (unsigned bit = (unsigned) prefix; bit < 128; bit++)
+                if (a[bit / 8] & (0x80u >> (bit % 8)))
+                        return FAIL(c, "network_pool6: '%s' has bits set past its /%lu (a network's address has none)", c->v, prefix);
+        memcpy(cf->net_pool6, a, 16);
+        cf->net_pool6_prefix = (unsigned) prefix;
+        return 0;
+bad:
+        return FAIL(c, "network_pool6: expected an IPv6 network from /48 to /110 (e.g. fd5b:7a1c:4e02::/64) or none, got '%s'", c->v);
+}
+
+/* dns_upstream: ADDR, ADDR:PORT or [ADDR6]:PORT. */
+int config_net_dns_upstream(struct cctx *c) {
+        struct sbx_error e;
+        struct np_allow a;
+        struct config *cf = c->c;
+        char buf[64];
+        if (strlen(c->v) >= sizeof(buf) || strchr(c->v, '/') || netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host ||
+            a.prefix != 128 || (a.port_lo != a.port_hi && !(a.port_lo == 0 && a.port_hi == 65535)))
+                return FAIL(c, "dns_upstream: expected an IP address, with :PORT if not 53 ([ADDR]:PORT for IPv6), got '%s'", c->v);
+        uint16_t port = a.port_lo == a.port_hi ? a.port_lo : 53;
+        memset(&cf->dns_upstream_addr, 0, sizeof(cf->dns_upstream_addr));
+        if (a.v6) {
+                cf->dns_upstream_addr.sin6_family = AF_INET6;
+                cf->dns_upstream_addr.sin6_port = htons(port);
+                memcpy(&cf->dns_upstream_addr.sin6_addr, a.addr, 16);
+        } else {
+                struct sockaddr_in *s4 = (struct sockaddr_in *) &cf->dns_upstream_addr;
+                s4->sin_family = AF_INET;
+                s4->sin_port = htons(port);
+                memcpy(&s4->sin_addr, a.addr + 12, 4);
+        }
+        snprintf(cf->dns_upstream, sizeof(cf->dns_upstream), "%s", c->v);
+        return 0;
+}
+
+int config_net_modes(struct cctx *c) {
+        if (!c->continuation)
+                c->t->net_modes = 0;
+        return config_each_word(c, add_net);
+}
+
