@@ -69,24 +69,12 @@ bool tenant_allows_bundle(const struct tenant *t, const char *name) {
         return false;
 }
 
-/* Is word one of the space-separated words of list? */
-static bool in_list(const char *list, const char *word) {
-        size_t n = strlen(word);
-        for (const char *p = list; *p;) {
-                size_t k = strcspn(p, " ");
-                if (k == n && strncmp(p, word, n) == 0)
-                        return true;
-                p += k + (p[k] == ' ');
-        }
-        return false;
-}
-
 bool config_bundle_key_known(const char *section, const char *key) {
         if (strncmp(section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
-                return in_list(CONFIG_REGISTRY_KEYS, key);
+                return words_contain(CONFIG_REGISTRY_KEYS, key);
         if (strncmp(section, "tenant.", 7) == 0)
-                return in_list(CONFIG_BUNDLE_TENANT_KEYS, key);
-        return streq(section, "daemon") && in_list(CONFIG_BUNDLE_DAEMON_KEYS, key);
+                return words_contain(CONFIG_BUNDLE_TENANT_KEYS, key);
+        return streq(section, "daemon") && words_contain(CONFIG_BUNDLE_DAEMON_KEYS, key);
 }
 
 #define BAD(...) sbx_error_msg(err, EINVAL, __VA_ARGS__)

@@ -48,21 +48,10 @@ void tenant_callback_free(struct tenant *t) {
         t->n_cb_allow = 0;
 }
 
-static bool in_list(const char *list, const char *word) {
-        size_t n = strlen(word);
-        for (const char *p = list; *p;) {
-                size_t k = strcspn(p, " ");
-                if (k == n && strncmp(p, word, n) == 0)
-                        return true;
-                p += k + (p[k] == ' ');
-        }
-        return false;
-}
-
 bool config_callback_key_known(const char *section, const char *key) {
         if (strncmp(section, "tenant.", 7) == 0)
-                return in_list(CONFIG_CALLBACK_TENANT_KEYS, key);
-        return streq(section, "daemon") && in_list(CONFIG_CALLBACK_DAEMON_KEYS, key);
+                return words_contain(CONFIG_CALLBACK_TENANT_KEYS, key);
+        return streq(section, "daemon") && words_contain(CONFIG_CALLBACK_DAEMON_KEYS, key);
 }
 
 bool callback_url_valid(const char *url) {

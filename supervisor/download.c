@@ -132,18 +132,7 @@ static void run_open(struct work *w) {
 }
 
 static int append_line(struct dl_req *q, json_t *msg) {
-        size_t n;
-        _cleanup_free_ char *s = msg ? json_line(msg, &n) : NULL;
-        json_decref(msg);
-        if (!s)
-                return -ENOMEM;
-        char *nb = realloc(q->out, q->out_len + n);
-        if (!nb)
-                return -ENOMEM;
-        q->out = nb;
-        memcpy(q->out + q->out_len, s, n);
-        q->out_len += n;
-        return 0;
+        return json_line_append(&q->out, &q->out_len, msg);
 }
 
 static json_t *data_event(const struct dl_req *q, const unsigned char *data, size_t len) {

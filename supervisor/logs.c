@@ -92,18 +92,7 @@ static int read_stream(int results_fd, const char *id, int i, uint64_t off, uint
 }
 
 static int append_line(struct logs_req *q, json_t *msg) {
-        size_t n;
-        _cleanup_free_ char *s = msg ? json_line(msg, &n) : NULL;
-        json_decref(msg);
-        if (!s)
-                return -ENOMEM;
-        char *nb = realloc(q->out, q->out_len + n);
-        if (!nb)
-                return -ENOMEM;
-        q->out = nb;
-        memcpy(q->out + q->out_len, s, n);
-        q->out_len += n;
-        return 0;
+        return json_line_append(&q->out, &q->out_len, msg);
 }
 
 /* Without follow: the whole response. */

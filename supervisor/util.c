@@ -279,3 +279,29 @@ char *json_line(const json_t *j, size_t *ret_len) {
         *ret_len = n + 1;
         return s;
 }
+
+int json_line_append(char **buf, size_t *len, json_t *msg) {
+        size_t n;
+        _cleanup_free_ char *s = msg ? json_line(msg, &n) : NULL;
+        json_decref(msg);
+        if (!s)
+                return -ENOMEM;
+        char *nb = realloc(*buf, *len + n);
+        if (!nb)
+                return -ENOMEM;
+        *buf = nb;
+        memcpy(nb + *len, s, n);
+        *len += n;
+        return 0;
+}
+
+bool words_contain(const char *list, const char *word) {
+        size_t n = strlen(word);
+        for (const char *p = list; *p;) {
+                size_t k = strcspn(p, " ");
+                if (k == n && strncmp(p, word, n) == 0)
+                        return true;
+                p += k + (p[k] == ' ');
+        }
+        return false;
+}

@@ -74,6 +74,12 @@ int rm_rf_at(int dirfd, const char *name);
  * audit log, result records, protocol messages. NULL without memory. */
 typedef struct json_t json_t;
 char *json_line(const json_t *j, size_t *ret_len);
+/* Append msg's line (json_line) to the buffer *buf of *len bytes; msg is
+ * taken (NULL, as from a failed json_pack, is -ENOMEM). */
+int json_line_append(char **buf, size_t *len, json_t *msg);
+
+/* Is word one of the space-separated words of list? */
+bool words_contain(const char *list, const char *word);
 
 /* Lowercase hex of len bytes into out (2*len+1 bytes). */
 void hex_encode(const unsigned char *in, size_t len, char *out);
