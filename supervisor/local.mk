@@ -44,6 +44,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/accept.c \
 	supervisor/logs.c \
 	supervisor/download.c \
+	supervisor/paced.h supervisor/paced.c \
 	supervisor/metrics-http.h supervisor/metrics-http.c \
 	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c \
 	supervisor/callback-thread.h supervisor/callback-thread.c \
