@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +124,7 @@ static void refuse(struct dnsproxy *px, const struct sockaddr_in *peer, const ui
 
 /* The query is done with: counted by what came of it. */
 static void pending_free(struct dns_pending *p, enum metrics_dns_outcome o) {
-        metrics_dns(&p->px->rj->d->metrics, o);
+        metrics_dns(&p->px->rj->d->metrics, o, 1);
         loop_del(&p->src);
         close(p->fd);
         list_del(&p->link);
@@ -270,7 +271,7 @@ static void on_query(struct source *s, uint32_t events) {
                 if (k < 0)
                         return;
                 if (pl != sizeof(peer) || dnsmsg_parse_query(buf, (size_t) k, &q) < 0) {
-                        metrics_dns(&px->rj->d->metrics, MDNS_MALFORMED);
+                        metrics_dns(&px->rj->d->metrics, MDNS_MALFORMED, 1);
                         continue; /* not a query: no answer */
                 }
                 bool allowed = pol && netpolicy_host_allowed(pol, q.name);
@@ -278,7 +279,7 @@ static void on_query(struct source *s, uint32_t events) {
                 event(px, &q, allowed && !busy);
                 if (allowed && !busy && forward(px, &q, &peer, buf, (size_t) k) == 0)
                         continue; /* its outcome is counted when it is done with */
-                metrics_dns(&px->rj->d->metrics, !allowed ? MDNS_REFUSED : busy ? MDNS_BUSY : MDNS_UPSTREAM_FAILED);
+                metrics_dns(&px->rj->d->metrics, !allowed ? MDNS_REFUSED : busy ? MDNS_BUSY : MDNS_UPSTREAM_FAILED, 1);
                 refuse(px, &peer, buf, (size_t) k);
         }
 }
@@ -307,10 +308,28 @@ int dnsproxy_start(struct rjob *rj, int fd) {
         return 0;
 }
 
+/* The job's queries the proxy never read: those the kernel dropped, the
+ * socket's buffer full while the proxy was past the job's rate (the
+ * socket's drop count, SK_MEMINFO_DROPS), and those still waiting in it
+ * now that the job has ended (read and let go: at most a buffer's worth). */
+static uint64_t unread(int fd) {
+        uint32_t mi[SK_MEMINFO_VARS];
+        socklen_t l = sizeof(mi);
+        uint64_t n = 0;
+        uint8_t buf[1];
+        if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &l) == 0 && l > SK_MEMINFO_DROPS * sizeof(mi[0]))
+                n = mi[SK_MEMINFO_DROPS];
+        /* bounded, should anything still send to it */
+        for (int i = 0; i < 4096 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC) >= 0; i++)
+                n++;
+        return n;
+}
+
 void dnsproxy_stop(struct rjob *rj) {
         struct dnsproxy *px = rj->dns;
         if (!px)
                 return;
+        metrics_dns(&rj->d->metrics, MDNS_RATE_LIMITED, unread(px->fd));
         while (!list_empty(&px->pending))
                 pending_free(list_entry(px->pending.next, struct dns_pending, link), MDNS_UNANSWERED);
         if (px->paused)

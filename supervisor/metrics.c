@@ -104,9 +104,9 @@ void metrics_net_event(struct metrics *m, unsigned kind, unsigned verdict) {
                 m->net.events[kind - 1][verdict == NETAUDIT_ALLOW ? 0 : 1]++;
 }
 
-void metrics_dns(struct metrics *m, enum metrics_dns_outcome o) {
+void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n) {
         if ((unsigned) o < MDNS_OUTCOMES)
-                m->net.dns[o]++;
+                m->net.dns[o] += n;
 }
 
 void metrics_net_setup_failed(struct metrics *m, enum metrics_net_step step) {
@@ -198,6 +198,7 @@ static const char *const dns_outcomes[MDNS_OUTCOMES] = {
         [MDNS_WITHHELD] = "withheld",
         [MDNS_UNANSWERED] = "unanswered",
         [MDNS_MALFORMED] = "malformed",
+        [MDNS_RATE_LIMITED] = "rate_limited",
 };
 static const char *const net_steps[MNET_STEPS] = {
         [MNET_AUDIT] = "audit", [MNET_ADDRESS] = "address", [MNET_HANDSHAKE] = "handshake", [MNET_VETH] = "veth", [MNET_DNS] = "dns",
@@ -225,7 +226,7 @@ static void network(FILE *f, const struct metrics_net *n, const struct metrics_g
         for (int o = 0; o < MDNS_OUTCOMES; o++)
                 fprintf(f, "sbx_network_dns_queries_total{outcome=\"%s\"} %" PRIu64 "\n", dns_outcomes[o], n->dns[o]);
         counter(f, "sbx_network_dns_pauses_total",
-                "Times a job's DNS proxy stopped reading for the rest of a second, its rate used up (the kernel drops what does not fit).",
+                "Times a job's DNS proxy stopped reading for the rest of a second, its rate used up.",
                 n->dns_pauses);
         head(f, "sbx_network_setup_failures_total", "counter", "Jobs whose network could not be set up, by step.");
         for (int s = 0; s < MNET_STEPS; s++)

@@ -33,6 +33,7 @@ enum metrics_dns_outcome {
         MDNS_WITHHELD,       /* an answer's address could not be admitted: REFUSED */
         MDNS_UNANSWERED,     /* no answer in time, or the job ended first */
         MDNS_MALFORMED,      /* not a DNS query: no answer */
+        MDNS_RATE_LIMITED,   /* never read: dropped by the kernel while the proxy was past the job's rate, or left at its end */
         MDNS_OUTCOMES
 };
 
@@ -116,7 +117,8 @@ void metrics_net_started(struct metrics *m, int mode, bool audited);
 /* A network event of a job reached the daemon (kind: enum netaudit_kind,
  * verdict: NETAUDIT_ALLOW or NETAUDIT_DENY). */
 void metrics_net_event(struct metrics *m, unsigned kind, unsigned verdict);
-void metrics_dns(struct metrics *m, enum metrics_dns_outcome o);
+/* n queries came to o. */
+void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n);
 void metrics_net_setup_failed(struct metrics *m, enum metrics_net_step step);
 
 /* The exposition, NUL-terminated (free() it). With tenant non-NULL, the

@@ -292,13 +292,18 @@ need_ipv6() {
         [ "$answered" -ge 1 ]
         [ "$answered" -le $(( (${secs%.*} + 2) * 100 )) ]
         [ "$answered" -lt 1000 ]
-        # the metrics: the proxy paused, and refused every query it read
-        # (each answer the job counted was one of them)
+        # the metrics: the proxy paused, refused every query it read (each
+        # answer the job counted was one of them), and the rest were never
+        # read: every one of the thousand is counted, once
         delta() { echo $(( $(metric "$1" <<<"$after") - $(metric "$1" <<<"$before") )); }
+        refused=$(delta 'sbx_network_dns_queries_total{outcome="refused"}')
+        limited=$(delta 'sbx_network_dns_queries_total{outcome="rate_limited"}')
         [ "$(delta sbx_network_dns_pauses_total)" -ge 1 ]
-        [ "$(delta 'sbx_network_dns_queries_total{outcome="refused"}')" -ge "$answered" ]
-        [ "$(delta 'sbx_network_dns_queries_total{outcome="refused"}')" -lt 1000 ]
+        [ "$refused" -ge "$answered" ]
+        [ "$limited" -ge 1 ]
+        [ $((refused + limited)) -eq 1000 ] || { echo "refused $refused, rate-limited $limited"; false; }
         [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" -eq 0 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="malformed"}')" -eq 0 ]
 }
 
 @test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames too" {

@@ -7,7 +7,8 @@
 # another. Checks that each sbx_network_events_total{kind,verdict} grew by
 # the events of that kind and verdict in the records, and the dropped and
 # lost counters by the records' counts; with DNS, that the DNS proxy's
-# queries (every outcome but malformed) grew by the records' dns events.
+# queries read (every outcome but malformed and rate_limited) grew by the
+# records' dns events.
 # A record with dropped or lost events cannot be told apart by kind: it is
 # refused, so the check always compares like with like. Prints each
 # mismatch; exits 1 if there is one.
@@ -73,7 +74,8 @@ def main():
             bad.append("%s grew by %d; the records have %d" % (name, delta(name), count))
     if dns:
         queries = sum(delta(name) for name in after
-                      if name.startswith("sbx_network_dns_queries_total{") and 'outcome="malformed"' not in name)
+                      if name.startswith("sbx_network_dns_queries_total{")
+                      and 'outcome="malformed"' not in name and 'outcome="rate_limited"' not in name)
         events = want[("dns", "allow")] + want[("dns", "deny")]
         if queries != events:
             bad.append("the DNS proxy's queries grew by %d; the records have %d dns events" % (queries, events))

@@ -99,10 +99,11 @@ static void test_network(void **state) {
         metrics_net_event(&m, NETAUDIT_DNS, NETAUDIT_ALLOW);
         metrics_net_event(&m, 0, NETAUDIT_ALLOW);
         metrics_net_event(&m, NETAUDIT_DNS + 1, NETAUDIT_ALLOW);
-        metrics_dns(&m, MDNS_ANSWERED);
-        metrics_dns(&m, MDNS_REFUSED);
-        metrics_dns(&m, MDNS_REFUSED);
-        metrics_dns(&m, MDNS_OUTCOMES);
+        metrics_dns(&m, MDNS_ANSWERED, 1);
+        metrics_dns(&m, MDNS_REFUSED, 1);
+        metrics_dns(&m, MDNS_REFUSED, 1);
+        metrics_dns(&m, MDNS_OUTCOMES, 1);
+        metrics_dns(&m, MDNS_RATE_LIMITED, 250);
         metrics_net_setup_failed(&m, MNET_ADDRESS);
         metrics_net_setup_failed(&m, MNET_STEPS);
         m.net.dns_pauses = 4;
@@ -131,6 +132,7 @@ static void test_network(void **state) {
                 "sbx_network_dns_queries_total{outcome=\"answered\"} 1\n",
                 "sbx_network_dns_queries_total{outcome=\"refused\"} 2\n",
                 "sbx_network_dns_queries_total{outcome=\"busy\"} 0\n",
+                "sbx_network_dns_queries_total{outcome=\"rate_limited\"} 250\n",
                 "sbx_network_dns_pauses_total 4\n",
                 "sbx_network_setup_failures_total{step=\"address\"} 1\n",
                 "sbx_network_setup_failures_total{step=\"audit\"} 0\n",
