@@ -46,27 +46,12 @@ static int cmp_paths(const void *a, const void *b) {
         return strcmp(((const struct pentry *) a)->path, ((const struct pentry *) b)->path);
 }
 
-/* The same lexical rule the daemon applies: the target, read from the
- * link's directory, never climbs above the bundle's root. */
-static bool target_inside(const char *path, const char *target) {
-        long d = 0;
-        for (const char *p = path; *p; p++)
+/* How many directories below the bundle's root rel's link stands. */
+static size_t link_depth(const char *rel) {
+        size_t d = 0;
+        for (const char *p = rel; *p; p++)
                 d += *p == '/';
-        for (const char *s = target; *s;) {
-                while (*s == '/')
-                        s++;
-                size_t n = strcspn(s, "/");
-                if (n == 0)
-                        break;
-                if (n == 2 && s[0] == '.' && s[1] == '.')
-                        d--;
-                else if (!(n == 1 && s[0] == '.'))
-                        d++;
-                if (d < 0)
-                        return false;
-                s += n;
-        }
-        return true;
+        return d;
 }
 
 static int add(struct plist *l, const char *root, const char *rel, int dirfd, const char *name) {
@@ -88,7 +73,7 @@ static int add(struct plist *l, const char *root, const char *rel, int dirfd, co
                 buf[n] = '\0';
                 if ((size_t) n >= sizeof(buf) - 1)
                         return tool_err(0, "%s/%s: a link target longer than %d bytes", root, rel, EXTRACT_MAX_PATH);
-                if (buf[0] == '/' || !target_inside(rel, buf))
+                if (!extract_link_inside(buf, link_depth(rel)))
                         return tool_err(0, "%s/%s -> %s: the link leads out of the bundle", root, rel, buf);
                 if (!(e.target = strdup(buf)))
                         return tool_err(ENOMEM, "pack");

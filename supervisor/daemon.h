@@ -68,6 +68,7 @@ struct daemon {
         char net_table[16];       /* the nft tables' name (ip family, and ip6 with a network_pool6) */
         uint8_t *net_used;        /* slots of network_pool in use, a bit each */
         unsigned net_slots, net_next;
+        unsigned net_slots_used;  /* bits set in net_used (for the metrics) */
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
 };

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ static void event(struct dnsproxy *px, const struct dns_query *q, bool allowed) 
         clock_gettime(CLOCK_REALTIME, &ts);
         struct netaudit_event e = { .family = AF_INET, .port = 53, .protocol = IPPROTO_UDP, .kind = NETAUDIT_DNS,
                                     .verdict = allowed ? NETAUDIT_ALLOW : NETAUDIT_DENY };
+        metrics_net_event(&rj->d->metrics, e.kind, e.verdict);
         json_t *ev = netevents_add(&rj->net, &e, (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000, q->name,
                                    dnsmsg_type_name(q->qtype, type, sizeof(type)));
         if (ev)
@@ -120,7 +122,9 @@ static void refuse(struct dnsproxy *px, const struct sockaddr_in *peer, const ui
         answer_error(px, peer, q, len, DNSMSG_REFUSED);
 }
 
-static void pending_free(struct dns_pending *p) {
+/* The query is done with: counted by what came of it. */
+static void pending_free(struct dns_pending *p, enum metrics_dns_outcome o) {
+        metrics_dns(&p->px->rj->d->metrics, o, 1);
         loop_del(&p->src);
         close(p->fd);
         list_del(&p->link);
@@ -156,7 +160,7 @@ static void on_upstream(struct source *s, uint32_t events) {
                 /* an ICMP error (nothing listens there), or not the answer
                  * to this query: the job hears at once, not at its timeout */
                 answer_error(px, &p->peer, p->query, p->len, DNSMSG_SERVFAIL);
-                pending_free(p);
+                pending_free(p, MDNS_UPSTREAM_FAILED);
                 return;
         }
         const struct netpolicy *pol = rj->j.req.run.netpol;
@@ -168,13 +172,13 @@ static void on_upstream(struct source *s, uint32_t events) {
                         log_warning(JOB_LOG ": DNS proxy: %s: an address not admitted (%s); the answer is withheld",
                                     JOB_LOG_ARGS(&rj->j), p->q.name, strerror(-r));
                         refuse(px, &p->peer, buf, (size_t) k);
-                        pending_free(p);
+                        pending_free(p, MDNS_WITHHELD);
                         return;
                 }
                 remember(px, addrs[i], p->q.name);
         }
         reply(px, &p->peer, buf, (size_t) k);
-        pending_free(p);
+        pending_free(p, MDNS_ANSWERED);
 }
 
 static int forward(struct dnsproxy *px, const struct dns_query *q, const struct sockaddr_in *peer, const uint8_t *buf, size_t len) {
@@ -214,7 +218,7 @@ static void expire(struct dnsproxy *px) {
         list_for_each_safe(pos, tmp, &px->pending) {
                 struct dns_pending *p = list_entry(pos, struct dns_pending, link);
                 if (now - p->since_ms >= PENDING_EXPIRE_MS)
-                        pending_free(p);
+                        pending_free(p, MDNS_UNANSWERED);
         }
 }
 
@@ -235,6 +239,7 @@ static void pause_reading(struct dnsproxy *px) {
         if (px->paused || loop_mod(&px->src, 0) < 0)
                 return;
         px->paused = true;
+        px->rj->d->metrics.net.dns_pauses++;
         list_add_tail(&px->rj->d->dns_paused, &px->paused_link);
 }
 
@@ -265,13 +270,17 @@ static void on_query(struct source *s, uint32_t events) {
                 ssize_t k = recvfrom(px->fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *) &peer, &pl);
                 if (k < 0)
                         return;
-                if (pl != sizeof(peer) || dnsmsg_parse_query(buf, (size_t) k, &q) < 0)
+                if (pl != sizeof(peer) || dnsmsg_parse_query(buf, (size_t) k, &q) < 0) {
+                        metrics_dns(&px->rj->d->metrics, MDNS_MALFORMED, 1);
                         continue; /* not a query: no answer */
+                }
                 bool allowed = pol && netpolicy_host_allowed(pol, q.name);
                 bool busy = allowed && px->n_pending >= DNSPROXY_PENDING;
                 event(px, &q, allowed && !busy);
-                if (!allowed || busy || forward(px, &q, &peer, buf, (size_t) k) < 0)
-                        refuse(px, &peer, buf, (size_t) k);
+                if (allowed && !busy && forward(px, &q, &peer, buf, (size_t) k) == 0)
+                        continue; /* its outcome is counted when it is done with */
+                metrics_dns(&px->rj->d->metrics, !allowed ? MDNS_REFUSED : busy ? MDNS_BUSY : MDNS_UPSTREAM_FAILED, 1);
+                refuse(px, &peer, buf, (size_t) k);
         }
 }
 
@@ -299,12 +308,30 @@ int dnsproxy_start(struct rjob *rj, int fd) {
         return 0;
 }
 
+/* The job's queries the proxy never read: those the kernel dropped, the
+ * socket's buffer full while the proxy was past the job's rate (the
+ * socket's drop count, SK_MEMINFO_DROPS), and those still waiting in it
+ * now that the job has ended (read and let go: at most a buffer's worth). */
+static uint64_t unread(int fd) {
+        uint32_t mi[SK_MEMINFO_VARS];
+        socklen_t l = sizeof(mi);
+        uint64_t n = 0;
+        uint8_t buf[1];
+        if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &l) == 0 && l > SK_MEMINFO_DROPS * sizeof(mi[0]))
+                n = mi[SK_MEMINFO_DROPS];
+        /* bounded, should anything still send to it */
+        for (int i = 0; i < 4096 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC) >= 0; i++)
+                n++;
+        return n;
+}
+
 void dnsproxy_stop(struct rjob *rj) {
         struct dnsproxy *px = rj->dns;
         if (!px)
                 return;
+        metrics_dns(&rj->d->metrics, MDNS_RATE_LIMITED, unread(px->fd));
         while (!list_empty(&px->pending))
-                pending_free(list_entry(px->pending.next, struct dns_pending, link));
+                pending_free(list_entry(px->pending.next, struct dns_pending, link), MDNS_UNANSWERED);
         if (px->paused)
                 list_del(&px->paused_link);
         loop_del(&px->src);

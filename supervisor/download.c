@@ -7,11 +7,11 @@
  * order (base64, each at most PROTO_DOWNLOAD_CHUNK bytes before encoding);
  * a download_end event gives the size sent and the SHA-256 of those bytes.
  * Opening and reading happen off the event loop, one piece at a time and
- * only as fast as the client reads (the logs operation's back-pressure),
- * so a 50 MB artifact costs the daemon a piece of memory, never its size,
- * and never holds up other clients. While a download runs the connection
- * reads no further requests, keeping responses in order. Only the job's
- * own tenant finds the job (dispatch.c's lookup). */
+ * only as fast as the client reads (paced.h), so a 50 MB artifact costs
+ * the daemon a piece of memory, never its size, and never holds up other
+ * clients. While a download runs the connection reads no further
+ * requests, keeping responses in order. Only the job's own tenant finds
+ * the job (dispatch.c's lookup). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
+#include "paced.h"
 #include "result.h"
 #include "worker.h"
 
@@ -33,8 +34,7 @@
 #define DOWNLOAD_PIECE (256u * 1024)
 
 struct dl_req {
-        struct work work;
-        struct conn *c;
+        struct paced p;       /* the reply; p.job is id */
         int results_fd;
         char id[24];
         json_t *tag;
@@ -45,20 +45,16 @@ struct dl_req {
         int fd;
         uint64_t size, off;
         crypto_hash_sha256_state sha;
-        char *out;            /* serialised events of the last piece */
-        size_t out_len;
-        bool end_sent;
-        int err;
-        const char *code;     /* set with err before the response: the error's code */
+        const char *code;     /* set with p.err before the response: the error's code */
         char msg[256];
 };
 
-static void req_free(struct dl_req *q) {
+static void req_free(struct paced *p) {
+        struct dl_req *q = container_of(p, struct dl_req, p);
         if (q->fd >= 0)
                 close(q->fd);
         json_decref(q->tag);
         free(q->artifact);
-        free(q->out);
         free(q);
 }
 
@@ -70,7 +66,7 @@ static int fail(struct dl_req *q, int err, const char *code, const char *fmt, ..
         vsnprintf(q->msg, sizeof(q->msg), fmt, ap);
         va_end(ap);
         q->code = code;
-        return q->err = -err;
+        return q->p.err = -err;
 }
 
 /* Is path among the artifacts of the job's record? */
@@ -110,7 +106,7 @@ static int open_file(struct dl_req *q) {
 }
 
 static void run_open(struct work *w) {
-        struct dl_req *q = container_of(w, struct dl_req, work);
+        struct dl_req *q = container_of(w, struct dl_req, p.work);
         if (q->artifact && listed(q) < 0)
                 return;
         int fd = open_file(q);
@@ -131,10 +127,6 @@ static void run_open(struct work *w) {
         crypto_hash_sha256_init(&q->sha);
 }
 
-static int append_line(struct dl_req *q, json_t *msg) {
-        return json_line_append(&q->out, &q->out_len, msg);
-}
-
 static json_t *data_event(const struct dl_req *q, const unsigned char *data, size_t len) {
         size_t blen = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
         _cleanup_free_ char *b = malloc(blen);
@@ -146,13 +138,13 @@ static json_t *data_event(const struct dl_req *q, const unsigned char *data, siz
 }
 
 /* The next piece as data events; at the end of the file, the end event. */
-static void run_piece(struct work *w) {
-        struct dl_req *q = container_of(w, struct dl_req, work);
+static void run_piece(struct paced *p) {
+        struct dl_req *q = container_of(p, struct dl_req, p);
         uint64_t left = q->size - q->off;
         size_t n = (size_t) (left < q->piece ? left : q->piece);
         _cleanup_free_ unsigned char *buf = malloc(n ? n : 1);
         if (!buf) {
-                q->err = -ENOMEM;
+                p->err = -ENOMEM;
                 return;
         }
         size_t got = 0;
@@ -161,93 +153,50 @@ static void run_piece(struct work *w) {
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0) {
-                        q->err = -errno;
+                        p->err = -errno;
                         return;
                 }
                 if (k == 0) {
                         /* Records and their files are never rewritten:
                          * a shorter file is damage, not news. */
-                        q->err = -EIO;
+                        p->err = -EIO;
                         return;
                 }
                 got += (size_t) k;
         }
         if (n > 0)
                 crypto_hash_sha256_update(&q->sha, buf, n);
-        for (size_t at = 0; at < n && q->err == 0; at += PROTO_DOWNLOAD_CHUNK) {
+        for (size_t at = 0; at < n && p->err == 0; at += PROTO_DOWNLOAD_CHUNK) {
                 size_t k = n - at < PROTO_DOWNLOAD_CHUNK ? n - at : PROTO_DOWNLOAD_CHUNK;
-                q->err = append_line(q, data_event(q, buf + at, k));
+                p->err = paced_append(p, data_event(q, buf + at, k));
                 q->off += k;
         }
-        if (q->err == 0 && q->off == q->size) {
+        if (p->err == 0 && q->off == q->size) {
                 unsigned char digest[crypto_hash_sha256_BYTES];
                 char hex[2 * crypto_hash_sha256_BYTES + 1];
                 crypto_hash_sha256_final(&q->sha, digest);
                 hex_encode(digest, sizeof(digest), hex);
-                q->err = append_line(q, json_pack("{s:i, s:s, s:s, s:I, s:s}", "v", PROTO_VERSION, "event", "download_end", "job",
+                p->err = paced_append(p, json_pack("{s:i, s:s, s:s, s:I, s:s}", "v", PROTO_VERSION, "event", "download_end", "job",
                                                   q->id, "size", (json_int_t) q->size, "sha256", hex));
-                q->end_sent = true;
+                p->end_sent = true;
         }
 }
 
-static void finish(struct dl_req *q) {
-        struct conn *c = q->c;
-        if (!c->closed)
-                c->on_drained = NULL;
-        conn_unbusy(c);
-        conn_unref(c);
-        req_free(q);
-}
-
-static void piece_done(struct work *w);
-
-static void next_piece(struct dl_req *q) {
-        q->work.run = run_piece;
-        q->work.done = piece_done;
-        free(q->out);
-        q->out = NULL;
-        q->out_len = 0;
-        worker_submit(&q->work);
-}
-
-static void on_drained(struct conn *c) {
-        struct dl_req *q = c->drain_arg;
-        c->on_drained = NULL;
-        next_piece(q);
-}
-
-static void piece_done(struct work *w) {
-        struct dl_req *q = container_of(w, struct dl_req, work);
-        struct conn *c = q->c;
-        if (c->closed || q->err < 0) {
-                if (!c->closed)
-                        conn_send(c, proto_ev_error(q->id, E_INTERNAL, strerror(-q->err)));
-                finish(q);
-                return;
-        }
-        conn_send_raw(c, q->out, q->out_len);
-        if (c->closed || q->end_sent) {
-                finish(q);
-                return;
-        }
-        if (conn_lagging(c)) {
-                c->drain_arg = q;
-                c->on_drained = on_drained;
-                return;
-        }
-        next_piece(q);
-}
+static const struct paced_ops download_ops = {
+        .piece = run_piece,
+        .free = req_free,
+};
 
 static void open_done(struct work *w) {
-        struct dl_req *q = container_of(w, struct dl_req, work);
-        struct conn *c = q->c;
+        struct dl_req *q = container_of(w, struct dl_req, p.work);
+        struct conn *c = q->p.c;
         if (c->closed) {
-                finish(q);
+                paced_finish(&q->p);
                 return;
         }
-        if (q->err < 0) {
-                conn_send(c, proto_error(q->tag, q->code ?: E_INTERNAL, "%s", q->msg[0] ? q->msg : strerror(-q->err)));
-                finish(q);
+        if (q->p.err < 0) {
+                conn_send(c, proto_error(q->tag, q->code ?: E_INTERNAL, "%s", q->msg[0] ? q->msg : strerror(-q->p.err)));
+                paced_finish(&q->p);
                 return;
         }
         json_t *o = json_pack("{s:s, s:I}", "job", q->id, "size", (json_int_t) q->size);
@@ -256,7 +205,7 @@ static void open_done(struct work *w) {
         else if (o)
                 json_object_set_new(o, "stream", json_string(proto_stream_name(q->stream)));
         conn_send(c, proto_ok(q->tag, o));
-        next_piece(q);
+        paced_next(&q->p);
 }
 
 void download_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id) {
@@ -272,7 +221,6 @@ void download_serve(struct conn *c, struct request *req, struct rjob *rj, const 
                 return;
         }
         q->fd = -1;
-        q->c = c;
         q->results_fd = d->dirs.results_fd;
         snprintf(q->id, sizeof(q->id), "%s", id);
         q->tag = req->tag ? json_incref(req->tag) : NULL;
@@ -283,9 +231,8 @@ void download_serve(struct conn *c, struct request *req, struct rjob *rj, const 
         q->piece = d->cfg->client_buffer / 4;
         if (q->piece > DOWNLOAD_PIECE)
                 q->piece = DOWNLOAD_PIECE;
-        conn_ref(c);
-        conn_busy(c);
-        q->work.run = run_open;
-        q->work.done = open_done;
-        worker_submit(&q->work);
+        paced_init(&q->p, c, &download_ops, q->id);
+        q->p.work.run = run_open;
+        q->p.work.done = open_done;
+        worker_submit(&q->p.work);
 }

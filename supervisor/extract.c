@@ -197,10 +197,10 @@ static int make_dir(struct xstate *x, int dir, const char *base, const char *pat
         return refuse(x, EINVAL, "the path is in the archive twice");
 }
 
-/* The target read from the link's directory (at depth levels below the
- * tree) never climbs above the tree, even half-way. */
-static bool target_inside(const char *target, size_t depth) {
+bool extract_link_inside(const char *target, size_t depth) {
         long d = (long) depth;
+        if (target[0] == '/')
+                return false;
         for (const char *s = target; *s;) {
                 while (*s == '/')
                         s++;
@@ -229,7 +229,7 @@ static int make_symlink(struct xstate *x, struct archive_entry *e, int dir, cons
                 return refuse(x, EINVAL, "a symbolic link's target longer than %zu bytes", x->lim->max_path);
         if (target[0] == '/')
                 return refuse(x, EINVAL, "a symbolic link to an absolute path leaves the bundle");
-        if (!target_inside(target, depth))
+        if (!extract_link_inside(target, depth))
                 return refuse(x, EINVAL, "a symbolic link whose target leaves the bundle");
         if (symlinkat(target, dir, base) < 0)
                 return errno == EEXIST ? refuse(x, EINVAL, "the path is in the archive twice")

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,14 @@ struct extract_stats {
 };
 
 #define EXTRACT_MAX_PATH 1024
+
+/* A symbolic link's target, read from the link's directory at depth
+ * levels below the tree's root, never climbs above the root, even half-way
+ * (a/../../b does not count as inside); an absolute target is never
+ * inside. Lexical only: links the target passes through are judged on
+ * their own. Used by the daemon on archives and by sbx-bundle on trees it
+ * packs. */
+bool extract_link_inside(const char *target, size_t depth);
 
 /* Unpack the archive read from fd into the empty directory dest_fd.
  * -EINVAL (a refused archive: err names the entry and why), -EFBIG (a

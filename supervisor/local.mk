@@ -22,7 +22,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/netevents.h supervisor/netevents.c \
 	supervisor/netpolicy.h supervisor/netpolicy.c \
 	supervisor/dnsmsg.h supervisor/dnsmsg.c \
-	supervisor/result.h supervisor/result.c supervisor/result-index.c \
+	supervisor/result.h supervisor/result.c supervisor/result-index-internal.h supervisor/result-index.c supervisor/result-index-file.c \
 	supervisor/journal.h supervisor/journal.c \
 	supervisor/semver.h supervisor/semver.c \
 	supervisor/manifest.h supervisor/manifest.c \
@@ -44,6 +44,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/accept.c \
 	supervisor/logs.c \
 	supervisor/download.c \
+	supervisor/paced.h supervisor/paced.c \
 	supervisor/metrics-http.h supervisor/metrics-http.c \
 	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c supervisor/callback-queue.c \
 	supervisor/callback-thread.h supervisor/callback-thread.c \

@@ -6,11 +6,11 @@
  * Without follow: one response with up to max_bytes of each stream from
  * offset, with each stream's size so the client can ask for the rest.
  * With follow: a response, then the capture so far as output events, read
- * piece by piece as the client keeps up; then, for a live job, its live
- * output (it joins the followers once the replay has caught up with what
- * is captured, so no byte is sent twice or missed); for a finished job,
- * the end event with its record. While a replay runs the connection reads
- * no further requests, keeping responses in order. */
+ * piece by piece as the client keeps up (paced.h); then, for a live job,
+ * its live output (it joins the followers once the replay has caught up
+ * with what is captured, so no byte is sent twice or missed); for a
+ * finished job, the end event with its record. While a replay runs the
+ * connection reads no further requests, keeping responses in order. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,6 +22,7 @@
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
+#include "paced.h"
 #include "result.h"
 #include "subscribe.h"
 #include "worker.h"
@@ -30,27 +31,21 @@
 #define REPLAY_PIECE (256u * 1024)
 
 struct logs_req {
-        struct work work;
-        struct conn *c;
+        struct paced p;       /* the reply; p.job is id */
         int results_fd;
         char id[24];
         json_t *tag;
         unsigned streams;
-        bool follow;
         uint64_t off[2];      /* next byte of each stream */
         uint64_t max_bytes;   /* per stream, per response or piece */
         /* filled by the worker */
-        char *out;            /* serialised lines, each with its newline */
-        size_t out_len;
         uint64_t size[2];     /* each stream's captured size when read */
         bool have_record;     /* the job is finished: its record ends the replay */
-        bool end_sent;
-        int err;
 };
 
-static void req_free(struct logs_req *q) {
+static void req_free(struct paced *p) {
+        struct logs_req *q = container_of(p, struct logs_req, p);
         json_decref(q->tag);
-        free(q->out);
         free(q);
 }
 
@@ -91,13 +86,9 @@ static int read_stream(int results_fd, const char *id, int i, uint64_t off, uint
         return 0;
 }
 
-static int append_line(struct logs_req *q, json_t *msg) {
-        return json_line_append(&q->out, &q->out_len, msg);
-}
-
 /* Without follow: the whole response. */
 static void run_snapshot(struct work *w) {
-        struct logs_req *q = container_of(w, struct logs_req, work);
+        struct logs_req *q = container_of(w, struct logs_req, p.work);
         json_t *o = json_pack("{s:s, s:I}", "job", q->id, "offset", (json_int_t) q->off[0]);
         for (int i = 0; o && i < 2; i++) {
                 if (!(q->streams & proto_stream_bit(i)))
@@ -106,7 +97,7 @@ static void run_snapshot(struct work *w) {
                 size_t len;
                 int r = read_stream(q->results_fd, q->id, i, q->off[0], q->max_bytes, &data, &len, &q->size[i]);
                 if (r < 0) {
-                        q->err = r;
+                        q->p.err = r;
                         break;
                 }
                 char key[32];
@@ -116,116 +107,77 @@ static void run_snapshot(struct work *w) {
                 snprintf(key, sizeof(key), "%s_end", proto_stream_name(i));
                 json_object_set_new(o, key, json_integer((json_int_t) (q->off[0] + len)));
         }
-        if (q->err < 0) {
+        if (q->p.err < 0) {
                 json_decref(o);
                 return;
         }
-        q->err = append_line(q, proto_ok(q->tag, o));
+        q->p.err = paced_append(&q->p, proto_ok(q->tag, o));
 }
 
 /* With follow: the next piece of each stream as output events, and for a
  * finished job at the end of its capture, its record. */
-static void run_piece(struct work *w) {
-        struct logs_req *q = container_of(w, struct logs_req, work);
+static void run_piece(struct paced *p) {
+        struct logs_req *q = container_of(p, struct logs_req, p);
         bool at_end = true;
-        for (int i = 0; i < 2 && q->err == 0; i++) {
+        for (int i = 0; i < 2 && p->err == 0; i++) {
                 if (!(q->streams & proto_stream_bit(i)))
                         continue;
                 _cleanup_free_ char *data = NULL;
                 size_t len;
-                q->err = read_stream(q->results_fd, q->id, i, q->off[i], q->max_bytes, &data, &len, &q->size[i]);
-                for (size_t at = 0; q->err == 0 && at < len; at += PROTO_EVENT_CHUNK) {
+                p->err = read_stream(q->results_fd, q->id, i, q->off[i], q->max_bytes, &data, &len, &q->size[i]);
+                for (size_t at = 0; p->err == 0 && at < len; at += PROTO_EVENT_CHUNK) {
                         size_t n = len - at < PROTO_EVENT_CHUNK ? len - at : PROTO_EVENT_CHUNK;
-                        q->err = append_line(q, proto_ev_output(q->id, i, data + at, n));
+                        p->err = paced_append(p, proto_ev_output(q->id, i, data + at, n));
                 }
                 q->off[i] += len;
                 if (q->off[i] < q->size[i])
                         at_end = false;
         }
-        if (q->err == 0 && at_end && q->have_record) {
+        if (p->err == 0 && at_end && q->have_record) {
                 json_t *rec = NULL;
                 int r = result_load(q->results_fd, q->id, &rec);
-                q->err = append_line(q, proto_ev_end(q->id, r == 0 ? rec : NULL));
+                p->err = paced_append(p, proto_ev_end(q->id, r == 0 ? rec : NULL));
                 json_decref(rec);
-                q->end_sent = true;
+                p->end_sent = true;
         }
 }
 
-static void finish(struct logs_req *q) {
-        struct conn *c = q->c;
-        if (!c->closed)
-                c->on_drained = NULL;
-        conn_unbusy(c);
-        conn_unref(c);
-        req_free(q);
-}
-
-static void piece_done(struct work *w);
-
-static void next_piece(struct logs_req *q) {
-        q->work.run = run_piece;
-        q->work.done = piece_done;
-        free(q->out);
-        q->out = NULL;
-        q->out_len = 0;
-        worker_submit(&q->work);
-}
-
-static void on_drained(struct conn *c) {
-        struct logs_req *q = c->drain_arg;
-        c->on_drained = NULL;
-        next_piece(q);
-}
-
-static void piece_done(struct work *w) {
-        struct logs_req *q = container_of(w, struct logs_req, work);
-        struct conn *c = q->c;
-        if (c->closed || q->err < 0) {
-                if (!c->closed)
-                        conn_send(c, proto_ev_error(q->id, E_INTERNAL, strerror(-q->err)));
-                finish(q);
-                return;
-        }
-        if (q->out_len)
-                conn_send_raw(c, q->out, q->out_len);
-        if (c->closed || q->end_sent) {
-                finish(q);
-                return;
-        }
-        /* A live job: caught up with what it captured, it goes on as a
-         * follower. Looked up again: it may have ended meanwhile. */
+/* After a piece: a live job, caught up with what it captured, goes on as a
+ * follower, and the replay ends. Looked up again: it may have ended
+ * meanwhile. */
+static bool piece_sent(struct paced *p) {
+        struct logs_req *q = container_of(p, struct logs_req, p);
+        struct conn *c = p->c;
         struct rjob *rj = q->have_record ? NULL : jobs_find(&c->d->jobs, q->id);
         if (!q->have_record && !rj) {
                 q->have_record = true; /* ended: read to the end, then its record */
-        } else if (rj) {
-                bool caught_up = true;
-                for (int i = 0; i < 2; i++)
-                        if ((q->streams & proto_stream_bit(i)) && q->off[i] < rj->cap.kept[i])
-                                caught_up = false;
-                if (caught_up) {
-                        subscribe_add(c, rj, W_FOLLOW, q->streams, q->tag);
-                        finish(q);
-                        return;
-                }
+                return false;
         }
-        if (conn_lagging(c)) {
-                c->drain_arg = q;
-                c->on_drained = on_drained;
-                return;
-        }
-        next_piece(q);
+        if (!rj)
+                return false;
+        for (int i = 0; i < 2; i++)
+                if ((q->streams & proto_stream_bit(i)) && q->off[i] < rj->cap.kept[i])
+                        return false;
+        subscribe_add(c, rj, W_FOLLOW, q->streams, q->tag);
+        return true;
 }
 
+static const struct paced_ops replay_ops = {
+        .piece = run_piece,
+        .sent = piece_sent,
+        .free = req_free,
+};
+
 static void snapshot_done(struct work *w) {
-        struct logs_req *q = container_of(w, struct logs_req, work);
-        struct conn *c = q->c;
+        struct logs_req *q = container_of(w, struct logs_req, p.work);
+        struct conn *c = q->p.c;
         if (!c->closed) {
-                if (q->err < 0)
-                        conn_send(c, proto_error(q->tag, E_INTERNAL, "cannot read the output of %s: %s", q->id, strerror(-q->err)));
+                if (q->p.err < 0)
+                        conn_send(c, proto_error(q->tag, E_INTERNAL, "cannot read the output of %s: %s", q->id, strerror(-q->p.err)));
                 else
-                        conn_send_raw(c, q->out, q->out_len);
+                        conn_send_raw(c, q->p.out, q->p.out_len);
         }
-        finish(q);
+        paced_finish(&q->p);
 }
 
 void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id) {
@@ -240,25 +192,22 @@ void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char
                 conn_send(c, proto_error(req->tag, E_INTERNAL, "out of memory"));
                 return;
         }
-        q->c = c;
         q->results_fd = d->dirs.results_fd;
         snprintf(q->id, sizeof(q->id), "%s", id);
         q->tag = req->tag ? json_incref(req->tag) : NULL;
         q->streams = req->streams;
-        q->follow = req->follow;
         q->off[0] = q->off[1] = req->follow ? 0 : req->offset;
         q->max_bytes = req->follow ? REPLAY_PIECE : req->max_bytes;
         if (q->max_bytes > bound)
                 q->max_bytes = bound;
         q->have_record = !rj;
-        conn_ref(c);
-        conn_busy(c);
+        paced_init(&q->p, c, &replay_ops, q->id);
         if (req->follow) {
                 conn_send(c, proto_ok(req->tag, json_pack("{s:s}", "job", id)));
-                next_piece(q);
+                paced_next(&q->p);
                 return;
         }
-        q->work.run = run_snapshot;
-        q->work.done = snapshot_done;
-        worker_submit(&q->work);
+        q->p.work.run = run_snapshot;
+        q->p.work.done = snapshot_done;
+        worker_submit(&q->p.work);
 }

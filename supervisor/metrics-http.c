@@ -21,6 +21,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "metrics-http.h"
+#include "netaudit-bpf.h"
 
 #define HTTP_MAX_CONNECTIONS 16
 #define HTTP_TIMEOUT_S 10
@@ -38,6 +39,8 @@ void metrics_note_end(struct daemon *d, const struct rjob *rj) {
                 .setup_step = rj->setup_step[0] ? rj->setup_step : NULL,
                 .bundle_source = j->bundle.set && j->bundle.version[0] ? (j->bundle.from_cache ? 0 : 1) : -1,
                 .bundle_stale = j->bundle.stale,
+                .net_dropped = rj->net.dropped,
+                .net_lost = rj->net.lost,
         };
         if (metrics_job_end(&d->metrics, &mj) < 0)
                 log_warning(JOB_LOG ": out of memory: not counted in the metrics", JOB_LOG_ARGS(j));
@@ -48,6 +51,10 @@ static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_
                 .queued = d->sched.all.queued,
                 .running = d->sched.all.running,
                 .connections = d->conns.n,
+                .net_strays = netaudit_strays(d->netaudit),
+                .net_pool = d->caps.net_restricted,
+                .net_pool_used = d->net_slots_used,
+                .net_pool_size = d->net_slots,
         };
         bundles_cache_stats(d, &g.cache_bytes, &g.cache_entries);
         callbacks_gauges(d, &g);

@@ -8,8 +8,13 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "netaudit.h"
 #include "parse.h"
+#include "proto.h"
 #include "util.h"
+
+_Static_assert(METRICS_NET_MODES == NET_RESTRICTED + 1, "a network mode without its series");
+_Static_assert(METRICS_NET_KINDS == NETAUDIT_DNS, "a network event kind without its series");
 
 /* Seconds: from a warm start of a few milliseconds to a slow one. */
 static const double startup_bounds[METRICS_STARTUP_BUCKETS] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -84,7 +89,29 @@ int metrics_job_end(struct metrics *m, const struct metrics_job *j) {
                 if (j->bundle_stale)
                         m->bundle_stale++;
         }
+        m->net.dropped += j->net_dropped;
+        m->net.lost += j->net_lost;
         return 0;
+}
+
+void metrics_net_started(struct metrics *m, int mode, bool audited) {
+        if (mode >= 0 && mode < METRICS_NET_MODES)
+                m->net.started[mode][audited ? 1 : 0]++;
+}
+
+void metrics_net_event(struct metrics *m, unsigned kind, unsigned verdict) {
+        if (kind >= 1 && kind <= METRICS_NET_KINDS)
+                m->net.events[kind - 1][verdict == NETAUDIT_ALLOW ? 0 : 1]++;
+}
+
+void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n) {
+        if ((unsigned) o < MDNS_OUTCOMES)
+                m->net.dns[o] += n;
+}
+
+void metrics_net_setup_failed(struct metrics *m, enum metrics_net_step step) {
+        if ((unsigned) step < MNET_STEPS)
+                m->net.setup_failures[step]++;
 }
 
 /* A label value as the text format wants it: \\, \" and \n escaped. */
@@ -160,6 +187,60 @@ static void callbacks(FILE *f, const struct metrics_gauges *g) {
         fprintf(f, "sbx_callback_dead_lettered_total %" PRIu64 "\n", g->cb_dead_lettered);
 }
 
+static void counter(FILE *f, const char *name, const char *help, uint64_t v) {
+        head(f, name, "counter", help);
+        fprintf(f, "%s %" PRIu64 "\n", name, v);
+}
+
+/* Label values: the words of the result records and the configuration. */
+static const char *const net_kinds[METRICS_NET_KINDS] = { "connect", "sendmsg", "socket", "dns" };
+static const char *const dns_outcomes[MDNS_OUTCOMES] = {
+        [MDNS_ANSWERED] = "answered",
+        [MDNS_REFUSED] = "refused",
+        [MDNS_BUSY] = "busy",
+        [MDNS_UPSTREAM_FAILED] = "upstream_failed",
+        [MDNS_WITHHELD] = "withheld",
+        [MDNS_UNANSWERED] = "unanswered",
+        [MDNS_MALFORMED] = "malformed",
+        [MDNS_RATE_LIMITED] = "rate_limited",
+};
+static const char *const net_steps[MNET_STEPS] = {
+        [MNET_AUDIT] = "audit", [MNET_ADDRESS] = "address", [MNET_HANDSHAKE] = "handshake", [MNET_VETH] = "veth", [MNET_DNS] = "dns",
+};
+
+static void network(FILE *f, const struct metrics_net *n, const struct metrics_gauges *g) {
+        head(f, "sbx_jobs_started_total", "counter",
+             "Jobs whose launcher started, by network mode and whether their network use was audited.");
+        for (int mode = 0; mode < METRICS_NET_MODES; mode++)
+                for (int a = 0; a < 2; a++)
+                        fprintf(f, "sbx_jobs_started_total{network=\"%s\",audit=\"%s\"} %" PRIu64 "\n", proto_net_mode_name(mode),
+                                a ? "true" : "false", n->started[mode][a]);
+        head(f, "sbx_network_events_total", "counter",
+             "Network events of audited jobs the daemon received (kept in their records or past network_events), by kind and verdict.");
+        for (int k = 0; k < METRICS_NET_KINDS; k++)
+                for (int v = 0; v < 2; v++)
+                        fprintf(f, "sbx_network_events_total{kind=\"%s\",verdict=\"%s\"} %" PRIu64 "\n", net_kinds[k],
+                                v ? "deny" : "allow", n->events[k][v]);
+        counter(f, "sbx_network_events_dropped_total",
+                "Network events of ended jobs past network_events: counted in their records, not kept.", n->dropped);
+        counter(f, "sbx_network_events_lost_total", "Network events of ended jobs the eBPF ring buffer had no room for.", n->lost);
+        counter(f, "sbx_network_events_stray_total", "Network events the daemon received for no job (one that had ended).",
+                g->net_strays);
+        head(f, "sbx_network_dns_queries_total", "counter", "Queries read by the restricted jobs' DNS proxies, by what came of them.");
+        for (int o = 0; o < MDNS_OUTCOMES; o++)
+                fprintf(f, "sbx_network_dns_queries_total{outcome=\"%s\"} %" PRIu64 "\n", dns_outcomes[o], n->dns[o]);
+        counter(f, "sbx_network_dns_pauses_total",
+                "Times a job's DNS proxy stopped reading for the rest of a second, its rate used up.",
+                n->dns_pauses);
+        head(f, "sbx_network_setup_failures_total", "counter", "Jobs whose network could not be set up, by step.");
+        for (int s = 0; s < MNET_STEPS; s++)
+                fprintf(f, "sbx_network_setup_failures_total{step=\"%s\"} %" PRIu64 "\n", net_steps[s], n->setup_failures[s]);
+        if (!g->net_pool)
+                return;
+        gauge(f, "sbx_network_pool_used", "Blocks of network_pool (a /30 per restricted job) in use.", g->net_pool_used);
+        gauge(f, "sbx_network_pool_size", "Blocks of network_pool (a /30 per restricted job) there are.", g->net_pool_size);
+}
+
 int metrics_render(const struct metrics *m, const struct metrics_gauges *g, const char *tenant, char **ret, size_t *ret_len) {
         char *buf = NULL;
         size_t len = 0;
@@ -189,6 +270,7 @@ int metrics_render(const struct metrics *m, const struct metrics_gauges *g, cons
         fprintf(f, "sbx_bundle_stale_jobs_total %" PRIu64 "\n", m->bundle_stale);
         gauge(f, "sbx_bundle_cache_bytes", "Bytes of unpacked bundles in the cache.", g->cache_bytes);
         gauge(f, "sbx_bundle_cache_entries", "Unpacked bundles in the cache.", g->cache_entries);
+        network(f, &m->net, g);
         if (g->callbacks)
                 callbacks(f, g);
         if (fclose(f) != 0) {

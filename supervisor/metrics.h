@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The daemon's metrics: counters kept on the event loop as jobs end, and
+/* The daemon's metrics: counters kept on the event loop as jobs end and as
+ * their network events come (the ring buffer, the DNS proxies and the
+ * veths' hand-over are all served there: an increment, never a lock), and
  * their exposition in the Prometheus text format (version 0.0.4, which
  * `promtool check metrics` checks), for the metrics operation and the
  * optional HTTP listener (metrics-http.c). Counters count since the
@@ -16,6 +18,43 @@
 #define METRICS_MAX_STEPS 32      /* set-up steps told apart; more are "other" */
 #define METRICS_STARTUP_BUCKETS 13
 #define METRICS_RUN_BUCKETS 13
+
+/* The network's counters (restricted jobs, the audit, the DNS proxy): each
+ * labelled by a small enum, never by a job or a host. */
+#define METRICS_NET_MODES 3       /* enum net_mode and NET_RESTRICTED */
+#define METRICS_NET_KINDS 4       /* enum netaudit_kind, from 1 */
+
+/* What a query read from a job's DNS proxy came to: one outcome each. */
+enum metrics_dns_outcome {
+        MDNS_ANSWERED,       /* the upstream's answer went to the job */
+        MDNS_REFUSED,        /* the name is not the job's to resolve: REFUSED */
+        MDNS_BUSY,           /* DNSPROXY_PENDING of the job's queries were out already: REFUSED */
+        MDNS_UPSTREAM_FAILED, /* it could not be forwarded, or the upstream failed: SERVFAIL or REFUSED */
+        MDNS_WITHHELD,       /* an answer's address could not be admitted: REFUSED */
+        MDNS_UNANSWERED,     /* no answer in time, or the job ended first */
+        MDNS_MALFORMED,      /* not a DNS query: no answer */
+        MDNS_RATE_LIMITED,   /* never read: dropped by the kernel while the proxy was past the job's rate, or left at its end */
+        MDNS_OUTCOMES
+};
+
+/* The step at which a job's network could not be set up. */
+enum metrics_net_step {
+        MNET_AUDIT,          /* the eBPF programs could not be attached to its cgroup */
+        MNET_ADDRESS,        /* every /30 of network_pool was in use */
+        MNET_HANDSHAKE,      /* the launcher's --info-fd/--block-fd handshake */
+        MNET_VETH,           /* its veth could not be made in its namespace */
+        MNET_DNS,            /* its DNS proxy could not be served */
+        MNET_STEPS
+};
+
+struct metrics_net {
+        uint64_t started[METRICS_NET_MODES][2]; /* jobs started, by mode and not audited/audited */
+        uint64_t events[METRICS_NET_KINDS][2];  /* events received, by kind - 1 and allow/deny */
+        uint64_t dropped, lost;                 /* of ended jobs: past network_events; the ring had no room */
+        uint64_t dns[MDNS_OUTCOMES];
+        uint64_t dns_pauses;                    /* a proxy stopped reading for the rest of a second */
+        uint64_t setup_failures[MNET_STEPS];
+};
 
 struct metrics_tenant {
         char *name;
@@ -40,6 +79,7 @@ struct metrics {
         size_t n_steps;
         uint64_t bundle_jobs[2];        /* bundle jobs whose tree came from the cache, from the registry */
         uint64_t bundle_stale;          /* of those from the cache: the registry could not be asked */
+        struct metrics_net net;
 };
 
 /* What the exposition reads from the daemon when it is asked. */
@@ -49,6 +89,9 @@ struct metrics_gauges {
         bool callbacks;                 /* the members below were filled */
         uint64_t cb_backlog, cb_in_memory, cb_dead;
         uint64_t cb_delivered, cb_attempt_failures, cb_dead_lettered;
+        uint64_t net_strays;            /* audit events of no attached job */
+        bool net_pool;                  /* the members below were filled (restricted jobs can run) */
+        uint64_t net_pool_used, net_pool_size; /* /30s of network_pool */
 };
 
 /* What one finished job adds. */
@@ -61,11 +104,22 @@ struct metrics_job {
         const char *setup_step;         /* the launcher's failed set-up step, or NULL */
         int bundle_source;              /* -1: no bundle; 0: from the cache; 1: downloaded */
         bool bundle_stale;
+        uint64_t net_dropped, net_lost; /* its network events past network_events; lost by the ring */
 };
 
 void metrics_done(struct metrics *m);
 /* Returns 0 or -ENOMEM (the job is then not counted). */
 int metrics_job_end(struct metrics *m, const struct metrics_job *j);
+
+/* A job started with network mode (enum net_mode, NET_RESTRICTED), under
+ * the audit or not. */
+void metrics_net_started(struct metrics *m, int mode, bool audited);
+/* A network event of a job reached the daemon (kind: enum netaudit_kind,
+ * verdict: NETAUDIT_ALLOW or NETAUDIT_DENY). */
+void metrics_net_event(struct metrics *m, unsigned kind, unsigned verdict);
+/* n queries came to o. */
+void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n);
+void metrics_net_setup_failed(struct metrics *m, enum metrics_net_step step);
 
 /* The exposition, NUL-terminated (free() it). With tenant non-NULL, the
  * series labelled with a tenant are those of that tenant only. */

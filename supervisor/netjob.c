@@ -105,6 +105,7 @@ static uint64_t boot_to_real_ms(uint64_t boot_ns) {
 
 static void on_event(void *arg, const struct netaudit_event *e) {
         struct rjob *rj = arg;
+        metrics_net_event(&rj->d->metrics, e->kind, e->verdict);
         json_t *ev = netevents_add(&rj->net, e, boot_to_real_ms(e->boot_ns), dnsproxy_name_of(rj, e), NULL);
         /* Followers get what the record keeps, so a flood of attempts
          * costs them no more than the record's bound. */

@@ -144,6 +144,7 @@ static int slot_take(struct daemon *d) {
                 if (if_nametoindex(name) != 0)
                         continue;
                 d->net_used[i / 8] |= (uint8_t) (1u << (i % 8));
+                d->net_slots_used++;
                 d->net_next = i + 1;
                 return (int) i;
         }
@@ -151,8 +152,10 @@ static int slot_take(struct daemon *d) {
 }
 
 static void slot_give(struct daemon *d, int slot) {
-        if (slot >= 0)
-                d->net_used[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
+        if (slot < 0)
+                return;
+        d->net_used[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
+        d->net_slots_used--;
 }
 
 static void nl_free(struct netlink_job *n) {
@@ -219,15 +222,18 @@ static void setup_done(struct work *w) {
         }
         struct rjob *rj = n->rj;
         if (n->err < 0) {
+                metrics_net_setup_failed(&n->d->metrics, MNET_VETH);
                 log_error(JOB_LOG ": network: %s", JOB_LOG_ARGS(&rj->j), n->msg);
                 free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
         } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd) < 0) {
                 n->spec.dns_fd = -1;
+                metrics_net_setup_failed(&n->d->metrics, MNET_DNS);
                 free(rj->net_fail);
                 rj->net_fail = strdup("cannot serve the job's DNS proxy");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
         } else if (write(n->block_fd, "1", 1) != 1) {
+                metrics_net_setup_failed(&n->d->metrics, MNET_HANDSHAKE);
                 log_error(JOB_LOG ": network: cannot let the sandbox go on: %s", JOB_LOG_ARGS(&rj->j), strerror(errno));
         } else {
                 log_debug(JOB_LOG ": network: %s up: the info line %llu us after the launcher started, the worker %llu us "
@@ -275,6 +281,7 @@ static void on_info(struct source *s, uint32_t events) {
                 return; /* the launcher failed before its namespaces existed: its own error says why */
         if (parse_info(n) < 0) {
                 snprintf(n->msg, sizeof(n->msg), "the launcher's --info-fd line is not what sbx-launch(1) says");
+                metrics_net_setup_failed(&n->d->metrics, MNET_HANDSHAKE);
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), n->msg);
                 free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
@@ -308,6 +315,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_erro
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
+                metrics_net_setup_failed(&d->metrics, MNET_ADDRESS);
                 return sbx_error_msg(err, ENOSPC, "network: no free address in network_pool: all %u /30s are in use", d->net_slots);
         }
         uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
@@ -332,6 +340,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_erro
                 n->info_fd = -1;
                 close(info_fd);
                 nl_free(n);
+                metrics_net_setup_failed(&d->metrics, MNET_HANDSHAKE);
                 return sbx_error_set(err, r, "network: cannot watch the launcher's --info-fd");
         }
         rj->netlink = n;

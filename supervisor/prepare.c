@@ -100,6 +100,7 @@ void prepare_begin(struct rjob *rj) {
          * connection is audited like its last. */
         char msg[SBX_ERROR_MAX + 64];
         if ((r = netjob_start(rj, msg, sizeof(msg))) < 0) {
+                metrics_net_setup_failed(&d->metrics, MNET_AUDIT);
                 log_error("job %s: %s", rj->j.id, msg);
                 job_transition(&rj->j, JEV_SPAWN_FAIL, msg);
                 runner_end(rj);

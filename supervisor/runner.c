@@ -286,6 +286,7 @@ void runner_launch(struct rjob *rj) {
         else
                 log_error(JOB_LOG ": no timer (%s): it runs without its timeout", JOB_LOG_ARGS(&rj->j), strerror(errno));
         job_transition(&rj->j, JEV_START, NULL);
+        metrics_net_started(&d->metrics, rj->j.pol.net, rj->j.pol.net_audit);
         rj->had_cgroup = rj->cgroup_fd >= 0;
         if (rj->had_cgroup && rj->j.pol.cpu_s != PROTO_UNSET) {
                 rj->cpu_watched = true;

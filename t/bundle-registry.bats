@@ -33,15 +33,7 @@ teardown() {
 # fails_with CODE MESSAGE-PART [REF]: a run of the bundle ends with CODE,
 # never started, audited; the cache holds nothing.
 fails_with() {
-        local job rec
-        job=$(ctl submit --bundle "${3:-hello}")
-        rec=$(job_record "$job")
-        echo "$rec" >&2
-        [ "$(json_get result.state <<<"$rec")" = error ]
-        [ "$(json_get result.error.code <<<"$rec")" = "$1" ]
-        [[ "$(json_get result.error.message <<<"$rec")" == *"$2"* ]]
-        [ "$(json_get result.started <<<"$rec")" = null ]
-        grep -q '"event":"bundle","job":"'"$job"'".*"decision":"refused".*"code":"'"$1"'"' "$SUP_DIR/audit.log"
+        bundle_refused "$@"
         # (trees that cache gc --all removed may still be on their way out)
         [ -z "$(ls -A "$SUP_DIR/state/cache" | grep -v '^\.trash-')" ]
 }

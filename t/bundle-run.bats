@@ -314,6 +314,26 @@ memory = 128M" >/dev/null
         [[ "$output" == *"$dir/manifest.ini:3: bundle.version: not a semantic version"* ]]
 }
 
+@test "sbx-bundle: pack keeps links inside the bundle and refuses ones that lead out, naming them" {
+        dir=$(mk_bundle hello 1.0.0)
+        mkdir -p "$dir/lib/sub"
+        ln -s ../run.sh "$dir/lib/ok"
+        ln -s sub/../../manifest.ini "$dir/lib/ok2"
+        "$SBX_STAGE/bin/sbx-bundle" pack "$dir" -o "$SUP_DIR/links.tar.gz"
+        run tar tzvf "$SUP_DIR/links.tar.gz"
+        [[ "$output" == *"lib/ok -> ../run.sh"* ]]
+        [[ "$output" == *"lib/ok2 -> sub/../../manifest.ini"* ]]
+        # out of the root, at once, half-way, and absolute
+        for target in ../../etc/passwd ../sub/../../x sub/../../../x /etc/passwd; do
+                rm -f "$dir/lib/bad"
+                ln -s "$target" "$dir/lib/bad"
+                run "$SBX_STAGE/bin/sbx-bundle" pack "$dir" -o "$SUP_DIR/bad.tar.gz"
+                echo "$target: $output" >&2
+                [ "$status" -eq 1 ]
+                [[ "$output" == *"$dir/lib/bad -> $target: the link leads out of the bundle"* ]]
+        done
+}
+
 @test "contrib/try-bundle.sh packs, signs, publishes and runs the sample bundle, the second run from the cache" {
         before=$(ls -d /tmp/sbx-try-bundle.* 2>/dev/null | wc -l)
         run "$SBX_SRCDIR/contrib/try-bundle.sh" there

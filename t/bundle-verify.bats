@@ -29,19 +29,6 @@ teardown() {
         reg_stop
 }
 
-# fails_with CODE MESSAGE-PART [REF]: a run of the bundle ends with CODE.
-fails_with() {
-        local job rec
-        job=$(ctl submit --bundle "${3:-hello}")
-        rec=$(job_record "$job")
-        echo "$rec" >&2
-        [ "$(json_get result.state <<<"$rec")" = error ]
-        [ "$(json_get result.error.code <<<"$rec")" = "$1" ]
-        [[ "$(json_get result.error.message <<<"$rec")" == *"$2"* ]]
-        [ "$(json_get result.started <<<"$rec")" = null ]
-        grep -q '"event":"bundle","job":"'"$job"'".*"decision":"refused".*"code":"'"$1"'"' "$SUP_DIR/audit.log"
-}
-
 # Nothing of a refused bundle is kept.
 cache_empty() {
         [ -z "$(ls -A "$SUP_DIR/state/cache")" ]
@@ -54,13 +41,13 @@ cache_empty() {
         printf 'X' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null
         bundle_config
         sup_start
-        fails_with E_BUNDLE_INTEGRITY "hello-1.0.0.tar.gz: sha256 "
-        fails_with E_BUNDLE_INTEGRITY ", the signed index gives $sha"
+        bundle_refused E_BUNDLE_INTEGRITY "hello-1.0.0.tar.gz: sha256 "
+        bundle_refused E_BUNDLE_INTEGRITY ", the signed index gives $sha"
         cache_empty
         # more bytes than the index says
         cp "$SUP_DIR/hello-1.0.0.tar.gz" "$f"
         echo more >> "$f"
-        fails_with E_BUNDLE_INTEGRITY "more bytes than the"
+        bundle_refused E_BUNDLE_INTEGRITY "more bytes than the"
         cache_empty
         # the right bytes run
         cp "$SUP_DIR/hello-1.0.0.tar.gz" "$f"
@@ -72,7 +59,7 @@ cache_empty() {
         reg_misbehave '*.tar.gz' truncate
         bundle_config
         sup_start
-        fails_with E_BUNDLE_INTEGRITY "the download was cut short"
+        bundle_refused E_BUNDLE_INTEGRITY "the download was cut short"
         cache_empty
 }
 
@@ -82,7 +69,7 @@ cache_empty() {
         id=$(head -1 "$KEYS/other.pub" | awk '{ print $NF }')
         bundle_config
         sup_start
-        fails_with E_BUNDLE_SIGNATURE "signed with key $id, which is not a trusted key"
+        bundle_refused E_BUNDLE_SIGNATURE "signed with key $id, which is not a trusted key"
         [ "$(reg_requests 'tar.gz')" -eq 0 ]
         cache_empty
 }
@@ -96,14 +83,14 @@ cache_empty() {
         ! cmp -s "$REG/hello/index.json" "$SUP_DIR/index.good" || false
         BUNDLE_REGISTRY="index_ttl = 0" bundle_config
         sup_start
-        fails_with E_BUNDLE_SIGNATURE "hello/index.json: the signature by key"
+        bundle_refused E_BUNDLE_SIGNATURE "hello/index.json: the signature by key"
         # the serial in the trusted comment is signed too
         cp "$SUP_DIR/index.good" "$REG/hello/index.json"
         sed -i 's/^trusted comment: serial=2 /trusted comment: serial=9 /' "$REG/hello/index.json.minisig"
-        fails_with E_BUNDLE_SIGNATURE "the trusted comment's signature"
+        bundle_refused E_BUNDLE_SIGNATURE "the trusted comment's signature"
         # unsigned
         rm "$REG/hello/index.json.minisig"
-        fails_with E_BUNDLE_SIGNATURE "hello/index.json is not signed"
+        bundle_refused E_BUNDLE_SIGNATURE "hello/index.json is not signed"
         [ "$(reg_requests 'tar.gz')" -eq 0 ]
         cache_empty
 }
@@ -120,14 +107,14 @@ cache_empty() {
         # the registry (or someone between) serves the old, validly signed index
         cp "$SUP_DIR/index.1" "$REG/hello/index.json"
         cp "$SUP_DIR/index.1.minisig" "$REG/hello/index.json.minisig"
-        fails_with E_BUNDLE_ROLLBACK "served the index of hello with serial 1, older than serial 2 already seen"
-        fails_with E_BUNDLE_ROLLBACK "serial 1, older than serial 2" hello@1.0.0
+        bundle_refused E_BUNDLE_ROLLBACK "served the index of hello with serial 1, older than serial 2 already seen"
+        bundle_refused E_BUNDLE_ROLLBACK "serial 1, older than serial 2" hello@1.0.0
         # a caller who pins the digest may run from it
         [ "$(ctl run --bundle "hello@sha256:$sha1")" = "bundle hello 1.0.0 args: " ]
         # the highest serial seen outlives the daemon
         sup_stop
         sup_start
-        fails_with E_BUNDLE_ROLLBACK "older than serial 2"
+        bundle_refused E_BUNDLE_ROLLBACK "older than serial 2"
         grep -q '"event":"bundle_fetch","what":"index","registry":"main","bundle":"hello","decision":"verified","serial":1' "$SUP_DIR/audit.log"
 }
 
@@ -136,7 +123,7 @@ cache_empty() {
         reg_misbehave '*' 500
         bundle_config
         sup_start
-        fails_with E_REGISTRY_UNAVAILABLE "registry unreachable: GET $REG_URL/hello/index.json: HTTP 500"
+        bundle_refused E_REGISTRY_UNAVAILABLE "registry unreachable: GET $REG_URL/hello/index.json: HTTP 500"
         cache_empty
 }
 
@@ -154,8 +141,8 @@ cache_empty() {
         port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         REG_URL_OVERRIDE="http://127.0.0.1:$port" bundle_config
         sup_start
-        fails_with E_REGISTRY_UNAVAILABLE "registry unreachable: GET http://127.0.0.1:$port/hello/index.json"
-        fails_with E_REGISTRY_UNAVAILABLE "onnect"
+        bundle_refused E_REGISTRY_UNAVAILABLE "registry unreachable: GET http://127.0.0.1:$port/hello/index.json"
+        bundle_refused E_REGISTRY_UNAVAILABLE "onnect"
         sup_stop
         REG_URL_OVERRIDE="http://127.0.0.1:$port" BUNDLE_REGISTRY="offline = use-cached" bundle_config
         sup_start
@@ -172,8 +159,8 @@ cache_empty() {
         # a pinned version runs if it is cached, and is stale too
         [ "$(ctl run --bundle hello@1.0.0)" = "bundle hello 1.0.0 args: " ]
         # what is not cached cannot run
-        fails_with E_REGISTRY_UNAVAILABLE "no cached version of hello to run instead" hello@2.0.0
-        fails_with E_REGISTRY_UNAVAILABLE "no cached version of other to run instead" other
+        bundle_refused E_REGISTRY_UNAVAILABLE "no cached version of hello to run instead" hello@2.0.0
+        bundle_refused E_REGISTRY_UNAVAILABLE "no cached version of other to run instead" other
 }
 
 @test "a registry that stalls: the transfer times out (stall_timeout), E_REGISTRY_UNAVAILABLE" {
@@ -196,7 +183,7 @@ cache_empty() {
         rm "$REG/hello/hello-1.0.0.tar.gz"
         bundle_config
         sup_start
-        fails_with E_REGISTRY_UNAVAILABLE "HTTP 404"
+        bundle_refused E_REGISTRY_UNAVAILABLE "HTTP 404"
 }
 
 @test "a job fetching its bundle can be cancelled; the download goes on for the cache" {

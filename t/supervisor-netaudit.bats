@@ -192,6 +192,41 @@ for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
         [ "$(json_get result.network_events <<<"$output")" = "[]" ]
 }
 
+@test "the metrics count jobs by network mode and audit, and each audited event by kind and verdict; promtool passes" {
+        port=$(tcp_server)
+        ctl metrics > "$BATS_TEST_TMPDIR/before"
+        run ctl --json submit --network host --audit -- python3 -c "
+import socket
+socket.create_connection(('127.0.0.1', $port)).close()
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM, 136)
+except OSError:
+    pass
+"
+        id=$(json_get job <<<"$output")
+        ctl --json wait "$id" > "$BATS_TEST_TMPDIR/records"
+        ctl run --network host -- true
+        ctl run -- true
+        ctl metrics > "$BATS_TEST_TMPDIR/after"
+        b=$(cat "$BATS_TEST_TMPDIR/before") a=$(cat "$BATS_TEST_TMPDIR/after")
+        delta() { echo $(( $(metric "$1" <<<"$a") - $(metric "$1" <<<"$b") )); }
+        [ "$(delta 'sbx_jobs_started_total{network="host",audit="true"}')" = 1 ]
+        [ "$(delta 'sbx_jobs_started_total{network="host",audit="false"}')" = 1 ]
+        [ "$(delta 'sbx_jobs_started_total{network="none",audit="false"}')" = 1 ]
+        [ "$(delta 'sbx_jobs_started_total{network="restricted",audit="true"}')" = 0 ]
+        [ "$(delta 'sbx_network_events_total{kind="connect",verdict="allow"}')" = 1 ]
+        [ "$(delta 'sbx_network_events_total{kind="sendmsg",verdict="allow"}')" = 1 ]
+        [ "$(delta 'sbx_network_events_total{kind="socket",verdict="deny"}')" = 1 ]
+        [ "$(delta 'sbx_network_events_total{kind="connect",verdict="deny"}')" = 0 ]
+        # and every series agrees with the job's record
+        net_metrics_check "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after" < "$BATS_TEST_TMPDIR/records"
+        # no restricted jobs here: no pool to show
+        ! grep -q '^sbx_network_pool' <<<"$a" || false
+        command -v promtool >/dev/null || skip "promtool (Debian package prometheus) is not installed"
+        promtool check metrics < "$BATS_TEST_TMPDIR/after"
+}
+
 # flood N: a job that waits for /workspace/go, sends N datagrams, and says
 # so; the daemon is stopped meanwhile, so whatever the ring buffer takes
 # stays there. Leaves the result in $res.
@@ -222,10 +257,17 @@ open('/workspace/sent', 'w').close()
 
 @test "past network_events an event is only counted (dropped), by the programs themselves, none lost" {
         # network_events = 50: the 4 KiB ring (56 events) never fills
+        before=$(ctl metrics)
         flood 500
+        after=$(ctl metrics)
         [ "$(json_get result.network.events_kept <<<"$res")" -eq 50 ]
         [ "$(json_get result.network.events_dropped <<<"$res")" -eq 450 ]
         [ "$(json_get result.network.events_lost <<<"$res")" -eq 0 ]
+        # the metrics count the 50 received, and the 450 dropped once the job ended
+        ev='sbx_network_events_total{kind="sendmsg",verdict="allow"}'
+        [ $(( $(metric "$ev" <<<"$after") - $(metric "$ev" <<<"$before") )) -eq 50 ]
+        [ $(( $(metric sbx_network_events_dropped_total <<<"$after") - $(metric sbx_network_events_dropped_total <<<"$before") )) -eq 450 ]
+        [ "$(metric sbx_network_events_lost_total <<<"$after")" = "$(metric sbx_network_events_lost_total <<<"$before")" ]
 }
 
 @test "a full ring buffer's losses are counted in the job's result and logged, never silent" {
@@ -233,16 +275,26 @@ open('/workspace/sent', 'w').close()
         sed -i 's/^network_events = 50$/network_events = 1000/' "$SUP_DIR/sup.conf"
         sup_stop
         sup_start
+        before=$(ctl metrics)
         flood 500
         kept=$(json_get result.network.events_kept <<<"$res")
         dropped=$(json_get result.network.events_dropped <<<"$res")
         lost=$(json_get result.network.events_lost <<<"$res")
+        after=$(ctl metrics)
         sed -i 's/^network_events = 1000$/network_events = 50/' "$SUP_DIR/sup.conf"
         sup_stop
         sup_start
         [ "$kept" -le 56 ]
         [ "$lost" -ge 444 ]
         [ $((kept + dropped + lost)) -eq 500 ]
+        # a new daemon counts from 0, as Prometheus counters may (the test
+        # before had 450 dropped)
+        [ "$(metric sbx_network_events_dropped_total <<<"$before")" = 0 ]
+        [ "$(metric 'sbx_jobs_started_total{network="host",audit="true"}' <<<"$before")" = 0 ]
+        # the metrics: what was received, dropped and lost
+        [ "$(metric sbx_network_events_lost_total <<<"$after")" = "$lost" ]
+        [ "$(metric sbx_network_events_dropped_total <<<"$after")" = "$dropped" ]
+        [ "$(metric 'sbx_network_events_total{kind="sendmsg",verdict="allow"}' <<<"$after")" = "$kept" ]
         grep -q "job $id: network audit: $lost events lost" "$SUP_DIR/daemon.log"
 }
 

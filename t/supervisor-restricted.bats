@@ -227,7 +227,9 @@ need_ipv6() {
 }
 
 @test "an allowed hostname resolves through the job's DNS proxy and its address is reached; other names are refused; both audited" {
+        ctl metrics > "$BATS_TEST_TMPDIR/before"
         probe --allow db.test:8080 -- name:db.test:8080 name:other.test:8080 tcp:${TH}.2:8080 tcp:${TH}.1:8080
+        ctl metrics > "$BATS_TEST_TMPDIR/after"
         [ "${lines[0]}" = "name:db.test:8080 ok ${TH}.1:8080" ]
         [ "${lines[1]}" = "name:other.test:8080 unresolved" ]
         [ "${lines[2]}" = "tcp:${TH}.2:8080 EPERM" ]
@@ -248,10 +250,24 @@ need_ipv6() {
         # glibc may ask again after a REFUSED: every answer is the same
         ! grep -q "^dns db.test .* deny$" <<<"$evs" || false
         ! grep -q "^dns other.test .* allow$" <<<"$evs" || false
+        # the metrics: each event by kind and verdict, as in the record; the
+        # proxy answered each allowed query and refused each other one
+        net_metrics_check "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after" DNS <<<"$res"
+        b=$(cat "$BATS_TEST_TMPDIR/before") a=$(cat "$BATS_TEST_TMPDIR/after")
+        delta() { echo $(( $(metric "$1" <<<"$a") - $(metric "$1" <<<"$b") )); }
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" = "$(grep -c "^dns db.test .* allow$" <<<"$evs")" ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="refused"}')" = "$(grep -c "^dns other.test .* deny$" <<<"$evs")" ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="refused"}')" -ge 1 ]
+        [ "$(delta 'sbx_network_events_total{kind="connect",verdict="deny"}')" = 1 ]
+        [ "$(delta 'sbx_jobs_started_total{network="restricted",audit="true"}')" = 1 ]
+        command -v promtool >/dev/null || skip "promtool (Debian package prometheus) is not installed"
+        promtool check metrics < "$BATS_TEST_TMPDIR/after"
 }
 
 @test "a burst of queries for an allowed name: at most 16 forwarded at once, the rest refused at once" {
+        before=$(ctl metrics)
         probe --allow slow.test:80 -- dnsburst:slow.test:40
+        after=$(ctl metrics)
         read -r _ _ answered _ refused <<<"${lines[0]}"
         [ "$answered" -le 16 ]
         [ "$answered" -ge 1 ]
@@ -259,16 +275,35 @@ need_ipv6() {
         evs=$(events)
         [ "$(grep -c "^dns slow.test A - - allow" <<<"$evs")" -eq "$answered" ]
         [ "$(grep -c "^dns slow.test A - - deny" <<<"$evs")" -eq "$refused" ]
+        # the metrics tell the refused-as-busy from the answered
+        delta() { echo $(( $(metric "$1" <<<"$after") - $(metric "$1" <<<"$before") )); }
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="busy"}')" -eq "$refused" ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" -eq "$answered" ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="refused"}')" -eq 0 ]
 }
 
 @test "a flood of queries: the proxy reads at most 100 a second of a job, the rest waits or is dropped by the kernel" {
+        before=$(ctl metrics)
         probe --allow db.test:80 -- dnsflood:other.test:1000:1.5
+        after=$(ctl metrics)
         read -r _ _ answered _ secs _ <<<"${lines[0]}"
         # the first second's 100, the next second's, and one more for the
         # tick's phase: never the thousand
         [ "$answered" -ge 1 ]
         [ "$answered" -le $(( (${secs%.*} + 2) * 100 )) ]
         [ "$answered" -lt 1000 ]
+        # the metrics: the proxy paused, refused every query it read (each
+        # answer the job counted was one of them), and the rest were never
+        # read: every one of the thousand is counted, once
+        delta() { echo $(( $(metric "$1" <<<"$after") - $(metric "$1" <<<"$before") )); }
+        refused=$(delta 'sbx_network_dns_queries_total{outcome="refused"}')
+        limited=$(delta 'sbx_network_dns_queries_total{outcome="rate_limited"}')
+        [ "$(delta sbx_network_dns_pauses_total)" -ge 1 ]
+        [ "$refused" -ge "$answered" ]
+        [ "$limited" -ge 1 ]
+        [ $((refused + limited)) -eq 1000 ] || { echo "refused $refused, rate-limited $limited"; false; }
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" -eq 0 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="malformed"}')" -eq 0 ]
 }
 
 @test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames too" {
@@ -312,6 +347,7 @@ need_ipv6() {
 }
 
 @test "100 restricted jobs at once: each reaches its own allowed host and never the other's" {
+        ctl metrics > "$BATS_TEST_TMPDIR/before"
         ids=()
         for i in $(seq 100); do
                 h=$((i % 2 ? 1 : 2))
@@ -328,12 +364,24 @@ need_ipv6() {
                 id=${ids[$((i - 1))]}
                 h=$((i % 2 ? 1 : 2)) o=$((i % 2 ? 2 : 1))
                 res=$(ctl --json wait "$id")
+                echo "$res" >> "$BATS_TEST_TMPDIR/records"
                 [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "job $i: $res"; false; }
                 run ctl logs "$id"
                 # its own host answers; the other's is refused by the programs
                 [[ "$output" == *"${TH}.$h ok ${TH}.$h:8080"* ]] || { echo "job $i: $output"; echo "$res"; false; }
                 [[ "$output" == *"connect: Operation not permitted"*"${TH}.$o refused"* ]] || { echo "job $i: $output"; echo "$res"; false; }
         done
+        # the metrics agree with the 100 records, event for event; every
+        # block of the pool is free again
+        ctl metrics > "$BATS_TEST_TMPDIR/after"
+        net_metrics_check "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after" DNS < "$BATS_TEST_TMPDIR/records"
+        b=$(cat "$BATS_TEST_TMPDIR/before") a=$(cat "$BATS_TEST_TMPDIR/after")
+        started='sbx_jobs_started_total{network="restricted",audit="true"}'
+        [ $(( $(metric "$started" <<<"$a") - $(metric "$started" <<<"$b") )) -eq 100 ]
+        denied='sbx_network_events_total{kind="connect",verdict="deny"}'
+        [ $(( $(metric "$denied" <<<"$a") - $(metric "$denied" <<<"$b") )) -ge 100 ]
+        [ "$(metric sbx_network_pool_used <<<"$a")" = 0 ]
+        [ "$(metric sbx_network_pool_size <<<"$a")" = 128 ]
         # every veth went with its job
         names
         for i in $(seq 600); do ip -o link show | grep -q " $prefix" || break; sleep 0.05; done
@@ -353,14 +401,27 @@ need_ipv6() {
                 for i in $(seq 600); do [ -e "$SUP_DIR/state/work/$id/up" ] && break; sleep 0.05; done
                 [ -e "$SUP_DIR/state/work/$id/up" ]
         done
+        full=$(ctl metrics)
         run ctl --json submit --network restricted -- true
         res=$(ctl --json wait "$(json_get job <<<"$output")" || true)
+        failed=$(ctl metrics)
         [ "$(json_get result.state <<<"$res")" = error ]
         [[ "$(json_get result.error.message <<<"$res")" == *"no free address in network_pool: all 4 /30s are in use"* ]]
-        for id in "${ids[@]}"; do ctl cancel "$id" >/dev/null; done
+        for id in "${ids[@]}"; do ctl cancel "$id" >/dev/null; ctl wait "$id" >/dev/null || true; done
+        freed=$(ctl metrics)
         sed -i "s|^network_pool = .*|network_pool = $POOL|" "$SUP_DIR/sup.conf"
         sup_stop
         sup_start
+        # the metrics: the pool's 4 blocks in use, the failure counted by
+        # its step, the blocks free once the jobs ended
+        [ "$(metric sbx_network_pool_size <<<"$full")" = 4 ]
+        [ "$(metric sbx_network_pool_used <<<"$full")" = 4 ]
+        [ "$(metric 'sbx_network_setup_failures_total{step="address"}' <<<"$full")" = 0 ]
+        [ "$(metric 'sbx_network_setup_failures_total{step="address"}' <<<"$failed")" = 1 ]
+        [ "$(metric 'sbx_network_setup_failures_total{step="veth"}' <<<"$failed")" = 0 ]
+        [ "$(metric sbx_network_pool_used <<<"$freed")" = 0 ]
+        # and a new daemon counts from 0
+        [ "$(ctl metrics | metric 'sbx_network_setup_failures_total{step="address"}')" = 0 ]
 }
 
 @test "without a network_pool6 jobs are IPv4 only (an allowed IPv6 destination has no route), and the ip6 table a killed daemon left goes" {

@@ -151,6 +151,21 @@ job_record() {
         ctl --json result "$1"
 }
 
+# bundle_refused CODE MESSAGE-PART [REF]: a run of the bundle REF (hello)
+# ends in an error with CODE and a message holding MESSAGE-PART, never
+# started, and the audit log says it was refused with that code.
+bundle_refused() {
+        local job rec
+        job=$(ctl submit --bundle "${3:-hello}")
+        rec=$(job_record "$job")
+        echo "$rec" >&2
+        [ "$(json_get result.state <<<"$rec")" = error ]
+        [ "$(json_get result.error.code <<<"$rec")" = "$1" ]
+        [[ "$(json_get result.error.message <<<"$rec")" == *"$2"* ]]
+        [ "$(json_get result.started <<<"$rec")" = null ]
+        grep -q '"event":"bundle","job":"'"$job"'".*"decision":"refused".*"code":"'"$1"'"' "$SUP_DIR/audit.log"
+}
+
 # No partial tree: every entry of the cache is a whole bundle (its
 # meta.json, its tree and the manifest in it), nothing staged is left.
 cache_whole() {

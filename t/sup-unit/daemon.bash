@@ -140,3 +140,14 @@ ctl_nobody() {
 json_get() {
         "$SBX_STAGE/bin/sup-client" --get "$1"
 }
+
+# metric 'NAME{LABELS}' <<< EXPOSITION: the series' value (0 if absent).
+metric() {
+        awk -v m="$1" '$1 == m { v = $2 } END { print v == "" ? 0 : v }'
+}
+
+# net_metrics_check BEFORE AFTER [DNS] < RECORDS: the network counters grew
+# by what the jobs' records say (t/helpers/net-metrics-check.py).
+net_metrics_check() {
+        python3 "$SBX_SRCDIR/t/helpers/net-metrics-check.py" "$@"
+}

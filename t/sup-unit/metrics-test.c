@@ -13,6 +13,8 @@
 #include <netinet/in.h>
 
 #include "metrics.h"
+#include "netaudit.h"
+#include "proto.h"
 
 static char *render(const struct metrics *m, const char *tenant) {
         struct metrics_gauges g = { .queued = 3, .running = 2, .connections = 1 };
@@ -70,6 +72,83 @@ static void test_steps_bounded(void **state) {
         metrics_done(&m);
 }
 
+/* The network's series: every label value there is, at 0 before anything
+ * happened; each count where it belongs; out-of-range values ignored; the
+ * pool's gauges only with a pool. */
+static void test_network(void **state) {
+        struct metrics m = { 0 };
+        char *s = render(&m, NULL);
+        assert_non_null(strstr(s, "# TYPE sbx_jobs_started_total counter\n"));
+        assert_non_null(strstr(s, "sbx_jobs_started_total{network=\"restricted\",audit=\"true\"} 0\n"));
+        assert_non_null(strstr(s, "sbx_network_events_total{kind=\"dns\",verdict=\"deny\"} 0\n"));
+        assert_non_null(strstr(s, "sbx_network_dns_queries_total{outcome=\"malformed\"} 0\n"));
+        assert_non_null(strstr(s, "sbx_network_setup_failures_total{step=\"veth\"} 0\n"));
+        assert_null(strstr(s, "sbx_network_pool_used"));
+        free(s);
+        metrics_net_started(&m, NET_NONE, false);
+        metrics_net_started(&m, NET_HOST, true);
+        metrics_net_started(&m, NET_RESTRICTED, true);
+        metrics_net_started(&m, NET_RESTRICTED, true);
+        metrics_net_started(&m, -1, false);
+        metrics_net_started(&m, NET_RESTRICTED + 1, false);
+        metrics_net_event(&m, NETAUDIT_CONNECT, NETAUDIT_ALLOW);
+        metrics_net_event(&m, NETAUDIT_CONNECT, NETAUDIT_DENY);
+        metrics_net_event(&m, NETAUDIT_CONNECT, NETAUDIT_DENY);
+        metrics_net_event(&m, NETAUDIT_SENDMSG, NETAUDIT_ALLOW);
+        metrics_net_event(&m, NETAUDIT_SOCKET, NETAUDIT_DENY);
+        metrics_net_event(&m, NETAUDIT_DNS, NETAUDIT_ALLOW);
+        metrics_net_event(&m, 0, NETAUDIT_ALLOW);
+        metrics_net_event(&m, NETAUDIT_DNS + 1, NETAUDIT_ALLOW);
+        metrics_dns(&m, MDNS_ANSWERED, 1);
+        metrics_dns(&m, MDNS_REFUSED, 1);
+        metrics_dns(&m, MDNS_REFUSED, 1);
+        metrics_dns(&m, MDNS_OUTCOMES, 1);
+        metrics_dns(&m, MDNS_RATE_LIMITED, 250);
+        metrics_net_setup_failed(&m, MNET_ADDRESS);
+        metrics_net_setup_failed(&m, MNET_STEPS);
+        m.net.dns_pauses = 4;
+        struct metrics_job j = { .tenant = "t", .outcome = OUTCOME_SUCCEEDED, .startup_us = -1, .run_us = -1, .bundle_source = -1,
+                                 .net_dropped = 450, .net_lost = 7 };
+        assert_int_equal(metrics_job_end(&m, &j), 0);
+        assert_int_equal(metrics_job_end(&m, &j), 0);
+        struct metrics_gauges g = { .net_strays = 2, .net_pool = true, .net_pool_used = 3, .net_pool_size = 128 };
+        size_t n;
+        assert_int_equal(metrics_render(&m, &g, "other", &s, &n), 0);
+        const char *want[] = {
+                "sbx_jobs_started_total{network=\"none\",audit=\"false\"} 1\n",
+                "sbx_jobs_started_total{network=\"none\",audit=\"true\"} 0\n",
+                "sbx_jobs_started_total{network=\"host\",audit=\"false\"} 0\n",
+                "sbx_jobs_started_total{network=\"host\",audit=\"true\"} 1\n",
+                "sbx_jobs_started_total{network=\"restricted\",audit=\"true\"} 2\n",
+                "sbx_network_events_total{kind=\"connect\",verdict=\"allow\"} 1\n",
+                "sbx_network_events_total{kind=\"connect\",verdict=\"deny\"} 2\n",
+                "sbx_network_events_total{kind=\"sendmsg\",verdict=\"allow\"} 1\n",
+                "sbx_network_events_total{kind=\"socket\",verdict=\"deny\"} 1\n",
+                "sbx_network_events_total{kind=\"dns\",verdict=\"allow\"} 1\n",
+                "sbx_network_events_total{kind=\"dns\",verdict=\"deny\"} 0\n",
+                "sbx_network_events_dropped_total 900\n",
+                "sbx_network_events_lost_total 14\n",
+                "sbx_network_events_stray_total 2\n",
+                "sbx_network_dns_queries_total{outcome=\"answered\"} 1\n",
+                "sbx_network_dns_queries_total{outcome=\"refused\"} 2\n",
+                "sbx_network_dns_queries_total{outcome=\"busy\"} 0\n",
+                "sbx_network_dns_queries_total{outcome=\"rate_limited\"} 250\n",
+                "sbx_network_dns_pauses_total 4\n",
+                "sbx_network_setup_failures_total{step=\"address\"} 1\n",
+                "sbx_network_setup_failures_total{step=\"audit\"} 0\n",
+                "# TYPE sbx_network_pool_used gauge\nsbx_network_pool_used 3\n",
+                "sbx_network_pool_size 128\n",
+        };
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+                if (!strstr(s, want[i]))
+                        fail_msg("not in the exposition: %s", want[i]);
+        /* the values out of range went nowhere: 8 kinds x verdicts, 6 modes x audits */
+        assert_null(strstr(s, "network=\"restricted\",audit=\"false\"} 1"));
+        assert_null(strstr(s, "} -"));
+        free(s);
+        metrics_done(&m);
+}
+
 static void test_listen(void **state) {
         struct sockaddr_storage ss;
         socklen_t sl;
@@ -89,6 +168,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_counts),
                 cmocka_unit_test(test_steps_bounded),
+                cmocka_unit_test(test_network),
                 cmocka_unit_test(test_listen),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
