@@ -16,6 +16,7 @@ struct cb_item {
         long last_status;
         char last_error[192];
         struct list link;
+        struct cb_queue *q;     /* its tenant's: counts it while pending */
         struct cb_task task;    /* what the thread does for it now */
 };
 
@@ -35,3 +36,32 @@ void cb_file_task(struct callbacks *cb, struct cb_item *it, enum cb_op op);
 void cb_dispatch(struct callbacks *cb);
 void cb_on_done(struct source *s, uint32_t events);
 void cb_on_timer(struct source *s, uint32_t events);
+
+/* callback-queue.c: the deliveries kept in the outbox only. */
+struct cb_queue;
+int cb_queue_init(struct callbacks *cb);
+void cb_queue_done(struct callbacks *cb);
+/* The tenant's queue, made on first use; NULL when it cannot be (then its
+ * deliveries are all held in memory). */
+struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant);
+/* Its tenant's pending deliveries in memory went up or down by one. */
+void cb_queue_count(struct cb_queue *q, int delta);
+/* A new pending delivery: true when it was queued (the caller frees it),
+ * false when it is to be held in memory (its tenant is below
+ * callback_memory_max with nothing queued, or the queue failed). */
+bool cb_queue_spill(struct callbacks *cb, struct cb_queue *q, const struct outbox_entry *e);
+/* Queue it whatever the bound (it could not be held): true when it was. */
+bool cb_queue_force(struct callbacks *cb, const struct outbox_entry *e);
+/* Read back queued deliveries, oldest first, while tenants are below
+ * callback_memory_max. */
+void cb_queue_refill(struct callbacks *cb);
+/* At start-up: every outbox entry, oldest first, held or queued. */
+int cb_queue_load(struct callbacks *cb);
+/* A queued delivery of the tenant's, into memory now (an operator asked
+ * for it); NULL when the outbox has no such entry. */
+struct cb_item *cb_queue_promote(struct callbacks *cb, const char *job, const char *tenant);
+/* Does the outbox hold an entry for the job? */
+bool cb_queue_holds(struct callbacks *cb, const char *job);
+/* The tenant's queued deliveries, oldest first, appended to arr while
+ * *n < limit (as callbacks.list shows them). */
+void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64_t *n, uint64_t limit);

@@ -98,7 +98,8 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         struct callbacks *cb = &d->cb;
         cb->d = d;
         list_init(&cb->items);
-        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = -1;
+        list_init(&cb->queues);
+        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = cb->queue_fd = -1;
         /* Reference-counted by libcurl (bundles' fetches take one too);
          * before the thread starts, as libcurl asks. */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -109,15 +110,18 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
                 r = open_dir(cb->dir_fd, "outbox", &cb->outbox_fd);
         if (r == 0)
                 r = open_dir(cb->dir_fd, "dead", &cb->dead_fd);
+        if (r == 0)
+                r = cb_queue_init(cb);
         if (r < 0)
                 return sbx_error_set(err, r, "state_dir %s: callbacks", d->cfg->state_dir);
-        if ((r = load_dir(cb, cb->outbox_fd, ".json", CB_PENDING)) < 0 || (r = load_dir(cb, cb->dead_fd, ".json", CB_DEAD)) < 0 ||
+        if ((r = cb_queue_load(cb)) < 0 || (r = load_dir(cb, cb->dead_fd, ".json", CB_DEAD)) < 0 ||
             (r = load_dir(cb, cb->dead_fd, ".dropped", CB_DROPPED)) < 0)
                 return sbx_error_set(err, r, "state_dir %s: callbacks", d->cfg->state_dir);
         if ((r = start_sources(cb)) < 0)
                 return sbx_error_set(err, r, "callbacks");
         if (cb->n_pending)
-                log_notice("callbacks: %" PRIu64 " deliveries pending from before; delivering", cb->n_pending);
+                log_notice("callbacks: %" PRIu64 " deliveries pending from before (%" PRIu64 " of them queued on disk); delivering",
+                           cb->n_pending + cb->n_disk, cb->n_disk);
         cb_dispatch(cb);
         return 0;
 }
@@ -153,6 +157,7 @@ void callbacks_done(struct daemon *d) {
                 list_del(pos);
                 cb_item_free(it);
         }
+        cb_queue_done(cb);
         int *fds[] = { &cb->dir_fd, &cb->outbox_fd, &cb->dead_fd };
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
                 if (*fds[i] >= 0)
@@ -174,14 +179,17 @@ json_t *callbacks_state(struct daemon *d, const char *job, json_t *rec_cb) {
         const struct cb_item *it = d->cb.d ? cb_find(&d->cb, job) : NULL;
         if (it)
                 return item_json(it);
+        /* queued in the outbox, or delivered */
+        bool queued = d->cb.d && cb_queue_holds(&d->cb, job);
         return json_pack("{s:s, s:O, s:O, s:s}", "job", job, "delivery", json_object_get(rec_cb, "delivery") ?: json_null(), "url",
-                         json_object_get(rec_cb, "url") ?: json_null(), "state", "delivered");
+                         json_object_get(rec_cb, "url") ?: json_null(), "state", queued ? "pending" : "delivered");
 }
 
 void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
         const struct callbacks *cb = &d->cb;
         g->callbacks = true;
-        g->cb_backlog = cb->n_pending;
+        g->cb_backlog = cb->n_pending + cb->n_disk;
+        g->cb_in_memory = cb->n_pending;
         g->cb_dead = cb->n_dead;
         g->cb_delivered = cb->delivered;
         g->cb_attempt_failures = cb->attempt_failures;
@@ -196,10 +204,14 @@ static void op_list(struct conn *c, struct request *req) {
                 const struct cb_item *it = list_entry(pos, struct cb_item, link);
                 if (!streq(it->e.tenant, c->tenant->name) || (req->state && !streq(req->state, cb_state_name(it->state))))
                         continue;
-                if (n++ >= req->limit)
+                if (n >= req->limit)
                         break;
                 json_array_append_new(arr, item_json(it));
+                n++;
         }
+        /* then the ones queued in the outbox only, after every one held */
+        if (!req->state || streq(req->state, "pending"))
+                cb_queue_list(&c->d->cb, c->tenant->name, arr, &n, req->limit);
         conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "callbacks", arr)));
 }
 
@@ -247,6 +259,9 @@ void callbacks_op(struct conn *c, struct request *req) {
                 return;
         }
         struct cb_item *it = cb_find(&c->d->cb, req->job);
+        /* a queued one is read into memory to be acted on */
+        if (!it)
+                it = cb_queue_promote(&c->d->cb, req->job, c->tenant->name);
         if (!it || !streq(it->e.tenant, c->tenant->name)) {
                 conn_send(c, proto_error(req->tag, E_NOT_FOUND, "job %s has no callback delivery in the outbox or the dead letters",
                                          req->job));

@@ -36,13 +36,16 @@ struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum c
         it->state = state;
         it->next_ms = now_mono_ms();
         it->task.owner = it;
+        it->q = cb_queue_get(cb, it->e.tenant);
         snprintf(it->task.name, sizeof(it->task.name), "%s.json", it->e.job);
         snprintf(it->task.dropped, sizeof(it->task.dropped), "%s.dropped", it->e.job);
         list_add_tail(&cb->items, &it->link);
-        if (state == CB_PENDING)
+        if (state == CB_PENDING) {
                 cb->n_pending++;
-        else if (state == CB_DEAD)
+                cb_queue_count(it->q, 1);
+        } else if (state == CB_DEAD) {
                 cb->n_dead++;
+        }
         return it;
 }
 
@@ -50,6 +53,7 @@ void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s) {
         bool was_pending = it->state == CB_PENDING || it->state == CB_INFLIGHT || it->state == CB_MOVING;
         bool pending = s == CB_PENDING || s == CB_INFLIGHT || s == CB_MOVING;
         cb->n_pending += (uint64_t) pending - (uint64_t) was_pending;
+        cb_queue_count(it->q, (int) pending - (int) was_pending);
         cb->n_dead += (uint64_t) (s == CB_DEAD) - (uint64_t) (it->state == CB_DEAD);
         it->state = s;
 }
@@ -198,12 +202,14 @@ static void arm(struct callbacks *cb, uint64_t at_ms) {
         timerfd_settime(cb->timer_fd, 0, &its, NULL);
 }
 
-/* Start what is due, oldest first, up to callback_concurrency at once;
- * give up on what is past callback_max_age; wake up for the next. */
+/* Read back what is queued while there is room; start what is due,
+ * oldest first, up to callback_concurrency at once; give up on what is
+ * past callback_max_age; wake up for the next. */
 void cb_dispatch(struct callbacks *cb) {
         const struct config *cfg = cb->d->cfg;
         uint64_t now = now_mono_ms(), real = now_real_ms(), next = 0;
         struct list *pos, *tmp;
+        cb_queue_refill(cb);
         list_for_each_safe(pos, tmp, &cb->items) {
                 struct cb_item *it = list_entry(pos, struct cb_item, link);
                 if (it->state != CB_PENDING)
@@ -351,9 +357,17 @@ void cb_on_timer(struct source *s, uint32_t events) {
 
 void callbacks_add(struct daemon *d, struct outbox_entry *e) {
         struct callbacks *cb = &d->cb;
+        /* Queued when its tenant has callback_memory_max in memory (an
+         * operator cannot have read it in before: cb_queue_promote()). */
+        if (cb_queue_spill(cb, cb_queue_get(cb, e->tenant), e)) {
+                outbox_entry_free(e);
+                return;
+        }
         if (!cb_item_new(cb, e, CB_PENDING)) {
-                /* Its entry is on disk: delivered after the next start. */
-                log_error("callback of job %s: out of memory: delivered after the next start", e->job);
+                /* Its entry is on disk: read back later, or after the next
+                 * start. */
+                log_error("callback of job %s: out of memory: %s", e->job,
+                          cb_queue_force(cb, e) ? "queued on disk" : "delivered after the next start");
                 outbox_entry_free(e);
                 return;
         }

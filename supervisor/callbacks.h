@@ -14,7 +14,9 @@
  * backoff and jitter on connection errors, timeouts, 408, 429 (honouring
  * Retry-After) and 5xx; any other answer is final. A delivery not made
  * within callback_max_age, or refused for good, is moved to the dead
- * letters and audited; an operator may retry or drop it. */
+ * letters and audited; an operator may retry or drop it. Each tenant has
+ * at most callback_memory_max pending deliveries in memory; the ones
+ * after those wait in the outbox only (callback-queue.c). */
 #pragma once
 
 #include <stdbool.h>
@@ -36,6 +38,9 @@ struct callbacks {
         struct daemon *d;
         int dir_fd, outbox_fd, dead_fd;
         struct list items;        /* struct cb_item.link, oldest first */
+        struct list queues;       /* struct cb_queue.link (callback-queue.c) */
+        int queue_fd;
+        uint64_t n_disk;          /* pending deliveries in the outbox only */
         uint64_t seq;
         unsigned inflight;        /* posts handed to the thread */
         uint64_t n_pending, n_dead;
@@ -47,7 +52,8 @@ struct callbacks {
 };
 
 /* Open (or make) the directories and read what they hold: deliveries
- * left pending are tried again at once. */
+ * left pending are tried again at once (up to callback_memory_max of each
+ * tenant in memory, the rest queued). */
 int callbacks_init(struct daemon *d, struct sbx_error *err);
 void callbacks_done(struct daemon *d);
 

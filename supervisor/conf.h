@@ -152,6 +152,7 @@ struct config {
         uint64_t cb_backoff_ms;     /* the first retry's delay */
         uint64_t cb_backoff_max_ms; /* the longest */
         uint64_t cb_concurrency;    /* attempts in flight at once */
+        uint64_t cb_memory_max;     /* pending deliveries of a tenant held in memory */
 
         struct tenant *tenants;
         size_t n_tenants;
@@ -194,7 +195,7 @@ const struct registry_conf *config_registry_find(const struct config *c, const c
 bool tenant_allows_bundle(const struct tenant *t, const char *name);
 
 /* config-callback.c: the keys of callbacks, as config-bundle.c's. */
-#define CONFIG_CALLBACK_DAEMON_KEYS "callback_timeout callback_max_age callback_backoff callback_backoff_max callback_concurrency"
+#define CONFIG_CALLBACK_DAEMON_KEYS "callback_timeout callback_max_age callback_backoff callback_backoff_max callback_concurrency callback_memory_max"
 #define CONFIG_CALLBACK_TENANT_KEYS "callback_url callback_secret_file callback_allow"
 #define CONFIG_CALLBACK_MAX_URL 2048
 bool config_callback_key_known(const char *section, const char *key);

@@ -32,6 +32,7 @@ void config_callback_defaults(struct config *c) {
         c->cb_backoff_ms = 1000;
         c->cb_backoff_max_ms = 300000;
         c->cb_concurrency = 8;
+        c->cb_memory_max = 1000;
 }
 
 void tenant_callback_free(struct tenant *t) {
@@ -103,6 +104,11 @@ int config_callback_daemon_key(struct config *c, const char *k, const char *v, c
         if (streq(k, "callback_concurrency")) {
                 if (parse_uint64(v, 256, &c->cb_concurrency) < 0 || c->cb_concurrency == 0)
                         return BAD("%s: callback_concurrency: expected a number from 1 to 256, got '%s'", where, v);
+                return 0;
+        }
+        if (streq(k, "callback_memory_max")) {
+                if (parse_uint64(v, 1000000, &c->cb_memory_max) < 0 || c->cb_memory_max == 0)
+                        return BAD("%s: callback_memory_max: expected a number from 1 to 1000000, got '%s'", where, v);
                 return 0;
         }
         return -ENOENT;

@@ -173,6 +173,10 @@ static void per_tenant(FILE *f, const struct metrics *m, const char *only) {
 
 static void callbacks(FILE *f, const struct metrics_gauges *g) {
         gauge(f, "sbx_callback_backlog", "Callback deliveries waiting in the outbox (pending or being retried).", g->cb_backlog);
+        gauge(f, "sbx_callback_in_memory",
+              "Pending callback deliveries the daemon holds in memory (at most callback_memory_max per tenant; the rest of the "
+              "backlog is read back from the outbox).",
+              g->cb_in_memory);
         gauge(f, "sbx_callback_dead_letters", "Callback deliveries in the dead-letter directory.", g->cb_dead);
         head(f, "sbx_callback_delivered_total", "counter", "Callback deliveries the receiver accepted.");
         fprintf(f, "sbx_callback_delivered_total %" PRIu64 "\n", g->cb_delivered);

@@ -87,7 +87,7 @@ struct metrics_gauges {
         uint64_t queued, running, connections;
         uint64_t cache_bytes, cache_entries;
         bool callbacks;                 /* the members below were filled */
-        uint64_t cb_backlog, cb_dead;
+        uint64_t cb_backlog, cb_in_memory, cb_dead;
         uint64_t cb_delivered, cb_attempt_failures, cb_dead_lettered;
         uint64_t net_strays;            /* audit events of no attached job */
         bool net_pool;                  /* the members below were filled (restricted jobs can run) */

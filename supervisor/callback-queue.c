@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Callback deliveries beyond callback_memory_max. Each tenant has at most
+ * that many pending deliveries in memory; the ones after them are in the
+ * outbox only, named in order in the tenant's queue file
+ * (STATE/callbacks/queue/TENANT, one JSON line each: job, delivery, url,
+ * created_ms), and are read back from the outbox, oldest first, as the ones
+ * in memory are delivered or given up. A tenant whose receiver is down
+ * fills only its own share. The queue files are an index and not synced:
+ * the outbox is what is durable, and the queues are made again from it at
+ * each start. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "callbacks-internal.h"
+#include "daemon.h"
+#include "log.h"
+
+#define LINE_MAX_LEN (CONFIG_CALLBACK_MAX_URL + 512)
+
+struct cb_queue {
+        struct list link;
+        char tenant[72];
+        int fd;
+        uint64_t off, end;    /* the next line to read back; the bytes written */
+        uint64_t n_disk;      /* deliveries named from off on, not promoted */
+        uint64_t n_mem;       /* the tenant's pending deliveries in memory */
+        char (*promoted)[24]; /* jobs named from off on that an operator had read in */
+        size_t n_promoted;
+};
+
+/* Was the job promoted? Then it is forgotten (its line was reached). */
+static bool take_promoted(struct cb_queue *q, const char *job) {
+        for (size_t i = 0; i < q->n_promoted; i++)
+                if (streq(q->promoted[i], job)) {
+                        memmove(q->promoted[i], q->promoted[--q->n_promoted], sizeof(q->promoted[i]));
+                        return true;
+                }
+        return false;
+}
+
+static void entry_name(const char *job, char name[static 40]) {
+        snprintf(name, 40, "%s.json", job);
+}
+
+int cb_queue_init(struct callbacks *cb) {
+        if (mkdirat(cb->dir_fd, "queue", 0700) < 0 && errno != EEXIST)
+                return -errno;
+        cb->queue_fd = openat(cb->dir_fd, "queue", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cb->queue_fd < 0)
+                return -errno;
+        /* The last run's queues: the outbox says it all again. */
+        _cleanup_closedir_ DIR *dir = NULL;
+        int r = opendir_dup(cb->queue_fd, &dir);
+        if (r < 0)
+                return r;
+        struct dirent *de;
+        while ((de = readdir(dir)))
+                if (de->d_name[0] != '.' && unlinkat(cb->queue_fd, de->d_name, 0) < 0)
+                        return -errno;
+        return 0;
+}
+
+void cb_queue_done(struct callbacks *cb) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cb->queues) {
+                struct cb_queue *q = list_entry(pos, struct cb_queue, link);
+                list_del(pos);
+                close(q->fd);
+                free(q->promoted);
+                free(q);
+        }
+        if (cb->queue_fd >= 0)
+                close(cb->queue_fd);
+        cb->queue_fd = -1;
+}
+
+struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cb->queues) {
+                struct cb_queue *q = list_entry(pos, struct cb_queue, link);
+                if (streq(q->tenant, tenant))
+                        return q;
+        }
+        if (!name_valid(tenant) || cb->queue_fd < 0)
+                return NULL;
+        struct cb_queue *q = calloc(1, sizeof(*q));
+        if (!q)
+                return NULL;
+        snprintf(q->tenant, sizeof(q->tenant), "%s", tenant);
+        q->fd = openat(cb->queue_fd, tenant, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (q->fd < 0) {
+                log_error("callbacks: queue of tenant %s: %s; its deliveries are all held in memory", tenant, strerror(errno));
+                free(q);
+                return NULL;
+        }
+        list_add_tail(&cb->queues, &q->link);
+        return q;
+}
+
+void cb_queue_count(struct cb_queue *q, int delta) {
+        if (q)
+                q->n_mem += (uint64_t) (int64_t) delta;
+}
+
+/* Append the entry to the queue (not synced: see above). */
+static int push(struct callbacks *cb, struct cb_queue *q, const struct outbox_entry *e) {
+        size_t len;
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "job", e->job, "delivery", e->delivery, "url", e->url, "created_ms",
+                              (json_int_t) e->created_ms);
+        _cleanup_free_ char *line = o ? json_line(o, &len) : NULL;
+        json_decref(o);
+        if (!line)
+                return -ENOMEM;
+        int r = write_all(q->fd, line, len);
+        if (r < 0) {
+                /* no half line stays behind */
+                if (ftruncate(q->fd, (off_t) q->end) < 0)
+                        log_debug("callbacks: queue of tenant %s: %s", q->tenant, strerror(errno));
+                return r;
+        }
+        q->end += len;
+        q->n_disk++;
+        cb->n_disk++;
+        return 0;
+}
+
+bool cb_queue_spill(struct callbacks *cb, struct cb_queue *q, const struct outbox_entry *e) {
+        if (!q || (q->n_disk == 0 && q->n_mem < cb->d->cfg->cb_memory_max))
+                return false;
+        int r = push(cb, q, e);
+        if (r < 0) {
+                log_error("callback of job %s: cannot queue it (%s): held in memory", e->job, strerror(-r));
+                return false;
+        }
+        return true;
+}
+
+bool cb_queue_force(struct callbacks *cb, const struct outbox_entry *e) {
+        struct cb_queue *q = cb_queue_get(cb, e->tenant);
+        return q && push(cb, q, e) == 0;
+}
+
+/* The line at *off (without its newline) into buf; *off moves past it.
+ * -EBADMSG for a line too long or cut short. */
+static int read_line(const struct cb_queue *q, uint64_t *off, char *buf, size_t size, size_t *ret_len) {
+        ssize_t n = pread(q->fd, buf, size, (off_t) *off);
+        if (n < 0)
+                return -errno;
+        char *nl = memchr(buf, '\n', (size_t) n);
+        if (!nl)
+                return -EBADMSG;
+        *ret_len = (size_t) (nl - buf);
+        *off += *ret_len + 1;
+        return 0;
+}
+
+struct qline {
+        const char *job, *delivery, *url;
+        json_int_t created_ms;
+};
+
+static json_t *parse_line(const char *buf, size_t len, struct qline *l) {
+        json_t *o = json_loadb(buf, len, 0, NULL);
+        if (o && (json_unpack(o, "{s:s, s:s, s:s, s:I}", "job", &l->job, "delivery", &l->delivery, "url", &l->url, "created_ms",
+                              &l->created_ms) < 0 ||
+                  !proto_valid_job_id(l->job))) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+/* The job's outbox entry, as a pending item: 0, -ENOENT when there is
+ * none (it was delivered or dropped meanwhile, or is another tenant's),
+ * -ENOMEM, or -EINVAL when it cannot be read (logged: left in the
+ * outbox). */
+static int load(struct callbacks *cb, const char *job, const char *tenant, struct cb_item **ret) {
+        char name[40];
+        entry_name(job, name);
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        struct outbox_entry e;
+        int r = read_file_at(cb->outbox_fd, name, OUTBOX_MAX_ENTRY, &text, &len);
+        if (r == -ENOENT || r == -ENOMEM)
+                return r;
+        if (r < 0 || (r = outbox_entry_parse(text, len, &e)) < 0) {
+                if (r == -ENOMEM)
+                        return r;
+                log_warning("callbacks: %s: not a whole outbox entry (%s); left as it is", name, strerror(-r));
+                return -EINVAL;
+        }
+        if (tenant && !streq(e.tenant, tenant)) {
+                outbox_entry_free(&e);
+                return -ENOENT;
+        }
+        struct cb_item *it = cb_item_new(cb, &e, CB_PENDING);
+        if (!it) {
+                outbox_entry_free(&e);
+                return -ENOMEM;
+        }
+        if (ret)
+                *ret = it;
+        return 0;
+}
+
+/* Give up on what the queue still names: those deliveries stay in the
+ * outbox, and the next start reads them. */
+static void abandon(struct callbacks *cb, struct cb_queue *q, int err) {
+        log_error("callbacks: queue of tenant %s: %s; its %" PRIu64 " deliveries kept on disk only are delivered after the next "
+                  "start",
+                  q->tenant, strerror(-err), q->n_disk);
+        cb->n_disk -= q->n_disk;
+        q->n_disk = 0;
+        q->n_promoted = 0;
+        q->off = q->end;
+}
+
+/* Read back while the tenant is below callback_memory_max. */
+static void refill_one(struct callbacks *cb, struct cb_queue *q) {
+        char buf[LINE_MAX_LEN];
+        while (q->off < q->end && q->n_mem < cb->d->cfg->cb_memory_max) {
+                size_t len;
+                struct qline l;
+                int r = read_line(q, &q->off, buf, sizeof(buf), &len);
+                if (r < 0) {
+                        abandon(cb, q, r);
+                        break;
+                }
+                json_t *o = parse_line(buf, len, &l);
+                if (o && take_promoted(q, l.job)) {
+                        json_decref(o);
+                        continue;
+                }
+                q->n_disk--;
+                cb->n_disk--;
+                if (!o) {
+                        log_error("callbacks: queue of tenant %s: a line that is not an entry; skipped (its delivery, if "
+                                  "any, is made after the next start)",
+                                  q->tenant);
+                        continue;
+                }
+                /* in memory already when an operator asked for it */
+                if (!cb_find(cb, l.job) && load(cb, l.job, NULL, NULL) == -ENOMEM)
+                        log_error("callback of job %s: out of memory: delivered after the next start", l.job);
+                json_decref(o);
+        }
+        if (q->off == q->end && q->end) {
+                if (ftruncate(q->fd, 0) < 0)
+                        log_debug("callbacks: queue of tenant %s: %s", q->tenant, strerror(errno));
+                q->off = q->end = 0;
+        }
+}
+
+void cb_queue_refill(struct callbacks *cb) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cb->queues)
+                refill_one(cb, list_entry(pos, struct cb_queue, link));
+}
+
+struct cb_item *cb_queue_promote(struct callbacks *cb, const char *job, const char *tenant) {
+        /* Every entry of a job whose end was told is held or queued (see
+         * callbacks_add); a job not told yet has none to act on. */
+        if (jobs_find(&cb->d->jobs, job))
+                return NULL;
+        struct cb_queue *q = cb_queue_get(cb, tenant);
+        if (!q || !q->n_disk)
+                return NULL;
+        char (*np)[24] = realloc(q->promoted, (q->n_promoted + 1) * sizeof(*np));
+        if (!np)
+                return NULL;
+        q->promoted = np;
+        struct cb_item *it = NULL;
+        if (load(cb, job, tenant, &it) < 0)
+                return NULL;
+        snprintf(q->promoted[q->n_promoted++], sizeof(q->promoted[0]), "%s", job);
+        q->n_disk--;
+        cb->n_disk--;
+        return it;
+}
+
+bool cb_queue_holds(struct callbacks *cb, const char *job) {
+        char name[40];
+        entry_name(job, name);
+        return cb->outbox_fd >= 0 && faccessat(cb->outbox_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64_t *n, uint64_t limit) {
+        struct cb_queue *q = cb_queue_get(cb, tenant);
+        if (!q || !q->n_disk)
+                return;
+        char buf[LINE_MAX_LEN];
+        uint64_t off = q->off;
+        while (off < q->end && *n < limit) {
+                size_t len;
+                struct qline l;
+                if (read_line(q, &off, buf, sizeof(buf), &len) < 0)
+                        break;
+                json_t *o = parse_line(buf, len, &l);
+                if (o && !cb_find(cb, l.job) && cb_queue_holds(cb, l.job)) {
+                        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:n, s:n}", "job", l.job, "delivery",
+                                                             l.delivery, "url", l.url, "state", "pending", "attempts", 0,
+                                                             "created", proto_time((uint64_t) l.created_ms), "last_error",
+                                                             "last_status"));
+                        (*n)++;
+                }
+                json_decref(o);
+        }
+}
+
+static int cmp_entries(const void *a, const void *b) {
+        const struct outbox_entry *x = a, *y = b;
+        if (x->created_ms != y->created_ms)
+                return x->created_ms < y->created_ms ? -1 : 1;
+        return strcmp(x->job, y->job);
+}
+
+/* What the outbox holds, without the bodies, oldest first. */
+static int scan_outbox(struct callbacks *cb, struct outbox_entry **ret, size_t *ret_n) {
+        _cleanup_closedir_ DIR *dir = NULL;
+        *ret = NULL;
+        *ret_n = 0;
+        int r = opendir_dup(cb->outbox_fd, &dir);
+        if (r < 0)
+                return r;
+        struct outbox_entry *v = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        while ((de = readdir(dir))) {
+                size_t l = strlen(de->d_name);
+                if (l <= 5 || de->d_name[0] == '.' || !streq(de->d_name + l - 5, ".json"))
+                        continue;
+                _cleanup_free_ char *text = NULL;
+                size_t len;
+                struct outbox_entry e;
+                if (read_file_at(cb->outbox_fd, de->d_name, OUTBOX_MAX_ENTRY, &text, &len) < 0 ||
+                    outbox_entry_parse(text, len, &e) < 0) {
+                        log_warning("callbacks: %s is not a whole outbox entry; left as it is", de->d_name);
+                        continue;
+                }
+                free(e.body);
+                e.body = NULL;
+                if (n == cap) {
+                        struct outbox_entry *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
+                        if (!nv) {
+                                outbox_entry_free(&e);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        v = nv;
+                }
+                v[n++] = e;
+        }
+        if (n)
+                qsort(v, n, sizeof(*v), cmp_entries);
+        *ret = v;
+        *ret_n = n;
+        return r;
+}
+
+int cb_queue_load(struct callbacks *cb) {
+        struct outbox_entry *v;
+        size_t n;
+        int r = scan_outbox(cb, &v, &n);
+        for (size_t i = 0; i < n; i++) {
+                struct cb_queue *q = r < 0 ? NULL : cb_queue_get(cb, v[i].tenant);
+                if (r == 0 && !cb_queue_spill(cb, q, &v[i]) && load(cb, v[i].job, NULL, NULL) == -ENOMEM)
+                        r = -ENOMEM;
+                outbox_entry_free(&v[i]);
+        }
+        free(v);
+        return r;
+}
