@@ -81,6 +81,7 @@ static void file_op(struct cb_thread *t, struct cb_task *k) {
                 break;
         }
         case CB_OP_POST:
+        case CB_OP_PROGRESS:
                 break;
         }
         k->file_err = r;
@@ -106,7 +107,7 @@ static void reap(struct cb_thread *t) {
                                 *p = k->next;
                                 break;
                         }
-                if (k->curl_rc == CURLE_OK && outbox_verdict(k->status) == OUTBOX_DELIVERED &&
+                if (k->op == CB_OP_POST && k->curl_rc == CURLE_OK && outbox_verdict(k->status) == OUTBOX_DELIVERED &&
                     unlinkat(t->outbox_fd, k->name, 0) < 0 && errno != ENOENT)
                         k->file_err = -errno;
                 finish(t, k);
@@ -134,7 +135,7 @@ static void *run(void *arg) {
                 while (rev) {
                         struct cb_task *k = rev;
                         rev = rev->next;
-                        if (k->op != CB_OP_POST) {
+                        if (k->op != CB_OP_POST && k->op != CB_OP_PROGRESS) {
                                 file_op(t, k);
                                 finish(t, k);
                                 continue;

@@ -11,6 +11,7 @@
 
 enum cb_op {
         CB_OP_POST,    /* post; on a 2xx answer remove outbox/NAME */
+        CB_OP_PROGRESS, /* post, nothing on disk (a progress delivery) */
         CB_OP_DEAD,    /* outbox/NAME to dead/NAME */
         CB_OP_DROP,    /* outbox/NAME (or dead/NAME with from_dead) to dead/JOB.dropped */
         CB_OP_RESTORE, /* write text to outbox/NAME (synced), then remove dead/NAME (from_dead) or dead/JOB.dropped */

@@ -34,6 +34,27 @@ void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s);
 /* Hand the item's task, a file operation, to the thread. */
 void cb_file_task(struct callbacks *cb, struct cb_item *it, enum cb_op op);
 void cb_dispatch(struct callbacks *cb);
+
+/* A post's curl handle and headers, signed with the tenant's secret. */
+struct cb_post {
+        const struct tenant *t;
+        const char *url, *body;
+        size_t body_len;
+        const char *delivery, *event, *job, *traceparent;
+        unsigned attempt;
+        uint64_t timeout_ms;
+};
+int cb_post_build(struct cb_task *k, const struct cb_post *p);
+void cb_post_cleanup(struct cb_task *k);
+
+/* callback-progress.c */
+int cb_progress_init(struct callbacks *cb);
+/* After the thread stopped. */
+void cb_progress_free_all(struct callbacks *cb);
+/* A progress post came back. */
+void cb_progress_done(struct callbacks *cb, struct cb_task *k);
+/* Is a progress post of the job in flight? Its result waits for it. */
+bool cb_progress_busy(struct callbacks *cb, const char *job);
 void cb_on_done(struct source *s, uint32_t events);
 void cb_on_timer(struct source *s, uint32_t events);
 

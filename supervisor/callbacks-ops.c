@@ -91,7 +91,8 @@ static int start_sources(struct callbacks *cb) {
         cb->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (cb->timer_fd < 0)
                 return -errno;
-        return loop_add(&cb->timer_src, cb->timer_fd, EPOLLIN, cb_on_timer);
+        r = loop_add(&cb->timer_src, cb->timer_fd, EPOLLIN, cb_on_timer);
+        return r < 0 ? r : cb_progress_init(cb);
 }
 
 int callbacks_init(struct daemon *d, struct sbx_error *err) {
@@ -99,7 +100,8 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         cb->d = d;
         list_init(&cb->items);
         list_init(&cb->queues);
-        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = cb->queue_fd = -1;
+        list_init(&cb->progs);
+        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = cb->queue_fd = cb->prog_timer_fd = -1;
         /* Reference-counted by libcurl (bundles' fetches take one too);
          * before the thread starts, as libcurl asks. */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -127,7 +129,7 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
 }
 
 static void drop_task(struct cb_task *k) {
-        if (k->op == CB_OP_POST) {
+        if (k->op == CB_OP_POST || k->op == CB_OP_PROGRESS) {
                 if (k->h)
                         curl_easy_cleanup(k->h);
                 curl_slist_free_all(k->hdrs);
@@ -145,6 +147,7 @@ void callbacks_done(struct daemon *d) {
          * and go out after the next start. */
         cb_thread_stop(cb->th, drop_task);
         cb->th = NULL;
+        cb_progress_free_all(cb);
         if (cb->done_src.fd > 0)
                 loop_del(&cb->done_src);
         if (cb->timer_fd >= 0) {
@@ -194,6 +197,9 @@ void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
         g->cb_delivered = cb->delivered;
         g->cb_attempt_failures = cb->attempt_failures;
         g->cb_dead_lettered = cb->dead_lettered;
+        g->cb_progress_delivered = cb->prog_delivered;
+        g->cb_progress_failed = cb->prog_failed;
+        g->cb_progress_behind = cb->prog_behind;
 }
 
 static void op_list(struct conn *c, struct request *req) {

@@ -101,7 +101,8 @@ static void usage(FILE *f) {
                 "  --artifact GLOB     collect matching workspace files afterwards (repeatable)\n"
                 "  --idempotency-key K make retries of this submission safe\n"
                 "  --traceparent TP    the W3C trace context the job joins (default: it starts a trace)\n"
-                "  --callback URL      post the job's result there when it ends (a URL your tenant allows)\n");
+                "  --callback URL      post the job's result there when it ends (a URL your tenant allows)\n"
+                "  --progress SECONDS  also post 'started' and a heartbeat every SECONDS there (0: none)\n");
 }
 
 void connect_daemon(void) {
