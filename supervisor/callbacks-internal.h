@@ -28,6 +28,9 @@ static inline const char *cb_state_name(enum cb_state s) {
 
 struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum cb_state state);
 void cb_item_free(struct cb_item *it);
+/* A dead or dropped delivery is not posted unless it is retried: its body
+ * (the bulk of it) is read back then. */
+void cb_item_drop_body(struct outbox_entry *e);
 struct cb_item *cb_find(struct callbacks *cb, const char *job);
 /* The one place an item's state changes (it keeps the counts). */
 void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s);

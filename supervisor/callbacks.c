@@ -27,6 +27,12 @@ void cb_item_free(struct cb_item *it) {
         free(it);
 }
 
+void cb_item_drop_body(struct outbox_entry *e) {
+        free(e->body);
+        e->body = NULL;
+        e->body_len = 0;
+}
+
 struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum cb_state state) {
         struct cb_item *it = calloc(1, sizeof(*it));
         if (!it)
@@ -307,6 +313,7 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                         break;
                 }
                 cb_set_state(cb, it, CB_DEAD);
+                cb_item_drop_body(&it->e);
                 cb->dead_lettered++;
                 log_warning("callback of job %s (trace %.32s): dead-lettered after %u attempts: %s", it->e.job,
                             it->e.traceparent ? it->e.traceparent + 3 : "-", it->attempts, it->last_error);
@@ -314,12 +321,15 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                 break;
         case CB_OP_DROP:
                 cb_set_state(cb, it, k->file_err < 0 ? (k->from_dead ? CB_DEAD : CB_PENDING) : CB_DROPPED);
+                if (it->state == CB_DROPPED)
+                        cb_item_drop_body(&it->e);
                 break;
         case CB_OP_RESTORE:
                 free(k->text);
                 k->text = NULL;
                 if (k->file_err < 0) {
-                        cb_set_state(cb, it, CB_DEAD);
+                        cb_set_state(cb, it, k->from_dead ? CB_DEAD : CB_DROPPED);
+                        cb_item_drop_body(&it->e);
                         break;
                 }
                 it->attempts = 0;
