@@ -22,7 +22,8 @@
 #include "daemon.h"
 #include "log.h"
 
-#define LINE_MAX_LEN (CONFIG_CALLBACK_MAX_URL + 512)
+/* A line: the URL, each byte escaped to two at worst, and the rest. */
+#define LINE_MAX_LEN (2 * CONFIG_CALLBACK_MAX_URL + 512)
 
 struct cb_queue {
         struct list link;
@@ -81,16 +82,23 @@ void cb_queue_done(struct callbacks *cb) {
         cb->queue_fd = -1;
 }
 
-struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant) {
+static struct cb_queue *find(struct callbacks *cb, const char *tenant) {
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &cb->queues) {
                 struct cb_queue *q = list_entry(pos, struct cb_queue, link);
                 if (streq(q->tenant, tenant))
                         return q;
         }
+        return NULL;
+}
+
+struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant) {
+        struct cb_queue *q = find(cb, tenant);
+        if (q)
+                return q;
         if (!name_valid(tenant) || cb->queue_fd < 0)
                 return NULL;
-        struct cb_queue *q = calloc(1, sizeof(*q));
+        q = calloc(1, sizeof(*q));
         if (!q)
                 return NULL;
         snprintf(q->tenant, sizeof(q->tenant), "%s", tenant);
@@ -269,7 +277,7 @@ struct cb_item *cb_queue_promote(struct callbacks *cb, const char *job, const ch
          * callbacks_add); a job not told yet has none to act on. */
         if (jobs_find(&cb->d->jobs, job))
                 return NULL;
-        struct cb_queue *q = cb_queue_get(cb, tenant);
+        struct cb_queue *q = find(cb, tenant);
         if (!q || !q->n_disk)
                 return NULL;
         char (*np)[24] = realloc(q->promoted, (q->n_promoted + 1) * sizeof(*np));
@@ -292,7 +300,7 @@ bool cb_queue_holds(struct callbacks *cb, const char *job) {
 }
 
 void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64_t *n, uint64_t limit) {
-        struct cb_queue *q = cb_queue_get(cb, tenant);
+        struct cb_queue *q = find(cb, tenant);
         if (!q || !q->n_disk)
                 return;
         char buf[LINE_MAX_LEN];
