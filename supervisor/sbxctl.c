@@ -77,7 +77,7 @@ static void usage(FILE *f) {
                 "  ls [--state S] [--limit N]   your jobs, newest first\n"
                 "  ping                check the daemon and show who you are to it\n"
                 "  metrics             the daemon's metrics (Prometheus text; your tenant's series)\n"
-                "  callbacks ls [--state S]   your jobs' callback deliveries: pending, dead, dropped\n"
+                "  callbacks ls [--state S] [--limit N]   your jobs' callback deliveries: pending, dead, dropped\n"
                 "  callbacks retry|drop JOB   deliver a dead (or pending) callback again now, or give it up\n"
                 "  bundle show NAME[@VERSION]   a bundle: manifest, derived profile, your policy's verdict\n"
                 "  cache ls            the cached bundles of your registry\n"

@@ -102,6 +102,7 @@ candidates() {
         [ "$(candidates sbxctl m)" = metrics ]
         [ "$(candidates sbxctl callbacks r)" = retry ]
         [ "$(candidates sbxctl callbacks ls --state d)" = "dead dropped" ]
+        [ "$(candidates sbxctl callbacks ls --l)" = --limit ]
         [ "$(candidates sbxctl --so)" = --socket ]
         [ "$(candidates sbxctl --socket /tmp/x.sock --json l)" = "logs ls" ]
         [ "$(candidates sbxctl run --pro)" = "--processes --profile --progress" ]
