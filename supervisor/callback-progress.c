@@ -8,7 +8,8 @@
  * They are best effort, unlike the result: held in memory only (one body
  * per running job, never in the outbox), tried once with a short timeout
  * and not retried; a heartbeat due while the job's last progress post is
- * still in flight is skipped. Both losses are counted. They never come
+ * still in flight, or while PROGRESS_MAX_INFLIGHT of all jobs are, is
+ * skipped. Both losses are counted. They never come
  * after the result: heartbeats stop when the job ends, and its result is
  * not posted while a progress post of the same job is in flight (which
  * delays it by at most PROGRESS_TIMEOUT_MS, and only then). */
@@ -27,6 +28,10 @@
 #include "tenant.h"
 
 #define PROGRESS_TIMEOUT_MS 2000
+/* Progress posts in flight at once, all jobs together: half of the
+ * connections the thread opens to one receiver (callback-thread.c), so
+ * that results always have the other half. */
+#define PROGRESS_MAX_INFLIGHT 16
 
 struct cb_prog {
         struct list link;        /* cb->progs */
@@ -93,6 +98,10 @@ static char *body_of(const struct cb_prog *p, bool heartbeat, const char *delive
 }
 
 static void post(struct callbacks *cb, struct cb_prog *p, bool heartbeat) {
+        if (cb->prog_inflight >= PROGRESS_MAX_INFLIGHT) {
+                cb->prog_behind++;
+                return;
+        }
         const struct tenant *t = tenant_find(cb->d->cfg, p->tenant);
         char delivery[OUTBOX_DELIVERY_LEN + 1];
         size_t len = 0;

@@ -170,7 +170,8 @@ int cb_thread_start(int outbox_fd, int dead_fd, struct cb_thread **ret) {
                 free(t);
                 return r;
         }
-        /* Connections to a receiver are reused across deliveries. */
+        /* Connections to a receiver are reused across deliveries; progress
+         * posts take at most half of them (callback-progress.c). */
         curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 32L);
         int r = -pthread_create(&t->th, NULL, run, t);
         if (r < 0) {

@@ -189,7 +189,7 @@ static void callbacks(FILE *f, const struct metrics_gauges *g) {
         fprintf(f, "sbx_callback_progress_delivered_total %" PRIu64 "\n", g->cb_progress_delivered);
         head(f, "sbx_callback_progress_dropped_total", "counter",
              "Progress callbacks given up on: not accepted at their one attempt (failed), or skipped because the job's last "
-             "one was still in flight (behind).");
+             "one, or 16 of all jobs, were still in flight (behind).");
         fprintf(f, "sbx_callback_progress_dropped_total{reason=\"failed\"} %" PRIu64 "\n", g->cb_progress_failed);
         fprintf(f, "sbx_callback_progress_dropped_total{reason=\"behind\"} %" PRIu64 "\n", g->cb_progress_behind);
 }
