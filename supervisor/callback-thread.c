@@ -82,6 +82,7 @@ static void file_op(struct cb_thread *t, struct cb_task *k) {
         }
         case CB_OP_POST:
         case CB_OP_PROGRESS:
+        case CB_OP_LOAD:
                 break;
         }
         k->file_err = r;
@@ -135,6 +136,11 @@ static void *run(void *arg) {
                 while (rev) {
                         struct cb_task *k = rev;
                         rev = rev->next;
+                        if (k->op == CB_OP_LOAD) {
+                                k->work(k);
+                                finish(t, k);
+                                continue;
+                        }
                         if (k->op != CB_OP_POST && k->op != CB_OP_PROGRESS) {
                                 file_op(t, k);
                                 finish(t, k);

@@ -77,8 +77,10 @@ bool cb_queue_spill(struct callbacks *cb, struct cb_queue *q, const struct outbo
 /* Queue it whatever the bound (it could not be held): true when it was. */
 bool cb_queue_force(struct callbacks *cb, const struct outbox_entry *e);
 /* Read back queued deliveries, oldest first, while tenants are below
- * callback_memory_max. */
+ * callback_memory_max: the thread reads them (one task per tenant at a
+ * time), and cb_queue_loaded() takes them in. */
 void cb_queue_refill(struct callbacks *cb);
+void cb_queue_loaded(struct callbacks *cb, struct cb_task *k);
 /* At start-up: every outbox entry, oldest first, held or queued. */
 int cb_queue_load(struct callbacks *cb);
 /* A queued delivery of the tenant's, into memory now (an operator asked

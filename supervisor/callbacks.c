@@ -339,6 +339,7 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                 break;
         case CB_OP_POST:
         case CB_OP_PROGRESS:
+        case CB_OP_LOAD:
                 break;
         }
 }
@@ -350,7 +351,9 @@ void cb_on_done(struct source *s, uint32_t events) {
         while (k) {
                 struct cb_task *n = k->next;
                 struct cb_item *it = k->owner;
-                if (k->op == CB_OP_PROGRESS)
+                if (k->op == CB_OP_LOAD)
+                        cb_queue_loaded(cb, k);
+                else if (k->op == CB_OP_PROGRESS)
                         cb_progress_done(cb, k);
                 else if (k->op == CB_OP_POST)
                         post_done(cb, it);
