@@ -190,6 +190,13 @@ static void callbacks(FILE *f, const struct metrics_gauges *g) {
         fprintf(f, "sbx_callback_attempt_failures_total %" PRIu64 "\n", g->cb_attempt_failures);
         head(f, "sbx_callback_dead_lettered_total", "counter", "Callback deliveries given up on and moved to the dead-letter directory.");
         fprintf(f, "sbx_callback_dead_lettered_total %" PRIu64 "\n", g->cb_dead_lettered);
+        head(f, "sbx_callback_progress_delivered_total", "counter", "Progress callbacks (started, heartbeat) the receiver accepted.");
+        fprintf(f, "sbx_callback_progress_delivered_total %" PRIu64 "\n", g->cb_progress_delivered);
+        head(f, "sbx_callback_progress_dropped_total", "counter",
+             "Progress callbacks given up on: not accepted at their one attempt (failed), or skipped because the job's last "
+             "one, or 16 of all jobs, were still in flight (behind).");
+        fprintf(f, "sbx_callback_progress_dropped_total{reason=\"failed\"} %" PRIu64 "\n", g->cb_progress_failed);
+        fprintf(f, "sbx_callback_progress_dropped_total{reason=\"behind\"} %" PRIu64 "\n", g->cb_progress_behind);
 }
 
 static void counter(FILE *f, const char *name, const char *help, uint64_t v) {

@@ -100,6 +100,7 @@ struct metrics_gauges {
         bool callbacks;                 /* the members below were filled */
         uint64_t cb_backlog, cb_in_memory, cb_dead;
         uint64_t cb_delivered, cb_attempt_failures, cb_dead_lettered;
+        uint64_t cb_progress_delivered, cb_progress_failed, cb_progress_behind;
         uint64_t net_strays;            /* audit events of no attached job */
         bool net_pool;                  /* the members below were filled (restricted jobs can run) */
         uint64_t net_pool_used, net_pool_size; /* /30s of network_pool */
