@@ -343,7 +343,8 @@ void dnsproxy_stop(struct rjob *rj) {
         loop_del(&px->src);
         close(px->fd);
         free(px->names);
-        free(px);
+        /* its sources (UDP, TCP's listener) may be in the batch yet */
+        loop_defer_free(free, px);
         rj->dns = NULL;
 }
 

@@ -307,7 +307,7 @@ static int tconn_read(struct dnstcp_conn *c) {
 /* Takes the connection's queries while it may: one at a time, each after
  * the answer to the last is written, each with a token of the job's rate. */
 static void tconn_serve(struct dnstcp_conn *c) {
-        /* a bounded batch per wakeup: each query waits for its answer anyway */
+        /* at most one query per wakeup: it waits for its answer anyway */
         while (!c->out && !c->up) {
                 if (c->in_len < 2 || c->in_len < 2 + ((size_t) c->in[0] << 8 | c->in[1])) {
                         int r = tconn_read(c);

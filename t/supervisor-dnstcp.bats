@@ -139,3 +139,79 @@ delta() {
         [ "$(grep -cx "db.test tcp allow" <<<"$evs")" = 50 ]
         [ "$(grep -cx "other.test tcp deny" <<<"$evs")" = 20 ]
 }
+
+@test "past 100 queries a second (the job's rate, shared with UDP) a connection waits for the next second, then goes on in order" {
+        before=$(ctl metrics)
+        probe --allow db.test:8080 -- pipeline:other.test:250
+        after=$(ctl metrics)
+        [ "${lines[0]}" = "pipeline:other.test:250 answers 250 rcode 5 in-order yes" ]
+        [ "$(delta sbx_network_dns_pauses_total)" -ge 1 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="refused"}')" = 250 ]
+}
+
+@test "at most 8 TCP connections of a job at once: more are closed at once, and counted" {
+        before=$(ctl metrics)
+        probe --allow db.test:8080 -- conns:db.test:12 query:db.test
+        after=$(ctl metrics)
+        [ "${lines[0]}" = "conns:db.test:12 answered 8 closed 4" ]
+        # the slots are free again once those are closed
+        [ "${lines[1]}" = "query:db.test rcode 0 ${TH}.1" ]
+        [ "$(delta 'sbx_network_dns_tcp_connections_total{outcome="refused"}')" = 4 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" = 9 ]
+}
+
+@test "a length of 0 or past 4096 bytes, or a message that is no query, closes the connection" {
+        before=$(ctl metrics)
+        probe --allow db.test:8080 -- badlen:0 badlen:5000 garbage query:db.test
+        after=$(ctl metrics)
+        [ "${lines[0]}" = "badlen:0 closed" ]
+        [ "${lines[1]}" = "badlen:5000 closed" ]
+        [ "${lines[2]}" = "garbage closed" ]
+        [ "${lines[3]}" = "query:db.test rcode 0 ${TH}.1" ]
+        [ "$(delta 'sbx_network_dns_tcp_connections_total{outcome="malformed"}')" = 3 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="malformed"}')" = 3 ]
+        # nothing of it is a dns event
+        [ "$(dns_events)" = "db.test tcp allow" ]
+}
+
+@test "connections stalled halfway through a length or a query are closed after 10 s and free their slots" {
+        before=$(ctl metrics)
+        probe --allow db.test:8080 -- stall:prefix:4 stall:message:8 query:db.test
+        after=$(ctl metrics)
+        [ "${lines[0]}" = "stall:prefix:4 closed 4" ]
+        [ "${lines[1]}" = "stall:message:8 closed 8" ]
+        [ "${lines[2]}" = "query:db.test rcode 0 ${TH}.1" ]
+        [ "$(delta 'sbx_network_dns_tcp_connections_total{outcome="timed_out"}')" = 12 ]
+}
+
+@test "a job that never reads its answers: the proxy stops reading its queries, and closes the connection" {
+        before=$(ctl metrics)
+        probe --allow many.test:8080 -- noread:many.test:3000
+        after=$(ctl metrics)
+        [[ "${lines[0]}" == "noread:many.test:3000 sent "*" closed yes" ]]
+        [ "$(delta 'sbx_network_dns_tcp_connections_total{outcome="timed_out"}')" = 1 ]
+        # read on, at 100 a second, it would have answered every one before
+        # the connection was idle
+        answered=$(delta 'sbx_network_dns_queries_total{outcome="answered"}')
+        [ "$answered" -ge 1 ]
+        [ "$answered" -lt 1000 ]
+}
+
+@test "an upstream that stalls or closes mid-answer: SERVFAIL; meanwhile the daemon and other jobs are served" {
+        before=$(ctl metrics)
+        # a job holding all its connections, stalled
+        submit_probe --allow db.test:8080 -- stall:message:8
+        hog=$id
+        probe --allow stall.test:8080 --allow cut.test:8080 -- query:stall.test query:cut.test
+        [ "${lines[0]}" = "query:stall.test rcode 2 " ]
+        [ "${lines[1]}" = "query:cut.test rcode 2 " ]
+        ctl ping
+        probe --allow db.test:8080 -- query:db.test
+        [ "${lines[0]}" = "query:db.test rcode 0 ${TH}.1" ]
+        res=$(ctl --json wait "$hog")
+        run ctl logs "$hog"
+        [ "${lines[0]}" = "stall:message:8 closed 8" ]
+        after=$(ctl metrics)
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="unanswered"}')" = 1 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="upstream_failed"}')" = 1 ]
+}
