@@ -40,3 +40,8 @@ EXTRA_DIST += bench/callbacks.sh
 .PHONY: bench-callbacks
 bench-callbacks: launcher/sbx-launch supervisor/sbx-supervisord t/sup-unit/sup-client
 	$(SHELL) $(srcdir)/bench/callbacks.sh
+
+EXTRA_DIST += bench/callback-backlog.sh
+.PHONY: bench-callback-backlog
+bench-callback-backlog: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client
+	$(SHELL) $(srcdir)/bench/callback-backlog.sh

@@ -135,6 +135,22 @@ static bool callback_admit(struct conn *c, struct request *req) {
         return true;
 }
 
+/* Progress callbacks: the request's interval or the tenant's; they go
+ * where the result goes, so a job asking for them needs a callback. */
+static bool progress_admit(struct conn *c, struct request *req) {
+        struct run_request *run = &req->run;
+        if (run->progress_s == PROTO_UNSET) {
+                run->progress_s = run->callback ? c->tenant->cb_progress_s : 0;
+                return true;
+        }
+        if (run->progress_s > 0 && !run->callback) {
+                refuse(c, req, E_BAD_REQUEST, "field 'progress': the job has no callback (field 'callback', or the tenant's "
+                       "callback_url) to send them to");
+                return false;
+        }
+        return true;
+}
+
 /* The tenant's policy: an inline command's decision now; a bundle's
  * once its manifest is known, if the tenant runs bundles at all. */
 static bool admit(struct conn *c, struct request *req, struct policy_decision *pol) {
@@ -182,7 +198,7 @@ void accept_run(struct conn *c, struct request *req) {
         }
         if (req->run.follow && !subscribe_room(c, req->tag))
                 return;
-        if (!admit(c, req, &pol) || !callback_admit(c, req))
+        if (!admit(c, req, &pol) || !callback_admit(c, req) || !progress_admit(c, req))
                 return;
         proto_request_digest(&req->run, digest);
         if (idempotent(c, req, digest))

@@ -4,7 +4,8 @@
  * outbox only, named in order in the tenant's queue file
  * (STATE/callbacks/queue/TENANT, one JSON line each: job, delivery, url,
  * created_ms), and are read back from the outbox, oldest first, as the ones
- * in memory are delivered or given up. A tenant whose receiver is down
+ * in memory are delivered or given up; the callbacks' thread reads them
+ * (callback-thread.c), not the event loop. A tenant whose receiver is down
  * fills only its own share. The queue files are an index and not synced:
  * the outbox is what is durable, and the queues are made again from it at
  * each start. */
@@ -22,7 +23,17 @@
 #include "daemon.h"
 #include "log.h"
 
-#define LINE_MAX_LEN (CONFIG_CALLBACK_MAX_URL + 512)
+/* A line: the URL, each byte escaped to two at worst, and the rest. */
+#define LINE_MAX_LEN (2 * CONFIG_CALLBACK_MAX_URL + 512)
+/* Deliveries one task of the thread reads back at most. */
+#define LOAD_MAX 256
+
+/* One line read back by the thread. */
+struct qgot {
+        char job[24];           /* empty: the line was not an entry */
+        int err;                /* 0: e is its outbox entry; -ENOENT: there is none now; else unreadable */
+        struct outbox_entry e;
+};
 
 struct cb_queue {
         struct list link;
@@ -33,6 +44,15 @@ struct cb_queue {
         uint64_t n_mem;       /* the tenant's pending deliveries in memory */
         char (*promoted)[24]; /* jobs named from off on that an operator had read in */
         size_t n_promoted;
+        /* reading back (in the thread while loading) */
+        struct cb_task load;
+        bool loading;
+        int outbox_fd;
+        size_t want;                /* lines to read at most */
+        uint64_t load_off, load_end; /* from; to (what was written then); then past what was read */
+        struct qgot *got;
+        size_t n_got;
+        int load_err;               /* the queue file could not be read on */
 };
 
 /* Was the job promoted? Then it is forgotten (its line was reached). */
@@ -74,6 +94,9 @@ void cb_queue_done(struct callbacks *cb) {
                 list_del(pos);
                 close(q->fd);
                 free(q->promoted);
+                for (size_t i = 0; i < q->n_got; i++)
+                        outbox_entry_free(&q->got[i].e);
+                free(q->got);
                 free(q);
         }
         if (cb->queue_fd >= 0)
@@ -81,19 +104,29 @@ void cb_queue_done(struct callbacks *cb) {
         cb->queue_fd = -1;
 }
 
-struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant) {
+static struct cb_queue *find(struct callbacks *cb, const char *tenant) {
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &cb->queues) {
                 struct cb_queue *q = list_entry(pos, struct cb_queue, link);
                 if (streq(q->tenant, tenant))
                         return q;
         }
+        return NULL;
+}
+
+struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant) {
+        struct cb_queue *q = find(cb, tenant);
+        if (q)
+                return q;
         if (!name_valid(tenant) || cb->queue_fd < 0)
                 return NULL;
-        struct cb_queue *q = calloc(1, sizeof(*q));
+        q = calloc(1, sizeof(*q));
         if (!q)
                 return NULL;
         snprintf(q->tenant, sizeof(q->tenant), "%s", tenant);
+        q->outbox_fd = cb->outbox_fd;
+        q->load.op = CB_OP_LOAD;
+        q->load.owner = q;
         q->fd = openat(cb->queue_fd, tenant, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (q->fd < 0) {
                 log_error("callbacks: queue of tenant %s: %s; its deliveries are all held in memory", tenant, strerror(errno));
@@ -150,6 +183,8 @@ bool cb_queue_force(struct callbacks *cb, const struct outbox_entry *e) {
 /* The line at *off (without its newline) into buf; *off moves past it.
  * -EBADMSG for a line too long or cut short. */
 static int read_line(const struct cb_queue *q, uint64_t *off, char *buf, size_t size, size_t *ret_len) {
+        /* (the loop appends meanwhile: lines before what was written when
+         * the task was made are whole) */
         ssize_t n = pread(q->fd, buf, size, (off_t) *off);
         if (n < 0)
                 return -errno;
@@ -177,25 +212,32 @@ static json_t *parse_line(const char *buf, size_t len, struct qline *l) {
         return o;
 }
 
+/* The job's outbox entry (thread or loop): 0, -ENOENT, -ENOMEM, or
+ * -EINVAL when it is not a whole entry. */
+static int read_entry(int outbox_fd, const char *job, struct outbox_entry *ret) {
+        char name[40];
+        entry_name(job, name);
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r = read_file_at(outbox_fd, name, OUTBOX_MAX_ENTRY, &text, &len);
+        if (r == -ENOENT || r == -ENOMEM)
+                return r;
+        if (r < 0 || (r = outbox_entry_parse(text, len, ret)) < 0)
+                return r == -ENOMEM ? r : -EINVAL;
+        return 0;
+}
+
 /* The job's outbox entry, as a pending item: 0, -ENOENT when there is
  * none (it was delivered or dropped meanwhile, or is another tenant's),
  * -ENOMEM, or -EINVAL when it cannot be read (logged: left in the
  * outbox). */
 static int load(struct callbacks *cb, const char *job, const char *tenant, struct cb_item **ret) {
-        char name[40];
-        entry_name(job, name);
-        _cleanup_free_ char *text = NULL;
-        size_t len;
         struct outbox_entry e;
-        int r = read_file_at(cb->outbox_fd, name, OUTBOX_MAX_ENTRY, &text, &len);
-        if (r == -ENOENT || r == -ENOMEM)
+        int r = read_entry(cb->outbox_fd, job, &e);
+        if (r == -EINVAL)
+                log_warning("callbacks: %s.json: not a whole outbox entry; left as it is", job);
+        if (r < 0)
                 return r;
-        if (r < 0 || (r = outbox_entry_parse(text, len, &e)) < 0) {
-                if (r == -ENOMEM)
-                        return r;
-                log_warning("callbacks: %s: not a whole outbox entry (%s); left as it is", name, strerror(-r));
-                return -EINVAL;
-        }
         if (tenant && !streq(e.tenant, tenant)) {
                 outbox_entry_free(&e);
                 return -ENOENT;
@@ -222,40 +264,106 @@ static void abandon(struct callbacks *cb, struct cb_queue *q, int err) {
         q->off = q->end;
 }
 
-/* Read back while the tenant is below callback_memory_max. */
-static void refill_one(struct callbacks *cb, struct cb_queue *q) {
-        char buf[LINE_MAX_LEN];
-        while (q->off < q->end && q->n_mem < cb->d->cfg->cb_memory_max) {
+/* In the thread: up to want lines from load_off, each with its entry. It
+ * touches only the queue's reading-back members, which the loop leaves
+ * alone while loading. */
+static void load_work(struct cb_task *k) {
+        struct cb_queue *q = k->owner;
+        _cleanup_free_ char *buf = malloc(LINE_MAX_LEN);
+        q->got = calloc(q->want, sizeof(*q->got));
+        if (!buf || !q->got) {
+                q->load_err = -ENOMEM;
+                return;
+        }
+        uint64_t off = q->load_off;
+        while (off < q->load_end && q->n_got < q->want) {
                 size_t len;
                 struct qline l;
-                int r = read_line(q, &q->off, buf, sizeof(buf), &len);
+                int r = read_line(q, &off, buf, LINE_MAX_LEN, &len);
                 if (r < 0) {
-                        abandon(cb, q, r);
+                        q->load_err = r;
                         break;
                 }
+                struct qgot *g = &q->got[q->n_got++];
                 json_t *o = parse_line(buf, len, &l);
-                if (o && take_promoted(q, l.job)) {
-                        json_decref(o);
+                if (!o)
                         continue;
-                }
-                q->n_disk--;
-                cb->n_disk--;
-                if (!o) {
-                        log_error("callbacks: queue of tenant %s: a line that is not an entry; skipped (its delivery, if "
-                                  "any, is made after the next start)",
-                                  q->tenant);
-                        continue;
-                }
-                /* in memory already when an operator asked for it */
-                if (!cb_find(cb, l.job) && load(cb, l.job, NULL, NULL) == -ENOMEM)
-                        log_error("callback of job %s: out of memory: delivered after the next start", l.job);
+                snprintf(g->job, sizeof(g->job), "%s", l.job);
                 json_decref(o);
+                g->err = read_entry(q->outbox_fd, g->job, &g->e);
         }
-        if (q->off == q->end && q->end) {
-                if (ftruncate(q->fd, 0) < 0)
+        q->load_off = off;
+}
+
+/* One line the thread read back, in the loop. */
+static void take_got(struct callbacks *cb, struct cb_queue *q, struct qgot *g) {
+        if (g->job[0] && take_promoted(q, g->job)) {
+                outbox_entry_free(&g->e);
+                return;
+        }
+        q->n_disk--;
+        cb->n_disk--;
+        if (!g->job[0]) {
+                log_error("callbacks: queue of tenant %s: a line that is not an entry; skipped (its delivery, if any, is made "
+                          "after the next start)",
+                          q->tenant);
+                return;
+        }
+        if (g->err == -ENOENT)
+                return; /* dropped (or delivered) meanwhile */
+        if (g->err < 0) {
+                log_warning("callbacks: %s.json: %s; left in the outbox (delivered after the next start)", g->job,
+                            g->err == -ENOMEM ? "out of memory" : "not a whole outbox entry");
+                return;
+        }
+        if (cb_find(cb, g->job)) {
+                outbox_entry_free(&g->e);
+                return;
+        }
+        if (!cb_item_new(cb, &g->e, CB_PENDING)) {
+                /* to the end of the queue: read back later */
+                if (!cb_queue_force(cb, &g->e))
+                        log_error("callback of job %s: out of memory: delivered after the next start", g->job);
+                outbox_entry_free(&g->e);
+        }
+}
+
+void cb_queue_loaded(struct callbacks *cb, struct cb_task *k) {
+        struct cb_queue *q = k->owner;
+        q->loading = false;
+        q->off = q->load_off;
+        for (size_t i = 0; i < q->n_got; i++)
+                take_got(cb, q, &q->got[i]);
+        free(q->got);
+        q->got = NULL;
+        q->n_got = 0;
+        /* out of memory: tried again at the next dispatch */
+        if (q->load_err < 0 && q->load_err != -ENOMEM)
+                abandon(cb, q, q->load_err);
+}
+
+/* Have the thread read back while the tenant is below
+ * callback_memory_max; an empty queue's file is emptied. */
+static void refill_one(struct callbacks *cb, struct cb_queue *q) {
+        uint64_t max = cb->d->cfg->cb_memory_max;
+        if (q->loading)
+                return;
+        if (q->off == q->end) {
+                if (q->end && ftruncate(q->fd, 0) < 0)
                         log_debug("callbacks: queue of tenant %s: %s", q->tenant, strerror(errno));
                 q->off = q->end = 0;
+                return;
         }
+        if (q->n_mem >= max || !cb->th)
+                return;
+        q->want = max - q->n_mem < LOAD_MAX ? (size_t) (max - q->n_mem) : LOAD_MAX;
+        q->load_off = q->off;
+        q->load_end = q->end;
+        q->n_got = 0;
+        q->load_err = 0;
+        q->load.work = load_work;
+        q->loading = true;
+        cb_thread_submit(cb->th, &q->load);
 }
 
 void cb_queue_refill(struct callbacks *cb) {
@@ -269,7 +377,7 @@ struct cb_item *cb_queue_promote(struct callbacks *cb, const char *job, const ch
          * callbacks_add); a job not told yet has none to act on. */
         if (jobs_find(&cb->d->jobs, job))
                 return NULL;
-        struct cb_queue *q = cb_queue_get(cb, tenant);
+        struct cb_queue *q = find(cb, tenant);
         if (!q || !q->n_disk)
                 return NULL;
         char (*np)[24] = realloc(q->promoted, (q->n_promoted + 1) * sizeof(*np));
@@ -292,7 +400,7 @@ bool cb_queue_holds(struct callbacks *cb, const char *job) {
 }
 
 void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64_t *n, uint64_t limit) {
-        struct cb_queue *q = cb_queue_get(cb, tenant);
+        struct cb_queue *q = find(cb, tenant);
         if (!q || !q->n_disk)
                 return;
         char buf[LINE_MAX_LEN];

@@ -81,6 +81,8 @@ static void file_op(struct cb_thread *t, struct cb_task *k) {
                 break;
         }
         case CB_OP_POST:
+        case CB_OP_PROGRESS:
+        case CB_OP_LOAD:
                 break;
         }
         k->file_err = r;
@@ -106,7 +108,7 @@ static void reap(struct cb_thread *t) {
                                 *p = k->next;
                                 break;
                         }
-                if (k->curl_rc == CURLE_OK && outbox_verdict(k->status) == OUTBOX_DELIVERED &&
+                if (k->op == CB_OP_POST && k->curl_rc == CURLE_OK && outbox_verdict(k->status) == OUTBOX_DELIVERED &&
                     unlinkat(t->outbox_fd, k->name, 0) < 0 && errno != ENOENT)
                         k->file_err = -errno;
                 finish(t, k);
@@ -134,7 +136,12 @@ static void *run(void *arg) {
                 while (rev) {
                         struct cb_task *k = rev;
                         rev = rev->next;
-                        if (k->op != CB_OP_POST) {
+                        if (k->op == CB_OP_LOAD) {
+                                k->work(k);
+                                finish(t, k);
+                                continue;
+                        }
+                        if (k->op != CB_OP_POST && k->op != CB_OP_PROGRESS) {
                                 file_op(t, k);
                                 finish(t, k);
                                 continue;
@@ -169,7 +176,8 @@ int cb_thread_start(int outbox_fd, int dead_fd, struct cb_thread **ret) {
                 free(t);
                 return r;
         }
-        /* Connections to a receiver are reused across deliveries. */
+        /* Connections to a receiver are reused across deliveries; progress
+         * posts take at most half of them (callback-progress.c). */
         curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 32L);
         int r = -pthread_create(&t->th, NULL, run, t);
         if (r < 0) {

@@ -11,6 +11,8 @@
 
 enum cb_op {
         CB_OP_POST,    /* post; on a 2xx answer remove outbox/NAME */
+        CB_OP_PROGRESS, /* post, nothing on disk (a progress delivery) */
+        CB_OP_LOAD,    /* run work() (reading queued deliveries back, callback-queue.c) */
         CB_OP_DEAD,    /* outbox/NAME to dead/NAME */
         CB_OP_DROP,    /* outbox/NAME (or dead/NAME with from_dead) to dead/JOB.dropped */
         CB_OP_RESTORE, /* write text to outbox/NAME (synced), then remove dead/NAME (from_dead) or dead/JOB.dropped */
@@ -29,6 +31,8 @@ struct cb_task {
         long status;            /* the HTTP answer, 0: none */
         long retry_after;       /* its Retry-After in seconds, -1: none */
         int curl_rc;
+        /* CB_OP_LOAD */
+        void (*work)(struct cb_task *task);
         /* CB_OP_RESTORE */
         char *text;
         size_t text_len;

@@ -28,12 +28,36 @@ static inline const char *cb_state_name(enum cb_state s) {
 
 struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum cb_state state);
 void cb_item_free(struct cb_item *it);
+/* A dead or dropped delivery is not posted unless it is retried: its body
+ * (the bulk of it) is read back then. */
+void cb_item_drop_body(struct outbox_entry *e);
 struct cb_item *cb_find(struct callbacks *cb, const char *job);
 /* The one place an item's state changes (it keeps the counts). */
 void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s);
 /* Hand the item's task, a file operation, to the thread. */
 void cb_file_task(struct callbacks *cb, struct cb_item *it, enum cb_op op);
 void cb_dispatch(struct callbacks *cb);
+
+/* A post's curl handle and headers, signed with the tenant's secret. */
+struct cb_post {
+        const struct tenant *t;
+        const char *url, *body;
+        size_t body_len;
+        const char *delivery, *event, *job, *traceparent;
+        unsigned attempt;
+        uint64_t timeout_ms;
+};
+int cb_post_build(struct cb_task *k, const struct cb_post *p);
+void cb_post_cleanup(struct cb_task *k);
+
+/* callback-progress.c */
+int cb_progress_init(struct callbacks *cb);
+/* After the thread stopped. */
+void cb_progress_free_all(struct callbacks *cb);
+/* A progress post came back. */
+void cb_progress_done(struct callbacks *cb, struct cb_task *k);
+/* Is a progress post of the job in flight? Its result waits for it. */
+bool cb_progress_busy(struct callbacks *cb, const char *job);
 void cb_on_done(struct source *s, uint32_t events);
 void cb_on_timer(struct source *s, uint32_t events);
 
@@ -53,8 +77,10 @@ bool cb_queue_spill(struct callbacks *cb, struct cb_queue *q, const struct outbo
 /* Queue it whatever the bound (it could not be held): true when it was. */
 bool cb_queue_force(struct callbacks *cb, const struct outbox_entry *e);
 /* Read back queued deliveries, oldest first, while tenants are below
- * callback_memory_max. */
+ * callback_memory_max: the thread reads them (one task per tenant at a
+ * time), and cb_queue_loaded() takes them in. */
 void cb_queue_refill(struct callbacks *cb);
+void cb_queue_loaded(struct callbacks *cb, struct cb_task *k);
 /* At start-up: every outbox entry, oldest first, held or queued. */
 int cb_queue_load(struct callbacks *cb);
 /* A queued delivery of the tenant's, into memory now (an operator asked

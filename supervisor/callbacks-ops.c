@@ -37,7 +37,8 @@ static int cmp_items(const void *a, const void *b) {
 }
 
 /* Every entry of a directory ending in suffix, oldest first, as items in
- * state. A file that is not a whole entry is left where it is, logged. */
+ * state, without their bodies (read again if they are retried). A file
+ * that is not a whole entry is left where it is, logged. */
 static int load_dir(struct callbacks *cb, int dirfd, const char *suffix, int state) {
         _cleanup_closedir_ DIR *dir = NULL;
         int r = opendir_dup(dirfd, &dir);
@@ -59,6 +60,7 @@ static int load_dir(struct callbacks *cb, int dirfd, const char *suffix, int sta
                         log_warning("callbacks: %s is not a whole outbox entry; left as it is", de->d_name);
                         continue;
                 }
+                cb_item_drop_body(&e);
                 if (n == cap) {
                         struct outbox_entry *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
                         if (!nv) {
@@ -91,7 +93,8 @@ static int start_sources(struct callbacks *cb) {
         cb->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (cb->timer_fd < 0)
                 return -errno;
-        return loop_add(&cb->timer_src, cb->timer_fd, EPOLLIN, cb_on_timer);
+        r = loop_add(&cb->timer_src, cb->timer_fd, EPOLLIN, cb_on_timer);
+        return r < 0 ? r : cb_progress_init(cb);
 }
 
 int callbacks_init(struct daemon *d, struct sbx_error *err) {
@@ -99,7 +102,8 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         cb->d = d;
         list_init(&cb->items);
         list_init(&cb->queues);
-        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = cb->queue_fd = -1;
+        list_init(&cb->progs);
+        cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = cb->queue_fd = cb->prog_timer_fd = -1;
         /* Reference-counted by libcurl (bundles' fetches take one too);
          * before the thread starts, as libcurl asks. */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -127,7 +131,7 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
 }
 
 static void drop_task(struct cb_task *k) {
-        if (k->op == CB_OP_POST) {
+        if (k->op == CB_OP_POST || k->op == CB_OP_PROGRESS) {
                 if (k->h)
                         curl_easy_cleanup(k->h);
                 curl_slist_free_all(k->hdrs);
@@ -145,6 +149,7 @@ void callbacks_done(struct daemon *d) {
          * and go out after the next start. */
         cb_thread_stop(cb->th, drop_task);
         cb->th = NULL;
+        cb_progress_free_all(cb);
         if (cb->done_src.fd > 0)
                 loop_del(&cb->done_src);
         if (cb->timer_fd >= 0) {
@@ -194,6 +199,9 @@ void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
         g->cb_delivered = cb->delivered;
         g->cb_attempt_failures = cb->attempt_failures;
         g->cb_dead_lettered = cb->dead_lettered;
+        g->cb_progress_delivered = cb->prog_delivered;
+        g->cb_progress_failed = cb->prog_failed;
+        g->cb_progress_behind = cb->prog_behind;
 }
 
 static void op_list(struct conn *c, struct request *req) {
@@ -215,13 +223,40 @@ static void op_list(struct conn *c, struct request *req) {
         conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "callbacks", arr)));
 }
 
+/* A dead or dropped delivery's body, from its file in the dead letters. */
+static int read_body(struct callbacks *cb, struct cb_item *it) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        struct outbox_entry e;
+        if (it->e.body)
+                return 0;
+        int r = read_file_at(cb->dead_fd, it->state == CB_DEAD ? it->task.name : it->task.dropped, OUTBOX_MAX_ENTRY, &text, &len);
+        if (r < 0)
+                return r;
+        if ((r = outbox_entry_parse(text, len, &e)) < 0)
+                return r;
+        if (!streq(e.job, it->e.job) || !streq(e.delivery, it->e.delivery)) {
+                outbox_entry_free(&e);
+                return -EBADMSG;
+        }
+        it->e.body = TAKE_PTR(e.body);
+        it->e.body_len = e.body_len;
+        outbox_entry_free(&e);
+        return 0;
+}
+
 /* A dead or dropped delivery goes back to the outbox with a new window of
  * callback_max_age; a pending one is tried now. */
 static void op_retry(struct conn *c, struct request *req, struct cb_item *it) {
         struct callbacks *cb = &c->d->cb;
+        int r;
         if (it->state == CB_PENDING) {
                 it->next_ms = now_mono_ms();
                 cb_dispatch(cb);
+        } else if ((r = read_body(cb, it)) < 0) {
+                conn_send(c, proto_error(req->tag, E_INTERNAL, "the callback of job %s: cannot read it back from the dead letters: %s",
+                                         it->e.job, strerror(-r)));
+                return;
         } else {
                 struct outbox_entry copy = it->e;
                 copy.created_ms = now_real_ms();

@@ -27,6 +27,12 @@ void cb_item_free(struct cb_item *it) {
         free(it);
 }
 
+void cb_item_drop_body(struct outbox_entry *e) {
+        free(e->body);
+        e->body = NULL;
+        e->body_len = 0;
+}
+
 struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum cb_state state) {
         struct cb_item *it = calloc(1, sizeof(*it));
         if (!it)
@@ -119,12 +125,10 @@ static int add_header(struct curl_slist **l, const char *name, const char *v) {
         return 0;
 }
 
-static int build_post(struct callbacks *cb, struct cb_item *it, const struct tenant *t) {
-        struct cb_task *k = &it->task;
-        const struct config *cfg = cb->d->cfg;
+int cb_post_build(struct cb_task *k, const struct cb_post *p) {
         char sig[OUTBOX_SIG_MAX], attempt[16];
-        outbox_sign(t->cb_secret, t->cb_secret_len, now_real_ms() / 1000, it->e.body, it->e.body_len, sig);
-        snprintf(attempt, sizeof(attempt), "%u", it->attempts + 1);
+        outbox_sign(p->t->cb_secret, p->t->cb_secret_len, now_real_ms() / 1000, p->body, p->body_len, sig);
+        snprintf(attempt, sizeof(attempt), "%u", p->attempt);
         k->h = curl_easy_init();
         if (!k->h)
                 return -ENOMEM;
@@ -134,25 +138,26 @@ static int build_post(struct callbacks *cb, struct cb_item *it, const struct ten
         r = r ?: (ex ? 0 : -ENOMEM);
         if (ex)
                 k->hdrs = ex;
-        r = r ?: add_header(&k->hdrs, OUTBOX_DELIVERY_HEADER, it->e.delivery);
-        r = r ?: add_header(&k->hdrs, "X-Sbx-Job", it->e.job);
+        r = r ?: add_header(&k->hdrs, OUTBOX_DELIVERY_HEADER, p->delivery);
+        r = r ?: add_header(&k->hdrs, OUTBOX_EVENT_HEADER, p->event);
+        r = r ?: add_header(&k->hdrs, "X-Sbx-Job", p->job);
         r = r ?: add_header(&k->hdrs, "X-Sbx-Attempt", attempt);
         r = r ?: add_header(&k->hdrs, OUTBOX_SIG_HEADER, sig);
-        if (it->e.traceparent)
-                r = r ?: add_header(&k->hdrs, "traceparent", it->e.traceparent);
+        if (p->traceparent)
+                r = r ?: add_header(&k->hdrs, "traceparent", p->traceparent);
         if (r < 0)
                 return r;
         CURL *h = k->h;
-        curl_easy_setopt(h, CURLOPT_URL, it->e.url);
+        curl_easy_setopt(h, CURLOPT_URL, p->url);
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, it->e.body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) it->e.body_len);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, p->body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) p->body_len);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, k->hdrs);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) cfg->cb_timeout_ms);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) cfg->cb_timeout_ms);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) p->timeout_ms);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) p->timeout_ms);
         curl_easy_setopt(h, CURLOPT_USERAGENT, "sbx-supervisord/" PACKAGE_VERSION);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, k);
@@ -162,7 +167,7 @@ static int build_post(struct callbacks *cb, struct cb_item *it, const struct ten
         return 0;
 }
 
-static void post_cleanup(struct cb_task *k) {
+void cb_post_cleanup(struct cb_task *k) {
         if (k->h)
                 curl_easy_cleanup(k->h);
         curl_slist_free_all(k->hdrs);
@@ -182,8 +187,11 @@ static void start_post(struct callbacks *cb, struct cb_item *it) {
         k->retry_after = -1;
         k->errbuf[0] = '\0';
         k->file_err = 0;
-        if (build_post(cb, it, t) < 0) {
-                post_cleanup(k);
+        struct cb_post p = { .t = t, .url = it->e.url, .body = it->e.body, .body_len = it->e.body_len, .delivery = it->e.delivery,
+                             .event = "result", .job = it->e.job, .traceparent = it->e.traceparent, .attempt = it->attempts + 1,
+                             .timeout_ms = cb->d->cfg->cb_timeout_ms };
+        if (cb_post_build(k, &p) < 0) {
+                cb_post_cleanup(k);
                 it->next_ms = now_mono_ms() + 1000; /* out of memory: later */
                 return;
         }
@@ -226,8 +234,8 @@ void cb_dispatch(struct callbacks *cb) {
                                 next = it->next_ms;
                         continue;
                 }
-                if (cb->inflight >= cfg->cb_concurrency)
-                        continue;
+                if (cb->inflight >= cfg->cb_concurrency || cb_progress_busy(cb, it->e.job))
+                        continue; /* (a progress post's end dispatches again) */
                 start_post(cb, it);
         }
         arm(cb, next);
@@ -245,7 +253,7 @@ static void note_failure(struct callbacks *cb, struct cb_item *it, const struct 
 static void post_done(struct callbacks *cb, struct cb_item *it) {
         struct cb_task *k = &it->task;
         const struct config *cfg = cb->d->cfg;
-        post_cleanup(k);
+        cb_post_cleanup(k);
         cb->inflight--;
         it->attempts++;
         enum outbox_verdict v = k->curl_rc != CURLE_OK ? OUTBOX_RETRY : outbox_verdict(k->status);
@@ -305,6 +313,7 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                         break;
                 }
                 cb_set_state(cb, it, CB_DEAD);
+                cb_item_drop_body(&it->e);
                 cb->dead_lettered++;
                 log_warning("callback of job %s (trace %.32s): dead-lettered after %u attempts: %s", it->e.job,
                             it->e.traceparent ? it->e.traceparent + 3 : "-", it->attempts, it->last_error);
@@ -312,12 +321,15 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                 break;
         case CB_OP_DROP:
                 cb_set_state(cb, it, k->file_err < 0 ? (k->from_dead ? CB_DEAD : CB_PENDING) : CB_DROPPED);
+                if (it->state == CB_DROPPED)
+                        cb_item_drop_body(&it->e);
                 break;
         case CB_OP_RESTORE:
                 free(k->text);
                 k->text = NULL;
                 if (k->file_err < 0) {
-                        cb_set_state(cb, it, CB_DEAD);
+                        cb_set_state(cb, it, k->from_dead ? CB_DEAD : CB_DROPPED);
+                        cb_item_drop_body(&it->e);
                         break;
                 }
                 it->attempts = 0;
@@ -326,6 +338,8 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                 cb_set_state(cb, it, CB_PENDING);
                 break;
         case CB_OP_POST:
+        case CB_OP_PROGRESS:
+        case CB_OP_LOAD:
                 break;
         }
 }
@@ -337,7 +351,11 @@ void cb_on_done(struct source *s, uint32_t events) {
         while (k) {
                 struct cb_task *n = k->next;
                 struct cb_item *it = k->owner;
-                if (k->op == CB_OP_POST)
+                if (k->op == CB_OP_LOAD)
+                        cb_queue_loaded(cb, k);
+                else if (k->op == CB_OP_PROGRESS)
+                        cb_progress_done(cb, k);
+                else if (k->op == CB_OP_POST)
                         post_done(cb, it);
                 else
                         file_done(cb, it);

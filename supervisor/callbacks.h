@@ -47,6 +47,12 @@ struct callbacks {
         uint64_t delivered, attempt_failures, dead_lettered;
         int timer_fd;
         struct source timer_src, done_src;
+        /* progress callbacks (callback-progress.c) */
+        struct list progs;        /* struct cb_prog.link */
+        int prog_timer_fd;
+        struct source prog_timer_src;
+        unsigned prog_inflight;
+        uint64_t prog_delivered, prog_failed, prog_behind;
         struct cb_thread *th;
         bool curl_inited;
 };
@@ -66,6 +72,12 @@ void callbacks_add(struct daemon *d, struct outbox_entry *e);
 json_t *callbacks_state(struct daemon *d, const char *job, json_t *rec_callback);
 
 void callbacks_gauges(struct daemon *d, struct metrics_gauges *g);
+
+/* Progress callbacks (callback-progress.c): the job's command has
+ * started (the launcher's start line); the job has ended (before its
+ * record is made). */
+void callbacks_progress_start(struct daemon *d, struct rjob *rj);
+void callbacks_progress_end(struct daemon *d, struct rjob *rj);
 
 /* callbacks.list, callbacks.retry, callbacks.drop */
 void callbacks_op(struct conn *c, struct request *req);

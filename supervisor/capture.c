@@ -214,6 +214,9 @@ static void status_line(struct capture *cap, const char *line, size_t len) {
                 return;
         }
         json_decref(m); /* the start line: the pid is known from the pidfd */
+        /* set up, and the command's execve succeeded */
+        struct rjob *rj = container_of(cap, struct rjob, cap);
+        callbacks_progress_start(rj->d, rj);
 }
 
 static void drain_status(struct capture *cap) {

@@ -101,6 +101,7 @@ struct tenant {
         size_t cb_secret_len;
         char **cb_allow;          /* URL prefixes a request's callback may name; NULL: cb_url only */
         size_t n_cb_allow;
+        uint64_t cb_progress_s;   /* default seconds between progress heartbeats; 0: none */
 };
 
 struct config {
@@ -196,7 +197,7 @@ bool tenant_allows_bundle(const struct tenant *t, const char *name);
 
 /* config-callback.c: the keys of callbacks, as config-bundle.c's. */
 #define CONFIG_CALLBACK_DAEMON_KEYS "callback_timeout callback_max_age callback_backoff callback_backoff_max callback_concurrency callback_memory_max"
-#define CONFIG_CALLBACK_TENANT_KEYS "callback_url callback_secret_file callback_allow"
+#define CONFIG_CALLBACK_TENANT_KEYS "callback_url callback_secret_file callback_allow callback_progress"
 #define CONFIG_CALLBACK_MAX_URL 2048
 bool config_callback_key_known(const char *section, const char *key);
 void config_callback_defaults(struct config *c);

@@ -18,6 +18,7 @@
 
 #include "conf.h"
 #include "parse.h"
+#include "proto.h"
 #include "util.h"
 
 #define SECRET_MIN 16
@@ -200,6 +201,15 @@ int config_callback_tenant_key(struct tenant *t, const char *k, const char *v, c
                 return read_secret(t, v, where, err);
         if (streq(k, "callback_allow"))
                 return set_allow(t, v, where, err);
+        if (streq(k, "callback_progress")) {
+                uint64_t ms;
+                if (parse_duration_ms(v, &ms) < 0 || ms % 1000 || ms / 1000 > PROTO_MAX_PROGRESS)
+                        return BAD("%s: callback_progress: expected whole seconds from 0s to %ds between heartbeats (0s: no "
+                                   "progress callbacks), got '%s'",
+                                   where, PROTO_MAX_PROGRESS, v);
+                t->cb_progress_s = ms / 1000;
+                return 0;
+        }
         return -ENOENT;
 }
 

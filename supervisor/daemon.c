@@ -319,6 +319,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         list_init(&d->cg.releasing);
         list_init(&d->dns_paused);
+        list_init(&d->dns_tcp);
         if (sched_init(&d->sched, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         if (sodium_init() < 0)

@@ -71,6 +71,7 @@ struct daemon {
         unsigned net_slots_used;  /* bits set in net_used (for the metrics) */
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
+        struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */
 };
 
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err);

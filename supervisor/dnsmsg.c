@@ -88,7 +88,7 @@ int dnsmsg_answers(const uint8_t *buf, size_t len, const struct dns_query *q, ui
         _cleanup_pkt_ ldns_pkt *p = NULL;
         char name[DNSMSG_NAME_MAX + 2];
         *ret_n = 0;
-        if (len > DNSMSG_MAX || ldns_wire2pkt(&p, buf, len) != LDNS_STATUS_OK)
+        if (len > DNSMSG_TCP_MAX || ldns_wire2pkt(&p, buf, len) != LDNS_STATUS_OK)
                 return -EINVAL;
         ldns_rr *qq = question(p);
         if (!ldns_pkt_qr(p) || ldns_pkt_id(p) != q->id || !qq || ldns_rr_get_type(qq) != q->qtype ||

@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 #define DNSMSG_NAME_MAX 253
-#define DNSMSG_MAX 4096      /* bytes of a message over UDP that we read */
+#define DNSMSG_MAX 4096      /* bytes of a message over UDP that we read; of a query over TCP */
+#define DNSMSG_TCP_MAX 65535 /* bytes of an answer over TCP (its length prefix's most) */
 #define DNSMSG_ADDRS_MAX 32  /* addresses taken from one answer */
 
 /* Response codes (RFC 1035 4.1.1) */
@@ -28,7 +29,8 @@ int dnsmsg_parse_query(const uint8_t *buf, size_t len, struct dns_query *ret);
  * to the query in buf (same id and question), in out (cap bytes); -EINVAL
  * when buf is no query, -ENOSPC when out is short. */
 int dnsmsg_error(const uint8_t *buf, size_t len, int rcode, uint8_t *out, size_t cap, size_t *ret_len);
-/* An answer to q (its id, a response, the same question): the A and AAAA
+/* An answer to q (its id, a response, the same question; at most
+ * DNSMSG_TCP_MAX bytes): the A and AAAA
  * records of its answer section, as 16-byte addresses (IPv4 mapped),
  * at most max; -EINVAL when it answers something else. */
 int dnsmsg_answers(const uint8_t *buf, size_t len, const struct dns_query *q, uint8_t (*addrs)[16], size_t max, size_t *ret_n);

@@ -13,29 +13,10 @@
 
 #include "daemon.h"
 #include "dnsmsg.h"
-#include "dnsproxy.h"
+#include "dnsproxy-internal.h"
 #include "log.h"
 #include "netaudit-bpf.h"
 #include "subscribe.h"
-
-struct dns_name {
-        uint8_t addr[16];
-        char name[DNSMSG_NAME_MAX + 2];
-};
-
-struct dnsproxy {
-        struct rjob *rj;
-        int fd;
-        struct source src;
-        unsigned tokens;         /* queries it may still send before refill_ms + 1 s */
-        uint64_t refill_ms;      /* CLOCK_MONOTONIC */
-        bool paused;             /* its socket is not read until dnsproxy_tick() */
-        struct list paused_link; /* in the daemon's dns_paused */
-        struct list pending;     /* struct dns_pending.link */
-        unsigned n_pending;
-        struct dns_name *names;  /* addresses its answers gave, with their names */
-        size_t n_names;
-};
 
 /* One query forwarded upstream, on a socket of its own (connected: only
  * the upstream resolver's answer arrives there). */
@@ -91,12 +72,12 @@ int dnsproxy_setup(struct daemon *d) {
         return 0;
 }
 
-static void event(struct dnsproxy *px, const struct dns_query *q, bool allowed) {
+void dnsproxy_event(struct dnsproxy *px, const struct dns_query *q, int protocol, bool allowed) {
         struct rjob *rj = px->rj;
         char type[16];
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        struct netaudit_event e = { .family = AF_INET, .port = 53, .protocol = IPPROTO_UDP, .kind = NETAUDIT_DNS,
+        struct netaudit_event e = { .family = AF_INET, .port = 53, .protocol = (uint16_t) protocol, .kind = NETAUDIT_DNS,
                                     .verdict = allowed ? NETAUDIT_ALLOW : NETAUDIT_DENY };
         metrics_net_event(&rj->d->metrics, e.kind, e.verdict);
         json_t *ev = netevents_add(&rj->net, &e, (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000, q->name,
@@ -129,7 +110,9 @@ static void pending_free(struct dns_pending *p, enum metrics_dns_outcome o) {
         close(p->fd);
         list_del(&p->link);
         p->px->n_pending--;
-        free(p);
+        /* expire() frees others than the one whose event this is: an
+         * event of theirs may be next in the batch */
+        loop_defer_free(free, p);
 }
 
 static void remember(struct dnsproxy *px, const uint8_t addr[16], const char *name) {
@@ -145,40 +128,47 @@ static void remember(struct dnsproxy *px, const uint8_t addr[16], const char *na
         px->n_names++;
 }
 
+enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, const uint8_t *buf, size_t len) {
+        struct rjob *rj = px->rj;
+        uint8_t addrs[DNSMSG_ADDRS_MAX][16];
+        size_t n = 0;
+        if (dnsmsg_answers(buf, len, q, addrs, DNSMSG_ADDRS_MAX, &n) < 0)
+                return MDNS_UPSTREAM_FAILED;
+        const struct netpolicy *pol = rj->j.req.run.netpol;
+        for (size_t i = 0; pol && rj->net_att && i < n; i++) {
+                struct np_rule rules[NETPOLICY_MAX_ALLOW];
+                size_t nr = netpolicy_rules_for(pol, addrs[i], q->name, rules);
+                int r = netaudit_allow_addr(rj->d->netaudit, rj->net_att, addrs[i], rules, nr);
+                if (r < 0) {
+                        log_warning(JOB_LOG ": DNS proxy: %s: an address not admitted (%s); the answer is withheld",
+                                    JOB_LOG_ARGS(&rj->j), q->name, strerror(-r));
+                        return MDNS_WITHHELD;
+                }
+                remember(px, addrs[i], q->name);
+        }
+        return MDNS_ANSWERED;
+}
+
 /* The upstream's answer: its addresses into the job's allow map first,
  * then to the job. */
 static void on_upstream(struct source *s, uint32_t events) {
         struct dns_pending *p = container_of(s, struct dns_pending, src);
         struct dnsproxy *px = p->px;
-        struct rjob *rj = px->rj;
-        uint8_t buf[DNSMSG_MAX], addrs[DNSMSG_ADDRS_MAX][16];
-        size_t n = 0;
+        uint8_t buf[DNSMSG_MAX];
         ssize_t k = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (k < 0 && (errno == EAGAIN || errno == EINTR))
                 return;
-        if (k <= 0 || dnsmsg_answers(buf, (size_t) k, &p->q, addrs, DNSMSG_ADDRS_MAX, &n) < 0) {
-                /* an ICMP error (nothing listens there), or not the answer
-                 * to this query: the job hears at once, not at its timeout */
+        /* k < 0: an ICMP error (nothing listens there); else perhaps not
+         * the answer to this query: the job hears at once, not at its
+         * timeout */
+        enum metrics_dns_outcome o = k <= 0 ? MDNS_UPSTREAM_FAILED : dnsproxy_admit(px, &p->q, buf, (size_t) k);
+        if (o == MDNS_ANSWERED)
+                reply(px, &p->peer, buf, (size_t) k);
+        else if (o == MDNS_WITHHELD)
+                refuse(px, &p->peer, p->query, p->len);
+        else
                 answer_error(px, &p->peer, p->query, p->len, DNSMSG_SERVFAIL);
-                pending_free(p, MDNS_UPSTREAM_FAILED);
-                return;
-        }
-        const struct netpolicy *pol = rj->j.req.run.netpol;
-        for (size_t i = 0; pol && rj->net_att && i < n; i++) {
-                struct np_rule rules[NETPOLICY_MAX_ALLOW];
-                size_t nr = netpolicy_rules_for(pol, addrs[i], p->q.name, rules);
-                int r = netaudit_allow_addr(rj->d->netaudit, rj->net_att, addrs[i], rules, nr);
-                if (r < 0) {
-                        log_warning(JOB_LOG ": DNS proxy: %s: an address not admitted (%s); the answer is withheld",
-                                    JOB_LOG_ARGS(&rj->j), p->q.name, strerror(-r));
-                        refuse(px, &p->peer, buf, (size_t) k);
-                        pending_free(p, MDNS_WITHHELD);
-                        return;
-                }
-                remember(px, addrs[i], p->q.name);
-        }
-        reply(px, &p->peer, buf, (size_t) k);
-        pending_free(p, MDNS_ANSWERED);
+        pending_free(p, o);
 }
 
 static int forward(struct dnsproxy *px, const struct dns_query *q, const struct sockaddr_in *peer, const uint8_t *buf, size_t len) {
@@ -223,7 +213,7 @@ static void expire(struct dnsproxy *px) {
 }
 
 /* A job's queries a second: a token each, DNSPROXY_RATE again every second. */
-static bool take_token(struct dnsproxy *px) {
+bool dnsproxy_take_token(struct dnsproxy *px) {
         uint64_t now = now_mono_ms();
         if (now - px->refill_ms >= 1000) {
                 px->tokens = DNSPROXY_RATE;
@@ -251,6 +241,7 @@ void dnsproxy_tick(struct daemon *d) {
                 if (loop_mod(&px->src, EPOLLIN) < 0)
                         log_warning(JOB_LOG ": DNS proxy: cannot read its socket again", JOB_LOG_ARGS(&px->rj->j));
         }
+        dnstcp_tick(d);
 }
 
 static void on_query(struct source *s, uint32_t events) {
@@ -259,7 +250,7 @@ static void on_query(struct source *s, uint32_t events) {
         expire(px);
         /* a bounded batch per wakeup: a flood waits its turn in the socket */
         for (int i = 0; i < 64; i++) {
-                if (!take_token(px)) {
+                if (!dnsproxy_take_token(px)) {
                         pause_reading(px);
                         return;
                 }
@@ -276,7 +267,7 @@ static void on_query(struct source *s, uint32_t events) {
                 }
                 bool allowed = pol && netpolicy_host_allowed(pol, q.name);
                 bool busy = allowed && px->n_pending >= DNSPROXY_PENDING;
-                event(px, &q, allowed && !busy);
+                dnsproxy_event(px, &q, IPPROTO_UDP, allowed && !busy);
                 if (allowed && !busy && forward(px, &q, &peer, buf, (size_t) k) == 0)
                         continue; /* its outcome is counted when it is done with */
                 metrics_dns(&px->rj->d->metrics, !allowed ? MDNS_REFUSED : busy ? MDNS_BUSY : MDNS_UPSTREAM_FAILED, 1);
@@ -284,21 +275,35 @@ static void on_query(struct source *s, uint32_t events) {
         }
 }
 
-int dnsproxy_start(struct rjob *rj, int fd) {
+int dnsproxy_start(struct rjob *rj, int fd, int tcp_fd) {
         struct dnsproxy *px = calloc(1, sizeof(*px));
         if (!px || !(px->names = calloc(DNSPROXY_NAMES, sizeof(*px->names)))) {
                 free(px);
                 close(fd);
+                if (tcp_fd >= 0)
+                        close(tcp_fd);
                 return -ENOMEM;
         }
         px->rj = rj;
         px->fd = fd;
         px->tokens = DNSPROXY_RATE;
         px->refill_ms = now_mono_ms();
+        px->tcp_fd = -1;
         list_init(&px->pending);
         list_init(&px->paused_link);
+        list_init(&px->conns);
+        list_init(&px->tcp_link);
         int r = loop_add(&px->src, fd, EPOLLIN, on_query);
         if (r < 0) {
+                close(fd);
+                if (tcp_fd >= 0)
+                        close(tcp_fd);
+                free(px->names);
+                free(px);
+                return r;
+        }
+        if ((r = dnstcp_start(px, tcp_fd)) < 0) {
+                loop_del(&px->src);
                 close(fd);
                 free(px->names);
                 free(px);
@@ -330,6 +335,7 @@ void dnsproxy_stop(struct rjob *rj) {
         if (!px)
                 return;
         metrics_dns(&rj->d->metrics, MDNS_RATE_LIMITED, unread(px->fd));
+        dnstcp_stop(px);
         while (!list_empty(&px->pending))
                 pending_free(list_entry(px->pending.next, struct dns_pending, link), MDNS_UNANSWERED);
         if (px->paused)
@@ -337,7 +343,8 @@ void dnsproxy_stop(struct rjob *rj) {
         loop_del(&px->src);
         close(px->fd);
         free(px->names);
-        free(px);
+        /* its sources (UDP, TCP's listener) may be in the batch yet */
+        loop_defer_free(free, px);
         rj->dns = NULL;
 }
 

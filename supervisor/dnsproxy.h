@@ -9,7 +9,9 @@
  * (a burst cannot hold the daemon's sockets or tunnel data out). Past
  * DNSPROXY_RATE queries a second the proxy stops reading the job's socket
  * until the next second (the kernel drops what does not fit): a job's
- * flood costs the daemon no more than that. */
+ * flood costs the daemon no more than that. The same over TCP, on a
+ * listening socket at the same address (dnstcp.c), within bounds of its
+ * own (DNSTCP_*). */
 #pragma once
 
 #include <stdbool.h>
@@ -20,6 +22,9 @@
 #define DNSPROXY_PENDING 16   /* queries of one job forwarded at once */
 #define DNSPROXY_RATE 100     /* queries of one job read a second (and a burst of as many) */
 #define DNSPROXY_NAMES 1024   /* addresses of one job whose name is remembered */
+#define DNSTCP_CONNS 8        /* TCP connections of one job at once */
+#define DNSTCP_IDLE_MS 10000  /* a TCP connection without a query or answer this long is closed */
+#define DNSTCP_UPSTREAM_MS 10000 /* an upstream that has not answered over TCP in this long: SERVFAIL */
 
 struct daemon;
 struct rjob;
@@ -27,11 +32,12 @@ struct rjob;
 /* dns_upstream, or the first nameserver of /etc/resolv.conf: 0, or
  * -errno with d->caps saying why hostname entries are refused. */
 int dnsproxy_setup(struct daemon *d);
-/* Serve rj's queries on fd (taken). */
-int dnsproxy_start(struct rjob *rj, int fd);
+/* Serve rj's queries on fd (UDP) and on the connections of tcp_fd (a
+ * listening TCP socket, or -1); both taken. */
+int dnsproxy_start(struct rjob *rj, int fd, int tcp_fd);
 void dnsproxy_stop(struct rjob *rj);
 /* Once a second (housekeeping): read again the sockets of jobs that had
- * used up their queries. */
+ * used up their queries; close idle TCP connections. */
 void dnsproxy_tick(struct daemon *d);
 /* The name e's destination was resolved from for rj, or NULL. */
 const char *dnsproxy_name_of(const struct rjob *rj, const struct netaudit_event *e);

@@ -32,6 +32,7 @@ struct rjob *rjob_new(struct daemon *d) {
 
 void rjob_free(void *p) {
         struct rjob *rj = p;
+        callbacks_progress_end(rj->d, rj);
         job_release(&rj->j);
         capture_release(&rj->cap);
         netevents_release(&rj->net);

@@ -50,6 +50,7 @@ struct rjob {
         /* its callback's outbox entry, written with its record (commit.c) */
         char cb_delivery[OUTBOX_DELIVERY_LEN + 1];
         struct outbox_entry cb_entry;
+        struct cb_prog *cb_prog;  /* its progress callbacks (callback-progress.c), while it runs */
         char *cb_text;
         size_t cb_len;
         char cb_name[40], cb_tmp[48];

@@ -46,7 +46,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/download.c \
 	supervisor/paced.h supervisor/paced.c \
 	supervisor/metrics-http.h supervisor/metrics-http.c \
-	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c supervisor/callback-queue.c \
+	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c supervisor/callback-queue.c supervisor/callback-progress.c \
 	supervisor/callback-thread.h supervisor/callback-thread.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \
@@ -71,7 +71,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/bundle-job.c supervisor/bundle-ops.c \
 	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c supervisor/netveth.h supervisor/netveth.c \
 	supervisor/veth.h supervisor/veth.c supervisor/nft.h supervisor/nft.c \
-	supervisor/dnsproxy.h supervisor/dnsproxy.c
+	supervisor/dnsproxy.h supervisor/dnsproxy-internal.h supervisor/dnsproxy.c supervisor/dnstcp.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)

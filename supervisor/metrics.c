@@ -109,6 +109,11 @@ void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n) {
                 m->net.dns[o] += n;
 }
 
+void metrics_dnstcp(struct metrics *m, enum metrics_dnstcp_outcome o) {
+        if ((unsigned) o < MDNSTCP_OUTCOMES)
+                m->net.dns_tcp[o]++;
+}
+
 void metrics_net_setup_failed(struct metrics *m, enum metrics_net_step step) {
         if ((unsigned) step < MNET_STEPS)
                 m->net.setup_failures[step]++;
@@ -185,6 +190,13 @@ static void callbacks(FILE *f, const struct metrics_gauges *g) {
         fprintf(f, "sbx_callback_attempt_failures_total %" PRIu64 "\n", g->cb_attempt_failures);
         head(f, "sbx_callback_dead_lettered_total", "counter", "Callback deliveries given up on and moved to the dead-letter directory.");
         fprintf(f, "sbx_callback_dead_lettered_total %" PRIu64 "\n", g->cb_dead_lettered);
+        head(f, "sbx_callback_progress_delivered_total", "counter", "Progress callbacks (started, heartbeat) the receiver accepted.");
+        fprintf(f, "sbx_callback_progress_delivered_total %" PRIu64 "\n", g->cb_progress_delivered);
+        head(f, "sbx_callback_progress_dropped_total", "counter",
+             "Progress callbacks given up on: not accepted at their one attempt (failed), or skipped because the job's last "
+             "one, or 16 of all jobs, were still in flight (behind).");
+        fprintf(f, "sbx_callback_progress_dropped_total{reason=\"failed\"} %" PRIu64 "\n", g->cb_progress_failed);
+        fprintf(f, "sbx_callback_progress_dropped_total{reason=\"behind\"} %" PRIu64 "\n", g->cb_progress_behind);
 }
 
 static void counter(FILE *f, const char *name, const char *help, uint64_t v) {
@@ -203,6 +215,13 @@ static const char *const dns_outcomes[MDNS_OUTCOMES] = {
         [MDNS_UNANSWERED] = "unanswered",
         [MDNS_MALFORMED] = "malformed",
         [MDNS_RATE_LIMITED] = "rate_limited",
+};
+static const char *const dnstcp_outcomes[MDNSTCP_OUTCOMES] = {
+        [MDNSTCP_CLOSED] = "closed",
+        [MDNSTCP_REFUSED] = "refused",
+        [MDNSTCP_TIMED_OUT] = "timed_out",
+        [MDNSTCP_MALFORMED] = "malformed",
+        [MDNSTCP_ENDED] = "ended",
 };
 static const char *const net_steps[MNET_STEPS] = {
         [MNET_AUDIT] = "audit", [MNET_ADDRESS] = "address", [MNET_HANDSHAKE] = "handshake", [MNET_VETH] = "veth", [MNET_DNS] = "dns",
@@ -232,6 +251,10 @@ static void network(FILE *f, const struct metrics_net *n, const struct metrics_g
         counter(f, "sbx_network_dns_pauses_total",
                 "Times a job's DNS proxy stopped reading for the rest of a second, its rate used up.",
                 n->dns_pauses);
+        head(f, "sbx_network_dns_tcp_connections_total", "counter",
+             "TCP connections to the restricted jobs' DNS proxies, by what came of them.");
+        for (int o = 0; o < MDNSTCP_OUTCOMES; o++)
+                fprintf(f, "sbx_network_dns_tcp_connections_total{outcome=\"%s\"} %" PRIu64 "\n", dnstcp_outcomes[o], n->dns_tcp[o]);
         head(f, "sbx_network_setup_failures_total", "counter", "Jobs whose network could not be set up, by step.");
         for (int s = 0; s < MNET_STEPS; s++)
                 fprintf(f, "sbx_network_setup_failures_total{step=\"%s\"} %" PRIu64 "\n", net_steps[s], n->setup_failures[s]);

@@ -37,6 +37,16 @@ enum metrics_dns_outcome {
         MDNS_OUTCOMES
 };
 
+/* What became of a TCP connection to a job's DNS proxy: one outcome each. */
+enum metrics_dnstcp_outcome {
+        MDNSTCP_CLOSED,      /* the job closed it between queries */
+        MDNSTCP_REFUSED,     /* DNSTCP_CONNS of the job's were open already: closed at once */
+        MDNSTCP_TIMED_OUT,   /* no query and no answer in DNSTCP_IDLE_MS: closed */
+        MDNSTCP_MALFORMED,   /* a length of 0 or past DNSMSG_MAX, or not a DNS query: closed */
+        MDNSTCP_ENDED,       /* closed mid-query, a write failed, or the job ended */
+        MDNSTCP_OUTCOMES
+};
+
 /* The step at which a job's network could not be set up. */
 enum metrics_net_step {
         MNET_AUDIT,          /* the eBPF programs could not be attached to its cgroup */
@@ -53,6 +63,7 @@ struct metrics_net {
         uint64_t dropped, lost;                 /* of ended jobs: past network_events; the ring had no room */
         uint64_t dns[MDNS_OUTCOMES];
         uint64_t dns_pauses;                    /* a proxy stopped reading for the rest of a second */
+        uint64_t dns_tcp[MDNSTCP_OUTCOMES];
         uint64_t setup_failures[MNET_STEPS];
 };
 
@@ -89,6 +100,7 @@ struct metrics_gauges {
         bool callbacks;                 /* the members below were filled */
         uint64_t cb_backlog, cb_in_memory, cb_dead;
         uint64_t cb_delivered, cb_attempt_failures, cb_dead_lettered;
+        uint64_t cb_progress_delivered, cb_progress_failed, cb_progress_behind;
         uint64_t net_strays;            /* audit events of no attached job */
         bool net_pool;                  /* the members below were filled (restricted jobs can run) */
         uint64_t net_pool_used, net_pool_size; /* /30s of network_pool */
@@ -119,6 +131,8 @@ void metrics_net_started(struct metrics *m, int mode, bool audited);
 void metrics_net_event(struct metrics *m, unsigned kind, unsigned verdict);
 /* n queries came to o. */
 void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n);
+/* A TCP connection to a DNS proxy came to o. */
+void metrics_dnstcp(struct metrics *m, enum metrics_dnstcp_outcome o);
 void metrics_net_setup_failed(struct metrics *m, enum metrics_net_step step);
 
 /* The exposition, NUL-terminated (free() it). With tenant non-NULL, the

@@ -217,6 +217,8 @@ static void setup_done(struct work *w) {
         if (!n->rj) {
                 if (n->spec.dns_fd >= 0)
                         close(n->spec.dns_fd);
+                if (n->spec.dns_tcp_fd >= 0)
+                        close(n->spec.dns_tcp_fd);
                 nl_retire(n);
                 return;
         }
@@ -226,8 +228,8 @@ static void setup_done(struct work *w) {
                 log_error(JOB_LOG ": network: %s", JOB_LOG_ARGS(&rj->j), n->msg);
                 free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
-        } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd) < 0) {
-                n->spec.dns_fd = -1;
+        } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd, n->spec.dns_tcp_fd) < 0) {
+                n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
                 metrics_net_setup_failed(&n->d->metrics, MNET_DNS);
                 free(rj->net_fail);
                 rj->net_fail = strdup("cannot serve the job's DNS proxy");
@@ -309,7 +311,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_erro
         n->info_fd = info_fd;
         n->block_fd = block_fd;
         n->netns_fd = -1;
-        n->spec.dns_fd = -1;
+        n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
         n->slot = slot_take(d);
         if (n->slot < 0) {
                 n->info_fd = -1;

@@ -21,6 +21,7 @@
 #define OUTBOX_MAX_ENTRY (64u << 20)
 #define OUTBOX_SIG_HEADER "X-Sbx-Signature"
 #define OUTBOX_DELIVERY_HEADER "X-Sbx-Delivery"
+#define OUTBOX_EVENT_HEADER "X-Sbx-Event" /* result, started or heartbeat */
 
 struct outbox_entry {
         char job[24];

@@ -179,6 +179,8 @@ json_t *proto_run_json(const struct run_request *run) {
                 r |= json_object_set_new(o, "traceparent", json_string(run->traceparent));
         if (run->callback)
                 r |= json_object_set_new(o, "callback", json_string(run->callback));
+        if (run->progress_s != PROTO_UNSET && run->progress_s > 0)
+                r |= json_object_set_new(o, "progress", json_integer((json_int_t) run->progress_s));
         if (r) {
                 json_decref(o);
                 return NULL;

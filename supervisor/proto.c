@@ -35,6 +35,7 @@ static const struct field run_fields[] = {
         { "follow", K_BOOL, false },
         { "traceparent", K_STRING, false },
         { "callback", K_STRING, false },
+        { "progress", K_UINT, false },
 };
 static const struct field network_fields[] = {
         { "mode", K_STRING, false },
@@ -75,7 +76,7 @@ const char *req_op_name(enum req_op op) {
 void request_init(struct request *r) {
         memset(r, 0, sizeof(*r));
         r->run.timeout_ms = r->run.memory = r->run.processes = r->run.cpu_s = r->run.cpu_milli = r->run.output = r->run.disk =
-                PROTO_UNSET;
+                r->run.progress_s = PROTO_UNSET;
         r->run.net = -1;
         r->streams = STREAM_BOTH;
         r->limit = PROTO_MAX_LIST;
@@ -447,7 +448,7 @@ static int parse_network(json_t *net, struct run_request *run, struct sbx_error 
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
         json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL;
         const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL, *callback = NULL;
-        json_int_t timeout = -1, retries = 0;
+        json_int_t timeout = -1, retries = 0, progress = -1;
         int follow = 0;
         json_error_t je;
         int r;
@@ -458,13 +459,14 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         /* The checks above give the precise message; the strict unpack
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
-                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s, s?:s}",
+                           "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s, s?:s, "
+                           "s?:I}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
                            "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
                            "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow,
-                           "traceparent", &traceparent, "callback", &callback) < 0)
+                           "traceparent", &traceparent, "callback", &callback, "progress", &progress) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
         if (bundle)
@@ -532,6 +534,13 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                                              CONFIG_CALLBACK_MAX_URL);
                 if (!(run->callback = strdup(callback)))
                         return sbx_error_set(err, ENOMEM, "callback");
+        }
+        if (progress >= 0) {
+                if (progress > PROTO_MAX_PROGRESS)
+                        return sbx_error_msg(err, EINVAL, "field 'progress': expected the seconds between heartbeats, 1 to %d, or 0 "
+                                                          "for no progress callbacks",
+                                             PROTO_MAX_PROGRESS);
+                run->progress_s = (uint64_t) progress;
         }
         return 0;
 }

@@ -30,6 +30,7 @@
 #define PROTO_MAX_KEY 128
 #define PROTO_MAX_LIST 10000
 #define PROTO_MAX_RETRIES 10
+#define PROTO_MAX_PROGRESS 3600 /* seconds between progress heartbeats */
 /* logs: bytes of each stream in one response (the default and the most). */
 #define PROTO_LOGS_CHUNK (1u << 20)
 /* download: bytes of the file in one data event (base64 in the message). */
@@ -144,6 +145,7 @@ struct run_request {
         bool follow;           /* stream output and the end of the job on this connection */
         char *traceparent;     /* W3C trace context: the caller's, then (accept.c) the job's own; NULL: none given */
         char *callback;        /* the URL its result is posted to: the caller's, or (accept.c) the tenant's default; NULL: none */
+        uint64_t progress_s;   /* seconds between heartbeat callbacks (0: no progress callbacks); PROTO_UNSET: the tenant's */
 };
 
 struct request {

@@ -399,6 +399,7 @@ void runner_end(struct rjob *rj) {
                 daemon_cpu_watch(d, -1);
         }
         bool was_running = rj->j.started_ms != 0;
+        callbacks_progress_end(d, rj);
         if (rj->j.bundle.set)
                 bundle_job_release(rj);
         rj->j.ended_ms = now_real_ms();

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "parse.h"
 #include "proto.h"
 #include "sbxctl.h"
 
@@ -22,8 +23,11 @@ void print_callback(json_t *cb) {
 }
 
 static int cmd_ls(int argc, char **argv) {
-        static const struct option opts[] = { { "state", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
+        static const struct option opts[] = { { "state", required_argument, NULL, 't' },
+                                              { "limit", required_argument, NULL, 'n' },
+                                              { NULL, 0, NULL, 0 } };
         const char *state = NULL;
+        uint64_t limit = 0;
         int o;
         optind = 2;
         while ((o = getopt_long(argc, argv, "+:", opts, NULL)) >= 0) {
@@ -31,6 +35,10 @@ static int cmd_ls(int argc, char **argv) {
                         state = optarg;
                 else if (o == 't')
                         usage_error("callbacks ls: --state: expected pending, dead or dropped, got '%s'", optarg);
+                else if (o == 'n' && (parse_uint64(optarg, PROTO_MAX_LIST, &limit) < 0 || limit == 0))
+                        usage_error("callbacks ls: --limit: expected a number from 1 to %d, got '%s'", PROTO_MAX_LIST, optarg);
+                else if (o == 'n')
+                        continue;
                 else
                         usage_error("callbacks ls: unknown option '%s'", argv[optind - 1]);
         }
@@ -39,6 +47,8 @@ static int cmd_ls(int argc, char **argv) {
         json_t *req = new_req("callbacks.list");
         if (state)
                 json_object_set_new(req, "state", json_string(state));
+        if (limit)
+                json_object_set_new(req, "limit", json_integer((json_int_t) limit));
         connect_daemon();
         json_t *m = request(req);
         if (json_out)

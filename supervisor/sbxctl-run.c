@@ -62,7 +62,8 @@ static uint64_t opt_size(const char *opt, const char *v) {
 
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
-        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK
+        O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK,
+        O_PROGRESS
 };
 
 /* The parts of a run request that options add to. */
@@ -194,6 +195,12 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_CALLBACK:
                 json_object_set_new(p->req, "callback", json_string(arg));
                 break;
+        case O_PROGRESS:
+                if (parse_uint64(arg, PROTO_MAX_PROGRESS, &n) < 0)
+                        usage_error("--progress: expected the seconds between heartbeats, 1 to %d, or 0 for none, got '%s'",
+                                    PROTO_MAX_PROGRESS, arg);
+                json_object_set_new(p->req, "progress", json_integer((json_int_t) n));
+                break;
         default: {
                 char where[16];
                 snprintf(where, sizeof(where), "%s: ", argv[0]);
@@ -224,6 +231,7 @@ json_t *sbxctl_build_run(int argc, char **argv, bool follow) {
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
                 { "traceparent", required_argument, NULL, O_TRACE }, { "callback", required_argument, NULL, O_CALLBACK },
+                { "progress", required_argument, NULL, O_PROGRESS },
                 { NULL, 0, NULL, 0 },
         };
         struct run_parts p = {

@@ -77,7 +77,7 @@ static void usage(FILE *f) {
                 "  ls [--state S] [--limit N]   your jobs, newest first\n"
                 "  ping                check the daemon and show who you are to it\n"
                 "  metrics             the daemon's metrics (Prometheus text; your tenant's series)\n"
-                "  callbacks ls [--state S]   your jobs' callback deliveries: pending, dead, dropped\n"
+                "  callbacks ls [--state S] [--limit N]   your jobs' callback deliveries: pending, dead, dropped\n"
                 "  callbacks retry|drop JOB   deliver a dead (or pending) callback again now, or give it up\n"
                 "  bundle show NAME[@VERSION]   a bundle: manifest, derived profile, your policy's verdict\n"
                 "  cache ls            the cached bundles of your registry\n"
@@ -101,7 +101,8 @@ static void usage(FILE *f) {
                 "  --artifact GLOB     collect matching workspace files afterwards (repeatable)\n"
                 "  --idempotency-key K make retries of this submission safe\n"
                 "  --traceparent TP    the W3C trace context the job joins (default: it starts a trace)\n"
-                "  --callback URL      post the job's result there when it ends (a URL your tenant allows)\n");
+                "  --callback URL      post the job's result there when it ends (a URL your tenant allows)\n"
+                "  --progress SECONDS  also post 'started' and a heartbeat every SECONDS there (0: none)\n");
 }
 
 void connect_daemon(void) {

@@ -138,10 +138,11 @@ struct inside {
 };
 
 /* Where glibc looks for a resolver when the sandbox has no resolv.conf:
- * the job's own 127.0.0.1:53, served by the daemon from this socket. */
-static int dns_socket(int *ret) {
+ * the job's own 127.0.0.1:53, served by the daemon from these sockets
+ * (type: SOCK_DGRAM, SOCK_STREAM). */
+static int dns_socket(int type, int *ret) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
         if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
@@ -178,8 +179,10 @@ static void *inside_run(void *arg) {
          * below needs it now. */
         else if ((in->err = link_up(s, "lo", &lo)) < 0)
                 in->step = "lo up";
-        else if ((in->err = dns_socket(&in->s->dns_fd)) < 0)
+        else if ((in->err = dns_socket(SOCK_DGRAM, &in->s->dns_fd)) < 0)
                 in->step = "the DNS proxy's socket on 127.0.0.1:53";
+        else if ((in->err = dns_socket(SOCK_STREAM, &in->s->dns_tcp_fd)) < 0)
+                in->step = "the DNS proxy's TCP socket on 127.0.0.1:53";
         return NULL;
 }
 
@@ -214,6 +217,10 @@ int veth_create(struct veth_spec *sp, struct sbx_error *err) {
                 if (sp->dns_fd >= 0) {
                         close(sp->dns_fd);
                         sp->dns_fd = -1;
+                }
+                if (sp->dns_tcp_fd >= 0) {
+                        close(sp->dns_tcp_fd);
+                        sp->dns_tcp_fd = -1;
                 }
                 veth_delete(sp->host_if);
                 return sbx_error_set(err, in.err, "veth %s: %s", sp->host_if, in.step);

@@ -101,6 +101,12 @@ delivered_order() {
         [ "$(python3 -c 'import json, sys; print(" ".join(c["job"] for c in json.load(sys.stdin)["callbacks"]))' < "$BATS_TEST_TMPDIR/ls")" = \
           "$(tr '\n' ' ' < "$BATS_TEST_TMPDIR/jobs" | sed 's/ $//')" ]
         [ "$(ctl --json callbacks ls --state pending | grep -o '"state": *"pending"' | wc -l)" = 50 ]
+        # --limit: the first N, the held ones, then the queued ones
+        ctl --json callbacks ls --limit 7 > "$BATS_TEST_TMPDIR/ls7"
+        [ "$(python3 -c 'import json, sys; print(" ".join(c["job"] for c in json.load(sys.stdin)["callbacks"]))' < "$BATS_TEST_TMPDIR/ls7")" = \
+          "$(head -n 7 "$BATS_TEST_TMPDIR/jobs" | tr '\n' ' ' | sed 's/ $//')" ]
+        run -2 ctl callbacks ls --limit 0
+        [[ "$output" == *"callbacks ls: --limit: expected a number from 1 to 10000, got '0'"* ]]
         [ "$(ctl --json callbacks ls --state dead | grep -c '"job"' || true)" = 0 ]
         # a queued job's result says pending
         [ "$(ctl --json result "$(tail -n 1 "$BATS_TEST_TMPDIR/jobs")" | json_get callback.state)" = pending ]

@@ -135,6 +135,32 @@ EOP
         [ ! -e "$SUP_DIR/state/callbacks/dead/$job.json" ]
 }
 
+@test "dead and dropped deliveries read back after a restart are retried with their whole body" {
+        mode 404
+        dead=$(ctl submit -- sh -c 'echo dead')
+        wait_cb "$dead" dead
+        mode 503
+        dropped=$(ctl submit -- sh -c 'echo dropped')
+        wait_posts "$dropped" 1
+        for i in $(seq 100); do
+                ctl callbacks drop "$dropped" >/dev/null 2>&1 && break
+                sleep 0.1
+        done
+        wait_cb "$dropped" dropped
+        sup_stop
+        sup_start
+        mode ok
+        for job in "$dead" "$dropped"; do
+                run -0 ctl callbacks retry "$job"
+                wait_posts "$job" 1 200
+                line=$(posts "$job" | tail -n 1)
+                [ "$(json_get sig_ok <<<"$line")" = true ]
+                [ "$(json_get body_job <<<"$line")" = "$job" ]
+                [ "$(json_get state <<<"$line")" = succeeded ]
+                [ -n "$(json_get ended <<<"$line")" ]
+        done
+}
+
 @test "an operator drops a delivery: it is not tried again and says so" {
         mode 503
         job=$(ctl submit -- true)

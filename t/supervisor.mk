@@ -113,11 +113,13 @@ SUP_BATS = \
 	t/supervisor-results.bats \
 	t/supervisor-netaudit.bats \
 	t/supervisor-restricted.bats \
+	t/supervisor-dnstcp.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
+	t/supervisor-progress.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
@@ -126,5 +128,5 @@ SUP_BATS = \
 	t/bundle-registry.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
-	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/net-metrics-check.py \
+	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
 	t/helpers/callback-receiver.py

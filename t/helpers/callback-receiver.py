@@ -19,7 +19,8 @@ each POST as DIR/mode says (read at every request; "ok" when absent):
 Every request is appended to DIR/log as one JSON line: the time, the
 status answered, the X-Sbx-* and traceparent headers, whether the
 X-Sbx-Signature verifies with the secret, and the body's job, delivery,
-trace_id, and result state and end time.
+trace_id, event, result state and end time, and a progress post's
+started, elapsed_ms, heartbeat and stdout_bytes.
 """
 import hashlib
 import hmac
@@ -97,6 +98,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "t": time.time(),
             "status": status,
             "delivery": self.headers.get("X-Sbx-Delivery"),
+            "event": self.headers.get("X-Sbx-Event"),
+            "body_event": doc.get("event"),
+            "elapsed_ms": doc.get("elapsed_ms"),
+            "heartbeat": doc.get("heartbeat"),
+            "stdout_bytes": doc.get("stdout_bytes"),
+            "started": doc.get("started"),
             "job": self.headers.get("X-Sbx-Job"),
             "attempt": self.headers.get("X-Sbx-Attempt"),
             "traceparent": self.headers.get("traceparent"),

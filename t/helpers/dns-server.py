@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # A tiny upstream resolver for the DNS proxy tests, run in the test host's
-# namespace, on its first address (argv[1]): db.test -> that address,
+# namespace, on its first address (argv[1]), port 53, over UDP and TCP
+# (each message after its length in two bytes): db.test -> that address,
 # other.test -> argv[2], slow.test -> argv[1] after 3 s; with argv[3] (an
-# IPv6 address), v6.test's AAAA -> it; other types: no records; other
-# names: NXDOMAIN. (A test fixture; the daemon parses DNS with ldns.)
+# IPv6 address), v6.test's AAAA -> it; many.test -> 32 addresses (argv[1]
+# first, then .100 to .130 of its /24): past 512 bytes, so over UDP only a
+# truncated answer (TC set, no records) and over TCP the whole; over TCP
+# only, stall.test never answers and cut.test's answer stops halfway and
+# the connection closes; other types: no records; other names: NXDOMAIN.
+# (A test fixture; the daemon parses DNS with ldns.)
 import socket
+import socketserver
 import struct
 import sys
 import threading
 import time
 
-NAMES = {"db.test": sys.argv[1], "other.test": sys.argv[2], "slow.test": sys.argv[1], "v6.test": None}
+BASE = sys.argv[1].rsplit(".", 1)[0]
+NAMES = {"db.test": [sys.argv[1]], "other.test": [sys.argv[2]], "slow.test": [sys.argv[1]], "v6.test": None,
+         "many.test": [sys.argv[1]] + ["%s.%d" % (BASE, i) for i in range(100, 131)],
+         "stall.test": [sys.argv[1]], "cut.test": [sys.argv[1]]}
 AAAA = {"v6.test": sys.argv[3]} if len(sys.argv) > 3 else {}
 
 
@@ -31,10 +40,55 @@ def answer(q):
         return struct.pack("!HHHHHH", qid, 0x8180, 1, 1, 0, 0) + question + rr, name
     if qtype != 1 or NAMES[name] is None:
         return struct.pack("!HHHHHH", qid, 0x8180, 1, 0, 0, 0) + question, name
-    rr = struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(NAMES[name])
-    return struct.pack("!HHHHHH", qid, 0x8180, 1, 1, 0, 0) + question + rr, name
+    rrs = b"".join(struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(a) for a in NAMES[name])
+    return struct.pack("!HHHHHH", qid, 0x8180, 1, len(NAMES[name]), 0, 0) + question + rrs, name
 
 
+def truncated(q, a):
+    """What fits in 512 bytes over UDP: the header with TC set, the question."""
+    qid, flags, qd = struct.unpack("!HHH", a[:6])
+    i = 12
+    while q[i]:
+        i += 1 + q[i]
+    return struct.pack("!HHHHHH", qid, flags | 0x0200, qd, 0, 0, 0) + q[12:i + 5]
+
+
+class TCPHandler(socketserver.BaseRequestHandler):
+    def read(self, n):
+        b = b""
+        while len(b) < n:
+            k = self.request.recv(n - len(b))
+            if not k:
+                return None
+            b += k
+        return b
+
+    def handle(self):
+        while True:
+            h = self.read(2)
+            q = h and self.read(struct.unpack("!H", h)[0])
+            if not q:
+                return
+            try:
+                a, name = answer(q)
+            except Exception:
+                return
+            if name == "stall.test":
+                time.sleep(60)
+                return
+            if name == "cut.test":
+                self.request.sendall(struct.pack("!H", len(a)) + a[:len(a) // 2])
+                return
+            self.request.sendall(struct.pack("!H", len(a)) + a)
+
+
+class TCPServer(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+tcp = TCPServer((sys.argv[1], 53), TCPHandler)
+threading.Thread(target=tcp.serve_forever, daemon=True).start()
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], 53))
 print("ready", flush=True)
@@ -44,6 +98,8 @@ while True:
         a, name = answer(q)
     except Exception:
         continue
+    if len(a) > 512:
+        a = truncated(q, a)
     if name == "slow.test":
         threading.Timer(3, s.sendto, (a, peer)).start()
     else:

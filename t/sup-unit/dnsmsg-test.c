@@ -2,7 +2,8 @@
 /* The DNS proxy's messages: a job's query read (name lower-cased, one
  * question, no response passing for a query), the REFUSED answer made from
  * it, and only an answer to that very query (id, name, type) giving
- * addresses — A and AAAA, IPv4 mapped, CNAMEs skipped. */
+ * addresses — A and AAAA, IPv4 mapped, CNAMEs skipped; an answer as large
+ * as TCP carries (past DNSMSG_MAX) is read too, a query that large is not. */
 #include <ldns/ldns.h>
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -101,10 +103,36 @@ static void test_answers(void **state) {
         assert_int_equal(dnsmsg_answers(buf, 64, &q, addrs, 4, &k), -EINVAL);
 }
 
+/* 300 A records: past the 4096 bytes of UDP, as an answer over TCP may be. */
+static void test_large_answer(void **state) {
+        static uint8_t buf[DNSMSG_TCP_MAX + 1];
+        static char text[300][64];
+        static const char *rrs[301];
+        uint8_t addrs[DNSMSG_ADDRS_MAX][16];
+        struct dns_query q = { .id = 9, .qtype = LDNS_RR_TYPE_A };
+        strcpy(q.name, "many.example.com");
+        for (int i = 0; i < 300; i++) {
+                snprintf(text[i], sizeof(text[i]), "many.example.com. 60 IN A 198.51.%d.%d", i / 200, i % 200 + 1);
+                rrs[i] = text[i];
+        }
+        size_t n = answer(9, "many.example.com.", LDNS_RR_TYPE_A, rrs, buf), k;
+        assert_true(n > DNSMSG_MAX);
+        assert_int_equal(dnsmsg_answers(buf, n, &q, addrs, DNSMSG_ADDRS_MAX, &k), 0);
+        assert_int_equal(k, DNSMSG_ADDRS_MAX);
+        assert_int_equal(addrs[0][14], 0);
+        assert_int_equal(addrs[0][15], 1);
+        /* past what TCP's length can say */
+        assert_int_equal(dnsmsg_answers(buf, DNSMSG_TCP_MAX + 1, &q, addrs, DNSMSG_ADDRS_MAX, &k), -EINVAL);
+        /* a query is never that large */
+        struct dns_query qq;
+        assert_int_equal(dnsmsg_parse_query(buf, DNSMSG_MAX + 1, &qq), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_query),
                 cmocka_unit_test(test_answers),
+                cmocka_unit_test(test_large_answer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the DNS proxy's UDP side (dnsproxy.c) and its TCP side (dnstcp.c)
+ * share: one proxy per job, one policy, one rate, one count of queries out
+ * upstream. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dnsmsg.h"
+#include "dnsproxy.h"
+#include "loop.h"
+#include "metrics.h"
+#include "util.h"
+
+struct dns_name {
+        uint8_t addr[16];
+        char name[DNSMSG_NAME_MAX + 2];
+};
+
+struct dnsproxy {
+        struct rjob *rj;
+        int fd;
+        struct source src;
+        unsigned tokens;         /* queries it may still read before refill_ms + 1 s */
+        uint64_t refill_ms;      /* CLOCK_MONOTONIC */
+        bool paused;             /* its UDP socket is not read until dnsproxy_tick() */
+        struct list paused_link; /* in the daemon's dns_paused */
+        struct list pending;     /* struct dns_pending.link */
+        unsigned n_pending;      /* queries out upstream, over UDP and TCP */
+        struct dns_name *names;  /* addresses its answers gave, with their names */
+        size_t n_names;
+        /* TCP (dnstcp.c) */
+        int tcp_fd;              /* listening, or -1 */
+        struct source tcp_src;
+        bool tcp_paused;         /* not accepting until dnsproxy_tick(): its rate is used up */
+        struct list conns;       /* struct dnstcp_conn.link */
+        unsigned n_conns;
+        struct list tcp_link;    /* in the daemon's dns_tcp while it has connections or is paused */
+        bool tcp_listed;
+};
+
+/* Each query of a job: a "dns" network event, allowed or not, with the
+ * protocol it came over (IPPROTO_UDP, IPPROTO_TCP). */
+void dnsproxy_event(struct dnsproxy *px, const struct dns_query *q, int protocol, bool allowed);
+/* A token of the job's rate (DNSPROXY_RATE a second, shared by UDP and
+ * TCP): false when it is used up. */
+bool dnsproxy_take_token(struct dnsproxy *px);
+/* The upstream's answer (len bytes) to q: its addresses into the job's
+ * allow map, with q's name's ports. MDNS_ANSWERED: the answer may go to the
+ * job; MDNS_UPSTREAM_FAILED: it is not an answer to q; MDNS_WITHHELD: an
+ * address could not be admitted. */
+enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, const uint8_t *buf, size_t len);
+
+/* TCP: listen on fd (taken; may be -1: no TCP); stop; the daemon's tick. */
+int dnstcp_start(struct dnsproxy *px, int fd);
+void dnstcp_stop(struct dnsproxy *px);
+void dnstcp_tick(struct daemon *d);
