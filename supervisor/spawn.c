@@ -4,10 +4,13 @@
 #include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,10 +148,34 @@ int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd)
         return 0;
 }
 
-/* Rounds of kill(-1) before giving up: each round kills everything there
- * is; a process forked in between needs another. RLIMIT_NPROC bounds how
- * many a job can make. */
-#define KILL_UID_ROUNDS 1000
+/* Rounds of kill(-1) before giving up, with a pause between them that
+ * grows from 1 ms to KILL_UID_PAUSE_MAX_MS (about 2 s in all): a killed
+ * process counts until its parent (or the daemon, its subreaper) has
+ * reaped it. RLIMIT_NPROC bounds how many a job can fork in between. */
+#define KILL_UID_ROUNDS 80
+#define KILL_UID_PAUSE_MAX_MS 32
+
+/* Is the caller the only task of its real uid? kill(-1) cannot tell: Linux
+ * answers 0 whenever any other process exists, even one the caller may not
+ * signal, and ESRCH only when there is none at all. The kernel's count of a
+ * real uid's tasks can (it holds zombies until they are reaped, and the
+ * tasks of user namespaces the uid created): a fork that would take it
+ * above RLIMIT_NPROC fails with EAGAIN for a caller without
+ * CAP_SYS_RESOURCE, so with the limit at 2 the caller's fork succeeds only
+ * while it is the uid's one task. */
+static bool uid_alone(void) {
+        struct rlimit rl = { .rlim_cur = 2, .rlim_max = 2 };
+        if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+                return false;
+        pid_t pid = vfork();
+        if (pid == 0)
+                _exit(0);
+        if (pid < 0)
+                return false;
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return true;
+}
 
 int spawn_kill_uid(uid_t uid, gid_t gid) {
         if (uid == 0 || geteuid() != 0)
@@ -158,13 +185,21 @@ int spawn_kill_uid(uid_t uid, gid_t gid) {
                 return -errno;
         if (pid == 0) {
                 /* Raw system calls, as in child(): this process is a fork of
-                 * a multithreaded one. */
+                 * a multithreaded one. Switching to the uid drops every
+                 * capability, which uid_alone() needs. */
                 if (syscall(SYS_setgroups, 1, &gid) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
                     syscall(SYS_setresuid, uid, uid, uid) < 0)
                         _exit(2);
-                for (int i = 0; i < KILL_UID_ROUNDS; i++)
-                        if (kill(-1, SIGKILL) < 0 && errno == ESRCH)
+                long pause_ms = 1;
+                for (int i = 0; i < KILL_UID_ROUNDS; i++) {
+                        kill(-1, SIGKILL);
+                        if (uid_alone())
                                 _exit(0);
+                        struct timespec ts = { .tv_sec = 0, .tv_nsec = pause_ms * 1000000L };
+                        nanosleep(&ts, NULL);
+                        if (pause_ms < KILL_UID_PAUSE_MAX_MS)
+                                pause_ms *= 2;
+                }
                 _exit(1);
         }
         int st;

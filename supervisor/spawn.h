@@ -39,8 +39,10 @@ struct spawn_report {
 };
 
 /* Kill every process that runs as uid: a child switches to it and sends
- * SIGKILL to all it may signal (kill(-1)) until none is left. Blocking
- * (not on the event loop). 0, or -errno. */
+ * SIGKILL to all it may signal (kill(-1)) until the kernel counts no other
+ * task of the uid (killed ones count until reaped: a few rounds, about 2 s
+ * at most). Blocking (not on the event loop). 0, -EAGAIN if some task of
+ * the uid is still there, or -errno. */
 int spawn_kill_uid(uid_t uid, gid_t gid);
 
 /* "cannot switch to the job uid: Operation not permitted" */

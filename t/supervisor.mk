@@ -109,6 +109,7 @@ SUP_BATS = \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats \
 	t/supervisor-isolation.bats \
+	t/supervisor-uids.bats \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
 	t/supervisor-netaudit.bats \
