@@ -196,10 +196,10 @@ bool cb_queue_force(struct callbacks *cb, const struct outbox_entry *e) {
 
 /* The line at *off (without its newline) into buf; *off moves past it.
  * -EBADMSG for a line too long or cut short. */
-static int read_line(const struct cb_queue *q, uint64_t *off, char *buf, size_t size, size_t *ret_len) {
+static int read_line(int fd, uint64_t *off, char *buf, size_t size, size_t *ret_len) {
         /* (the loop appends meanwhile: lines before what was written when
          * the task was made are whole) */
-        ssize_t n = pread(q->fd, buf, size, (off_t) *off);
+        ssize_t n = pread(fd, buf, size, (off_t) *off);
         if (n < 0)
                 return -errno;
         char *nl = memchr(buf, '\n', (size_t) n);
@@ -293,7 +293,7 @@ static void load_work(struct cb_task *k) {
         while (off < q->load_end && q->n_got < q->want) {
                 size_t len;
                 struct qline l;
-                int r = read_line(q, &off, buf, LINE_MAX_LEN, &len);
+                int r = read_line(q->fd, &off, buf, LINE_MAX_LEN, &len);
                 if (r < 0) {
                         q->load_err = r;
                         break;
@@ -422,7 +422,7 @@ void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64
         while (off < q->end && *n < limit) {
                 size_t len;
                 struct qline l;
-                if (read_line(q, &off, buf, sizeof(buf), &len) < 0)
+                if (read_line(q->fd, &off, buf, sizeof(buf), &len) < 0)
                         break;
                 json_t *o = parse_line(buf, len, &l);
                 if (o && !cb_find(cb, l.job) && cb_queue_holds(cb, l.job)) {
@@ -520,20 +520,9 @@ static int line_append(int fd, uint64_t *end, const struct outbox_entry *e) {
         return 0;
 }
 
-/* The tenant's oldest dead or dropped delivery in memory leaves it (its
- * file stays in the dead letters). */
-static int evict_one(struct callbacks *cb, struct cb_queue *q) {
-        struct list *pos, *tmp;
-        struct cb_item *it = NULL;
-        list_for_each_safe(pos, tmp, &cb->items) {
-                struct cb_item *i = list_entry(pos, struct cb_item, link);
-                if (i->q == q && (i->state == CB_DEAD || i->state == CB_DROPPED)) {
-                        it = i;
-                        break;
-                }
-        }
-        if (!it)
-                return -ENOENT;
+/* A dead or dropped delivery leaves memory (its file stays in the dead
+ * letters), named in its tenant's index. */
+static int evict(struct callbacks *cb, struct cb_queue *q, struct cb_item *it) {
         if (q->kept_fd < 0) {
                 char name[80];
                 snprintf(name, sizeof(name), ".kept.%s", q->tenant);
@@ -552,18 +541,23 @@ static int evict_one(struct callbacks *cb, struct cb_queue *q) {
         return 0;
 }
 
+/* One pass, oldest first, while a tenant holds more than the bound. */
 void cb_queue_evict(struct callbacks *cb) {
         struct list *pos, *tmp;
-        list_for_each_safe(pos, tmp, &cb->queues) {
-                struct cb_queue *q = list_entry(pos, struct cb_queue, link);
-                while (q->n_kept > cb->d->cfg->cb_memory_max) {
-                        int r = evict_one(cb, q);
-                        if (r < 0) {
-                                if (r != -ENOENT)
-                                        log_warning("callbacks: tenant %s: dead letters stay in memory (%s)", q->tenant,
-                                                    strerror(-r));
-                                break;
-                        }
+        bool over = false;
+        list_for_each_safe(pos, tmp, &cb->queues)
+                over |= list_entry(pos, struct cb_queue, link)->n_kept > cb->d->cfg->cb_memory_max;
+        if (!over)
+                return;
+        list_for_each_safe(pos, tmp, &cb->items) {
+                struct cb_item *it = list_entry(pos, struct cb_item, link);
+                struct cb_queue *q = it->q;
+                if (!q || (it->state != CB_DEAD && it->state != CB_DROPPED) || q->n_kept <= cb->d->cfg->cb_memory_max)
+                        continue;
+                int r = evict(cb, q, it);
+                if (r < 0) {
+                        log_warning("callbacks: tenant %s: dead letters stay in memory (%s)", q->tenant, strerror(-r));
+                        return;
                 }
         }
 }
@@ -611,14 +605,13 @@ void cb_queue_list_kept(struct callbacks *cb, const char *tenant, const char *st
         struct cb_queue *q = find(cb, tenant);
         if (!q || q->kept_fd < 0)
                 return;
-        struct cb_queue view = { .fd = q->kept_fd };
         _cleanup_free_ char *buf = malloc(LINE_MAX_LEN);
         json_t *seen = json_object();
         uint64_t off = 0;
         while (buf && seen && off < q->kept_end && *n < limit) {
                 size_t len;
                 struct qline l;
-                if (read_line(&view, &off, buf, LINE_MAX_LEN, &len) < 0)
+                if (read_line(q->kept_fd, &off, buf, LINE_MAX_LEN, &len) < 0)
                         break;
                 json_t *o = parse_line(buf, len, &l);
                 const char *st = o && !cb_find(cb, l.job) && !json_object_get(seen, l.job) ? cb_queue_kept_state(cb, l.job) : NULL;
