@@ -167,6 +167,28 @@ EOP
         [ "$(posts "$job" | json_get event)" = result ]
 }
 
+@test "a job a restart interrupts and runs again gets its progress callbacks again (the journal keeps progress)" {
+        job=$(ctl submit --retries 1 --callback "$URL/hook" --progress 1 -- sleep 3)
+        for i in $(seq 300); do
+                [ "$(posts "$job" | grep -c '"event": "started"')" -ge 1 ] && break
+                sleep 0.1
+        done
+        [ "$(posts "$job" | grep -c '"event": "started"')" = 1 ]
+        kill -KILL "$(cat "$SUP_DIR/daemon.pid")"
+        sup_start
+        run -0 ctl wait "$job"
+        [ "$(ctl --json result "$job" | json_get result.attempt)" = 2 ]
+        wait_posts "$job" 1 200
+        for i in $(seq 300); do
+                posts "$job" | grep -q '"event": "result"' && break
+                sleep 0.1
+        done
+        # started again for the second run, heartbeats, the result last
+        [ "$(posts "$job" | grep -c '"event": "started"')" = 2 ]
+        [ "$(posts "$job" | grep -c '"event": "heartbeat"')" -ge 1 ]
+        [ "$(posts "$job" | tail -n 1 | json_get event)" = result ]
+}
+
 @test "bad intervals, and progress without a callback, are refused naming the field" {
         run raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":3601}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
