@@ -45,3 +45,8 @@ EXTRA_DIST += bench/callback-backlog.sh
 .PHONY: bench-callback-backlog
 bench-callback-backlog: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client
 	$(SHELL) $(srcdir)/bench/callback-backlog.sh
+
+EXTRA_DIST += bench/dns.sh
+.PHONY: bench-dns
+bench-dns: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
+	bash $(srcdir)/bench/dns.sh

@@ -17,6 +17,10 @@
 #define NETAUDIT_MAX_DENY 16  /* deny-port ranges of one job */
 #define NETAUDIT_MAX_RULES 32 /* port rules of one allow map entry */
 #define NETAUDIT_MAX_ALLOW 65536 /* allow map entries of every job together */
+/* Allow map entries of one job: its allow entries and the addresses its
+ * DNS answers admitted. A job that resolves name after name cannot take
+ * the map from the others: 128 jobs at this bound fill it. */
+#define NETAUDIT_JOB_ALLOW 512
 
 /* struct netaudit_rule.protos */
 #define NETAUDIT_TCP 1u

@@ -8,7 +8,13 @@
  * (callback-thread.c), not the event loop. A tenant whose receiver is down
  * fills only its own share. The queue files are an index and not synced:
  * the outbox is what is durable, and the queues are made again from it at
- * each start. */
+ * each start.
+ *
+ * Dead and dropped deliveries are held the same way: at most
+ * callback_memory_max of a tenant in memory (without their bodies), the
+ * older ones in the dead letters only, named in .kept.TENANT in the same
+ * directory for callbacks.list; the file a job has in the dead letters
+ * says which state it is in. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +48,9 @@ struct cb_queue {
         uint64_t off, end;    /* the next line to read back; the bytes written */
         uint64_t n_disk;      /* deliveries named from off on, not promoted */
         uint64_t n_mem;       /* the tenant's pending deliveries in memory */
+        uint64_t n_kept;      /* its dead and dropped ones in memory */
+        int kept_fd;          /* the index of those kept on disk only (callback-dead.c) */
+        uint64_t kept_end;
         char (*promoted)[24]; /* jobs named from off on that an operator had read in */
         size_t n_promoted;
         /* reading back (in the thread while loading) */
@@ -82,7 +91,7 @@ int cb_queue_init(struct callbacks *cb) {
                 return r;
         struct dirent *de;
         while ((de = readdir(dir)))
-                if (de->d_name[0] != '.' && unlinkat(cb->queue_fd, de->d_name, 0) < 0)
+                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && unlinkat(cb->queue_fd, de->d_name, 0) < 0)
                         return -errno;
         return 0;
 }
@@ -93,6 +102,8 @@ void cb_queue_done(struct callbacks *cb) {
                 struct cb_queue *q = list_entry(pos, struct cb_queue, link);
                 list_del(pos);
                 close(q->fd);
+                if (q->kept_fd >= 0)
+                        close(q->kept_fd);
                 free(q->promoted);
                 for (size_t i = 0; i < q->n_got; i++)
                         outbox_entry_free(&q->got[i].e);
@@ -125,6 +136,7 @@ struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant) {
                 return NULL;
         snprintf(q->tenant, sizeof(q->tenant), "%s", tenant);
         q->outbox_fd = cb->outbox_fd;
+        q->kept_fd = -1;
         q->load.op = CB_OP_LOAD;
         q->load.owner = q;
         q->fd = openat(cb->queue_fd, tenant, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -137,9 +149,11 @@ struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant) {
         return q;
 }
 
-void cb_queue_count(struct cb_queue *q, int delta) {
-        if (q)
-                q->n_mem += (uint64_t) (int64_t) delta;
+void cb_queue_count(struct cb_queue *q, int pending, int kept) {
+        if (!q)
+                return;
+        q->n_mem += (uint64_t) (int64_t) pending;
+        q->n_kept += (uint64_t) (int64_t) kept;
 }
 
 /* Append the entry to the queue (not synced: see above). */
@@ -182,10 +196,10 @@ bool cb_queue_force(struct callbacks *cb, const struct outbox_entry *e) {
 
 /* The line at *off (without its newline) into buf; *off moves past it.
  * -EBADMSG for a line too long or cut short. */
-static int read_line(const struct cb_queue *q, uint64_t *off, char *buf, size_t size, size_t *ret_len) {
+static int read_line(int fd, uint64_t *off, char *buf, size_t size, size_t *ret_len) {
         /* (the loop appends meanwhile: lines before what was written when
          * the task was made are whole) */
-        ssize_t n = pread(q->fd, buf, size, (off_t) *off);
+        ssize_t n = pread(fd, buf, size, (off_t) *off);
         if (n < 0)
                 return -errno;
         char *nl = memchr(buf, '\n', (size_t) n);
@@ -279,7 +293,7 @@ static void load_work(struct cb_task *k) {
         while (off < q->load_end && q->n_got < q->want) {
                 size_t len;
                 struct qline l;
-                int r = read_line(q, &off, buf, LINE_MAX_LEN, &len);
+                int r = read_line(q->fd, &off, buf, LINE_MAX_LEN, &len);
                 if (r < 0) {
                         q->load_err = r;
                         break;
@@ -408,7 +422,7 @@ void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64
         while (off < q->end && *n < limit) {
                 size_t len;
                 struct qline l;
-                if (read_line(q, &off, buf, sizeof(buf), &len) < 0)
+                if (read_line(q->fd, &off, buf, sizeof(buf), &len) < 0)
                         break;
                 json_t *o = parse_line(buf, len, &l);
                 if (o && !cb_find(cb, l.job) && cb_queue_holds(cb, l.job)) {
@@ -484,4 +498,131 @@ int cb_queue_load(struct callbacks *cb) {
         }
         free(v);
         return r;
+}
+
+/* ---- dead and dropped deliveries beyond callback_memory_max ---- */
+
+static int line_append(int fd, uint64_t *end, const struct outbox_entry *e) {
+        size_t len;
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "job", e->job, "delivery", e->delivery, "url", e->url, "created_ms",
+                              (json_int_t) e->created_ms);
+        _cleanup_free_ char *line = o ? json_line(o, &len) : NULL;
+        json_decref(o);
+        if (!line)
+                return -ENOMEM;
+        int r = write_all(fd, line, len);
+        if (r < 0) {
+                if (ftruncate(fd, (off_t) *end) < 0)
+                        log_debug("callbacks: index of dead letters: %s", strerror(errno));
+                return r;
+        }
+        *end += len;
+        return 0;
+}
+
+/* A dead or dropped delivery leaves memory (its file stays in the dead
+ * letters), named in its tenant's index. */
+static int evict(struct callbacks *cb, struct cb_queue *q, struct cb_item *it) {
+        if (q->kept_fd < 0) {
+                char name[80];
+                snprintf(name, sizeof(name), ".kept.%s", q->tenant);
+                q->kept_fd = openat(cb->queue_fd, name, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (q->kept_fd < 0)
+                        return -errno;
+        }
+        int r = line_append(q->kept_fd, &q->kept_end, &it->e);
+        if (r < 0)
+                return r;
+        if (it->state == CB_DEAD)
+                cb->n_dead_disk++;
+        cb_set_state(cb, it, CB_GONE);
+        list_del(&it->link);
+        cb_item_free(it);
+        return 0;
+}
+
+/* One pass, oldest first, while a tenant holds more than the bound. */
+void cb_queue_evict(struct callbacks *cb) {
+        struct list *pos, *tmp;
+        bool over = false;
+        list_for_each_safe(pos, tmp, &cb->queues)
+                over |= list_entry(pos, struct cb_queue, link)->n_kept > cb->d->cfg->cb_memory_max;
+        if (!over)
+                return;
+        list_for_each_safe(pos, tmp, &cb->items) {
+                struct cb_item *it = list_entry(pos, struct cb_item, link);
+                struct cb_queue *q = it->q;
+                if (!q || (it->state != CB_DEAD && it->state != CB_DROPPED) || q->n_kept <= cb->d->cfg->cb_memory_max)
+                        continue;
+                int r = evict(cb, q, it);
+                if (r < 0) {
+                        log_warning("callbacks: tenant %s: dead letters stay in memory (%s)", q->tenant, strerror(-r));
+                        return;
+                }
+        }
+}
+
+const char *cb_queue_kept_state(struct callbacks *cb, const char *job) {
+        char name[40];
+        if (cb->dead_fd < 0)
+                return NULL;
+        entry_name(job, name);
+        if (faccessat(cb->dead_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return "dead";
+        snprintf(name, sizeof(name), "%s.dropped", job);
+        if (faccessat(cb->dead_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return "dropped";
+        return NULL;
+}
+
+struct cb_item *cb_queue_revive(struct callbacks *cb, const char *job, const char *tenant) {
+        const char *state = cb_queue_kept_state(cb, job);
+        if (!state)
+                return NULL;
+        char name[40];
+        snprintf(name, sizeof(name), "%s.%s", job, streq(state, "dead") ? "json" : "dropped");
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        struct outbox_entry e;
+        if (read_file_at(cb->dead_fd, name, OUTBOX_MAX_ENTRY, &text, &len) < 0 || outbox_entry_parse(text, len, &e) < 0)
+                return NULL;
+        if (!streq(e.tenant, tenant) || !streq(e.job, job)) {
+                outbox_entry_free(&e);
+                return NULL;
+        }
+        cb_item_drop_body(&e);
+        struct cb_item *it = cb_item_new(cb, &e, streq(state, "dead") ? CB_DEAD : CB_DROPPED);
+        if (!it) {
+                outbox_entry_free(&e);
+                return NULL;
+        }
+        if (it->state == CB_DEAD && cb->n_dead_disk)
+                cb->n_dead_disk--;
+        return it;
+}
+
+void cb_queue_list_kept(struct callbacks *cb, const char *tenant, const char *state, json_t *arr, uint64_t *n, uint64_t limit) {
+        struct cb_queue *q = find(cb, tenant);
+        if (!q || q->kept_fd < 0)
+                return;
+        _cleanup_free_ char *buf = malloc(LINE_MAX_LEN);
+        json_t *seen = json_object();
+        uint64_t off = 0;
+        while (buf && seen && off < q->kept_end && *n < limit) {
+                size_t len;
+                struct qline l;
+                if (read_line(q->kept_fd, &off, buf, LINE_MAX_LEN, &len) < 0)
+                        break;
+                json_t *o = parse_line(buf, len, &l);
+                const char *st = o && !cb_find(cb, l.job) && !json_object_get(seen, l.job) ? cb_queue_kept_state(cb, l.job) : NULL;
+                if (st && (!state || streq(state, st))) {
+                        json_object_set_new(seen, l.job, json_true());
+                        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:n, s:n}", "job", l.job, "delivery",
+                                                             l.delivery, "url", l.url, "state", st, "attempts", 0, "created",
+                                                             proto_time((uint64_t) l.created_ms), "last_error", "last_status"));
+                        (*n)++;
+                }
+                json_decref(o);
+        }
+        json_decref(seen);
 }

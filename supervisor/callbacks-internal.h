@@ -6,7 +6,9 @@
 #include "callback-thread.h"
 #include "callbacks.h"
 
-enum cb_state { CB_PENDING, CB_INFLIGHT, CB_DEAD, CB_DROPPED, CB_MOVING };
+/* CB_GONE: leaving memory (delivered, or kept on disk only), counted
+ * nowhere. */
+enum cb_state { CB_PENDING, CB_INFLIGHT, CB_DEAD, CB_DROPPED, CB_MOVING, CB_GONE };
 
 struct cb_item {
         struct outbox_entry e;
@@ -68,8 +70,9 @@ void cb_queue_done(struct callbacks *cb);
 /* The tenant's queue, made on first use; NULL when it cannot be (then its
  * deliveries are all held in memory). */
 struct cb_queue *cb_queue_get(struct callbacks *cb, const char *tenant);
-/* Its tenant's pending deliveries in memory went up or down by one. */
-void cb_queue_count(struct cb_queue *q, int delta);
+/* Its tenant's pending deliveries in memory, and its dead or dropped
+ * ones, went up or down by one. */
+void cb_queue_count(struct cb_queue *q, int pending, int kept);
 /* A new pending delivery: true when it was queued (the caller frees it),
  * false when it is to be held in memory (its tenant is below
  * callback_memory_max with nothing queued, or the queue failed). */
@@ -86,6 +89,17 @@ int cb_queue_load(struct callbacks *cb);
 /* A queued delivery of the tenant's, into memory now (an operator asked
  * for it); NULL when the outbox has no such entry. */
 struct cb_item *cb_queue_promote(struct callbacks *cb, const char *job, const char *tenant);
+/* Dead and dropped deliveries beyond callback_memory_max of a tenant
+ * leave memory, oldest first. */
+void cb_queue_evict(struct callbacks *cb);
+/* "dead" or "dropped" by the job's file in the dead letters; NULL: none. */
+const char *cb_queue_kept_state(struct callbacks *cb, const char *job);
+/* A dead or dropped delivery of the tenant's that left memory, back in it
+ * (an operator asked for it); NULL when there is none. */
+struct cb_item *cb_queue_revive(struct callbacks *cb, const char *job, const char *tenant);
+/* Those of the tenant that left memory (in state, or any), appended to
+ * arr while *n < limit. */
+void cb_queue_list_kept(struct callbacks *cb, const char *tenant, const char *state, json_t *arr, uint64_t *n, uint64_t limit);
 /* Does the outbox hold an entry for the job? */
 bool cb_queue_holds(struct callbacks *cb, const char *job);
 /* The tenant's queued deliveries, oldest first, appended to arr while

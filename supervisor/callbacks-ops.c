@@ -184,10 +184,10 @@ json_t *callbacks_state(struct daemon *d, const char *job, json_t *rec_cb) {
         const struct cb_item *it = d->cb.d ? cb_find(&d->cb, job) : NULL;
         if (it)
                 return item_json(it);
-        /* queued in the outbox, or delivered */
-        bool queued = d->cb.d && cb_queue_holds(&d->cb, job);
+        /* queued in the outbox, in the dead letters only, or delivered */
+        const char *state = !d->cb.d ? "delivered" : cb_queue_holds(&d->cb, job) ? "pending" : cb_queue_kept_state(&d->cb, job);
         return json_pack("{s:s, s:O, s:O, s:s}", "job", job, "delivery", json_object_get(rec_cb, "delivery") ?: json_null(), "url",
-                         json_object_get(rec_cb, "url") ?: json_null(), "state", queued ? "pending" : "delivered");
+                         json_object_get(rec_cb, "url") ?: json_null(), "state", state ?: "delivered");
 }
 
 void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
@@ -195,7 +195,7 @@ void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
         g->callbacks = true;
         g->cb_backlog = cb->n_pending + cb->n_disk;
         g->cb_in_memory = cb->n_pending;
-        g->cb_dead = cb->n_dead;
+        g->cb_dead = cb->n_dead + cb->n_dead_disk;
         g->cb_delivered = cb->delivered;
         g->cb_attempt_failures = cb->attempt_failures;
         g->cb_dead_lettered = cb->dead_lettered;
@@ -220,6 +220,9 @@ static void op_list(struct conn *c, struct request *req) {
         /* then the ones queued in the outbox only, after every one held */
         if (!req->state || streq(req->state, "pending"))
                 cb_queue_list(&c->d->cb, c->tenant->name, arr, &n, req->limit);
+        /* and those in the dead letters only */
+        if (!req->state || !streq(req->state, "pending"))
+                cb_queue_list_kept(&c->d->cb, c->tenant->name, req->state, arr, &n, req->limit);
         conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "callbacks", arr)));
 }
 
@@ -297,6 +300,8 @@ void callbacks_op(struct conn *c, struct request *req) {
         /* a queued one is read into memory to be acted on */
         if (!it)
                 it = cb_queue_promote(&c->d->cb, req->job, c->tenant->name);
+        if (!it)
+                it = cb_queue_revive(&c->d->cb, req->job, c->tenant->name);
         if (!it || !streq(it->e.tenant, c->tenant->name)) {
                 conn_send(c, proto_error(req->tag, E_NOT_FOUND, "job %s has no callback delivery in the outbox or the dead letters",
                                          req->job));

@@ -46,20 +46,20 @@ struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum c
         snprintf(it->task.name, sizeof(it->task.name), "%s.json", it->e.job);
         snprintf(it->task.dropped, sizeof(it->task.dropped), "%s.dropped", it->e.job);
         list_add_tail(&cb->items, &it->link);
-        if (state == CB_PENDING) {
+        if (state == CB_PENDING)
                 cb->n_pending++;
-                cb_queue_count(it->q, 1);
-        } else if (state == CB_DEAD) {
+        else if (state == CB_DEAD)
                 cb->n_dead++;
-        }
+        cb_queue_count(it->q, state == CB_PENDING, state == CB_DEAD || state == CB_DROPPED);
         return it;
 }
 
 void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s) {
         bool was_pending = it->state == CB_PENDING || it->state == CB_INFLIGHT || it->state == CB_MOVING;
         bool pending = s == CB_PENDING || s == CB_INFLIGHT || s == CB_MOVING;
+        bool was_kept = it->state == CB_DEAD || it->state == CB_DROPPED, kept = s == CB_DEAD || s == CB_DROPPED;
         cb->n_pending += (uint64_t) pending - (uint64_t) was_pending;
-        cb_queue_count(it->q, (int) pending - (int) was_pending);
+        cb_queue_count(it->q, (int) pending - (int) was_pending, (int) kept - (int) was_kept);
         cb->n_dead += (uint64_t) (s == CB_DEAD) - (uint64_t) (it->state == CB_DEAD);
         it->state = s;
 }
@@ -218,6 +218,7 @@ void cb_dispatch(struct callbacks *cb) {
         uint64_t now = now_mono_ms(), real = now_real_ms(), next = 0;
         struct list *pos, *tmp;
         cb_queue_refill(cb);
+        cb_queue_evict(cb);
         list_for_each_safe(pos, tmp, &cb->items) {
                 struct cb_item *it = list_entry(pos, struct cb_item, link);
                 if (it->state != CB_PENDING)
@@ -265,7 +266,7 @@ static void post_done(struct callbacks *cb, struct cb_item *it) {
                 log_info("callback of job %s (trace %.32s): delivered (%s, attempt %u, HTTP %ld)", it->e.job,
                          it->e.traceparent ? it->e.traceparent + 3 : "-", it->e.delivery, it->attempts, k->status);
                 cb->delivered++;
-                cb_set_state(cb, it, CB_DROPPED); /* counted out of pending */
+                cb_set_state(cb, it, CB_GONE);
                 list_del(&it->link);
                 cb_item_free(it);
                 return;

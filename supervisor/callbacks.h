@@ -41,6 +41,7 @@ struct callbacks {
         struct list queues;       /* struct cb_queue.link (callback-queue.c) */
         int queue_fd;
         uint64_t n_disk;          /* pending deliveries in the outbox only */
+        uint64_t n_dead_disk;     /* dead ones in the dead letters only */
         uint64_t seq;
         unsigned inflight;        /* posts handed to the thread */
         uint64_t n_pending, n_dead;

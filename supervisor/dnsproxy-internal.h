@@ -31,6 +31,7 @@ struct dnsproxy {
         unsigned n_pending;      /* queries out upstream, over UDP and TCP */
         struct dns_name *names;  /* addresses its answers gave, with their names */
         size_t n_names;
+        bool withheld_said;      /* an answer was withheld: logged once, not per query */
         /* TCP (dnstcp.c) */
         int tcp_fd;              /* listening, or -1 */
         struct source tcp_src;

@@ -140,8 +140,17 @@ enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_qu
                 size_t nr = netpolicy_rules_for(pol, addrs[i], q->name, rules);
                 int r = netaudit_allow_addr(rj->d->netaudit, rj->net_att, addrs[i], rules, nr);
                 if (r < 0) {
-                        log_warning(JOB_LOG ": DNS proxy: %s: an address not admitted (%s); the answer is withheld",
-                                    JOB_LOG_ARGS(&rj->j), q->name, strerror(-r));
+                        /* once: a job that goes on resolving must not
+                         * fill the log (the metrics count every one) */
+                        if (!px->withheld_said && r == -EDQUOT)
+                                log_warning(JOB_LOG ": DNS proxy: %s: the job has %d addresses admitted, the most a job may have; "
+                                            "answers that would add more are withheld (REFUSED) from now on",
+                                            JOB_LOG_ARGS(&rj->j), q->name, NETAUDIT_JOB_ALLOW);
+                        else if (!px->withheld_said)
+                                log_warning(JOB_LOG ": DNS proxy: %s: an address not admitted (%s); the answer is withheld, "
+                                            "and so is any other this job's proxy cannot admit (logged once)",
+                                            JOB_LOG_ARGS(&rj->j), q->name, strerror(-r));
+                        px->withheld_said = true;
                         return MDNS_WITHHELD;
                 }
                 remember(px, addrs[i], q->name);

@@ -150,17 +150,21 @@ static void links_destroy(struct netaudit_att *a) {
         }
 }
 
-/* Room for one more key in a->keys. */
-static struct netaudit_key *key_slot(struct netaudit_att *a) {
+/* Room for one more key in a->keys: -EDQUOT past the job's bound,
+ * -ENOMEM. */
+static int key_slot(struct netaudit_att *a, struct netaudit_key **ret) {
+        if (a->n_keys >= NETAUDIT_JOB_ALLOW)
+                return -EDQUOT;
         if (a->n_keys == a->cap_keys) {
                 size_t cap = a->cap_keys ? a->cap_keys * 2 : NETPOLICY_MAX_ALLOW;
                 struct netaudit_key *k = realloc(a->keys, cap * sizeof(*k));
                 if (!k)
-                        return NULL;
+                        return -ENOMEM;
                 a->keys = k;
                 a->cap_keys = cap;
         }
-        return &a->keys[a->n_keys];
+        *ret = &a->keys[a->n_keys];
+        return 0;
 }
 
 static void att_unmap(struct netaudit *na, struct netaudit_att *a) {
@@ -183,10 +187,10 @@ static int att_map(struct netaudit *na, struct netaudit_att *a, const struct net
                 for (size_t i = 0; i < pol->n_deny && i < NETAUDIT_MAX_DENY; i++)
                         val.deny[val.n_deny++] = (struct netaudit_range) { pol->deny[i].lo, pol->deny[i].hi };
                 for (size_t i = 0; i < n; i++) {
-                        struct netaudit_key *k = key_slot(a);
-                        if (!k) {
+                        struct netaudit_key *k;
+                        if ((r = key_slot(a, &k)) < 0) {
                                 att_unmap(na, a);
-                                return sbx_error_set(err, ENOMEM, "network policy");
+                                return sbx_error_set(err, -r, "network policy: the job's allow map entries");
                         }
                         struct netaudit_rules rules = { .n = (uint32_t) lpm[i].n_rules };
                         memset(k, 0, sizeof(*k));
@@ -294,9 +298,10 @@ int netaudit_allow_addr(struct netaudit *na, struct netaudit_att *a, const uint8
                 v.r[v.n++] = (struct netaudit_rule) { rules[i].lo, rules[i].hi, (uint8_t) rules[i].protos, { 0 } };
         }
         if (!known) {
-                struct netaudit_key *slot = key_slot(a);
-                if (!slot)
-                        return -ENOMEM;
+                struct netaudit_key *slot;
+                int r = key_slot(a, &slot);
+                if (r < 0)
+                        return r;
                 *slot = k;
         }
         int r = bpf_map__update_elem(na->skel->maps.allow, &k, sizeof(k), &v, sizeof(v), BPF_ANY);

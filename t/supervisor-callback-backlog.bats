@@ -212,6 +212,41 @@ sys.exit(0 if c[sys.argv[1]]["attempts"] >= 1 else 1)' "$retried" && break
         wait_metric sbx_callback_backlog 0
 }
 
+@test "dead letters beyond the bound leave memory but stay listed, and can be retried or dropped" {
+        mode 404
+        : > "$BATS_TEST_TMPDIR/jobs"
+        dead_before=$(metric sbx_callback_dead_letters)
+        submit 8 "$BATS_TEST_TMPDIR/jobs"
+        wait_metric sbx_callback_dead_letters $((dead_before + 8))
+        [ "$(ls "$SUP_DIR/state/callbacks/dead" | grep -c '\.json$')" -ge 8 ]
+        # every one listed, once, dead
+        ctl --json callbacks ls --state dead > "$BATS_TEST_TMPDIR/ls"
+        while read -r job; do
+                [ "$(grep -o "\"job\": *\"$job\"" "$BATS_TEST_TMPDIR/ls" | wc -l)" = 1 ]
+        done < "$BATS_TEST_TMPDIR/jobs"
+        first=$(head -n 1 "$BATS_TEST_TMPDIR/jobs")
+        second=$(sed -n 2p "$BATS_TEST_TMPDIR/jobs")
+        # the oldest left memory: its result still says dead
+        [ -s "$SUP_DIR/state/callbacks/queue/.kept.admin" ]
+        grep -q "$first" "$SUP_DIR/state/callbacks/queue/.kept.admin"
+        [ "$(ctl --json result "$first" | json_get callback.state)" = dead ]
+        # dropped and retried from the dead letters only
+        run -0 ctl callbacks drop "$second"
+        wait_cb "$second" dropped
+        [ "$(ctl --json result "$second" | json_get callback.state)" = dropped ]
+        mode ok
+        run -0 ctl callbacks retry "$first"
+        wait_posts "$first" 1 200
+        [ "$(posts "$first" | tail -n 1 | json_get state)" = succeeded ]
+        wait_metric sbx_callback_dead_letters $((dead_before + 6))
+        # after a restart: the same counts, the same answers
+        sup_stop
+        sup_start
+        wait_metric sbx_callback_dead_letters $((dead_before + 6))
+        [ "$(ctl --json result "$second" | json_get callback.state)" = dropped ]
+        [ "$(ctl --json callbacks ls --state dead | grep -o "\"job\": *\"$(sed -n 3p "$BATS_TEST_TMPDIR/jobs")\"" | wc -l)" = 1 ]
+}
+
 @test "callback_memory_max must be a number from 1 to 1000000" {
         for v in 0 1000001 x -1; do
                 sed "s/^callback_memory_max = .*/callback_memory_max = $v/" "$SUP_DIR/sup.conf" > "$BATS_TEST_TMPDIR/bad.conf"

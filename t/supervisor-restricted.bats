@@ -306,6 +306,21 @@ need_ipv6() {
         [ "$(delta 'sbx_network_dns_queries_total{outcome="malformed"}')" -eq 0 ]
 }
 
+@test "a job resolving name after name admits at most 512 addresses: later answers are withheld, said once, counted; other jobs resolve" {
+        before=$(ctl metrics)
+        # spread.test: 8 addresses no answer gave before, each time
+        probe --allow spread.test:80 -- dnsseq:spread.test:70
+        after=$(ctl metrics)
+        [ "${lines[0]}" = "dnsseq:spread.test:70 answered 64 refused 6 first_refused 64" ]
+        delta() { echo $(( $(metric "$1" <<<"$after") - $(metric "$1" <<<"$before") )); }
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" -eq 64 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="withheld"}')" -eq 6 ]
+        [ "$(grep -c "$id.*the job has 512 addresses admitted, the most a job may have" "$SUP_DIR/daemon.log")" -eq 1 ]
+        # the next job starts from nothing and resolves as before
+        probe --allow db.test:8080 -- name:db.test:8080
+        [ "${lines[0]}" = "name:db.test:8080 ok ${TH}.1:8080" ]
+}
+
 @test "entries beyond the tenant's network_allow are refused (E_FORBIDDEN naming the entry); hostnames too" {
         run ctl submit --network restricted --allow ${TH}.1:80 --allow 192.0.2.1:80 -- true
         [ "$status" -ne 0 ]

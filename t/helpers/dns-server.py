@@ -8,20 +8,23 @@
 # first, then .100 to .130 of its /24): past 512 bytes, so over UDP only a
 # truncated answer (TC set, no records) and over TCP the whole; over TCP
 # only, stall.test never answers and cut.test's answer stops halfway and
-# the connection closes; other types: no records; other names: NXDOMAIN.
+# the connection closes; spread.test -> 8 addresses of 100.64.0.0/10 no
+# answer gave before; other types: no records; other names: NXDOMAIN.
 # (A test fixture; the daemon parses DNS with ldns.)
 import socket
 import socketserver
 import struct
 import sys
+import itertools
 import threading
 import time
 
 BASE = sys.argv[1].rsplit(".", 1)[0]
-NAMES = {"db.test": [sys.argv[1]], "other.test": [sys.argv[2]], "slow.test": [sys.argv[1]], "v6.test": None,
+NAMES = {"spread.test": [], "db.test": [sys.argv[1]], "other.test": [sys.argv[2]], "slow.test": [sys.argv[1]], "v6.test": None,
          "many.test": [sys.argv[1]] + ["%s.%d" % (BASE, i) for i in range(100, 131)],
          "stall.test": [sys.argv[1]], "cut.test": [sys.argv[1]]}
 AAAA = {"v6.test": sys.argv[3]} if len(sys.argv) > 3 else {}
+SPREAD = itertools.count()  # (next() is atomic in CPython: UDP and TCP threads share it)
 
 
 def answer(q):
@@ -38,6 +41,13 @@ def answer(q):
     if qtype == 28 and name in AAAA:
         rr = struct.pack("!HHHIH", 0xC00C, 28, 1, 60, 16) + socket.inet_pton(socket.AF_INET6, AAAA[name])
         return struct.pack("!HHHHHH", qid, 0x8180, 1, 1, 0, 0) + question + rr, name
+    if qtype == 1 and name == "spread.test":
+        addrs = []
+        for _ in range(8):
+            k = next(SPREAD)
+            addrs.append("100.%d.%d.%d" % (64 + (k >> 16) % 64, (k >> 8) & 255, k & 255))
+        rrs = b"".join(struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(a) for a in addrs)
+        return struct.pack("!HHHHHH", qid, 0x8180, 1, len(addrs), 0, 0) + question + rrs, name
     if qtype != 1 or NAMES[name] is None:
         return struct.pack("!HHHHHH", qid, 0x8180, 1, 0, 0, 0) + question, name
     rrs = b"".join(struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_aton(a) for a in NAMES[name])

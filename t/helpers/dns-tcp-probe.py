@@ -21,6 +21,8 @@
 #   name:NAME:PORT        getaddrinfo (glibc), then a TCP connect to its first
 #                         address: "count N" and the server's words, or
 #                         "unresolved"
+#   nameany:NAME:PORT     the same for any family: glibc asks A and AAAA at
+#                         once, over TCP too once truncated
 #   tcp:ADDR:PORT         a TCP connect: the server's words
 import select
 import socket
@@ -162,6 +164,8 @@ def noread(name, n):
             sent += s.send(data[sent:])
         except BlockingIOError:
             select.select([], [s], [], 1)
+        except OSError:
+            break  # closed by the proxy already
     # then wait, never reading, for the proxy to close it
     p = select.poll()
     p.register(s, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
@@ -174,9 +178,9 @@ def reach(addr):
     return s.recv(100).decode().strip()
 
 
-def name(host, port):
+def name(host, port, fam=socket.AF_INET):
     try:
-        res = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)
+        res = socket.getaddrinfo(host, port, fam, socket.SOCK_STREAM)
     except socket.gaierror:
         return "unresolved"
     return "count %d %s" % (len(res), reach(res[0][4]))
@@ -202,6 +206,8 @@ def probe(spec):
             return noread(args[0], int(args[1]))
         if kind == "name":
             return name(args[0], int(args[1]))
+        if kind == "nameany":
+            return name(args[0], int(args[1]), socket.AF_UNSPEC)
         if kind == "tcp":
             return reach((args[0], int(args[1])))
         return "unknown probe"

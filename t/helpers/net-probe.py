@@ -3,7 +3,8 @@
 # Run inside a job: tries each destination given as tcp:ADDR:PORT,
 # udp:ADDR:PORT ([ADDR]:PORT for IPv6), name:HOST:PORT (resolved to an IPv4
 # address, then TCP), name6:HOST:PORT (the same with IPv6), dnsburst:HOST:N (N
-# queries at once to 127.0.0.1:53, then the answers counted), dnsflood:
+# queries at once to 127.0.0.1:53, then the answers counted), dnsseq:HOST:N
+# (N queries one after the other, each answer awaited), dnsflood:
 # HOST:N:SECONDS (N queries, the answers counted for SECONDS), raw or ping,
 # and prints one line each: the destination, then what came back ("ok
 # ...", the server's words) or the errno's name.
@@ -40,6 +41,27 @@ def burst(host, n):
     return "answered %d refused %d" % (answered, refused)
 
 
+def seq(host, n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(10)
+    qname = b"".join(bytes([len(l)]) + l.encode() for l in host.split(".")) + b"\0"
+    answered = refused = 0
+    first_refused = -1
+    for i in range(n):
+        s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + qname + struct.pack("!HH", 1, 1), ("127.0.0.1", 53))
+        try:
+            a = s.recv(4096)
+        except socket.timeout:
+            break
+        if a[3] & 0xF == 5:
+            refused += 1
+            if first_refused < 0:
+                first_refused = i
+        else:
+            answered += 1
+    return "answered %d refused %d first_refused %d" % (answered, refused, first_refused)
+
+
 def flood(host, n, seconds):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     qname = b"".join(bytes([len(l)]) + l.encode() for l in host.split(".")) + b"\0"
@@ -62,6 +84,9 @@ def probe(spec):
         if spec.startswith("dnsflood:"):
             _, host, n, seconds = spec.split(":")
             return flood(host, int(n), float(seconds))
+        if spec.startswith("dnsseq:"):
+            _, host, n = spec.split(":")
+            return seq(host, int(n))
         if spec.startswith("dnsburst:"):
             _, host, n = spec.split(":")
             return burst(host, int(n))

@@ -107,6 +107,10 @@ static void test_network(void **state) {
         metrics_net_setup_failed(&m, MNET_ADDRESS);
         metrics_net_setup_failed(&m, MNET_STEPS);
         m.net.dns_pauses = 4;
+        metrics_dnstcp(&m, MDNSTCP_TIMED_OUT);
+        metrics_dnstcp(&m, MDNSTCP_TIMED_OUT);
+        metrics_dnstcp(&m, MDNSTCP_REFUSED);
+        metrics_dnstcp(&m, MDNSTCP_OUTCOMES); /* out of range: not counted */
         struct metrics_job j = { .tenant = "t", .outcome = OUTCOME_SUCCEEDED, .startup_us = -1, .run_us = -1, .bundle_source = -1,
                                  .net_dropped = 450, .net_lost = 7 };
         assert_int_equal(metrics_job_end(&m, &j), 0);
@@ -134,6 +138,12 @@ static void test_network(void **state) {
                 "sbx_network_dns_queries_total{outcome=\"busy\"} 0\n",
                 "sbx_network_dns_queries_total{outcome=\"rate_limited\"} 250\n",
                 "sbx_network_dns_pauses_total 4\n",
+                "# TYPE sbx_network_dns_tcp_connections_total counter\n",
+                "sbx_network_dns_tcp_connections_total{outcome=\"closed\"} 0\n",
+                "sbx_network_dns_tcp_connections_total{outcome=\"refused\"} 1\n",
+                "sbx_network_dns_tcp_connections_total{outcome=\"timed_out\"} 2\n",
+                "sbx_network_dns_tcp_connections_total{outcome=\"malformed\"} 0\n",
+                "sbx_network_dns_tcp_connections_total{outcome=\"ended\"} 0\n",
                 "sbx_network_setup_failures_total{step=\"address\"} 1\n",
                 "sbx_network_setup_failures_total{step=\"audit\"} 0\n",
                 "# TYPE sbx_network_pool_used gauge\nsbx_network_pool_used 3\n",
