@@ -193,6 +193,13 @@ cache_empty() {
         bundle_config
         sup_start
         job=$(ctl submit --bundle hello)
+        # cancelled while its archive is on the way (a job cancelled while
+        # the index is fetched never asks for the archive)
+        for i in $(seq 600); do
+                [ "$(reg_requests 'tar.gz')" -ge 1 ] && break
+                sleep 0.05
+        done
+        [ "$(reg_requests 'tar.gz')" -eq 1 ]
         [ "$(ctl --json status "$job" | json_get job.state)" = fetching ]
         ctl cancel "$job" >/dev/null
         rec=$(job_record "$job")
