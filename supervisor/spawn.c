@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -155,6 +157,21 @@ int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd)
 #define KILL_UID_ROUNDS 80
 #define KILL_UID_PAUSE_MAX_MS 32
 
+#define KILL_UID_STACK (64 * 1024)
+#define KILL_UID_PROBE_STACK (8 * 1024) /* the probe's, at the bottom of the child's mapping */
+
+struct kill_uid {
+        uid_t uid;
+        gid_t gid;
+        char *stack; /* KILL_UID_STACK bytes */
+};
+
+static int probe_child(void *arg) {
+        (void) arg;
+        syscall(SYS_exit, 0);
+        return 0;
+}
+
 /* Is the caller the only task of its real uid? kill(-1) cannot tell: Linux
  * answers 0 whenever any other process exists, even one the caller may not
  * signal, and ESRCH only when there is none at all. The kernel's count of a
@@ -163,45 +180,59 @@ int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd)
  * above RLIMIT_NPROC fails with EAGAIN for a caller without
  * CAP_SYS_RESOURCE, so with the limit at 2 the caller's fork succeeds only
  * while it is the uid's one task. */
-static bool uid_alone(void) {
+static bool uid_alone(const struct kill_uid *k) {
         struct rlimit rl = { .rlim_cur = 2, .rlim_max = 2 };
-        if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+        if (syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &rl, NULL) < 0)
                 return false;
-        pid_t pid = vfork();
-        if (pid == 0)
-                _exit(0);
+        pid_t pid = clone(probe_child, k->stack + KILL_UID_PROBE_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
         if (pid < 0)
                 return false;
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        while (syscall(SYS_wait4, pid, NULL, 0, NULL) < 0 && errno == EINTR)
                 ;
         return true;
+}
+
+/* The child of spawn_kill_uid(): it shares the daemon's memory, on a
+ * stack of its own, so raw system calls only (no library state, no
+ * sanitizer's interceptor), as in child(); the daemon has no signal
+ * handlers (its signals arrive on a signalfd), so nothing else runs here.
+ * Switching to the uid drops every capability, which uid_alone() needs. */
+static int kill_uid_child(void *arg) {
+        const struct kill_uid *k = arg;
+        if (syscall(SYS_setgroups, 1, &k->gid) < 0 || syscall(SYS_setresgid, k->gid, k->gid, k->gid) < 0 ||
+            syscall(SYS_setresuid, k->uid, k->uid, k->uid) < 0)
+                syscall(SYS_exit, 2);
+        long pause_ms = 1;
+        for (int i = 0; i < KILL_UID_ROUNDS; i++) {
+                syscall(SYS_kill, -1, SIGKILL);
+                if (uid_alone(k))
+                        syscall(SYS_exit, 0);
+                struct timespec ts = { .tv_sec = 0, .tv_nsec = pause_ms * 1000000L };
+                syscall(SYS_nanosleep, &ts, NULL);
+                if (pause_ms < KILL_UID_PAUSE_MAX_MS)
+                        pause_ms *= 2;
+        }
+        syscall(SYS_exit, 1);
+        return 1;
 }
 
 int spawn_kill_uid(uid_t uid, gid_t gid) {
         if (uid == 0 || geteuid() != 0)
                 return -EPERM;
-        pid_t pid = fork();
-        if (pid < 0)
+        /* CLONE_VM | CLONE_VFORK, as posix_spawn(3) does: a fork() of the
+         * daemon copied its page tables and made every page copy-on-write
+         * (faults and TLB shootdowns for all its threads) once per job, for
+         * a child that only makes a few system calls. The calling thread
+         * waits until the child exits. */
+        void *stack = mmap(NULL, KILL_UID_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED)
                 return -errno;
-        if (pid == 0) {
-                /* Raw system calls, as in child(): this process is a fork of
-                 * a multithreaded one. Switching to the uid drops every
-                 * capability, which uid_alone() needs. */
-                if (syscall(SYS_setgroups, 1, &gid) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
-                    syscall(SYS_setresuid, uid, uid, uid) < 0)
-                        _exit(2);
-                long pause_ms = 1;
-                for (int i = 0; i < KILL_UID_ROUNDS; i++) {
-                        kill(-1, SIGKILL);
-                        if (uid_alone())
-                                _exit(0);
-                        struct timespec ts = { .tv_sec = 0, .tv_nsec = pause_ms * 1000000L };
-                        nanosleep(&ts, NULL);
-                        if (pause_ms < KILL_UID_PAUSE_MAX_MS)
-                                pause_ms *= 2;
-                }
-                _exit(1);
-        }
+        struct kill_uid k = { .uid = uid, .gid = gid, .stack = stack };
+        pid_t pid = clone(kill_uid_child, k.stack + KILL_UID_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &k);
+        int r = pid < 0 ? -errno : 0;
+        munmap(stack, KILL_UID_STACK);
+        if (r < 0)
+                return r;
         int st;
         while (waitpid(pid, &st, 0) < 0)
                 if (errno != EINTR)
