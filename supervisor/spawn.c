@@ -194,7 +194,8 @@ static bool uid_alone(const struct kill_uid *k) {
 
 /* The child of spawn_kill_uid(): it shares the daemon's memory, on a
  * stack of its own, so raw system calls only (no library state, no
- * sanitizer's interceptor), as in child(); the daemon has no signal
+ * sanitizer's interceptor), as in child(), and clone(2)'s own wrapper for
+ * the probe, which keeps no state either; the daemon has no signal
  * handlers (its signals arrive on a signalfd), so nothing else runs here.
  * Switching to the uid drops every capability, which uid_alone() needs. */
 static int kill_uid_child(void *arg) {
