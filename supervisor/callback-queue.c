@@ -156,8 +156,9 @@ void cb_queue_count(struct cb_queue *q, int pending, int kept) {
         q->n_kept += (uint64_t) (int64_t) kept;
 }
 
-/* Append the entry to the queue (not synced: see above). */
-static int push(struct callbacks *cb, struct cb_queue *q, const struct outbox_entry *e) {
+/* Append the entry's line (job, delivery, url, created_ms) to the file
+ * fd, whose size is *end; what names the file in a log line. */
+static int line_append(int fd, uint64_t *end, const struct outbox_entry *e, const char *what) {
         size_t len;
         json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "job", e->job, "delivery", e->delivery, "url", e->url, "created_ms",
                               (json_int_t) e->created_ms);
@@ -165,14 +166,22 @@ static int push(struct callbacks *cb, struct cb_queue *q, const struct outbox_en
         json_decref(o);
         if (!line)
                 return -ENOMEM;
-        int r = write_all(q->fd, line, len);
+        int r = write_all(fd, line, len);
         if (r < 0) {
                 /* no half line stays behind */
-                if (ftruncate(q->fd, (off_t) q->end) < 0)
-                        log_debug("callbacks: queue of tenant %s: %s", q->tenant, strerror(errno));
+                if (ftruncate(fd, (off_t) *end) < 0)
+                        log_debug("callbacks: %s: %s", what, strerror(errno));
                 return r;
         }
-        q->end += len;
+        *end += len;
+        return 0;
+}
+
+/* Append the entry to the queue (not synced: see above). */
+static int push(struct callbacks *cb, struct cb_queue *q, const struct outbox_entry *e) {
+        int r = line_append(q->fd, &q->end, e, "queue");
+        if (r < 0)
+                return r;
         q->n_disk++;
         cb->n_disk++;
         return 0;
@@ -436,60 +445,10 @@ void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64
         }
 }
 
-static int cmp_entries(const void *a, const void *b) {
-        const struct outbox_entry *x = a, *y = b;
-        if (x->created_ms != y->created_ms)
-                return x->created_ms < y->created_ms ? -1 : 1;
-        return strcmp(x->job, y->job);
-}
-
-/* What the outbox holds, without the bodies, oldest first. */
-static int scan_outbox(struct callbacks *cb, struct outbox_entry **ret, size_t *ret_n) {
-        _cleanup_closedir_ DIR *dir = NULL;
-        *ret = NULL;
-        *ret_n = 0;
-        int r = opendir_dup(cb->outbox_fd, &dir);
-        if (r < 0)
-                return r;
-        struct outbox_entry *v = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        while ((de = readdir(dir))) {
-                size_t l = strlen(de->d_name);
-                if (l <= 5 || de->d_name[0] == '.' || !streq(de->d_name + l - 5, ".json"))
-                        continue;
-                _cleanup_free_ char *text = NULL;
-                size_t len;
-                struct outbox_entry e;
-                if (read_file_at(cb->outbox_fd, de->d_name, OUTBOX_MAX_ENTRY, &text, &len) < 0 ||
-                    outbox_entry_parse(text, len, &e) < 0) {
-                        log_warning("callbacks: %s is not a whole outbox entry; left as it is", de->d_name);
-                        continue;
-                }
-                free(e.body);
-                e.body = NULL;
-                if (n == cap) {
-                        struct outbox_entry *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*nv));
-                        if (!nv) {
-                                outbox_entry_free(&e);
-                                r = -ENOMEM;
-                                break;
-                        }
-                        v = nv;
-                }
-                v[n++] = e;
-        }
-        if (n)
-                qsort(v, n, sizeof(*v), cmp_entries);
-        *ret = v;
-        *ret_n = n;
-        return r;
-}
-
 int cb_queue_load(struct callbacks *cb) {
         struct outbox_entry *v;
         size_t n;
-        int r = scan_outbox(cb, &v, &n);
+        int r = cb_scan_dir(cb->outbox_fd, ".json", &v, &n);
         for (size_t i = 0; i < n; i++) {
                 struct cb_queue *q = r < 0 ? NULL : cb_queue_get(cb, v[i].tenant);
                 if (r == 0 && !cb_queue_spill(cb, q, &v[i]) && load(cb, v[i].job, NULL, NULL) == -ENOMEM)
@@ -502,23 +461,6 @@ int cb_queue_load(struct callbacks *cb) {
 
 /* ---- dead and dropped deliveries beyond callback_memory_max ---- */
 
-static int line_append(int fd, uint64_t *end, const struct outbox_entry *e) {
-        size_t len;
-        json_t *o = json_pack("{s:s, s:s, s:s, s:I}", "job", e->job, "delivery", e->delivery, "url", e->url, "created_ms",
-                              (json_int_t) e->created_ms);
-        _cleanup_free_ char *line = o ? json_line(o, &len) : NULL;
-        json_decref(o);
-        if (!line)
-                return -ENOMEM;
-        int r = write_all(fd, line, len);
-        if (r < 0) {
-                if (ftruncate(fd, (off_t) *end) < 0)
-                        log_debug("callbacks: index of dead letters: %s", strerror(errno));
-                return r;
-        }
-        *end += len;
-        return 0;
-}
 
 /* A dead or dropped delivery leaves memory (its file stays in the dead
  * letters), named in its tenant's index. */
@@ -530,7 +472,7 @@ static int evict(struct callbacks *cb, struct cb_queue *q, struct cb_item *it) {
                 if (q->kept_fd < 0)
                         return -errno;
         }
-        int r = line_append(q->kept_fd, &q->kept_end, &it->e);
+        int r = line_append(q->kept_fd, &q->kept_end, &it->e, "index of dead letters");
         if (r < 0)
                 return r;
         if (it->state == CB_DEAD)

@@ -33,6 +33,11 @@ void cb_item_free(struct cb_item *it);
 /* A dead or dropped delivery is not posted unless it is retried: its body
  * (the bulk of it) is read back then. */
 void cb_item_drop_body(struct outbox_entry *e);
+/* The entries of a directory whose names end in suffix (hidden names
+ * skipped), without their bodies, oldest first (then by job). A file that
+ * is not a whole entry is left where it is, logged. On an error (-ENOMEM)
+ * *ret still holds the entries read before it, for the caller to free. */
+int cb_scan_dir(int dirfd, const char *suffix, struct outbox_entry **ret, size_t *ret_n);
 struct cb_item *cb_find(struct callbacks *cb, const char *job);
 /* The one place an item's state changes (it keeps the counts). */
 void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s);

@@ -36,11 +36,10 @@ static int cmp_items(const void *a, const void *b) {
         return strcmp(x->job, y->job);
 }
 
-/* Every entry of a directory ending in suffix, oldest first, as items in
- * state, without their bodies (read again if they are retried). A file
- * that is not a whole entry is left where it is, logged. */
-static int load_dir(struct callbacks *cb, int dirfd, const char *suffix, int state) {
+int cb_scan_dir(int dirfd, const char *suffix, struct outbox_entry **ret, size_t *ret_n) {
         _cleanup_closedir_ DIR *dir = NULL;
+        *ret = NULL;
+        *ret_n = 0;
         int r = opendir_dup(dirfd, &dir);
         if (r < 0)
                 return r;
@@ -50,7 +49,7 @@ static int load_dir(struct callbacks *cb, int dirfd, const char *suffix, int sta
         size_t sl = strlen(suffix);
         while ((de = readdir(dir))) {
                 size_t l = strlen(de->d_name);
-                if (l <= sl || !streq(de->d_name + l - sl, suffix))
+                if (l <= sl || de->d_name[0] == '.' || !streq(de->d_name + l - sl, suffix))
                         continue;
                 _cleanup_free_ char *text = NULL;
                 size_t len;
@@ -74,6 +73,17 @@ static int load_dir(struct callbacks *cb, int dirfd, const char *suffix, int sta
         }
         if (n)
                 qsort(v, n, sizeof(*v), cmp_items);
+        *ret = v;
+        *ret_n = n;
+        return r;
+}
+
+/* Every entry of a directory ending in suffix, oldest first, as items in
+ * state, without their bodies (read again if they are retried). */
+static int load_dir(struct callbacks *cb, int dirfd, const char *suffix, int state) {
+        struct outbox_entry *v;
+        size_t n;
+        int r = cb_scan_dir(dirfd, suffix, &v, &n);
         for (size_t i = 0; i < n; i++)
                 if (r < 0 || !cb_item_new(cb, &v[i], state)) {
                         outbox_entry_free(&v[i]);

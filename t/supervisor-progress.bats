@@ -38,16 +38,13 @@ EOC
 
 setup_file() {
         sup_init
-        head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$SUP_DIR/secret"
-        chmod 0600 "$SUP_DIR/secret"
         recv_start
         write_config
         sup_start
 }
 
 teardown_file() {
-        recv_stop
-        sup_fini
+        recv_fini
 }
 
 setup() {

@@ -3,7 +3,11 @@
 # 127.0.0.1 (its log in $SUP_DIR/recv/log, its mode set with mode), and
 # waits on what it received and on what callbacks ls says.
 
+# recv_start: a fresh secret for the tenants' callbacks in $SUP_DIR/secret
+# (32 random bytes in hex), then the receiver that checks signatures with it.
 recv_start() {
+        head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$SUP_DIR/secret"
+        chmod 0600 "$SUP_DIR/secret"
         mkdir -p "$SUP_DIR/recv"
         rm -f "$SUP_DIR/recv/port"
         python3 "$SBX_SRCDIR/t/helpers/callback-receiver.py" "$SUP_DIR/recv" "$SUP_DIR/secret" 3>&- &
@@ -13,6 +17,15 @@ recv_start() {
                 sleep 0.05
         done
         [ -s "$SUP_DIR/recv/port" ] || { echo "receiver did not start" >&2; return 1; }
+}
+
+# recv_fini: the receiver, then the daemon and its directory (teardown_file).
+# The receiver first: sup_fini removes the directory with its pid file, and
+# a receiver left running holds bats' output pipe open, so the file would
+# never end.
+recv_fini() {
+        recv_stop
+        sup_fini
 }
 
 recv_stop() {
