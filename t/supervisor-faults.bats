@@ -275,6 +275,9 @@ submit_sleepers() {
         kill -KILL "$SUP_PID"
         SUP_PID=
         sup_start
+        # its record is written by the restarted daemon's first group
+        # commit: until then result answers E_NOT_DONE ("being recorded")
+        ctl wait "$once" >/dev/null || true
         [ "$(ctl --json result "$once" | json_get result.error.code)" = E_RESTARTED ]
         for i in $(seq 50); do [ "$(ctl --json status "$again" | json_get job.state)" = running ] && break; sleep 0.1; done
         [ "$(ctl --json status "$again" | json_get job.state)" = running ]
