@@ -69,6 +69,8 @@ struct daemon {
         uint8_t *net_used;        /* slots of network_pool in use, a bit each */
         unsigned net_slots, net_next;
         unsigned net_slots_used;  /* bits set in net_used (for the metrics) */
+        struct source net_retry_src; /* a timerfd: restricted jobs wait for a veth the kernel still removes */
+        bool net_retry_armed;
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
         struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */

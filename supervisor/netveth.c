@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -16,6 +17,7 @@
 #include "log.h"
 #include "netveth.h"
 #include "nft.h"
+#include "runner.h"
 #include "veth.h"
 
 /* Names of its own for this daemon's veths and nft table, from its state
@@ -43,6 +45,9 @@ static int forwarding(const char *path, const char *key, struct sbx_error *err) 
         log_notice("%s was 0: set to 1 for restricted jobs", key);
         return 0;
 }
+
+static bool gate_take(void *arg, struct job *j);
+static void on_retry(struct source *s, uint32_t events);
 
 void netveth_setup(struct daemon *d) {
         struct sbx_error err;
@@ -78,6 +83,17 @@ void netveth_setup(struct daemon *d) {
         if (dnsproxy_setup(d) < 0)
                 log_warning("restricted jobs: hostname entries are refused: %s", d->caps.no_dns_why);
         d->caps.net_restricted = true;
+        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        d->net_retry_src.fd = -1;
+        if (tfd >= 0 && loop_add(&d->net_retry_src, tfd, EPOLLIN, on_retry) < 0) {
+                close(tfd);
+                tfd = -1;
+        }
+        d->net_retry_src.fd = tfd;
+        if (tfd < 0)
+                log_warning("restricted jobs: no timer (%s): a job waiting for a block of the pool waits for the next job's end",
+                            strerror(errno));
+        d->sched.gate = (struct sched_gate) { .take = gate_take, .arg = d };
         log_info("restricted jobs: veths %s* with /30s of the network_pool%s, nft table ip %s%s", d->net_ifprefix,
                  cf->net_pool6_prefix ? " and /126s of the network_pool6" : " (IPv4 only: no network_pool6)", d->net_table,
                  cf->net_pool6_prefix ? " and ip6 too" : "");
@@ -87,6 +103,12 @@ void netveth_teardown(struct daemon *d) {
         unsigned n = 0;
         struct sbx_error err;
         if (d->caps.net_restricted) {
+                d->sched.gate.take = NULL;
+                if (d->net_retry_src.fd >= 0) {
+                        loop_del(&d->net_retry_src);
+                        close(d->net_retry_src.fd);
+                        d->net_retry_src.fd = -1;
+                }
                 nft_teardown(d->net_table);
                 if (veth_sweep(d->net_ifprefix, &n, &err) < 0)
                         log_warning("network: %s", err.msg);
@@ -156,6 +178,25 @@ static void slot_give(struct daemon *d, int slot) {
                 return;
         d->net_used[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
         d->net_slots_used--;
+        /* a restricted job may be waiting for it */
+        runner_schedule(d);
+}
+
+static void on_retry(struct source *s, uint32_t events) {
+        struct daemon *d = container_of(s, struct daemon, net_retry_src);
+        uint64_t n;
+        (void) !read(d->net_retry_src.fd, &n, sizeof(n));
+        d->net_retry_armed = false;
+        runner_schedule(d);
+}
+
+/* Ask the scheduler again in 10 ms (once, however many jobs wait). */
+static void retry_arm(struct daemon *d) {
+        struct itimerspec its = { .it_value.tv_nsec = 10 * 1000000 };
+        if (d->net_retry_armed || d->net_retry_src.fd < 0)
+                return;
+        if (timerfd_settime(d->net_retry_src.fd, 0, &its, NULL) == 0)
+                d->net_retry_armed = true;
 }
 
 static void nl_free(struct netlink_job *n) {
@@ -297,29 +338,45 @@ static void on_info(struct source *s, uint32_t events) {
         worker_submit(&n->work);
 }
 
+/* The scheduler's gate: a restricted job starts only once a block of the
+ * pool is its own, so that one past the pool waits in the queue (counted
+ * there, in its place) instead of failing after its acknowledgement. */
+static bool gate_take(void *arg, struct job *j) {
+        struct daemon *d = arg;
+        if (j->pol.net != NET_RESTRICTED)
+                return true;
+        struct rjob *rj = rjob_of(j);
+        struct netlink_job *n = calloc(1, sizeof(*n));
+        /* Let it go: netveth_launched() says it is out of memory. */
+        if (!n)
+                return true;
+        n->slot = slot_take(d);
+        if (n->slot < 0) {
+                free(n);
+                /* Blocks given back whose veths the kernel has not removed
+                 * yet: no event says when it has, so ask again soon. */
+                if (d->net_slots_used < d->net_slots)
+                        retry_arm(d);
+                return false;
+        }
+        n->d = d;
+        n->rj = rj;
+        n->info_fd = n->block_fd = n->netns_fd = -1;
+        n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
+        rj->netlink = n;
+        return true;
+}
+
 int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_error *err) {
         struct daemon *d = rj->d;
-        struct netlink_job *n = calloc(1, sizeof(*n));
+        struct netlink_job *n = rj->netlink;
         if (!n) {
                 close(info_fd);
                 close(block_fd);
                 return sbx_error_set(err, ENOMEM, "network");
         }
-        n->d = d;
-        n->rj = rj;
         n->t_launched = now_mono_us();
-        n->info_fd = info_fd;
         n->block_fd = block_fd;
-        n->netns_fd = -1;
-        n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
-        n->slot = slot_take(d);
-        if (n->slot < 0) {
-                n->info_fd = -1;
-                close(info_fd);
-                nl_free(n);
-                metrics_net_setup_failed(&d->metrics, MNET_ADDRESS);
-                return sbx_error_msg(err, ENOSPC, "network: no free address in network_pool: all %u /30s are in use", d->net_slots);
-        }
         uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
         n->spec.host_addr = htonl(base + 1);
         n->spec.job_addr = htonl(base + 2);
@@ -339,13 +396,11 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_erro
         slot_name(d, (unsigned) n->slot, n->spec.host_if, sizeof(n->spec.host_if));
         int r = loop_add(&n->info_src, info_fd, EPOLLIN, on_info);
         if (r < 0) {
-                n->info_fd = -1;
                 close(info_fd);
-                nl_free(n);
                 metrics_net_setup_failed(&d->metrics, MNET_HANDSHAKE);
                 return sbx_error_set(err, r, "network: cannot watch the launcher's --info-fd");
         }
-        rj->netlink = n;
+        n->info_fd = info_fd;
         return 0;
 }
 

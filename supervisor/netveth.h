@@ -26,8 +26,10 @@ bool netveth_handshake(const struct rjob *rj);
 /* The launcher of a restricted job runs: read its info line from info_fd,
  * make the job's veth in the namespace it names, then write to block_fd
  * (or close it unwritten, which fails the launcher at step block-fd and
- * the job with the reason in its record). Takes both fds, even on error;
- * err says why it cannot (every address of the pool in use). */
+ * the job with the reason in its record). The job's block of the pool was
+ * taken when the scheduler let it start (netveth_setup() makes that the
+ * scheduler's gate: past the pool, restricted jobs wait in the queue).
+ * Takes both fds, even on error; err says why it cannot. */
 int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_error *err);
 /* Why the job's network could not be set up, or NULL. */
 const char *netveth_failure(const struct rjob *rj);

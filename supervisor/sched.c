@@ -58,6 +58,8 @@ struct job *sched_next(struct scheduler *s) {
                 /* Admitted, but its bundle is still on its way. */
                 if (j->state == JOB_FETCHING || tc->running >= j->tenant->max_jobs)
                         continue;
+                if (s->gate.take && !s->gate.take(s->gate.arg, j))
+                        continue;
                 list_del(&j->queue_link);
                 s->all.queued--;
                 tc->queued--;

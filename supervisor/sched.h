@@ -5,6 +5,7 @@
  * admission check. Pure, unit-tested. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "conf.h"
@@ -16,6 +17,16 @@ struct sched_count {
         unsigned queued;
 };
 
+/* Something a job may need besides a place to run (a restricted job's
+ * block of the network pool). take() is asked last, once every limit lets
+ * the job start: true gives the job what it needs (until its end, the
+ * gate's owner's to track) or says it needs nothing; false leaves it
+ * queued in its place, and later jobs may pass it. */
+struct sched_gate {
+        bool (*take)(void *arg, struct job *j);
+        void *arg;
+};
+
 struct scheduler {
         struct list queue;            /* struct job.queue_link, FIFO */
         const struct config *cfg;     /* the tenants the counters belong to */
@@ -23,6 +34,7 @@ struct scheduler {
         struct sched_count *tenant;   /* one per cfg->tenants, then the anonymous tenant */
         uint64_t max_running;
         uint64_t max_queued;
+        struct sched_gate gate;       /* none: take is NULL */
 };
 
 int sched_init(struct scheduler *s, const struct config *cfg);
@@ -36,8 +48,8 @@ int sched_enqueue(struct scheduler *s, struct job *j, struct sbx_error *err);
 void sched_requeue(struct scheduler *s, struct job *j);
 
 /* The next queued job that may start now (FIFO, skipping tenants at their
- * max_jobs and jobs still fetching their bundle), removed from the queue
- * and counted as running; NULL if none. */
+ * max_jobs, jobs still fetching their bundle and jobs the gate holds back),
+ * removed from the queue and counted as running; NULL if none. */
 struct job *sched_next(struct scheduler *s);
 
 /* Remove a queued job (cancelled, or its preparation failed). */

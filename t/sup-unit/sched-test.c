@@ -137,6 +137,71 @@ static void test_requeue(void **state) {
         sched_done(&s);
 }
 
+/* A gate of one resource for the jobs it marks (here: tenant b's), like
+ * the network pool's blocks for restricted jobs: it is asked only for a
+ * job every limit lets start, a job it refuses keeps its place (FIFO once
+ * the resource is back) and others pass it. */
+struct one_block {
+        const struct tenant *needs;
+        unsigned free, asked;
+};
+
+static bool take_block(void *arg, struct job *j) {
+        struct one_block *g = arg;
+        g->asked++;
+        if (j->tenant != g->needs)
+                return true;
+        if (!g->free)
+                return false;
+        g->free--;
+        return true;
+}
+
+static void test_gate(void **state) {
+        struct scheduler s;
+        struct job b1, b2, a1;
+        struct sbx_error e;
+        const struct tenant *a = &tenants[0], *b = &tenants[1];
+        struct one_block g = { .needs = b, .free = 1 };
+        cfg.max_jobs = 3;
+        assert_int_equal(sched_init(&s, &cfg), 0);
+        s.gate = (struct sched_gate) { .take = take_block, .arg = &g };
+        mk(&b1, b);
+        mk(&b2, b);
+        mk(&a1, a);
+        assert_int_equal(sched_enqueue(&s, &b1, &e), 0);
+        assert_int_equal(sched_enqueue(&s, &b2, &e), 0);
+        assert_int_equal(sched_enqueue(&s, &a1, &e), 0);
+        assert_ptr_equal(sched_next(&s), &b1);
+        /* b2 waits for the block, queued; a1 passes it */
+        assert_ptr_equal(sched_next(&s), &a1);
+        assert_null(sched_next(&s));
+        assert_int_equal(s.all.queued, 1);
+        assert_int_equal(sched_tenant(&s, b)->queued, 1);
+        assert_int_equal(s.all.running, 2);
+        /* the block back: b2 goes */
+        sched_finished(&s, &b1);
+        g.free++;
+        assert_ptr_equal(sched_next(&s), &b2);
+        assert_int_equal(s.all.queued, 0);
+        /* never asked for a job a limit holds back: b has max_jobs 2 */
+        struct job b3;
+        mk(&b3, b);
+        assert_int_equal(sched_enqueue(&s, &b3, &e), 0);
+        sched_finished(&s, &a1);
+        g.free++;
+        unsigned asked = g.asked;
+        struct job b4;
+        mk(&b4, b);
+        sched_finished(&s, &b2);
+        assert_ptr_equal(sched_next(&s), &b3);
+        assert_int_equal(g.asked, asked + 1);
+        assert_int_equal(sched_enqueue(&s, &b4, &e), 0);
+        assert_null(sched_next(&s)); /* b4: no block left */
+        assert_int_equal(g.asked, asked + 2);
+        sched_done(&s);
+}
+
 /* The anonymous tenant (not in cfg.tenants) has counters of its own. */
 static void test_anonymous(void **state) {
         struct scheduler s;
@@ -158,6 +223,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_fetching_skipped, setup),
                 cmocka_unit_test_setup(test_requeue, setup),
                 cmocka_unit_test_setup(test_anonymous, setup),
+                cmocka_unit_test_setup(test_gate, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
