@@ -21,6 +21,7 @@
 #include "metrics-http.h"
 #include "dnsproxy.h"
 #include "netjob.h"
+#include "netveth.h"
 #include "dispatch.h"
 #include "log.h"
 #include "recover.h"
@@ -350,6 +351,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         if ((r = callbacks_init(d, err)) < 0)
                 return r;
         /* Before recovery: jobs it queues again may be audited. */
+        netveth_restore(d);
         netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles. */
         if ((r = bundles_init(d, err)) < 0)

@@ -18,6 +18,7 @@
 #include "listener.h"
 #include "loop.h"
 #include "metrics.h"
+#include "netfwd.h"
 #include "policy.h"
 #include "result.h"
 #include "sched.h"
@@ -69,6 +70,7 @@ struct daemon {
         uint8_t *net_used;        /* slots of network_pool in use, a bit each */
         unsigned net_slots, net_next;
         unsigned net_slots_used;  /* bits set in net_used (for the metrics) */
+        struct netfwd net_fwd;    /* the forwarding switches it turned on */
         struct source net_retry_src; /* a timerfd: restricted jobs wait for a veth the kernel still removes */
         bool net_retry_armed;
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */

@@ -70,7 +70,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/bundle.h supervisor/bundle-internal.h supervisor/bundle.c \
 	supervisor/bundle-job.c supervisor/bundle-ops.c \
 	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c supervisor/netveth.h supervisor/netveth.c \
-	supervisor/veth.h supervisor/veth.c supervisor/nft.h supervisor/nft.c \
+	supervisor/veth.h supervisor/veth.c supervisor/nft.h supervisor/nft.c supervisor/netfwd.h supervisor/netfwd.c \
 	supervisor/dnsproxy.h supervisor/dnsproxy-internal.h supervisor/dnsproxy.c supervisor/dnstcp.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \

@@ -15,6 +15,7 @@
 #include "dnsproxy.h"
 #include "launch-abi.h"
 #include "log.h"
+#include "netfwd.h"
 #include "netveth.h"
 #include "nft.h"
 #include "runner.h"
@@ -23,6 +24,8 @@
 /* Names of its own for this daemon's veths and nft table, from its state
  * directory: two daemons on one host (each with its own network_pool)
  * never sweep each other's. */
+/* Every daemon's veths start with "sx": nft.c leaves packets to and from
+ * another daemon's to that daemon's table. */
 static void names(struct daemon *d) {
         uint32_t h = 2166136261u;
         for (const char *c = d->cfg->state_dir; *c; c++)
@@ -31,19 +34,14 @@ static void names(struct daemon *d) {
         snprintf(d->net_table, sizeof(d->net_table), "sbx_%05x", h & 0xfffff);
 }
 
-/* Forwarding must be on for the jobs' veths to reach anything: key is
- * the sysctl's name (net.ipv4.ip_forward), path its file. */
-static int forwarding(const char *path, const char *key, struct sbx_error *err) {
-        _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
-        char c = '0';
-        if (fd < 0 || pread(fd, &c, 1, 0) != 1)
-                return sbx_error_set(err, errno, "%s", key);
-        if (c == '1')
-                return 0;
-        if (pwrite(fd, "1", 1, 0) != 1)
-                return sbx_error_set(err, errno, "%s", key);
-        log_notice("%s was 0: set to 1 for restricted jobs", key);
-        return 0;
+void netveth_restore(struct daemon *d) {
+        struct sbx_error err;
+        unsigned n = 0;
+        sbx_error_clear(&err);
+        if (netfwd_restore(d->dirs.state_fd, &n, &err) < 0)
+                log_error("network: the forwarding switches a previous run turned on: %s", err.msg);
+        else if (n)
+                log_notice("network: put back %u forwarding settings a previous run changed (%s)", n, NETFWD_RECORD);
 }
 
 static bool gate_take(void *arg, struct job *j);
@@ -67,17 +65,28 @@ void netveth_setup(struct daemon *d) {
                 return;
         }
         const struct config *cf = d->cfg;
+        struct netfwd *fw = &d->net_fwd;
         if ((r = veth_sweep(d->net_ifprefix, &swept, &err)) < 0 ||
-            (r = forwarding("/proc/sys/net/ipv4/ip_forward", "net.ipv4.ip_forward", &err)) < 0 ||
-            (cf->net_pool6_prefix &&
-             (r = forwarding("/proc/sys/net/ipv6/conf/all/forwarding", "net.ipv6.conf.all.forwarding", &err)) < 0) ||
-            (r = nft_setup(d->net_table, d->net_ifprefix, cf->net_pool, cf->net_pool_prefix, cf->net_pool6,
-                           cf->net_pool6_prefix, &err)) < 0) {
+            (r = netfwd_plan(fw, d->dirs.state_fd, cf->net_pool6_prefix != 0, d->net_ifprefix, &err)) < 0 ||
+            (r = nft_setup(d->net_table, d->net_ifprefix, cf->net_pool, cf->net_pool_prefix, cf->net_pool6, cf->net_pool6_prefix,
+                           &(struct nft_guard) { .ifaces = fw->guard4 }, &(struct nft_guard) { .ifaces = fw->guard6, .all = fw->global6 },
+                           &err)) < 0 ||
+            (r = netfwd_switch(fw, d->dirs.state_fd, &err)) < 0) {
+                struct sbx_error ignored;
+                netfwd_teardown(fw, d->dirs.state_fd, &ignored);
+                nft_teardown(d->net_table);
                 snprintf(d->no_restricted_why, sizeof(d->no_restricted_why), "its network set-up failed: %s", err.msg);
                 d->caps.no_restricted_why = d->no_restricted_why;
                 log_warning("restricted jobs unavailable: %s", err.msg);
                 return;
         }
+        log_info("network: forwarding switched on for restricted jobs: IPv4 on their veths%s%s%s; IPv6 %s%s%s (nft drops what else "
+                 "it would forward)",
+                 fw->guard4[0] ? " and " : "", fw->guard4, fw->guard4[0] ? "" : " only (the rest was on)",
+                 !cf->net_pool6_prefix ? "not used" : fw->global6 ? "host-wide (net.ipv6.conf.all.forwarding: this kernel has "
+                                                                    "no force_forwarding)" :
+                 fw->force6 ? "on their veths and " : "already on host-wide",
+                 fw->force6 ? fw->guard6 : "", fw->force6 && !fw->guard6[0] ? "(the rest was on)" : "");
         if (swept)
                 log_notice("network: removed %u veths a previous run left (%s*)", swept, d->net_ifprefix);
         if (dnsproxy_setup(d) < 0)
@@ -109,6 +118,8 @@ void netveth_teardown(struct daemon *d) {
                         close(d->net_retry_src.fd);
                         d->net_retry_src.fd = -1;
                 }
+                if (netfwd_teardown(&d->net_fwd, d->dirs.state_fd, &err) < 0)
+                        log_error("network: %s; the record stays for the next start", err.msg);
                 nft_teardown(d->net_table);
                 if (veth_sweep(d->net_ifprefix, &n, &err) < 0)
                         log_warning("network: %s", err.msg);
@@ -363,6 +374,7 @@ static bool gate_take(void *arg, struct job *j) {
         n->rj = rj;
         n->info_fd = n->block_fd = n->netns_fd = -1;
         n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
+        n->spec.force6 = d->net_fwd.force6;
         rj->netlink = n;
         return true;
 }

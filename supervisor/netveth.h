@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Restricted jobs' connectivity: the daemon's network_pool (a /30 per job,
  * and with a network_pool6 the /126 of the same slot; its veths named
- * after its state directory), forwarding and the nft tables set up at start (what a crashed daemon left swept first), and per
+ * after its state directory), forwarding (netfwd.h) and the nft tables set up at start (what a crashed daemon left swept first), and per
  * job the launcher's --info-fd/--block-fd handshake: the info line read on
  * the loop, the veth made off it in the namespace the line names, the DNS
  * proxy started, then the sandbox let go. A job's veth goes with its
@@ -15,6 +15,9 @@
 struct daemon;
 struct rjob;
 
+/* At start, before anything else of the network: put back the forwarding
+ * switches a daemon that died left on (netfwd.h), pool or not. */
+void netveth_restore(struct daemon *d);
 /* With a network_pool and the audit loaded: d->caps.net_restricted, or
  * why not in d->caps.no_restricted_why. Never fails the daemon. */
 void netveth_setup(struct daemon *d);

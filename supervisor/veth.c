@@ -20,6 +20,7 @@
 #include <netlink/route/link/veth.h>
 #include <netlink/route/route.h>
 
+#include "netfwd.h"
 #include "util.h"
 #include "veth.h"
 
@@ -201,6 +202,12 @@ int veth_create(struct veth_spec *sp, struct sbx_error *err) {
         rtnl_link_put(peer);
         if ((r = rtnl_link_add(s, veth, NLM_F_CREATE | NLM_F_EXCL)) < 0)
                 return sbx_error_set(err, nlerr(r), "veth %s: creating the pair", sp->host_if);
+        /* Forwarding on the host end before it is up: the job's packets
+         * are forwarded by it and by no switch of the host's. */
+        if ((r = netfwd_veth(sp->host_if, sp->v6, sp->force6, err)) < 0) {
+                veth_delete(sp->host_if);
+                return r;
+        }
         if ((r = link_up(s, sp->host_if, &idx)) < 0 || (r = add_addr(s, idx, &sp->host_addr, 4, 30)) < 0 ||
             (sp->v6 && (r = add_addr(s, idx, sp->host_addr6, 16, 126)) < 0)) {
                 veth_delete(sp->host_if);

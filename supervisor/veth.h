@@ -18,6 +18,7 @@ struct veth_spec {
         uint32_t host_addr; /* network order */
         uint32_t job_addr;
         bool v6;            /* the two below are set */
+        bool force6;        /* IPv6 forwarding per interface (netfwd_veth()) */
         uint8_t host_addr6[16];
         uint8_t job_addr6[16];
         int netns_fd;       /* the job's network namespace */

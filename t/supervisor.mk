@@ -114,6 +114,7 @@ SUP_BATS = \
 	t/supervisor-results.bats \
 	t/supervisor-netaudit.bats \
 	t/supervisor-restricted.bats \
+	t/supervisor-forwarding.bats \
 	t/supervisor-dnstcp.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \

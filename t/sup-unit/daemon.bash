@@ -87,7 +87,10 @@ sup_wait_gone() {
 sup_start() {
         [ -f "$SUP_DIR/sup.conf" ] || sup_config
         [ ! -f "$SUP_DIR/daemon.pid" ] || sup_wait_gone "$(cat "$SUP_DIR/daemon.pid")"
-        "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" >>"$SUP_DIR/daemon.log" 2>&1 3>&- &
+        # SUP_NETNS: in that network namespace (/run/netns/NAME), as if it
+        # were the host's (nsenter execs the daemon: $! is its pid)
+        ${SUP_NETNS:+nsenter --net=/run/netns/$SUP_NETNS --} \
+                "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" >>"$SUP_DIR/daemon.log" 2>&1 3>&- &
         SUP_PID=$!
         export SUP_PID
         # Tests run in subshells: the pid file lets teardown_file stop a
