@@ -112,6 +112,7 @@ SUP_BATS = \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats \
+	t/supervisor-logs-flood.bats \
 	t/supervisor-isolation.bats \
 	t/supervisor-uids.bats \
 	t/supervisor-fairness.bats \
