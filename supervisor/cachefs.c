@@ -128,8 +128,15 @@ int cachefs_commit(int cache_fd, const char *staged, int stage_fd, const struct 
          * instead of an fsync per file. */
         if (syncfs(stage_fd) < 0)
                 return sbx_error_set(err, errno, "cache: syncfs");
-        if (renameat(cache_fd, staged, cache_fd, e->sha256) < 0)
+        if (renameat(cache_fd, staged, cache_fd, e->sha256) < 0) {
+                /* Another registry's download of the same digest was
+                 * first: the same verified bytes, so that tree serves. */
+                if (errno == EEXIST || errno == ENOTEMPTY) {
+                        cachefs_remove(cache_fd, staged);
+                        return 0;
+                }
                 return sbx_error_set(err, errno, "cache: rename into place");
+        }
         if (fsync(cache_fd) < 0)
                 return sbx_error_set(err, errno, "cache: fsync");
         return 0;

@@ -28,7 +28,9 @@ int cachefs_open(int state_fd, struct cache *c, int *ret_fd, struct sbx_error *e
 int cachefs_stage(int cache_fd, const char *sha256, char *name_out, size_t len, int *ret_stage_fd, int *ret_tree_fd,
                   struct sbx_error *err);
 /* Write meta.json, make the staged tree durable (syncfs), and rename it to
- * <sha256>; then sync the cache directory. */
+ * <sha256>; then sync the cache directory. When <sha256> is already there
+ * (another registry's download of the same digest), the staged tree is
+ * removed and that one stands: 0 too. */
 int cachefs_commit(int cache_fd, const char *staged, int stage_fd, const struct cache_entry *e, struct sbx_error *err);
 /* Remove a staging or trash directory (blocking: off the loop). */
 void cachefs_remove(int cache_fd, const char *name);

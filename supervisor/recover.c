@@ -212,8 +212,11 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
 }
 
 /* Workspaces from before the restart go (mounts too): jobs queued again
- * get new ones when they start; those of jobs that ended E_RESTARTED go
- * with their records, after their artifacts are copied. */
+ * get new ones when they start — a bundle job queued again is already
+ * "fetching" here, its index being asked for anew, and a workspace left
+ * from its first attempt would make its start fail (EEXIST); those of
+ * jobs that ended E_RESTARTED go with their records, after their
+ * artifacts are copied. */
 static void sweep_workspaces(struct daemon *d) {
         _cleanup_closedir_ DIR *wd = NULL;
         if (opendir_dup(d->dirs.work_fd, &wd) < 0)
@@ -222,7 +225,7 @@ static void sweep_workspaces(struct daemon *d) {
         while ((de = readdir(wd)))
                 if (proto_valid_job_id(de->d_name)) {
                         const struct rjob *rj = jobs_find(&d->jobs, de->d_name);
-                        if (!rj || rj->j.state == JOB_QUEUED)
+                        if (!rj || rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING)
                                 workspace_remove(d->dirs.work_fd, d->dirs.work_path, de->d_name);
                 }
 }
