@@ -113,3 +113,36 @@ EOC
         [ "$(ctl_nobody run --bundle hello -- again)" = "bundle hello 1.0.0 args: again" ]
         cache_whole
 }
+
+@test "a cached tree is root's alone on the host: a local user cannot read it by its path, a job still runs it" {
+        dir=$(mk_bundle hello 1.0.0 "" 'echo "bundle $SBX_BUNDLE"; cat /bundle/secret.txt')
+        echo secret > "$dir/secret.txt"
+        sha=$(publish_dir "$dir" 1)
+        bundle_config
+        sup_start
+        [ "$(ctl run --bundle hello)" = "$(printf 'bundle hello\nsecret')" ]
+        tree="$SUP_DIR/state/cache/$sha/tree"
+        [ -f "$tree/manifest.ini" ]
+        [ "$(stat -c '%U %a' "$SUP_DIR/state/cache")" = "root 700" ]
+        [ "$(stat -c '%U %a' "$SUP_DIR/state/cache/$sha")" = "root 700" ]
+        # a local user who knows the digest
+        run setpriv --reuid=nobody --regid=nogroup --clear-groups -- cat "$tree/manifest.ini"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"Permission denied"* ]]
+        run setpriv --reuid=nobody --regid=nogroup --clear-groups -- ls "$SUP_DIR/state/cache"
+        [ "$status" -ne 0 ]
+        # the job reads its tree, read-only, and nothing of the cache's path
+        job=$(ctl submit --bundle hello)
+        rec=$(job_record "$job")
+        [ "$(json_get result.state <<<"$rec")" = succeeded ]
+        [ "$(ctl logs "$job")" = "$(printf 'bundle hello\nsecret')" ]
+        # a cache made by an older daemon (0711) is closed at start
+        sup_stop
+        chmod 0711 "$SUP_DIR/state/cache" "$SUP_DIR/state/cache/$sha"
+        sup_start
+        [ "$(stat -c '%a' "$SUP_DIR/state/cache")" = 700 ]
+        [ "$(stat -c '%a' "$SUP_DIR/state/cache/$sha")" = 700 ]
+        run setpriv --reuid=nobody --regid=nogroup --clear-groups -- cat "$tree/manifest.ini"
+        [ "$status" -ne 0 ]
+        [ "$(ctl run --bundle hello)" = "$(printf 'bundle hello\nsecret')" ]
+}
