@@ -32,6 +32,7 @@ struct dnsproxy {
         struct dns_name *names;  /* addresses its answers gave, with their names */
         size_t n_names;
         bool withheld_said;      /* an answer was withheld: logged once, not per query */
+        bool rebind_said;        /* an answer named an address of the deny set: logged once */
         /* TCP (dnstcp.c) */
         int tcp_fd;              /* listening, or -1 */
         struct source tcp_src;
@@ -48,11 +49,13 @@ void dnsproxy_event(struct dnsproxy *px, const struct dns_query *q, int protocol
 /* A token of the job's rate (DNSPROXY_RATE a second, shared by UDP and
  * TCP): false when it is used up. */
 bool dnsproxy_take_token(struct dnsproxy *px);
-/* The upstream's answer (len bytes) to q: its addresses into the job's
- * allow map, with q's name's ports. MDNS_ANSWERED: the answer may go to the
- * job; MDNS_UPSTREAM_FAILED: it is not an answer to q; MDNS_WITHHELD: an
- * address could not be admitted. */
-enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, const uint8_t *buf, size_t len);
+/* The upstream's answer (len bytes) to q, which came over protocol: its
+ * addresses into the job's allow map, with q's name's ports.
+ * MDNS_ANSWERED: the answer may go to the job; MDNS_UPSTREAM_FAILED: it is
+ * not an answer to q; MDNS_WITHHELD: an address is one no restricted job
+ * reaches (each a "dns" event with its reason; none is admitted), or
+ * could not be admitted. */
+enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, int protocol, const uint8_t *buf, size_t len);
 
 /* TCP: listen on fd (taken; may be -1: no TCP); stop; the daemon's tick. */
 int dnstcp_start(struct dnsproxy *px, int fd);

@@ -128,12 +128,55 @@ static void remember(struct dnsproxy *px, const uint8_t addr[16], const char *na
         px->n_names++;
 }
 
-enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, const uint8_t *buf, size_t len) {
+/* An address of an answer the job may never reach (DNS rebinding: a name
+ * that resolves to its gateway, the host or 169.254.169.254): a "dns"
+ * event with the address and the reason, counted; said in the log once a
+ * job. */
+static void withhold(struct dnsproxy *px, const struct dns_query *q, int protocol, const uint8_t addr[16], enum netdeny_reason why) {
+        struct rjob *rj = px->rj;
+        static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+        struct timespec ts;
+        char type[16], text[INET6_ADDRSTRLEN];
+        /* an AAAA record of a mapped address is shown as it came */
+        bool v4 = q->qtype != DNSMSG_TYPE_AAAA && memcmp(addr, mapped, 12) == 0;
+        struct netaudit_event e = { .family = v4 ? AF_INET : AF_INET6, .port = 53, .protocol = (uint16_t) protocol,
+                                    .kind = NETAUDIT_DNS, .verdict = NETAUDIT_DENY, .reason = (uint8_t) why };
+        memcpy(e.addr, v4 ? addr + 12 : addr, v4 ? 4 : 16);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        metrics_dns_withheld(&rj->d->metrics, why);
+        json_t *ev = netevents_add(&rj->net, &e, (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000, q->name,
+                                   dnsmsg_type_name(q->qtype, type, sizeof(type)));
+        if (ev)
+                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+        json_decref(ev);
+        if (!px->rebind_said) {
+                inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? addr + 12 : addr, text, sizeof(text));
+                log_warning(JOB_LOG ": DNS proxy: %s: the answer names %s (%s), which restricted jobs never reach; "
+                            "answers like it are withheld (REFUSED) and shown in the job's network events (logged once)",
+                            JOB_LOG_ARGS(&rj->j), q->name, text, netdeny_reason_name(why));
+                px->rebind_said = true;
+        }
+}
+
+enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, int protocol, const uint8_t *buf, size_t len) {
         struct rjob *rj = px->rj;
         uint8_t addrs[DNSMSG_ADDRS_MAX][16];
         size_t n = 0;
+        bool denied = false;
         if (dnsmsg_answers(buf, len, q, addrs, DNSMSG_ADDRS_MAX, &n) < 0)
                 return MDNS_UPSTREAM_FAILED;
+        /* Before anything is admitted: an answer with one address the job
+         * must never reach is withheld whole (it is an attack, or a zone
+         * no job should trust), not trimmed. */
+        for (size_t i = 0; i < n; i++) {
+                enum netdeny_reason why = netdeny_match(rj->d->net_deny, addrs[i]);
+                if (why != ND_NONE) {
+                        withhold(px, q, protocol, addrs[i], why);
+                        denied = true;
+                }
+        }
+        if (denied)
+                return MDNS_WITHHELD;
         const struct netpolicy *pol = rj->j.req.run.netpol;
         for (size_t i = 0; pol && rj->net_att && i < n; i++) {
                 struct np_rule rules[NETPOLICY_MAX_ALLOW];
@@ -170,7 +213,7 @@ static void on_upstream(struct source *s, uint32_t events) {
         /* k < 0: an ICMP error (nothing listens there); else perhaps not
          * the answer to this query: the job hears at once, not at its
          * timeout */
-        enum metrics_dns_outcome o = k <= 0 ? MDNS_UPSTREAM_FAILED : dnsproxy_admit(px, &p->q, buf, (size_t) k);
+        enum metrics_dns_outcome o = k <= 0 ? MDNS_UPSTREAM_FAILED : dnsproxy_admit(px, &p->q, IPPROTO_UDP, buf, (size_t) k);
         if (o == MDNS_ANSWERED)
                 reply(px, &p->peer, buf, (size_t) k);
         else if (o == MDNS_WITHHELD)

@@ -136,7 +136,7 @@ static void tconn_error(struct dnstcp_conn *c, const uint8_t *q, size_t len, int
 
 static void up_answered(struct dnstcp_up *up) {
         struct dnstcp_conn *c = up->c;
-        enum metrics_dns_outcome o = dnsproxy_admit(c->px, &up->q, up->ans, up->ans_len);
+        enum metrics_dns_outcome o = dnsproxy_admit(c->px, &up->q, IPPROTO_TCP, up->ans, up->ans_len);
         uint8_t *ans = up->ans;
         size_t len = up->ans_len;
         up->ans = NULL;

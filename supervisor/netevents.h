@@ -24,7 +24,10 @@ void netevents_release(struct netevents *ne);
 /* One event as JSON: time (real_ms), pid, comm, kind, protocol, address,
  * port, hostname (the name the job resolved the address from through the
  * DNS proxy, or asked it for; null: not known), verdict; a "dns" event has
- * qtype, and null pid, comm, address and port. */
+ * qtype, and null pid, comm, address and port; an event with a reason
+ * (e->reason, enum netdeny_reason) has "reason": a connect to a
+ * destination no restricted job reaches, or a "dns" event with the
+ * address an answer named, withheld. */
 json_t *netevent_json(const struct netaudit_event *e, uint64_t real_ms, const char *hostname, const char *qtype);
 /* Keep e (or count it as dropped). Returns the kept event (a new
  * reference, for followers) or NULL when it was dropped or memory ran
