@@ -111,7 +111,12 @@ static json_t *count_json(const struct netevents *ne, bool audited, uint64_t n) 
 }
 
 json_t *netevents_summary(const struct netevents *ne, int mode, bool audited) {
-        return json_pack("{s:s, s:b, s:o, s:o, s:o}", "mode", proto_net_mode_name(mode), "audit", audited, "events_kept",
+        json_t *o = json_pack("{s:s, s:b, s:o, s:o, s:o}", "mode", proto_net_mode_name(mode), "audit", audited, "events_kept",
                          count_json(ne, audited, ne && ne->list ? json_array_size(ne->list) : 0), "events_dropped",
                          count_json(ne, audited, ne ? ne->dropped : 0), "events_lost", count_json(ne, audited, ne ? ne->lost : 0));
+        if (o && mode == NET_RESTRICTED) {
+                json_object_set_new(o, "dns_names", count_json(ne, true, ne ? ne->dns_names : 0));
+                json_object_set_new(o, "dns_names_refused", count_json(ne, true, ne ? ne->dns_names_refused : 0));
+        }
+        return o;
 }

@@ -149,10 +149,12 @@ EOC
                 addr=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_address(sys.argv[1]).exploded.replace(":", "-"))' "$addr")
                 probes+=("dnsq:udp:AAAA:ip6-$addr.test" "dnsq:tcp:AAAA:ip6-$addr.test")
         done < <(v6_cases)
-        before=$(ctl metrics)
+        ctl metrics > "$BATS_TEST_TMPDIR/before"
         # the control first: an address the job may reach is answered
         probe --allow '*.test:*/any' -- "dnsq:udp:A:ip-${TH//./-}-1.test" "dnsq:tcp:AAAA:ip6-2001-db8--7.test" "${probes[@]}"
-        after=$(ctl metrics)
+        ctl metrics > "$BATS_TEST_TMPDIR/after"
+        before=$(cat "$BATS_TEST_TMPDIR/before")
+        after=$(cat "$BATS_TEST_TMPDIR/after")
         [ "${lines[0]}" = "dnsq:udp:A:ip-${TH//./-}-1.test rcode 0 ${TH}.1" ]
         [ "${lines[1]}" = "dnsq:tcp:AAAA:ip6-2001-db8--7.test rcode 0 2001:db8::7" ]
         local i=2
@@ -182,6 +184,9 @@ EOC
         [ "$(delta 'sbx_network_dns_withheld_total{reason="configured"}')" = 4 ]
         [ "$(delta 'sbx_network_dns_queries_total{outcome="withheld"}')" = $(( ${#lines[@]} - 2 )) ]
         [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" = 2 ]
+        # the events and query counters agree with the record (withheld
+        # addresses are dns events with a reason, not queries)
+        net_metrics_check "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after" DNS <<<"$res"
         # logged once for the job
         [ "$(grep -c "job $id .*never reach" "$SUP_DIR/daemon.log")" = 1 ]
 }

@@ -116,6 +116,7 @@ SUP_BATS = \
 	t/supervisor-restricted.bats \
 	t/supervisor-dnstcp.bats \
 	t/supervisor-rebind.bats \
+	t/supervisor-dnslimits.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \

@@ -3,7 +3,7 @@
 # A tiny upstream resolver for the DNS proxy tests, run in the test host's
 # namespace, on its first address (argv[1]), port 53, over UDP and TCP
 # (each message after its length in two bytes): db.test -> that address,
-# other.test -> argv[2], slow.test -> argv[1] after 3 s; with argv[3] (an
+# other.test -> argv[2], slow.test -> argv[1] after 0.5 s (within dns_upstream_timeout); with argv[3] (an
 # IPv6 address), v6.test's AAAA -> it; many.test -> 32 addresses (argv[1]
 # first, then .100 to .130 of its /24): past 512 bytes, so over UDP only a
 # truncated answer (TC set, no records) and over TCP the whole; over TCP
@@ -11,7 +11,8 @@
 # the connection closes; spread.test -> 8 addresses of 100.64.0.0/10 no
 # answer gave before; ip-A-B-C-D.test's A -> A.B.C.D and ip6-X.test's AAAA
 # -> X with each '-' a ':' (ip6---1.test: ::1), any address at all, for
-# the rebinding tests; drop.test is never answered, over UDP or TCP;
+# the rebinding tests; names starting with drop (drop.test, drop2.test)
+# are never answered, over UDP or TCP;
 # other types: no records; other names: NXDOMAIN.
 # (A test fixture; the daemon parses DNS with ldns.)
 import socket
@@ -95,7 +96,7 @@ class TCPHandler(socketserver.BaseRequestHandler):
                 a, name = answer(q)
             except Exception:
                 return
-            if name == "stall.test" or name == "drop.test":
+            if name == "stall.test" or name.startswith("drop"):
                 time.sleep(60)
                 return
             if name == "cut.test":
@@ -120,11 +121,11 @@ while True:
         a, name = answer(q)
     except Exception:
         continue
-    if name == "drop.test":
+    if name.startswith("drop"):
         continue
     if len(a) > 512:
         a = truncated(q, a)
     if name == "slow.test":
-        threading.Timer(3, s.sendto, (a, peer)).start()
+        threading.Timer(0.5, s.sendto, (a, peer)).start()
     else:
         s.sendto(a, peer)

@@ -7,6 +7,7 @@
 # (N queries one after the other, each answer awaited), dnsflood:
 # HOST:N:SECONDS (N queries, the answers counted for SECONDS), raw or ping,
 # dnsq:udp|tcp:A|AAAA:HOST (one query to 127.0.0.1:53: "rcode N ADDR,..."),
+# dnst:udp|tcp:A|AAAA:HOST (the same, then "in S s", the seconds it took),
 # connect:ADDR:PORT (a TCP connect only: "connected" or the errno's name),
 # gwconnect:PORT (the same to the job's default gateway, IPv4),
 # gai:HOST (getaddrinfo, any family: "resolved" or "failed", and the
@@ -163,6 +164,11 @@ def probe(spec):
         if spec.startswith("dnsq:"):
             _, proto, qtype, host = spec.split(":")
             return dnsq(proto, qtype, host)
+        if spec.startswith("dnst:"):
+            _, proto, qtype, host = spec.split(":")
+            start = time.monotonic()
+            what = dnsq(proto, qtype, host)
+            return "%s in %.1f s" % (what, time.monotonic() - start)
         if spec.startswith("connect:"):
             _, rest = spec.split(":", 1)
             addr, port = rest.rsplit(":", 1)
