@@ -121,6 +121,8 @@ SUP_BATS = \
 	t/supervisor-restricted.bats \
 	t/supervisor-forwarding.bats \
 	t/supervisor-dnstcp.bats \
+	t/supervisor-rebind.bats \
+	t/supervisor-dnslimits.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \
