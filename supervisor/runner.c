@@ -36,13 +36,13 @@ void runner_schedule(struct daemon *d) {
         d->schedule_wanted = true;
 }
 
-static void arm_timer(struct rjob *rj, uint64_t ms) {
+static int arm_timer(struct rjob *rj, uint64_t ms) {
         struct itimerspec its = { 0 };
         if (ms == 0)
                 ms = 1;
         its.it_value.tv_sec = (time_t) (ms / 1000);
         its.it_value.tv_nsec = (long) (ms % 1000) * 1000000;
-        timerfd_settime(rj->timer_fd, 0, &its, NULL);
+        return timerfd_settime(rj->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
 /* Every process of the job, now: the cgroup when there is one, else the
@@ -67,7 +67,14 @@ void runner_stop(struct rjob *rj, enum job_event why) {
                  * which gets the grace period to clean up. */
                 if (rj->pid > 0 && !rj->cap.exited)
                         kill(rj->pid, SIGTERM);
-                arm_timer(rj, grace_ms);
+                int r = arm_timer(rj, grace_ms);
+                if (r < 0) {
+                        /* No timer to end the grace period: no grace. */
+                        log_error(JOB_LOG ": cannot arm the grace period (%s): killing every process now",
+                                  JOB_LOG_ARGS(&rj->j), strerror(-r));
+                        hard_kill(rj);
+                        return;
+                }
                 log_info(JOB_LOG ": %s, SIGTERM sent, kill in %" PRIu64 " ms", JOB_LOG_ARGS(&rj->j),
                          why == JEV_TIMEOUT ? "timed out" : why == JEV_CANCEL ? "cancelled" : "daemon stopping", grace_ms);
         }
@@ -84,6 +91,22 @@ static void on_timer(struct source *s, uint32_t events) {
                 log_info(JOB_LOG ": grace period over, killing every process", JOB_LOG_ARGS(&rj->j));
                 hard_kill(rj);
         }
+}
+
+/* The job's wall clock, armed before its launcher exists: a job whose
+ * timeout cannot be enforced does not start (fail closed). */
+static int timer_start(struct rjob *rj, struct sbx_error *err) {
+        rj->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (rj->timer_fd < 0)
+                return sbx_error_set(err, errno, "cannot arm the job's timeout: timerfd_create");
+        int r = loop_add(&rj->timer_src, rj->timer_fd, EPOLLIN, on_timer);
+        if (r < 0) {
+                close(rj->timer_fd);
+                rj->timer_fd = -1;
+                return sbx_error_set(err, r, "cannot arm the job's timeout: epoll");
+        }
+        r = arm_timer(rj, rj->j.pol.timeout_ms);
+        return r < 0 ? sbx_error_set(err, r, "cannot arm the job's timeout: timerfd_settime") : 0;
 }
 
 /* An in-memory file holding data, read from its start; sealed: nothing can
@@ -248,6 +271,8 @@ void runner_launch(struct rjob *rj) {
         memset(&p, -1, sizeof(p));
 
         r = prepare(rj, &ls, &profile_fd, &stdin_fd, &bundle_fd, &err);
+        if (r == 0)
+                r = timer_start(rj, &err);
         if (r == 0 && (r = pipes_open(&p, netveth_handshake(rj))) < 0)
                 sbx_error_set(&err, r, "pipe");
         if (r == 0) {
@@ -291,11 +316,6 @@ void runner_launch(struct rjob *rj) {
                 runner_end(rj);
                 return;
         }
-        rj->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (rj->timer_fd >= 0 && loop_add(&rj->timer_src, rj->timer_fd, EPOLLIN, on_timer) == 0)
-                arm_timer(rj, rj->j.pol.timeout_ms);
-        else
-                log_error(JOB_LOG ": no timer (%s): it runs without its timeout", JOB_LOG_ARGS(&rj->j), strerror(errno));
         job_transition(&rj->j, JEV_START, NULL);
         metrics_net_started(&d->metrics, rj->j.pol.net, rj->j.pol.net_audit);
         rj->had_cgroup = rj->cgroup_fd >= 0;
