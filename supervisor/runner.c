@@ -345,10 +345,30 @@ void runner_start_ready(struct daemon *d) {
         d->starting = false;
 }
 
+/* The record's "limit_hit": which limit stopped the job, with the
+ * evidence for it, when job_exited() found one did. */
+static void limit_hit(struct rjob *rj, const struct job_exit *x) {
+        const struct job *j = &rj->j;
+        json_t *o = NULL;
+        if (!j->error_code)
+                return;
+        if (streq(j->error_code, E_MEMORY))
+                o = json_pack("{s:s, s:s, s:I, s:I, s:s}", "limit", "memory", "by", "rlimit", "value", (json_int_t) j->pol.memory,
+                              "peak_address_space", (json_int_t) (x->peak_vm_kb * 1024), "evidence",
+                              "the largest peak address space (VmPeak) the launcher saw among the job's processes, sampled "
+                              "while they ran: a lower bound");
+        else if (streq(j->error_code, E_OOM))
+                o = json_pack("{s:s, s:s, s:I, s:o}", "limit", "memory", "by", "cgroup", "value", (json_int_t) j->pol.memory,
+                              "memory_events", rj->cgroup_fd >= 0 ? cgroup_job_memory_events(rj->cgroup_fd) ?: json_null() : json_null());
+        json_decref(rj->limit_hit);
+        rj->limit_hit = o;
+}
+
 void runner_exited(struct rjob *rj) {
         struct capture *cap = &rj->cap;
         json_t *end = cap->status_end, *err = end ? json_object_get(end, SBX_STATUS_ERROR) : NULL;
         json_t *ec = end ? json_object_get(end, SBX_STATUS_EXIT_CODE) : NULL, *sg = end ? json_object_get(end, SBX_STATUS_SIGNAL) : NULL;
+        json_t *vm = end ? json_object_get(end, SBX_STATUS_PEAK_VM_KB) : NULL;
         struct job_exit x = {
                 .status = cap->exit_status,
                 .signal = cap->exit_signal,
@@ -359,6 +379,8 @@ void runner_exited(struct rjob *rj) {
                 .setup_message = json_is_object(err) ? json_string_value(json_object_get(err, SBX_STATUS_ERROR_MESSAGE)) : NULL,
                 .spawn_error = cap->spawn_error,
                 .oom_killed = (rj->cg_limits & CG_LIMIT_MEMORY) && rj->cgroup_fd >= 0 && cgroup_job_oom_kills(rj->cgroup_fd) > 0,
+                .memory_rlimit = !(rj->cg_limits & CG_LIMIT_MEMORY),
+                .peak_vm_kb = json_is_integer(vm) && json_integer_value(vm) > 0 ? (uint64_t) json_integer_value(vm) : 0,
         };
         if (x.setup_step)
                 snprintf(rj->setup_step, sizeof(rj->setup_step), "%s", x.setup_step);
@@ -369,6 +391,7 @@ void runner_exited(struct rjob *rj) {
                 x.setup_message = netveth_failure(rj);
         }
         job_exited(&rj->j, &x);
+        limit_hit(rj, &x);
         runner_end(rj);
 }
 

@@ -101,6 +101,7 @@ SUP_BATS = \
 	t/supervisor-timeouts.bats \
 	t/supervisor-timer-faults.bats \
 	t/supervisor-docs.bats \
+	t/supervisor-memory.bats \
 	t/supervisor-protocol.bats \
 	t/supervisor-tenants.bats \
 	t/supervisor-crash.bats \
