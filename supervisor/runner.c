@@ -316,6 +316,13 @@ void runner_launch(struct rjob *rj) {
                 runner_end(rj);
                 return;
         }
+        /* The timeout counts from here, as it always has (a restricted
+         * job's network set-up is not the job's time). Should the re-arm
+         * fail, the deadline armed before the spawn still holds. */
+        r = arm_timer(rj, rj->j.pol.timeout_ms);
+        if (r < 0)
+                log_warning(JOB_LOG ": timeout not re-armed (%s): it counts from before the launcher started",
+                            JOB_LOG_ARGS(&rj->j), strerror(-r));
         job_transition(&rj->j, JEV_START, NULL);
         metrics_net_started(&d->metrics, rj->j.pol.net, rj->j.pol.net_audit);
         rj->had_cgroup = rj->cgroup_fd >= 0;
