@@ -187,6 +187,23 @@ static void start_post(struct callbacks *cb, struct cb_item *it) {
                 dead_letter(cb, it, "its tenant has no callback_secret_file now: it cannot be signed");
                 return;
         }
+        /* Checked again at each attempt: an outbox entry may be older than
+         * the configuration (a callback_allow narrowed since, or a URL a
+         * string prefix let through before URLs were parsed). */
+        if (!(t->cb_url && streq(t->cb_url, it->e.url))) {
+                const char *why = "no callback_allow prefix has its scheme, host, port and path";
+                int r = tenant_allows_callback(t, it->e.url, &why);
+                if (r == -ENOMEM) {
+                        it->next_ms = now_mono_ms() + 1000;
+                        return;
+                }
+                if (r < 0) {
+                        char msg[sizeof(it->last_error)];
+                        snprintf(msg, sizeof(msg), "not posted: its tenant does not allow its URL now (%s)", why);
+                        dead_letter(cb, it, msg);
+                        return;
+                }
+        }
         struct cb_task *k = &it->task;
         k->op = CB_OP_POST;
         k->status = 0;

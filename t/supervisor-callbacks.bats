@@ -314,6 +314,28 @@ EOP
         run -0 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
 }
 
+@test "a pending delivery whose URL its tenant no longer allows is dead-lettered after a restart, not posted" {
+        local port
+        port=$(cat "$SUP_DIR/recv/port")
+        mode refuse
+        job=$(ctl submit --callback "http://127.0.0.1:$port/old" -- true)
+        ctl wait "$job" >/dev/null
+        sup_stop
+        # the tenant now allows (and defaults to) another receiver only
+        write_config ""
+        sed -i "0,/^callback_url = .*/s||callback_url = http://127.0.0.1:1/new|; 0,/^callback_allow = .*/s||callback_allow = http://127.0.0.1:1/new|" \
+                "$SUP_DIR/sup.conf"
+        sup_start
+        mode ok
+        wait_cb "$job" dead
+        [ -z "$(posts "$job")" ]
+        run -0 ctl callbacks ls --state dead
+        [[ "$output" == *"$job"*"its tenant does not allow its URL now"* ]]
+        sup_stop
+        write_config ""
+        sup_start
+}
+
 @test "a receiver that redirects is not followed: the delivery is dead-lettered, saying why" {
         local port
         port=$(cat "$SUP_DIR/recv/port")
