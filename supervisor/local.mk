@@ -6,6 +6,7 @@
 noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
+	supervisor/jsonpiece.h supervisor/jsonpiece.c \
 	supervisor/log.h supervisor/log.c \
 	supervisor/conf.h supervisor/config.c supervisor/config-keys.h supervisor/config-kinds.c supervisor/config-net.c supervisor/config-bundle.c supervisor/config-callback.c \
 	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
@@ -21,6 +22,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/record.h supervisor/record.c \
 	supervisor/netevents.h supervisor/netevents.c \
 	supervisor/netpolicy.h supervisor/netpolicy.c \
+	supervisor/netdeny.h supervisor/netdeny.c \
 	supervisor/dnsmsg.h supervisor/dnsmsg.c \
 	supervisor/result.h supervisor/result.c supervisor/result-index-internal.h supervisor/result-index.c supervisor/result-index-file.c \
 	supervisor/journal.h supervisor/journal.c \
