@@ -27,7 +27,8 @@ try_in() {
 
 @test "allowed calls still reach the kernel (a filter that blocks everything fails here)" {
         run try read -1 0 0
-        [ "$status" -eq 0 ] && [ "$output" = EBADF ]
+        [ "$status" -eq 0 ]
+        [ "$output" = EBADF ]
         run try ioctl -1 0x5401
         [ "$output" = EBADF ]
         run try openat -100 bad 0
@@ -40,7 +41,8 @@ try_in() {
 
 @test "TIOCSTI terminal injection is refused, also with garbage in the high 32 bits (item 1)" {
         run try ioctl 0 0x5412 bad
-        [ "$status" -eq 0 ] && [ "$output" = EPERM ]
+        [ "$status" -eq 0 ]
+        [ "$output" = EPERM ]
         run try ioctl 0 0x100005412 bad
         [ "$output" = EPERM ]
         run try ioctl 0 0xffffffff00005412 bad
@@ -216,7 +218,8 @@ try_in() {
 
 @test "profile allow lines lift a built-in denial and deny lines add one with its errno" {
         run sbx --set security.allow=personality --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall personality 0x0040000
-        [ "$status" -eq 0 ] && [ "$output" = OK ]
+        [ "$status" -eq 0 ]
+        [ "$output" = OK ]
         run sbx --set security.deny=getcwd:EACCES --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall getcwd bad 10
         [ "$output" = EACCES ]
         run sbx --set security.deny=uname --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall uname bad

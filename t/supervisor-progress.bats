@@ -102,7 +102,8 @@ EOP
         [ "$status" -eq 0 ]
         # a 5 s job, a heartbeat a second: a loaded machine may skip some
         n=$(grep -c '"event": "heartbeat"' "$BATS_TEST_TMPDIR/p")
-        [ "$n" -ge 2 ] && [ "$n" -le 6 ]
+        [ "$n" -ge 2 ]
+        [ "$n" -le 6 ]
         [ "$(head -n 1 "$BATS_TEST_TMPDIR/p" | json_get trace_id)" = 4bf92f3577b34da6a3ce929d0e0e4736 ]
         [[ "$(head -n 1 "$BATS_TEST_TMPDIR/p" | json_get traceparent)" == 00-4bf92f3577b34da6a3ce929d0e0e4736-* ]]
         # the output written so far

@@ -40,7 +40,8 @@ setup() {
         run ctl run -- sh -c 'id -u; id -g; echo "$SBX_JOB_ID $SBX_TENANT $SBX_WORKSPACE"; pwd'
         [ "$status" -eq 0 ]
         # the file's own range (t/sup-unit/daemon.bash)
-        [ "${lines[0]}" -ge "${SUP_JOB_UIDS%-*}" ] && [ "${lines[0]}" -le "${SUP_JOB_UIDS#*-}" ]
+        [ "${lines[0]}" -ge "${SUP_JOB_UIDS%-*}" ]
+        [ "${lines[0]}" -le "${SUP_JOB_UIDS#*-}" ]
         [ "${lines[1]}" = "${lines[0]}" ]
         [[ "${lines[2]}" =~ ^j[0-9a-f]{20}\ admin\ /workspace$ ]]
         [ "${lines[3]}" = /workspace ]

@@ -29,7 +29,8 @@ setup() {
         [ "$output" = "cleaned up" ]
         [[ "$stderr" == *E_TIMEOUT* ]]
         elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
-        [ "$elapsed" -ge 1000 ] && [ "$elapsed" -lt 2500 ]
+        [ "$elapsed" -ge 1000 ]
+        [ "$elapsed" -lt 2500 ]
         job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
         run ctl --json result "$job"
         [ "$(json_get result.state <<<"$output")" = timed_out ]
@@ -43,7 +44,8 @@ setup() {
         [ "$status" -eq 124 ]
         elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
         # 1 s timeout + 1 s grace, then the kill
-        [ "$elapsed" -ge 2000 ] && [ "$elapsed" -lt 4000 ]
+        [ "$elapsed" -ge 2000 ]
+        [ "$elapsed" -lt 4000 ]
         [ "$(pgrep -u nobody -f 'while :; do sleep 0.1' | wc -l)" -eq 0 ]
 }
 
