@@ -87,3 +87,14 @@ wait_until() {
 pid_gone() {
         ! kill -0 "$1" 2>/dev/null
 }
+
+# no_process PATTERN: no process's command line matches (pgrep -f).
+no_process() {
+        ! pgrep -f "$1" >/dev/null
+}
+
+# job_state JOB STATE: a supervisor job is in STATE now (in the files
+# that load t/sup-unit/daemon.bash, which gives ctl and json_get).
+job_state() {
+        [ "$(ctl --json status "$1" | json_get job.state)" = "$2" ]
+}
