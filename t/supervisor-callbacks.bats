@@ -233,10 +233,10 @@ EOP
 }
 
 @test "a request names only callback URLs its tenant allows, and only a tenant with a secret gets callbacks" {
-        run raw '{"v":1,"op":"run","command":["true"],"callback":"http://169.254.169.254/latest"}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"callback":"http://169.254.169.254/latest"}'
         [ "$(json_get error.code <<<"$output")" = E_FORBIDDEN ]
         [[ "$(json_get error.message <<<"$output")" == *callback_allow* ]]
-        run raw '{"v":1,"op":"run","command":["true"],"callback":"ftp://x/y"}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"callback":"ftp://x/y"}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         run setpriv --reuid=$UID_B --regid=$UID_B --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" \
                 run --callback "http://127.0.0.1:$(cat "$SUP_DIR/recv/port")/hook" -- true
