@@ -188,15 +188,15 @@ EOP
 }
 
 @test "bad intervals, and progress without a callback, are refused naming the field" {
-        run raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":3601}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":3601}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"$output")" == "field 'progress': expected the seconds between heartbeats, 1 to 3600, or 0 for no progress callbacks" ]]
         for v in -1 1.5 '"5"' true; do
-                run raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":'"$v"'}'
+                run -0 raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":'"$v"'}'
                 [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
                 [[ "$(json_get error.message <<<"$output")" == *"'progress'"* ]]
         done
-        run raw '{"v":1,"op":"run","command":["true"],"progress":5}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"progress":5}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"$output")" == "field 'progress': the job has no callback"* ]]
         run -2 ctl run --callback "$URL/hook" --progress 3601 -- true
