@@ -40,8 +40,11 @@ assert_untouched() {
 @test "a dangling symlink as the destination itself is not followed to create its target (item 13)" {
         local outside
         outside=$(user_dir)
+        # refused at the step that met the symlink, not for another reason
         run -125 sbx --symlink "$outside/created" /dang --dir /dang -- true
+        [[ "$output" == *"dir: /dang: "* ]]
         run -125 sbx --symlink "$outside/created" /dang --tmpfs /dang -- true
+        [[ "$output" == *"tmpfs: /dang: "* ]]
         run -125 sbx --symlink "$outside/file" /dangf --file 5 /dangf -- true 5</dev/null
         assert_untouched "$outside"
 }
@@ -53,7 +56,9 @@ assert_untouched() {
         as_user ln -s "$outside" "$bound/esc"
         as_user ln -s "../../../../../../../..$outside" "$bound/resc"
         run -125 sbx --bind "$bound" /data --dir /data/esc/evil --tmpfs /data/resc -- true
+        [[ "$output" == *"dir: /data/esc/evil: "* ]]
         run -125 sbx --bind "$bound" /data --dir /data/resc/evil -- true
+        [[ "$output" == *"dir: /data/resc/evil: "* ]]
         assert_untouched "$outside"
 }
 
