@@ -27,7 +27,7 @@ require_libsystemd() {
         wait_until 10 test -S "$SUP_DIR/notify"
         NOTIFY_SOCKET="$SUP_DIR/notify" "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" 2>"$SUP_DIR/n.log" 3>&- &
         pid=$!
-        for i in $(seq 50); do grep -q READY=1 "$SUP_DIR/notify.out" && break; sleep 0.05; done
+        wait_until 30 grep -q READY=1 "$SUP_DIR/notify.out"
         ctl run -- true
         kill -TERM "$pid"
         wait "$pid"
