@@ -22,7 +22,8 @@ require_libsystemd() {
 
 @test "READY=1 and STATUS= reach NOTIFY_SOCKET" {
         require_libsystemd
-        "$SBX_STAGE/bin/sup-client" --notify-listen "$SUP_DIR/notify" 3 > "$SUP_DIR/notify.out" 3>&- &
+        # it listens for long enough; the test ends it once all came
+        "$SBX_STAGE/bin/sup-client" --notify-listen "$SUP_DIR/notify" 120 > "$SUP_DIR/notify.out" 3>&- &
         listener=$!
         wait_until 10 test -S "$SUP_DIR/notify"
         NOTIFY_SOCKET="$SUP_DIR/notify" "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" 2>"$SUP_DIR/n.log" 3>&- &
@@ -31,7 +32,9 @@ require_libsystemd() {
         ctl run -- true
         kill -TERM "$pid"
         wait "$pid"
-        wait "$listener"
+        wait_until 30 grep -q 'STOPPING=1' "$SUP_DIR/notify.out"
+        kill "$listener"
+        wait "$listener" || true
         grep -q '^READY=1' "$SUP_DIR/notify.out"
         grep -q 'STATUS=0 running, 0 queued' "$SUP_DIR/notify.out"
         grep -q 'STOPPING=1' "$SUP_DIR/notify.out"
