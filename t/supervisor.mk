@@ -120,6 +120,7 @@ SUP_BATS = \
 	t/supervisor-metrics.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
+	t/supervisor-callback-outbox-fault.bats \
 	t/supervisor-progress.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
