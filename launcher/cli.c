@@ -183,7 +183,7 @@ static void set_words(struct launch *l, const char *section, const char *key, co
  * sbx-launch is started. */
 static char *absolute_source(const char *opt, const char *src) {
         char *abs = NULL;
-        if (src[0] == '/' || !src[0])
+        if (src[0] == '/' || !src[0] || strncmp(src, PROFILE_FD_SOURCE, strlen(PROFILE_FD_SOURCE)) == 0)
                 abs = strdup(src);
         else {
                 _cleanup_free_ char *cwd = getcwd(NULL, 0);

@@ -224,7 +224,14 @@ static int op_bind(struct rootfs *rf, const struct fs_op *op, int srcfd) {
                 return r;
         fd_path(sp, srcfd);
         fd_path(dp, d.fd);
-        if (mount(sp, dp, NULL, MS_BIND | MS_REC, NULL) < 0)
+        if (op->fd >= 0) {
+                /* A tree from outside our mount namespace cannot be the
+                 * source of a bind here (EINVAL); a detached one (made by
+                 * open_tree(2) with OPEN_TREE_CLONE) can be moved in. */
+                if (syscall(SYS_move_mount, srcfd, "", d.fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                        return sbx_error_set(rf->err, errno, "%s -> %s%s", op->src, op->dest,
+                                             errno == EINVAL ? " (not a detached mount tree from open_tree(2))" : "");
+        } else if (mount(sp, dp, NULL, MS_BIND | MS_REC, NULL) < 0)
                 return sbx_error_set(rf->err, errno, "%s -> %s", op->src, op->dest);
         uint64_t attr = MOUNT_ATTR_NOSUID;
         if (op->type != FS_DEV_BIND)
@@ -536,7 +543,18 @@ static int open_sources(const struct profile *p, struct sources *s, const char *
                 s->fd[s->n++] = -1;
                 if (!op_has_source(op))
                         continue;
-                s->fd[i] = open(op->src, O_PATH | O_CLOEXEC);
+                if (op->fd >= 0) {
+                        /* A tree moved into place is gone from its
+                         * descriptor: one operation per descriptor. */
+                        for (size_t k = 0; k < i; k++)
+                                if (op_has_source(&p->fs[k]) && p->fs[k].fd == op->fd) {
+                                        *ret_step = fs_op_name(op);
+                                        return sbx_error_msg(err, EINVAL, "%s: also the source of %s (%s)", op->src,
+                                                             p->fs[k].dest, p->fs[k].origin);
+                                }
+                        s->fd[i] = fcntl(op->fd, F_DUPFD_CLOEXEC, 3);
+                } else
+                        s->fd[i] = open(op->src, O_PATH | O_CLOEXEC);
                 if (s->fd[i] < 0 && !(op->try_ && errno == ENOENT)) {
                         *ret_step = fs_op_name(op);
                         return sbx_error_set(err, errno, "%s", op->src);

@@ -95,6 +95,13 @@
 #define SBX_LAUNCH_FD_BLOCK 6
 #define SBX_LAUNCH_FD_BLOCK_ARG "6"
 
+/* ...and for a bundle job, its tree: a detached mount (open_tree(2) with
+ * OPEN_TREE_CLONE, read-only) that the generated profile names as the
+ * source of /bundle (fd:7, sbx-profile(5)), so that the job never needs
+ * to reach the cache by its path on the host. */
+#define SBX_LAUNCH_FD_BUNDLE 7
+#define SBX_LAUNCH_BUNDLE_SOURCE "fd:7"
+
 /* ---- environment ----------------------------------------------------------- */
 
 /* Read by sbx-launch: where profiles given by name are looked for. */

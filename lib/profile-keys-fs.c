@@ -94,13 +94,30 @@ static struct fs_op fs_op_new(enum fs_op_type type) {
         };
 }
 
+/* fd:N: an inherited descriptor of a detached mount tree, which the
+ * launcher moves into place. A supervisor hands a job a tree the job's
+ * uid could not reach by its path on the host. */
+static int fd_source(const struct kctx *c, const char *in, struct fs_op *op) {
+        uint64_t u;
+        if (parse_uint64(in + strlen(PROFILE_FD_SOURCE), INT_MAX, &u) < 0 || u < 3)
+                return pkey_err(c, "source '%s': fd: wants a descriptor number of 3 or more", in);
+        if (op->try_)
+                return pkey_err(c, "source '%s': a descriptor is not tried (the -try forms take host paths)", in);
+        op->fd = (int) u;
+        op->src = strdup(in);
+        return op->src ? 0 : pkey_oom(c);
+}
+
 int pkey_fs_bind(struct kctx *c) {
         struct fs_op op = fs_op_new((enum fs_op_type) (c->def->arg & ~PKEY_TRY));
         int r = pkey_want_words(c, 2, 2, "SOURCE DEST");
         if (r < 0 || (r = pkey_word_cstr(c, 0, "source")) < 0 || (r = pkey_word_cstr(c, 1, "destination")) < 0)
                 return r;
         op.try_ = c->def->arg & PKEY_TRY;
-        r = host_path(c, "source", c->w[0].s, &op.src);
+        if (strncmp(c->w[0].s, PROFILE_FD_SOURCE, strlen(PROFILE_FD_SOURCE)) == 0)
+                r = fd_source(c, c->w[0].s, &op);
+        else
+                r = host_path(c, "source", c->w[0].s, &op.src);
         if (r >= 0)
                 r = normalise_dest(c, "destination", c->w[1].s, &op.dest);
         if (r < 0) {

@@ -64,6 +64,10 @@ enum fs_op_type {
         FS_CHDIR,      /* chdir DEST: working directory inside; last one wins */
 };
 
+/* A bind source naming an inherited descriptor (fd:N) of a detached
+ * mount tree instead of a host path. */
+#define PROFILE_FD_SOURCE "fd:"
+
 struct fs_op {
         enum fs_op_type type;
         bool try_;           /* the -try form: a missing source is skipped */
@@ -73,7 +77,7 @@ struct fs_op {
         uint64_t nr_inodes;  /* tmpfs nr_inodes=, PROFILE_UNSET if not given */
         mode_t mode;         /* tmpfs/dir/file mode= */
         bool mode_set;
-        int fd;              /* file fd=N, -1 otherwise */
+        int fd;              /* file fd=N, a bind's fd:N source; -1 otherwise */
         char *data;          /* file data= after unescaping; NULL otherwise */
         size_t data_len;
         char *origin;        /* "path:line" or "command line" for messages */

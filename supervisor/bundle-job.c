@@ -191,6 +191,12 @@ void bundle_job_start(struct rjob *rj) {
                 job_transition(j, JEV_FETCH, NULL);
 }
 
+int bundle_job_tree_mount(struct rjob *rj) {
+        if (!rj->bundle_tree)
+                return -ENOENT;
+        return cachefs_tree_mount(rj->d->bundles->cache_fd, rj->bundle_tree->sha256);
+}
+
 void bundle_job_release(struct rjob *rj) {
         struct jwait *jw = rj->bundle_wait;
         if (jw) {

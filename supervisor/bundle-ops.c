@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bundle-internal.h"
 #include "cachefs.h"
@@ -48,6 +49,8 @@ static json_t *derived_profile(struct conn *c, const struct cache_entry *e, cons
                 .search_path = d->cfg->profile_path,
                 .workspace = "WORKSPACE",
                 .j = &j,
+                /* as runner.c hands it: a mount, where the daemon may mount */
+                .bundle_fd = geteuid() == 0,
         };
         json_t *out = json_null();
         if (j.bundle.tree && launchspec_build(&in, &ls, &err) == 0) {

@@ -3,8 +3,9 @@
  * the tenant registry's verified index (from memory while it is younger
  * than index_ttl, else fetched: one index task per registry and bundle
  * name, however many wait) to an entry, and the entry's sha256 to a tree
- * of the cache (else downloaded and unpacked: one archive task per digest,
- * however many wait). Tasks run on the bundle pool; their verdicts come
+ * of the cache (else downloaded and unpacked: one archive task per
+ * registry, bundle and digest, however many wait; a tree is shared by
+ * digest once verified). Tasks run on the bundle pool; their verdicts come
  * back here, where every waiter is told. */
 #include <errno.h>
 #include <fcntl.h>
@@ -217,15 +218,21 @@ static void fail_or_stale(struct bundles *b, struct bwait *w, const struct reg_v
 
 /* ---- tasks ----------------------------------------------------------------- */
 
-static struct btask *task_find(struct bundles *b, enum btask_kind kind, const struct registry_conf *reg, const char *key) {
+/* An index task is one registry's and bundle name's; an archive task one
+ * registry's, bundle name's and digest's. A download is never shared
+ * across registries: a waiter would wait on, and be told the failure of,
+ * a registry (and a bundle) of another tenant. Only a verified tree is
+ * shared by digest (have_entry). */
+static struct btask *task_find(struct bundles *b, enum btask_kind kind, const struct registry_conf *reg, const char *name,
+                               const char *sha256) {
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &b->tasks) {
                 struct btask *t = list_entry(pos, struct btask, link);
                 if (t->kind != kind)
                         continue;
-                if (kind == BT_INDEX && t->ij.reg == reg && streq(t->ij.name, key))
+                if (kind == BT_INDEX && t->ij.reg == reg && streq(t->ij.name, name))
                         return t;
-                if (kind == BT_ARCHIVE && streq(t->aj.entry.sha256, key))
+                if (kind == BT_ARCHIVE && t->aj.reg == reg && streq(t->aj.name, name) && streq(t->aj.entry.sha256, sha256))
                         return t;
         }
         return NULL;
@@ -294,7 +301,13 @@ static void index_done(struct bundles *b, struct btask *t) {
 static void archive_done(struct bundles *b, struct btask *t) {
         struct archive_job *aj = &t->aj;
         struct cache_entry *e = TAKE_PTR(aj->installed);
-        if (e)
+        /* Two registries' downloads of one digest: the first tree in
+         * place is the one kept (cachefs_commit), and the one used. */
+        struct cache_entry *have = e ? cache_find(&b->cache, e->sha256) : NULL;
+        if (have) {
+                cache_entry_free(e);
+                e = have;
+        } else if (e)
                 cache_add(&b->cache, e);
         while (!list_empty(&t->waiters)) {
                 struct bwait *w = list_entry(t->waiters.next, struct bwait, link);
@@ -368,7 +381,7 @@ static void have_entry(struct bundles *b, struct bwait *w, const struct index_en
                 succeed(b, w, ce, NULL, ix);
                 return;
         }
-        struct btask *t = task_find(b, BT_ARCHIVE, w->reg, e->sha256);
+        struct btask *t = task_find(b, BT_ARCHIVE, w->reg, w->ref.name, e->sha256);
         if (!t && atomic_load(&b->stop)) {
                 fail(w, E_SHUTTING_DOWN, "the daemon is stopping");
                 return;
@@ -418,7 +431,7 @@ void bundle_resolve(struct bundles *b, struct bwait *w) {
                 have_index(b, w, &k->ix, false, 0);
                 return;
         }
-        struct btask *t = task_find(b, BT_INDEX, w->reg, w->ref.name);
+        struct btask *t = task_find(b, BT_INDEX, w->reg, w->ref.name, NULL);
         if (!t) {
                 t = task_new(b, BT_INDEX, w->reg, w->ref.name);
                 if (!t) {

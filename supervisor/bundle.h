@@ -41,6 +41,9 @@ int bundle_admit(const struct tenant *t, const struct run_request *run, const ch
 /* An accepted bundle job (queued): resolved now if its bundle is at hand,
  * else it waits ("fetching"). It may end here (refused). */
 void bundle_job_start(struct rjob *rj);
+/* The job's tree as a detached read-only mount for its launcher
+ * (cachefs_tree_mount): the fd, or -errno. */
+int bundle_job_tree_mount(struct rjob *rj);
 /* The job ends: it stops waiting, and lets go of its tree. */
 void bundle_job_release(struct rjob *rj);
 

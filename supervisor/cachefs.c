@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cachefs.h"
@@ -22,6 +24,19 @@ static void random_hex(char out[17]) {
                 memcpy(r, &t, sizeof(r));
         }
         hex_encode(r, sizeof(r), out);
+}
+
+int cachefs_tree_mount(int cache_fd, const char *sha256) {
+        char path[SHA256_HEX + sizeof("/" CACHEFS_TREE)];
+        snprintf(path, sizeof(path), "%s/" CACHEFS_TREE, sha256);
+        _cleanup_close_ int fd = (int) syscall(SYS_open_tree, cache_fd, path,
+                                               OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr ma = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0)
+                return -errno;
+        return TAKE_FD(fd);
 }
 
 char *cachefs_tree_path(const char *state_dir, const char *sha256) {
@@ -39,6 +54,9 @@ static struct cache_entry *load_one(int cache_fd, const char *sha) {
         json_error_t je;
         if (dir < 0 || fstat(dir, &st) < 0 || read_file_at(dir, CACHEFS_META, META_MAX, &text, NULL) < 0)
                 return NULL;
+        /* A tree an older daemon kept open to all (0711). */
+        if ((st.st_mode & 07777) != 0700)
+                (void) fchmod(dir, 0700);
         json_t *meta = json_loads(text, 0, &je);
         const char *registry = NULL, *name = NULL, *version = NULL, *msha = NULL;
         json_int_t bytes = -1;
@@ -64,12 +82,13 @@ static struct cache_entry *load_one(int cache_fd, const char *sha) {
 }
 
 int cachefs_open(int state_fd, struct cache *c, int *ret_fd, struct sbx_error *err) {
-        if (mkdirat(state_fd, "cache", 0711) < 0 && errno != EEXIST)
+        if (mkdirat(state_fd, "cache", 0700) < 0 && errno != EEXIST)
                 return sbx_error_set(err, errno, "cache directory");
         _cleanup_close_ int fd = openat(state_fd, "cache", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return sbx_error_set(err, errno, "cache directory");
-        if (fchmod(fd, 0711) < 0)
+        /* 0711 before: a local user who knew a digest read the bundle. */
+        if (fchmod(fd, 0700) < 0)
                 return sbx_error_set(err, errno, "cache directory");
         _cleanup_closedir_ DIR *d = NULL;
         int r = opendir_dup(fd, &d);
@@ -121,15 +140,22 @@ int cachefs_commit(int cache_fd, const char *staged, int stage_fd, const struct 
         int r = write_file_durable(stage_fd, CACHEFS_META, text, len, 0644, false);
         if (r < 0)
                 return sbx_error_set(err, r, "cache: meta.json");
-        /* The job users pass through to the tree; nothing to list. */
-        if (fchmod(stage_fd, 0711) < 0)
+        /* Reached by root only; jobs get the tree as a mount. */
+        if (fchmod(stage_fd, 0700) < 0)
                 return sbx_error_set(err, errno, "cache");
         /* Every file of the tree on disk before its name is: one syncfs
          * instead of an fsync per file. */
         if (syncfs(stage_fd) < 0)
                 return sbx_error_set(err, errno, "cache: syncfs");
-        if (renameat(cache_fd, staged, cache_fd, e->sha256) < 0)
+        if (renameat(cache_fd, staged, cache_fd, e->sha256) < 0) {
+                /* Another registry's download of the same digest was
+                 * first: the same verified bytes, so that tree serves. */
+                if (errno == EEXIST || errno == ENOTEMPTY) {
+                        cachefs_remove(cache_fd, staged);
+                        return 0;
+                }
                 return sbx_error_set(err, errno, "cache: rename into place");
+        }
         if (fsync(cache_fd) < 0)
                 return sbx_error_set(err, errno, "cache: fsync");
         return 0;

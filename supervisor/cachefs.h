@@ -18,8 +18,9 @@
 #define CACHEFS_TREE "tree"
 #define CACHEFS_META "meta.json"
 
-/* STATE/cache, made if missing (0711: the job users reach their trees but
- * list nothing); leftovers of staging and trash removed; every complete
+/* STATE/cache, made if missing (0700: no job user or local user reaches
+ * a tree by its path; a job gets its tree as a mount, cachefs_tree_mount);
+ * leftovers of staging and trash removed; every complete
  * bundle read into c (an unreadable one is removed, never used). */
 int cachefs_open(int state_fd, struct cache *c, int *ret_fd, struct sbx_error *err);
 
@@ -28,7 +29,9 @@ int cachefs_open(int state_fd, struct cache *c, int *ret_fd, struct sbx_error *e
 int cachefs_stage(int cache_fd, const char *sha256, char *name_out, size_t len, int *ret_stage_fd, int *ret_tree_fd,
                   struct sbx_error *err);
 /* Write meta.json, make the staged tree durable (syncfs), and rename it to
- * <sha256>; then sync the cache directory. */
+ * <sha256>; then sync the cache directory. When <sha256> is already there
+ * (another registry's download of the same digest), the staged tree is
+ * removed and that one stands: 0 too. */
 int cachefs_commit(int cache_fd, const char *staged, int stage_fd, const struct cache_entry *e, struct sbx_error *err);
 /* Remove a staging or trash directory (blocking: off the loop). */
 void cachefs_remove(int cache_fd, const char *name);
@@ -37,5 +40,9 @@ void cachefs_remove(int cache_fd, const char *name);
 int cachefs_trash(int cache_fd, const char *sha256, unsigned seq, char *trash_out, size_t len);
 /* Record the last use (the directory's mtime). */
 void cachefs_touch(int cache_fd, const char *sha256, uint64_t real_ms);
+/* A detached, read-only (nosuid, nodev) mount of <sha256>'s tree for a
+ * job's launcher to move into its sandbox: the fd, or -errno (-EPERM
+ * for a daemon that may not mount). */
+int cachefs_tree_mount(int cache_fd, const char *sha256);
 /* The tree's path on the host: STATE/cache/<sha256>/tree (malloc'd). */
 char *cachefs_tree_path(const char *state_dir, const char *sha256);

@@ -96,7 +96,9 @@ void commit_storage_failed(struct daemon *d, const char *what, int err) {
 
 static void storage_works(struct daemon *d) {
         struct commit *cm = &d->commit;
-        if (!cm->storage_err || cm->n_retry)
+        /* Working storage includes the journal's reserve for outcomes: new
+         * jobs wait until it is whole again (probe() makes it). */
+        if (!cm->storage_err || cm->n_retry || !d->journal.reserved)
                 return;
         log_notice("storage works again (%s): accepting new jobs", cm->storage_what);
         cm->storage_err = 0;
@@ -172,14 +174,16 @@ void commit_job(struct daemon *d, struct rjob *rj) {
         for (int i = 0; i < 2; i++)
                 in.out[i] = (struct record_stream) { .kept = cap->kept[i], .produced = cap->produced[i],
                                                      .truncated = cap->truncated[i], .write_err = cap->write_err[i] };
-        rj->rec = record_build(&in);
+        /* After a restart the journal's copy is the record: built from what
+         * the job really did, before the restart lost that. */
+        rj->rec = rj->rec_kept ? json_incref(rj->rec_kept) : record_build(&in);
         rj->rec_text = rj->rec ? result_text(rj->rec, &rj->rec_len) : NULL;
         if (rj->rec_text && in.cb_delivery && outbox_entry_make(rj) < 0) {
                 free(rj->rec_text);
                 rj->rec_text = NULL;
         }
         result_names(rj->j.id, rj->rec_name, rj->rec_tmp);
-        if (rj->rec_attempts == 0)
+        if (rj->rec_attempts == 0 && !rj->rec_kept)
                 audit_end(rj, rj->rec);
         if (!rj->rec_text) {
                 /* Out of memory now: the retry builds it again. */
@@ -237,6 +241,7 @@ void commit_submit(struct daemon *d) {
                 cm->sreq.files = a;
                 cm->cap_files = nf;
         }
+        cm->inflight_gen = cm->gen;
         take_batch(cm);
         nf = 0;
         bool early = false;
@@ -309,6 +314,84 @@ static void tell(struct daemon *d, struct rjob *rj) {
         daemon_job_gone(d);
 }
 
+json_t *commit_end_line(const struct rjob *rj) {
+        json_t *rec = rj->rec_kept ?: rj->rec;
+        return rec ? json_pack("{s:s, s:s, s:O}", "ev", "end", "job", rj->j.id, "record", rec) : NULL;
+}
+
+/* The record cannot be written: the record itself goes to the journal (an
+ * "end" line, synced by the next batch), so that a restart — a crash, or a
+ * stop while it is pending — writes it instead of E_RESTARTED. A full file
+ * system gives up the journal's reserve for it. When even that fails the
+ * outcome is only in memory: tried again at each retry, and the daemon
+ * does not stop while it lasts. */
+static void journal_end(struct daemon *d, struct rjob *rj) {
+        struct commit *cm = &d->commit;
+        if (rj->end_gen)
+                return;
+        json_t *jr = commit_end_line(rj);
+        int r = jr ? journal_append_outcome(&d->journal, jr) : -ENOMEM;
+        json_decref(jr);
+        if (r < 0) {
+                if (!rj->end_failed)
+                        log_error(JOB_LOG ": its outcome cannot be kept in the journal either (%s): it is held in memory "
+                                  "until storage works, and lost if the daemon is killed meanwhile",
+                                  JOB_LOG_ARGS(&rj->j), strerror(-r));
+                rj->end_failed = true;
+                return;
+        }
+        if (!d->journal.reserved && !cm->reserve_used) {
+                log_warning("the state file system is full: the journal's reserve is given up to keep the outcomes of "
+                            "jobs whose records cannot be written");
+                cm->reserve_used = true;
+        }
+        rj->end_gen = cm->gen;
+        commit_journal(d);
+}
+
+/* The batch synced the journal (or failed to): "end" lines appended before
+ * it are durable (or must be appended again). */
+static void ends_synced(struct daemon *d, bool ok) {
+        struct commit *cm = &d->commit;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &d->jobs.all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                if (!rj->end_gen || rj->end_durable || rj->end_gen > cm->inflight_gen)
+                        continue;
+                if (ok)
+                        rj->end_durable = true;
+                else
+                        rj->end_gen = 0;
+        }
+}
+
+bool commit_may_stop(struct daemon *d) {
+        struct commit *cm = &d->commit;
+        struct list *pos, *tmp;
+        unsigned kept = 0, syncing = 0, held = 0;
+        list_for_each_safe(pos, tmp, &cm->retry) {
+                struct rjob *rj = container_of(pos, struct rjob, commit_link);
+                if (rj->end_durable)
+                        kept++;
+                else if (rj->end_gen)
+                        syncing++;
+                else
+                        held++;
+        }
+        if (d->jobs.n > kept + syncing + held)
+                return false; /* jobs still ending, or records being written */
+        if (syncing)
+                return false; /* their "end" lines are being synced */
+        if (held == 0)
+                return true;
+        if (!cm->stop_held_said)
+                log_error("stopping: %u jobs ended but their outcomes are held only in memory (their records and the journal "
+                          "cannot be written): the daemon stays until storage works; killing it loses them",
+                          held);
+        cm->stop_held_said = true;
+        return false;
+}
+
 static uint64_t backoff_ms(unsigned attempts) {
         uint64_t ms = RETRY_MIN_MS;
         while (--attempts > 0 && ms < RETRY_MAX_MS)
@@ -333,6 +416,7 @@ static void failed(struct daemon *d, struct rjob *rj, int err, const char *what)
                          rj->j.id, job_outcome_name(rj->j.outcome), what, strerror(-err));
                 subscribe_fail(rj, E_STORAGE, msg);
         }
+        journal_end(d, rj);
         list_add_tail(&cm->retry, &rj->commit_link);
         cm->n_retry++;
         uint64_t at = now_mono_ms() + backoff_ms(rj->rec_attempts);
@@ -372,6 +456,8 @@ static void on_synced(struct source *s, uint32_t events) {
          * record of the batch is. */
         int dir_err = cm->sreq.dir_err;
         (void) r; /* each part's error is looked at on its own */
+        if (cm->inflight.journal)
+                ends_synced(d, cm->sreq.journal_err == 0);
         for (size_t i = 0; i < cm->inflight.n_held; i++)
                 conn_release(cm->inflight.held[i]);
         cm->inflight.n_held = 0;
@@ -396,11 +482,20 @@ static void on_synced(struct source *s, uint32_t events) {
         }
         if (all_ok)
                 storage_works(d);
+        if (d->stopping)
+                daemon_job_gone(d);
 }
 
-/* Can the disk take a small file and the journal a line again? */
+/* Can the disk take a small file and the journal a line again, and the
+ * journal's reserve be whole? */
 static bool probe(struct daemon *d) {
-        int r = write_file_durable(d->dirs.results_fd, ".probe", "ok\n", 3, 0600, true);
+        int r = journal_reserve(&d->journal);
+        if (r == 0 && d->commit.reserve_used) {
+                log_notice("the journal's reserve for job outcomes is whole again");
+                d->commit.reserve_used = false;
+        }
+        if (r == 0)
+                r = write_file_durable(d->dirs.results_fd, ".probe", "ok\n", 3, 0600, true);
         if (r == 0)
                 unlinkat(d->dirs.results_fd, ".probe", 0);
         json_t *jr = r == 0 ? json_pack("{s:s}", "ev", "probe") : NULL;

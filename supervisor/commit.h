@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "error.h"
 #include "loop.h"
 #include "syncer.h"
@@ -39,6 +41,9 @@ struct commit {
         uint64_t retry_at_ms;      /* monotonic time of the next attempt */
         int storage_err;           /* the last failure while it lasts (-errno), 0 */
         char storage_what[128];    /* what failed */
+        uint64_t inflight_gen;     /* the inflight batch's gen */
+        bool reserve_used;         /* the journal's reserve was given up for outcomes */
+        bool stop_held_said;       /* stopping, the outcomes held only in memory were logged */
 };
 
 int commit_init(struct daemon *d, struct sbx_error *err);
@@ -55,5 +60,12 @@ void commit_submit(struct daemon *d);
 void commit_retry(struct daemon *d, uint64_t now_ms);
 /* Is storage failing (no new work accepted)? With the reason. */
 bool commit_storage_failing(const struct daemon *d, const char **what, int *err);
+/* The journal's "end" line for a job whose record is pending (NULL without
+ * a record or memory): journal compaction keeps it. */
+json_t *commit_end_line(const struct rjob *rj);
+/* Stopping: may the daemon exit now? Every job left is one whose record
+ * is pending and whose outcome is durable in the journal. Jobs whose
+ * outcomes are only in memory hold it (and are logged once). */
+bool commit_may_stop(struct daemon *d);
 /* Storage failed outside the group commit (a journal append). */
 void commit_storage_failed(struct daemon *d, const char *what, int err);

@@ -43,14 +43,15 @@ void daemon_notify_status(struct daemon *d) {
 
 void daemon_job_gone(struct daemon *d) {
         daemon_notify_status(d);
-        /* Jobs whose records cannot be written stay in the journal for the
-         * next start; they do not hold the daemon. */
-        if (d->stopping && d->jobs.n <= d->commit.n_retry)
+        /* Jobs whose records cannot be written stay in the journal, with
+         * their outcomes, for the next start; they do not hold the daemon.
+         * An outcome the journal could not take does. */
+        if (d->stopping && commit_may_stop(d))
                 loop_quit();
 }
 
 int daemon_compact_journal(struct daemon *d) {
-        size_t n = 0, cap = 2 * d->jobs.n;
+        size_t n = 0, cap = 3 * d->jobs.n;
         json_t **recs = cap ? calloc(cap, sizeof(*recs)) : NULL;
         struct list *pos, *tmp;
         int r = 0;
@@ -63,6 +64,11 @@ int daemon_compact_journal(struct daemon *d) {
                         break;
                 }
                 if (rj->j.started_ms && !(recs[n++] = runner_start_record(rj))) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* A pending record's outcome (commit.c). */
+                if (rj->end_gen && !(recs[n++] = commit_end_line(rj))) {
                         r = -ENOMEM;
                         break;
                 }

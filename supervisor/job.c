@@ -246,6 +246,19 @@ int job_bundle_failed(struct job *j, const char *code, const char *msg) {
         return 0;
 }
 
+int job_recorded(struct job *j, const char *state, int exit_code, int sig, const char *code, const char *msg) {
+        if (j->state == JOB_DONE || !state)
+                return -EINVAL;
+        for (size_t i = OUTCOME_SUCCEEDED; i < ARRAY_SIZE(outcome_names); i++)
+                if (streq(outcome_names[i], state)) {
+                        j->exit_code = exit_code;
+                        j->term_signal = sig;
+                        end(j, (enum job_outcome) i, code, msg);
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig) {
         if (j->timed_out)
                 return OUTCOME_TIMED_OUT;

@@ -170,6 +170,12 @@ int job_bundle_failed(struct job *j, const char *code, const char *msg);
  * running or stopping. */
 int job_exited(struct job *j, const struct job_exit *x);
 
+/* After a restart, the journal held the job's result record (its record
+ * could not be written before): done, with the outcome, exit code, signal
+ * and error that record states. -EINVAL when j is done or state is not an
+ * outcome's name. */
+int job_recorded(struct job *j, const char *state, int exit_code, int sig, const char *code, const char *msg);
+
 /* The outcome for a launcher exit status (124 timeout, 125 set-up failure,
  * 128+N signal), given what happened to the job before. */
 enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig);

@@ -46,6 +46,7 @@ void rjob_free(void *p) {
         json_decref(rj->artifacts);
         free(rj->artifacts_error);
         json_decref(rj->rec);
+        json_decref(rj->rec_kept);
         free(rj->rec_text);
         free(rj->cb_text);
         outbox_entry_free(&rj->cb_entry);

@@ -81,6 +81,10 @@ struct rjob {
         char rec_name[RESULT_NAME_MAX], rec_tmp[RESULT_NAME_MAX];
         int rec_err;              /* the last commit's verdict on it */
         unsigned rec_attempts;
+        json_t *rec_kept;         /* after a restart: the record the journal kept, written as it is */
+        uint64_t end_gen;         /* the batch whose journal sync holds its "end" line; 0: none appended */
+        bool end_durable;         /* that line is synced: a restart keeps its outcome */
+        bool end_failed;          /* the journal could not take that line (logged once) */
         struct list commit_link;  /* in a batch, or waiting for a retry */
 
         uint64_t t_us[T_N];

@@ -13,6 +13,7 @@
 
 #define JOURNAL "journal"
 #define JOURNAL_TMP ".journal.tmp"
+#define JOURNAL_RESERVE "journal.reserve"
 /* How much of the tail is read at a time when looking for the last newline. */
 #define TAIL_CHUNK_BYTES 65536
 
@@ -160,6 +161,52 @@ int journal_rewrite(struct journal *j, json_t *const *recs, size_t n) {
         return sync_dir(j);
 }
 
+/* Allocated blocks, not a sparse file: fallocate where the file system
+ * has it, zeros written where it has not. */
+static int reserve_fill(int fd) {
+        if (fallocate(fd, 0, 0, JOURNAL_RESERVE_BYTES) == 0)
+                return 0;
+        if (errno != EOPNOTSUPP && errno != ENOSYS)
+                return -errno;
+        static const char zeros[65536];
+        for (off_t off = 0; off < JOURNAL_RESERVE_BYTES; off += (off_t) sizeof(zeros)) {
+                int r = write_all(fd, zeros, sizeof(zeros));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int journal_reserve(struct journal *j) {
+        struct stat st;
+        if (j->reserved)
+                return 0;
+        _cleanup_close_ int fd = openat(j->dirfd, JOURNAL_RESERVE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        int r = (off_t) st.st_blocks * 512 >= JOURNAL_RESERVE_BYTES ? 0 : reserve_fill(fd);
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r < 0) {
+                /* Half a reserve is no promise: give the space back. */
+                unlinkat(j->dirfd, JOURNAL_RESERVE, 0);
+                return r;
+        }
+        j->reserved = true;
+        return 0;
+}
+
+int journal_append_outcome(struct journal *j, json_t *rec) {
+        int r = journal_append(j, rec, false);
+        if ((r == -ENOSPC || r == -EDQUOT) && unlinkat(j->dirfd, JOURNAL_RESERVE, 0) == 0) {
+                j->reserved = false;
+                r = journal_append(j, rec, false);
+        }
+        return r;
+}
+
 int journal_reset(struct journal *j) {
         return journal_rewrite(j, NULL, 0);
 }
@@ -272,6 +319,9 @@ int journal_replay(int state_dirfd, struct journal_entry **ret, size_t *ret_n) {
                         x->start = json_incref(rec);
                         x->pid = (pid_t) json_integer_value(json_object_get(rec, "pid"));
                         x->starttime_ticks = (unsigned long long) json_integer_value(json_object_get(rec, "starttime"));
+                } else if (x && streq(ev, "end") && json_is_object(json_object_get(rec, "record"))) {
+                        json_decref(x->end);
+                        x->end = json_incref(json_object_get(rec, "record"));
                 } else if (x && streq(ev, "done"))
                         x->done = true;
                 json_decref(rec);
@@ -292,6 +342,7 @@ void journal_entries_free(struct journal_entry *e, size_t n) {
                 free(e[i].tenant);
                 json_decref(e[i].accept);
                 json_decref(e[i].start);
+                json_decref(e[i].end);
         }
         free(e);
 }

@@ -22,6 +22,7 @@ struct journal {
         unsigned lines;   /* appended since the last open or rewrite */
         bool cut_pending; /* a failed append could not be cut back yet */
         bool dir_unsynced; /* a rewrite's rename is not yet known durable */
+        bool reserved;    /* STATE/journal.reserve holds space for "end" lines */
 };
 
 /* Open (creating) STATE/journal for appending. A torn tail (a crash in the
@@ -47,6 +48,7 @@ struct journal_entry {
         json_t *start;    /* the last start record, or NULL */
         pid_t pid;        /* 0 if it never started */
         unsigned long long starttime_ticks; /* /proc/PID/stat field 22 at start */
+        json_t *end;      /* the result record an "end" line kept, or NULL */
         bool done;
 };
 
@@ -71,6 +73,19 @@ void journal_entries_free(struct journal_entry *e, size_t n);
  * the directory sync succeeds, so nothing is acknowledged that such a crash
  * could lose. */
 int journal_rewrite(struct journal *j, json_t *const *recs, size_t n);
+
+/* Space kept for the outcomes of jobs whose records cannot be written: a
+ * file of JOURNAL_RESERVE_BYTES allocated beside the journal while storage
+ * works. When the file system is full, journal_append_outcome() gives it
+ * back to the file system and appends into the space it freed, so a full
+ * disk does not also lose what jobs that ended did. journal_reserve()
+ * makes it again (0 when it is there; -ENOSPC and the like when it cannot
+ * be made, and storage does not count as working). */
+#define JOURNAL_RESERVE_BYTES (2 * 1024 * 1024)
+int journal_reserve(struct journal *j);
+/* journal_append() of a job's "end" line, unsynced; when the file system
+ * is full, the reserve is released and the append tried once more. */
+int journal_append_outcome(struct journal *j, json_t *rec);
 
 /* Start a new empty journal: journal_rewrite() with no records. */
 int journal_reset(struct journal *j);

@@ -24,11 +24,13 @@ static int write_env(FILE *f, const char *name, const char *value) {
         return profile_write_key(f, "set", w, 1);
 }
 
-/* The bundle's tree read-only at /bundle, and the host paths it was
- * granted read-only where they are (the -try form: a host without
- * /etc/timezone runs the job without it). */
-static int write_bundle_fs(FILE *f, const struct job_bundle *b, int net) {
-        const char *const tree[] = { b->tree, JOB_BUNDLE };
+/* The bundle's tree read-only at /bundle — from the descriptor the daemon
+ * hands the launcher when it has one: the cache is not reachable by path
+ * for job users — and the host paths it was granted read-only where they
+ * are (the -try form: a host without /etc/timezone runs the job without
+ * it). */
+static int write_bundle_fs(FILE *f, const struct job_bundle *b, int net, bool by_fd) {
+        const char *const tree[] = { by_fd ? SBX_LAUNCH_BUNDLE_SOURCE : b->tree, JOB_BUNDLE };
         int r = profile_write_key(f, "ro-bind", tree, ARRAY_SIZE(tree));
         for (size_t i = 0; r == 0 && i < manifest_paths_count(); i++)
                 if (b->ro_paths & MANIFEST_PATH_BIT(i)) {
@@ -55,7 +57,7 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         r = profile_write_key(f, "bind", bind, ARRAY_SIZE(bind));
         if (r < 0)
                 return r;
-        if (j->bundle.set && (r = write_bundle_fs(f, &j->bundle, pol->net)) < 0)
+        if (j->bundle.set && (r = write_bundle_fs(f, &j->bundle, pol->net, in->bundle_fd)) < 0)
                 return r;
         fprintf(f, "chdir = " JOB_WORKSPACE "\n");
         fprintf(f, "[env]\n");

@@ -21,6 +21,7 @@ struct launchspec_input {
         const struct job *j;
         unsigned cg_limits;        /* CG_LIMIT_* the job's cgroup enforces */
         bool handshake;            /* --info-fd and --block-fd (restricted network) */
+        bool bundle_fd;            /* the tree comes as SBX_LAUNCH_FD_BUNDLE, not by its path */
 };
 
 struct launchspec {

@@ -21,7 +21,7 @@
 #include "workspace.h"
 
 struct tally {
-        unsigned requeued, ended, rejected;
+        unsigned requeued, ended, rejected, kept;
 };
 
 /* A tenant the configuration no longer has: its interrupted jobs still get
@@ -162,6 +162,36 @@ static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
         return 0;
 }
 
+/* The job ended before the restart, and its record, which could not be
+ * written then, is in the journal: that record is written, as it is, not
+ * E_RESTARTED. false: the line does not state an outcome (nothing done). */
+static bool recover_kept(struct daemon *d, struct rjob *rj, json_t *rec) {
+        struct job *j = &rj->j;
+        json_t *err = json_object_get(rec, "error");
+        json_t *ec = json_object_get(rec, "exit_code"), *sig = json_object_get(rec, "signal");
+        const char *delivery = json_string_value(json_object_get(json_object_get(rec, "callback"), "delivery"));
+        if (job_recorded(j, json_string_value(json_object_get(rec, "state")), json_is_integer(ec) ? (int) json_integer_value(ec) : -1,
+                         json_is_integer(sig) ? (int) json_integer_value(sig) : 0,
+                         json_string_value(json_object_get(err, "code")), json_string_value(json_object_get(err, "message"))) < 0)
+                return false;
+        j->started_ms = parse_rfc3339_ms(json_string_value(json_object_get(rec, "started")));
+        j->ended_ms = parse_rfc3339_ms(json_string_value(json_object_get(rec, "ended")));
+        json_t *u = json_object_get(rec, "job_uid"), *g = json_object_get(rec, "job_gid");
+        if (json_is_integer(u))
+                j->job_uid = (uid_t) json_integer_value(u);
+        if (json_is_integer(g))
+                j->job_gid = (gid_t) json_integer_value(g);
+        /* Its callback keeps the delivery id the record names. */
+        if (delivery && strlen(delivery) == OUTBOX_DELIVERY_LEN)
+                memcpy(rj->cb_delivery, delivery, OUTBOX_DELIVERY_LEN + 1);
+        rj->rec_kept = json_incref(rec);
+        /* Durable in the journal already: compaction keeps it there. */
+        rj->end_gen = 1;
+        rj->end_durable = true;
+        commit_job(d, rj);
+        return true;
+}
+
 static void recover_one(struct daemon *d, const struct journal_entry *x, struct tally *t) {
         bool whole;
         struct rjob *rj = rebuild(d, x, &whole);
@@ -173,6 +203,10 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
         bool started = x->pid > 0;
         bool own_tenant = tenant_find(d->cfg, x->tenant) != NULL;
         jobs_add(&d->jobs, rj);
+        if (x->end && recover_kept(d, rj, x->end)) {
+                t->kept++;
+                return;
+        }
         if (started) {
                 kill_leftover(x);
                 json_t *cg = json_object_get(x->start, "cg_limits");
@@ -212,8 +246,11 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
 }
 
 /* Workspaces from before the restart go (mounts too): jobs queued again
- * get new ones when they start; those of jobs that ended E_RESTARTED go
- * with their records, after their artifacts are copied. */
+ * get new ones when they start — a bundle job queued again is already
+ * "fetching" here, its index being asked for anew, and a workspace left
+ * from its first attempt would make its start fail (EEXIST); those of
+ * jobs that ended E_RESTARTED go with their records, after their
+ * artifacts are copied. */
 static void sweep_workspaces(struct daemon *d) {
         _cleanup_closedir_ DIR *wd = NULL;
         if (opendir_dup(d->dirs.work_fd, &wd) < 0)
@@ -222,7 +259,7 @@ static void sweep_workspaces(struct daemon *d) {
         while ((de = readdir(wd)))
                 if (proto_valid_job_id(de->d_name)) {
                         const struct rjob *rj = jobs_find(&d->jobs, de->d_name);
-                        if (!rj || rj->j.state == JOB_QUEUED)
+                        if (!rj || rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING)
                                 workspace_remove(d->dirs.work_fd, d->dirs.work_path, de->d_name);
                 }
 }
@@ -239,6 +276,11 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
                 if (k > 0)
                         log_notice("recovery: killed the processes of %d leftover job cgroups", k);
         }
+        /* The space that outcomes may take when the disk is full; without
+         * it no new jobs are accepted (commit.c probes until it is made). */
+        r = journal_reserve(&d->journal);
+        if (r < 0)
+                commit_storage_failed(d, "the journal's reserve", r);
         for (size_t i = 0; i < n; i++) {
                 const struct journal_entry *x = &e[i];
                 if (x->done || result_exists(d->dirs.results_fd, x->id) || jobs_find(&d->jobs, x->id))
@@ -251,6 +293,8 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
                 log_notice("recovery: %u jobs accepted before a restart are queued to run", t.requeued);
                 runner_schedule(d);
         }
+        if (t.kept)
+                log_notice("recovery: %u jobs that ended before a restart get the records the journal kept for them", t.kept);
         if (t.ended)
                 log_notice("recovery: %u jobs interrupted by a restart get records (state error, E_RESTARTED)", t.ended);
         if (t.rejected)

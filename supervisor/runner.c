@@ -146,14 +146,14 @@ static void no_cgroup(struct rjob *rj) {
 
 /* Clone the launcher as the job uid, into the job's cgroup when it has
  * one. The caller closes the child's ends of the pipes. */
-static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, int stdin_fd, struct pipes *p,
+static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, int stdin_fd, int bundle_fd, struct pipes *p,
                  int *ret_pidfd) {
         struct daemon *d = rj->d;
         struct spawn_params sp = {
                 .path = d->cfg->launcher,
                 .argv = ls->argv,
                 .envp = (char **) ls->envp,
-                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0] },
+                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0], bundle_fd },
                 .uid = rj->j.job_uid,
                 .gid = rj->j.job_gid,
                 .cgroup_fd = rj->cgroup_fd,
@@ -202,11 +202,21 @@ static void journal_start(struct rjob *rj) {
                 log_warning(JOB_LOG ": journal: %s", JOB_LOG_ARGS(&rj->j), strerror(-r));
 }
 
-static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int *stdin_fd, struct sbx_error *err) {
+static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int *stdin_fd, int *bundle_fd,
+                   struct sbx_error *err) {
         struct daemon *d = rj->d;
         const struct run_request *run = &rj->j.req.run;
         char ws[4200];
         snprintf(ws, sizeof(ws), "%s/%s", d->dirs.work_path, rj->j.id);
+        /* The cache is root's alone: a bundle's tree reaches its job as a
+         * mount. A daemon that may not mount runs its jobs as its own
+         * user, who reaches the tree by its path. */
+        if (rj->j.bundle.set) {
+                int r = bundle_job_tree_mount(rj);
+                if (r < 0 && (r != -EPERM || geteuid() == 0))
+                        return sbx_error_set(err, r, "the bundle's tree");
+                *bundle_fd = r;
+        }
         struct launchspec_input in = {
                 .launcher = d->cfg->launcher,
                 .profile_file = rj->profile_path,
@@ -215,6 +225,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .j = &rj->j,
                 .cg_limits = rj->cg_limits,
                 .handshake = netveth_handshake(rj),
+                .bundle_fd = *bundle_fd >= 0,
         };
         int r = launchspec_build(&in, ls, err);
         if (r < 0)
@@ -230,17 +241,17 @@ void runner_launch(struct rjob *rj) {
         struct sbx_error err;
         struct launchspec ls = { 0 };
         struct pipes p;
-        _cleanup_close_ int profile_fd = -1, stdin_fd = -1;
+        _cleanup_close_ int profile_fd = -1, stdin_fd = -1, bundle_fd = -1;
         int pidfd = -1, r;
         bool captured = false;
         sbx_error_clear(&err);
         memset(&p, -1, sizeof(p));
 
-        r = prepare(rj, &ls, &profile_fd, &stdin_fd, &err);
+        r = prepare(rj, &ls, &profile_fd, &stdin_fd, &bundle_fd, &err);
         if (r == 0 && (r = pipes_open(&p, netveth_handshake(rj))) < 0)
                 sbx_error_set(&err, r, "pipe");
         if (r == 0) {
-                r = spawn(rj, &ls, profile_fd, stdin_fd, &p, &pidfd);
+                r = spawn(rj, &ls, profile_fd, stdin_fd, bundle_fd, &p, &pidfd);
                 if (r < 0)
                         sbx_error_set(&err, r, "cannot start %s", d->cfg->launcher);
                 /* The child's ends are the child's. */

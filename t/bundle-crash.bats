@@ -96,3 +96,29 @@ kill_daemon() {
         cache_whole
         [ -f "$SUP_DIR/state/cache/$sha/tree/files/big" ]
 }
+
+@test "SIGKILL while a bundle job runs: queued again, it fetches its index anew, and its old workspace does not stop it" {
+        publish hello 1.0.0 1 "" 'sleep 3; echo "slept args: $*"' >/dev/null
+        bundle_config
+        sup_start
+        # retries: a job that started is run again after a restart
+        job=$(ctl submit --retries 1 --bundle hello -- x)
+        for i in $(seq 600); do
+                [ "$(ctl --json status "$job" | json_get job.state)" = running ] && break
+                sleep 0.05
+        done
+        [ "$(ctl --json status "$job" | json_get job.state)" = running ]
+        [ -d "$SUP_DIR/state/work/$job" ]
+        kill_daemon
+        # after the restart the job waits for its index, which the registry holds
+        reg_misbehave '*/index.json' hold "$SUP_DIR/go"
+        rm -f "$SUP_DIR/go"
+        sup_start
+        [ "$(ctl --json status "$job" | json_get job.state)" = fetching ]
+        touch "$SUP_DIR/go"
+        rec=$(job_record "$job")
+        echo "$rec" >&2
+        [ "$(json_get result.state <<<"$rec")" = succeeded ]
+        [ "$(json_get result.attempt <<<"$rec")" = 2 ]
+        [ "$(ctl logs "$job")" = "slept args: x" ]
+}

@@ -200,9 +200,11 @@ submit_sleepers() {
 
 @test "restart with a full state disk: recovery keeps every journal entry until its record is durable (11 of 11)" {
         sup_start
-        submit_sleepers 11 600
+        # a duration of its own: other test files on the machine sleep too
+        secs=$((6000 + RANDOM))
+        submit_sleepers 11 "$secs"
         for i in $(seq 50); do
-                [ "$(pgrep -f 'sleep 600' | wc -l)" -ge 11 ] && break
+                [ "$(pgrep -f "sleep $secs" | wc -l)" -ge 11 ] && break
                 sleep 0.1
         done
         kill -KILL "$SUP_PID"
@@ -220,7 +222,7 @@ submit_sleepers() {
                 result_eventually "$j"
                 [ "$(json_get result.error.code <"$SUP_DIR/res.json")" = E_RESTARTED ]
         done
-        run pgrep -f 'sleep 600'
+        run pgrep -f "sleep $secs"
         [ "$status" -eq 1 ]
 }
 
@@ -286,4 +288,116 @@ submit_sleepers() {
         run ctl --json result "$again"
         [ "$(json_get result.attempt <<<"$output")" = 2 ]
         [ "$(json_get result.state <<<"$output")" = killed ]
+}
+
+# submit_said N [PAD]: N jobs that print "job I", then wait for open_gate;
+# PAD, an argument they ignore, makes their records that much bigger.
+submit_said() {
+        jobs=()
+        local i j
+        for i in $(seq "$1"); do
+                jobs+=("$(ctl submit --timeout 5m -- sh -c "echo job $i; until [ -e /workspace/go ]; do sleep 0.05; done" "${2:-sh}")")
+        done
+        for j in "${jobs[@]}"; do
+                for i in $(seq 400); do
+                        [ "$(ctl --json status "$j" | json_get job.state)" = running ] && break
+                        sleep 0.05
+                done
+                [ "$(ctl --json status "$j" | json_get job.state)" = running ]
+        done
+}
+
+# Every gated job ended and its clients heard that its record cannot be
+# written: the daemon holds its outcome.
+wait_unwritten() {
+        local j
+        for j in "${jobs[@]}"; do
+                run ctl wait "$j"
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"$j ended (succeeded) but its "*"record cannot be written"* ]]
+        done
+}
+
+# Each job's record says what really happened: succeeded, exit 0, its output.
+outcomes_kept() {
+        local i=0 j
+        for j in "${jobs[@]}"; do
+                i=$((i + 1))
+                result_eventually "$j"
+                [ "$(json_get result.state <"$SUP_DIR/res.json")" = succeeded ] || { cat "$SUP_DIR/res.json" >&2; false; }
+                [ "$(json_get result.exit_code <"$SUP_DIR/res.json")" = 0 ]
+                run ctl logs "$j"
+                [ "$status" -eq 0 ]
+                [ "$output" = "job $i" ]
+        done
+}
+
+@test "a full disk, then SIGKILL: jobs that ended keep their real outcome after the restart (12 of 12)" {
+        sup_start
+        submit_said 12
+        fill_state
+        open_gate
+        wait_unwritten
+        kill -KILL "$SUP_PID"
+        SUP_PID=
+        unfill_state
+        sup_start
+        outcomes_kept
+        ! grep -q E_RESTARTED "$SUP_DIR/state/results/"*.json || false
+}
+
+@test "a full disk, then SIGTERM: the stopping daemon keeps the outcomes, the next start writes them (12 of 12)" {
+        sup_start
+        submit_said 12
+        fill_state
+        open_gate
+        wait_unwritten
+        pid=$SUP_PID
+        kill -TERM "$pid"
+        for i in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        run kill -0 "$pid"
+        [ "$status" -ne 0 ]
+        SUP_PID=
+        rm -f "$SUP_DIR/daemon.pid"
+        unfill_state
+        sup_start
+        outcomes_kept
+        ! grep -q E_RESTARTED "$SUP_DIR/state/results/"*.json || false
+}
+
+@test "SIGTERM while an outcome is only in memory (the journal is full too): the daemon stays until it is written" {
+        sup_start
+        # records bigger than the slack in the journal's last page
+        submit_said 2 "$(head -c 12000 /dev/zero | tr '\0' p)"
+        all=("${jobs[@]}")
+        fill_state
+        # the first ends: its outcome takes the journal's reserve
+        jobs=("${all[0]}")
+        open_gate
+        wait_unwritten
+        grep -q "journal's reserve is given up" "$SUP_DIR/daemon.log"
+        # the space the reserve gave back is taken too: the second's
+        # outcome has nowhere to go but memory
+        dd if=/dev/zero of="$SUP_DIR/state/filler3" bs=4k 2>/dev/null || true
+        dd if=/dev/zero of="$SUP_DIR/state/filler4" bs=1 2>/dev/null || true
+        jobs=("${all[1]}")
+        open_gate
+        wait_unwritten
+        grep -q "cannot be kept in the journal either" "$SUP_DIR/daemon.log"
+        pid=$SUP_PID
+        kill -TERM "$pid"
+        for i in $(seq 200); do grep -q "outcomes are held only in memory" "$SUP_DIR/daemon.log" && break; sleep 0.05; done
+        grep -q "stopping: 1 jobs ended but their outcomes are held only in memory" "$SUP_DIR/daemon.log"
+        kill -0 "$pid"
+        # storage works again: the stopping daemon writes both records, then exits
+        rm -f "$SUP_DIR/state/filler3" "$SUP_DIR/state/filler4"
+        unfill_state
+        for i in $(seq 1200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        run kill -0 "$pid"
+        [ "$status" -ne 0 ]
+        SUP_PID=
+        rm -f "$SUP_DIR/daemon.pid"
+        sup_start
+        jobs=("${all[@]}")
+        outcomes_kept
 }

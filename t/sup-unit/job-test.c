@@ -182,6 +182,32 @@ static void test_shutdown(void **state) {
 
 /* After a restart: a running job ends E_RESTARTED, or is queued again as
  * its next attempt; a queued one may be rejected under a new policy. */
+/* After a restart, the outcome the journal kept: as it was recorded. */
+static void test_recorded(void **state) {
+        struct job j;
+        job_init(&j);
+        assert_int_equal(job_recorded(&j, "failed", 3, 0, NULL, NULL), 0);
+        assert_int_equal(j.state, JOB_DONE);
+        assert_int_equal(j.outcome, OUTCOME_FAILED);
+        assert_int_equal(j.exit_code, 3);
+        assert_null(j.error_code);
+        /* done already: nothing changes */
+        assert_int_equal(job_recorded(&j, "succeeded", 0, 0, NULL, NULL), -EINVAL);
+        assert_int_equal(j.outcome, OUTCOME_FAILED);
+        job_release(&j);
+        job_init(&j);
+        assert_int_equal(job_recorded(&j, "timed_out", -1, 9, E_TIMEOUT, "timed out after 5 ms"), 0);
+        assert_string_equal(j.error_code, E_TIMEOUT);
+        assert_int_equal(j.term_signal, 9);
+        job_release(&j);
+        job_init(&j);
+        assert_int_equal(job_recorded(&j, "none", 0, 0, NULL, NULL), -EINVAL);
+        assert_int_equal(job_recorded(&j, "bogus", 0, 0, NULL, NULL), -EINVAL);
+        assert_int_equal(job_recorded(&j, NULL, 0, 0, NULL, NULL), -EINVAL);
+        assert_int_equal(j.state, JOB_QUEUED);
+        job_release(&j);
+}
+
 static void test_restart(void **state) {
         struct job j;
         running(&j);
@@ -340,6 +366,7 @@ int main(void) {
                 cmocka_unit_test(test_spawn_failure),  cmocka_unit_test(test_oom),
                 cmocka_unit_test(test_timeout_then_exit), cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_shutdown),       cmocka_unit_test(test_restart),
+                cmocka_unit_test(test_recorded),
                 cmocka_unit_test(test_refused_transitions), cmocka_unit_test(test_state_names),
                 cmocka_unit_test(test_starting),       cmocka_unit_test(test_cpu_time),
                 cmocka_unit_test(test_fetching),

@@ -120,6 +120,48 @@ static void test_replay(void **state) {
         journal_entries_free(e, n);
 }
 
+/* A pending record's "end" line is read back with the job; the last one
+ * counts, and a line without a record object is not an outcome. */
+static void test_replay_end(void **state) {
+        struct journal j;
+        assert_int_equal(journal_open(&j, dfd), 0);
+        append_ok(&j, rec("accept", J1), true);
+        append_ok(&j, rec("accept", J2), true);
+        append_ok(&j, json_pack("{s:s, s:s, s:{s:s, s:i}}", "ev", "end", "job", J1, "record", "state", "failed", "exit_code", 3),
+                  false);
+        append_ok(&j, json_pack("{s:s, s:s, s:{s:s, s:i}}", "ev", "end", "job", J1, "record", "state", "succeeded", "exit_code", 0),
+                  false);
+        append_ok(&j, json_pack("{s:s, s:s, s:s}", "ev", "end", "job", J2, "record", "nonsense"), true);
+        journal_close(&j);
+        struct journal_entry *e;
+        size_t n;
+        assert_int_equal(journal_replay(dfd, &e, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(json_string_value(json_object_get(e[0].end, "state")), "succeeded");
+        assert_null(e[1].end);
+        journal_entries_free(e, n);
+}
+
+/* The reserve is allocated space, and an outcome appended after it is
+ * given up lands in the journal. */
+static void test_reserve(void **state) {
+        struct journal j;
+        struct stat st;
+        assert_int_equal(journal_open(&j, dfd), 0);
+        assert_int_equal(journal_reserve(&j), 0);
+        assert_true(j.reserved);
+        assert_int_equal(fstatat(dfd, "journal.reserve", &st, 0), 0);
+        assert_true((off_t) st.st_blocks * 512 >= JOURNAL_RESERVE_BYTES);
+        /* made again only when it is gone */
+        assert_int_equal(journal_reserve(&j), 0);
+        json_t *r = rec("end", J1);
+        assert_int_equal(journal_append_outcome(&j, r), 0);
+        json_decref(r);
+        assert_true(j.reserved); /* the disk had room: kept */
+        journal_close(&j);
+        assert_whole_lines(dfd);
+}
+
 static void test_replay_missing(void **state) {
         struct journal_entry *e;
         size_t n = 1;
@@ -306,6 +348,8 @@ static void test_rm_rf_plain(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 T(test_replay),
+                T(test_replay_end),
+                T(test_reserve),
                 T(test_replay_missing),
                 T(test_replay_resync),
                 T(test_open_cuts_torn_tail),
