@@ -122,11 +122,15 @@ static bool callback_admit(struct conn *c, struct request *req) {
                                "not be signed", t->name);
                         return false;
                 }
-                if (!tenant_allows_callback(t, run->callback)) {
+                const char *why = NULL;
+                int r = tenant_allows_callback(t, run->callback, &why);
+                if (r == -EINVAL)
+                        refuse(c, req, E_BAD_REQUEST, "field 'callback': %s", why);
+                else if (r == -EACCES)
                         refuse(c, req, E_FORBIDDEN, "field 'callback': tenant '%s' does not allow this URL (callback_allow)", t->name);
-                        return false;
-                }
-                return true;
+                else if (r < 0)
+                        refuse(c, req, E_INTERNAL, "field 'callback': %s", strerror(-r));
+                return r == 0;
         }
         if (t->cb_url && !(run->callback = strdup(t->cb_url))) {
                 refuse(c, req, E_INTERNAL, "out of memory");

@@ -52,6 +52,7 @@ struct bwait {
         struct list link;          /* in its task's waiters */
         struct btask *task;        /* NULL when not waiting */
         const struct registry_conf *reg;
+        const char *tenant;        /* whose (the tree's users, cache gc --all) */
         struct bundle_ref ref;
         uint64_t t0_us;
         uint64_t serial;
@@ -68,9 +69,10 @@ void bundle_resolve(struct bundles *b, struct bwait *w);
 void bundle_wait_cancel(struct bwait *w);
 /* A holder of e lets go; the budget may then remove trees. */
 void bundle_unpin(struct bundles *b, struct cache_entry *e);
-/* Remove trees: past the age limit or the budget, or with all every
- * unused tree of registry; each removed one is appended to removed (may
- * be NULL). Returns the bytes freed. */
-uint64_t bundle_evict(struct bundles *b, bool all, const char *registry, json_t *removed);
+/* Remove trees: past the age limit or the budget; with all, tenant lets
+ * go of every unused tree it used, and those no other tenant used go.
+ * Each removed tree tenant used is appended to removed (may be NULL).
+ * Returns the bytes freed. */
+uint64_t bundle_evict(struct bundles *b, bool all, const char *tenant, json_t *removed);
 /* The verified index in memory for registry/name, or NULL. */
 const struct bundle_index *bundle_known(struct bundles *b, const struct registry_conf *reg, const char *name);

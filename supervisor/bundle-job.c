@@ -175,6 +175,7 @@ void bundle_job_start(struct rjob *rj) {
         }
         jw->rj = rj;
         jw->w.reg = j->tenant->registry;
+        jw->w.tenant = j->tenant->name;
         jw->w.ref = j->bundle.ref;
         jw->w.t0_us = now_mono_us();
         jw->w.ready = ready;

@@ -4,7 +4,8 @@
  * responses keep their order), with its manifest, the profile a job of it
  * would get, and the verdict of the caller's policy. cache.list and
  * cache.gc: the cached trees of the caller's registry, and removing them
- * (past the budget and the age limit, or every unused one). */
+ * (past the budget and the age limit, or every unused one the caller's
+ * tenant alone used). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,7 @@ void bundle_op_show(struct conn *c, struct request *req) {
         s->c = c;
         s->tag = req->tag ? json_incref(req->tag) : NULL;
         s->w.reg = c->tenant->registry;
+        s->w.tenant = c->tenant->name;
         bundle_ref_parse(req->bundle, &s->w.ref, &err);
         s->w.t0_us = now_mono_us();
         s->w.ready = show_ready;
@@ -168,7 +170,7 @@ void bundle_op_cache_gc(struct conn *c, struct request *req) {
                                          c->tenant->name));
                 return;
         }
-        uint64_t freed = bundle_evict(b, req->all, reg ? reg->name : NULL, removed);
+        uint64_t freed = bundle_evict(b, req->all, c->tenant->name, removed);
         conn_send(c, proto_ok(req->tag, json_pack("{s:o, s:I, s:I}", "removed", removed, "freed", (json_int_t) freed, "bytes",
                                                   (json_int_t) b->cache.bytes)));
 }

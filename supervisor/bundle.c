@@ -66,12 +66,12 @@ static void rm_done(struct work *w) {
 
 /* Out of the cache at once (renamed away: no job can be given it any
  * more), deleted off the loop. */
-static void remove_tree(struct bundles *b, struct cache_entry *e, const char *registry, json_t *removed) {
+static void remove_tree(struct bundles *b, struct cache_entry *e, const char *tenant, json_t *removed) {
         struct rm_work *rw = calloc(1, sizeof(*rw));
         cache_remove(&b->cache, e);
         log_info("cache: %s %s (%s, %" PRIu64 " bytes) removed", e->name, e->version, e->sha256, e->bytes);
-        /* A tenant hears of its own registry's bundles only. */
-        if (removed && registry && streq(registry, e->registry))
+        /* A tenant hears of the trees it used only. */
+        if (removed && tenant && cache_entry_used_by(e, tenant))
                 json_array_append_new(removed, json_pack("{s:s, s:s, s:s, s:s, s:I}", "sha256", e->sha256, "registry", e->registry,
                                                          "name", e->name, "version", e->version, "bytes", (json_int_t) e->bytes));
         int r = rw ? cachefs_trash(b->cache_fd, e->sha256, b->trash_seq++, rw->name, sizeof(rw->name)) : -ENOMEM;
@@ -87,23 +87,34 @@ static void remove_tree(struct bundles *b, struct cache_entry *e, const char *re
         cache_entry_free(e);
 }
 
-uint64_t bundle_evict(struct bundles *b, bool all, const char *registry, json_t *removed) {
+static void save_users(struct bundles *b, const struct cache_entry *e) {
+        int r = cachefs_write_meta(b->cache_fd, e);
+        if (r < 0)
+                log_warning("cache: %s: cannot note its users: %s", e->sha256, strerror(-r));
+}
+
+uint64_t bundle_evict(struct bundles *b, bool all, const char *tenant, json_t *removed) {
         const struct config *cfg = b->d->cfg;
         uint64_t freed = 0;
         struct cache_entry *e;
         while ((e = cache_victim(&b->cache, cfg->cache_size, cfg->cache_max_age_ms, now_real_ms()))) {
                 freed += e->bytes;
-                remove_tree(b, e, registry, removed);
+                remove_tree(b, e, tenant, removed);
         }
         if (!all)
                 return freed;
+        /* Another tenant's unused tree is not this one's to remove, even
+         * from a registry they share: it only stops counting as a user. */
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &b->cache.lru) {
                 e = list_entry(pos, struct cache_entry, link);
-                if (e->refs == 0 && streq(e->registry, registry)) {
+                if (e->refs > 0 || !cache_entry_used_by(e, tenant))
+                        continue;
+                if (e->n_tenants == 1) {
                         freed += e->bytes;
-                        remove_tree(b, e, registry, removed);
-                }
+                        remove_tree(b, e, tenant, removed);
+                } else if (cache_entry_drop_tenant(e, tenant))
+                        save_users(b, e);
         }
         return freed;
 }
@@ -187,6 +198,11 @@ static void fail(struct bwait *w, const char *code, const char *msg) {
 static void succeed(struct bundles *b, struct bwait *w, struct cache_entry *e, const char *stale_why,
                     const struct bundle_index *ix) {
         cache_pin(&b->cache, e, now_real_ms());
+        int added = w->tenant ? cache_entry_add_tenant(e, w->tenant) : 0;
+        if (added > 0)
+                save_users(b, e);
+        else if (added < 0)
+                log_warning("cache: %s: cannot note tenant %s as its user: %s", e->sha256, w->tenant, strerror(-added));
         struct resolution r = {
                 .entry = e,
                 .from_cache = !w->downloaded,

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,11 +49,44 @@ struct cache_entry *cache_entry_new(const char *sha256, const char *registry, co
 void cache_entry_free(struct cache_entry *e) {
         if (!e)
                 return;
+        for (size_t i = 0; i < e->n_tenants; i++)
+                free(e->tenants[i]);
+        free(e->tenants);
         free(e->registry);
         free(e->name);
         free(e->version);
         manifest_free(&e->manifest);
         free(e);
+}
+
+bool cache_entry_used_by(const struct cache_entry *e, const char *tenant) {
+        for (size_t i = 0; i < e->n_tenants; i++)
+                if (streq(e->tenants[i], tenant))
+                        return true;
+        return false;
+}
+
+int cache_entry_add_tenant(struct cache_entry *e, const char *tenant) {
+        if (cache_entry_used_by(e, tenant))
+                return 0;
+        char **t = realloc(e->tenants, (e->n_tenants + 1) * sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        e->tenants = t;
+        if (!(t[e->n_tenants] = strdup(tenant)))
+                return -ENOMEM;
+        e->n_tenants++;
+        return 1;
+}
+
+int cache_entry_drop_tenant(struct cache_entry *e, const char *tenant) {
+        for (size_t i = 0; i < e->n_tenants; i++)
+                if (streq(e->tenants[i], tenant)) {
+                        free(e->tenants[i]);
+                        e->tenants[i] = e->tenants[--e->n_tenants];
+                        return 1;
+                }
+        return 0;
 }
 
 /* The list is kept in order of last use, oldest first. */

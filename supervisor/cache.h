@@ -22,6 +22,8 @@ struct cache_entry {
         uint64_t bytes;           /* of the unpacked tree */
         uint64_t last_used_ms;    /* CLOCK_REALTIME */
         unsigned refs;            /* jobs (and requests) holding it */
+        char **tenants;           /* the tenants that used it (cache gc --all) */
+        size_t n_tenants;
         struct manifest manifest;
         struct list link;         /* in the cache, least recently used first */
 };
@@ -41,6 +43,12 @@ void cache_done(struct cache *c);
 struct cache_entry *cache_entry_new(const char *sha256, const char *registry, const char *name, const char *version,
                                     uint64_t bytes, uint64_t last_used_ms, struct manifest *m);
 void cache_entry_free(struct cache_entry *e);
+/* tenant used e: 1 when it had not before, 0, or -ENOMEM. */
+int cache_entry_add_tenant(struct cache_entry *e, const char *tenant);
+/* tenant lets go of e: 1 when it had used it, else 0. */
+int cache_entry_drop_tenant(struct cache_entry *e, const char *tenant);
+/* Has tenant used e? */
+bool cache_entry_used_by(const struct cache_entry *e, const char *tenant);
 /* Add e, placed by its last use. */
 void cache_add(struct cache *c, struct cache_entry *e);
 /* Take e out of the cache (the caller frees it). */

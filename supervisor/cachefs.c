@@ -76,6 +76,16 @@ static struct cache_entry *load_one(int cache_fd, const char *sha) {
             manifest_parse(&m, MANIFEST_FILE, mtext, mlen, &err) == 0)
                 e = cache_entry_new(sha, registry, name, version, (uint64_t) bytes,
                                     (uint64_t) st.st_mtim.tv_sec * 1000 + (uint64_t) st.st_mtim.tv_nsec / 1000000, &m);
+        /* Who used it (absent in a cache of an older daemon: then no
+         * tenant's gc --all removes it, only the budget and the age). */
+        json_t *users = json_object_get(meta, "tenants");
+        for (size_t i = 0; e && i < json_array_size(users) && i < CACHEFS_MAX_TENANTS; i++) {
+                const char *t = json_string_value(json_array_get(users, i));
+                if (t && cache_entry_add_tenant(e, t) < 0) {
+                        cache_entry_free(e);
+                        e = NULL;
+                }
+        }
         manifest_free(&m);
         json_decref(meta);
         return e;
@@ -129,12 +139,35 @@ int cachefs_stage(int cache_fd, const char *sha256, char *name_out, size_t len, 
         return 0;
 }
 
-int cachefs_commit(int cache_fd, const char *staged, int stage_fd, const struct cache_entry *e, struct sbx_error *err) {
-        json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:I}", "registry", e->registry, "name", e->name, "version", e->version,
-                                 "sha256", e->sha256, "bytes", (json_int_t) e->bytes);
-        size_t len = 0;
-        _cleanup_free_ char *text = meta ? json_line(meta, &len) : NULL;
+static char *meta_text(const struct cache_entry *e, size_t *ret_len) {
+        json_t *users = json_array();
+        for (size_t i = 0; users && i < e->n_tenants; i++)
+                json_array_append_new(users, json_string(e->tenants[i]));
+        json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:I, s:o*}", "registry", e->registry, "name", e->name, "version",
+                                 e->version, "sha256", e->sha256, "bytes", (json_int_t) e->bytes, "tenants", users);
+        char *text = meta ? json_line(meta, ret_len) : NULL;
         json_decref(meta);
+        return text;
+}
+
+int cachefs_write_meta(int cache_fd, const struct cache_entry *e) {
+        size_t len = 0;
+        _cleanup_free_ char *text = meta_text(e, &len);
+        if (!text)
+                return -ENOMEM;
+        _cleanup_close_ int dir = openat(cache_fd, e->sha256, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0)
+                return -errno;
+        _cleanup_close_ int fd = -1;
+        int r = write_file_tmp(dir, CACHEFS_META, text, len, 0644, &fd);
+        if (r < 0)
+                return r;
+        return renameat(dir, "." CACHEFS_META ".tmp", dir, CACHEFS_META) < 0 ? -errno : 0;
+}
+
+int cachefs_commit(int cache_fd, const char *staged, int stage_fd, const struct cache_entry *e, struct sbx_error *err) {
+        size_t len = 0;
+        _cleanup_free_ char *text = meta_text(e, &len);
         if (!text)
                 return sbx_error_set(err, ENOMEM, "cache: meta.json");
         int r = write_file_durable(stage_fd, CACHEFS_META, text, len, 0644, false);

@@ -17,6 +17,7 @@
 
 #define CACHEFS_TREE "tree"
 #define CACHEFS_META "meta.json"
+#define CACHEFS_MAX_TENANTS 4096
 
 /* STATE/cache, made if missing (0700: no job user or local user reaches
  * a tree by its path; a job gets its tree as a mount, cachefs_tree_mount);
@@ -33,6 +34,10 @@ int cachefs_stage(int cache_fd, const char *sha256, char *name_out, size_t len, 
  * (another registry's download of the same digest), the staged tree is
  * removed and that one stands: 0 too. */
 int cachefs_commit(int cache_fd, const char *staged, int stage_fd, const struct cache_entry *e, struct sbx_error *err);
+/* Rewrite <sha256>/meta.json from e (its users changed): atomic, not
+ * synced (a crash may lose the change: the users only decide whose
+ * cache gc --all removes the tree). -errno. */
+int cachefs_write_meta(int cache_fd, const struct cache_entry *e);
 /* Remove a staging or trash directory (blocking: off the loop). */
 void cachefs_remove(int cache_fd, const char *name);
 /* Rename <sha256> to a trash name (into trash_out, 96 bytes) for

@@ -154,8 +154,14 @@ int cb_post_build(struct cb_task *k, const struct cb_post *p) {
                 return r;
         CURL *h = k->h;
         curl_easy_setopt(h, CURLOPT_URL, p->url);
+        /* The URL was checked against callback_allow part by part
+         * (urlmatch.h); a redirect would take the post past that check, to
+         * wherever the receiver says. None is followed: a 3xx is a final
+         * answer (post_done). */
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(h, CURLOPT_MAXREDIRS, 0L);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, p->body);
@@ -341,7 +347,11 @@ static void post_done(struct callbacks *cb, struct cb_item *it) {
         note_failure(cb, it, k);
         if (v == OUTBOX_FINAL) {
                 char why[sizeof(it->last_error)];
-                snprintf(why, sizeof(why), "refused with HTTP %ld (final: only 408, 429 and 5xx are retried)", k->status);
+                if (k->status >= 300 && k->status <= 399)
+                        snprintf(why, sizeof(why), "answered HTTP %ld, a redirect: callbacks follow no redirects (final)",
+                                 k->status);
+                else
+                        snprintf(why, sizeof(why), "refused with HTTP %ld (final: only 408, 429 and 5xx are retried)", k->status);
                 cb_set_state(cb, it, CB_PENDING);
                 dead_letter(cb, it, why);
                 return;

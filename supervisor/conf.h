@@ -13,6 +13,8 @@
 #include "minisign.h"
 #include "netpolicy.h"
 
+struct urlmatch;
+
 #define CONFIG_UNSET UINT64_MAX
 #define CONFIG_MAX_TENANTS 1024
 #define CONFIG_MAX_IDS 256
@@ -99,7 +101,7 @@ struct tenant {
         char *cb_url;             /* the default callback URL; NULL: none */
         unsigned char *cb_secret; /* the HMAC-SHA256 key; NULL: the tenant gets no callbacks */
         size_t cb_secret_len;
-        char **cb_allow;          /* URL prefixes a request's callback may name; NULL: cb_url only */
+        struct urlmatch *cb_allow; /* what a request's callback may name (urlmatch.h); NULL: cb_url only */
         size_t n_cb_allow;
         uint64_t cb_progress_s;   /* default seconds between progress heartbeats; 0: none */
 };
@@ -208,8 +210,10 @@ int config_callback_check(struct config *c, struct sbx_error *err);
 /* An http:// or https:// URL of at most CONFIG_CALLBACK_MAX_URL bytes with
  * a host and no spaces or control characters. */
 bool callback_url_valid(const char *url);
-/* May a job of t name url as its callback? */
-bool tenant_allows_callback(const struct tenant *t, const char *url);
+/* May a job of t name url as its callback? 0; -EINVAL when url is not one
+ * a callback may be (*ret_why says why: userinfo, a fragment, what curl
+ * cannot parse); -EACCES when t does not allow it; -ENOMEM. */
+int tenant_allows_callback(const struct tenant *t, const char *url, const char **ret_why);
 
 /* Initialise a tenant with the defaults sbx-supervisord.conf(5) documents. */
 void tenant_defaults(struct tenant *t);

@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf.h"
 #include "parse.h"
 #include "proto.h"
+#include "urlmatch.h"
 #include "util.h"
 
 #define SECRET_MIN 16
@@ -42,7 +44,7 @@ void tenant_callback_free(struct tenant *t) {
                 explicit_bzero(t->cb_secret, t->cb_secret_len);
         free(t->cb_secret);
         for (size_t i = 0; i < t->n_cb_allow; i++)
-                free(t->cb_allow[i]);
+                urlmatch_done(&t->cb_allow[i]);
         free(t->cb_allow);
         t->cb_url = NULL;
         t->cb_secret = NULL;
@@ -56,13 +58,16 @@ bool config_callback_key_known(const char *section, const char *key) {
         return streq(section, "daemon") && words_contain(CONFIG_CALLBACK_DAEMON_KEYS, key);
 }
 
+/* A first look without libcurl, for the protocol parser (sbxctl links it):
+ * what is allowed is decided by urlmatch_parse() in
+ * tenant_allows_callback(). The scheme in any case, as curl reads it. */
 bool callback_url_valid(const char *url) {
         size_t n = strlen(url), skip;
         if (n > CONFIG_CALLBACK_MAX_URL)
                 return false;
-        if (strncmp(url, "http://", 7) == 0)
+        if (strncasecmp(url, "http://", 7) == 0)
                 skip = 7;
-        else if (strncmp(url, "https://", 8) == 0)
+        else if (strncasecmp(url, "https://", 8) == 0)
                 skip = 8;
         else
                 return false;
@@ -74,15 +79,21 @@ bool callback_url_valid(const char *url) {
         return true;
 }
 
-bool tenant_allows_callback(const struct tenant *t, const char *url) {
+int tenant_allows_callback(const struct tenant *t, const char *url, const char **ret_why) {
+        struct urlmatch u;
+        int r = urlmatch_parse(url, &u, ret_why);
+        if (r < 0)
+                return r;
+        bool ok = false;
         if (!t->cb_secret)
-                return false;
-        if (!t->cb_allow)
-                return t->cb_url && streq(t->cb_url, url);
-        for (size_t i = 0; i < t->n_cb_allow; i++)
-                if (strncmp(url, t->cb_allow[i], strlen(t->cb_allow[i])) == 0)
-                        return true;
-        return false;
+                ok = false;
+        else if (!t->cb_allow)
+                ok = t->cb_url && streq(t->cb_url, url);
+        else
+                for (size_t i = 0; i < t->n_cb_allow && !ok; i++)
+                        ok = urlmatch_allows(&t->cb_allow[i], &u);
+        urlmatch_done(&u);
+        return ok ? 0 : -EACCES;
 }
 
 static int duration_key(const char *where, const char *k, const char *v, uint64_t min_ms, uint64_t *dst, struct sbx_error *err) {
@@ -159,26 +170,36 @@ static int read_secret(struct tenant *t, const char *path, const char *where, st
         return 0;
 }
 
+/* Each prefix is parsed as the request's URL will be, and compared part
+ * by part (urlmatch.h); an entry curl reads otherwise than its writer
+ * meant is refused here, not at the first request. */
 static int set_allow(struct tenant *t, const char *v, const char *where, struct sbx_error *err) {
         _cleanup_free_ char *copy = strdup(v);
         char *save = NULL;
         if (!copy)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_cb_allow; i++)
-                free(t->cb_allow[i]);
+                urlmatch_done(&t->cb_allow[i]);
         free(t->cb_allow);
         t->n_cb_allow = 0;
-        t->cb_allow = calloc(MAX_ALLOW, sizeof(char *));
+        t->cb_allow = calloc(MAX_ALLOW, sizeof(*t->cb_allow));
         if (!t->cb_allow)
                 return -ENOMEM;
         for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+                const char *why = NULL;
                 if (t->n_cb_allow == MAX_ALLOW)
                         return BAD("%s: callback_allow: more than %d prefixes", where, MAX_ALLOW);
                 if (!callback_url_valid(w))
-                        return BAD("%s: callback_allow: '%s' is not an http:// or https:// URL prefix with a host", where, w);
-                if (!(t->cb_allow[t->n_cb_allow] = strdup(w)))
-                        return -ENOMEM;
+                        return BAD("%s: callback_allow: '%.64s' is not an http:// or https:// URL prefix with a host", where, w);
+                int r = urlmatch_parse(w, &t->cb_allow[t->n_cb_allow], &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return BAD("%s: callback_allow: '%.64s': %s", where, w, why);
                 t->n_cb_allow++;
+                why = urlmatch_rule_check(&t->cb_allow[t->n_cb_allow - 1]);
+                if (why)
+                        return BAD("%s: callback_allow: '%.64s': %s", where, w, why);
         }
         if (t->n_cb_allow == 0)
                 return BAD("%s: callback_allow: expected URL prefixes", where);
@@ -187,9 +208,17 @@ static int set_allow(struct tenant *t, const char *v, const char *where, struct 
 
 int config_callback_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err) {
         if (streq(k, "callback_url")) {
+                struct urlmatch u;
+                const char *why = NULL;
                 if (!callback_url_valid(v))
                         return BAD("%s: callback_url: expected an http:// or https:// URL with a host, at most %d bytes, got '%.64s'",
                                    where, CONFIG_CALLBACK_MAX_URL, v);
+                int r = urlmatch_parse(v, &u, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return BAD("%s: callback_url: '%.64s': %s", where, v, why);
+                urlmatch_done(&u);
                 char *s = strdup(v);
                 if (!s)
                         return -ENOMEM;

@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "dispatch.h"
 #include "log.h"
+#include "paced.h"
 #include "proto.h"
 #include "subscribe.h"
 
@@ -24,12 +25,19 @@ int conns_init(struct conns *cs, const struct config *cfg) {
         cs->in_bytes = 0;
         cs->n_tenants = cfg->n_tenants;
         cs->per_tenant = calloc(cfg->n_tenants + 1, sizeof(*cs->per_tenant));
-        return cs->per_tenant ? 0 : -ENOMEM;
+        cs->shares = calloc(cfg->n_tenants + 1, sizeof(*cs->shares));
+        if (!cs->per_tenant || !cs->shares)
+                return -ENOMEM;
+        for (size_t i = 0; i <= cfg->n_tenants; i++)
+                paced_share_init(&cs->shares[i]);
+        return 0;
 }
 
 void conns_done(struct conns *cs) {
         free(cs->per_tenant);
         cs->per_tenant = NULL;
+        free(cs->shares);
+        cs->shares = NULL;
 }
 
 unsigned *conns_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t) {
@@ -38,6 +46,14 @@ unsigned *conns_of_tenant(struct conns *cs, const struct config *cfg, const stru
         if (t >= cfg->tenants && t < cfg->tenants + cfg->n_tenants)
                 return &cs->per_tenant[t - cfg->tenants];
         return &cs->per_tenant[cs->n_tenants];
+}
+
+struct paced_share *conns_share_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t) {
+        if (!t || !cs->shares)
+                return NULL;
+        if (t >= cfg->tenants && t < cfg->tenants + cfg->n_tenants)
+                return &cs->shares[t - cfg->tenants];
+        return &cs->shares[cs->n_tenants];
 }
 
 /* Buffer memory of unfinished requests is counted over all clients. */
@@ -72,11 +88,22 @@ bool conn_lagging(const struct conn *c) {
         return conn_backlog(c) > c->d->cfg->client_buffer / 2;
 }
 
+static bool reply_unsent(const struct conn *c);
+
+/* A request is being served, or its reply's bytes are still queued: the
+ * next request waits (in the socket, where it costs the daemon nothing). */
+static bool replying(const struct conn *c) {
+        return c->busy || reply_unsent(c);
+}
+
 static void update_events(struct conn *c) {
-        uint32_t ev = EPOLLRDHUP;
-        if (!c->read_eof && !conn_lagging(c) && !c->busy)
+        /* While replying, not even the peer's half-close is asked for: it
+         * would be reported again and again, unread, for as long as the
+         * client leaves its reply unread (a hang-up is always reported). */
+        uint32_t ev = replying(c) ? 0 : EPOLLRDHUP;
+        if (!c->read_eof && !conn_lagging(c) && !replying(c))
                 ev |= EPOLLIN;
-        if (conn_backlog(c) && !c->holds)
+        if ((conn_backlog(c) || c->on_drained) && !c->holds)
                 ev |= EPOLLOUT;
         if (ev != c->events) {
                 c->events = ev;
@@ -90,12 +117,18 @@ static bool finished(const struct conn *c) {
         return c->read_eof && !conn_backlog(c) && list_empty(&c->watches) && !c->busy && !c->holds;
 }
 
+static void conn_read(struct conn *c);
+
+static bool reply_unsent(const struct conn *c) {
+        return c->reply_end > c->sent_total;
+}
+
 static void flush(struct conn *c) {
-        bool was_lagging = conn_lagging(c);
         if (c->holds) {
                 update_events(c);
                 return;
         }
+        bool had_reply = reply_unsent(c);
         while (c->out_off < c->out_len) {
                 ssize_t n = send(c->src.fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n < 0) {
@@ -107,6 +140,16 @@ static void flush(struct conn *c) {
                         return;
                 }
                 c->out_off += (size_t) n;
+                c->sent_total += (uint64_t) n;
+        }
+        /* Its last reply is out: the requests it sent meanwhile are read
+         * now (lines already in the buffer raise no event). */
+        if (had_reply && !reply_unsent(c) && !c->busy && !c->reading) {
+                conn_ref(c);
+                conn_read(c);
+                conn_unref(c);
+                if (c->closed)
+                        return;
         }
         if (c->out_off == c->out_len) {
                 free(c->out);
@@ -117,10 +160,19 @@ static void flush(struct conn *c) {
                         return;
                 }
         }
-        if (was_lagging && !conn_lagging(c) && c->on_drained)
-                c->on_drained(c);
         if (!c->closed)
                 update_events(c);
+}
+
+void conn_when_room(struct conn *c, void (*cb)(struct conn *c), void *arg) {
+        c->on_drained = cb;
+        c->drain_arg = arg;
+        if (c->closed) {
+                c->on_drained = NULL;
+                cb(c);
+                return;
+        }
+        update_events(c);
 }
 
 /* Room for n more bytes, or the client is dropped. */
@@ -156,6 +208,32 @@ void conn_send_raw(struct conn *c, const char *buf, size_t n) {
                 return;
         memcpy(c->out + c->out_len, buf, n);
         c->out_len += n;
+        c->queued_total += n;
+        flush(c);
+}
+
+void conn_send_reply(struct conn *c, char *buf, size_t n) {
+        if (c->closed) {
+                free(buf);
+                return;
+        }
+        if (!c->out) {
+                /* Nothing queued: the reply is the buffer (no copy of a
+                 * megabyte on the event loop). */
+                c->out = buf;
+                c->out_len = n;
+                c->out_off = 0;
+        } else {
+                bool ok = room(c, n);
+                if (ok)
+                        memcpy(c->out + c->out_len, buf, n);
+                free(buf);
+                if (!ok)
+                        return;
+                c->out_len += n;
+        }
+        c->queued_total += n;
+        c->reply_end = c->queued_total;
         flush(c);
 }
 
@@ -186,8 +264,6 @@ void conn_release(struct conn *c) {
                 conn_unref(c);
         }
 }
-
-static void conn_read(struct conn *c);
 
 void conn_busy(struct conn *c) {
         if (c->busy++ == 0)
@@ -238,7 +314,7 @@ void conns_close_all(struct conns *cs) {
  * served off the loop makes the connection busy, and the rest waits. */
 static void take_lines(struct conn *c, size_t *scan_from) {
         size_t consumed = 0;
-        for (size_t i = *scan_from; i < c->in_len && !c->closed && !c->busy; i++) {
+        for (size_t i = *scan_from; i < c->in_len && !c->closed && !replying(c); i++) {
                 if (c->in[i] != '\n')
                         continue;
                 if (c->discarding)
@@ -253,7 +329,7 @@ static void take_lines(struct conn *c, size_t *scan_from) {
                 memmove(c->in, c->in + consumed, c->in_len - consumed);
                 c->in_len -= consumed;
         }
-        *scan_from = c->busy ? c->in_len : 0;
+        *scan_from = replying(c) ? c->in_len : 0;
 }
 
 static int grow_in(struct conn *c, size_t max) {
@@ -281,9 +357,10 @@ static int grow_in(struct conn *c, size_t max) {
 
 static void conn_read(struct conn *c) {
         size_t max = (size_t) c->d->cfg->max_request, scan = 0;
+        c->reading = true;
         /* Lines already buffered first (after a busy request). */
         take_lines(c, &scan);
-        for (int rounds = 0; rounds < READ_ROUNDS && !c->closed && !c->read_eof && !c->busy; rounds++) {
+        for (int rounds = 0; rounds < READ_ROUNDS && !c->closed && !c->read_eof && !replying(c); rounds++) {
                 /* Stop taking requests while a client ignores the answers. */
                 if (conn_lagging(c))
                         break;
@@ -321,15 +398,18 @@ static void conn_read(struct conn *c) {
                         return;
                 if (c->discarding)
                         c->in_len = 0;
-                else if (c->in_len > max && !c->busy) {
+                else if (c->in_len > max && !replying(c)) {
                         conn_send(c, proto_error(NULL, E_BAD_REQUEST, "request line longer than %zu bytes (max_request)", max));
                         c->discarding = true;
                         c->in_len = 0;
                 }
         }
+        c->reading = false;
         if (c->closed)
                 return;
-        if (c->in_len > 0 || c->discarding) {
+        /* Lines waiting for a reply to be read are not late: the daemon
+         * is not reading them. */
+        if ((c->in_len > 0 || c->discarding) && !replying(c)) {
                 if (!c->partial_since_ms)
                         c->partial_since_ms = now_mono_ms();
         } else
@@ -340,6 +420,14 @@ static void conn_read(struct conn *c) {
                 free(c->in);
                 c->in = NULL;
                 set_in_cap(c, 0);
+        } else if (replying(c) && c->in_cap > c->in_len && !c->discarding) {
+                /* Pipelined requests waiting for a reply to be read keep
+                 * what they take, not a read chunk each. */
+                char *nb = realloc(c->in, c->in_len);
+                if (nb) {
+                        c->in = nb;
+                        set_in_cap(c, c->in_len);
+                }
         }
         flush(c);
 }
@@ -349,6 +437,13 @@ static void on_conn(struct source *s, uint32_t events) {
         conn_ref(c);
         if (events & EPOLLOUT)
                 flush(c);
+        if (!c->closed && (events & EPOLLOUT) && c->on_drained && !conn_backlog(c)) {
+                void (*cb)(struct conn *) = c->on_drained;
+                c->on_drained = NULL;
+                cb(c);
+                if (!c->closed)
+                        update_events(c);
+        }
         if (!c->closed && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)))
                 conn_read(c);
         if (!c->closed && (events & (EPOLLERR | EPOLLHUP)) && !(events & EPOLLIN))
@@ -381,7 +476,7 @@ void conns_expire_partial(struct conns *cs, uint64_t now_ms, uint64_t timeout_ms
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &cs->all) {
                 struct conn *c = list_entry(pos, struct conn, link);
-                if (c->closed || c->busy || !c->partial_since_ms || now_ms - c->partial_since_ms < timeout_ms)
+                if (c->closed || replying(c) || !c->partial_since_ms || now_ms - c->partial_since_ms < timeout_ms)
                         continue;
                 log_warning("client uid %u: request not finished within %" PRIu64 " ms, disconnecting", (unsigned) c->cred.uid,
                             timeout_ms);

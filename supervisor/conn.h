@@ -7,7 +7,10 @@
  * more: a batch holding its replies and work in flight for it each keep a
  * reference (conn_ref / conn_unref). While a request of the connection is
  * being served off the loop (conn_busy), no further request of it is read,
- * so responses keep the order of their requests. */
+ * so responses keep the order of their requests; nor while the bytes of a
+ * large reply (logs, download: conn_send_reply) are still queued, so that
+ * requests pipelined on a connection that does not read its replies cost
+ * the daemon nothing until it does. */
 #pragma once
 
 #include <jansson.h>
@@ -20,6 +23,7 @@
 #include "util.h"
 
 struct daemon;
+struct paced_share;
 
 struct conn {
         struct source src;
@@ -43,8 +47,13 @@ struct conn {
         unsigned busy;        /* requests being served off the loop */
         uint64_t partial_since_ms; /* a request line started and not ended */
         unsigned *tenant_count;    /* its tenant's connection count, or NULL */
+        struct paced_share *share; /* its tenant's replies (paced.h), or NULL */
+        uint64_t queued_total;     /* bytes ever queued */
+        uint64_t sent_total;       /* bytes ever sent */
+        uint64_t reply_end;        /* queued_total after the last reply's bytes */
+        bool reading;              /* in conn_read() */
         bool closed;
-        void (*on_drained)(struct conn *c); /* output fell below half the buffer */
+        void (*on_drained)(struct conn *c); /* all output is out and the socket has room (conn_when_room) */
         void *drain_arg;
 };
 
@@ -52,6 +61,7 @@ struct conns {
         struct list all;      /* struct conn.link */
         unsigned n;
         unsigned *per_tenant; /* one per configured tenant, then the anonymous one */
+        struct paced_share *shares; /* the same, their replies */
         size_t n_tenants;
         uint64_t in_bytes;    /* held for unfinished request lines, all clients */
 };
@@ -61,6 +71,8 @@ void conns_done(struct conns *cs);
 /* The connection count of tenant t (NULL: callers in no tenant are not
  * counted: they are refused at once). */
 unsigned *conns_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t);
+/* The queue of tenant t's reply pieces (NULL: no tenant). */
+struct paced_share *conns_share_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t);
 /* Close every connection (daemon shutdown). */
 void conns_close_all(struct conns *cs);
 
@@ -76,10 +88,20 @@ void conn_close(struct conn *c);
 void conn_send(struct conn *c, json_t *msg);
 /* Lines already serialised, each with its newline. */
 void conn_send_raw(struct conn *c, const char *buf, size_t len);
+/* The same for a piece of a reply in buf (taken, and used as the buffer
+ * when nothing else is queued): no further request is read from c until
+ * it has gone to the socket. */
+void conn_send_reply(struct conn *c, char *buf, size_t len);
 /* Bytes queued and not yet sent. */
 size_t conn_backlog(const struct conn *c);
 /* Is the client reading slower than we write (half its buffer unread)? */
 bool conn_lagging(const struct conn *c);
+
+/* Call cb once everything queued has gone to the socket and the socket
+ * has room again (or the connection closed): the next piece of a reply is
+ * made only then, so a client that does not read holds at most one piece
+ * in the daemon, whatever the reply's size. */
+void conn_when_room(struct conn *c, void (*cb)(struct conn *c), void *arg);
 
 /* Replies queued from now on wait until conn_release() (the group commit). */
 void conn_hold(struct conn *c);

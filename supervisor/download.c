@@ -30,8 +30,9 @@
 #include "result.h"
 #include "worker.h"
 
-/* Bytes read per piece at most (less with a small client buffer). */
-#define DOWNLOAD_PIECE (256u * 1024)
+/* Bytes read per piece at most (less with a small client buffer): one
+ * data event, about PACED_PIECE once encoded. */
+#define DOWNLOAD_PIECE PROTO_DOWNLOAD_CHUNK
 
 struct dl_req {
         struct paced p;       /* the reply; p.job is id */
@@ -232,7 +233,5 @@ void download_serve(struct conn *c, struct request *req, struct rjob *rj, const 
         if (q->piece > DOWNLOAD_PIECE)
                 q->piece = DOWNLOAD_PIECE;
         paced_init(&q->p, c, &download_ops, q->id);
-        q->p.work.run = run_open;
-        q->p.work.done = open_done;
-        worker_submit(&q->p.work);
+        paced_submit(&q->p, run_open, open_done);
 }

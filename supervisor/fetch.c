@@ -8,14 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fetch.h"
 #include "macro.h"
+#include "urlmatch.h"
 
 #define MAX_REDIRECTS 5
 
 struct sink {
+        CURL *h;              /* the transfer under way */
+        uint64_t skipped;     /* bytes of redirects' bodies, not kept */
         /* to memory */
         char *buf;
         size_t len, cap;
@@ -39,6 +43,17 @@ void fetch_global_done(void) {
 static size_t on_data(char *p, size_t size, size_t n, void *ud) {
         struct sink *s = ud;
         size_t len = size * n;
+        long code = 0;
+        curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+        if (code >= 300 && code <= 399) {
+                /* a redirect's own body (run() decides where to go) */
+                if (len > s->max - s->skipped) {
+                        s->too_big = true;
+                        return 0;
+                }
+                s->skipped += len;
+                return len;
+        }
         if (len > s->max - s->total) {
                 s->too_big = true;
                 return 0;
@@ -133,8 +148,7 @@ static void classify(CURL *h, CURLcode c, const char *url, const char *errbuf, c
                 say(res, FETCH_NOT_FOUND, "GET %s: %s", url, why);
                 return;
         case CURLE_UNSUPPORTED_PROTOCOL:
-                say(res, FETCH_REFUSED, "GET %s: %s (registries are http, https or file, and redirect only to http or https)",
-                    url, why);
+                say(res, FETCH_REFUSED, "GET %s: %s (registries are http, https or file)", url, why);
                 return;
         case CURLE_OPERATION_TIMEDOUT:
                 say(res, FETCH_UNAVAILABLE, "GET %s: timed out (%s)", url, why);
@@ -145,14 +159,17 @@ static void classify(CURL *h, CURLcode c, const char *url, const char *errbuf, c
         }
 }
 
-static int run(const char *url, const struct fetch_opts *o, struct sink *s, struct fetch_result *res) {
-        char errbuf[CURL_ERROR_SIZE] = "";
-        memset(res, 0, sizeof(*res));
-        CURL *h = curl_easy_init();
-        if (!h) {
-                say(res, FETCH_LOCAL, "GET %s: cannot start a transfer", url);
-                return -1;
-        }
+static uint64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* One request, within what is left of the whole transfer's timeout;
+ * redirects are not followed here. */
+static CURLcode perform(const char *url, const struct fetch_opts *o, uint64_t left_ms, struct sink *s,
+                        char errbuf[static CURL_ERROR_SIZE]) {
+        CURL *h = s->h;
         long stall_s = (long) ((o->stall_timeout_ms + 999) / 1000);
         curl_easy_setopt(h, CURLOPT_URL, url);
         /* Threads: no signals (DNS timeouts through SIGALRM would hit the
@@ -160,12 +177,12 @@ static int run(const char *url, const struct fetch_opts *o, struct sink *s, stru
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https,file");
         curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-        curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long) MAX_REDIRECTS);
+        /* run() follows redirects itself, within the registry's origin */
+        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) o->connect_timeout_ms);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) o->timeout_ms);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) left_ms);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s > 0 ? stall_s : 1L);
         curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) s->max);
@@ -180,9 +197,69 @@ static int run(const char *url, const struct fetch_opts *o, struct sink *s, stru
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-        CURLcode c = curl_easy_perform(h);
-        classify(h, c, url, errbuf, s, res);
-        curl_easy_cleanup(h);
+        return curl_easy_perform(h);
+}
+
+/* Where a redirect may go: within the origin (scheme, host, port) of the
+ * URL first asked for. curl's own following would send the daemon to any
+ * host a registry names, its neighbours and a cloud's metadata address
+ * among them; an origin that moves its files elsewhere is configured
+ * there. NULL, or why not. */
+static const char *redirect_refused(const char *from, const char *to) {
+        struct urlmatch a, b;
+        const char *why = NULL;
+        if (urlmatch_parse(from, &a, &why) < 0)
+                return "the registry's own URL cannot be compared (no http or https URL, or one with userinfo)";
+        if (urlmatch_parse(to, &b, &why) < 0) {
+                urlmatch_done(&a);
+                return why;
+        }
+        if (!urlmatch_same_origin(&a, &b))
+                why = "another origin: a registry redirects only within its own scheme, host and port";
+        urlmatch_done(&a);
+        urlmatch_done(&b);
+        return why;
+}
+
+static int run(const char *url, const struct fetch_opts *o, struct sink *s, struct fetch_result *res) {
+        char errbuf[CURL_ERROR_SIZE] = "";
+        _cleanup_free_ char *cur = NULL;
+        memset(res, 0, sizeof(*res));
+        s->h = curl_easy_init();
+        if (!s->h) {
+                say(res, FETCH_LOCAL, "GET %s: cannot start a transfer", url);
+                return -1;
+        }
+        uint64_t start = mono_ms();
+        for (unsigned hops = 0;; hops++) {
+                long code = 0;
+                char *to = NULL;
+                uint64_t spent = mono_ms() - start;
+                errbuf[0] = '\0';
+                CURLcode c = perform(cur ? cur : url, o, spent < o->timeout_ms ? o->timeout_ms - spent : 1, s, errbuf);
+                curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &code);
+                if (c != CURLE_OK || code < 300 || code > 399 || curl_easy_getinfo(s->h, CURLINFO_REDIRECT_URL, &to) != CURLE_OK ||
+                    !to) {
+                        classify(s->h, c, url, errbuf, s, res);
+                        break;
+                }
+                const char *why = redirect_refused(url, to);
+                if (why) {
+                        say(res, FETCH_REFUSED, "GET %s: HTTP %ld redirects to %.200s, not followed: %s", url, code, to, why);
+                        break;
+                }
+                if (hops == MAX_REDIRECTS) {
+                        say(res, FETCH_UNAVAILABLE, "GET %s: more than %d redirects", url, MAX_REDIRECTS);
+                        break;
+                }
+                free(cur);
+                if (!(cur = strdup(to))) {
+                        say(res, FETCH_LOCAL, "GET %s: out of memory", url);
+                        break;
+                }
+        }
+        curl_easy_cleanup(s->h);
+        s->h = NULL;
         return res->status == FETCH_OK ? 0 : -1;
 }
 

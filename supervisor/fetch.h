@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Getting a registry's files with libcurl, on a pool thread (never on the
- * event loop): http(s) and file:// only, redirects limited and never to
- * file://, TLS certificates verified, a connect timeout, a whole-transfer
+ * event loop): http(s) and file:// only, at most 5 redirects and each
+ * only within the origin first asked (scheme, host and port: never to
+ * file://, to another host or port), TLS certificates verified, a connect timeout, a whole-transfer
  * timeout and a stall timeout, a byte bound checked as the bytes come, and
  * a stop flag the daemon raises when it stops. Failures are sorted into
  * what the caller reports: the registry could not be reached or failed to
@@ -16,7 +17,7 @@ enum fetch_status {
         FETCH_OK,
         FETCH_UNAVAILABLE, /* no connection, a timeout, a TLS failure, HTTP 5xx */
         FETCH_NOT_FOUND,   /* HTTP 404 or 410, or no such file */
-        FETCH_REFUSED,     /* another HTTP error, or a redirect somewhere not allowed */
+        FETCH_REFUSED,     /* another HTTP error, or a redirect to another origin */
         FETCH_TOO_BIG,     /* more bytes than the bound */
         FETCH_TRUNCATED,   /* the transfer ended before the announced length */
         FETCH_STOPPED,     /* the daemon is stopping */

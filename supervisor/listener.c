@@ -200,6 +200,7 @@ static void accept_one(struct daemon *d, int fd) {
                 (*count)++;
                 c->tenant_count = count;
         }
+        c->share = conns_share_of_tenant(&d->conns, cfg, c->tenant);
 }
 
 static void on_listen(struct source *s, uint32_t events) {

@@ -6,6 +6,7 @@
 noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
 	supervisor/util.h supervisor/util.c \
+	supervisor/jsonpiece.h supervisor/jsonpiece.c \
 	supervisor/log.h supervisor/log.c \
 	supervisor/conf.h supervisor/config.c supervisor/config-keys.h supervisor/config-kinds.c supervisor/config-net.c supervisor/config-bundle.c supervisor/config-callback.c \
 	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
@@ -29,9 +30,10 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/minisign.h supervisor/minisign.c \
 	supervisor/index.h supervisor/index.c \
 	supervisor/cache.h supervisor/cache.c \
-	supervisor/grant.h supervisor/grant.c
-supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/bpf $(LDNS_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
-LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS) $(LDNS_LIBS)
+	supervisor/grant.h supervisor/grant.c \
+	supervisor/urlmatch.h supervisor/urlmatch.c
+supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/bpf $(LDNS_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(CURL_CFLAGS)
+LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS) $(LDNS_LIBS) $(CURL_LIBS)
 
 sbin_PROGRAMS += supervisor/sbx-supervisord
 supervisor_sbx_supervisord_SOURCES = \

@@ -4,7 +4,12 @@
  * than a bound or stalls other clients.
  *
  * Without follow: one response with up to max_bytes of each stream from
- * offset, with each stream's size so the client can ask for the rest.
+ * offset, with each stream's size so the client can ask for the rest. The
+ * response is one line, but it is not made whole: its members other than
+ * the data first, then the data read and encoded piece by piece as the
+ * client reads (jsonpiece.h), so a megabyte's response costs the daemon a
+ * piece, and many of them pipelined on many connections cost no more
+ * each.
  * With follow: a response, then the capture so far as output events, read
  * piece by piece as the client keeps up (paced.h); then, for a live job,
  * its live output (it joins the followers once the replay has caught up
@@ -22,13 +27,17 @@
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
+#include "jsonpiece.h"
 #include "paced.h"
 #include "result.h"
 #include "subscribe.h"
 #include "worker.h"
 
-/* Bytes of output read per piece of a replay. */
-#define REPLAY_PIECE (256u * 1024)
+/* Bytes of output read per piece of a replay: one output event. */
+#define REPLAY_PIECE PROTO_EVENT_CHUNK
+/* Bytes read per piece of a response: a multiple of 3, so that base64
+ * pieces join. */
+#define SNAP_READ (48u * 1024)
 
 struct logs_req {
         struct paced p;       /* the reply; p.job is id */
@@ -41,12 +50,37 @@ struct logs_req {
         /* filled by the worker */
         uint64_t size[2];     /* each stream's captured size when read */
         bool have_record;     /* the job is finished: its record ends the replay */
+        /* a response without follow, sent in pieces */
+        int fd[2];            /* each stream's capture, or -1 */
+        uint64_t len[2];      /* the bytes of each stream it carries */
+        uint64_t done[2];     /* of them sent */
+        bool utf8[2];         /* as a string, or base64 */
+        int cur;              /* the stream being sent, 2 at the end */
+        bool in_member;       /* its member is open */
 };
 
 static void req_free(struct paced *p) {
         struct logs_req *q = container_of(p, struct logs_req, p);
+        for (int i = 0; i < 2; i++)
+                if (q->fd[i] >= 0)
+                        close(q->fd[i]);
         json_decref(q->tag);
         free(q);
+}
+
+static int read_at(int fd, unsigned char *buf, size_t n, uint64_t off) {
+        size_t got = 0;
+        while (got < n) {
+                ssize_t k = pread(fd, buf + got, n - got, (off_t) (off + got));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return -EIO; /* a capture never shrinks */
+                got += (size_t) k;
+        }
+        return 0;
 }
 
 /* Read up to max bytes of stream i from off; *ret_size is its size. */
@@ -86,32 +120,99 @@ static int read_stream(int results_fd, const char *id, int i, uint64_t off, uint
         return 0;
 }
 
-/* Without follow: the whole response. */
+/* Without follow, off the loop: the size of each stream and the range
+ * it sends, whether that range is UTF-8 (read once to know, in pieces),
+ * and the response's line up to its data members. */
 static void run_snapshot(struct work *w) {
         struct logs_req *q = container_of(w, struct logs_req, p.work);
+        _cleanup_free_ unsigned char *buf = malloc(SNAP_READ);
         json_t *o = json_pack("{s:s, s:I}", "job", q->id, "offset", (json_int_t) q->off[0]);
-        for (int i = 0; o && i < 2; i++) {
+        if (!buf || !o) {
+                json_decref(o);
+                q->p.err = -ENOMEM;
+                return;
+        }
+        for (int i = 0; i < 2 && q->p.err == 0; i++) {
                 if (!(q->streams & proto_stream_bit(i)))
                         continue;
-                _cleanup_free_ char *data = NULL;
-                size_t len;
-                int r = read_stream(q->results_fd, q->id, i, q->off[0], q->max_bytes, &data, &len, &q->size[i]);
-                if (r < 0) {
-                        q->p.err = r;
+                char path[64], key[32];
+                snprintf(path, sizeof(path), "%s/%s", q->id, proto_stream_name(i));
+                q->fd[i] = openat(q->results_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+                if (q->fd[i] < 0 && errno != ENOENT) /* ENOENT: nothing captured */
+                        q->p.err = -errno;
+                else if (q->fd[i] >= 0 && fstat(q->fd[i], &st) < 0)
+                        q->p.err = -errno;
+                else if (q->fd[i] >= 0)
+                        q->size[i] = (uint64_t) st.st_size;
+                if (q->p.err < 0)
                         break;
+                uint64_t left = q->size[i] > q->off[0] ? q->size[i] - q->off[0] : 0;
+                q->len[i] = left < q->max_bytes ? left : q->max_bytes;
+                struct utf8_state u;
+                jsonpiece_check_init(&u);
+                for (uint64_t at = 0; at < q->len[i] && q->p.err == 0; at += SNAP_READ) {
+                        size_t n = (size_t) (q->len[i] - at < SNAP_READ ? q->len[i] - at : SNAP_READ);
+                        q->p.err = read_at(q->fd[i], buf, n, q->off[0] + at);
+                        jsonpiece_check(&u, buf, n);
                 }
-                char key[32];
-                proto_set_data(o, proto_stream_name(i), data ? data : "", len);
+                q->utf8[i] = jsonpiece_check_end(&u);
                 snprintf(key, sizeof(key), "%s_size", proto_stream_name(i));
                 json_object_set_new(o, key, json_integer((json_int_t) q->size[i]));
                 snprintf(key, sizeof(key), "%s_end", proto_stream_name(i));
-                json_object_set_new(o, key, json_integer((json_int_t) (q->off[0] + len)));
+                json_object_set_new(o, key, json_integer((json_int_t) (q->off[0] + q->len[i])));
         }
         if (q->p.err < 0) {
                 json_decref(o);
                 return;
         }
+        /* The line without its closing brace: the data members follow. */
         q->p.err = paced_append(&q->p, proto_ok(q->tag, o));
+        if (q->p.err == 0)
+                q->p.out_len -= 2; /* "}\n" */
+        q->cur = -1;
+        q->p.mid_line = true;
+}
+
+/* Off the loop: the next piece of the response's data members, and its
+ * end after the last. */
+static void run_snapshot_piece(struct paced *p) {
+        struct logs_req *q = container_of(p, struct logs_req, p);
+        _cleanup_free_ unsigned char *buf = malloc(SNAP_READ);
+        if (!buf) {
+                p->err = -ENOMEM;
+                return;
+        }
+        while (p->err == 0 && p->out_len < PACED_PIECE) {
+                if (!q->in_member) {
+                        do
+                                q->cur++;
+                        while (q->cur < 2 && !(q->streams & proto_stream_bit(q->cur)));
+                        if (q->cur == 2) {
+                                p->err = jsonpiece_append(&p->out, &p->out_len, "}\n", 2);
+                                p->end_sent = true;
+                                return;
+                        }
+                        char m[32];
+                        int n = snprintf(m, sizeof(m), ",\"%s%s\":\"", proto_stream_name(q->cur), q->utf8[q->cur] ? "" : "_b64");
+                        p->err = jsonpiece_append(&p->out, &p->out_len, m, (size_t) n);
+                        q->in_member = true;
+                        continue;
+                }
+                int i = q->cur;
+                uint64_t left = q->len[i] - q->done[i];
+                size_t n = (size_t) (left < SNAP_READ ? left : SNAP_READ);
+                if (n > 0) {
+                        p->err = read_at(q->fd[i], buf, n, q->off[0] + q->done[i]);
+                        if (p->err == 0)
+                                p->err = jsonpiece_encode(&p->out, &p->out_len, buf, n, q->utf8[i]);
+                        q->done[i] += n;
+                }
+                if (p->err == 0 && q->done[i] == q->len[i]) {
+                        p->err = jsonpiece_append(&p->out, &p->out_len, "\"", 1);
+                        q->in_member = false;
+                }
+        }
 }
 
 /* With follow: the next piece of each stream as output events, and for a
@@ -168,16 +269,20 @@ static const struct paced_ops replay_ops = {
         .free = req_free,
 };
 
+static const struct paced_ops snapshot_ops = {
+        .piece = run_snapshot_piece,
+        .free = req_free,
+};
+
 static void snapshot_done(struct work *w) {
         struct logs_req *q = container_of(w, struct logs_req, p.work);
         struct conn *c = q->p.c;
-        if (!c->closed) {
-                if (q->p.err < 0)
-                        conn_send(c, proto_error(q->tag, E_INTERNAL, "cannot read the output of %s: %s", q->id, strerror(-q->p.err)));
-                else
-                        conn_send_raw(c, q->p.out, q->p.out_len);
+        if (!c->closed && q->p.err < 0) {
+                conn_send(c, proto_error(q->tag, E_INTERNAL, "cannot read the output of %s: %s", q->id, strerror(-q->p.err)));
+                paced_finish(&q->p);
+                return;
         }
-        paced_finish(&q->p);
+        paced_continue(&q->p);
 }
 
 void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id) {
@@ -201,13 +306,12 @@ void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char
         if (q->max_bytes > bound)
                 q->max_bytes = bound;
         q->have_record = !rj;
-        paced_init(&q->p, c, &replay_ops, q->id);
+        q->fd[0] = q->fd[1] = -1;
+        paced_init(&q->p, c, req->follow ? &replay_ops : &snapshot_ops, q->id);
         if (req->follow) {
                 conn_send(c, proto_ok(req->tag, json_pack("{s:s}", "job", id)));
                 paced_next(&q->p);
                 return;
         }
-        q->p.work.run = run_snapshot;
-        q->p.work.done = snapshot_done;
-        worker_submit(&q->p.work);
+        paced_submit(&q->p, run_snapshot, snapshot_done);
 }

@@ -4,8 +4,8 @@
 # beyond changed bytes (t/bundle-verify.bats): indexes that are signed
 # but not valid indexes, an index too large to read, signature files that
 # are not signatures, trusted comments without a serial or for another
-# bundle, HTTP redirects within the registry, to file:// and in a loop,
-# and an index transfer cut short. Each is the job's result with its code
+# bundle, HTTP redirects within the registry, to file://, to another port
+# or host and in a loop, and an index transfer cut short. Each is the job's result with its code
 # and a message naming what was wrong; nothing of it is cached or run.
 
 load sup-unit/bundle
@@ -28,6 +28,34 @@ setup() {
 teardown() {
         sup_stop
         reg_stop
+        other_stop
+}
+
+# other_serve: a second registry server with the same files on another
+# port ($OTHER_URL), logging to $SUP_DIR/other.log.
+other_serve() {
+        rm -f "$SUP_DIR/other.port"
+        /usr/bin/python3 "$SBX_SRCDIR/t/helpers/registry-server.py" "$REG" "$SUP_DIR/other.log" "$SUP_DIR/other.port" 3>&- &
+        echo $! > "$SUP_DIR/other.pid"
+        local i
+        for i in $(seq 100); do
+                [ -s "$SUP_DIR/other.port" ] && break
+                sleep 0.05
+        done
+        [ -s "$SUP_DIR/other.port" ] || { echo "second registry server did not start" >&2; return 1; }
+        : >> "$SUP_DIR/other.log"
+        OTHER_URL="http://127.0.0.1:$(cat "$SUP_DIR/other.port")"
+}
+
+other_stop() {
+        local pid
+        [ -f "$SUP_DIR/other.pid" ] || return 0
+        pid=$(cat "$SUP_DIR/other.pid")
+        if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF registry-server.py; then
+                kill "$pid" 2>/dev/null || true
+                wait "$pid" 2>/dev/null || true
+        fi
+        rm -f "$SUP_DIR/other.pid"
 }
 
 # fails_with CODE MESSAGE-PART [REF]: a run of the bundle ends with CODE,
@@ -154,10 +182,10 @@ index() {
         # a file on the daemon's host is never read for a registry on HTTP
         reg_behave
         reg_misbehave 'hello/index.json' redirect "file://$REG/hello/index.json"
-        fails_with E_REGISTRY_UNAVAILABLE "redirect only to http or https"
+        fails_with E_REGISTRY_UNAVAILABLE "redirects to file://$REG/hello/index.json, not followed"
         reg_behave
         reg_misbehave 'hello/hello-1.0.0.tar.gz' redirect "file://$REG/hello/hello-1.0.0.tar.gz"
-        fails_with E_REGISTRY_UNAVAILABLE "redirect only to http or https"
+        fails_with E_REGISTRY_UNAVAILABLE "redirects to file://$REG/hello/hello-1.0.0.tar.gz, not followed"
         # a loop ends after five redirects
         reg_behave
         reg_misbehave 'hello/index.json' redirect /hello/index.json
@@ -165,6 +193,29 @@ index() {
         fails_with E_REGISTRY_UNAVAILABLE "registry unreachable: GET $REG_URL/hello/index.json"
         # the first request and five redirects
         [ "$(reg_requests 'GET /hello/index.json$')" -eq 6 ]
+}
+
+@test "redirects to another port or host are not followed: the job's error names where they pointed" {
+        publish hello 1.0.0 1 >/dev/null
+        other_serve
+        BUNDLE_REGISTRY="index_ttl = 0" bundle_config
+        sup_start
+        # the same files on another port of the same address
+        reg_misbehave 'hello/index.json' redirect "$OTHER_URL/hello/index.json"
+        fails_with E_REGISTRY_UNAVAILABLE \
+                "GET $REG_URL/hello/index.json: HTTP 302 redirects to $OTHER_URL/hello/index.json, not followed: another origin"
+        # the same port by another name
+        reg_behave
+        local port=${REG_URL##*:}
+        reg_misbehave 'hello/index.json' redirect "http://localhost:$port/hello/index.json"
+        fails_with E_REGISTRY_UNAVAILABLE "redirects to http://localhost:$port/hello/index.json, not followed: another origin"
+        # an archive too
+        reg_behave
+        reg_misbehave 'hello/hello-1.0.0.tar.gz' redirect "$OTHER_URL/hello/hello-1.0.0.tar.gz"
+        fails_with E_REGISTRY_UNAVAILABLE "redirects to $OTHER_URL/hello/hello-1.0.0.tar.gz, not followed: another origin"
+        # nothing was asked of the other origin
+        [ ! -s "$SUP_DIR/other.log" ]
+        [ "$(reg_requests 'GET /hello/index.json$')" -eq 3 ]
 }
 
 @test "an index transfer cut short is the registry's failure, not an index" {

@@ -146,3 +146,31 @@ EOC
         [ "$status" -ne 0 ]
         [ "$(ctl run --bundle hello)" = "$(printf 'bundle hello\nsecret')" ]
 }
+
+@test "cache gc --all removes only the unused trees no other tenant used, across restarts" {
+        sha_hello=$(publish hello 1.0.0 1)
+        sha_solo=$(publish solo 1.0.0 1)
+        # both tenants take bundles from the same registry
+        two_tenants main
+        sup_start
+        [ "$(ctl run --bundle hello -- admin)" = "bundle hello 1.0.0 args: admin" ]
+        [ "$(ctl_nobody run --bundle hello -- other)" = "bundle hello 1.0.0 args: other" ]
+        [ "$(ctl_nobody run --bundle solo)" = "bundle solo 1.0.0 args: " ]
+        # who used each tree outlives the daemon
+        sup_stop
+        sup_start
+        out=$(ctl_nobody --json cache gc --all)
+        echo "$out" >&2
+        [ "$(json_get removed.0.sha256 <<<"$out")" = "$sha_solo" ]
+        [ "$(grep -o '"sha256"' <<<"$out" | wc -l)" -eq 1 ]
+        [ ! -d "$SUP_DIR/state/cache/$sha_solo" ]
+        # admin still uses hello: it stays, and runs from the cache
+        [ -d "$SUP_DIR/state/cache/$sha_hello/tree" ]
+        before=$(reg_requests 'tar.gz')
+        [ "$(ctl run --bundle hello -- again)" = "bundle hello 1.0.0 args: again" ]
+        [ "$(reg_requests 'tar.gz')" -eq "$before" ]
+        # the other tenant let go of it: admin's gc --all removes it
+        out=$(ctl --json cache gc --all)
+        [ "$(json_get removed.0.sha256 <<<"$out")" = "$sha_hello" ]
+        [ ! -d "$SUP_DIR/state/cache/$sha_hello" ]
+}

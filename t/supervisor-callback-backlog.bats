@@ -25,7 +25,7 @@ callback_memory_max = 5"
         cat >> "$SUP_DIR/sup.conf" <<EOC
 callback_url = $url/hook
 callback_secret_file = $SUP_DIR/secret
-callback_allow = http://127.0.0.1:
+callback_allow = $url http://127.0.0.1:1/down
 
 [tenant.bravo]
 uids = $UID_B

@@ -13,6 +13,7 @@ load sup-unit/receiver
 bats_require_minimum_version 1.5.0
 
 UID_B=41041
+UID_C=41042
 TP=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
 
 write_config() {
@@ -25,14 +26,38 @@ $1"
         cat >> "$SUP_DIR/sup.conf" <<EOC
 callback_url = $url/hook
 callback_secret_file = $SUP_DIR/secret
-callback_allow = $url/
+callback_allow = $url
 
 [tenant.bravo]
 uids = $UID_B
 job_user = nobody
 job_group = nogroup
 profiles = default
+
+[tenant.charlie]
+uids = $UID_C
+job_user = nobody
+job_group = nogroup
+profiles = default
+callback_secret_file = $SUP_DIR/secret
+callback_allow = $url/hooks
 EOC
+}
+
+# ctl_as UID ARGS...: sbxctl as that uid (a tenant of write_config).
+ctl_as() {
+        local uid=$1
+        shift
+        setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" "$@"
+}
+
+# refused_callback URL CODE REASON: a run naming URL as its callback is
+# refused with CODE, the message naming the field and REASON.
+refused_callback() {
+        run -0 raw '{"v":1,"op":"run","command":["true"],"callback":"'"$1"'"}'
+        echo "$output"
+        [ "$(json_get error.code <<<"$output")" = "$2" ]
+        [[ "$(json_get error.message <<<"$output")" == *"field 'callback': "*"$3"* ]]
 }
 
 setup_file() {
@@ -251,6 +276,66 @@ EOP
                 run --callback "http://127.0.0.1:$(cat "$SUP_DIR/recv/port")/hook" -- true
         [ "$status" -eq 125 ]
         [[ "$output" == *E_FORBIDDEN*callback_secret_file* ]]
+}
+
+@test "callback URLs are compared by scheme, host, port and path segments, not as string prefixes" {
+        local port
+        port=$(cat "$SUP_DIR/recv/port")
+        # the tenant allows http://127.0.0.1:PORT; each of these starts
+        # with that string (issue 18) and would reach another host or port
+        refused_callback "http://127.0.0.1:$port@127.0.0.1:7777/ssrf" E_BAD_REQUEST "userinfo"
+        refused_callback "http://127.0.0.1:${port}9/x" E_BAD_REQUEST "Port number"
+        refused_callback "http://127.0.0.1:$port.nip.io/x" E_BAD_REQUEST "Port number"
+        refused_callback "http://127.0.0.1:$port/x#frag" E_BAD_REQUEST "fragment"
+        refused_callback "http://127.0.0.1:$port/a/..%2fadmin" E_BAD_REQUEST "percent-encoded"
+        refused_callback "https://127.0.0.1:$port/x" E_FORBIDDEN "callback_allow"
+        refused_callback "http://127.0.0.2:$port/x" E_FORBIDDEN "callback_allow"
+        # charlie allows http://127.0.0.1:PORT/hooks: /hooks and below only
+        run -125 ctl_as $UID_C run --callback "http://127.0.0.1:$port/hooksx" -- true
+        [[ "$output" == *E_FORBIDDEN*callback_allow* ]]
+        run -125 ctl_as $UID_C run --callback "http://127.0.0.1:$port/" -- true
+        [[ "$output" == *E_FORBIDDEN*callback_allow* ]]
+        run -125 ctl_as $UID_C run --callback "http://127.0.0.1:$port/hooks/../admin" -- true
+        [[ "$output" == *E_FORBIDDEN*callback_allow* ]]
+        # the same host and port spelt otherwise is allowed, and delivered
+        # where curl connects
+        run -0 ctl_as $UID_C submit --callback "http://0x7f.1:$port/hooks/a" -- true
+        job=$output
+        wait_posts "$job" 1 200
+        [ "$(posts "$job" | json_get path)" = /hooks/a ]
+        run -0 ctl_as $UID_C submit --callback "HTTP://127.0.0.1:$port/hooks" -- true
+        wait_posts "$output" 1 200
+}
+
+@test "a callback_allow entry that is not a plain URL prefix stops the daemon, naming file, line and why" {
+        local n
+        n=$(grep -n '^callback_allow = .*/hooks$' "$SUP_DIR/sup.conf" | cut -d: -f1)
+        [ -n "$n" ]
+        sed "${n}s|.*|callback_allow = http://127.0.0.1:1@127.0.0.1:7777/|" "$SUP_DIR/sup.conf" > "$SUP_DIR/bad.conf"
+        run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+        [[ "$output" == *"bad.conf:$n: callback_allow: 'http://127.0.0.1:1@127.0.0.1:7777/': userinfo"* ]]
+        sed "${n}s|.*|callback_allow = http://127.0.0.1:180809/x|" "$SUP_DIR/sup.conf" > "$SUP_DIR/bad.conf"
+        run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+        [[ "$output" == *"bad.conf:$n: callback_allow: 'http://127.0.0.1:180809/x': Port number"* ]]
+        sed "${n}s|.*|callback_allow = http://127.0.0.1:1/hooks?x=1|" "$SUP_DIR/sup.conf" > "$SUP_DIR/bad.conf"
+        run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+        [[ "$output" == *"bad.conf:$n: callback_allow: "*"query"* ]]
+        run -0 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
+}
+
+@test "a receiver that redirects is not followed: the delivery is dead-lettered, saying why" {
+        local port
+        port=$(cat "$SUP_DIR/recv/port")
+        # 307 keeps the POST: followed, it would reach /elsewhere
+        mode redirect 307 "http://127.0.0.1:$port/elsewhere"
+        job=$(ctl submit -- true)
+        wait_cb "$job" dead
+        [ "$(posts "$job" | wc -l)" -eq 1 ]
+        [ "$(posts "$job" | json_get status)" -eq 307 ]
+        [ "$(posts "$job" | json_get path)" = /hook ]
+        run -0 ctl callbacks ls --state dead
+        [[ "$output" == *"$job"*"HTTP 307, a redirect: callbacks follow no redirects"* ]]
+        grep -F "\"job\":\"$job\"" "$SUP_DIR/audit.log" | grep -q 'callbacks follow no redirects'
 }
 
 @test "metrics count deliveries and failures, and pass promtool" {

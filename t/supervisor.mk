@@ -21,7 +21,8 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/cache-test \
 	t/sup-unit/grant-test \
 	t/sup-unit/metrics-test \
-	t/sup-unit/outbox-test
+	t/sup-unit/outbox-test \
+	t/sup-unit/jsonpiece-test
 check_PROGRAMS += t/sup-unit/sup-client
 if HAVE_CMOCKA
 check_PROGRAMS += $(SUP_UNIT_TESTS)
@@ -31,6 +32,9 @@ endif
 SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor -I$(top_srcdir)/bpf
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
 
+t_sup_unit_jsonpiece_test_SOURCES = t/sup-unit/jsonpiece-test.c
+t_sup_unit_jsonpiece_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_jsonpiece_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_proto_test_SOURCES = t/sup-unit/proto-test.c
 t_sup_unit_proto_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_proto_test_LDADD = $(SUP_UNIT_LDADD)
@@ -108,6 +112,7 @@ SUP_BATS = \
 	t/supervisor-retention.bats \
 	t/supervisor-faults.bats \
 	t/supervisor-logs.bats \
+	t/supervisor-logs-flood.bats \
 	t/supervisor-isolation.bats \
 	t/supervisor-uids.bats \
 	t/supervisor-fairness.bats \

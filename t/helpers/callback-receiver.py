@@ -5,7 +5,8 @@
     callback-receiver.py DIR SECRET_FILE
 
 Listens on a free port (written to DIR/port once it listens), and answers
-each POST as DIR/mode says (read at every request; "ok" when absent):
+each POST (and GET) as DIR/mode says (read at every request; "ok" when
+absent):
 
     ok              200
     fail N          500 to the next N requests, then 200
@@ -19,12 +20,16 @@ each POST as DIR/mode says (read at every request; "ok" when absent):
     refuse          close the listening socket (connections are refused)
                     until the mode changes; a request on a connection
                     kept alive from before is cut without an answer
+    redirect STATUS URL
+                    answer STATUS (301, 302, 303, 307 or 308) with
+                    Location: URL, except to a request for URL's own path,
+                    answered 200 (a client that follows is seen there)
 
-Every request is appended to DIR/log as one JSON line: the time, the
-status answered, the X-Sbx-* and traceparent headers, whether the
-X-Sbx-Signature verifies with the secret, and the body's job, delivery,
-trace_id, event, result state and end time, and a progress post's
-started, elapsed_ms, heartbeat and stdout_bytes.
+Every request is appended to DIR/log as one JSON line: the time, its
+method and path, the status answered, the X-Sbx-* and traceparent
+headers, whether the X-Sbx-Signature verifies with the secret, and the
+body's job, delivery, trace_id, event, result state and end time, and a
+progress post's started, elapsed_ms, heartbeat and stdout_bytes.
 """
 import hashlib
 import hmac
@@ -35,6 +40,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 
 DIR, SECRET_FILE = sys.argv[1], sys.argv[2]
 with open(SECRET_FILE, "rb") as f:
@@ -97,6 +103,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     status = 500
             elif m[0] == "stall":
                 time.sleep(float(m[1]))
+            elif m[0] == "redirect":
+                if self.path != urllib.parse.urlsplit(m[2]).path:
+                    status, extra = int(m[1]), {"Location": m[2]}
             elif m[0].isdigit():
                 status = int(m[0])
         try:
@@ -105,6 +114,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             doc = {}
         rec = {
             "t": time.time(),
+            "method": self.command,
+            "path": self.path,
             "status": status,
             "delivery": self.headers.get("X-Sbx-Delivery"),
             "event": self.headers.get("X-Sbx-Event"),
@@ -138,6 +149,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"ok")
+
+    # A redirect followed with GET (after 301, 302 or 303) is logged too.
+    do_GET = do_POST
 
 
 class Server(http.server.ThreadingHTTPServer):

@@ -131,12 +131,32 @@ static void test_newest(void **state) {
         cache_done(&c);
 }
 
+/* The users of a tree: each tenant once, let go one by one. */
+static void test_tenants(void **state) {
+        struct cache c;
+        cache_init(&c);
+        struct cache_entry *e = add(&c, 'a', "1.0.0", MB, 0);
+        assert_false(cache_entry_used_by(e, "admin"));
+        assert_int_equal(cache_entry_add_tenant(e, "admin"), 1);
+        assert_int_equal(cache_entry_add_tenant(e, "admin"), 0);
+        assert_int_equal(cache_entry_add_tenant(e, "other"), 1);
+        assert_int_equal(e->n_tenants, 2);
+        assert_true(cache_entry_used_by(e, "other"));
+        assert_int_equal(cache_entry_drop_tenant(e, "admin"), 1);
+        assert_int_equal(cache_entry_drop_tenant(e, "admin"), 0);
+        assert_false(cache_entry_used_by(e, "admin"));
+        assert_true(cache_entry_used_by(e, "other"));
+        assert_int_equal(e->n_tenants, 1);
+        cache_done(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lru_order_and_budget),
                 cmocka_unit_test(test_held_trees_stay),
                 cmocka_unit_test(test_age),
                 cmocka_unit_test(test_newest),
+                cmocka_unit_test(test_tenants),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

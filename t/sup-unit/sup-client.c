@@ -26,6 +26,14 @@
  *                                   INTERVAL_MS, each timed from request to
  *                                   reply; prints "pings N p50 A p99 B max C"
  *                                   (ms)
+ *   sup-client SOCKET --logs-flood N K JOB MAX_BYTES [seq]
+ *                                   N connections each send K "logs" requests
+ *                                   for JOB (max_bytes MAX_BYTES) at once,
+ *                                   pipelined, and read every reply (as they
+ *                                   come on all connections, or with seq one
+ *                                   connection after the other, as a simple
+ *                                   client does); prints
+ *                                   "replies R of N*K closed C bytes B"
  *   sup-client SOCKET --bench JOBS CLIENTS [RATE] [CMD...]
  *                                   CLIENTS connections run JOBS jobs in all
  *                                   (default /bin/true), each "run" with follow,
@@ -47,6 +55,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <time.h>
 #include <stdbool.h>
@@ -443,6 +452,105 @@ static int pings_mode(const char *path, int n, int interval_ms) {
         return 0;
 }
 
+/* A flood of pipelined logs requests: every request of every connection
+ * is written before any reply is read, and the replies are read as fast
+ * as they come, on all connections at once. */
+static int logs_flood_mode(const char *path, int n, int k, const char *job, long max_bytes, bool seq) {
+        raise_nofile();
+        char line[256];
+        int ll = snprintf(line, sizeof(line), "{\"v\":1,\"op\":\"logs\",\"job\":\"%s\",\"max_bytes\":%ld}\n", job, max_bytes);
+        size_t total = (size_t) ll * (size_t) k;
+        char *reqs = malloc(total);
+        struct pollfd *pf = calloc((size_t) n, sizeof(*pf));
+        size_t *sent = calloc((size_t) n, sizeof(size_t));
+        int *got = calloc((size_t) n, sizeof(int));
+        if (!reqs || !pf || !sent || !got || n <= 0 || k <= 0 || ll >= (int) sizeof(line))
+                return 2;
+        for (int i = 0; i < k; i++)
+                memcpy(reqs + (size_t) i * (size_t) ll, line, (size_t) ll);
+        for (int i = 0; i < n; i++) {
+                pf[i].fd = connect_to(path);
+                fcntl(pf[i].fd, F_SETFL, fcntl(pf[i].fd, F_GETFL) | O_NONBLOCK);
+        }
+        long long replies = 0, bytes = 0;
+        int left = n, closed = 0;
+        static char buf[1 << 16];
+        if (seq) {
+                /* Every request out first (they fit in the socket's buffer),
+                 * then each connection's replies in turn: the others' wait. */
+                for (int i = 0; i < n; i++)
+                        for (size_t at = 0; at < total;) {
+                                ssize_t w = send(pf[i].fd, reqs + at, total - at, MSG_NOSIGNAL);
+                                if (w < 0 && errno == EAGAIN) {
+                                        struct pollfd one = { .fd = pf[i].fd, .events = POLLOUT };
+                                        poll(&one, 1, 1000);
+                                        continue;
+                                }
+                                if (w <= 0)
+                                        break;
+                                at += (size_t) w;
+                        }
+                for (int i = 0; i < n; i++) {
+                        fcntl(pf[i].fd, F_SETFL, fcntl(pf[i].fd, F_GETFL) & ~O_NONBLOCK);
+                        ssize_t r;
+                        while (got[i] < k && (r = recv(pf[i].fd, buf, sizeof(buf), 0)) > 0) {
+                                bytes += r;
+                                for (ssize_t j = 0; j < r; j++)
+                                        if (buf[j] == '\n')
+                                                got[i]++;
+                        }
+                        if (got[i] < k)
+                                closed++;
+                        replies += got[i];
+                        close(pf[i].fd);
+                }
+                left = 0;
+        }
+        while (left > 0) {
+                for (int i = 0; i < n; i++)
+                        pf[i].events = pf[i].fd < 0 ? 0 : (short) (POLLIN | (sent[i] < total ? POLLOUT : 0));
+                if (poll(pf, (nfds_t) n, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return 2;
+                }
+                for (int i = 0; i < n; i++) {
+                        if (pf[i].fd < 0 || !pf[i].revents)
+                                continue;
+                        if ((pf[i].revents & POLLOUT) && sent[i] < total) {
+                                ssize_t w = send(pf[i].fd, reqs + sent[i], total - sent[i], MSG_NOSIGNAL | MSG_DONTWAIT);
+                                if (w > 0)
+                                        sent[i] += (size_t) w;
+                        }
+                        if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        ssize_t r = recv(pf[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+                        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+                                continue;
+                        if (r > 0) {
+                                bytes += r;
+                                for (ssize_t j = 0; j < r; j++)
+                                        if (buf[j] == '\n')
+                                                got[i]++;
+                        }
+                        if (r <= 0 || got[i] >= k) {
+                                if (r <= 0 && got[i] < k)
+                                        closed++;
+                                replies += got[i];
+                                close(pf[i].fd);
+                                pf[i].fd = -1;
+                                left--;
+                        }
+                }
+        }
+        printf("replies %lld of %lld closed %d bytes %lld\n", replies, (long long) n * k, closed, bytes);
+        free(reqs);
+        free(pf);
+        free(sent);
+        free(got);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc < 2) {
                 fprintf(stderr, "usage: sup-client SOCKET [--big N | --partial | --idle N]\n");
@@ -556,6 +664,9 @@ int main(int argc, char **argv) {
         }
         if (strcmp(argv[2], "--pings") == 0 && argc == 5)
                 return pings_mode(path, atoi(argv[3]), atoi(argv[4]));
+        if (strcmp(argv[2], "--logs-flood") == 0 && (argc == 7 || argc == 8))
+                return logs_flood_mode(path, atoi(argv[3]), atoi(argv[4]), argv[5], atol(argv[6]),
+                                       argc == 8 && strcmp(argv[7], "seq") == 0);
         if (strcmp(argv[2], "--hold") == 0 && argc == 5)
                 return hold_mode(path, atoi(argv[3]), atoi(argv[4]));
         if (strcmp(argv[2], "--halfline") == 0 && argc == 5)
