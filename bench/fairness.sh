@@ -12,15 +12,20 @@
 # 100,000 empty files matched as artifacts; a job whose workspace holds
 # 300,000 files when it ends; a request uploading 1,024 files on deep
 # paths; 8 jobs flooding their output; 4,096 connections held open; 200
-# clients each sending half of a 2 MB request line; 5,000 refused requests.
+# clients each sending half of a 2 MB request line; 5,000 refused requests;
+# pipelined logs floods (50 connections x 200 requests, and 1,000 x 20,
+# each for up to 1 MiB of a 16 MiB capture), with the daemon's peak RSS
+# during each flood.
 #
 # Callbacks (SBX_FAIR_ONLY=callbacks, a daemon of its own): the victim's
 # result deliveries, each from its job's end to its arrival (p50/p99/max,
 # ms), with and without 30 jobs of the attacker whose receiver accepts
 # and never answers (t/helpers/callback-receiver.py, mode hang).
 #
-# SBX_FAIR_ONLY="N ..." runs only the attacks of those numbers (1-8) or
+# SBX_FAIR_ONLY="N ..." runs only the attacks of those numbers (1-10) or
 # names (callbacks).
+# SBX_FAIR_BIN=DIR takes sbx-supervisord, sbx-launch and sbxctl from DIR
+# (another build, to compare; sup-client is always this tree's).
 #
 # Usage: bench/fairness.sh [PINGS]     (run as root, after make and
 #                                       make t/sup-unit/sup-client)
@@ -33,12 +38,17 @@ pings=${1:-250}
 for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client; do
         [ -x "$top/$f" ] || { echo "bench: $top/$f not built (make && make t/sup-unit/sup-client)" >&2; exit 1; }
 done
+bin=${SBX_FAIR_BIN:-}
 
 stage=$(mktemp -d /tmp/sbx-bench-fair.XXXXXX)
 chmod 0755 "$stage"
 mkdir -p "$stage/bin" "$stage/profiles"
-cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/supervisor/sbxctl" \
-        "$top/t/sup-unit/sup-client" "$stage/bin/"
+if [ -n "$bin" ]; then
+        cp "$bin/sbx-launch" "$bin/sbx-supervisord" "$bin/sbxctl" "$stage/bin/"
+else
+        cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/supervisor/sbxctl" "$stage/bin/"
+fi
+cp "$top/t/sup-unit/sup-client" "$stage/bin/"
 cp "$top"/profiles/*.ini "$stage/profiles/"
 chmod -R a+rX "$stage"
 
@@ -204,6 +214,34 @@ if attack 8; then
         att=$!
         measure "5,000 refused requests"
         wait "$att" || true
+fi
+
+# 9 and 10. pipelined logs floods: every connection sends all its
+# requests at once and reads the replies as fast as they come; the flood is
+# stopped once the pings are done. The peak RSS is the daemon's during the
+# flood (reset before it, through clear_refs).
+peak_rss() {
+        awk '/^VmHWM:/ { print $2 " kB" }' "/proc/$daemon/status"
+}
+flood() {
+        [ -n "${flood_job:-}" ] || {
+                flood_job=$(ctl submit --output 16M -- sh -c 'yes sbx-fairness | head -c 16777216')
+                ctl wait "$flood_job" >/dev/null || true
+        }
+        echo 5 > "/proc/$daemon/clear_refs"
+        client --logs-flood "$1" "$2" "$flood_job" 1048576 seq >"$stage/flood.out" &
+        att=$!
+        sleep 0.5
+        measure "$1 conns x $2 pipelined logs of 1 MiB"
+        kill "$att" 2>/dev/null || true
+        wait "$att" 2>/dev/null || true
+        echo "  daemon peak RSS during the flood: $(peak_rss)"
+}
+if attack 9; then
+        flood 50 200
+fi
+if attack 10; then
+        flood 1000 20
 fi
 
 echo "daemon peak RSS: $(awk '/^VmHWM:/ { print $2 " kB" }' "/proc/$daemon/status")"

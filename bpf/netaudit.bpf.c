@@ -18,8 +18,11 @@
  * below the job's) is refused: fail closed.
  *
  * A restricted job (NETAUDIT_F_ENFORCE) is admitted only what its deny-ports
- * leave and its entries of the allow map let through; everything else
- * fails with EPERM and is recorded with verdict deny. */
+ * leave, the deny map does not hold and its entries of the allow map let
+ * through; everything else fails with EPERM and is recorded with verdict
+ * deny. The deny map comes before the allow map: an allow entry or a DNS
+ * answer naming the host (the job's gateway, the metadata service at
+ * 169.254.169.254) must not reach it (DNS rebinding). */
 #include <linux/bpf.h>
 #include <linux/in.h>
 #include <linux/socket.h>
@@ -56,13 +59,23 @@ struct {
         __type(value, struct netaudit_rules);
 } allow SEC(".maps");
 
+/* Shared by every job: set by the daemon at start (and as the host's own
+ * addresses change). */
+struct {
+        __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+        __uint(max_entries, NETAUDIT_MAX_DENY_NETS);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, struct netaudit_dkey);
+        __type(value, __u8);
+} deny SEC(".maps");
+
 /* Its size is set by the daemon before loading (network_ring). */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
-static __always_inline void record(struct netaudit_job *job, __u64 cg, __u8 kind, __u8 verdict, __u16 family,
+static __always_inline void record(struct netaudit_job *job, __u64 cg, __u8 kind, __u8 verdict, __u8 reason, __u16 family,
                                    __u16 protocol, __u8 sock_type, __u16 port, const __u32 *addr, int words) {
         struct netaudit_event *e;
 
@@ -91,7 +104,8 @@ static __always_inline void record(struct netaudit_job *job, __u64 cg, __u8 kind
         e->verdict = verdict;
         e->protocol = protocol;
         e->sock_type = sock_type;
-        e->pad[0] = e->pad[1] = e->pad[2] = 0;
+        e->reason = reason;
+        e->pad[0] = e->pad[1] = 0;
         __builtin_memset(e->addr, 0, sizeof(e->addr));
         for (int i = 0; i < 4; i++)
                 if (i < words)
@@ -101,11 +115,15 @@ static __always_inline void record(struct netaudit_job *job, __u64 cg, __u8 kind
 }
 
 /* A restricted job's verdict: deny-ports first, then its own loopback
- * (its network namespace is its own), then the longest allow entry for
- * the destination and its port rules. addr: IPv6, IPv4 mapped. */
-static __always_inline int admits(struct netaudit_job *job, __u64 cg, const __u32 *addr, __u16 port, __u8 proto) {
+ * (its network namespace is its own), then the deny map (*reason set),
+ * then the longest allow entry for the destination and its port rules.
+ * addr: IPv6, IPv4 mapped. */
+static __always_inline int admits(struct netaudit_job *job, __u64 cg, const __u32 *addr, __u16 port, __u8 proto,
+                                  __u8 *reason) {
         struct netaudit_key key = { .prefixlen = 64 + 128 };
+        struct netaudit_dkey dkey = { .prefixlen = 128 };
         struct netaudit_rules *rules;
+        __u8 *why;
         __u32 n;
 
         for (int i = 0; i < NETAUDIT_MAX_DENY; i++) {
@@ -118,6 +136,12 @@ static __always_inline int admits(struct netaudit_job *job, __u64 cg, const __u3
                 return 1;
         if (addr[0] == 0 && addr[1] == 0 && addr[2] == bpf_htonl(0xffff) && (bpf_ntohl(addr[3]) >> 24) == 127)
                 return 1;
+        __builtin_memcpy(dkey.addr, addr, 16);
+        why = bpf_map_lookup_elem(&deny, &dkey);
+        if (why) {
+                *reason = *why;
+                return 0;
+        }
         __builtin_memcpy(key.cgroup_id, &cg, 8);
         __builtin_memcpy(key.addr, addr, 16);
         rules = bpf_map_lookup_elem(&allow, &key);
@@ -138,6 +162,7 @@ static __always_inline int on_addr(struct bpf_sock_addr *ctx, __u8 kind, int v6)
         struct netaudit_job *job = bpf_map_lookup_elem(&jobs, &cg);
         __u32 addr[4];
         __u8 verdict = job ? NETAUDIT_ALLOW : NETAUDIT_DENY;
+        __u8 reason = 0;
         __u16 port = bpf_ntohs((__u16) ctx->user_port);
         __u8 proto = ctx->protocol == IPPROTO_TCP ? NETAUDIT_TCP : ctx->protocol == IPPROTO_UDP ? NETAUDIT_UDP : 0;
 
@@ -152,9 +177,9 @@ static __always_inline int on_addr(struct bpf_sock_addr *ctx, __u8 kind, int v6)
                 addr[2] = bpf_htonl(0xffff);
                 addr[3] = ctx->user_ip4;
         }
-        if (job && (job->flags & NETAUDIT_F_ENFORCE) && !admits(job, cg, addr, port, proto))
+        if (job && (job->flags & NETAUDIT_F_ENFORCE) && !admits(job, cg, addr, port, proto, &reason))
                 verdict = NETAUDIT_DENY;
-        record(job, cg, kind, verdict, v6 ? AF_INET6 : AF_INET, (__u16) ctx->protocol, (__u8) ctx->type, port,
+        record(job, cg, kind, verdict, reason, v6 ? AF_INET6 : AF_INET, (__u16) ctx->protocol, (__u8) ctx->type, port,
                v6 ? addr : &addr[3], v6 ? 4 : 1);
         return verdict == NETAUDIT_ALLOW;
 }
@@ -194,7 +219,7 @@ int sbx_sock_create(struct bpf_sock *ctx) {
                 return 1;
         cg = bpf_get_current_cgroup_id();
         job = bpf_map_lookup_elem(&jobs, &cg);
-        record(job, cg, NETAUDIT_SOCKET, NETAUDIT_DENY, (__u16) ctx->family, (__u16) ctx->protocol, (__u8) ctx->type, 0,
+        record(job, cg, NETAUDIT_SOCKET, NETAUDIT_DENY, 0, (__u16) ctx->family, (__u16) ctx->protocol, (__u8) ctx->type, 0,
                none, 0);
         return 0;
 }

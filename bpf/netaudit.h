@@ -22,6 +22,18 @@
  * the map from the others: 128 jobs at this bound fill it. */
 #define NETAUDIT_JOB_ALLOW 512
 
+/* Prefixes no restricted job reaches, whatever its allow entries (the
+ * deny map; supervisor/netdeny.h says which and why). */
+#define NETAUDIT_MAX_DENY_NETS 1024
+
+/* The deny map: a longest-prefix-match trie over the destination as IPv6
+ * (IPv4 mapped), shared by every job; the value is the reason (enum
+ * netdeny_reason), which a denied attempt's event carries. */
+struct netaudit_dkey {
+        __u32 prefixlen;
+        __u8 addr[16];
+};
+
 /* struct netaudit_rule.protos */
 #define NETAUDIT_TCP 1u
 #define NETAUDIT_UDP 2u
@@ -85,7 +97,8 @@ struct netaudit_event {
         __u8 kind;        /* enum netaudit_kind */
         __u8 verdict;
         __u8 sock_type;   /* SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, ... */
-        __u8 pad[3];
+        __u8 reason;      /* denied by the deny map: its reason; else 0 */
+        __u8 pad[2];
         __u8 addr[16];    /* IPv4 in the first 4 bytes; network order */
         char comm[16];
 };

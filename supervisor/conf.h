@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "minisign.h"
+#include "netdeny.h"
 #include "netpolicy.h"
 
 struct urlmatch;
@@ -89,6 +90,7 @@ struct tenant {
         size_t n_net_allow;
         struct np_range net_deny[NETPOLICY_MAX_DENY / 2]; /* network_deny_ports: added to every restricted job's */
         size_t n_net_deny;
+        uint64_t net_max_names;   /* network_max_names: distinct names a restricted job may have resolved */
         enum over_limit over_limit;
         /* bundles (config-bundle.c) */
         char *registry_name;      /* NULL: the tenant runs no bundles */
@@ -141,6 +143,9 @@ struct config {
         unsigned net_pool6_prefix;
         char dns_upstream[64];     /* dns_upstream as given; "" : the host's resolv.conf */
         struct sockaddr_in6 dns_upstream_addr; /* an IPv4 one as a sockaddr_in */
+        uint64_t dns_upstream_timeout_ms; /* the proxy answers SERVFAIL when the upstream has not answered in this long */
+        struct netdeny_net *net_deny; /* network_deny: prefixes no restricted job reaches */
+        size_t n_net_deny;
         /* bundles (config-bundle.c) */
         struct registry_conf *registries;
         size_t n_registries;

@@ -80,3 +80,6 @@ int config_net_deny_ports(struct cctx *c);
 int config_net_pool(struct cctx *c);
 int config_net_pool6(struct cctx *c);
 int config_net_dns_upstream(struct cctx *c);
+int config_net_dns_timeout(struct cctx *c);
+int config_net_deny(struct cctx *c);
+int config_net_max_names(struct cctx *c);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config-keys.h"
+#include "parse.h"
 #include "netpolicy.h"
 #include "proto.h"
 #include "util.h"
@@ -132,6 +133,52 @@ int config_net_dns_upstream(struct cctx *c) {
                 memcpy(&s4->sin_addr, a.addr + 12, 4);
         }
         snprintf(cf->dns_upstream, sizeof(cf->dns_upstream), "%s", c->v);
+        return 0;
+}
+
+/* dns_upstream_timeout: past it the proxy answers SERVFAIL, so that the
+ * job's resolver fails at once instead of at its own timeouts (glibc's:
+ * 5 s, twice). */
+int config_net_dns_timeout(struct cctx *c) {
+        uint64_t ms;
+        if (parse_duration_ms(c->v, &ms) < 0 || ms < 100 || ms > 30000)
+                return FAIL(c, "dns_upstream_timeout: expected a duration from 100ms to 30s (e.g. 2s), got '%s'", c->v);
+        c->c->dns_upstream_timeout_ms = ms;
+        return 0;
+}
+
+static int add_deny_net(struct cctx *c, const char *w) {
+        struct config *cf = c->c;
+        struct netdeny_net e = { .reason = ND_CONFIGURED };
+        if (cf->n_net_deny >= NETDENY_MAX / 2)
+                return FAIL(c, "network_deny: more than %d entries", NETDENY_MAX / 2);
+        if (netdeny_parse_cidr(w, e.addr, &e.prefix) < 0)
+                return FAIL(c, "network_deny: '%s' is not an IPv4 or IPv6 address or network (e.g. 10.0.0.0/8, fd00::/8; "
+                               "no bits set past the prefix)", w);
+        struct netdeny_net *n = realloc(cf->net_deny, (cf->n_net_deny + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        cf->net_deny = n;
+        cf->net_deny[cf->n_net_deny++] = e;
+        return 0;
+}
+
+/* network_deny: networks no restricted job reaches, with the fixed ones
+ * (netdeny.h). */
+int config_net_deny(struct cctx *c) {
+        if (!c->continuation)
+                c->c->n_net_deny = 0;
+        return config_each_word(c, add_deny_net);
+}
+
+/* network_max_names: distinct names one restricted job may have the DNS
+ * proxy forward; each name it resolves may carry data out to whoever
+ * serves the zone. */
+int config_net_max_names(struct cctx *c) {
+        uint64_t n;
+        if (parse_uint64(c->v, 65536, &n) < 0 || n == 0)
+                return FAIL(c, "network_max_names: expected a number from 1 to 65536, got '%s'", c->v);
+        c->t->net_max_names = n;
         return 0;
 }
 

@@ -58,6 +58,7 @@ void tenant_defaults(struct tenant *t) {
         t->max_jobs = 8;
         t->max_queue = 64;
         t->net_modes = NET_MODE_BIT(NET_NONE);
+        t->net_max_names = 256;
         t->over_limit = OVER_LIMIT_REJECT;
         t->profiles = calloc(1, sizeof(char *));
         if (t->profiles && (t->profiles[0] = strdup("default")))
@@ -99,6 +100,7 @@ void config_init(struct config *c) {
         c->kill_grace_ms = 5000;
         c->network_ring = 256u << 10;
         c->network_events = 1000;
+        c->dns_upstream_timeout_ms = 2000;
         c->request_timeout_ms = 30000;
         c->retention_ms = 7ull * 24 * 3600 * 1000;
         c->audit_fsync = AUDIT_FSYNC_ALWAYS;
@@ -118,6 +120,7 @@ void config_free(struct config *c) {
         free(c->cgroup_root);
         free(c->audit_log);
         free(c->metrics_listen);
+        free(c->net_deny);
         for (size_t i = 0; i < c->n_tenants; i++)
                 tenant_free(&c->tenants[i]);
         free(c->tenants);
@@ -356,6 +359,8 @@ static const struct conf_key keys[] = {
         DAEMON("network_pool", CONF_SCALAR, config_net_pool),
         DAEMON("network_pool6", CONF_SCALAR, config_net_pool6),
         DAEMON("dns_upstream", CONF_SCALAR, config_net_dns_upstream),
+        DAEMON("dns_upstream_timeout", CONF_SCALAR, config_net_dns_timeout, IN_CONFIG(dns_upstream_timeout_ms)),
+        DAEMON("network_deny", CONF_LIST, config_net_deny),
         DAEMON("request_timeout", CONF_SCALAR, config_kind_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", CONF_SCALAR, config_kind_duration, IN_CONFIG(retention_ms)),
         DAEMON("log_format", CONF_SCALAR, config_kind_log_format),
@@ -385,6 +390,7 @@ static const struct conf_key keys[] = {
         TENANT("network", CONF_LIST, config_net_modes),
         TENANT("network_allow", CONF_LIST, config_net_allow),
         TENANT("network_deny_ports", CONF_LIST, config_net_deny_ports),
+        TENANT("network_max_names", CONF_SCALAR, config_net_max_names, IN_TENANT(net_max_names)),
         TENANT("over_limit", CONF_SCALAR, k_over_limit),
 };
 

@@ -152,6 +152,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         commit_retry(d, now);
         bundles_housekeeping(d);
         dnsproxy_tick(d);
+        netjob_tick(d);
 }
 
 #define CPU_CHECK_MS 250

@@ -62,6 +62,8 @@ struct daemon {
         struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
         struct source http_src;
         struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
+        struct netdeny *net_deny; /* where restricted jobs never go (netdeny.h), as the programs hold it */
+        uint64_t net_deny_next_ms; /* when the host's addresses are read again */
         char no_net_audit_why[256];
         char no_restricted_why[SBX_ERROR_MAX + 64];
         char net_ifprefix[12];    /* restricted jobs' veths: PREFIX + slot */

@@ -17,6 +17,10 @@
 #define DNSMSG_SERVFAIL 2
 #define DNSMSG_REFUSED 5
 
+/* Query types (RFC 1035, RFC 3596) */
+#define DNSMSG_TYPE_A 1
+#define DNSMSG_TYPE_AAAA 28
+
 struct dns_query {
         uint16_t id;
         uint16_t qtype;                /* LDNS_RR_TYPE_A, _AAAA, ... */

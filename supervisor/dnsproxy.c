@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,13 +30,11 @@ struct dns_pending {
         struct dns_query q;
         struct sockaddr_in peer; /* the job's socket that asked */
         uint64_t since_ms;       /* CLOCK_MONOTONIC */
+        bool resent;             /* sent upstream again at half the timeout */
         size_t len;
         uint8_t query[];         /* as the job sent it, for an error answer */
 };
 
-/* An upstream that has not answered in this long never will: the job's
- * resolver has given up too, and the slot is freed for its next query. */
-#define PENDING_EXPIRE_MS 10000
 
 int dnsproxy_setup(struct daemon *d) {
         struct sockaddr_in6 *up = &d->dns_upstream;
@@ -128,12 +128,56 @@ static void remember(struct dnsproxy *px, const uint8_t addr[16], const char *na
         px->n_names++;
 }
 
-enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, const uint8_t *buf, size_t len) {
+/* An address of an answer the job may never reach (DNS rebinding: a name
+ * that resolves to its gateway, the host or 169.254.169.254): a "dns"
+ * event with the address and the reason, counted; said in the log once a
+ * job. */
+static void withhold(struct dnsproxy *px, const struct dns_query *q, int protocol, const uint8_t addr[16], enum netdeny_reason why) {
+        struct rjob *rj = px->rj;
+        static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+        struct timespec ts;
+        char type[16], text[INET6_ADDRSTRLEN];
+        /* an AAAA record of a mapped address is shown as it came */
+        bool v4 = q->qtype != DNSMSG_TYPE_AAAA && memcmp(addr, mapped, 12) == 0;
+        struct netaudit_event e = { .family = v4 ? AF_INET : AF_INET6, .port = 53, .protocol = (uint16_t) protocol,
+                                    .kind = NETAUDIT_DNS, .verdict = NETAUDIT_DENY, .reason = (uint8_t) why };
+        memcpy(e.addr, v4 ? addr + 12 : addr, v4 ? 4 : 16);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        metrics_dns_withheld(&rj->d->metrics, why);
+        metrics_net_event(&rj->d->metrics, e.kind, e.verdict);
+        json_t *ev = netevents_add(&rj->net, &e, (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000, q->name,
+                                   dnsmsg_type_name(q->qtype, type, sizeof(type)));
+        if (ev)
+                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+        json_decref(ev);
+        if (!px->rebind_said) {
+                inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? addr + 12 : addr, text, sizeof(text));
+                log_warning(JOB_LOG ": DNS proxy: %s: the answer names %s (%s), which restricted jobs never reach; "
+                            "answers like it are withheld (REFUSED) and shown in the job's network events (logged once)",
+                            JOB_LOG_ARGS(&rj->j), q->name, text, netdeny_reason_name(why));
+                px->rebind_said = true;
+        }
+}
+
+enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_query *q, int protocol, const uint8_t *buf, size_t len) {
         struct rjob *rj = px->rj;
         uint8_t addrs[DNSMSG_ADDRS_MAX][16];
         size_t n = 0;
+        bool denied = false;
         if (dnsmsg_answers(buf, len, q, addrs, DNSMSG_ADDRS_MAX, &n) < 0)
                 return MDNS_UPSTREAM_FAILED;
+        /* Before anything is admitted: an answer with one address the job
+         * must never reach is withheld whole (it is an attack, or a zone
+         * no job should trust), not trimmed. */
+        for (size_t i = 0; i < n; i++) {
+                enum netdeny_reason why = netdeny_match(rj->d->net_deny, addrs[i]);
+                if (why != ND_NONE) {
+                        withhold(px, q, protocol, addrs[i], why);
+                        denied = true;
+                }
+        }
+        if (denied)
+                return MDNS_WITHHELD;
         const struct netpolicy *pol = rj->j.req.run.netpol;
         for (size_t i = 0; pol && rj->net_att && i < n; i++) {
                 struct np_rule rules[NETPOLICY_MAX_ALLOW];
@@ -170,7 +214,7 @@ static void on_upstream(struct source *s, uint32_t events) {
         /* k < 0: an ICMP error (nothing listens there); else perhaps not
          * the answer to this query: the job hears at once, not at its
          * timeout */
-        enum metrics_dns_outcome o = k <= 0 ? MDNS_UPSTREAM_FAILED : dnsproxy_admit(px, &p->q, buf, (size_t) k);
+        enum metrics_dns_outcome o = k <= 0 ? MDNS_UPSTREAM_FAILED : dnsproxy_admit(px, &p->q, IPPROTO_UDP, buf, (size_t) k);
         if (o == MDNS_ANSWERED)
                 reply(px, &p->peer, buf, (size_t) k);
         else if (o == MDNS_WITHHELD)
@@ -211,14 +255,138 @@ static int forward(struct dnsproxy *px, const struct dns_query *q, const struct 
         return 0;
 }
 
-static void expire(struct dnsproxy *px) {
+uint64_t dnsproxy_timeout_ms(const struct dnsproxy *px) {
+        return px->rj->d->cfg->dns_upstream_timeout_ms;
+}
+
+void dnsproxy_note_timeout(struct dnsproxy *px, const struct dns_query *q) {
+        struct dns_failed *f = &px->failed[px->next_failed++ % DNSPROXY_FAILED];
+        snprintf(f->name, sizeof(f->name), "%s", q->name);
+        f->qtype = q->qtype;
+        f->at_ms = now_mono_ms();
+}
+
+bool dnsproxy_failed_recently(const struct dnsproxy *px, const struct dns_query *q) {
+        uint64_t now = now_mono_ms(), t = dnsproxy_timeout_ms(px);
+        for (size_t i = 0; i < DNSPROXY_FAILED; i++) {
+                const struct dns_failed *f = &px->failed[i];
+                if (f->at_ms && now - f->at_ms < t && f->qtype == q->qtype && streq(f->name, q->name))
+                        return true;
+        }
+        return false;
+}
+
+/* A UDP query's next deadline: its second sending at half the timeout
+ * (a datagram lost on the way), then its end. */
+static uint64_t pending_deadline(const struct dns_pending *p, uint64_t t) {
+        return p->since_ms + (p->resent ? t : t / 2);
+}
+
+void dnsproxy_arm(struct dnsproxy *px) {
+        uint64_t t = dnsproxy_timeout_ms(px), next = dnstcp_expire(px, now_mono_ms()), now = now_mono_ms();
         struct list *pos, *tmp;
-        uint64_t now = now_mono_ms();
+        list_for_each_safe(pos, tmp, &px->pending) {
+                uint64_t dl = pending_deadline(list_entry(pos, struct dns_pending, link), t);
+                if (dl < next)
+                        next = dl;
+        }
+        /* disarmed when nothing is out; else at least 1 ms from now */
+        uint64_t in = next == UINT64_MAX ? 0 : next > now ? next - now : 1;
+        struct itimerspec its = { .it_value = { .tv_sec = (time_t) (in / 1000), .tv_nsec = (long) (in % 1000) * 1000000 } };
+        if (timerfd_settime(px->timer_fd, 0, &its, NULL) < 0)
+                log_warning(JOB_LOG ": DNS proxy: cannot set its upstream timer: %s", JOB_LOG_ARGS(&px->rj->j), strerror(errno));
+}
+
+/* The upstream had its time: a query past the timeout gets SERVFAIL (the
+ * job's resolver gives up now, not after its own timeouts); one past half
+ * of it is sent once more. */
+static void on_timer(struct source *s, uint32_t events) {
+        struct dnsproxy *px = container_of(s, struct dnsproxy, timer_src);
+        uint64_t n, now = now_mono_ms(), t = dnsproxy_timeout_ms(px);
+        struct list *pos, *tmp;
+        if (read(px->timer_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+                return;
         list_for_each_safe(pos, tmp, &px->pending) {
                 struct dns_pending *p = list_entry(pos, struct dns_pending, link);
-                if (now - p->since_ms >= PENDING_EXPIRE_MS)
-                        pending_free(p, MDNS_UNANSWERED);
+                if (now - p->since_ms >= t) {
+                        answer_error(px, &p->peer, p->query, p->len, DNSMSG_SERVFAIL);
+                        dnsproxy_note_timeout(px, &p->q);
+                        pending_free(p, MDNS_TIMED_OUT);
+                } else if (!p->resent && now - p->since_ms >= t / 2) {
+                        p->resent = true;
+                        if (send(p->fd, p->query, p->len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+                                log_debug(JOB_LOG ": DNS proxy: query not sent again: %s", JOB_LOG_ARGS(&px->rj->j), strerror(errno));
+                }
         }
+        dnsproxy_arm(px); /* TCP's expired there */
+}
+
+static uint64_t name_hash(uint64_t seed, const char *name) {
+        uint64_t h = 1469598103934665603ull ^ seed;
+        for (const unsigned char *c = (const unsigned char *) name; *c; c++)
+                h = (h ^ *c) * 1099511628211ull;
+        return h ^ (h >> 29);
+}
+
+/* The set's slot for name: where it is, or the empty one it would take. */
+static char **seen_slot(const struct dnsproxy *px, const char *name) {
+        size_t mask = px->cap_seen - 1;
+        for (size_t i = name_hash(px->seed, name) & mask;; i = (i + 1) & mask)
+                if (!px->seen[i] || streq(px->seen[i], name))
+                        return &px->seen[i];
+}
+
+static int seen_grow(struct dnsproxy *px) {
+        size_t cap = px->cap_seen ? px->cap_seen * 2 : 64;
+        char **old = px->seen;
+        size_t old_cap = px->cap_seen;
+        if (!(px->seen = calloc(cap, sizeof(*px->seen)))) {
+                px->seen = old;
+                return -ENOMEM;
+        }
+        px->cap_seen = cap;
+        for (size_t i = 0; i < old_cap; i++)
+                if (old[i])
+                        *seen_slot(px, old[i]) = old[i];
+        free(old);
+        return 0;
+}
+
+/* Names carry data to whoever serves their zone: a job under a wildcard
+ * may have at most network_max_names distinct ones forwarded. */
+static bool name_admit(struct dnsproxy *px, const char *name) {
+        uint64_t max = px->rj->j.tenant->net_max_names;
+        if (px->cap_seen && *seen_slot(px, name))
+                return true;
+        if (px->n_seen >= max || ((px->n_seen + 1) * 2 > px->cap_seen && seen_grow(px) < 0)) {
+                px->names_refused++;
+                if (!px->names_said)
+                        log_warning(JOB_LOG ": DNS proxy: %s: the job has had %zu distinct names resolved, its tenant's network_max_names; "
+                                    "new names are refused (REFUSED) from now on (logged once)",
+                                    JOB_LOG_ARGS(&px->rj->j), name, px->n_seen);
+                px->names_said = true;
+                return false;
+        }
+        char **slot = seen_slot(px, name);
+        if (!(*slot = strdup(name)))
+                return false;
+        px->n_seen++;
+        return true;
+}
+
+enum metrics_dns_outcome dnsproxy_vet(struct dnsproxy *px, const struct dns_query *q, int protocol) {
+        const struct netpolicy *pol = px->rj->j.req.run.netpol;
+        enum metrics_dns_outcome o = MDNS_ANSWERED;
+        if (!pol || !netpolicy_host_allowed(pol, q->name))
+                o = MDNS_REFUSED;
+        else if (dnsproxy_failed_recently(px, q))
+                o = MDNS_TIMED_OUT;
+        else if (!name_admit(px, q->name))
+                o = MDNS_NAMES_CAP;
+        else if (px->n_pending >= DNSPROXY_PENDING)
+                o = MDNS_BUSY;
+        dnsproxy_event(px, q, protocol, o == MDNS_ANSWERED || o == MDNS_TIMED_OUT);
+        return o;
 }
 
 /* A job's queries a second: a token each, DNSPROXY_RATE again every second. */
@@ -255,8 +423,6 @@ void dnsproxy_tick(struct daemon *d) {
 
 static void on_query(struct source *s, uint32_t events) {
         struct dnsproxy *px = container_of(s, struct dnsproxy, src);
-        const struct netpolicy *pol = px->rj->j.req.run.netpol;
-        expire(px);
         /* a bounded batch per wakeup: a flood waits its turn in the socket */
         for (int i = 0; i < 64; i++) {
                 if (!dnsproxy_take_token(px)) {
@@ -274,12 +440,16 @@ static void on_query(struct source *s, uint32_t events) {
                         metrics_dns(&px->rj->d->metrics, MDNS_MALFORMED, 1);
                         continue; /* not a query: no answer */
                 }
-                bool allowed = pol && netpolicy_host_allowed(pol, q.name);
-                bool busy = allowed && px->n_pending >= DNSPROXY_PENDING;
-                dnsproxy_event(px, &q, IPPROTO_UDP, allowed && !busy);
-                if (allowed && !busy && forward(px, &q, &peer, buf, (size_t) k) == 0)
+                enum metrics_dns_outcome o = dnsproxy_vet(px, &q, IPPROTO_UDP);
+                if (o == MDNS_ANSWERED && forward(px, &q, &peer, buf, (size_t) k) == 0) {
+                        dnsproxy_arm(px);
                         continue; /* its outcome is counted when it is done with */
-                metrics_dns(&px->rj->d->metrics, !allowed ? MDNS_REFUSED : busy ? MDNS_BUSY : MDNS_UPSTREAM_FAILED, 1);
+                }
+                metrics_dns(&px->rj->d->metrics, o == MDNS_ANSWERED ? MDNS_UPSTREAM_FAILED : o, 1);
+                if (o == MDNS_TIMED_OUT) {
+                        answer_error(px, &peer, buf, (size_t) k, DNSMSG_SERVFAIL);
+                        continue;
+                }
                 refuse(px, &peer, buf, (size_t) k);
         }
 }
@@ -298,12 +468,28 @@ int dnsproxy_start(struct rjob *rj, int fd, int tcp_fd) {
         px->tokens = DNSPROXY_RATE;
         px->refill_ms = now_mono_ms();
         px->tcp_fd = -1;
+        px->timer_fd = -1;
+        if (getrandom(&px->seed, sizeof(px->seed), GRND_NONBLOCK) != sizeof(px->seed))
+                px->seed = now_mono_us() ^ (uint64_t) (uintptr_t) px;
         list_init(&px->pending);
         list_init(&px->paused_link);
         list_init(&px->conns);
         list_init(&px->tcp_link);
-        int r = loop_add(&px->src, fd, EPOLLIN, on_query);
+        px->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        int r = px->timer_fd < 0 ? -errno : loop_add(&px->timer_src, px->timer_fd, EPOLLIN, on_timer);
         if (r < 0) {
+                if (px->timer_fd >= 0)
+                        close(px->timer_fd);
+                close(fd);
+                if (tcp_fd >= 0)
+                        close(tcp_fd);
+                free(px->names);
+                free(px);
+                return r;
+        }
+        if ((r = loop_add(&px->src, fd, EPOLLIN, on_query)) < 0) {
+                loop_del(&px->timer_src);
+                close(px->timer_fd);
                 close(fd);
                 if (tcp_fd >= 0)
                         close(tcp_fd);
@@ -313,6 +499,8 @@ int dnsproxy_start(struct rjob *rj, int fd, int tcp_fd) {
         }
         if ((r = dnstcp_start(px, tcp_fd)) < 0) {
                 loop_del(&px->src);
+                loop_del(&px->timer_src);
+                close(px->timer_fd);
                 close(fd);
                 free(px->names);
                 free(px);
@@ -351,7 +539,15 @@ void dnsproxy_stop(struct rjob *rj) {
                 list_del(&px->paused_link);
         loop_del(&px->src);
         close(px->fd);
+        loop_del(&px->timer_src);
+        close(px->timer_fd);
         free(px->names);
+        /* the record's count of names */
+        rj->net.dns_names = px->n_seen;
+        rj->net.dns_names_refused = px->names_refused;
+        for (size_t i = 0; i < px->cap_seen; i++)
+                free(px->seen[i]);
+        free(px->seen);
         /* its sources (UDP, TCP's listener) may be in the batch yet */
         loop_defer_free(free, px);
         rj->dns = NULL;

@@ -11,7 +11,11 @@
  * until the next second (the kernel drops what does not fit): a job's
  * flood costs the daemon no more than that. The same over TCP, on a
  * listening socket at the same address (dnstcp.c), within bounds of its
- * own (DNSTCP_*). */
+ * own (DNSTCP_*). An upstream that has not answered a query in
+ * dns_upstream_timeout (over UDP: sent again at half of it) gets the job a
+ * SERVFAIL, and the same query again within that time gets one at once:
+ * a resolver that drops queries makes a lookup fail in seconds, not at
+ * the job's resolver's timeouts. */
 #pragma once
 
 #include <stdbool.h>
@@ -24,7 +28,6 @@
 #define DNSPROXY_NAMES 1024   /* addresses of one job whose name is remembered */
 #define DNSTCP_CONNS 8        /* TCP connections of one job at once */
 #define DNSTCP_IDLE_MS 10000  /* a TCP connection without a query or answer this long is closed */
-#define DNSTCP_UPSTREAM_MS 10000 /* an upstream that has not answered over TCP in this long: SERVFAIL */
 
 struct daemon;
 struct rjob;

@@ -12,7 +12,8 @@
  * (at most 65535 bytes, as its length prefix says) is checked and admitted
  * as over UDP. A connection that completes no query and no answer in
  * DNSTCP_IDLE_MS (its query upstream aside) is closed; an upstream that
- * has not answered in DNSTCP_UPSTREAM_MS gets the job a SERVFAIL. */
+ * has not answered in dns_upstream_timeout gets the job a SERVFAIL (the
+ * proxy's timer, dnstcp_expire()). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -136,7 +137,7 @@ static void tconn_error(struct dnstcp_conn *c, const uint8_t *q, size_t len, int
 
 static void up_answered(struct dnstcp_up *up) {
         struct dnstcp_conn *c = up->c;
-        enum metrics_dns_outcome o = dnsproxy_admit(c->px, &up->q, up->ans, up->ans_len);
+        enum metrics_dns_outcome o = dnsproxy_admit(c->px, &up->q, IPPROTO_TCP, up->ans, up->ans_len);
         uint8_t *ans = up->ans;
         size_t len = up->ans_len;
         up->ans = NULL;
@@ -157,6 +158,8 @@ static void up_failed(struct dnstcp_up *up, enum metrics_dns_outcome o) {
         uint8_t q[DNSMSG_MAX];
         size_t ql = up->q_len - 2;
         memcpy(q, up->query + 2, ql);
+        if (o == MDNS_TIMED_OUT)
+                dnsproxy_note_timeout(c->px, &up->q);
         up_end(up, o);
         tconn_error(c, q, ql, DNSMSG_SERVFAIL);
 }
@@ -259,7 +262,6 @@ static int up_start(struct dnstcp_conn *c, const struct dns_query *q, const uint
  * or forwarded. */
 static void tconn_query(struct dnstcp_conn *c) {
         struct dnsproxy *px = c->px;
-        const struct netpolicy *pol = px->rj->j.req.run.netpol;
         const uint8_t *buf = c->in + 2;
         size_t len = c->in_len - 2;
         struct dns_query q;
@@ -271,14 +273,17 @@ static void tconn_query(struct dnstcp_conn *c) {
                 tconn_close(c, MDNSTCP_MALFORMED);
                 return;
         }
-        bool allowed = pol && netpolicy_host_allowed(pol, q.name);
-        bool busy = allowed && px->n_pending >= DNSPROXY_PENDING;
-        dnsproxy_event(px, &q, IPPROTO_TCP, allowed && !busy);
-        if (allowed && !busy && up_start(c, &q, buf, len) == 0) {
+        enum metrics_dns_outcome o = dnsproxy_vet(px, &q, IPPROTO_TCP);
+        if (o == MDNS_ANSWERED && up_start(c, &q, buf, len) == 0) {
                 tconn_watch(c);
+                dnsproxy_arm(px);
                 return; /* its outcome is counted when it is done with */
         }
-        metrics_dns(&px->rj->d->metrics, !allowed ? MDNS_REFUSED : busy ? MDNS_BUSY : MDNS_UPSTREAM_FAILED, 1);
+        metrics_dns(&px->rj->d->metrics, o == MDNS_ANSWERED ? MDNS_UPSTREAM_FAILED : o, 1);
+        if (o == MDNS_TIMED_OUT) {
+                tconn_error(c, buf, len, DNSMSG_SERVFAIL);
+                return;
+        }
         tconn_error(c, buf, len, DNSMSG_REFUSED);
 }
 
@@ -443,15 +448,28 @@ static void tick_proxy(struct dnsproxy *px, uint64_t now) {
                 px->tcp_paused = false;
         list_for_each_safe(pos, tmp, &px->conns) {
                 struct dnstcp_conn *c = list_entry(pos, struct dnstcp_conn, link);
-                if (c->up && now - c->up->since_ms >= DNSTCP_UPSTREAM_MS)
-                        up_failed(c->up, MDNS_UNANSWERED);
-                else if (!c->up && !c->rate_paused && now - c->since_ms >= DNSTCP_IDLE_MS)
+                if (!c->up && !c->rate_paused && now - c->since_ms >= DNSTCP_IDLE_MS)
                         tconn_close(c, MDNSTCP_TIMED_OUT);
                 else if (c->rate_paused) {
                         c->rate_paused = false;
                         tconn_serve(c);
                 }
         }
+}
+
+uint64_t dnstcp_expire(struct dnsproxy *px, uint64_t now) {
+        struct list *pos, *tmp;
+        uint64_t t = dnsproxy_timeout_ms(px), next = UINT64_MAX;
+        list_for_each_safe(pos, tmp, &px->conns) {
+                struct dnstcp_conn *c = list_entry(pos, struct dnstcp_conn, link);
+                if (!c->up)
+                        continue;
+                if (now - c->up->since_ms >= t)
+                        up_failed(c->up, MDNS_TIMED_OUT); /* may close c */
+                else if (c->up->since_ms + t < next)
+                        next = c->up->since_ms + t;
+        }
+        return next;
 }
 
 void dnstcp_tick(struct daemon *d) {

@@ -22,6 +22,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/record.h supervisor/record.c \
 	supervisor/netevents.h supervisor/netevents.c \
 	supervisor/netpolicy.h supervisor/netpolicy.c \
+	supervisor/netdeny.h supervisor/netdeny.c \
 	supervisor/dnsmsg.h supervisor/dnsmsg.c \
 	supervisor/result.h supervisor/result.c supervisor/result-index-internal.h supervisor/result-index.c supervisor/result-index-file.c \
 	supervisor/journal.h supervisor/journal.c \

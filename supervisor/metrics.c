@@ -109,6 +109,11 @@ void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n) {
                 m->net.dns[o] += n;
 }
 
+void metrics_dns_withheld(struct metrics *m, unsigned reason) {
+        if (reason > ND_NONE && reason < ND_REASONS)
+                m->net.dns_withheld[reason]++;
+}
+
 void metrics_dnstcp(struct metrics *m, enum metrics_dnstcp_outcome o) {
         if ((unsigned) o < MDNSTCP_OUTCOMES)
                 m->net.dns_tcp[o]++;
@@ -215,6 +220,8 @@ static const char *const dns_outcomes[MDNS_OUTCOMES] = {
         [MDNS_UNANSWERED] = "unanswered",
         [MDNS_MALFORMED] = "malformed",
         [MDNS_RATE_LIMITED] = "rate_limited",
+        [MDNS_TIMED_OUT] = "upstream_timeout",
+        [MDNS_NAMES_CAP] = "names_cap",
 };
 static const char *const dnstcp_outcomes[MDNSTCP_OUTCOMES] = {
         [MDNSTCP_CLOSED] = "closed",
@@ -255,6 +262,11 @@ static void network(FILE *f, const struct metrics_net *n, const struct metrics_g
              "TCP connections to the restricted jobs' DNS proxies, by what came of them.");
         for (int o = 0; o < MDNSTCP_OUTCOMES; o++)
                 fprintf(f, "sbx_network_dns_tcp_connections_total{outcome=\"%s\"} %" PRIu64 "\n", dnstcp_outcomes[o], n->dns_tcp[o]);
+        head(f, "sbx_network_dns_withheld_total", "counter",
+             "Addresses in DNS answers withheld from restricted jobs (which never reach them), by reason.");
+        for (int r = ND_NONE + 1; r < ND_REASONS; r++)
+                fprintf(f, "sbx_network_dns_withheld_total{reason=\"%s\"} %" PRIu64 "\n", netdeny_reason_name((unsigned) r),
+                        n->dns_withheld[r]);
         head(f, "sbx_network_setup_failures_total", "counter", "Jobs whose network could not be set up, by step.");
         for (int s = 0; s < MNET_STEPS; s++)
                 fprintf(f, "sbx_network_setup_failures_total{step=\"%s\"} %" PRIu64 "\n", net_steps[s], n->setup_failures[s]);

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "job.h"
+#include "netdeny.h"
 
 #define METRICS_MAX_STEPS 32      /* set-up steps told apart; more are "other" */
 #define METRICS_STARTUP_BUCKETS 13
@@ -34,6 +35,8 @@ enum metrics_dns_outcome {
         MDNS_UNANSWERED,     /* no answer in time, or the job ended first */
         MDNS_MALFORMED,      /* not a DNS query: no answer */
         MDNS_RATE_LIMITED,   /* never read: dropped by the kernel while the proxy was past the job's rate, or left at its end */
+        MDNS_TIMED_OUT,      /* the upstream did not answer in dns_upstream_timeout: SERVFAIL */
+        MDNS_NAMES_CAP,      /* a new name past the job's network_max_names: REFUSED */
         MDNS_OUTCOMES
 };
 
@@ -64,6 +67,7 @@ struct metrics_net {
         uint64_t dns[MDNS_OUTCOMES];
         uint64_t dns_pauses;                    /* a proxy stopped reading for the rest of a second */
         uint64_t dns_tcp[MDNSTCP_OUTCOMES];
+        uint64_t dns_withheld[ND_REASONS];      /* addresses of answers withheld, by enum netdeny_reason */
         uint64_t setup_failures[MNET_STEPS];
 };
 
@@ -131,6 +135,8 @@ void metrics_net_started(struct metrics *m, int mode, bool audited);
 void metrics_net_event(struct metrics *m, unsigned kind, unsigned verdict);
 /* n queries came to o. */
 void metrics_dns(struct metrics *m, enum metrics_dns_outcome o, uint64_t n);
+/* An address of an answer was withheld: the job may never reach it. */
+void metrics_dns_withheld(struct metrics *m, unsigned reason);
 /* A TCP connection to a DNS proxy came to o. */
 void metrics_dnstcp(struct metrics *m, enum metrics_dnstcp_outcome o);
 void metrics_net_setup_failed(struct metrics *m, enum metrics_net_step step);

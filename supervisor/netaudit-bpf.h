@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "netaudit.h"
+#include "netdeny.h"
 #include "netpolicy.h"
 #include "util.h"
 
@@ -50,5 +51,9 @@ void netaudit_detach(struct netaudit *na, struct netaudit_att *att, uint64_t *re
  * (added to what an entry of exactly that address already admits). */
 int netaudit_allow_addr(struct netaudit *na, struct netaudit_att *att, const uint8_t addr[16], const struct np_rule *rules,
                         size_t n);
+/* The deny map (every job's) made to hold what nd holds: 0, or the first
+ * -errno (the map then holds at least what it held and what could be
+ * added; the caller says what failed). */
+int netaudit_deny_set(struct netaudit *na, const struct netdeny *nd);
 /* Events for no attached job since the start (a job already detached). */
 uint64_t netaudit_strays(const struct netaudit *na);

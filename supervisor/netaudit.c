@@ -27,6 +27,7 @@ struct netaudit {
         struct list atts;      /* struct netaudit_att.link */
         struct list buckets[BUCKETS]; /* struct netaudit_att.bucket_link */
         uint64_t strays;
+        struct netdeny deny;   /* what the deny map holds */
 };
 
 static struct list *bucket(struct netaudit *na, uint64_t cgroup_id) {
@@ -310,6 +311,44 @@ int netaudit_allow_addr(struct netaudit *na, struct netaudit_att *a, const uint8
         if (!known)
                 a->n_keys++;
         return 0;
+}
+
+static bool deny_has(const struct netdeny *nd, const struct netdeny_net *e) {
+        for (size_t i = 0; i < nd->n; i++)
+                if (nd->nets[i].prefix == e->prefix && nd->nets[i].reason == e->reason && memcmp(nd->nets[i].addr, e->addr, 16) == 0)
+                        return true;
+        return false;
+}
+
+int netaudit_deny_set(struct netaudit *na, const struct netdeny *nd) {
+        int r = 0;
+        /* new prefixes first, then the gone ones taken out: never a moment
+         * with less denied than either set */
+        for (size_t i = 0; i < nd->n; i++) {
+                const struct netdeny_net *e = &nd->nets[i];
+                if (deny_has(&na->deny, e))
+                        continue;
+                struct netaudit_dkey k = { .prefixlen = e->prefix };
+                uint8_t why = e->reason;
+                memcpy(k.addr, e->addr, 16);
+                int q = bpf_map__update_elem(na->skel->maps.deny, &k, sizeof(k), &why, sizeof(why), BPF_ANY);
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        for (size_t i = 0; i < na->deny.n; i++) {
+                const struct netdeny_net *e = &na->deny.nets[i];
+                bool kept = false;
+                for (size_t j = 0; j < nd->n && !kept; j++)
+                        kept = nd->nets[j].prefix == e->prefix && memcmp(nd->nets[j].addr, e->addr, 16) == 0;
+                if (kept)
+                        continue;
+                struct netaudit_dkey k = { .prefixlen = e->prefix };
+                memcpy(k.addr, e->addr, 16);
+                bpf_map__delete_elem(na->skel->maps.deny, &k, sizeof(k), 0);
+        }
+        if (r == 0)
+                na->deny = *nd;
+        return r;
 }
 
 uint64_t netaudit_strays(const struct netaudit *na) {

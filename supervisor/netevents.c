@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "netdeny.h"
 #include "netevents.h"
 #include "profile.h"
 #include "proto.h"
@@ -69,11 +70,17 @@ json_t *netevent_json(const struct netaudit_event *e, uint64_t real_ms, const ch
         json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:o, s:s, s:o, s:o, s:o, s:s}", "time", proto_time(real_ms), "pid",
                               dns ? json_null() : json_integer((json_int_t) e->pid), "comm", dns ? json_null() : json_string(comm),
                               "kind", kind_name(e->kind), "protocol", protocol_json(e), "family",
-                              e->family == AF_INET6 ? "ipv6" : "ipv4", "address", dns ? json_null() : address_json(e), "port",
+                              e->family == AF_INET6 ? "ipv6" : "ipv4", "address",
+                              dns && !e->reason ? json_null() : address_json(e), "port",
                               e->kind == NETAUDIT_SOCKET || dns ? json_null() : json_integer(e->port), "hostname",
                               hostname ? json_string(hostname) : json_null(), "verdict", e->verdict == NETAUDIT_ALLOW ? "allow" : "deny");
         if (o && dns && qtype)
                 json_object_set_new(o, "qtype", json_string(qtype));
+        /* denied because the destination is one no restricted job
+         * reaches (netdeny.h); for a dns event: an address its answer
+         * named, withheld */
+        if (o && e->reason)
+                json_object_set_new(o, "reason", json_string(netdeny_reason_name(e->reason)));
         return o;
 }
 
@@ -104,7 +111,12 @@ static json_t *count_json(const struct netevents *ne, bool audited, uint64_t n) 
 }
 
 json_t *netevents_summary(const struct netevents *ne, int mode, bool audited) {
-        return json_pack("{s:s, s:b, s:o, s:o, s:o}", "mode", proto_net_mode_name(mode), "audit", audited, "events_kept",
+        json_t *o = json_pack("{s:s, s:b, s:o, s:o, s:o}", "mode", proto_net_mode_name(mode), "audit", audited, "events_kept",
                          count_json(ne, audited, ne && ne->list ? json_array_size(ne->list) : 0), "events_dropped",
                          count_json(ne, audited, ne ? ne->dropped : 0), "events_lost", count_json(ne, audited, ne ? ne->lost : 0));
+        if (o && mode == NET_RESTRICTED) {
+                json_object_set_new(o, "dns_names", count_json(ne, true, ne ? ne->dns_names : 0));
+                json_object_set_new(o, "dns_names_refused", count_json(ne, true, ne ? ne->dns_names_refused : 0));
+        }
+        return o;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <ifaddrs.h>
 #include <linux/capability.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +17,81 @@
 #include "netveth.h"
 #include "profile.h"
 #include "subscribe.h"
+
+/* The host's addresses are read again this often: an address added
+ * since is denied from then on (a restart of the interface's DHCP, say). */
+#define DENY_REFRESH_MS 10000
+
+/* What restricted jobs never reach: the fixed classes, the pools,
+ * network_deny, and the host's addresses now. */
+static int deny_build(const struct config *cf, struct netdeny *nd) {
+        struct ifaddrs *ifa = NULL;
+        int r;
+        nd->n = 0;
+        if ((r = netdeny_add_fixed(nd)) < 0)
+                return r;
+        if (cf->net_pool) {
+                uint8_t a[16] = { [10] = 0xff, [11] = 0xff };
+                memcpy(a + 12, &cf->net_pool, 4);
+                if ((r = netdeny_add(nd, a, 96 + cf->net_pool_prefix, ND_POOL)) < 0)
+                        return r;
+        }
+        if (cf->net_pool6_prefix && (r = netdeny_add(nd, cf->net_pool6, cf->net_pool6_prefix, ND_POOL)) < 0)
+                return r;
+        for (size_t i = 0; i < cf->n_net_deny; i++)
+                if ((r = netdeny_add(nd, cf->net_deny[i].addr, cf->net_deny[i].prefix, ND_CONFIGURED)) < 0)
+                        return r;
+        if (getifaddrs(&ifa) < 0)
+                return -errno;
+        for (struct ifaddrs *i = ifa; i && r == 0; i = i->ifa_next) {
+                uint8_t a[16] = { [10] = 0xff, [11] = 0xff };
+                if (!i->ifa_addr)
+                        continue;
+                if (i->ifa_addr->sa_family == AF_INET)
+                        memcpy(a + 12, &((const struct sockaddr_in *) i->ifa_addr)->sin_addr, 4);
+                else if (i->ifa_addr->sa_family == AF_INET6)
+                        memcpy(a, &((const struct sockaddr_in6 *) i->ifa_addr)->sin6_addr, 16);
+                else
+                        continue;
+                /* the veths' host ends are in the pool already */
+                if (netdeny_match(nd, a) == ND_NONE)
+                        r = netdeny_add(nd, a, 128, ND_HOST);
+        }
+        freeifaddrs(ifa);
+        return r;
+}
+
+/* Read the host's addresses again; the programs' map follows. */
+static void deny_refresh(struct daemon *d, bool first) {
+        struct netdeny *nd = calloc(1, sizeof(*nd));
+        int r = nd ? deny_build(d->cfg, nd) : -ENOMEM;
+        if (r == 0 && !first && nd->n == d->net_deny->n && memcmp(nd->nets, d->net_deny->nets, nd->n * sizeof(nd->nets[0])) == 0) {
+                free(nd);
+                return;
+        }
+        if (r == 0)
+                r = netaudit_deny_set(d->netaudit, nd);
+        if (r < 0)
+                log_warning("network: the set of addresses restricted jobs never reach could not be %s: %s%s", first ? "loaded" : "updated",
+                            strerror(-r), first ? "" : " (the last one stays)");
+        else {
+                if (!first)
+                        log_info("network: the host's addresses changed: %zu prefixes denied to restricted jobs", nd->n);
+                free(d->net_deny);
+                d->net_deny = nd;
+                d->caps.net_deny = nd;
+                nd = NULL;
+        }
+        free(nd);
+}
+
+void netjob_tick(struct daemon *d) {
+        uint64_t now = now_mono_ms();
+        if (!d->netaudit || !d->net_deny || now < d->net_deny_next_ms)
+                return;
+        d->net_deny_next_ms = now + DENY_REFRESH_MS;
+        deny_refresh(d, false);
+}
 
 void netjob_setup(struct daemon *d) {
         struct sbx_error err;
@@ -37,6 +115,17 @@ void netjob_setup(struct daemon *d) {
                 log_warning("network audit unavailable: %s; jobs asking for it are refused", err.msg);
                 return;
         }
+        /* restricted jobs only with the deny set in place: fail closed */
+        deny_refresh(d, true);
+        if (!d->net_deny) {
+                netaudit_close(d->netaudit);
+                d->netaudit = NULL;
+                snprintf(d->no_net_audit_why, sizeof(d->no_net_audit_why), "it cannot load the addresses restricted jobs never reach");
+                d->caps.no_net_audit_why = d->no_net_audit_why;
+                d->caps.no_restricted_why = d->no_net_audit_why;
+                return;
+        }
+        d->net_deny_next_ms = now_mono_ms() + DENY_REFRESH_MS;
         d->caps.net_audit = true;
         log_info("network audit: eBPF programs loaded (ring buffer %llu bytes, %llu events kept per job)",
                  (unsigned long long) d->cfg->network_ring, (unsigned long long) d->cfg->network_events);
@@ -46,6 +135,9 @@ void netjob_setup(struct daemon *d) {
 void netjob_teardown(struct daemon *d) {
         netaudit_close(d->netaudit);
         d->netaudit = NULL;
+        free(d->net_deny);
+        d->net_deny = NULL;
+        d->caps.net_deny = NULL;
         netveth_teardown(d);
 }
 

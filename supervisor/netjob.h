@@ -17,6 +17,9 @@ struct rjob;
  * d->caps says why. Never fails the daemon. */
 void netjob_setup(struct daemon *d);
 void netjob_teardown(struct daemon *d);
+/* Housekeeping: now and then, the host's addresses read again into what
+ * restricted jobs never reach. */
+void netjob_tick(struct daemon *d);
 
 /* Attach the audit to rj's cgroup if its policy asks for one: 0, or
  * -errno with msg (of len bytes) saying why the job cannot run. */

@@ -243,8 +243,17 @@ static bool host_within(const char *host, const char *cap) {
 bool netpolicy_allow_within(const struct np_allow *a, const struct np_allow *cap) {
         if ((a->protos & ~cap->protos) != 0 || a->port_lo < cap->port_lo || a->port_hi > cap->port_hi)
                 return false;
-        if (a->is_host || cap->is_host)
-                return a->is_host && cap->is_host && host_within(a->host, cap->host);
+        if (a->is_host || cap->is_host) {
+                if (!a->is_host || !cap->is_host)
+                        return false;
+                /* a wildcard only within a wildcard: *.a.zone within
+                 * *.zone (every name it admits, *.zone admits) */
+                if (strncmp(a->host, "*.", 2) == 0 && strncmp(cap->host, "*.", 2) == 0) {
+                        size_t hl = strlen(a->host + 1), sl = strlen(cap->host + 1);
+                        return hl >= sl && streq(a->host + 1 + hl - sl, cap->host + 1);
+                }
+                return host_within(a->host, cap->host);
+        }
         return cap->prefix <= a->prefix && in_prefix(a->addr, cap->addr, cap->prefix);
 }
 

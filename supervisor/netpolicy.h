@@ -59,7 +59,8 @@ void netpolicy_format_ports(const struct np_range *r, char *buf, size_t len);
 
 /* Is everything a admits also admitted by cap (destination within, ports
  * within, protocols within; a hostname only by the same name or a
- * "*.suffix" cap)? */
+ * "*.suffix" cap; a "*.suffix" only by a "*.suffix" cap of the same or a
+ * shorter suffix)? */
 bool netpolicy_allow_within(const struct np_allow *a, const struct np_allow *cap);
 /* Each entry of p within some entry of caps[0..n): 0, or -EPERM with err
  * naming the first entry that is not and the tenant. */

@@ -96,6 +96,13 @@ static int restricted(const struct tenant *t, const struct run_request *run, con
                 d->code = E_FORBIDDEN;
                 return -EPERM;
         }
+        /* the programs deny these whatever the entry says: an entry that
+         * names only them (the gateway, 169.254.169.254) is a mistake or
+         * an attempt, said at once */
+        if (netdeny_check_policy(caps->net_deny, np, err) < 0) {
+                d->code = E_FORBIDDEN;
+                return -EPERM;
+        }
         if (np->n_deny + t->n_net_deny > NETPOLICY_MAX_DENY) {
                 d->code = E_LIMIT;
                 return sbx_error_msg(err, EPERM, "field 'network.deny_ports': %zu entries and tenant '%s''s %zu are more than %d", np->n_deny,

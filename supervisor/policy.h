@@ -29,6 +29,7 @@ struct daemon_caps {
         const char *no_restricted_why;
         bool dns_proxy;           /* hostname allow entries: the DNS proxy has an upstream */
         const char *no_dns_why;
+        const struct netdeny *net_deny; /* allow entries that reach only these are refused; NULL: none */
 };
 
 struct policy_decision {

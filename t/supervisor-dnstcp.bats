@@ -232,6 +232,6 @@ for e in json.load(sys.stdin)["result"]["network_events"]:
         run ctl logs "$hog"
         [ "${lines[0]}" = "stall:message:8 closed 8" ]
         after=$(ctl metrics)
-        [ "$(delta 'sbx_network_dns_queries_total{outcome="unanswered"}')" = 1 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="upstream_timeout"}')" = 1 ]
         [ "$(delta 'sbx_network_dns_queries_total{outcome="upstream_failed"}')" = 1 ]
 }

@@ -120,6 +120,8 @@ SUP_BATS = \
 	t/supervisor-netaudit.bats \
 	t/supervisor-restricted.bats \
 	t/supervisor-dnstcp.bats \
+	t/supervisor-rebind.bats \
+	t/supervisor-dnslimits.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \

@@ -3,13 +3,17 @@
 # A tiny upstream resolver for the DNS proxy tests, run in the test host's
 # namespace, on its first address (argv[1]), port 53, over UDP and TCP
 # (each message after its length in two bytes): db.test -> that address,
-# other.test -> argv[2], slow.test -> argv[1] after 3 s; with argv[3] (an
+# other.test -> argv[2], slow.test -> argv[1] after 0.5 s (within dns_upstream_timeout); with argv[3] (an
 # IPv6 address), v6.test's AAAA -> it; many.test -> 32 addresses (argv[1]
 # first, then .100 to .130 of its /24): past 512 bytes, so over UDP only a
 # truncated answer (TC set, no records) and over TCP the whole; over TCP
 # only, stall.test never answers and cut.test's answer stops halfway and
 # the connection closes; spread.test -> 8 addresses of 100.64.0.0/10 no
-# answer gave before; other types: no records; other names: NXDOMAIN.
+# answer gave before; ip-A-B-C-D.test's A -> A.B.C.D and ip6-X.test's AAAA
+# -> X with each '-' a ':' (ip6---1.test: ::1), any address at all, for
+# the rebinding tests; names starting with drop (drop.test, drop2.test)
+# are never answered, over UDP or TCP;
+# other types: no records; other names: NXDOMAIN.
 # (A test fixture; the daemon parses DNS with ldns.)
 import socket
 import socketserver
@@ -36,6 +40,15 @@ def answer(q):
     qtype = struct.unpack("!H", q[i + 1:i + 3])[0]
     question = q[12:i + 5]
     name = ".".join(labels)
+    literal = None
+    if len(labels) == 2 and labels[1] == "test" and labels[0].startswith("ip-") and qtype == 1:
+        literal = (socket.AF_INET, labels[0][3:].replace("-", "."), 1)
+    elif len(labels) == 2 and labels[1] == "test" and labels[0].startswith("ip6-") and qtype == 28:
+        literal = (socket.AF_INET6, labels[0][4:].replace("-", ":"), 28)
+    if literal:
+        data = socket.inet_pton(literal[0], literal[1])
+        rr = struct.pack("!HHHIH", 0xC00C, literal[2], 1, 60, len(data)) + data
+        return struct.pack("!HHHHHH", qid, 0x8180, 1, 1, 0, 0) + question + rr, name
     if name not in NAMES:
         return struct.pack("!HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question, name
     if qtype == 28 and name in AAAA:
@@ -83,7 +96,7 @@ class TCPHandler(socketserver.BaseRequestHandler):
                 a, name = answer(q)
             except Exception:
                 return
-            if name == "stall.test":
+            if name == "stall.test" or name.startswith("drop"):
                 time.sleep(60)
                 return
             if name == "cut.test":
@@ -108,9 +121,11 @@ while True:
         a, name = answer(q)
     except Exception:
         continue
+    if name.startswith("drop"):
+        continue
     if len(a) > 512:
         a = truncated(q, a)
     if name == "slow.test":
-        threading.Timer(3, s.sendto, (a, peer)).start()
+        threading.Timer(0.5, s.sendto, (a, peer)).start()
     else:
         s.sendto(a, peer)

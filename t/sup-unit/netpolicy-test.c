@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "netdeny.h"
 #include "netpolicy.h"
 
 static struct np_allow parse_ok(const char *s) {
@@ -122,6 +123,18 @@ static void test_caps(void **state) {
         assert_false(netpolicy_allow_within(&in, &caps[2]));
         in = parse_ok("api.example.com:443");
         assert_false(netpolicy_allow_within(&in, &caps[0])); /* a name is never inside an address */
+        /* a wildcard only within the tenant's wildcards */
+        in = parse_ok("*.example.com:443");
+        assert_true(netpolicy_allow_within(&in, &caps[2]));
+        in = parse_ok("*.eu.example.com:443");
+        assert_true(netpolicy_allow_within(&in, &caps[2]));
+        in = parse_ok("*.com:443");
+        assert_false(netpolicy_allow_within(&in, &caps[2])); /* wider */
+        in = parse_ok("*.badexample.com:443");
+        assert_false(netpolicy_allow_within(&in, &caps[2])); /* not on a label's boundary */
+        struct np_allow one = parse_ok("db.example.com:443");
+        in = parse_ok("*.db.example.com:443");
+        assert_false(netpolicy_allow_within(&in, &one)); /* a wildcard under a single name */
 
         struct netpolicy p = { .n_allow = 2 };
         struct sbx_error e;
@@ -211,6 +224,81 @@ static void test_names(void **state) {
         assert_int_equal(r[0].lo, 443);
 }
 
+/* What restricted jobs never reach: the fixed classes, IPv4 and mapped
+ * alike; the longest prefix decides the reason; entries reaching only
+ * them are refused, broad ones taken. */
+static void test_deny(void **state) {
+        (void) state;
+        struct netdeny nd = { .n = 0 };
+        uint8_t a[16];
+        unsigned p;
+        assert_int_equal(netdeny_add_fixed(&nd), 0);
+        assert_int_equal(netdeny_parse_cidr("10.214.0.0/16", a, &p), 0);
+        assert_int_equal(p, 96 + 16);
+        assert_int_equal(netdeny_add(&nd, a, p, ND_POOL), 0);
+        assert_int_equal(netdeny_add(&nd, a, p, ND_POOL), 0);
+        size_t n = nd.n;
+        assert_int_equal(netdeny_parse_cidr("10.0.0.1/8", a, &p), -EINVAL);
+        assert_int_equal(netdeny_parse_cidr("fd00::/129", a, &p), -EINVAL);
+        assert_int_equal(netdeny_parse_cidr("example.com", a, &p), -EINVAL);
+        assert_int_equal(netdeny_parse_cidr("10.0.0.0/8:80", a, &p), -EINVAL);
+        addr4("169.254.169.254", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_LINK_LOCAL);
+        assert_int_equal(inet_pton(AF_INET6, "::ffff:169.254.169.254", a), 1);
+        assert_int_equal(netdeny_match(&nd, a), ND_LINK_LOCAL);
+        addr4("10.214.3.1", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_POOL);
+        addr4("10.215.3.1", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_NONE);
+        addr4("255.255.255.255", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_BROADCAST);
+        addr4("0.0.0.0", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_UNSPECIFIED);
+        addr4("239.1.2.3", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_MULTICAST);
+        assert_int_equal(inet_pton(AF_INET6, "fe80::1", a), 1);
+        assert_int_equal(netdeny_match(&nd, a), ND_LINK_LOCAL);
+        assert_int_equal(inet_pton(AF_INET6, "::", a), 1);
+        assert_int_equal(netdeny_match(&nd, a), ND_UNSPECIFIED);
+        assert_int_equal(inet_pton(AF_INET6, "2001:db8::1", a), 1);
+        assert_int_equal(netdeny_match(&nd, a), ND_NONE);
+        /* a host address inside a wider configured network: the longer wins */
+        assert_int_equal(netdeny_parse_cidr("192.0.2.0/24", a, &p), 0);
+        assert_int_equal(netdeny_add(&nd, a, p, ND_CONFIGURED), 0);
+        addr4("192.0.2.9", a);
+        assert_int_equal(netdeny_add(&nd, a, 128, ND_HOST), 0);
+        assert_int_equal(netdeny_match(&nd, a), ND_HOST);
+        addr4("192.0.2.10", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_CONFIGURED);
+        netdeny_drop(&nd, ND_HOST);
+        addr4("192.0.2.9", a);
+        assert_int_equal(netdeny_match(&nd, a), ND_CONFIGURED);
+        assert_int_equal(nd.n, n + 1);
+        /* allow entries */
+        struct np_allow e = parse_ok("169.254.169.254:80");
+        assert_int_equal(netdeny_covers(&nd, &e), ND_LINK_LOCAL);
+        e = parse_ok("[::ffff:169.254.169.254]:80");
+        assert_int_equal(netdeny_covers(&nd, &e), ND_LINK_LOCAL);
+        e = parse_ok("10.214.0.0/24");
+        assert_int_equal(netdeny_covers(&nd, &e), ND_POOL);
+        e = parse_ok("10.0.0.0/8");
+        assert_int_equal(netdeny_covers(&nd, &e), ND_NONE);
+        e = parse_ok("0.0.0.0/0:*/any");
+        assert_int_equal(netdeny_covers(&nd, &e), ND_NONE);
+        e = parse_ok("127.0.0.1:8080"); /* the job's own loopback */
+        assert_int_equal(netdeny_covers(&nd, &e), ND_NONE);
+        e = parse_ok("db.internal:5432");
+        assert_int_equal(netdeny_covers(&nd, &e), ND_NONE);
+        struct netpolicy pol = { .n_allow = 2 };
+        struct sbx_error err;
+        pol.allow[0] = parse_ok("10.0.0.0/8");
+        pol.allow[1] = parse_ok("192.0.2.0/25:443");
+        assert_int_equal(netdeny_check_policy(&nd, &pol, &err), -EPERM);
+        assert_non_null(strstr(err.msg, "network.allow[1]"));
+        assert_non_null(strstr(err.msg, "configured"));
+        assert_int_equal(netdeny_check_policy(NULL, &pol, &err), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse),
@@ -218,6 +306,7 @@ int main(void) {
                 cmocka_unit_test(test_caps),
                 cmocka_unit_test(test_verdicts),
                 cmocka_unit_test(test_names),
+                cmocka_unit_test(test_deny),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

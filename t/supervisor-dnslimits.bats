@@ -1,0 +1,176 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# The bounds of a restricted job's DNS proxy on what names carry out and
+# how long a lookup may hang: an upstream that drops queries gets the job
+# a SERVFAIL after dns_upstream_timeout, over UDP and TCP, so that
+# getaddrinfo fails in seconds; a job has at most its tenant's
+# network_max_names distinct names forwarded (the rest REFUSED, counted in
+# its record and the metrics); and a wildcard allow entry only within the
+# tenant's own wildcards. The upstream resolver is t/helpers/dns-server.py
+# on a test host in a network namespace this file makes (as
+# t/supervisor-restricted.bats does), which never answers names starting
+# with "drop". (A negation "! cmd" is followed by "|| false".)
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+# The test host: TH.1 in a namespace of our own behind a veth whose host
+# end is TH.254 (TH: a /24 of 198.18.0.0/15 picked at random), and TH6::1
+# behind TH6::fe (TH6: a /64 of 2001:db8::/32) where the host has IPv6.
+setup_file() {
+        sup_init
+        export TNS="sbxl-$$-$RANDOM" TIF="sbxl$((RANDOM % 100000))"
+        export TH="198.18.$((RANDOM % 256))"
+        export TH6="2001:db8:$(printf %x $((RANDOM % 65535 + 1)))"
+        export NET_OK=0 NET6_OK=0
+        if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
+                ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
+                        ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
+                        ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
+                        ip -n "$TNS" addr add ${TH}.1/24 dev eth0 && NET_OK=1
+                [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
+                        ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad && NET6_OK=1
+        fi
+        if [ "$NET_OK" = 1 ]; then
+                ip netns exec "$TNS" /usr/bin/python3 "$SBX_SRCDIR/t/helpers/net-servers.py" tcp:${TH}.1:8080 \
+                        > "$SUP_DIR/servers.out" 2>&1 3>&- &
+                echo $! > "$SUP_DIR/servers.pid"
+                ip netns exec "$TNS" /usr/bin/python3 "$SBX_SRCDIR/t/helpers/dns-server.py" ${TH}.1 ${TH}.1 ${TH6}::1 \
+                        > "$SUP_DIR/dns.out" 2>&1 3>&- &
+                echo $! > "$SUP_DIR/dns.pid"
+                for i in $(seq 600); do
+                        grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" && break
+                        sleep 0.05
+                done
+        fi
+        # a pool of our own
+        export POOL="10.216.$((RANDOM % 256)).0/24"
+        sup_config "network_pool = $POOL
+dns_upstream = ${TH}.1
+dns_upstream_timeout = 2s"
+        sed -i "s/^profiles = default shell\$/&\\nnetwork = none host restricted\\nnetwork_allow = ${TH}.0\\/24:*\\/any *.test:*\\/any db.example:*\\/any\\nnetwork_max_names = 5/" "$SUP_DIR/sup.conf"
+        sup_start
+}
+
+teardown_file() {
+        [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
+        [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
+        sup_fini
+        ip netns del "$TNS" 2>/dev/null || true
+        ip link del "$TIF" 2>/dev/null || true
+}
+
+setup() {
+        require_userns
+        [ "$(id -u)" = 0 ] || skip "restricted jobs need a root daemon (eBPF, veth, nftables)"
+        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here: jobs have no cgroup to attach the programs to"
+        grep -q "restricted jobs: veths" "$SUP_DIR/daemon.log" ||
+                skip "the daemon cannot run restricted jobs here: $(grep -o 'restricted jobs unavailable.*\|network audit unavailable.*' "$SUP_DIR/daemon.log" | head -1)"
+        [ "$NET_OK" = 1 ] && grep -q ready "$SUP_DIR/servers.out" && grep -q ready "$SUP_DIR/dns.out" ||
+                skip "cannot make the test host's network namespace here"
+}
+
+# probe [sbxctl submit options]... -- PROBE...: net-probe.py in a
+# restricted job, waited for: its record in $res, its output in $output.
+probe() {
+        local opts=()
+        while [ "$1" != -- ]; do opts+=("$1"); shift; done
+        shift
+        run ctl --json submit --network restricted "${opts[@]}" -- python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" "$@"
+        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+        id=$(json_get job <<<"$output")
+        res=$(ctl --json wait "$id")
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; return 1; }
+        run ctl logs "$id"
+}
+
+delta() {
+        echo $(( $(metric "$1" <<<"$after") - $(metric "$1" <<<"$before") ))
+}
+
+# secs LINE: the seconds at the end of a probe's "... in S s" line, in
+# tenths.
+tenths() {
+        local s=${1% s}
+        s=${s##* }
+        echo $(( ${s%.*} * 10 + ${s#*.} ))
+}
+
+@test "an upstream that drops queries: SERVFAIL after dns_upstream_timeout over UDP and TCP, and getaddrinfo fails well under 5 s" {
+        before=$(ctl metrics)
+        probe --allow '*.test:*/any' -- dnst:udp:A:drop1.test dnst:udp:A:drop1.test dnst:tcp:A:drop2.test gai:drop3.test dnsq:udp:A:db.test
+        after=$(ctl metrics)
+        echo "$output"
+        [[ "${lines[0]}" == "dnst:udp:A:drop1.test rcode 2  in "* ]]
+        # asked again at once (as glibc does on SERVFAIL): answered at once
+        [[ "${lines[1]}" == "dnst:udp:A:drop1.test rcode 2  in "* ]]
+        [[ "${lines[2]}" == "dnst:tcp:A:drop2.test rcode 2  in "* ]]
+        [[ "${lines[3]}" == "gai:drop3.test failed in "* ]]
+        [ "${lines[4]}" = "dnsq:udp:A:db.test rcode 0 ${TH}.1" ]
+        # the timeout (2 s) it is, not the job's resolver's: measured on a
+        # loaded machine, so with room
+        [ "$(tenths "${lines[0]}")" -ge 15 ]
+        [ "$(tenths "${lines[0]}")" -le 35 ]
+        [ "$(tenths "${lines[1]}")" -le 5 ]
+        [ "$(tenths "${lines[2]}")" -ge 15 ]
+        [ "$(tenths "${lines[2]}")" -le 35 ]
+        [ "$(tenths "${lines[3]}")" -le 40 ]
+        # counted: drop1 and drop2 upstream, drop1 again, and glibc's A and
+        # AAAA of drop3 (each at least once)
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="upstream_timeout"}')" -ge 5 ]
+}
+
+@test "a job has at most network_max_names distinct names forwarded: new ones past it are refused, counted in its record and the metrics" {
+        before=$(ctl metrics)
+        probe --allow '*.test:*/any' -- names:n:8 dnsq:udp:A:n0.test dnsq:tcp:A:n4.test dnsq:tcp:A:n9.test
+        after=$(ctl metrics)
+        [ "${lines[0]}" = "names:n:8 refused 3 first_refused 5" ]
+        # a name it had is still answered (NXDOMAIN here), over TCP too
+        [ "${lines[1]}" = "dnsq:udp:A:n0.test rcode 3 " ]
+        [ "${lines[2]}" = "dnsq:tcp:A:n4.test rcode 3 " ]
+        [ "${lines[3]}" = "dnsq:tcp:A:n9.test rcode 5 " ]
+        [ "$(json_get result.network.dns_names <<<"$res")" = 5 ]
+        [ "$(json_get result.network.dns_names_refused <<<"$res")" = 4 ]
+        [ "$(delta 'sbx_network_dns_queries_total{outcome="names_cap"}')" = 4 ]
+        [ "$(grep -c "job $id .*network_max_names" "$SUP_DIR/daemon.log")" = 1 ]
+        # each refused name a dns event with verdict deny
+        evs=$(python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["result"]["network_events"]:
+    if e["kind"] == "dns":
+        print(e["hostname"], e["verdict"])
+' <<<"$res")
+        grep -qx "n7.test deny" <<<"$evs"
+        grep -qx "n4.test allow" <<<"$evs"
+}
+
+@test "a wildcard allow entry only within the tenant's own wildcards" {
+        # the tenant allows *.test and db.example
+        run ctl submit --network restricted --allow '*.test:80' -- true
+        [ "$status" -eq 0 ]
+        run ctl submit --network restricted --allow '*.sub.test:80' -- true
+        [ "$status" -eq 0 ]
+        run ctl submit --network restricted --allow '*.example:80' -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"network.allow[0]"*"*.example"*"network_allow"* ]]
+        run ctl submit --network restricted --allow 'db.example:80' -- true
+        [ "$status" -eq 0 ]
+        run ctl submit --network restricted --allow '*.db.example:80' -- true
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"beyond tenant"* ]]
+}
+
+@test "a bad dns_upstream_timeout or network_max_names is a configuration error naming the key" {
+        for bad in 0 50ms 31s soon; do
+                printf '[daemon]\nsocket = %s\nstate_dir = %s\ndns_upstream_timeout = %s\n' "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
+                run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"dns_upstream_timeout"*"'$bad'"* ]] || { echo "$output"; false; }
+        done
+        for bad in 0 65537 many; do
+                printf '[daemon]\nsocket = %s\nstate_dir = %s\n[tenant.x]\nuids = root\nnetwork_max_names = %s\n' "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
+                run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"network_max_names"*"'$bad'"* ]] || { echo "$output"; false; }
+        done
+}
