@@ -181,7 +181,14 @@ _noreturn_ void sandbox_main(struct launch *l);
  * command, added to set. */
 void init_add_forwarded(sigset_t *set);
 /* pid 1's loop once the command runs; never returns. */
-_noreturn_ void init_run(pid_t command, int exit_fd, bool own_pid_ns);
+/* What pid 1 writes to exit_fd when the command has ended. */
+struct init_exit {
+        int status;                /* the command's wait status */
+        uint64_t peak_vm_kb;       /* the largest VmPeak pid 1 saw among the command's processes, 0: none seen */
+};
+/* watch_vm: sample the processes' peak address space (a memory rlimit
+ * holds them) for the status record. */
+_noreturn_ void init_run(pid_t command, int exit_fd, bool own_pid_ns, bool watch_vm);
 
 /* status.c: JSON lines on --json-status-fd. */
 struct run_result {
@@ -191,6 +198,7 @@ struct run_result {
         uint64_t wall_ms;
         uint64_t cpu_ms;
         uint64_t peak_rss_kb;
+        uint64_t peak_vm_kb;       /* from pid 1; 0: not watched or not seen */
         bool have_prot;
         struct protections prot;
         uint64_t limits[LIMIT_COUNT];   /* what the command's process had */

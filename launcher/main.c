@@ -347,8 +347,10 @@ static int sandbox_result(struct launch *l, struct sandbox *sb, struct watch *w,
         res->peak_rss_kb = (uint64_t) ru.ru_maxrss;
         drain_reports(l, sb->report, w);
 
-        int cmd_status = 0;
-        bool have_cmd_status = read(sb->exit_pipe, &cmd_status, sizeof(cmd_status)) == (ssize_t) sizeof(cmd_status);
+        struct init_exit ex = { 0 };
+        bool have_cmd_status = read(sb->exit_pipe, &ex, sizeof(ex)) == (ssize_t) sizeof(ex);
+        int cmd_status = ex.status;
+        res->peak_vm_kb = ex.peak_vm_kb;
 
         res->have_prot = w->ready;
         res->prot = w->prot;

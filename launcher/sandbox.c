@@ -183,5 +183,7 @@ void sandbox_main(struct launch *l) {
                 command_main(l, &prot, init_pid);
         close(l->report_fd);
         closep(&l->pty.slave);
-        init_run(pid, l->exit_fd, p->namespaces & PROFILE_NS_PID);
+        /* With a memory rlimit, the record gets the processes' peak
+         * address space: what that limit counts. */
+        init_run(pid, l->exit_fd, p->namespaces & PROFILE_NS_PID, limits_memory_rlimited(p));
 }

@@ -121,6 +121,10 @@ void status_end(int fd, const struct profile *p, const struct run_result *r) {
                K(SBX_STATUS_WALL_MS) "%llu, " K(SBX_STATUS_CPU_MS) "%llu, " K(SBX_STATUS_PEAK_RSS_KB) "%llu, ",
                r->exit_code, sig, json_bool(r->timed_out), (unsigned long long) r->wall_ms,
                (unsigned long long) r->cpu_ms, (unsigned long long) r->peak_rss_kb);
+        if (r->peak_vm_kb)
+                append(line, sizeof(line), &n, K(SBX_STATUS_PEAK_VM_KB) "%llu, ", (unsigned long long) r->peak_vm_kb);
+        else
+                append(line, sizeof(line), &n, K(SBX_STATUS_PEAK_VM_KB) "null, ");
         limits_json(line, sizeof(line), &n, p, r);
         append(line, sizeof(line), &n,
                K(SBX_STATUS_PROTECTIONS) "{" K(SBX_PROT_NO_NEW_PRIVS) "%s, " K(SBX_PROT_SECCOMP) "%s, "

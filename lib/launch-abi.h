@@ -31,6 +31,10 @@
 #define SBX_STATUS_WALL_MS "wall-ms"           /* integer */
 #define SBX_STATUS_CPU_MS "cpu-ms"             /* integer */
 #define SBX_STATUS_PEAK_RSS_KB "peak-rss-kb"   /* integer */
+/* integer or null: with a memory rlimit, the largest peak address space
+ * (VmPeak, kB) pid 1 saw among the command's processes while they lived;
+ * sampled, so at most the true peak. null: not watched, or not seen. */
+#define SBX_STATUS_PEAK_VM_KB "peak-vm-kb"
 #define SBX_STATUS_LIMITS "limits"             /* object: [limits] key -> SBX_LIMIT_* object */
 #define SBX_STATUS_PROTECTIONS "protections"   /* object of SBX_PROT_* keys */
 

@@ -321,6 +321,22 @@ uint64_t cgroup_job_oom_kills(int fd) {
         return p ? strtoull(p + 9, NULL, 10) : 0;
 }
 
+json_t *cgroup_job_memory_events(int fd) {
+        _cleanup_free_ char *s = NULL;
+        if (read_file_at(fd, "memory.events", 4096, &s, NULL) < 0)
+                return NULL;
+        json_t *o = json_object();
+        char *save = NULL;
+        for (char *line = strtok_r(s, "\n", &save); o && line; line = strtok_r(NULL, "\n", &save)) {
+                char *sp = strchr(line, ' ');
+                if (!sp)
+                        continue;
+                *sp = '\0';
+                json_object_set_new(o, line, json_integer((json_int_t) strtoull(sp + 1, NULL, 10)));
+        }
+        return o;
+}
+
 int cgroup_job_remove(struct cgroup_ctx *c, const char *id) {
         char name[64];
         snprintf(name, sizeof(name), "job-%s", id);

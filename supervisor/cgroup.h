@@ -42,6 +42,9 @@ int cgroup_job_kill(struct cgroup_ctx *c, int fd);
 int cgroup_job_cpu_usec(int fd, uint64_t *ret);
 /* memory.events oom_kill count (0 when unknown). */
 uint64_t cgroup_job_oom_kills(int fd);
+/* memory.events as an object of its counters ("max", "oom", "oom_kill",
+ * ...), or NULL when there is none to read. */
+json_t *cgroup_job_memory_events(int fd);
 /* Remove job-ID; -EBUSY while processes remain. */
 int cgroup_job_remove(struct cgroup_ctx *c, const char *id);
 /* Remove job-ID now, or as soon as its last process has gone (the kernel

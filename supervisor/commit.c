@@ -154,6 +154,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .job_gid = rj->j.job_gid,
                 .results_path = NULL,
                 .artifacts = rj->artifacts,
+                .limit_hit = rj->limit_hit,
                 .artifacts_truncated = rj->artifacts_truncated,
                 .artifacts_error = rj->artifacts_error,
                 .launcher_end = cap->status_end,

@@ -259,6 +259,17 @@ int job_recorded(struct job *j, const char *state, int exit_code, int sig, const
         return -EINVAL;
 }
 
+bool job_memory_near(const struct job *j, uint64_t peak_vm_kb) {
+        uint64_t limit = j->pol.memory;
+        if (limit == PROTO_UNSET || limit == 0 || peak_vm_kb == 0)
+                return false;
+        if (j->outcome != OUTCOME_FAILED && j->outcome != OUTCOME_KILLED)
+                return false;
+        if (j->timed_out || j->cancelled)
+                return false;
+        return peak_vm_kb * 1024 >= limit - limit / 8;
+}
+
 enum job_outcome job_outcome_from_exit(const struct job *j, int code, int sig) {
         if (j->timed_out)
                 return OUTCOME_TIMED_OUT;
@@ -313,6 +324,16 @@ int job_exited(struct job *j, const struct job_exit *x) {
         if (x->oom_killed && j->outcome != OUTCOME_SUCCEEDED && !j->timed_out && !j->cancelled) {
                 j->outcome = OUTCOME_OOM;
                 set_error(j, E_OOM, "the job ran out of memory (its cgroup's memory.max)");
+        }
+        /* An rlimit refuses allocations and kills nothing: the program
+         * fails its own way (MemoryError, a NULL from malloc). Said as
+         * what is known: how near its address space came to the limit. */
+        if (x->memory_rlimit && job_memory_near(j, x->peak_vm_kb)) {
+                snprintf(msg, sizeof(msg),
+                         "the job did not succeed and its address space reached %.1f MiB of its %.1f MiB memory limit "
+                         "(RLIMIT_AS, per process): an allocation was most likely refused",
+                         (double) x->peak_vm_kb / 1024.0, (double) j->pol.memory / 1048576.0);
+                set_error(j, E_MEMORY, msg);
         }
         if (j->outcome == OUTCOME_ERROR)
                 set_error(j, E_SETUP, "sbx-launch could not set up the sandbox (exit status 125; see the job's stderr)");

@@ -129,6 +129,8 @@ struct job_exit {
         const char *setup_message;
         const char *spawn_error; /* the daemon could not exec the launcher, or NULL */
         bool oom_killed;         /* the job's memory cgroup counted OOM kills */
+        bool memory_rlimit;      /* its memory limit was an rlimit (RLIMIT_AS), not a cgroup's */
+        uint64_t peak_vm_kb;     /* the launcher's sampled peak address space, 0: unknown */
 };
 
 void job_init(struct job *j);
@@ -175,6 +177,11 @@ int job_exited(struct job *j, const struct job_exit *x);
  * and error that record states. -EINVAL when j is done or state is not an
  * outcome's name. */
 int job_recorded(struct job *j, const char *state, int exit_code, int sig, const char *code, const char *msg);
+
+/* Did an RLIMIT_AS memory limit most likely stop the job? It did not
+ * succeed, and its processes' address space came within an eighth of the
+ * limit: an allocation that would have crossed it was refused. */
+bool job_memory_near(const struct job *j, uint64_t peak_vm_kb);
 
 /* The outcome for a launcher exit status (124 timeout, 125 set-up failure,
  * 128+N signal), given what happened to the job before. */

@@ -44,6 +44,7 @@ void rjob_free(void *p) {
         free(rj->profile_path);
         free(rj->prep_error);
         json_decref(rj->artifacts);
+        json_decref(rj->limit_hit);
         free(rj->artifacts_error);
         json_decref(rj->rec);
         json_decref(rj->rec_kept);

@@ -73,6 +73,7 @@ struct rjob {
         /* the end: artifacts, then the record through the group commit */
         struct work work;
         json_t *artifacts;
+        json_t *limit_hit;        /* the record's "limit_hit", or NULL */
         bool artifacts_truncated;
         char *artifacts_error;
         json_t *rec;

@@ -60,6 +60,7 @@
 #define E_CANCELLED "E_CANCELLED"
 #define E_TIMEOUT "E_TIMEOUT"
 #define E_OOM "E_OOM"
+#define E_MEMORY "E_MEMORY"
 /* The job's processes together used its whole CPU time (cgroup cpu.stat). */
 #define E_CPU_TIME "E_CPU_TIME"
 /* The daemon cannot make results durable (a full or failing disk): no new

@@ -163,6 +163,7 @@ json_t *record_build(const struct record_input *in) {
         if (in->artifacts_error)
                 json_object_set_new(rec, "artifacts_error", json_string(in->artifacts_error));
         json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->cgroup, in->disk_quota));
+        json_object_set_new(rec, "limit_hit", in->limit_hit ? json_incref(in->limit_hit) : json_null());
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
         json_t *prot = end ? json_object_get(end, SBX_STATUS_PROTECTIONS) : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());

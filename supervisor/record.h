@@ -29,6 +29,7 @@ struct record_input {
         const char *results_path;   /* STATE/results, for the capture files' paths */
         struct record_stream out[2];
         json_t *artifacts;          /* borrowed; NULL: none */
+        json_t *limit_hit;          /* borrowed: which limit stopped the job, with evidence; NULL: none */
         bool artifacts_truncated;
         const char *artifacts_error;
         json_t *launcher_end;       /* borrowed: the launcher's end record, or NULL */

@@ -36,13 +36,13 @@ void runner_schedule(struct daemon *d) {
         d->schedule_wanted = true;
 }
 
-static void arm_timer(struct rjob *rj, uint64_t ms) {
+static int arm_timer(struct rjob *rj, uint64_t ms) {
         struct itimerspec its = { 0 };
         if (ms == 0)
                 ms = 1;
         its.it_value.tv_sec = (time_t) (ms / 1000);
         its.it_value.tv_nsec = (long) (ms % 1000) * 1000000;
-        timerfd_settime(rj->timer_fd, 0, &its, NULL);
+        return timerfd_settime(rj->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
 /* Every process of the job, now: the cgroup when there is one, else the
@@ -67,7 +67,14 @@ void runner_stop(struct rjob *rj, enum job_event why) {
                  * which gets the grace period to clean up. */
                 if (rj->pid > 0 && !rj->cap.exited)
                         kill(rj->pid, SIGTERM);
-                arm_timer(rj, grace_ms);
+                int r = arm_timer(rj, grace_ms);
+                if (r < 0) {
+                        /* No timer to end the grace period: no grace. */
+                        log_error(JOB_LOG ": cannot arm the grace period (%s): killing every process now",
+                                  JOB_LOG_ARGS(&rj->j), strerror(-r));
+                        hard_kill(rj);
+                        return;
+                }
                 log_info(JOB_LOG ": %s, SIGTERM sent, kill in %" PRIu64 " ms", JOB_LOG_ARGS(&rj->j),
                          why == JEV_TIMEOUT ? "timed out" : why == JEV_CANCEL ? "cancelled" : "daemon stopping", grace_ms);
         }
@@ -84,6 +91,22 @@ static void on_timer(struct source *s, uint32_t events) {
                 log_info(JOB_LOG ": grace period over, killing every process", JOB_LOG_ARGS(&rj->j));
                 hard_kill(rj);
         }
+}
+
+/* The job's wall clock, armed before its launcher exists: a job whose
+ * timeout cannot be enforced does not start (fail closed). */
+static int timer_start(struct rjob *rj, struct sbx_error *err) {
+        rj->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (rj->timer_fd < 0)
+                return sbx_error_set(err, errno, "cannot arm the job's timeout: timerfd_create");
+        int r = loop_add(&rj->timer_src, rj->timer_fd, EPOLLIN, on_timer);
+        if (r < 0) {
+                close(rj->timer_fd);
+                rj->timer_fd = -1;
+                return sbx_error_set(err, r, "cannot arm the job's timeout: epoll");
+        }
+        r = arm_timer(rj, rj->j.pol.timeout_ms);
+        return r < 0 ? sbx_error_set(err, r, "cannot arm the job's timeout: timerfd_settime") : 0;
 }
 
 /* An in-memory file holding data, read from its start; sealed: nothing can
@@ -248,6 +271,8 @@ void runner_launch(struct rjob *rj) {
         memset(&p, -1, sizeof(p));
 
         r = prepare(rj, &ls, &profile_fd, &stdin_fd, &bundle_fd, &err);
+        if (r == 0)
+                r = timer_start(rj, &err);
         if (r == 0 && (r = pipes_open(&p, netveth_handshake(rj))) < 0)
                 sbx_error_set(&err, r, "pipe");
         if (r == 0) {
@@ -291,11 +316,13 @@ void runner_launch(struct rjob *rj) {
                 runner_end(rj);
                 return;
         }
-        rj->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (rj->timer_fd >= 0 && loop_add(&rj->timer_src, rj->timer_fd, EPOLLIN, on_timer) == 0)
-                arm_timer(rj, rj->j.pol.timeout_ms);
-        else
-                log_error(JOB_LOG ": no timer (%s): it runs without its timeout", JOB_LOG_ARGS(&rj->j), strerror(errno));
+        /* The timeout counts from here, as it always has (a restricted
+         * job's network set-up is not the job's time). Should the re-arm
+         * fail, the deadline armed before the spawn still holds. */
+        r = arm_timer(rj, rj->j.pol.timeout_ms);
+        if (r < 0)
+                log_warning(JOB_LOG ": timeout not re-armed (%s): it counts from before the launcher started",
+                            JOB_LOG_ARGS(&rj->j), strerror(-r));
         job_transition(&rj->j, JEV_START, NULL);
         metrics_net_started(&d->metrics, rj->j.pol.net, rj->j.pol.net_audit);
         rj->had_cgroup = rj->cgroup_fd >= 0;
@@ -325,10 +352,30 @@ void runner_start_ready(struct daemon *d) {
         d->starting = false;
 }
 
+/* The record's "limit_hit": which limit stopped the job, with the
+ * evidence for it, when job_exited() found one did. */
+static void limit_hit(struct rjob *rj, const struct job_exit *x) {
+        const struct job *j = &rj->j;
+        json_t *o = NULL;
+        if (!j->error_code)
+                return;
+        if (streq(j->error_code, E_MEMORY))
+                o = json_pack("{s:s, s:s, s:I, s:I, s:s}", "limit", "memory", "by", "rlimit", "value", (json_int_t) j->pol.memory,
+                              "peak_address_space", (json_int_t) (x->peak_vm_kb * 1024), "evidence",
+                              "the largest peak address space (VmPeak) the launcher saw among the job's processes, sampled "
+                              "while they ran: a lower bound");
+        else if (streq(j->error_code, E_OOM))
+                o = json_pack("{s:s, s:s, s:I, s:o}", "limit", "memory", "by", "cgroup", "value", (json_int_t) j->pol.memory,
+                              "memory_events", rj->cgroup_fd >= 0 ? cgroup_job_memory_events(rj->cgroup_fd) ?: json_null() : json_null());
+        json_decref(rj->limit_hit);
+        rj->limit_hit = o;
+}
+
 void runner_exited(struct rjob *rj) {
         struct capture *cap = &rj->cap;
         json_t *end = cap->status_end, *err = end ? json_object_get(end, SBX_STATUS_ERROR) : NULL;
         json_t *ec = end ? json_object_get(end, SBX_STATUS_EXIT_CODE) : NULL, *sg = end ? json_object_get(end, SBX_STATUS_SIGNAL) : NULL;
+        json_t *vm = end ? json_object_get(end, SBX_STATUS_PEAK_VM_KB) : NULL;
         struct job_exit x = {
                 .status = cap->exit_status,
                 .signal = cap->exit_signal,
@@ -339,6 +386,8 @@ void runner_exited(struct rjob *rj) {
                 .setup_message = json_is_object(err) ? json_string_value(json_object_get(err, SBX_STATUS_ERROR_MESSAGE)) : NULL,
                 .spawn_error = cap->spawn_error,
                 .oom_killed = (rj->cg_limits & CG_LIMIT_MEMORY) && rj->cgroup_fd >= 0 && cgroup_job_oom_kills(rj->cgroup_fd) > 0,
+                .memory_rlimit = !(rj->cg_limits & CG_LIMIT_MEMORY),
+                .peak_vm_kb = json_is_integer(vm) && json_integer_value(vm) > 0 ? (uint64_t) json_integer_value(vm) : 0,
         };
         if (x.setup_step)
                 snprintf(rj->setup_step, sizeof(rj->setup_step), "%s", x.setup_step);
@@ -349,6 +398,7 @@ void runner_exited(struct rjob *rj) {
                 x.setup_message = netveth_failure(rj);
         }
         job_exited(&rj->j, &x);
+        limit_hit(rj, &x);
         runner_end(rj);
 }
 

@@ -23,7 +23,7 @@ setup() {
         jq -e . "$st" >/dev/null
         [ "$(jq -s '.[0] | keys | join(",")' "$st")" = '"child-pid"' ]
         [ "$(jq -s '.[0]."child-pid" > 1' "$st")" = true ]
-        [ "$(jq -s -c '.[1] | keys_unsorted' "$st")" = '["exit-code","signal","timed-out","wall-ms","cpu-ms","peak-rss-kb","limits","protections"]' ]
+        [ "$(jq -s -c '.[1] | keys_unsorted' "$st")" = '["exit-code","signal","timed-out","wall-ms","cpu-ms","peak-rss-kb","peak-vm-kb","limits","protections"]' ]
         [ "$(jq -s -c '.[1].limits | keys_unsorted' "$st")" = '["timeout","cpu","memory","data","processes","file-size","open-files","stack","core"]' ]
         [ "$(jq -s -c '.[1].protections | keys_unsorted' "$st")" = '["no-new-privs","seccomp","landlock-abi","landlock-fs","landlock-net","landlock-scoped","caps-dropped","nested-userns-blocked","proc-masked","openat2","setid-refused","memfd-refused"]' ]
         [ "$(jq -s '.[1]."exit-code"' "$st")" = 3 ]

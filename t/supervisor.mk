@@ -103,6 +103,9 @@ t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
 SUP_BATS = \
 	t/supervisor-run.bats \
 	t/supervisor-timeouts.bats \
+	t/supervisor-timer-faults.bats \
+	t/supervisor-docs.bats \
+	t/supervisor-memory.bats \
 	t/supervisor-protocol.bats \
 	t/supervisor-tenants.bats \
 	t/supervisor-crash.bats \
@@ -142,3 +145,10 @@ TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
 	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
 	t/helpers/callback-receiver.py
+
+# Preloaded into the daemon by t/supervisor-timer-faults.bats: timers that
+# fail on demand (see the file).
+check_PROGRAMS += t/helpers/fail-timerfd.so
+t_helpers_fail_timerfd_so_SOURCES = t/helpers/fail-timerfd.c
+t_helpers_fail_timerfd_so_CFLAGS = $(AM_CFLAGS) -fPIC
+t_helpers_fail_timerfd_so_LDFLAGS = -shared

@@ -122,11 +122,12 @@ oom_job() {
         local id r
         id=$(sbxctl_u submit --memory 64M --timeout 120s -- python3 -c 'b = bytearray(400 << 20); print(len(b))') || return 1
         r=$(record "$id")
-        say "$r" | jq -c '{state, error, limits: .limits.memory, peak_rss_kb}'
+        say "$r" | jq -c '{state, error, limits: .limits.memory, limit_hit, peak_rss_kb}'
         [ "$(jq -r .state <<<"$r")" = oom ] && [ "$(jq -r .error.code <<<"$r")" = E_OOM ] &&
-                [ "$(jq -r .limits.memory.by <<<"$r")" = cgroup ]
+                [ "$(jq -r .limits.memory.by <<<"$r")" = cgroup ] &&
+                jq -e '.limit_hit.limit == "memory" and .limit_hit.by == "cgroup" and .limit_hit.value == 67108864 and .limit_hit.memory_events.oom_kill >= 1' <<<"$r" >/dev/null
 }
-check "a job over memory.max (64M, touching 400M) ends oom with E_OOM" oom_job
+check "a job over memory.max (64M, touching 400M) ends oom with E_OOM, and limit_hit names memory.max with the cgroup's memory.events" oom_job
 
 fork_bomb() {
         local id cg max=0 cur
