@@ -248,6 +248,21 @@ EOC
         [ "$status" -eq 0 ]
 }
 
+@test "a tenant's network_allow entry that reaches only addresses no restricted job reaches is a configuration error" {
+        for bad in 169.254.169.254:80 10.215.0.0/24:* '[fe80::/64]:*' 192.0.2.0/25:443; do
+                printf '[daemon]\nsocket = %s\nstate_dir = %s\nnetwork_pool = 10.215.0.0/16\nnetwork_deny = 192.0.2.0/24\n[tenant.x]\nuids = root\nnetwork = restricted\nnetwork_allow = 10.0.0.0/8:443 %s\n' \
+                        "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
+                run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"[tenant.x] network_allow: "*"never reach"* ]] || { echo "$bad: $output"; false; }
+        done
+        # a wide cap is taken: the programs deny what it holds of them
+        printf '[daemon]\nsocket = %s\nstate_dir = %s\nnetwork_pool = 10.215.0.0/16\n[tenant.x]\nuids = root\nnetwork = restricted\nnetwork_allow = 0.0.0.0/0:* 127.0.0.1:*\n' \
+                "$SUP_DIR/x.sock" "$SUP_DIR/x" > "$SUP_DIR/ok.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/ok.conf" --check-config
+        [ "$status" -eq 0 ]
+}
+
 @test "a bad network_deny is a configuration error naming the key and the value" {
         for bad in 10.0.0.1/8 300.1.2.3 fd00::/129 example.com 10.0.0.0/8:80; do
                 printf '[daemon]\nsocket = %s\nstate_dir = %s\nnetwork_deny = %s\n' "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
