@@ -244,7 +244,7 @@ need_ipv6() {
         grep -qx "connect db.test - ${TH}.1 8080 allow" <<<"$evs"
         grep -qx "connect - - ${TH}.2 8080 deny" <<<"$evs"
         grep -qx "connect - - 127.0.0.1 53 allow" <<<"$evs"
-        run ctl result "$id"
+        run -0 ctl result "$id"
         [[ "$output" == *"net:       dns A db.test allow "* ]]
         [[ "$output" == *"net:       connect tcp ${TH}.1:8080 (db.test) allow pid "* ]]
         # glibc may ask again after a REFUSED: every answer is the same
@@ -326,7 +326,7 @@ need_ipv6() {
         [ "$status" -ne 0 ]
         [[ "$output" == *"E_FORBIDDEN"* ]]
         [[ "$output" == *"field 'network.allow[1]': 192.0.2.1:80/tcp is beyond tenant 'admin''s network_allow"* ]]
-        run ctl submit --network restricted --allow db.internal:5432 -- true
+        run -125 ctl submit --network restricted --allow db.internal:5432 -- true
         [[ "$output" == *"E_FORBIDDEN"* ]]
         [[ "$output" == *"db.internal:5432/tcp is beyond tenant 'admin''s network_allow"* ]]
         run ctl submit --allow ${TH}.1:80 -- true
@@ -347,16 +347,16 @@ need_ipv6() {
 @test "one job's allowlist never admits another's traffic (jobs at once, each its own port)" {
         ids=()
         for p in 8080 8081; do
-                run ctl --json submit --network restricted --allow "${TH}.2:$p" -- \
+                run -0 ctl --json submit --network restricted --allow "${TH}.2:$p" -- \
                         python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" tcp:${TH}.2:8080 tcp:${TH}.2:8081
                 ids+=("$(json_get job <<<"$output")")
         done
         ctl wait "${ids[0]}" >/dev/null
         ctl wait "${ids[1]}" >/dev/null
-        run ctl logs "${ids[0]}"
+        run -0 ctl logs "${ids[0]}"
         [ "${lines[0]}" = "tcp:${TH}.2:8080 ok ${TH}.2:8080" ]
         [ "${lines[1]}" = "tcp:${TH}.2:8081 EPERM" ]
-        run ctl logs "${ids[1]}"
+        run -0 ctl logs "${ids[1]}"
         [ "${lines[0]}" = "tcp:${TH}.2:8080 EPERM" ]
         [ "${lines[1]}" = "tcp:${TH}.2:8081 ok ${TH}.2:8081" ]
 }
@@ -381,7 +381,7 @@ need_ipv6() {
                 res=$(ctl --json wait "$id")
                 echo "$res" >> "$BATS_TEST_TMPDIR/records"
                 [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "job $i: $res"; false; }
-                run ctl logs "$id"
+                run -0 ctl logs "$id"
                 # its own host answers; the other's is refused by the programs
                 [[ "$output" == *"${TH}.$h ok ${TH}.$h:8080"* ]] || { echo "job $i: $output"; echo "$res"; false; }
                 [[ "$output" == *"connect: Operation not permitted"*"${TH}.$o refused"* ]] || { echo "job $i: $output"; echo "$res"; false; }
@@ -409,7 +409,7 @@ need_ipv6() {
         sup_start
         ids=()
         for i in 1 2 3 4; do
-                run ctl --json submit --network restricted -- sh -c 'touch /workspace/up; sleep 60'
+                run -0 ctl --json submit --network restricted -- sh -c 'touch /workspace/up; sleep 60'
                 ids+=("$(json_get job <<<"$output")")
         done
         for id in "${ids[@]}"; do
@@ -417,7 +417,7 @@ need_ipv6() {
                 [ -e "$SUP_DIR/state/work/$id/up" ]
         done
         full=$(ctl metrics)
-        run ctl --json submit --network restricted -- true
+        run -0 ctl --json submit --network restricted -- true
         res=$(ctl --json wait "$(json_get job <<<"$output")" || true)
         failed=$(ctl metrics)
         [ "$(json_get result.state <<<"$res")" = error ]
@@ -472,7 +472,7 @@ names() {
 
 @test "a daemon SIGKILLed with a restricted job running leaves nothing behind once restarted; a stopped one leaves nothing at all" {
         names
-        run ctl --json submit --network restricted --allow ${TH}.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
+        run -0 ctl --json submit --network restricted --allow ${TH}.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
         id=$(json_get job <<<"$output")
         ws="$SUP_DIR/state/work/$id"
         for i in $(seq 600); do [ -e "$ws/up" ] && break; sleep 0.05; done

@@ -130,6 +130,9 @@ SUP_BATS = \
 	t/supervisor-metrics.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
+	t/supervisor-callback-outbox-fault.bats \
+	t/supervisor-callback-fairness.bats \
+	t/supervisor-callback-order.bats \
 	t/supervisor-progress.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
