@@ -17,7 +17,13 @@
 # each for up to 1 MiB of a 16 MiB capture), with the daemon's peak RSS
 # during each flood.
 #
-# SBX_FAIR_ONLY="N ..." runs only the attacks of those numbers (1-10).
+# Callbacks (SBX_FAIR_ONLY=callbacks, a daemon of its own): the victim's
+# result deliveries, each from its job's end to its arrival (p50/p99/max,
+# ms), with and without 30 jobs of the attacker whose receiver accepts
+# and never answers (t/helpers/callback-receiver.py, mode hang).
+#
+# SBX_FAIR_ONLY="N ..." runs only the attacks of those numbers (1-10) or
+# names (callbacks).
 # SBX_FAIR_BIN=DIR takes sbx-supervisord, sbx-launch and sbxctl from DIR
 # (another build, to compare; sup-client is always this tree's).
 #
@@ -239,3 +245,79 @@ if attack 10; then
 fi
 
 echo "daemon peak RSS: $(awk '/^VmHWM:/ { print $2 " kB" }' "/proc/$daemon/status")"
+
+# ---- callbacks: a receiver that never answers ----
+# cb_receiver DIR MODE: a receiver on a free port, its port in DIR/port.
+cb_receiver() {
+        mkdir -p "$1"
+        echo "$2" > "$1/mode"
+        /usr/bin/python3 "$top/t/helpers/callback-receiver.py" "$1" "$stage/cb-secret" &
+        echo $! > "$1/pid"
+        for i in $(seq 200); do
+                [ -s "$1/port" ] && return 0
+                sleep 0.05
+        done
+        echo "bench: the callback receiver did not start" >&2
+        return 1
+}
+
+# cb_delays N: the victim's N jobs one after the other; then, once each is
+# delivered, the milliseconds from each job's end to its arrival.
+cb_delays() {
+        : > "$stage/cb-v/log"
+        for i in $(seq "$1"); do
+                j=$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$stage/bin/sbxctl" --socket "$stage/cb.sock" \
+                        submit -- true)
+                setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$stage/bin/sbxctl" --socket "$stage/cb.sock" \
+                        wait "$j" >/dev/null || true
+        done
+        for i in $(seq 1200); do
+                [ "$(grep -c '"status": 200' "$stage/cb-v/log")" -ge "$1" ] && break
+                sleep 0.1
+        done
+        /usr/bin/python3 - "$stage/cb-v/log" <<'EOP'
+import datetime, json, sys
+d = []
+for line in open(sys.argv[1]):
+    l = json.loads(line)
+    if l["status"] == 200 and l["event"] == "result":
+        ended = datetime.datetime.fromisoformat(l["ended"].replace("Z", "+00:00")).timestamp()
+        d.append((l["t"] - ended) * 1000)
+d.sort()
+pct = lambda p: d[min(len(d) - 1, int(p * len(d)))]
+print("%d delivered: p50 %.1f ms, p99 %.1f ms, max %.1f ms" % (len(d), pct(0.5), pct(0.99), d[-1]))
+EOP
+}
+
+callbacks_bench() {
+        head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$stage/cb-secret"
+        chmod 0600 "$stage/cb-secret"
+        cb_receiver "$stage/cb-v" ok
+        cb_receiver "$stage/cb-a" hang
+        sed -e "s|^socket = .*|socket = $stage/cb.sock|" -e "s|^state_dir = .*|state_dir = $stage/cb-state|" \
+                -e "s|^audit_log = .*|audit_log = $stage/cb-audit.log|" "$stage/sup.conf" > "$stage/cb.conf"
+        sed -i -e "/^\[tenant.attacker\]/a callback_url = http://127.0.0.1:$(cat "$stage/cb-a/port")/hook\ncallback_secret_file = $stage/cb-secret" \
+                -e "/^\[tenant.victim\]/a callback_url = http://127.0.0.1:$(cat "$stage/cb-v/port")/hook\ncallback_secret_file = $stage/cb-secret" \
+                "$stage/cb.conf"
+        "$stage/bin/sbx-supervisord" --config "$stage/cb.conf" 2>"$stage/cb-daemon.log" &
+        cbd=$!
+        for i in $(seq 100); do
+                [ -S "$stage/cb.sock" ] && "$stage/bin/sbxctl" --socket "$stage/cb.sock" ping >/dev/null 2>&1 && break
+                sleep 0.05
+        done
+        printf '%-46s %s\n' "callbacks, no attack" "$(cb_delays 40)"
+        for i in $(seq 30); do "$stage/bin/sbxctl" --socket "$stage/cb.sock" submit -- true; done > "$stage/cb-a/jobs"
+        while read -r j; do "$stage/bin/sbxctl" --socket "$stage/cb.sock" wait "$j" >/dev/null || true; done < "$stage/cb-a/jobs"
+        # every slot held by the attacker's posts
+        for i in $(seq 600); do
+                [ "$(grep -c . "$stage/cb-a/log" 2>/dev/null || echo 0)" -ge 8 ] && break
+                sleep 0.05
+        done
+        printf '%-46s %s\n' "callbacks, 30 jobs to a receiver that hangs" "$(cb_delays 40)"
+        kill "$cbd" "$(cat "$stage/cb-v/pid")" "$(cat "$stage/cb-a/pid")" 2>/dev/null || true
+        wait "$cbd" 2>/dev/null || true
+}
+
+if attack callbacks; then
+        callbacks_bench
+fi

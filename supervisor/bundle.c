@@ -35,7 +35,18 @@ struct btask {
         enum btask_kind kind;
         struct index_job ij;
         struct archive_job aj;
+        /* A full cache file system: trees renamed away for room, deleted
+         * by the one retry before it downloads again. */
+        bool retried;
+        char (*trash)[96];
+        size_t n_trash;
+        uint64_t room_bytes;
 };
+
+/* Trees to remove for room: least recently used first, until they add
+ * up to this many times the archive's size (its download and its tree,
+ * which may well unpack larger). */
+#define ROOM_FACTOR 4
 
 /* A verified index in memory. */
 struct known {
@@ -261,6 +272,9 @@ static void join(struct btask *t, struct bwait *w) {
 
 static void task_run(struct work *wk) {
         struct btask *t = container_of(wk, struct btask, work);
+        for (size_t i = 0; i < t->n_trash; i++)
+                cachefs_remove(t->aj.cache_fd, t->trash[i]);
+        t->n_trash = 0;
         if (t->kind == BT_INDEX)
                 registry_fetch_index(&t->ij);
         else
@@ -314,8 +328,57 @@ static void index_done(struct bundles *b, struct btask *t) {
         index_free(&ij->ix);
 }
 
+/* The cache's file system was full: unused trees go, least recently
+ * used first, and the archive is fetched once more. False when nothing
+ * could be removed, or after the retry. */
+static bool make_room(struct bundles *b, struct btask *t) {
+        struct archive_job *aj = &t->aj;
+        if (!aj->v.no_space || t->retried || atomic_load(&b->stop))
+                return false;
+        t->retried = true;
+        uint64_t want = aj->entry.size * ROOM_FACTOR;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &b->cache.lru) {
+                struct cache_entry *e = list_entry(pos, struct cache_entry, link);
+                if (t->room_bytes >= want)
+                        break;
+                if (e->refs > 0)
+                        continue;
+                char (*more)[96] = realloc(t->trash, (t->n_trash + 1) * sizeof(*more));
+                if (!more)
+                        break;
+                t->trash = more;
+                int r = cachefs_trash(b->cache_fd, e->sha256, b->trash_seq++, t->trash[t->n_trash], sizeof(t->trash[0]));
+                if (r < 0) {
+                        log_warning("cache: cannot remove %s: %s", e->sha256, strerror(-r));
+                        continue;
+                }
+                log_info("cache: %s %s (%s, %" PRIu64 " bytes) removed: the cache's file system is full", e->name, e->version,
+                         e->sha256, e->bytes);
+                t->n_trash++;
+                t->room_bytes += e->bytes;
+                cache_remove(&b->cache, e);
+                cache_entry_free(e);
+        }
+        if (t->n_trash == 0)
+                return false;
+        log_notice("registry %s: %s: the cache's file system was full; %zu unused trees (%" PRIu64 " bytes) removed, fetching again",
+                   aj->reg->name, aj->name, t->n_trash, t->room_bytes);
+        memset(&aj->v, 0, sizeof(aj->v));
+        pool_submit(&b->pool, &t->work);
+        return true;
+}
+
 static void archive_done(struct bundles *b, struct btask *t) {
         struct archive_job *aj = &t->aj;
+        /* Not E_INTERNAL: the operator's disk, said so. */
+        if (aj->v.no_space) {
+                char msg[sizeof(aj->v.msg)];
+                snprintf(msg, sizeof(msg), "the bundle cache's file system is full: %.900s; %s", aj->v.msg,
+                         t->retried ? "removing unused trees did not make room" : "no unused tree to remove");
+                snprintf(aj->v.msg, sizeof(aj->v.msg), "%s", msg);
+                aj->v.code = E_CACHE_FULL;
+        }
         struct cache_entry *e = TAKE_PTR(aj->installed);
         /* Two registries' downloads of one digest: the first tree in
          * place is the one kept (cachefs_commit), and the one used. */
@@ -346,12 +409,15 @@ static void archive_done(struct bundles *b, struct btask *t) {
 static void task_done(struct work *wk) {
         struct btask *t = container_of(wk, struct btask, work);
         struct bundles *b = t->b;
+        if (t->kind == BT_ARCHIVE && make_room(b, t))
+                return;
         list_del(&t->link);
         audit_fetch(t);
         if (t->kind == BT_INDEX)
                 index_done(b, t);
         else
                 archive_done(b, t);
+        free(t->trash);
         free(t);
 }
 

@@ -30,13 +30,16 @@
 #define PROGRESS_TIMEOUT_MS 2000
 /* Progress posts in flight at once, all jobs together: half of the
  * connections the thread opens to one receiver (callback-thread.c), so
- * that results always have the other half. */
+ * that results always have the other half. They are shared between the
+ * tenants as result posts are (callback-lane.c): one tenant below its
+ * share posts while others hold all 16, up to 32 in all. */
 #define PROGRESS_MAX_INFLIGHT 16
 
 struct cb_prog {
         struct list link;        /* cb->progs */
         struct cb_task task;
         struct rjob *rj;         /* NULL once the job ended */
+        struct cb_tenant *share; /* its tenant's progress posts in flight */
         char job[24];
         char *tenant, *url, *traceparent;
         uint64_t interval_ms;
@@ -98,7 +101,8 @@ static char *body_of(const struct cb_prog *p, bool heartbeat, const char *delive
 }
 
 static void post(struct callbacks *cb, struct cb_prog *p, bool heartbeat) {
-        if (cb->prog_inflight >= PROGRESS_MAX_INFLIGHT) {
+        unsigned active = cb_tenants_wanting(cb, 0, true) + (p->share->progs == 0);
+        if (!outbox_fair_may_start(cb->prog_inflight, PROGRESS_MAX_INFLIGHT, p->share->progs, active)) {
                 cb->prog_behind++;
                 return;
         }
@@ -125,6 +129,7 @@ static void post(struct callbacks *cb, struct cb_prog *p, bool heartbeat) {
         }
         p->inflight = true;
         cb->prog_inflight++;
+        p->share->progs++;
         cb_thread_submit(cb->th, k);
 }
 
@@ -134,7 +139,7 @@ void callbacks_progress_start(struct daemon *d, struct rjob *rj) {
         if (!cb->d || rj->cb_prog || !run->callback || run->progress_s == PROTO_UNSET || run->progress_s == 0)
                 return;
         struct cb_prog *p = calloc(1, sizeof(*p));
-        if (!p || !(p->tenant = strdup(rj->j.tenant->name)) || !(p->url = strdup(run->callback)) ||
+        if (!p || !(p->share = cb_tenant_get(cb, rj->j.tenant->name)) || !(p->tenant = strdup(rj->j.tenant->name)) || !(p->url = strdup(run->callback)) ||
             (run->traceparent && !(p->traceparent = strdup(run->traceparent)))) {
                 if (p) {
                         free(p->tenant);
@@ -174,6 +179,7 @@ void cb_progress_done(struct callbacks *cb, struct cb_task *k) {
         cb_post_cleanup(k);
         p->inflight = false;
         cb->prog_inflight--;
+        p->share->progs--;
         if (k->curl_rc == CURLE_OK && outbox_verdict(k->status) == OUTBOX_DELIVERED) {
                 cb->prog_delivered++;
         } else {

@@ -19,6 +19,8 @@ struct cb_item {
         char last_error[192];
         struct list link;
         struct cb_queue *q;     /* its tenant's: counts it while pending */
+        struct cb_lane *lane;   /* its tenant's deliveries to its URL */
+        bool asked;             /* an operator's retry: now, ahead of its lane's order */
         struct cb_task task;    /* what the thread does for it now */
 };
 
@@ -110,3 +112,38 @@ bool cb_queue_holds(struct callbacks *cb, const char *job);
 /* The tenant's queued deliveries, oldest first, appended to arr while
  * *n < limit (as callbacks.list shows them). */
 void cb_queue_list(struct callbacks *cb, const char *tenant, json_t *arr, uint64_t *n, uint64_t limit);
+
+/* callback-lane.c: shares of the slots between tenants, and the order of
+ * a tenant's deliveries to one URL. */
+struct cb_tenant {
+        struct list link;       /* cb->tenants */
+        char *name;
+        unsigned posts, progs;  /* its result and progress posts in flight */
+        uint64_t wants;         /* the dispatch pass that found one of its deliveries due */
+};
+struct cb_lane {
+        struct list link;       /* cb->lanes */
+        struct cb_tenant *t;
+        char *url;
+        unsigned refs;          /* items in it */
+        unsigned inflight;
+        unsigned fails;         /* failed attempts in a row; while > 0, one at a time */
+        uint64_t next_ms;       /* CLOCK_MONOTONIC: no attempt before, while failing */
+        bool second;            /* its oldest failed: the next attempt is the one after it */
+        uint64_t held;          /* the dispatch pass that left one of it waiting: later ones wait too */
+        uint64_t skipped;       /* the dispatch pass that passed its oldest over (second) */
+};
+/* NULL without memory. Freed by cb_tenants_free() only. */
+struct cb_tenant *cb_tenant_get(struct callbacks *cb, const char *name);
+void cb_tenants_free(struct callbacks *cb);
+/* Tenants with result posts in flight or due in the pass (progress:
+ * with progress posts in flight). */
+unsigned cb_tenants_wanting(struct callbacks *cb, uint64_t pass, bool progress);
+/* Counted: cb_lane_put() for each. NULL without memory. */
+struct cb_lane *cb_lane_get(struct callbacks *cb, const char *tenant, const char *url);
+void cb_lane_put(struct cb_lane *l);
+void cb_lane_started(struct cb_lane *l);
+/* An attempt of it ended with an answer other than a retry, or with one:
+ * then the delay before its lane's next attempt (0: at once). */
+void cb_lane_answered(struct callbacks *cb, struct cb_item *it);
+uint64_t cb_lane_failed(struct callbacks *cb, struct cb_item *it, long retry_after);

@@ -113,6 +113,8 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         list_init(&cb->items);
         list_init(&cb->queues);
         list_init(&cb->progs);
+        list_init(&cb->tenants);
+        list_init(&cb->lanes);
         cb->dir_fd = cb->outbox_fd = cb->dead_fd = cb->timer_fd = cb->queue_fd = cb->prog_timer_fd = -1;
         /* Reference-counted by libcurl (bundles' fetches take one too);
          * before the thread starts, as libcurl asks. */
@@ -173,6 +175,7 @@ void callbacks_done(struct daemon *d) {
                 cb_item_free(it);
         }
         cb_queue_done(cb);
+        cb_tenants_free(cb); /* after the items and progress posts that count in them */
         int *fds[] = { &cb->dir_fd, &cb->outbox_fd, &cb->dead_fd };
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
                 if (*fds[i] >= 0)
@@ -265,6 +268,7 @@ static void op_retry(struct conn *c, struct request *req, struct cb_item *it) {
         int r;
         if (it->state == CB_PENDING) {
                 it->next_ms = now_mono_ms();
+                it->asked = true;
                 cb_dispatch(cb);
         } else if ((r = read_body(cb, it)) < 0) {
                 conn_send(c, proto_error(req->tag, E_INTERNAL, "the callback of job %s: cannot read it back from the dead letters: %s",

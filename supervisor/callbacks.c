@@ -22,6 +22,7 @@
 #include "tenant.h"
 
 void cb_item_free(struct cb_item *it) {
+        cb_lane_put(it->lane);
         outbox_entry_free(&it->e);
         free(it->task.text);
         free(it);
@@ -34,9 +35,13 @@ void cb_item_drop_body(struct outbox_entry *e) {
 }
 
 struct cb_item *cb_item_new(struct callbacks *cb, struct outbox_entry *e, enum cb_state state) {
-        struct cb_item *it = calloc(1, sizeof(*it));
-        if (!it)
+        struct cb_lane *lane = cb_lane_get(cb, e->tenant, e->url);
+        struct cb_item *it = lane ? calloc(1, sizeof(*it)) : NULL;
+        if (!it) {
+                cb_lane_put(lane);
                 return NULL;
+        }
+        it->lane = lane;
         it->e = *e;
         memset(e, 0, sizeof(*e));
         it->state = state;
@@ -187,6 +192,23 @@ static void start_post(struct callbacks *cb, struct cb_item *it) {
                 dead_letter(cb, it, "its tenant has no callback_secret_file now: it cannot be signed");
                 return;
         }
+        /* Checked again at each attempt: an outbox entry may be older than
+         * the configuration (a callback_allow narrowed since, or a URL a
+         * string prefix let through before URLs were parsed). */
+        if (!(t->cb_url && streq(t->cb_url, it->e.url))) {
+                const char *why = "no callback_allow prefix has its scheme, host, port and path";
+                int r = tenant_allows_callback(t, it->e.url, &why);
+                if (r == -ENOMEM) {
+                        it->next_ms = now_mono_ms() + 1000;
+                        return;
+                }
+                if (r < 0) {
+                        char msg[sizeof(it->last_error)];
+                        snprintf(msg, sizeof(msg), "not posted: its tenant does not allow its URL now (%s)", why);
+                        dead_letter(cb, it, msg);
+                        return;
+                }
+        }
         struct cb_task *k = &it->task;
         k->op = CB_OP_POST;
         k->status = 0;
@@ -203,6 +225,7 @@ static void start_post(struct callbacks *cb, struct cb_item *it) {
         }
         cb_set_state(cb, it, CB_INFLIGHT);
         cb->inflight++;
+        cb_lane_started(it->lane);
         cb_thread_submit(cb->th, k);
 }
 
@@ -216,34 +239,94 @@ static void arm(struct callbacks *cb, uint64_t at_ms) {
         timerfd_settime(cb->timer_fd, 0, &its, NULL);
 }
 
-/* Read back what is queued while there is room; start what is due,
- * oldest first, up to callback_concurrency at once; give up on what is
- * past callback_max_age; wake up for the next. */
+/* May the lane try a delivery now (next: when it may, if sooner)? Each
+ * delivery's own time (set aside, or out of memory) is looked at apart. */
+static bool lane_open(const struct cb_lane *l, uint64_t now, uint64_t *next) {
+        if (!l->fails)
+                return true;
+        if (l->inflight)
+                return false; /* its end dispatches again */
+        if (l->next_ms > now) {
+                if (!*next || l->next_ms < *next)
+                        *next = l->next_ms;
+                return false;
+        }
+        return true;
+}
+
+/* Pending, in time, not set aside, its lane open? Past callback_max_age
+ * it goes to the dead letters. */
+static bool due(struct callbacks *cb, struct cb_item *it, uint64_t now, uint64_t real, uint64_t *next) {
+        const struct config *cfg = cb->d->cfg;
+        if (it->state != CB_PENDING)
+                return false;
+        uint64_t deadline = it->e.created_ms + cfg->cb_max_age_ms;
+        if (real >= deadline) {
+                char why[sizeof(it->last_error) + 96];
+                snprintf(why, sizeof(why), "not delivered within callback_max_age (%u attempts; last: %s)", it->attempts,
+                         it->last_error[0] ? it->last_error : "none");
+                dead_letter(cb, it, why);
+                return false;
+        }
+        /* woken up at its deadline whatever its lane waits for */
+        if (!*next || now + (deadline - real) < *next)
+                *next = now + (deadline - real);
+        if (it->asked)
+                return true;
+        if (it->next_ms > now) {
+                if (it->next_ms < *next)
+                        *next = it->next_ms;
+                return false;
+        }
+        return lane_open(it->lane, now, next);
+}
+
+/* Read back what is queued while there is room; give up on what is past
+ * callback_max_age; start what is due, each lane in order, each tenant
+ * within its share of callback_concurrency (callback-lane.c); wake up for
+ * the next. */
 void cb_dispatch(struct callbacks *cb) {
         const struct config *cfg = cb->d->cfg;
-        uint64_t now = now_mono_ms(), real = now_real_ms(), next = 0;
+        uint64_t now = now_mono_ms(), real = now_real_ms(), next = 0, pass = ++cb->pass;
         struct list *pos, *tmp;
         cb_queue_refill(cb);
         cb_queue_evict(cb);
+        /* who wants a slot */
         list_for_each_safe(pos, tmp, &cb->items) {
                 struct cb_item *it = list_entry(pos, struct cb_item, link);
-                if (it->state != CB_PENDING)
+                if (due(cb, it, now, real, &next))
+                        it->lane->t->wants = pass;
+        }
+        unsigned active = cb_tenants_wanting(cb, pass, false);
+        list_for_each_safe(pos, tmp, &cb->items) {
+                struct cb_item *it = list_entry(pos, struct cb_item, link);
+                struct cb_lane *l = it->lane;
+                uint64_t ignored = 0;
+                if ((l->held == pass && !it->asked) || !due(cb, it, now, real, &ignored))
                         continue;
-                if (real >= it->e.created_ms + cfg->cb_max_age_ms) {
-                        char why[sizeof(it->last_error) + 96];
-                        snprintf(why, sizeof(why), "not delivered within callback_max_age (%u attempts; last: %s)", it->attempts,
-                                 it->last_error[0] ? it->last_error : "none");
-                        dead_letter(cb, it, why);
+                if (l->fails && l->second && l->skipped != pass && !it->asked) {
+                        l->skipped = pass; /* the oldest, which failed: the next one instead */
                         continue;
                 }
-                if (it->next_ms > now) {
-                        if (!next || it->next_ms < next)
-                                next = it->next_ms;
+                if (!outbox_fair_may_start(cb->inflight, (unsigned) cfg->cb_concurrency, l->t->posts, active) ||
+                    cb_progress_busy(cb, it->e.job)) {
+                        /* (a progress post's end, or any post's, dispatches again) */
+                        l->held = pass; /* the later ones of its lane after it */
                         continue;
                 }
-                if (cb->inflight >= cfg->cb_concurrency || cb_progress_busy(cb, it->e.job))
-                        continue; /* (a progress post's end dispatches again) */
+                it->asked = false;
                 start_post(cb, it);
+                if (it->state != CB_INFLIGHT)
+                        l->held = pass;
+        }
+        /* a lane whose oldest was passed over with nothing after it: the
+         * oldest again, at once */
+        list_for_each_safe(pos, tmp, &cb->lanes) {
+                struct cb_lane *l = list_entry(pos, struct cb_lane, link);
+                if (l->skipped == pass && l->second && !l->inflight) {
+                        l->second = false;
+                        next = now;
+                }
         }
         arm(cb, next);
 }
@@ -259,11 +342,12 @@ static void note_failure(struct callbacks *cb, struct cb_item *it, const struct 
 
 static void post_done(struct callbacks *cb, struct cb_item *it) {
         struct cb_task *k = &it->task;
-        const struct config *cfg = cb->d->cfg;
         cb_post_cleanup(k);
         cb->inflight--;
         it->attempts++;
         enum outbox_verdict v = k->curl_rc != CURLE_OK ? OUTBOX_RETRY : outbox_verdict(k->status);
+        if (v != OUTBOX_RETRY)
+                cb_lane_answered(cb, it);
         if (v == OUTBOX_DELIVERED) {
                 if (k->file_err < 0)
                         log_warning("callback of job %s: delivered, but its outbox entry stays (%s): it is delivered again at "
@@ -289,13 +373,9 @@ static void post_done(struct callbacks *cb, struct cb_item *it) {
                 dead_letter(cb, it, why);
                 return;
         }
-        uint64_t delay = outbox_delay_ms(it->attempts, cfg->cb_backoff_ms, cfg->cb_backoff_max_ms, k->retry_after,
-                                         (double) randombytes_uniform(1000000) / 1e6);
-        /* Never past the deadline: then it is dead-lettered on time. */
-        uint64_t real = now_real_ms(), deadline = it->e.created_ms + cfg->cb_max_age_ms;
-        if (real + delay > deadline)
-                delay = deadline > real ? deadline - real : 0;
-        it->next_ms = now_mono_ms() + delay;
+        /* The lane waits, not the delivery: the lane's next attempt is
+         * its oldest, whichever failed (callback-lane.c). */
+        uint64_t delay = cb_lane_failed(cb, it, k->retry_after);
         cb_set_state(cb, it, CB_PENDING);
         log_info("callback of job %s (trace %.32s): attempt %u failed (%s); next in %" PRIu64 " ms", it->e.job,
                  it->e.traceparent ? it->e.traceparent + 3 : "-", it->attempts, it->last_error, delay);
@@ -346,6 +426,7 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                 it->attempts = 0;
                 it->last_error[0] = '\0';
                 it->next_ms = now_mono_ms();
+                it->asked = true;
                 cb_set_state(cb, it, CB_PENDING);
                 break;
         case CB_OP_POST:

@@ -39,6 +39,9 @@ struct callbacks {
         int dir_fd, outbox_fd, dead_fd;
         struct list items;        /* struct cb_item.link, oldest first */
         struct list queues;       /* struct cb_queue.link (callback-queue.c) */
+        struct list tenants;      /* struct cb_tenant.link (callback-lane.c) */
+        struct list lanes;        /* struct cb_lane.link */
+        uint64_t pass;            /* cb_dispatch()'s */
         int queue_fd;
         uint64_t n_disk;          /* pending deliveries in the outbox only */
         uint64_t n_dead_disk;     /* dead ones in the dead letters only */

@@ -400,20 +400,21 @@ static uint64_t backoff_ms(unsigned attempts) {
         return ms < RETRY_MAX_MS ? ms : RETRY_MAX_MS;
 }
 
-/* The record could not be written: the job stays (in memory and in the
- * journal), its clients hear the truth, and the write is tried again. */
-static void failed(struct daemon *d, struct rjob *rj, int err) {
+/* The record could not be written, or the callback's outbox entry it
+ * waits for (what): the job stays (in memory and in the journal), its
+ * clients hear the truth, and the write is tried again. */
+static void failed(struct daemon *d, struct rjob *rj, int err, const char *what) {
         struct commit *cm = &d->commit;
         char msg[SBX_ERROR_MAX];
         rj->rec_err = err;
         rj->rec_attempts++;
-        commit_storage_failed(d, "result record", err);
+        commit_storage_failed(d, what, err);
         if (rj->rec_attempts == 1) {
-                log_error(JOB_LOG ": cannot write its result record: %s; kept in the journal, retrying", JOB_LOG_ARGS(&rj->j), strerror(-err));
+                log_error(JOB_LOG ": cannot write its %s: %s; kept in the journal, retrying", JOB_LOG_ARGS(&rj->j), what, strerror(-err));
                 snprintf(msg, sizeof(msg),
-                         "job %s ended (%s) but its result record cannot be written (%s); the daemon keeps the job and "
+                         "job %s ended (%s) but its %s cannot be written (%s); the daemon keeps the job and "
                          "retries: ask for its result later",
-                         rj->j.id, job_outcome_name(rj->j.outcome), strerror(-err));
+                         rj->j.id, job_outcome_name(rj->j.outcome), what, strerror(-err));
                 subscribe_fail(rj, E_STORAGE, msg);
         }
         journal_end(d, rj);
@@ -429,6 +430,17 @@ static int record_verdict(const struct commit *cm, const struct rjob *rj) {
                 if (cm->sreq.files[k].data && cm->sreq.files[k].data == rj->rec_text)
                         return cm->sreq.files[k].err;
         return -EIO;
+}
+
+/* The callback's outbox entry of the job, written and made durable
+ * (its directory synced) before the record: 0, or why it is not. */
+static int entry_verdict(const struct commit *cm, const struct rjob *rj) {
+        if (!rj->cb_text)
+                return 0;
+        for (size_t k = 0; k < cm->sreq.n_files; k++)
+                if (cm->sreq.files[k].data == rj->cb_text)
+                        return cm->sreq.files[k].err ?: cm->sreq.early_dir_err;
+        return 0;
 }
 
 static void on_synced(struct source *s, uint32_t events) {
@@ -455,10 +467,17 @@ static void on_synced(struct source *s, uint32_t events) {
         list_for_each_safe(pos, tmp, &cm->inflight.jobs) {
                 struct rjob *rj = container_of(pos, struct rjob, commit_link);
                 list_del(pos);
-                int v = record_verdict(cm, rj) ?: dir_err;
+                int e = entry_verdict(cm, rj), v = e ?: record_verdict(cm, rj) ?: dir_err;
                 if (v < 0) {
+                        /* A record waits for its outbox entry: name the
+                         * entry when that is what failed. */
+                        char what[96];
+                        if (e < 0)
+                                snprintf(what, sizeof(what), "callback outbox entry callbacks/outbox/%s", rj->cb_name);
+                        else
+                                snprintf(what, sizeof(what), "result record");
                         all_ok = false;
-                        failed(d, rj, v);
+                        failed(d, rj, v, what);
                 } else
                         tell(d, rj);
         }

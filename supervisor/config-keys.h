@@ -83,3 +83,7 @@ int config_net_dns_upstream(struct cctx *c);
 int config_net_dns_timeout(struct cctx *c);
 int config_net_deny(struct cctx *c);
 int config_net_max_names(struct cctx *c);
+/* Once the file is read: a tenant's network_allow entry that reaches only
+ * what restricted jobs never reach (netdeny.h, but the host's addresses)
+ * is a mistake, said at once. */
+int config_net_check(const struct config *c, struct sbx_error *err);

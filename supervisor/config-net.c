@@ -182,6 +182,42 @@ int config_net_max_names(struct cctx *c) {
         return 0;
 }
 
+int config_net_check(const struct config *c, struct sbx_error *err) {
+        struct netdeny *nd = calloc(1, sizeof(*nd));
+        int r = nd ? netdeny_add_fixed(nd) : -ENOMEM;
+        if (r == 0 && c->net_pool) {
+                uint8_t a[16] = { [10] = 0xff, [11] = 0xff };
+                memcpy(a + 12, &c->net_pool, 4);
+                r = netdeny_add(nd, a, 96 + c->net_pool_prefix, ND_POOL);
+        }
+        if (r == 0 && c->net_pool6_prefix)
+                r = netdeny_add(nd, c->net_pool6, c->net_pool6_prefix, ND_POOL);
+        for (size_t i = 0; r == 0 && i < c->n_net_deny; i++)
+                r = netdeny_add(nd, c->net_deny[i].addr, c->net_deny[i].prefix, ND_CONFIGURED);
+        if (r < 0) {
+                free(nd);
+                return sbx_error_set(err, r, "network_deny");
+        }
+        /* the host's own addresses are known only at start: a job's entry
+         * naming one is refused then (policy.c) */
+        for (size_t i = 0; i < c->n_tenants; i++) {
+                const struct tenant *t = &c->tenants[i];
+                for (size_t k = 0; k < t->n_net_allow; k++) {
+                        enum netdeny_reason why = netdeny_covers(nd, &t->net_allow[k]);
+                        if (why == ND_NONE)
+                                continue;
+                        char e[NETPOLICY_HOST_MAX + 64];
+                        netpolicy_format_allow(&t->net_allow[k], e, sizeof(e));
+                        free(nd);
+                        return sbx_error_msg(err, EINVAL,
+                                             "%s: [tenant.%s] network_allow: %s reaches only addresses restricted jobs never reach (%s)",
+                                             t->origin, t->name, e, netdeny_reason_name(why));
+                }
+        }
+        free(nd);
+        return 0;
+}
+
 int config_net_modes(struct cctx *c) {
         if (!c->continuation)
                 c->t->net_modes = 0;

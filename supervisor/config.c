@@ -566,7 +566,10 @@ static int config_validate(struct config *c, struct sbx_error *err) {
                 if (t->default_timeout_ms > t->max_timeout_ms)
                         return sbx_error_msg(err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
         }
-        int r = config_bundle_check(c, err);
+        int r = config_net_check(c, err);
+        if (r < 0)
+                return r;
+        r = config_bundle_check(c, err);
         return r < 0 ? r : config_callback_check(c, err);
 }
 

@@ -132,8 +132,10 @@ static void classify(CURL *h, CURLcode c, const char *url, const char *errbuf, c
         case CURLE_WRITE_ERROR:
                 if (s->too_big)
                         say(res, FETCH_TOO_BIG, "GET %s: larger than %" PRIu64 " bytes", url, s->max);
-                else
+                else {
                         say(res, FETCH_LOCAL, "GET %s: cannot keep it: %s", url, strerror(-s->write_err));
+                        res->local_err = -s->write_err;
+                }
                 return;
         case CURLE_FILESIZE_EXCEEDED:
                 say(res, FETCH_TOO_BIG, "GET %s: larger than %" PRIu64 " bytes", url, s->max);

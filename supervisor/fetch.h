@@ -35,6 +35,7 @@ struct fetch_result {
         enum fetch_status status;
         char msg[512];        /* "GET URL: why" when status is not FETCH_OK */
         uint64_t bytes;       /* received */
+        int local_err;        /* with FETCH_LOCAL: the errno of keeping the bytes, if one */
 };
 
 /* Once, before any thread uses libcurl. */

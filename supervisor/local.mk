@@ -49,7 +49,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/download.c \
 	supervisor/paced.h supervisor/paced.c \
 	supervisor/metrics-http.h supervisor/metrics-http.c \
-	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c supervisor/callback-queue.c supervisor/callback-progress.c \
+	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c supervisor/callback-queue.c supervisor/callback-progress.c supervisor/callback-lane.c \
 	supervisor/callback-thread.h supervisor/callback-thread.c \
 	supervisor/jobs.h supervisor/jobs.c \
 	supervisor/runner.h supervisor/runner.c \

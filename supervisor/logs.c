@@ -51,7 +51,6 @@ struct logs_req {
         uint64_t size[2];     /* each stream's captured size when read */
         bool have_record;     /* the job is finished: its record ends the replay */
         /* a response without follow, sent in pieces */
-        int fd[2];            /* each stream's capture, or -1 */
         uint64_t len[2];      /* the bytes of each stream it carries */
         uint64_t done[2];     /* of them sent */
         bool utf8[2];         /* as a string, or base64 */
@@ -61,11 +60,17 @@ struct logs_req {
 
 static void req_free(struct paced *p) {
         struct logs_req *q = container_of(p, struct logs_req, p);
-        for (int i = 0; i < 2; i++)
-                if (q->fd[i] >= 0)
-                        close(q->fd[i]);
         json_decref(q->tag);
         free(q);
+}
+
+/* A stream's capture, opened for each step: a reply waiting for its client
+ * holds no descriptor (thousands of them would exhaust the daemon's). */
+static int open_stream(const struct logs_req *q, int i) {
+        char path[64];
+        snprintf(path, sizeof(path), "%s/%s", q->id, proto_stream_name(i));
+        int fd = openat(q->results_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
 }
 
 static int read_at(int fd, unsigned char *buf, size_t n, uint64_t off) {
@@ -135,15 +140,14 @@ static void run_snapshot(struct work *w) {
         for (int i = 0; i < 2 && q->p.err == 0; i++) {
                 if (!(q->streams & proto_stream_bit(i)))
                         continue;
-                char path[64], key[32];
-                snprintf(path, sizeof(path), "%s/%s", q->id, proto_stream_name(i));
-                q->fd[i] = openat(q->results_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                char key[32];
+                _cleanup_close_ int fd = open_stream(q, i);
                 struct stat st;
-                if (q->fd[i] < 0 && errno != ENOENT) /* ENOENT: nothing captured */
+                if (fd < 0 && fd != -ENOENT) /* ENOENT: nothing captured */
+                        q->p.err = fd;
+                else if (fd >= 0 && fstat(fd, &st) < 0)
                         q->p.err = -errno;
-                else if (q->fd[i] >= 0 && fstat(q->fd[i], &st) < 0)
-                        q->p.err = -errno;
-                else if (q->fd[i] >= 0)
+                else if (fd >= 0)
                         q->size[i] = (uint64_t) st.st_size;
                 if (q->p.err < 0)
                         break;
@@ -153,7 +157,7 @@ static void run_snapshot(struct work *w) {
                 jsonpiece_check_init(&u);
                 for (uint64_t at = 0; at < q->len[i] && q->p.err == 0; at += SNAP_READ) {
                         size_t n = (size_t) (q->len[i] - at < SNAP_READ ? q->len[i] - at : SNAP_READ);
-                        q->p.err = read_at(q->fd[i], buf, n, q->off[0] + at);
+                        q->p.err = read_at(fd, buf, n, q->off[0] + at);
                         jsonpiece_check(&u, buf, n);
                 }
                 q->utf8[i] = jsonpiece_check_end(&u);
@@ -203,7 +207,8 @@ static void run_snapshot_piece(struct paced *p) {
                 uint64_t left = q->len[i] - q->done[i];
                 size_t n = (size_t) (left < SNAP_READ ? left : SNAP_READ);
                 if (n > 0) {
-                        p->err = read_at(q->fd[i], buf, n, q->off[0] + q->done[i]);
+                        _cleanup_close_ int fd = open_stream(q, i);
+                        p->err = fd < 0 ? fd : read_at(fd, buf, n, q->off[0] + q->done[i]);
                         if (p->err == 0)
                                 p->err = jsonpiece_encode(&p->out, &p->out_len, buf, n, q->utf8[i]);
                         q->done[i] += n;
@@ -306,7 +311,6 @@ void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char
         if (q->max_bytes > bound)
                 q->max_bytes = bound;
         q->have_record = !rj;
-        q->fd[0] = q->fd[1] = -1;
         paced_init(&q->p, c, req->follow ? &replay_ops : &snapshot_ops, q->id);
         if (req->follow) {
                 conn_send(c, proto_ok(req->tag, json_pack("{s:s}", "job", id)));

@@ -61,11 +61,22 @@ static int deny_build(const struct config *cf, struct netdeny *nd) {
         return r;
 }
 
+/* Field by field: the padding of an entry is nobody's. */
+static bool same(const struct netdeny *a, const struct netdeny *b) {
+        if (a->n != b->n)
+                return false;
+        for (size_t i = 0; i < a->n; i++)
+                if (a->nets[i].prefix != b->nets[i].prefix || a->nets[i].reason != b->nets[i].reason ||
+                    memcmp(a->nets[i].addr, b->nets[i].addr, 16) != 0)
+                        return false;
+        return true;
+}
+
 /* Read the host's addresses again; the programs' map follows. */
 static void deny_refresh(struct daemon *d, bool first) {
         struct netdeny *nd = calloc(1, sizeof(*nd));
         int r = nd ? deny_build(d->cfg, nd) : -ENOMEM;
-        if (r == 0 && !first && nd->n == d->net_deny->n && memcmp(nd->nets, d->net_deny->nets, nd->n * sizeof(nd->nets[0])) == 0) {
+        if (r == 0 && !first && same(nd, d->net_deny)) {
                 free(nd);
                 return;
         }
@@ -76,7 +87,7 @@ static void deny_refresh(struct daemon *d, bool first) {
                             strerror(-r), first ? "" : " (the last one stays)");
         else {
                 if (!first)
-                        log_info("network: the host's addresses changed: %zu prefixes denied to restricted jobs", nd->n);
+                        log_debug("network: the host's addresses changed: %zu prefixes denied to restricted jobs", nd->n);
                 free(d->net_deny);
                 d->net_deny = nd;
                 d->caps.net_deny = nd;

@@ -158,3 +158,12 @@ long outbox_parse_retry_after(const char *v, uint64_t now_s) {
                 return -1;
         return (uint64_t) t > now_s ? (long) ((uint64_t) t - now_s) : 0;
 }
+
+bool outbox_fair_may_start(unsigned total, unsigned limit, unsigned mine, unsigned active) {
+        unsigned share = active ? limit / active : limit;
+        if (share == 0)
+                share = 1;
+        if (total < limit)
+                return true;
+        return mine < share && total < 2 * limit;
+}

@@ -71,3 +71,12 @@ uint64_t outbox_delay_ms(unsigned attempts, uint64_t base_ms, uint64_t max_ms, l
 /* A Retry-After header value: delta-seconds, or an HTTP-date (then the
  * seconds from now_s). -1 when it is neither. */
 long outbox_parse_retry_after(const char *v, uint64_t now_s);
+
+/* May a tenant start one more post? total posts are in flight, of which
+ * mine are the tenant's, active tenants want slots (the tenant among
+ * them), and limit is the slots. A free slot goes to whoever is due; a
+ * tenant below its fair share (limit / active, at least one) starts even
+ * when others hold every slot, up to twice limit in all. So one tenant
+ * whose receiver holds its posts until they time out cannot keep another
+ * waiting for a slot, and it still has every slot while it is alone. */
+bool outbox_fair_may_start(unsigned total, unsigned limit, unsigned mine, unsigned active);

@@ -72,6 +72,7 @@
 #define E_BUNDLE_SIGNATURE "E_BUNDLE_SIGNATURE"         /* the index's signature is bad or by no trusted key */
 #define E_BUNDLE_ROLLBACK "E_BUNDLE_ROLLBACK"           /* the index is older than one already seen */
 #define E_BUNDLE_INVALID "E_BUNDLE_INVALID"             /* a bad archive, manifest or index */
+#define E_CACHE_FULL "E_CACHE_FULL"                     /* the bundle cache's file system is full, even after removing unused trees */
 
 enum req_op {
         REQ_RUN,

@@ -153,6 +153,13 @@ void registry_fetch_index(struct index_job *j) {
         j->v.verify_us = now_mono_us() - t1;
 }
 
+/* A local failure that a full cache file system explains: the caller
+ * may make room and try again (bundle.c). */
+static void note_space(struct archive_job *j, int errnum) {
+        if (errnum == ENOSPC || errnum == EDQUOT)
+                j->v.no_space = true;
+}
+
 /* The archive into an unlinked file of the cache's file system (a crash
  * leaves nothing of it), its size and digest checked against the index. */
 static int download(struct archive_job *j, int *ret_fd) {
@@ -170,6 +177,7 @@ static int download(struct archive_job *j, int *ret_fd) {
         snprintf(name, sizeof(name), ".dl-%.16s-%s", e->sha256, rnd);
         _cleanup_close_ int fd = openat(j->cache_fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) {
+                note_space(j, errno);
                 fail(&j->v, E_INTERNAL, "cache: %s", strerror(errno));
                 return -1;
         }
@@ -186,6 +194,8 @@ static int download(struct archive_job *j, int *ret_fd) {
                              res.bytes, e->size);
                 else
                         transfer_failed(&j->v, &res, E_REGISTRY_UNAVAILABLE, "the registry does not have the archive its index lists");
+                if (res.status == FETCH_LOCAL)
+                        note_space(j, res.local_err);
                 if (res.status == FETCH_NOT_FOUND)
                         j->v.unavailable = true;
                 return -1;
@@ -244,8 +254,10 @@ static int unpack(struct archive_job *j, int fd, int tree_fd, struct extract_sta
                 fail(&j->v, E_BUNDLE_INVALID, "%s: %s", j->entry.file, err.msg);
         else if (r == -ECANCELED)
                 fail(&j->v, E_SHUTTING_DOWN, "%s", err.msg);
-        else if (r < 0)
+        else if (r < 0) {
+                note_space(j, -r);
                 fail(&j->v, E_INTERNAL, "%s: %s", j->entry.file, err.msg);
+        }
         return r;
 }
 
@@ -263,6 +275,7 @@ void registry_fetch_archive(struct archive_job *j) {
         if (download(j, &fd) < 0)
                 return;
         if (cachefs_stage(j->cache_fd, j->entry.sha256, staged, sizeof(staged), &stage_fd, &tree_fd, &err) < 0) {
+                note_space(j, err.code);
                 fail(&j->v, E_INTERNAL, "%s", err.msg);
                 return;
         }
@@ -277,10 +290,14 @@ void registry_fetch_archive(struct archive_job *j) {
                 j->installed = cache_entry_new(j->entry.sha256, j->reg->name, j->name, j->entry.version, st.bytes, now_real_ms(), &m);
                 if (!j->installed)
                         fail(&j->v, E_INTERNAL, "out of memory");
-                else if (cachefs_commit(j->cache_fd, staged, stage_fd, j->installed, &err) < 0)
+                else if (cachefs_commit(j->cache_fd, staged, stage_fd, j->installed, &err) < 0) {
+                        note_space(j, err.code);
                         fail(&j->v, E_INTERNAL, "%s", err.msg);
-        } else if (!j->v.code)
+                }
+        } else if (!j->v.code) {
+                note_space(j, -r);
                 fail(&j->v, E_INTERNAL, "cache: %s", strerror(-r));
+        }
         j->v.extract_us = now_mono_us() - t0;
         manifest_free(&m);
         if (j->v.code) {

@@ -21,6 +21,7 @@
 struct reg_verdict {
         const char *code;          /* NULL: success; else E_* */
         bool unavailable;          /* the registry could not be asked: an offline policy may apply */
+        bool no_space;             /* the cache's file system was full (ENOSPC, EDQUOT) */
         char msg[1024];
         uint64_t download_us, verify_us, extract_us;
 };

@@ -47,7 +47,7 @@ kill_daemon() {
         [ "$(ctl --json status "$job" | json_get job.state)" = fetching ]
         kill_daemon
         # the download went into an unlinked file: nothing to see
-        run ls -A "$SUP_DIR/state/cache"
+        run -0 ls -A "$SUP_DIR/state/cache"
         [ -z "$output" ]
         reg_behave
         sup_start

@@ -190,7 +190,7 @@ EOC
         run ctl run --profile shell --bundle hello
         [ "$status" -eq 125 ]
         [[ "$output" == *"E_BAD_REQUEST: field 'profile': a bundle's manifest names its profile"* ]]
-        run ctl run --network host --bundle hello
+        run -125 ctl run --network host --bundle hello
         [[ "$output" == *"E_BAD_REQUEST: field 'network': a bundle's manifest declares its network"* ]]
 }
 
@@ -212,18 +212,18 @@ EOC
         [[ "$output" == *"not a minisign public key"* ]]
         bundle_config
         sed -i '/^keys = /d' "$SUP_DIR/sup.conf"
-        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
+        run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
         [[ "$output" == *"[registry.main] has no keys"* ]]
         bundle_config
         sed -i 's/^registry = main/registry = nosuch/' "$SUP_DIR/sup.conf"
-        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
+        run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
         [[ "$output" == *"[tenant.admin] registry = nosuch, but there is no [registry.nosuch]"* ]]
         bundle_config
         sed -i 's|^url = .*|url = ftp://example.com/x|' "$SUP_DIR/sup.conf"
-        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
+        run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
         [[ "$output" == *"url: expected an http://, https:// or file:/// URL"* ]]
         bundle_config
         printf 'offline = sometimes\n' >> "$SUP_DIR/sup.conf"
-        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
+        run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
         [[ "$output" == *"offline: expected fail or use-cached, got 'sometimes'"* ]]
 }

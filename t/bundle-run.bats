@@ -115,16 +115,16 @@ teardown() {
         [ "$status" -eq 0 ]
         [ "$output" = "new 2.0.0" ]
         # both trees are there while the old job runs
-        run ctl cache ls
+        run -0 ctl cache ls
         [[ "$output" == *"hello                1.0.0 "*"1    "* ]]
         [[ "$output" == *"hello                2.0.0 "* ]]
         ctl wait "$old" >/dev/null
-        run ctl logs "$old"
+        run -0 ctl logs "$old"
         [ "${lines[0]}" = "start 1.0.0" ]
         [[ "${lines[1]}" == "end 1.0.0 "* ]]
         [ "$(ctl --json result "$old" | json_get result.bundle.version)" = 1.0.0 ]
         # the old version still runs when asked for by name
-        run ctl run --bundle hello@1.0.0
+        run -0 ctl run --bundle hello@1.0.0
         [ "${lines[0]}" = "start 1.0.0" ]
 }
 
@@ -133,11 +133,11 @@ teardown() {
         publish hello 1.1.0 2 >/dev/null
         bundle_config
         sup_start
-        run ctl run --bundle hello
+        run -0 ctl run --bundle hello
         [ "$output" = "bundle hello 1.1.0 args: " ]
-        run ctl run --bundle "hello@sha256:$sha1" -- x
+        run -0 ctl run --bundle "hello@sha256:$sha1" -- x
         [ "$output" = "bundle hello 1.0.0 args: x" ]
-        run ctl run --bundle "hello@1.0.0"
+        run -0 ctl run --bundle "hello@1.0.0"
         [ "$output" = "bundle hello 1.0.0 args: " ]
         run ctl run --bundle "hello@3.0.0"
         [ "$status" -eq 125 ]
@@ -292,14 +292,14 @@ memory = 128M" >/dev/null
         "$SBX_STAGE/bin/sbx-bundle" pack "$dir" -o "$SUP_DIR/two.tar.gz"
         cmp "$SUP_DIR/one.tar.gz" "$SUP_DIR/two.tar.gz"
         # entries sorted, owned by root, modes normalised, one time
-        run tar tzvf "$SUP_DIR/one.tar.gz"
+        run -0 tar tzvf "$SUP_DIR/one.tar.gz"
         [[ "${lines[0]}" == "-rw-r--r-- 0/0 "*" 1970-01-01 00:00 manifest.ini" ]]
         [[ "${lines[1]}" == "-rwxr-xr-x 0/0 "*" 1970-01-01 00:00 run.sh" ]]
         run "$SBX_STAGE/bin/sbx-bundle" index "$REG" "$SUP_DIR/one.tar.gz"
         [ "$status" -eq 0 ]
         [[ "$output" == *"minisign -S -s KEY -m $REG/hello/index.json -t 'serial=1 name=hello'"* ]]
         sign hello 1
-        run "$SBX_STAGE/bin/sbx-bundle" index "$REG"
+        run -0 "$SBX_STAGE/bin/sbx-bundle" index "$REG"
         [[ "$output" == *"was listed already"* ]]
         [[ "$output" == *"serial=2 name=hello"* ]]
         # the same version with other bytes is refused
@@ -321,7 +321,7 @@ memory = 128M" >/dev/null
         ln -s ../run.sh "$dir/lib/ok"
         ln -s sub/../../manifest.ini "$dir/lib/ok2"
         "$SBX_STAGE/bin/sbx-bundle" pack "$dir" -o "$SUP_DIR/links.tar.gz"
-        run tar tzvf "$SUP_DIR/links.tar.gz"
+        run -0 tar tzvf "$SUP_DIR/links.tar.gz"
         [[ "$output" == *"lib/ok -> ../run.sh"* ]]
         [[ "$output" == *"lib/ok2 -> sub/../../manifest.ini"* ]]
         # out of the root, at once, half-way, and absolute

@@ -19,6 +19,11 @@ launcher_of() {
         pgrep -o -u "$(as_user id -u)" -f "sbx-launch.*$1"
 }
 
+launcher_has_kids() {
+        local l
+        l=$(launcher_of "$1") && pgrep -P "$l" >/dev/null
+}
+
 wait_for() {
         for _ in $(seq 100); do [ -n "$(leftovers "$1")" ] && return 0; sleep 0.05; done
         return 1
@@ -41,25 +46,29 @@ wait_for() {
         mkfifo "$fifo"
         sbx --block-fd 6 -- sleep 9822 6<"$fifo" &
         exec 7>"$fifo"
-        sleep 0.3
+        # the launcher has forked the job, which waits on the fifo
+        wait_until 10 launcher_has_kids 9822
         launcher=$(launcher_of 9822)
-        kids=$(pgrep -P "$launcher" || true)
+        kids=$(pgrep -P "$launcher")
         [ -n "$kids" ]
         kill -9 "$launcher"
         wait || true
         exec 7>&-
-        sleep 0.3
-        for k in $kids; do ! kill -0 "$k" 2>/dev/null; done
+        for k in $kids; do wait_until 10 pid_gone "$k"; done
         [ -z "$(leftovers 9822)" ]
 }
 
 @test "with die-with-parent = no the job outlives a killed launcher" {
         marker=9823
-        sbx --set sandbox.die-with-parent=no -- sleep $marker &
-        wait_for $marker
+        d=$(user_dir)
+        # The job proves it lives on by doing something after the kill.
+        sbx --set sandbox.die-with-parent=no --bind "$d" /out -- sh -c \
+                "touch /out/up; until [ -e /out/go ]; do sleep 0.05; done; touch /out/outlived; sleep $marker" &
+        wait_until 10 test -e "$d/up"
         kill -9 "$(launcher_of $marker)"
         wait || true
-        sleep 0.3
-        [ -n "$(leftovers $marker)" ]
+        touch "$d/go"
+        wait_until 10 test -e "$d/outlived"
+        wait_for $marker
         pkill -9 -u "$(as_user id -u)" -f "sleep $marker" || true
 }

@@ -4,6 +4,7 @@
 # descriptors passed on purpose, nothing else the caller had open.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -72,7 +73,7 @@ setup() {
         run sbx --set security.landlock=off -- sh -c 'ls /proc/self/fd/0/' 2>&1 < /
         [ "$status" -eq 125 ]
         [[ "$output" != *"etc"* ]]
-        run as_user /usr/bin/python3 -c '
+        run -0 as_user /usr/bin/python3 -c '
 import os, subprocess, sys
 fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
 r = subprocess.run([sys.argv[1], "--", "true"], stderr=fd, stdout=subprocess.DEVNULL)

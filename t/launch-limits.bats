@@ -4,6 +4,7 @@
 # exit status or the status record.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -38,7 +39,7 @@ for n in ("CPU", "AS", "DATA", "NPROC", "FSIZE", "NOFILE", "STACK", "CORE"):
 }
 
 @test "no core dumps by default" {
-        run sbx -- sh -c 'ulimit -c; ulimit -Hc'
+        run -0 sbx -- sh -c 'ulimit -c; ulimit -Hc'
         [ "$(echo $output)" = "0 0" ]
 }
 

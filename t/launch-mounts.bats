@@ -6,6 +6,7 @@
 # not change.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -91,11 +92,11 @@ setup() {
         [ "${lines[2]}" = "out sub " ]
         [ "$(cat "$d/out/w")" = x ]
         cd "$d/sub"
-        run sbx --ro-bind ../sub/job.py /j -- cat /j
+        run -0 sbx --ro-bind ../sub/job.py /j -- cat /j
         [ "$output" = 'print("job ran")' ]
         # --print-profile shows the absolute path that is bound
         cd "$d"
-        run sbx --ro-bind ./sub/job.py /job/job.py --bind-try no-such /x --print-profile
+        run -0 sbx --ro-bind ./sub/job.py /job/job.py --bind-try no-such /x --print-profile
         [[ "$output" == *"ro-bind = $d/sub/job.py /job/job.py"* ]]
         [[ "$output" == *"bind-try = $d/no-such /x"* ]]
         # a missing relative source names the absolute path it tried
@@ -103,7 +104,7 @@ setup() {
         [ "$status" -eq 125 ]
         [[ "$output" == *"ro-bind: $d/missing.py: No such file or directory"* ]]
         # symlink targets stay as written: they are read inside the sandbox
-        run sbx --symlink usr/bin /b2 --print-profile
+        run -0 sbx --symlink usr/bin /b2 --print-profile
         [[ "$output" == *"symlink = usr/bin /b2"* ]]
         # in a profile file a source must still be absolute
         printf '[fs]\nro-bind = sub/job.py /j\n' > "$d/rel.ini"
@@ -133,7 +134,7 @@ setup() {
         [ "${lines[0]}" = 4 ]
         [ "${lines[1]}" = 4 ]
         [ "$(echo ${lines[@]:2})" = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero" ]
-        run sbx -- sh -c 'test -e /dev/sda || test -e /dev/vda || test -e /dev/mem || echo none'
+        run -0 sbx -- sh -c 'test -e /dev/sda || test -e /dev/vda || test -e /dev/mem || echo none'
         [ "$output" = none ]
 }
 
@@ -220,7 +221,7 @@ make_trap_dir() {
 }
 
 @test "mounts made by the host later do not become visible inside (root is a slave, not shared)" {
-        run sbx -- sh -c 'grep -c shared: /proc/self/mountinfo'
+        run -1 sbx -- sh -c 'grep -c shared: /proc/self/mountinfo'
         [ "$output" = 0 ]
 }
 
@@ -228,7 +229,7 @@ make_trap_dir() {
         run sbx -- sh -c 'pwd; ls -la /proc/self/cwd' 
         [ "$status" -eq 0 ]
         [ "${lines[0]}" = /tmp ]
-        run sbx --chdir / -- pwd
+        run -0 sbx --chdir / -- pwd
         [ "$output" = / ]
         run sbx --chdir /nonexistent -- pwd
         [ "$status" -eq 125 ]

@@ -5,6 +5,7 @@
 # active loopback.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -40,9 +41,9 @@ ns_of() {
 }
 
 @test "the host name is sbx by default and --hostname changes it" {
-        run sbx -- cat /proc/sys/kernel/hostname
+        run -0 sbx -- cat /proc/sys/kernel/hostname
         [ "$output" = sbx ]
-        run sbx --hostname job-7 -- cat /proc/sys/kernel/hostname
+        run -0 sbx --hostname job-7 -- cat /proc/sys/kernel/hostname
         [ "$output" = job-7 ]
         # the host's name is untouched
         [ "$(cat /proc/sys/kernel/hostname)" != job-7 ]

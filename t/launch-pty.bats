@@ -179,11 +179,11 @@ except OSError as e:
 }
 
 @test "sandbox.pty: the key behind --pty and --no-pty, checked against new-session" {
-        run sbx --pty --print-profile
+        run -0 sbx --pty --print-profile
         [[ "$output" == *"pty = yes"* ]]
-        run sbx --no-pty --print-profile
+        run -0 sbx --no-pty --print-profile
         [[ "$output" == *"pty = no"* ]]
-        run sbx --print-profile
+        run -0 sbx --print-profile
         [[ "$output" == *"pty = auto"* ]]
         run sbx --set sandbox.new-session=no --pty -- true
         [ "$status" -eq 125 ]

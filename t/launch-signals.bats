@@ -33,7 +33,8 @@ launcher_of() {
 @test "a forwarded SIGTERM without a handler ends the command with 143" {
         sbx -- sleep 30.5 &
         job=$!
-        sleep 0.5
+        # the command runs: the launcher forwards from now on
+        wait_until 10 pgrep -u "$(as_user id -u)" -xf "sleep 30.5"
         kill -TERM "$(launcher_of "sleep 30.5")"
         rc=0
         wait "$job" || rc=$?

@@ -226,15 +226,15 @@ print("forked 20")' 5>"$st"
         if ldd "$SBX_LAUNCH" 2>/dev/null | grep -q libasan; then
                 skip "sbx-launch is an AddressSanitizer build, which does not set memory limits"
         fi
-        run sbx --json-status-fd 5 --set limits.memory=512M -- true 5>"$st"
+        run -0 sbx --json-status-fd 5 --set limits.memory=512M -- true 5>"$st"
         [ "$(jq -s -c '.[1].limits.memory' "$st")" = '{"value":536870912,"by":"rlimit","per":"process","covers":["address-space","memfd","sysv-shm","tmpfs"]}' ]
         [ "$(jq -s '.[1].protections."memfd-refused"' "$st")" = true ]
         # an unsized tmpfs and a profile that allows memfd: neither is covered
-        run sbx --json-status-fd 5 --set limits.memory=512M --set security.allow=memfd_create --tmpfs /big -- true 5>"$st"
+        run -0 sbx --json-status-fd 5 --set limits.memory=512M --set security.allow=memfd_create --tmpfs /big -- true 5>"$st"
         [ "$(jq -s -c '.[1].limits.memory.covers' "$st")" = '["address-space","sysv-shm"]' ]
         [ "$(jq -s '.[1].protections."memfd-refused"' "$st")" = false ]
         # no memory limit: nothing refused, nothing claimed
-        run sbx --json-status-fd 5 --set limits.memory=unlimited -- true 5>"$st"
+        run -0 sbx --json-status-fd 5 --set limits.memory=unlimited -- true 5>"$st"
         [ "$(jq -s -c '.[1].limits.memory' "$st")" = '{"value":null,"by":"none"}' ]
         [ "$(jq -s '.[1].protections."memfd-refused"' "$st")" = false ]
 }

@@ -23,7 +23,7 @@ leftovers() {
                 (setsid sh -c 'sleep $marker & sleep $marker') &
                 sleep $marker" 5>"$st"
         [ "$status" -eq 124 ]
-        sleep 0.2
+        wait_until 10 no_process "^sleep $marker"
         [ -z "$(leftovers $marker)" ]
         [ "$(jq -s '.[1]."timed-out"' "$st")" = true ]
         [ "$(jq -s '.[1]."exit-code"' "$st")" = 124 ]
@@ -58,6 +58,6 @@ leftovers() {
         marker=9715
         run sbx -- sh -c "setsid sleep $marker & (sleep $marker &); exit 0"
         [ "$status" -eq 0 ]
-        sleep 0.2
+        wait_until 10 no_process "^sleep $marker"
         [ -z "$(leftovers $marker)" ]
 }

@@ -23,6 +23,11 @@ include t/supervisor.mk
 TESTS += t/man-lint.sh
 EXTRA_DIST += t/man-lint.sh
 
+# No check in t/*.bats that passes whatever happens (t/bats-lint.sh).
+TESTS += t/bats-lint.sh
+EXTRA_DIST += t/bats-lint.sh t/bats-lint/and-list.sample t/bats-lint/clean.sample \
+	t/bats-lint/negation.sample t/bats-lint/run-status.sample
+
 # What the build makes besides the binaries: paths filled in, completions.
 BUILD_TESTS = t/configured-paths.bats t/completion.bats
 TESTS += $(BUILD_TESTS)

@@ -4,6 +4,7 @@
 # Landlock, and the best-effort fallback when Landlock or openat2 are gone.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -23,25 +24,28 @@ assert_untouched() {
 @test "an absolute symlink at a destination's parent never makes setup write outside (item 13)" {
         local outside
         outside=$(user_dir)
-        run sbx --symlink "$outside" /link --dir /link/evil --tmpfs /link/evil2 -- true
+        run -125 sbx --symlink "$outside" /link --dir /link/evil --tmpfs /link/evil2 -- true
         assert_untouched "$outside"
 }
 
 @test "a relative symlink climbing out of the new root never makes setup write outside (item 13)" {
         local outside
         outside=$(user_dir)
-        run sbx --symlink "../../../../../../../../..$outside" /rel --dir /rel/evil -- true
+        run -125 sbx --symlink "../../../../../../../../..$outside" /rel --dir /rel/evil -- true
         assert_untouched "$outside"
-        run sbx --dir /a --symlink "../../../../../../../../..$outside" /a/rel --dir /a/rel/evil -- true
+        run -125 sbx --dir /a --symlink "../../../../../../../../..$outside" /a/rel --dir /a/rel/evil -- true
         assert_untouched "$outside"
 }
 
 @test "a dangling symlink as the destination itself is not followed to create its target (item 13)" {
         local outside
         outside=$(user_dir)
-        run sbx --symlink "$outside/created" /dang --dir /dang -- true
-        run sbx --symlink "$outside/created" /dang --tmpfs /dang -- true
-        run sbx --symlink "$outside/file" /dangf --file 5 /dangf -- true 5</dev/null
+        # refused at the step that met the symlink, not for another reason
+        run -125 sbx --symlink "$outside/created" /dang --dir /dang -- true
+        [[ "$output" == *"dir: /dang: "* ]]
+        run -125 sbx --symlink "$outside/created" /dang --tmpfs /dang -- true
+        [[ "$output" == *"tmpfs: /dang: "* ]]
+        run -125 sbx --symlink "$outside/file" /dangf --file 5 /dangf -- true 5</dev/null
         assert_untouched "$outside"
 }
 
@@ -51,8 +55,10 @@ assert_untouched() {
         bound=$(user_dir)
         as_user ln -s "$outside" "$bound/esc"
         as_user ln -s "../../../../../../../..$outside" "$bound/resc"
-        run sbx --bind "$bound" /data --dir /data/esc/evil --tmpfs /data/resc -- true
-        run sbx --bind "$bound" /data --dir /data/resc/evil -- true
+        run -125 sbx --bind "$bound" /data --dir /data/esc/evil --tmpfs /data/resc -- true
+        [[ "$output" == *"dir: /data/esc/evil: "* ]]
+        run -125 sbx --bind "$bound" /data --dir /data/resc/evil -- true
+        [[ "$output" == *"dir: /data/resc/evil: "* ]]
         assert_untouched "$outside"
 }
 
@@ -117,10 +123,10 @@ print(swaps)
         [ "$status" -ne 0 ]
         [[ "$output" == *"Permission denied"* ]]
         # and the same write succeeds without Landlock: the test can fail
-        run sbx --set security.landlock=off -- sh -c 'echo x > /dev/newfile && echo WROTE'
+        run -0 sbx --set security.landlock=off -- sh -c 'echo x > /dev/newfile && echo WROTE'
         [ "$output" = WROTE ]
         # allowed paths stay writable
-        run sbx -- sh -c 'echo x > /tmp/ok && mkdir /dev/shm/ok && echo FINE'
+        run -0 sbx -- sh -c 'echo x > /tmp/ok && mkdir /dev/shm/ok && echo FINE'
         [ "$output" = FINE ]
 }
 

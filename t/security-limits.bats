@@ -47,8 +47,12 @@ except OSError as e:
 }
 
 @test "fork bomb: the bound is per sandbox, so a bomb in one does not starve another of the same user" {
-        sbx --timeout 10s -- sh -c 'b() { b & b & wait; }; b' >/dev/null 2>&1 &
-        sleep 3
+        local mark="sbx-pbomb-$$-$RANDOM" err="$BATS_TEST_TMPDIR/bomb.err"
+        # each of its processes forks again whenever one of its two
+        # children ends, so the bomb stays at its bound once there
+        sbx --timeout 60s -- sh -c 'b() { while :; do b & b & wait; done; }; b' "$mark" >/dev/null 2>"$err" &
+        # the bound is reached: a fork failed
+        wait_until 50 grep -qi fork "$err"
         # the same user starts another sandbox while the first is at its bound
         run sbx -- python3 -c 'import os, time
 n = 0
@@ -57,6 +61,7 @@ for _ in range(20):
         time.sleep(1); os._exit(0)
     n += 1
 print("forked", n)'
+        pkill -TERM -f "sbx-launch.*$mark" || true
         wait || true
         [ "$status" -eq 0 ]
         [ "$output" = "forked 20" ]

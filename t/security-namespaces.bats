@@ -4,6 +4,7 @@
 # can reach outside its own.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -44,7 +45,7 @@ setup() {
         [ "$status" -eq 0 ]
         [ "$output" = deny ]
         [ -x "$SBX_STAGE/bin/try-syscall" ] || skip "try-syscall was not built"
-        run sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall setgroups 0 0
+        run -0 sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall setgroups 0 0
         [ "$output" = EPERM ]
 }
 
@@ -103,9 +104,9 @@ setup() {
         kill "$victim"
         [ "$status" -ne 0 ]
         [ -x "$SBX_STAGE/bin/try-syscall" ] || skip "try-syscall was not built"
-        run sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall ptrace 16 1 0 0 # PTRACE_ATTACH pid 1
+        run -0 sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall ptrace 16 1 0 0 # PTRACE_ATTACH pid 1
         [ "$output" = EPERM ]
-        run sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall kill 1 15
+        run -0 sbx --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/try-syscall kill 1 15
         [ "$output" = EPERM ]
 }
 

@@ -3,6 +3,7 @@
 # SECURITY.md items 11, 16, 17: /proc, the launcher's exe, fds and cwd.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -26,7 +27,7 @@ setup() {
         for e in acpi scsi asound; do
                 [ -d "/proc/$e" ] || continue
                 tested=$((tested + 1))
-                run sbx -- sh -c "ls -A /proc/$e | grep -v '^empty$' | wc -l"
+                run -0 sbx -- sh -c "ls -A /proc/$e | grep -v '^empty$' | wc -l"
                 [ "$output" = 0 ] || { echo "$e: $output"; false; }
         done
         [ "$tested" -gt 0 ] || skip "this kernel has neither /proc/acpi nor /proc/scsi"
@@ -49,7 +50,7 @@ setup() {
 }
 
 @test "sysrq and other kernel tunables cannot be written either (item 11)" {
-        run sbx -- sh -c 'echo 1 > /proc/sys/kernel/sysrq && echo WRITTEN; echo 1 > /proc/sys/vm/drop_caches && echo WRITTEN'
+        run -0 sbx -- sh -c 'echo 1 > /proc/sys/kernel/sysrq && echo WRITTEN; echo 1 > /proc/sys/vm/drop_caches && echo WRITTEN; exit 0'
         [[ "$output" != *WRITTEN* ]]
 }
 
@@ -61,7 +62,7 @@ setup() {
 }
 
 @test "/proc/1/exe of the launcher's pid 1 is unreachable and unwritable (item 16)" {
-        run sbx -- sh -c 'readlink /proc/1/exe && echo READABLE; cat /proc/1/exe > /dev/null && echo OPENED; echo x >> /proc/1/exe && echo WRITTEN; ls /proc/1/fd && echo FDS; ls /proc/1/root/ && echo ROOT'
+        run -0 sbx -- sh -c 'readlink /proc/1/exe && echo READABLE; cat /proc/1/exe > /dev/null && echo OPENED; echo x >> /proc/1/exe && echo WRITTEN; ls /proc/1/fd && echo FDS; ls /proc/1/root/ && echo ROOT; exit 0'
         [[ "$output" != *READABLE* ]]
         [[ "$output" != *OPENED* ]]
         [[ "$output" != *WRITTEN* ]]

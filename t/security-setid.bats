@@ -7,6 +7,7 @@
 # mode itself (the syscall filter) protects the host path.
 
 load helpers/common
+bats_require_minimum_version 1.5.0
 
 setup() {
         require_userns
@@ -107,7 +108,7 @@ os.chmod("/work/t", 0o700); print("plain ok")'
         [ "$status" -eq 0 ]
         [ "$output" = "EPERM
 plain ok" ]
-        run sbx --set security.deny=chmod:EACCES --bind "$d" /work -- \
+        run -1 sbx --set security.deny=chmod:EACCES --bind "$d" /work -- \
                 python3 -c 'import os; os.chmod("/work", 0o755)'
         [[ "$output" == *"PermissionError"*"Permission denied"* ]]
         no_setid_on_host
@@ -118,7 +119,7 @@ plain ok" ]
         cp /usr/bin/true "$d/src"
         [ "$(id -u)" = 0 ] && chown nobody:nogroup "$d/src"
         chmod 4755 "$d/src"
-        run sbx --ro-bind "$d/src" /src --bind "$d" /work -- sh -c '
+        run -0 sbx --ro-bind "$d/src" /src --bind "$d" /work -- sh -c '
 install -m 4755 /usr/bin/true /work/inst; echo "install $?"
 cp --preserve=mode /src /work/cp; echo "cp $?"'
         [[ "$output" == *"install 1"* ]]

@@ -176,7 +176,8 @@ sys.exit(0 if c[sys.argv[1]]["attempts"] >= 1 else 1)' "$retried" && break
         # been heard before the kill)
         left=$(ls "$SUP_DIR/state/callbacks/outbox" | wc -l)
         echo "left in the outbox: $left"
-        [ "$left" -gt 5 ] && [ "$left" -le 21 ]
+        [ "$left" -gt 5 ]
+        [ "$left" -le 21 ]
         wait_metric sbx_callback_backlog "$left"
         [ "$(metric sbx_callback_in_memory)" = 5 ]
         mode ok
@@ -184,7 +185,8 @@ sys.exit(0 if c[sys.argv[1]]["attempts"] >= 1 else 1)' "$retried" && break
         wait_metric sbx_callback_backlog 0
         # at most the one in flight at the kill came twice (at least once)
         n=$(grep -c '"status": 200' "$SUP_DIR/recv/log")
-        [ "$n" -ge 30 ] && [ "$n" -le 31 ]
+        [ "$n" -ge 30 ]
+        [ "$n" -le 31 ]
         [ -z "$(ls "$SUP_DIR/state/callbacks/outbox")" ]
 }
 

@@ -33,7 +33,7 @@ daemon() {
         [ "$status" -eq 1 ]
         [[ "$output" == *"bad.conf:5: max_memory: invalid size 'lots'"* ]]
         printf '[tenant.t]\nuids = 5\njob_user = root\n' > "$SUP_DIR/bad.conf"
-        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        run -1 daemon --config "$SUP_DIR/bad.conf" --check-config
         [[ "$output" == *"bad.conf:3: job_user: jobs never run as root"* ]]
 }
 
@@ -90,10 +90,10 @@ daemon() {
         [ "$status" -eq 1 ]
         [[ "$output" == *"bad.conf:3: indented line is read as a continuation of 'max_jobs'; do not indent keys"* ]]
         printf '[daemon] max_jobs = 2\n' > "$SUP_DIR/bad.conf"
-        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        run -1 daemon --config "$SUP_DIR/bad.conf" --check-config
         [[ "$output" == *"bad.conf:1: unexpected text after the section header"* ]]
         printf '[daemon]\nmax_jobs = 2\nmax_jbos = 3\n' > "$SUP_DIR/bad.conf"
-        run daemon --config "$SUP_DIR/bad.conf" --check-config
+        run -1 daemon --config "$SUP_DIR/bad.conf" --check-config
         [[ "$output" == *"bad.conf:3: unknown key 'max_jbos' in [daemon] (known: socket socket_mode "* ]]
 }
 
@@ -165,9 +165,8 @@ daemon() {
         [ "$(stat -c %a "$ws")" = 711 ]
         [ -z "$(find "$ws" -mindepth 1 -maxdepth 1 -name 'j*')" ]
         # while a job runs, its workspace is there and nowhere else
-        job=$(ctl submit -- sh -c 'touch /workspace/here; sleep 2')
-        for i in $(seq 40); do [ -e "$ws/$job/here" ] && break; sleep 0.05; done
-        [ -e "$ws/$job/here" ]
+        job=$(ctl submit -- sh -c 'touch /workspace/here; until [ -e /workspace/go ]; do sleep 0.05; done')
+        wait_until 30 test -e "$ws/$job/here"
         [ ! -e "$SUP_DIR/state/work/$job" ]
         # a second daemon (another state directory) may not share it
         sed -e "s|^state_dir = .*|state_dir = $SUP_DIR/state2|" -e "s|^socket = .*|socket = $SUP_DIR/second.sock|" \
@@ -175,6 +174,7 @@ daemon() {
         run daemon --config "$SUP_DIR/second.conf"
         [ "$status" -eq 1 ]
         [[ "$output" == *"another sbx-supervisord is using workspace_dir $ws"* ]]
+        touch "$ws/$job/go"
         run ctl wait "$job"
         [ "$status" -eq 0 ]
         [ ! -e "$ws/$job" ]

@@ -80,7 +80,7 @@ crash_and_recover() {
                 [ "$(ctl logs "${queued[$((i - 1))]}")" = "queued $i ran" ]
         done
         # nothing the jobs started is still alive
-        sleep 0.3
+        wait_until 10 no_process "sleep $secs"
         run pgrep -f "sleep $secs"
         [ "$status" -eq 1 ]
         # older results are whole, byte for byte
@@ -143,13 +143,13 @@ crash_and_recover() {
 @test "SIGTERM ends running jobs and records queued ones before exiting" {
         sup_start
         a=$(ctl submit -- sleep 30)
-        sleep 0.3
+        wait_until 30 job_state "$a" running
         kill -TERM "$SUP_PID"
         for i in $(seq 60); do kill -0 "$SUP_PID" 2>/dev/null || break; sleep 0.1; done
         ! kill -0 "$SUP_PID" 2>/dev/null || false
         SUP_PID=
         sup_start
-        run ctl --json result "$a"
+        run -0 ctl --json result "$a"
         [ "$(json_get result.state <<<"$output")" = killed ]
         [ "$(json_get result.error.code <<<"$output")" = E_SHUTTING_DOWN ]
         sup_stop

@@ -28,6 +28,7 @@ setup_file() {
                         ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
                         ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
                         ip -n "$TNS" addr add ${TH}.1/24 dev eth0 && NET_OK=1
+                [ "$NET_OK" = 1 ] && test_link_forwards "$TIF"
                 [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
                         ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad && NET6_OK=1
         fi

@@ -24,6 +24,7 @@ setup_file() {
                         ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
                         ip -n "$TNS" addr add ${TH}.1/24 dev eth0 &&
                         ip -n "$TNS" addr add ${TH}.2/24 dev eth0 && NET_OK=1
+                [ "$NET_OK" = 1 ] && test_link_forwards "$TIF"
         fi
         if [ "$NET_OK" = 1 ]; then
                 ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" tcp:${TH}.1:8080 tcp:${TH}.2:8080 \
@@ -110,7 +111,7 @@ delta() {
         [ "$(grep -cx "db.test tcp allow" <<<"$evs")" = 1 ]
         [ "$(grep -cx "other.test tcp deny" <<<"$evs")" = 1 ]
         [ "$(wc -l <<<"$evs")" = 2 ]
-        run ctl result "$id"
+        run -0 ctl result "$id"
         [[ "$output" == *"net:       dns A db.test allow "* ]]
         [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" = 1 ]
         [ "$(delta 'sbx_network_dns_queries_total{outcome="refused"}')" = 1 ]
@@ -229,7 +230,7 @@ for e in json.load(sys.stdin)["result"]["network_events"]:
         probe --allow db.test:8080 -- query:db.test
         [ "${lines[0]}" = "query:db.test rcode 0 ${TH}.1" ]
         res=$(ctl --json wait "$hog")
-        run ctl logs "$hog"
+        run -0 ctl logs "$hog"
         [ "${lines[0]}" = "stall:message:8 closed 8" ]
         after=$(ctl metrics)
         [ "$(delta 'sbx_network_dns_queries_total{outcome="upstream_timeout"}')" = 1 ]

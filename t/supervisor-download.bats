@@ -93,9 +93,9 @@ setup() {
 }
 
 @test "another tenant's job cannot be downloaded: it is not found for them" {
-        run raw_as_b "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"artifact\":\"big.txt\"}"
+        run -0 raw_as_b "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"artifact\":\"big.txt\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
-        run raw_as_b "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"stream\":\"stdout\"}"
+        run -0 raw_as_b "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"stream\":\"stdout\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
         run as_b download -o /dev/null "$BIG" big.txt
         [ "$status" -eq 125 ]
@@ -103,18 +103,18 @@ setup() {
 }
 
 @test "only files the record lists, of finished jobs, by valid paths" {
-        run raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"artifact\":\"nope.txt\"}"
+        run -0 raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"artifact\":\"nope.txt\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
         [[ "$(json_get error.message <<<"$output")" == *"no artifact 'nope.txt'"* ]]
         # the capture files sit next to the artifacts: not reachable as one
-        run raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"artifact\":\"../stdout\"}"
+        run -0 raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"artifact\":\"../stdout\"}"
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
-        run raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\"}"
+        run -0 raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\"}"
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
-        run raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"stream\":\"both\"}"
+        run -0 raw "{\"v\":1,\"op\":\"download\",\"job\":\"$BIG\",\"stream\":\"both\"}"
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         live=$(ctl submit --timeout 60s -- sleep 30)
-        run raw "{\"v\":1,\"op\":\"download\",\"job\":\"$live\",\"stream\":\"stdout\"}"
+        run -0 raw "{\"v\":1,\"op\":\"download\",\"job\":\"$live\",\"stream\":\"stdout\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_DONE ]
         ctl cancel "$live" >/dev/null
         run ctl download "$BIG"
@@ -124,7 +124,7 @@ setup() {
 }
 
 @test "requests pipelined behind a download are answered after it, in order" {
-        run raw "{\"v\":1,\"op\":\"download\",\"id\":1,\"job\":\"$BIG\",\"artifact\":\"sub/bin\"}" '{"v":1,"op":"ping","id":2}'
+        run -0 raw "{\"v\":1,\"op\":\"download\",\"id\":1,\"job\":\"$BIG\",\"artifact\":\"sub/bin\"}" '{"v":1,"op":"ping","id":2}'
         [ "$(json_get id <<<"${lines[0]}")" = 1 ]
         [ "$(json_get event <<<"${lines[1]}")" = data ]
         [ "$(json_get event <<<"${lines[2]}")" = download_end ]

@@ -63,7 +63,8 @@ peak_rss_kb() {
         read -r _ pending _ busy _ n <<<"$output"
         [ "$n" = 200 ]
         # 8M of budget holds a few half lines; the rest were told E_BUSY
-        [ "$pending" -ge 1 ] && [ "$pending" -le 8 ]
+        [ "$pending" -ge 1 ]
+        [ "$pending" -le 8 ]
         [ $((pending + busy)) -eq 200 ]
         after=$(peak_rss_kb)
         echo "# daemon peak RSS ${before} kB before, ${after} kB after" >&3

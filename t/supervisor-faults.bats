@@ -139,7 +139,7 @@ submit_sleepers() {
         [ "$status" -ne 0 ]
         [[ "$output" == *"E_STORAGE"*"no new jobs until it can"* ]]
         for j in "${jobs[@]}"; do
-                run ctl wait "$j"
+                run -125 ctl wait "$j"
                 [[ "$output" == *"$j ended (succeeded) but its "*"record cannot be written"* ]]
         done
         run ctl result "${jobs[3]}"
@@ -155,7 +155,7 @@ submit_sleepers() {
                 [ "$(json_get result.stdout.error <"$SUP_DIR/res.json")" = "Read-only file system" ]
         done
         grep -q "storage works again" "$SUP_DIR/daemon.log"
-        run ctl run -- echo accepted again
+        run -0 ctl run -- echo accepted again
         [ "$output" = "accepted again" ]
 }
 
@@ -167,7 +167,7 @@ submit_sleepers() {
         run ctl wait "${jobs[0]}"
         [ "$status" -ne 0 ]
         [[ "$output" == *"record cannot be written"* ]]
-        run ctl submit -- true
+        run -125 ctl submit -- true
         [[ "$output" == *E_STORAGE* ]]
         unfill_state
         for j in "${jobs[@]}"; do
@@ -251,10 +251,10 @@ submit_sleepers() {
 @test "the daemon's own failure to start the launcher is E_SPAWN, not a sandbox set-up failure" {
         sup_start
         chmod 0644 "$SBX_STAGE/bin/sbx-launch"
-        run ctl --json run -- true
+        run -125 ctl --json run -- true
         chmod 0755 "$SBX_STAGE/bin/sbx-launch"
         job=$(json_get job <<<"${lines[0]}")
-        run ctl --json result "$job"
+        run -0 ctl --json result "$job"
         [ "$(json_get result.state <<<"$output")" = error ]
         [ "$(json_get result.error.code <<<"$output")" = E_SPAWN ]
         [ "$(json_get result.error.message <<<"$output")" = "cannot execute the launcher: Permission denied" ]
@@ -262,7 +262,7 @@ submit_sleepers() {
 
 @test "a running job that asked for retries runs again after a crash, as its next attempt" {
         sup_start
-        run raw '{"v":1,"op":"run","command":["sh","-c","echo attempt; sleep 600"],"retries":1}'
+        run -0 raw '{"v":1,"op":"run","command":["sh","-c","echo attempt; sleep 600"],"retries":1}'
         again=$(json_get job <<<"$output")
         once=$(ctl submit -- sleep 600)
         # both started (a job that never started would simply run after
@@ -285,7 +285,7 @@ submit_sleepers() {
         [ "$(ctl --json status "$again" | json_get job.state)" = running ]
         ctl cancel "$again"
         ctl wait "$again" >/dev/null || true
-        run ctl --json result "$again"
+        run -0 ctl --json result "$again"
         [ "$(json_get result.attempt <<<"$output")" = 2 ]
         [ "$(json_get result.state <<<"$output")" = killed ]
 }

@@ -157,7 +157,7 @@ time.sleep(120)'
         ctl cancel "$id" >/dev/null
         ctl wait "$id" >/dev/null || true
         start_job
-        run ctl logs "$id"
+        run -0 ctl logs "$id"
         [ "${lines[0]}" = "ok 198.51.100.2:8080" ]
         ctl cancel "$id" >/dev/null
         ctl wait "$id" >/dev/null || true

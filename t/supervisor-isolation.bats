@@ -30,6 +30,16 @@ setup() {
         [ "$(id -u)" = 0 ] || skip "the daemon must run as root to give jobs uids and workspaces of their own"
 }
 
+# logs_are JOB TEXT: the job's output so far is TEXT.
+logs_are() {
+        [ "$(ctl logs "$1")" = "$2" ]
+}
+
+# bomb_refused JOB: the job's stderr reports a failed fork.
+bomb_refused() {
+        ctl logs --stream stderr "$1" | grep -qi fork
+}
+
 # wait_running JOB: until the job runs.
 wait_running() {
         local i
@@ -65,7 +75,7 @@ wait_running() {
         findmnt -n -o OPTIONS --target "$ws" | grep -q nosuid
         findmnt -n -o OPTIONS --target "$ws" | grep -q nodev
         # run from the host it does not take the job's uid
-        run "$ws/py" -c 'import os; print(os.geteuid())'
+        run -0 "$ws/py" -c 'import os; print(os.geteuid())'
         [ "$output" = 0 ]
         # and another local user cannot even reach it
         run setpriv --reuid=nobody --regid=nogroup --clear-groups -- ls "$ws"
@@ -78,7 +88,8 @@ wait_running() {
 @test "the job's environment values are not on any command line, in the daemon's log or its audit log" {
         job=$(ctl submit --env TOKEN=hunter2-secret-value -- sh -c 'echo "$TOKEN"; sleep 3')
         wait_running "$job"
-        sleep 0.3
+        # the job's shell has run: every process between the daemon and it exists
+        wait_until 30 logs_are "$job" hunter2-secret-value
         ! grep -a -q hunter2-secret-value /proc/[0-9]*/cmdline || false
         ! ps -eo args | grep -v grep | grep -q hunter2-secret-value || false
         ctl wait "$job" >/dev/null
@@ -89,9 +100,9 @@ wait_running() {
 
 @test "CPU time is the job's: two busy children together stop at cpu_s (cgroup cpu.stat)" {
         [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 hierarchy here: CPU time is then an rlimit per process"
-        run ctl --json run --cpu 2s --timeout 60s -- sh -c 'sh -c "while :; do :; done" & sh -c "while :; do :; done" & wait'
+        run -137 ctl --json run --cpu 2s --timeout 60s -- sh -c 'sh -c "while :; do :; done" & sh -c "while :; do :; done" & wait'
         job=$(json_get job <<<"${lines[0]}")
-        run ctl --json result "$job"
+        run -0 ctl --json result "$job"
         [ "$(json_get result.state <<<"$output")" = killed ]
         [ "$(json_get result.error.code <<<"$output")" = E_CPU_TIME ]
         [ "$(json_get result.limits.cpu_s.by <<<"$output")" = cgroup ]
@@ -103,7 +114,7 @@ wait_running() {
 @test "memory kept by rlimits: memfd_create is refused and the record says what the limit covers" {
         ctl_has_memcg=$(grep -c 'memory yes' "$SUP_DIR/daemon.log" || true)
         [ "$ctl_has_memcg" = 0 ] || skip "the memory controller enforces memory here"
-        run ctl --json run --memory 256M -- python3 -c '
+        run -0 ctl --json run --memory 256M -- python3 -c '
 import os, sys
 try:
     fd = os.memfd_create("x")
@@ -112,19 +123,19 @@ except OSError as e:
 os.ftruncate(fd, 1 << 31); print("memfd made")'
         [[ "${lines[*]}" == *"memfd 1"* ]]   # EPERM
         job=$(json_get job <<<"${lines[0]}")
-        run ctl --json result "$job"
+        run -0 ctl --json result "$job"
         [ "$(json_get result.limits.memory.by <<<"$output")" = rlimit ]
         [[ "$(json_get result.limits.memory.covers <<<"$output")" == *"each process"* ]]
 }
 
 @test "the workspace has a size: a job filling it gets ENOSPC and the record says tmpfs" {
-        run ctl --json run --disk 8M -- sh -c 'head -c 20000000 /dev/zero > /workspace/big; echo "exit $?"; ls -l /workspace/big | cut -d" " -f5'
+        run -0 ctl --json run --disk 8M -- sh -c 'head -c 20000000 /dev/zero > /workspace/big; echo "exit $?"; ls -l /workspace/big | cut -d" " -f5'
         [[ "${lines[*]}" == *"No space left on device"* ]]
         job=$(json_get job <<<"${lines[0]}")
-        run ctl --json result "$job"
+        run -0 ctl --json result "$job"
         [ "$(json_get result.limits.disk.value <<<"$output")" = $((8 << 20)) ]
         [ "$(json_get result.limits.disk.by <<<"$output")" = tmpfs ]
-        run ctl --json run --disk 2G -- true
+        run -125 ctl --json run --disk 2G -- true
         [ "$(json_get error.code <<<"${lines[0]}")" = E_LIMIT ]   # above the default max_disk of 1G
 }
 
@@ -134,7 +145,8 @@ os.ftruncate(fd, 1 << 31); print("memfd made")'
         bomb=$(ctl submit --timeout 20s -- sh -c 'b() { b & b & }; b; sleep 30')
         bomb2=$(ctl submit --timeout 20s -- sh -c 'b() { b & b & }; b; sleep 30')
         wait_running "$bomb"
-        sleep 1
+        # a bomb is at its process limit: one of its forks failed
+        wait_until 60 bomb_refused "$bomb"
         for i in 1 2 3 4 5; do
                 run setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" run -- echo ok
                 [ "$status" -eq 0 ]

@@ -31,41 +31,51 @@ setup() {
 
 @test "sbxctl logs returns a capture larger than the client buffer, byte for byte" {
         [ "$(ctl --json result "$BIG" | json_get result.stdout.size)" -gt $((16 << 20)) ]
-        run sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' logs '$BIG' | sha256sum"
+        run -0 sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' logs '$BIG' | sha256sum"
         [ "$output" = "$(seq 1 2500000 | sha256sum)" ]
 }
 
 @test "logs -f of a finished job: the whole capture as events, then the end" {
-        run sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' logs -f '$BIG' | sha256sum"
+        run -0 sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' logs -f '$BIG' | sha256sum"
         [ "$output" = "$(seq 1 2500000 | sha256sum)" ]
 }
 
 @test "logs without follow answers one bounded piece with the sizes to ask for the rest" {
-        run raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"stream\":\"stdout\",\"offset\":10,\"max_bytes\":20}"
+        run -0 raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"stream\":\"stdout\",\"offset\":10,\"max_bytes\":20}"
         [ "$(json_get stdout <<<"$output")" = "$(seq 1 2500000 | head -c 30 | tail -c 20)" ]
         [ "$(json_get stdout_end <<<"$output")" = 30 ]
         [ "$(json_get stdout_size <<<"$output")" = "$(seq 1 2500000 | wc -c)" ]
         # the default piece is at most 1 MiB per stream, and less when the
         # client's buffer is small (a twelfth of it: six bytes of JSON a
         # byte at worst, two streams)
-        run raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"stream\":\"stdout\"}"
+        run -0 raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"stream\":\"stdout\"}"
         [ "$(json_get stdout_end <<<"$output")" = $(((8 << 20) / 12)) ]
         [ "${#output}" -lt $((1 << 20)) ]
-        run raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"follow\":true,\"offset\":5}"
+        run -0 raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"follow\":true,\"offset\":5}"
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
-        run raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"max_bytes\":0}"
+        run -0 raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"max_bytes\":0}"
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
+}
+
+first_half_captured() {
+        [ "$(ctl logs "$1" | tail -n 1)" = 300000 ]
 }
 
 @test "logs -f of a running job: the capture so far, then live output, nothing lost or repeated" {
-        job=$(ctl submit --output 32M -- sh -c 'seq 1 300000; sleep 1; seq 300001 600000')
-        sleep 0.5
-        run sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' logs -f '$job' | sha256sum"
-        [ "$output" = "$(seq 1 600000 | sha256sum)" ]
+        job=$(ctl submit --output 32M -- sh -c 'seq 1 300000; until [ -e /workspace/go ]; do sleep 0.05; done; seq 300001 600000')
+        # the first half is captured; the job waits
+        wait_until 60 first_half_captured "$job"
+        ctl logs -f "$job" > "$BATS_TEST_TMPDIR/f" &
+        follower=$!
+        # the follower has what was there, then the job goes on
+        wait_until 60 grep -qx 300000 "$BATS_TEST_TMPDIR/f"
+        touch "$SUP_DIR/state/work/$job/go"
+        wait "$follower"
+        [ "$(sha256sum < "$BATS_TEST_TMPDIR/f")" = "$(seq 1 600000 | sha256sum)" ]
 }
 
 @test "requests pipelined behind a logs request are answered after it, in order" {
-        run raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"id\":1}" '{"v":1,"op":"ping","id":2}'
+        run -0 raw "{\"v\":1,\"op\":\"logs\",\"job\":\"$BIG\",\"id\":1}" '{"v":1,"op":"ping","id":2}'
         [ "$(json_get id <<<"${lines[0]}")" = 1 ]
         [ "$(json_get id <<<"${lines[1]}")" = 2 ]
 }

@@ -31,6 +31,7 @@ while True:
 
 @test "a Python memory hog under a 256 MiB limit: the record names the memory limit and the error code" {
         run ctl --json run --profile python --memory 256M -- python3 -c "$HOG"
+        hog_status=$status
         job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
         run ctl --json result "$job"
         [ "$status" -eq 0 ]
@@ -41,6 +42,7 @@ while True:
         rlimit)
                 [ "$(json_get result.state <<<"$rec")" = failed ]
                 [ "$(json_get result.exit_code <<<"$rec")" = 1 ]
+                [ "$hog_status" -eq 1 ]
                 [ "$(json_get result.error.code <<<"$rec")" = E_MEMORY ]
                 [[ "$(json_get result.error.message <<<"$rec")" == *"of its 256.0 MiB memory limit (RLIMIT_AS, per process)"* ]]
                 [ "$(json_get result.limit_hit.by <<<"$rec")" = rlimit ]
@@ -50,6 +52,7 @@ while True:
                 ;;
         cgroup)
                 [ "$(json_get result.state <<<"$rec")" = oom ]
+                [ "$hog_status" -eq 137 ]   # killed by SIGKILL (sbxctl(1) EXIT STATUS)
                 [ "$(json_get result.error.code <<<"$rec")" = E_OOM ]
                 [ "$(json_get result.limit_hit.by <<<"$rec")" = cgroup ]
                 [ "$(json_get result.limit_hit.memory_events.oom_kill <<<"$rec")" -ge 1 ]
@@ -62,14 +65,14 @@ while True:
 }
 
 @test "a job that fails far below its memory limit, or succeeds, has no limit_hit" {
-        run ctl --json run --profile python --memory 256M -- python3 -c 'raise SystemExit(3)'
+        run -3 ctl --json run --profile python --memory 256M -- python3 -c 'raise SystemExit(3)'
         job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
         run ctl --json result "$job"
         [ "$status" -eq 0 ]
         [ "$(json_get result.state <<<"$output")" = failed ]
         [ "$(json_get result.limit_hit <<<"$output")" = null ]
         [ "$(json_get result.error <<<"$output")" = null ]
-        run ctl --json run --memory 256M -- true
+        run -0 ctl --json run --memory 256M -- true
         job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
         run ctl --json result "$job"
         [ "$status" -eq 0 ]

@@ -116,9 +116,9 @@ value() {
 }
 
 @test "the listener serves GET /metrics only" {
-        run curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/"
+        run -0 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/"
         [ "$output" = 404 ]
-        run curl -s -o /dev/null -w '%{http_code}' -X POST --data x "http://127.0.0.1:$PORT/metrics"
+        run -0 curl -s -o /dev/null -w '%{http_code}' -X POST --data x "http://127.0.0.1:$PORT/metrics"
         [ "$output" = 405 ]
 }
 

@@ -97,7 +97,7 @@ result_of() {
         [ "$status" -eq 0 ]
         [ "$output" = done ]
         [[ "$stderr" == *"sbxctl: network: connect tcp 127.0.0.1:$port allow pid "*"(python3)"* ]]
-        run ctl --json submit --network host --audit -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
+        run -0 ctl --json submit --network host --audit -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
         id=$(json_get job <<<"$output")
         ctl wait "$id" >/dev/null
         run ctl result "$id"
@@ -107,7 +107,7 @@ result_of() {
 }
 
 @test "a UDP datagram sent with an address is recorded (sendmsg, udp), over IPv6 too" {
-        run ctl --json submit --network host --audit -- python3 -c "
+        run -0 ctl --json submit --network host --audit -- python3 -c "
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('127.0.0.1', 9))
 s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
@@ -117,7 +117,7 @@ except OSError:
     pass
 "
         id=$(json_get job <<<"$output")
-        run ctl --json wait "$id"
+        run -0 ctl --json wait "$id"
         res=$output
         [ "$(json_get result.state <<<"$res")" = succeeded ]
         [ "$(json_get result.network_events.0.kind <<<"$res")" = sendmsg ]
@@ -138,7 +138,7 @@ socket.socket(socket.AF_INET, socket.SOCK_DGRAM, 136).close()
 print('made')"
         [ "$status" -eq 0 ]
         [ "$output" = made ]
-        run ctl --json submit --network host --audit -- python3 -c "
+        run -0 ctl --json submit --network host --audit -- python3 -c "
 import errno, socket
 for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
     try:
@@ -148,9 +148,9 @@ for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
         print(proto, errno.errorcode[e.errno])
 "
         id=$(json_get job <<<"$output")
-        run ctl --json wait "$id"
+        run -0 ctl --json wait "$id"
         res=$output
-        run ctl logs "$id"
+        run -0 ctl logs "$id"
         [ "${lines[0]}" = "136 EPERM" ]
         [[ "${lines[1]}" = "262 EPERM" || "${lines[1]}" = "262 EPROTONOSUPPORT" ]]
         [ "$(json_get result.network_events.0.kind <<<"$res")" = socket ]
@@ -167,9 +167,9 @@ for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
 @test "a profile with [net] audit = yes is audited by the daemon; sbx-launch alone refuses it" {
         port=$(tcp_server)
         grep -qx "audit = yes" "$SBX_STAGE/profiles/audited.ini"
-        run ctl --json submit --profile audited --network host -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
+        run -0 ctl --json submit --profile audited --network host -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
         id=$(json_get job <<<"$output")
-        run ctl --json wait "$id"
+        run -0 ctl --json wait "$id"
         [ "$(json_get result.state <<<"$output")" = succeeded ]
         [ "$(json_get result.network.audit <<<"$output")" = true ]
         [ "$(json_get result.network_events.0.port <<<"$output")" = "$port" ]
@@ -184,9 +184,9 @@ for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
 
 @test "a job without the audit records nothing and says it was not audited" {
         port=$(tcp_server)
-        run ctl --json submit --network host -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
+        run -0 ctl --json submit --network host -- python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()"
         id=$(json_get job <<<"$output")
-        run ctl --json wait "$id"
+        run -0 ctl --json wait "$id"
         [ "$(json_get result.state <<<"$output")" = succeeded ]
         [ "$(json_get result.network.audit <<<"$output")" = false ]
         [ "$(json_get result.network_events <<<"$output")" = "[]" ]
@@ -195,7 +195,7 @@ for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
 @test "the metrics count jobs by network mode and audit, and each audited event by kind and verdict; promtool passes" {
         port=$(tcp_server)
         ctl metrics > "$BATS_TEST_TMPDIR/before"
-        run ctl --json submit --network host --audit -- python3 -c "
+        run -0 ctl --json submit --network host --audit -- python3 -c "
 import socket
 socket.create_connection(('127.0.0.1', $port)).close()
 socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))
@@ -299,20 +299,20 @@ open('/workspace/sent', 'w').close()
 }
 
 @test "restricted is refused where no network_pool is configured, and bad network objects are refused naming the field" {
-        run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted","allow":["127.0.0.1:80"]}}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted","allow":["127.0.0.1:80"]}}'
         [ "$(json_get error.code <<<"$output")" = E_FORBIDDEN ]
         sed -i 's/^network = none host$/network = none host restricted/' "$SUP_DIR/sup.conf"
         sup_stop
         sup_start
-        run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted"}}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted"}}'
         [ "$(json_get error.code <<<"$output")" = E_UNSUPPORTED ]
         [[ "$(json_get error.message <<<"$output")" == *"this daemon cannot run restricted jobs (no network_pool is configured)"* ]]
-        run raw '{"v":1,"op":"run","command":["true"],"network":{"audit":1}}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"network":{"audit":1}}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"$output")" == *"field 'network.audit': expected boolean"* ]]
-        run raw '{"v":1,"op":"run","command":["true"],"network":{"audit":true,"allow":[]}}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"network":{"audit":true,"allow":[]}}'
         [[ "$(json_get error.message <<<"$output")" == *"field 'network.allow': only with mode \"restricted\""* ]]
-        run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted","allow":["10.0.0.1:99999"]}}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"restricted","allow":["10.0.0.1:99999"]}}'
         [[ "$(json_get error.message <<<"$output")" == *"field 'network.allow[0]': allow '10.0.0.1:99999': bad port"* ]]
 }
 
@@ -321,10 +321,10 @@ open('/workspace/sent', 'w').close()
         cp "$SUP_DIR/sup.conf" "$SUP_DIR/sup.conf.saved"
         sed -i 's|^cgroup = .*|cgroup = none|' "$SUP_DIR/sup.conf"
         sup_start
-        run raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"host","audit":true}}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"network":{"mode":"host","audit":true}}'
         [ "$(json_get error.code <<<"$output")" = E_UNSUPPORTED ]
         [[ "$(json_get error.message <<<"$output")" == *"field 'network.audit': this daemon cannot audit network use (it has no job cgroups"* ]]
-        run raw '{"v":1,"op":"run","command":["true"],"profile":"audited","network":"host"}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"profile":"audited","network":"host"}'
         [ "$(json_get error.code <<<"$output")" = E_UNSUPPORTED ]
         [[ "$(json_get error.message <<<"$output")" == *"profile 'audited' says [net] audit = yes: this daemon cannot audit network use"* ]]
         run ctl run --network host -- true

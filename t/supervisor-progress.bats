@@ -102,7 +102,8 @@ EOP
         [ "$status" -eq 0 ]
         # a 5 s job, a heartbeat a second: a loaded machine may skip some
         n=$(grep -c '"event": "heartbeat"' "$BATS_TEST_TMPDIR/p")
-        [ "$n" -ge 2 ] && [ "$n" -le 6 ]
+        [ "$n" -ge 2 ]
+        [ "$n" -le 6 ]
         [ "$(head -n 1 "$BATS_TEST_TMPDIR/p" | json_get trace_id)" = 4bf92f3577b34da6a3ce929d0e0e4736 ]
         [[ "$(head -n 1 "$BATS_TEST_TMPDIR/p" | json_get traceparent)" == 00-4bf92f3577b34da6a3ce929d0e0e4736-* ]]
         # the output written so far
@@ -187,15 +188,15 @@ EOP
 }
 
 @test "bad intervals, and progress without a callback, are refused naming the field" {
-        run raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":3601}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":3601}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"$output")" == "field 'progress': expected the seconds between heartbeats, 1 to 3600, or 0 for no progress callbacks" ]]
         for v in -1 1.5 '"5"' true; do
-                run raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":'"$v"'}'
+                run -0 raw '{"v":1,"op":"run","command":["true"],"callback":"'"$URL"'/hook","progress":'"$v"'}'
                 [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
                 [[ "$(json_get error.message <<<"$output")" == *"'progress'"* ]]
         done
-        run raw '{"v":1,"op":"run","command":["true"],"progress":5}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"progress":5}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"$output")" == "field 'progress': the job has no callback"* ]]
         run -2 ctl run --callback "$URL/hook" --progress 3601 -- true

@@ -25,7 +25,7 @@ err_code() {
 }
 
 @test "malformed JSON is E_BAD_REQUEST and the same connection keeps working" {
-        run raw '{"v":1,"op":' 'not json at all' '{"v":1,"op":"ping","id":"after"}'
+        run -0 raw '{"v":1,"op":' 'not json at all' '{"v":1,"op":"ping","id":"after"}'
         [ "${#lines[@]}" -eq 3 ]
         [ "$(err_code <<<"${lines[0]}")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"${lines[0]}")" == *"malformed JSON"* ]]
@@ -35,7 +35,7 @@ err_code() {
 }
 
 @test "wrong types and unknown fields name the field" {
-        run raw '{"v":1,"op":"run","command":"ls"}' \
+        run -0 raw '{"v":1,"op":"run","command":"ls"}' \
                 '{"v":1,"op":"run","command":["ls"],"timeout_ms":"10s"}' \
                 '{"v":1,"op":"run","command":["ls"],"colour":"blue"}' \
                 '{"v":1,"op":"run","command":["ls"],"limits":{"memory":-5}}' \
@@ -63,7 +63,7 @@ err_code() {
                 big=$((40 * 1024 * 1024)) limit=16384
         fi
         rss_before=$(awk '/VmRSS/ { print $2 }' /proc/$SUP_PID/status)
-        run "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --big "$big"
+        run -0 "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --big "$big"
         [ "${#lines[@]}" -eq 2 ]
         [ "$(err_code <<<"${lines[0]}")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"${lines[0]}")" == *"longer than"* ]]
@@ -85,7 +85,7 @@ err_code() {
 
 @test "a request line not finished within request_timeout ends the connection (slow loris)" {
         start=$(date +%s)
-        run "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --slow 10
+        run -0 "$SBX_STAGE/bin/sup-client" "$SUP_SOCK" --slow 10
         [ "$(err_code <<<"${lines[0]}")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"${lines[0]}")" == *request_timeout* ]]
         [ "${lines[1]}" = closed ]
@@ -99,7 +99,7 @@ err_code() {
         [ "$status" -eq 0 ]
         [ "$(json_get ok <<<"${lines[0]}")" = true ]
         [ "${lines[1]}" = "idle-open 1000 of 1000" ]
-        run ctl run -- echo still serving
+        run -0 ctl run -- echo still serving
         [ "$output" = "still serving" ]
 }
 
@@ -108,21 +108,21 @@ err_code() {
         b=$(ctl submit -- sleep 30)   # queued
         c=$(ctl submit -- sleep 30)   # queued (max_queue = 2)
         start=$(date +%s%N)
-        run ctl --json submit -- true
+        run -125 ctl --json submit -- true
         [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 1000 ]
         [ "$(err_code <<<"$output")" = E_QUEUE_FULL ]
         for j in "$c" "$b" "$a"; do ctl cancel "$j"; done
         for j in "$a" "$b" "$c"; do ctl wait "$j" || true; done
         # and there is room again
-        run ctl run -- echo room
+        run -0 ctl run -- echo room
         [ "$output" = room ]
 }
 
 @test "unknown jobs and results of running jobs get stable error codes" {
-        run raw '{"v":1,"op":"result","job":"j0000000000000000000a"}'
+        run -0 raw '{"v":1,"op":"result","job":"j0000000000000000000a"}'
         [ "$(err_code <<<"$output")" = E_NOT_FOUND ]
         job=$(ctl submit -- sleep 2)
-        run raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
+        run -0 raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
         [ "$(err_code <<<"$output")" = E_NOT_DONE ]
         ctl wait "$job"
 }
@@ -133,7 +133,7 @@ err_code() {
         # loaded machine reads them (a job of a fixed second once ended
         # first, and the 1025th wait was then answered with its result).
         job=$(ctl submit -- sleep 600)
-        run raw $(for i in $(seq 1025); do echo "{\"v\":1,\"op\":\"wait\",\"job\":\"$job\",\"id\":$i}"; done) \
+        run -0 raw $(for i in $(seq 1025); do echo "{\"v\":1,\"op\":\"wait\",\"job\":\"$job\",\"id\":$i}"; done) \
                 "{\"v\":1,\"op\":\"cancel\",\"job\":\"$job\",\"id\":0}"
         [ "${#lines[@]}" -eq 1026 ]
         [ "$(grep -c '"code":"E_LIMIT"' <<<"$output")" -eq 1 ]
@@ -173,7 +173,7 @@ err_code() {
 }
 
 @test "every response carries v:1 and echoes the request id" {
-        run raw '{"v":1,"op":"ping","id":"a"}' '{"v":1,"op":"list","id":2}' '{"v":1,"op":"nope","id":"c"}'
+        run -0 raw '{"v":1,"op":"ping","id":"a"}' '{"v":1,"op":"list","id":2}' '{"v":1,"op":"nope","id":"c"}'
         [ "$(json_get v <<<"${lines[0]}")" = 1 ]
         [ "$(json_get id <<<"${lines[0]}")" = a ]
         [ "$(json_get id <<<"${lines[1]}")" = 2 ]
@@ -181,7 +181,7 @@ err_code() {
 }
 
 @test "binary output reaches followers as base64 and is kept byte for byte" {
-        run ctl --json run -- sh -c 'printf "\377\376\000x"'
+        run -0 ctl --json run -- sh -c 'printf "\377\376\000x"'
         json_get data_b64 <<<"$output" | grep -q .
         job=$(json_get job <<<"$output" | head -1)
         [ "$(od -An -tx1 "$SUP_DIR/state/results/$job/stdout" | tr -d ' ')" = fffe0078 ]

@@ -32,6 +32,7 @@ setup_file() {
                         ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
                         ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
                         ip -n "$TNS" addr add ${TH}.1/24 dev eth0 && NET_OK=1
+                [ "$NET_OK" = 1 ] && test_link_forwards "$TIF"
                 [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
                         ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad && NET6_OK=1
         fi
@@ -245,6 +246,21 @@ ${TH}.254:$MPORT host
 EOC
         # a broad entry is taken: the programs deny what it holds of these
         run ctl submit --network restricted --allow '0.0.0.0/0:*/any' -- true
+        [ "$status" -eq 0 ]
+}
+
+@test "a tenant's network_allow entry that reaches only addresses no restricted job reaches is a configuration error" {
+        for bad in 169.254.169.254:80 10.215.0.0/24:* '[fe80::/64]:*' 192.0.2.0/25:443; do
+                printf '[daemon]\nsocket = %s\nstate_dir = %s\nnetwork_pool = 10.215.0.0/16\nnetwork_deny = 192.0.2.0/24\n[tenant.x]\nuids = root\nnetwork = restricted\nnetwork_allow = 10.0.0.0/8:443 %s\n' \
+                        "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
+                run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"[tenant.x] network_allow: "*"never reach"* ]] || { echo "$bad: $output"; false; }
+        done
+        # a wide cap is taken: the programs deny what it holds of them
+        printf '[daemon]\nsocket = %s\nstate_dir = %s\nnetwork_pool = 10.215.0.0/16\n[tenant.x]\nuids = root\nnetwork = restricted\nnetwork_allow = 0.0.0.0/0:* 127.0.0.1:*\n' \
+                "$SUP_DIR/x.sock" "$SUP_DIR/x" > "$SUP_DIR/ok.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/ok.conf" --check-config
         [ "$status" -eq 0 ]
 }
 

@@ -34,13 +34,7 @@ setup_file() {
                         ip -n "$TNS" addr add ${TH}.1/24 dev eth0 &&
                         ip -n "$TNS" addr add ${TH}.2/24 dev eth0 &&
                         ip -n "$TNS" addr add ${TH}.5/24 dev eth0 && NET_OK=1
-                # The test host's link forwards already, as a host's uplink
-                # may: a daemon of another file started meanwhile would
-                # switch it on and off again under ours (a switch found on
-                # is left alone; t/supervisor-forwarding.bats tests the rest).
-                [ "$NET_OK" = 1 ] && sysctl -q -w "net.ipv4.conf.$TIF.forwarding=1" &&
-                        { [ ! -e /proc/sys/net/ipv6/conf/$TIF/force_forwarding ] ||
-                                sysctl -q -w "net.ipv6.conf.$TIF.force_forwarding=1"; }
+                [ "$NET_OK" = 1 ] && test_link_forwards "$TIF"
                 # IPv6 too where the host has it (nodad: usable at once)
                 [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
                         ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad &&
@@ -251,7 +245,7 @@ need_ipv6() {
         grep -qx "connect db.test - ${TH}.1 8080 allow" <<<"$evs"
         grep -qx "connect - - ${TH}.2 8080 deny" <<<"$evs"
         grep -qx "connect - - 127.0.0.1 53 allow" <<<"$evs"
-        run ctl result "$id"
+        run -0 ctl result "$id"
         [[ "$output" == *"net:       dns A db.test allow "* ]]
         [[ "$output" == *"net:       connect tcp ${TH}.1:8080 (db.test) allow pid "* ]]
         # glibc may ask again after a REFUSED: every answer is the same
@@ -333,7 +327,7 @@ need_ipv6() {
         [ "$status" -ne 0 ]
         [[ "$output" == *"E_FORBIDDEN"* ]]
         [[ "$output" == *"field 'network.allow[1]': 192.0.2.1:80/tcp is beyond tenant 'admin''s network_allow"* ]]
-        run ctl submit --network restricted --allow db.internal:5432 -- true
+        run -125 ctl submit --network restricted --allow db.internal:5432 -- true
         [[ "$output" == *"E_FORBIDDEN"* ]]
         [[ "$output" == *"db.internal:5432/tcp is beyond tenant 'admin''s network_allow"* ]]
         run ctl submit --allow ${TH}.1:80 -- true
@@ -354,16 +348,16 @@ need_ipv6() {
 @test "one job's allowlist never admits another's traffic (jobs at once, each its own port)" {
         ids=()
         for p in 8080 8081; do
-                run ctl --json submit --network restricted --allow "${TH}.2:$p" -- \
+                run -0 ctl --json submit --network restricted --allow "${TH}.2:$p" -- \
                         python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" tcp:${TH}.2:8080 tcp:${TH}.2:8081
                 ids+=("$(json_get job <<<"$output")")
         done
         ctl wait "${ids[0]}" >/dev/null
         ctl wait "${ids[1]}" >/dev/null
-        run ctl logs "${ids[0]}"
+        run -0 ctl logs "${ids[0]}"
         [ "${lines[0]}" = "tcp:${TH}.2:8080 ok ${TH}.2:8080" ]
         [ "${lines[1]}" = "tcp:${TH}.2:8081 EPERM" ]
-        run ctl logs "${ids[1]}"
+        run -0 ctl logs "${ids[1]}"
         [ "${lines[0]}" = "tcp:${TH}.2:8080 EPERM" ]
         [ "${lines[1]}" = "tcp:${TH}.2:8081 ok ${TH}.2:8081" ]
 }
@@ -388,7 +382,7 @@ need_ipv6() {
                 res=$(ctl --json wait "$id")
                 echo "$res" >> "$BATS_TEST_TMPDIR/records"
                 [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "job $i: $res"; false; }
-                run ctl logs "$id"
+                run -0 ctl logs "$id"
                 # its own host answers; the other's is refused by the programs
                 [[ "$output" == *"${TH}.$h ok ${TH}.$h:8080"* ]] || { echo "job $i: $output"; echo "$res"; false; }
                 [[ "$output" == *"connect: Operation not permitted"*"${TH}.$o refused"* ]] || { echo "job $i: $output"; echo "$res"; false; }
@@ -435,7 +429,7 @@ print("ran", t0, time.time())'
         for id in "${ids[@]}"; do
                 res=$(ctl --json wait "$id" || true)
                 [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$id: $res"; false; }
-                run ctl logs "$id"
+                run -0 ctl logs "$id"
                 [ "${lines[0]}" = "ok ${TH}.1:8080" ] || { echo "$id: $output"; false; }
                 grep '^ran ' <<<"$output" >> "$BATS_TEST_TMPDIR/ran"
         done
@@ -500,7 +494,7 @@ names() {
 
 @test "a daemon SIGKILLed with a restricted job running leaves nothing behind once restarted; a stopped one leaves nothing at all" {
         names
-        run ctl --json submit --network restricted --allow ${TH}.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
+        run -0 ctl --json submit --network restricted --allow ${TH}.1:8080 -- sh -c 'touch /workspace/up; sleep 600'
         id=$(json_get job <<<"$output")
         ws="$SUP_DIR/state/work/$id"
         for i in $(seq 600); do [ -e "$ws/up" ] && break; sleep 0.05; done

@@ -79,10 +79,10 @@ cache_lines() {
         [ "$(json_get job <<<"$output")" = "$keyed" ]
         [ "$(json_get duplicate <<<"$output")" = true ]
         # the request's digest came through the cache too
-        run ctl --json submit --idempotency-key deploy-1 -- sh -c 'exit 4'
+        run -125 ctl --json submit --idempotency-key deploy-1 -- sh -c 'exit 4'
         [ "$(json_get error.code <<<"$output")" = E_CONFLICT ]
         # another tenant's key of the same name is its own
-        run ctl_nobody --json submit --idempotency-key deploy-1 -- true
+        run -0 ctl_nobody --json submit --idempotency-key deploy-1 -- true
         [ "$(json_get duplicate <<<"$output")" = true ]
         [ "$(json_get job <<<"$output")" != "$keyed" ]
 }

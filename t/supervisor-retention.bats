@@ -25,7 +25,7 @@ setup() {
         ctl wait "$job"
         [ -f "$SUP_DIR/state/results/$job.json" ]
         [ -f "$SUP_DIR/state/results/$job/stdout" ]
-        run ctl logs "$job"
+        run -0 ctl logs "$job"
         [ "$output" = kept ]
         for i in $(seq 80); do
                 [ -e "$SUP_DIR/state/results/$job.json" ] || break
@@ -33,7 +33,7 @@ setup() {
         done
         [ ! -e "$SUP_DIR/state/results/$job.json" ]
         [ ! -e "$SUP_DIR/state/results/$job" ]
-        run raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
+        run -0 raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
         grep -q "retention: removed" "$SUP_DIR/daemon.log"
 }

@@ -24,7 +24,7 @@ setup() {
         run ctl ping
         [ "$status" -eq 0 ]
         [[ "$output" == *"uid 0, tenant admin"* ]]
-        run raw '{"v":1,"op":"ping","id":7}'
+        run -0 raw '{"v":1,"op":"ping","id":7}'
         [ "$(json_get id <<<"$output")" = 7 ]
         [ "$(json_get ok <<<"$output")" = true ]
 }
@@ -40,34 +40,40 @@ setup() {
         run ctl run -- sh -c 'id -u; id -g; echo "$SBX_JOB_ID $SBX_TENANT $SBX_WORKSPACE"; pwd'
         [ "$status" -eq 0 ]
         # the file's own range (t/sup-unit/daemon.bash)
-        [ "${lines[0]}" -ge "${SUP_JOB_UIDS%-*}" ] && [ "${lines[0]}" -le "${SUP_JOB_UIDS#*-}" ]
+        [ "${lines[0]}" -ge "${SUP_JOB_UIDS%-*}" ]
+        [ "${lines[0]}" -le "${SUP_JOB_UIDS#*-}" ]
         [ "${lines[1]}" = "${lines[0]}" ]
         [[ "${lines[2]}" =~ ^j[0-9a-f]{20}\ admin\ /workspace$ ]]
         [ "${lines[3]}" = /workspace ]
         # outside: the launcher process ran as that uid
         uid=${lines[0]} job=${lines[2]%% *}
-        run ctl result --json "$job"
+        run -0 ctl result --json "$job"
         [[ "$output" == *"\"job_uid\": $uid"* ]]
+}
+
+cgroup_holds_at_least() {
+        [ "$(wc -l < "$2/cgroup.procs")" -ge "$1" ]
 }
 
 @test "each job runs in a cgroup of its own, removed when it ends" {
         [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 hierarchy here"
-        job=$(ctl submit -- sleep 1.5)
-        sleep 0.7
-        [ -f "$SUP_CGROUP/job-$job/cgroup.procs" ]
-        [ "$(wc -l < "$SUP_CGROUP/job-$job/cgroup.procs")" -ge 2 ]   # launcher, its init, the command
+        job=$(ctl submit -- sh -c 'until [ -e /workspace/go ]; do sleep 0.05; done')
+        wait_until 30 job_state "$job" running
+        # launcher, its init, the command
+        wait_until 30 cgroup_holds_at_least 2 "$SUP_CGROUP/job-$job"
+        touch "$SUP_DIR/state/work/$job/go"
         ctl wait "$job"
         [ ! -e "$SUP_CGROUP/job-$job" ]
-        run ctl --json result "$job"
+        run -0 ctl --json result "$job"
         [ "$(json_get result.cgroup <<<"$output")" = true ]
         [ "$(json_get result.cpu_ms <<<"$output")" != null ]
 }
 
 @test "the request cannot override SBX_* variables" {
-        run raw '{"v":1,"op":"run","command":["true"],"env":{"SBX_JOB_ID":"forged"}}'
+        run -0 raw '{"v":1,"op":"run","command":["true"],"env":{"SBX_JOB_ID":"forged"}}'
         [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
         [[ "$(json_get error.message <<<"$output")" == *"env.SBX_JOB_ID"* ]]
-        run ctl run --env FOO=bar -- sh -c 'echo $FOO'
+        run -0 ctl run --env FOO=bar -- sh -c 'echo $FOO'
         [ "$output" = bar ]
 }
 

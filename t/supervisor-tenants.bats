@@ -65,7 +65,7 @@ setup() {
 }
 
 @test "a caller in no tenant is refused with E_UNAUTHORIZED and audited" {
-        run raw_as $UID_X '{"v":1,"op":"ping"}'
+        run -0 raw_as $UID_X '{"v":1,"op":"ping"}'
         [ "$(json_get error.code <<<"$output")" = E_UNAUTHORIZED ]
         [[ "$(json_get error.message <<<"$output")" == *"uid $UID_X"* ]]
         run as_uid $UID_X run -- true
@@ -81,7 +81,7 @@ setup() {
 }
 
 @test "the tenant comes from the peer's uid" {
-        run as_uid $UID_B ping
+        run -0 as_uid $UID_B ping
         [[ "$output" == *"uid $UID_B, tenant bravo"* ]]
         run as_uid $UID_B run -- sh -c 'echo $SBX_TENANT; id -u'
         [ "$status" -eq 0 ]
@@ -93,58 +93,58 @@ setup() {
         job=$(as_uid $UID_B submit -- sleep 3)
         [[ "$job" =~ ^j ]]
         for op in status result logs cancel wait; do
-                run raw "{\"v\":1,\"op\":\"$op\",\"job\":\"$job\"}"
+                run -0 raw "{\"v\":1,\"op\":\"$op\",\"job\":\"$job\"}"
                 [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
         done
-        run ctl --json ls
+        run -0 ctl --json ls
         [[ "$output" != *"$job"* ]]
-        run as_uid $UID_B --json ls
+        run -0 as_uid $UID_B --json ls
         [[ "$output" == *"$job"* ]]
-        run raw_as $UID_C "{\"v\":1,\"op\":\"cancel\",\"job\":\"$job\"}"
+        run -0 raw_as $UID_C "{\"v\":1,\"op\":\"cancel\",\"job\":\"$job\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
         run as_uid $UID_B wait "$job"
         [ "$status" -eq 0 ]
         # after the end too
-        run raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
+        run -0 raw "{\"v\":1,\"op\":\"result\",\"job\":\"$job\"}"
         [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
 }
 
 @test "requests above the tenant's caps are rejected with E_LIMIT and audited" {
-        run raw_as $UID_B '{"v":1,"op":"run","command":["true"],"timeout_ms":6000}'
+        run -0 raw_as $UID_B '{"v":1,"op":"run","command":["true"],"timeout_ms":6000}'
         [ "$(json_get error.code <<<"$output")" = E_LIMIT ]
         [[ "$(json_get error.message <<<"$output")" == *"timeout_ms"*"5000"* ]]
-        run raw_as $UID_B '{"v":1,"op":"run","command":["true"],"limits":{"memory":1073741824}}'
+        run -0 raw_as $UID_B '{"v":1,"op":"run","command":["true"],"limits":{"memory":1073741824}}'
         [ "$(json_get error.code <<<"$output")" = E_LIMIT ]
         [[ "$(json_get error.message <<<"$output")" == *"limits.memory"* ]]
-        run raw_as $UID_B '{"v":1,"op":"run","command":["true"],"limits":{"output":4096}}'
+        run -0 raw_as $UID_B '{"v":1,"op":"run","command":["true"],"limits":{"output":4096}}'
         [ "$(json_get error.code <<<"$output")" = E_LIMIT ]
         grep -q '"decision":"rejected".*"code":"E_LIMIT"' "$SUP_DIR/audit.log"
 }
 
 @test "profiles and network modes outside the policy are E_FORBIDDEN" {
-        run raw_as $UID_B '{"v":1,"op":"run","command":["true"],"profile":"shell"}'
+        run -0 raw_as $UID_B '{"v":1,"op":"run","command":["true"],"profile":"shell"}'
         [ "$(json_get error.code <<<"$output")" = E_FORBIDDEN ]
         [[ "$(json_get error.message <<<"$output")" == *"'shell'"* ]]
-        run raw_as $UID_B '{"v":1,"op":"run","command":["true"],"network":"host"}'
+        run -0 raw_as $UID_B '{"v":1,"op":"run","command":["true"],"network":"host"}'
         [ "$(json_get error.code <<<"$output")" = E_FORBIDDEN ]
 }
 
 @test "the tenant's output cap applies by default" {
-        run as_uid $UID_B --json run -- sh -c 'head -c 5000 /dev/zero'
+        run -0 as_uid $UID_B --json run -- sh -c 'head -c 5000 /dev/zero'
         job=$(json_get job <<<"$output" | head -1)
-        run as_uid $UID_B --json result "$job"
+        run -0 as_uid $UID_B --json result "$job"
         [ "$(json_get result.stdout.size <<<"$output")" = 1024 ]
         [ "$(json_get result.stdout.truncated <<<"$output")" = true ]
 }
 
 @test "over_limit = clamp lowers the request to the cap and says so" {
-        run raw_as $UID_C '{"v":1,"op":"run","command":["sleep","30"],"timeout_ms":60000}'
+        run -0 raw_as $UID_C '{"v":1,"op":"run","command":["sleep","30"],"timeout_ms":60000}'
         [ "$(json_get ok <<<"$output")" = true ]
         [[ "$(json_get clamped <<<"$output")" == *"timeout_ms 60000 -> 2000"* ]]
         job=$(json_get job <<<"$output")
         run as_uid $UID_C wait "$job"
         [ "$status" -eq 124 ]
-        run as_uid $UID_C --json result "$job"
+        run -0 as_uid $UID_C --json result "$job"
         [ "$(json_get result.limits.timeout_ms.value <<<"$output")" = 2000 ]
         grep -q '"decision":"accepted (clamped)"' "$SUP_DIR/audit.log"
 }
@@ -171,10 +171,10 @@ cpu_controller() {
         grep -q '"decision":"rejected".*"code":"E_LIMIT","message":"field '"'"'limits.cpus'"'"': this daemon cannot enforce CPU bandwidth' "$SUP_DIR/audit.log"
         job=$(as_uid $UID_B submit -- true)
         as_uid $UID_B wait "$job"
-        run as_uid $UID_B --json result "$job"
+        run -0 as_uid $UID_B --json result "$job"
         [ "$(json_get result.limits.cpus.value <<<"$output")" = 0.5 ]
         [ "$(json_get result.limits.cpus.by <<<"$output")" = none ]
-        run as_uid $UID_B result "$job"
+        run -0 as_uid $UID_B result "$job"
         [[ "$output" == *"limit:     cpus 0.5 (none)"* ]]
 }
 
@@ -184,22 +184,23 @@ cpu_controller() {
         for i in $(seq 40); do [ -e "$SUP_CGROUP/job-$job/cpu.max" ] && break; sleep 0.05; done
         [ "$(cat "$SUP_CGROUP/job-$job/cpu.max")" = "25000 100000" ]
         as_uid $UID_B wait "$job"
-        run as_uid $UID_B --json result "$job"
+        run -0 as_uid $UID_B --json result "$job"
         [ "$(json_get result.limits.cpus.value <<<"$output")" = 0.25 ]
         [ "$(json_get result.limits.cpus.by <<<"$output")" = cgroup ]
 }
 
 @test "a tenant's max_jobs holds its other jobs in the queue" {
+        # a holds bravo's one slot from its submission on, queued or
+        # running: b is queued at once, no time to wait for
         a=$(as_uid $UID_B submit -- sleep 2)
         b=$(as_uid $UID_B submit -- true)
-        sleep 0.5
         [ "$(as_uid $UID_B --json status "$b" | json_get job.state)" = queued ]
         # another tenant is not held up by bravo's limit
-        run ctl run -- echo admin runs
+        run -0 ctl run -- echo admin runs
         [ "$output" = "admin runs" ]
         run as_uid $UID_B wait "$b"
         [ "$status" -eq 0 ]
-        run as_uid $UID_B --json result "$a"
+        run -0 as_uid $UID_B --json result "$a"
         [ "$(json_get result.state <<<"$output")" = succeeded ]
 }
 
@@ -208,9 +209,9 @@ cpu_controller() {
         write_config "allow_unauthenticated = yes"
         sup_start
         grep -q "allow_unauthenticated is ON" "$SUP_DIR/daemon.log"
-        run as_uid $UID_X ping
+        run -0 as_uid $UID_X ping
         [[ "$output" == *"tenant anonymous (unauthenticated)"* ]]
-        run as_uid $UID_X run -- echo hi
+        run -0 as_uid $UID_X run -- echo hi
         [ "$output" = hi ]
         grep -q "allow_unauthenticated: uid $UID_X .*'run' let through" "$SUP_DIR/daemon.log"
         sup_stop

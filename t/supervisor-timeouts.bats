@@ -29,9 +29,10 @@ setup() {
         [ "$output" = "cleaned up" ]
         [[ "$stderr" == *E_TIMEOUT* ]]
         elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
-        [ "$elapsed" -ge 1000 ] && [ "$elapsed" -lt 2500 ]
+        [ "$elapsed" -ge 1000 ]
+        [ "$elapsed" -lt 2500 ]
         job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
-        run ctl --json result "$job"
+        run -0 ctl --json result "$job"
         [ "$(json_get result.state <<<"$output")" = timed_out ]
         [ "$(json_get result.timed_out <<<"$output")" = true ]
         [ "$(json_get result.limits.timeout_ms.by <<<"$output")" = supervisor ]
@@ -43,44 +44,45 @@ setup() {
         [ "$status" -eq 124 ]
         elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
         # 1 s timeout + 1 s grace, then the kill
-        [ "$elapsed" -ge 2000 ] && [ "$elapsed" -lt 4000 ]
+        [ "$elapsed" -ge 2000 ]
+        [ "$elapsed" -lt 4000 ]
         [ "$(pgrep -u nobody -f 'while :; do sleep 0.1' | wc -l)" -eq 0 ]
 }
 
 @test "a job that double-forks and calls setsid still dies at the timeout" {
         secs=$((6000 + RANDOM))
-        job=$(ctl submit --timeout 2s -- sh -c "setsid sh -c 'trap \"\" TERM HUP; sleep $secs' & sleep 60")
+        # (a timeout long enough for a loaded machine to show the escaped
+        # process before it)
+        job=$(ctl submit --timeout 10s -- sh -c "setsid sh -c 'trap \"\" TERM HUP; sleep $secs' & sleep 60")
         # the escaped process exists while the job runs...
-        for i in $(seq 30); do
-                pgrep -f "sleep $secs" >/dev/null && break
-                sleep 0.1
-        done
-        pgrep -f "sleep $secs" >/dev/null
+        wait_until 10 pgrep -f "sleep $secs" >/dev/null
         run ctl wait "$job"
         [ "$status" -eq 124 ]
         # ...and is gone once the job has ended
-        sleep 0.2
+        wait_until 10 no_process "sleep $secs"
         run pgrep -f "sleep $secs"
         [ "$status" -eq 1 ]
 }
 
+# logs_are JOB TEXT: the job's output so far is TEXT.
+logs_are() {
+        [ "$(ctl logs "$1")" = "$2" ]
+}
+
 @test "cancel stops a running job: SIGTERM, then kill" {
-        job=$(ctl submit -- sh -c 'trap "echo bye; exit 0" TERM; sleep 30 & wait')
-        for i in $(seq 50); do
-                [ "$(ctl --json status "$job" | json_get job.state)" = running ] && break
-                sleep 0.1
-        done
-        sleep 0.3
+        job=$(ctl submit -- sh -c 'trap "echo bye; exit 0" TERM; echo armed; sleep 30 & wait')
+        # the trap is set
+        wait_until 30 logs_are "$job" armed
         run ctl cancel "$job"
         [ "$status" -eq 0 ]
         [[ "$output" == *stopping* ]]
-        run ctl wait "$job"
+        run -0 ctl wait "$job"
         [[ "$output" == *"state:     killed"* ]]
         [[ "$output" == *E_CANCELLED* ]]
-        run ctl logs "$job"
-        [ "$output" = bye ]
+        run -0 ctl logs "$job"
+        [ "$output" = "$(printf 'armed\nbye')" ]
         # cancelling a finished job is not an error
-        run ctl --json cancel "$job"
+        run -0 ctl --json cancel "$job"
         [ "$(json_get already_done <<<"$output")" = true ]
 }
 
@@ -89,9 +91,9 @@ setup() {
         for i in 1 2 3 4; do jobs+=("$(ctl submit -- sleep 30)"); done
         queued=$(ctl submit -- sh -c 'echo should not run')
         [ "$(ctl --json status "$queued" | json_get job.state)" = queued ]
-        run ctl cancel "$queued"
+        run -0 ctl cancel "$queued"
         [[ "$output" == *killed* ]]
-        run ctl --json result "$queued"
+        run -0 ctl --json result "$queued"
         [ "$(json_get result.state <<<"$output")" = killed ]
         [ "$(json_get result.started <<<"$output")" = null ]
         for j in "${jobs[@]}"; do ctl cancel "$j"; done
@@ -100,31 +102,38 @@ setup() {
 
 @test "follow streams output while the job runs" {
         out="$SUP_DIR/follow.out"
-        ctl run -- sh -c 'echo first; sleep 2; echo second' > "$out" &
+        ctl run -- sh -c 'echo first; until [ -e /workspace/go ]; do sleep 0.05; done; echo second' > "$out" &
         pid=$!
-        sleep 1.2
-        # the first line arrived long before the job ended
+        # the first line arrives while the job still waits
+        wait_until 30 grep -qx first "$out"
         [ "$(cat "$out")" = first ]
+        job=$(ctl --json ls --limit 1 | json_get jobs.0.job)
+        touch "$SUP_DIR/state/work/$job/go"
         wait "$pid"
         [ "$(cat "$out")" = "$(printf 'first\nsecond')" ]
 }
 
 @test "logs -f attaches to a running job: what was written, then live output, then the end" {
-        job=$(ctl submit -- sh -c 'echo early; sleep 1.5; echo late; exit 4')
-        sleep 0.7
-        run ctl logs -f "$job"
-        [ "$status" -eq 4 ]
-        [ "$output" = "$(printf 'early\nlate')" ]
-        run ctl --json logs -f "$job"
+        job=$(ctl submit -- sh -c 'echo early; until [ -e /workspace/go ]; do sleep 0.05; done; echo late; exit 4')
+        wait_until 30 logs_are "$job" early
+        ctl logs -f "$job" > "$BATS_TEST_TMPDIR/f" &
+        follower=$!
+        wait_until 30 grep -qx early "$BATS_TEST_TMPDIR/f"
+        touch "$SUP_DIR/state/work/$job/go"
+        rc=0
+        wait "$follower" || rc=$?
+        [ "$rc" -eq 4 ]
+        [ "$(cat "$BATS_TEST_TMPDIR/f")" = "$(printf 'early\nlate')" ]
+        run -4 ctl --json logs -f "$job"
         [ "$(json_get event <<<"$output" | tail -1)" = end ]
 }
 
 @test "a client that disconnects mid-job does not lose the job or its result" {
-        run ctl --json submit -- sh -c 'sleep 1; echo done'
+        run -0 ctl --json submit -- sh -c 'sleep 1; echo done'
         job=$(json_get job <<<"$output")
         timeout 0.3 "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" logs -f "$job" || true
         run ctl wait "$job"
         [ "$status" -eq 0 ]
-        run ctl logs "$job"
+        run -0 ctl logs "$job"
         [ "$output" = done ]
 }

@@ -81,7 +81,7 @@ setup() {
                 ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 \
                 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra \
                 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7 nonsense; do
-                run raw "{\"v\":1,\"op\":\"run\",\"command\":[\"true\"],\"traceparent\":\"$bad\"}"
+                run -0 raw "{\"v\":1,\"op\":\"run\",\"command\":[\"true\"],\"traceparent\":\"$bad\"}"
                 [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
                 [[ "$(json_get error.message <<<"$output")" == *"field 'traceparent'"* ]]
         done

@@ -131,6 +131,9 @@ SUP_BATS = \
 	t/supervisor-metrics.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
+	t/supervisor-callback-outbox-fault.bats \
+	t/supervisor-callback-fairness.bats \
+	t/supervisor-callback-order.bats \
 	t/supervisor-progress.bats \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
@@ -138,7 +141,8 @@ SUP_BATS = \
 	t/bundle-policy.bats \
 	t/bundle-crash.bats \
 	t/bundle-registry.bats \
-	t/bundle-tenants.bats
+	t/bundle-tenants.bats \
+	t/bundle-cache-full.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
 	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \

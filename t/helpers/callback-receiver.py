@@ -13,6 +13,10 @@ absent):
     500 | 404 | ... that status, always
     429 SECONDS     429 with Retry-After: SECONDS
     stall SECONDS   read the request, then answer 200 only after SECONDS
+    failjob JOB     500 to the posts of that job (X-Sbx-Job), 200 to others
+    hang            read the request (logged with status 0), then never
+                    answer: the connection is held until the sender
+                    gives up (a dead receiver that still accepts)
     refuse          close the listening socket (connections are refused)
                     until the mode changes; a request on a connection
                     kept alive from before is cut without an answer
@@ -82,6 +86,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         status, extra = 200, {}
+        if m[0] == "hang":
+            status = 0
         with lock:
             if m[0] == "fail":
                 key = " ".join(m)
@@ -92,6 +98,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     status = 500
             elif m[0] == "429":
                 status, extra = 429, {"Retry-After": m[1]}
+            elif m[0] == "failjob":
+                if self.headers.get("X-Sbx-Job") == m[1]:
+                    status = 500
             elif m[0] == "stall":
                 time.sleep(float(m[1]))
             elif m[0] == "redirect":
@@ -128,6 +137,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             with open(os.path.join(DIR, "log"), "a") as f:
                 f.write(json.dumps(rec) + "\n")
+        if status == 0:
+            # until the sender closes the connection
+            self.close_connection = True
+            while self.connection.recv(4096):
+                pass
+            return
         self.send_response(status)
         for k, v in extra.items():
             self.send_header(k, v)

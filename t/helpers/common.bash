@@ -67,3 +67,44 @@ require_userns() {
         as_user unshare --user --map-root-user true 2>/dev/null ||
                 skip "unprivileged user namespaces are not available on this machine"
 }
+
+# wait_until SECONDS COMMAND...: run COMMAND every 50 ms until it succeeds;
+# fail, naming it, if it has not within SECONDS. Tests wait on the event
+# they depend on (a file, a log line, a process gone), never for a fixed
+# time that a loaded machine overruns.
+wait_until() {
+        local limit=$1 i
+        shift
+        for i in $(seq $((limit * 20))); do
+                "$@" && return 0
+                sleep 0.05
+        done
+        echo "waited ${limit}s in vain for: $*" >&2
+        return 1
+}
+
+# pid_gone PID: the process has exited (for wait_until).
+pid_gone() {
+        ! kill -0 "$1" 2>/dev/null
+}
+
+# no_process PATTERN: no process's command line matches (pgrep -f).
+no_process() {
+        ! pgrep -f "$1" >/dev/null
+}
+
+# job_state JOB STATE: a supervisor job is in STATE now (in the files
+# that load t/sup-unit/daemon.bash, which gives ctl and json_get).
+job_state() {
+        [ "$(ctl --json status "$1" | json_get job.state)" = "$2" ]
+}
+
+# A test host's link forwards already, as a host's uplink may: a daemon of
+# another test file started meanwhile would switch it on and off again under
+# the file's own daemon (a switch found on is left alone; see
+# t/supervisor-forwarding.bats).
+test_link_forwards() {
+        sysctl -q -w "net.ipv4.conf.$1.forwarding=1" &&
+                { [ ! -e "/proc/sys/net/ipv6/conf/$1/force_forwarding" ] ||
+                        sysctl -q -w "net.ipv6.conf.$1.force_forwarding=1"; }
+}

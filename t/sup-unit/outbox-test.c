@@ -104,11 +104,32 @@ static void test_verdicts_and_delays(void **state) {
         assert_int_equal(outbox_parse_retry_after("-5", 0), -1);
 }
 
+/* The slots of callback_concurrency between tenants. */
+static void test_fair_share(void **state) {
+        /* free slots go to whoever is due, one tenant alone takes them all */
+        assert_true(outbox_fair_may_start(0, 8, 0, 1));
+        assert_true(outbox_fair_may_start(7, 8, 7, 1));
+        assert_false(outbox_fair_may_start(8, 8, 8, 1));
+        /* another holds every slot: a tenant below its share (8 / 2) starts */
+        assert_true(outbox_fair_may_start(8, 8, 0, 2));
+        assert_true(outbox_fair_may_start(11, 8, 3, 2));
+        assert_false(outbox_fair_may_start(12, 8, 4, 2));
+        /* the one above its share waits for a free slot */
+        assert_false(outbox_fair_may_start(9, 8, 8, 2));
+        assert_true(outbox_fair_may_start(7, 8, 7, 2));
+        /* more tenants than slots: one each, never past twice the slots */
+        assert_true(outbox_fair_may_start(8, 8, 0, 20));
+        assert_false(outbox_fair_may_start(8, 8, 1, 20));
+        assert_false(outbox_fair_may_start(16, 8, 0, 20));
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_entry_roundtrip),
                 cmocka_unit_test(test_signature),
                 cmocka_unit_test(test_verdicts_and_delays),
+                cmocka_unit_test(test_fair_share),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
