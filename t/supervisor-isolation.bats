@@ -35,9 +35,11 @@ logs_are() {
         [ "$(ctl logs "$1")" = "$2" ]
 }
 
-# bomb_refused JOB: the job's stderr reports a failed fork.
+# bomb_refused JOB: the job's stderr reports a failed fork (sbxctl logs
+# writes a job's stderr on its own stderr; read whole, as grep -q would
+# end the pipe early).
 bomb_refused() {
-        ctl logs --stream stderr "$1" | grep -qi fork
+        [[ "$(ctl logs --stream stderr "$1" 2>&1)" == *[Ff]ork* ]]
 }
 
 # wait_running JOB: until the job runs.
