@@ -15,7 +15,10 @@ setup_file() {
         export FAULT="$SUP_DIR/timerfd-fault"
         rm -f "$FAULT"
         [ -f "$SBX_BUILDDIR/t/helpers/fail-timerfd.so" ] || return 0
-        LD_PRELOAD="$SBX_BUILDDIR/t/helpers/fail-timerfd.so" SBX_TEST_TIMERFD_FAULT="$FAULT" sup_start
+        # (an ASan build wants its runtime first in the library list: the
+        # preloaded helper is let in ahead of it)
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+                LD_PRELOAD="$SBX_BUILDDIR/t/helpers/fail-timerfd.so" SBX_TEST_TIMERFD_FAULT="$FAULT" sup_start
 }
 
 teardown_file() {

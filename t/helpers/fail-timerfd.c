@@ -5,7 +5,6 @@
  * fails with EMFILE when the file says "create", and timerfd_settime(2)
  * fails with EINVAL when it says "settime"; otherwise both are the system
  * calls themselves. The daemon has no hook of its own for this. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
