@@ -251,12 +251,16 @@ kill_and_start() {
 check "systemctl kill -s KILL, then start: no job lost (each has a record and is listed)" kill_and_start
 
 # --- the network of restricted jobs, under the unit --------------------------------
-# A host in the guest for jobs to reach: 192.0.2.1 (TEST-NET-1) on a dummy
-# interface, with servers on ports 8080 and 8081.
+# A host for jobs to reach: 192.0.2.1 (TEST-NET-1) in a network namespace
+# of its own behind a veth (the guest's own addresses are never reachable
+# from a restricted job), with servers on ports 8080 and 8081.
 net_setup() {
-        ip link add sbxt0 type dummy && ip addr add 192.0.2.1/24 dev sbxt0 && ip link set sbxt0 up || return 1
+        ip netns add sbxt && ip link add sbxt0 type veth peer name eth0 netns sbxt &&
+                ip addr add 192.0.2.254/24 dev sbxt0 && ip link set sbxt0 up &&
+                ip -n sbxt link set lo up && ip -n sbxt link set eth0 up &&
+                ip -n sbxt addr add 192.0.2.1/24 dev eth0 || return 1
         for port in 8080 8081; do
-                (cd /tmp && exec python3 -m http.server --bind 192.0.2.1 $port >/dev/null 2>&1 &)
+                (cd /tmp && exec ip netns exec sbxt python3 -m http.server --bind 192.0.2.1 $port >/dev/null 2>&1 &)
         done
         sed -i 's|^\[daemon\]$|[daemon]\nnetwork_pool = 10.213.0.0/24|' /etc/sbx/sbx-supervisord.conf &&
                 sed -i 's|^\[tenant.users\]$|&\nnetwork = none host restricted\nnetwork_allow = 192.0.2.0/24:*/any|' /etc/sbx/sbx-supervisord.conf &&
