@@ -13,7 +13,11 @@
 #   - warm: the page cache holding everything, what a restart pays;
 #   - first: cold, without STATE/results/index (the first start after an
 #     upgrade, or after the cache was lost): the cost of building it;
-# and the cost of one lookup by id and by idempotency key. The binaries
+# and, for each, "ready": how long of that the daemon waits before it
+# serves (with a daemon that reads what the cache lacks while serving,
+# see supervisor/results-rest.h, much less than the whole; a binary built
+# before that prints no such figure, and its whole load is counted); and
+# the cost of one lookup by id and by idempotency key. The binaries
 # alternate round by round, so that load from other work on the machine
 # falls on all of them alike. The records go under SBX_BENCH_DIR (default
 # /var/tmp: /tmp may be a tmpfs, where dropping caches means nothing).
@@ -60,6 +64,7 @@ load() {
         [ "$6" = "$n" ] || { echo "bench: $1 loaded $6 entries, not $n" >&2; exit 1; }
         echo "$4" >> "$out/$3.$2"
         echo "$5" >> "$out/$3.$2-cpu"
+        echo "${7:-$4}" >> "$out/$3.$2-ready"
 }
 
 i=0
@@ -89,6 +94,7 @@ for b in "$@"; do
                 [ -f "$out/$k.$kind" ] || continue
                 printf "  %-6s wall %s\n" "$kind" "$(stats "$out/$k.$kind")"
                 printf "  %-6s CPU  %s\n" "" "$(stats "$out/$k.$kind-cpu")"
+                printf "  %-6s ready %s\n" "" "$(stats "$out/$k.$kind-ready")"
         done
         printf "  lookup (us): by id, by key: %s\n" "$("$b" lookup "$dir/results" 2000)"
 done

@@ -25,6 +25,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "recover.h"
+#include "results-rest.h"
 #include "runner.h"
 #include "worker.h"
 
@@ -135,7 +136,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         if (read(s->fd, &n, sizeof(n)) < 0)
                 return;
         uint64_t now = now_mono_ms();
-        if (now >= d->next_retention_ms) {
+        if (now >= d->next_retention_ms && !results_incomplete(d)) {
                 unsigned removed = result_sweep(&d->done, d->dirs.results_fd, d->cfg->retention_ms, now_real_ms());
                 if (removed)
                         log_info("retention: removed %u old results", removed);
@@ -303,10 +304,11 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         r = journal_open(&d->journal, d->dirs.state_fd);
         if (r < 0)
                 return sbx_error_set(err, r, "journal in %s", cfg->state_dir);
-        r = result_index_load(&d->done, d->dirs.results_fd);
+        r = results_open(d);
         if (r < 0)
                 return sbx_error_set(err, r, "results in %s", cfg->state_dir);
-        unsigned removed = result_sweep(&d->done, d->dirs.results_fd, cfg->retention_ms, now_real_ms());
+        /* With records still to read, after them (results-rest.c). */
+        unsigned removed = results_incomplete(d) ? 0 : result_sweep(&d->done, d->dirs.results_fd, cfg->retention_ms, now_real_ms());
         if (removed)
                 log_info("retention: removed %u old results", removed);
         return 0;
@@ -354,6 +356,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return sbx_error_set(err, wfd, "worker threads");
         if ((r = loop_add(&d->worker_src, wfd, EPOLLIN, on_worker)) < 0)
                 return sbx_error_set(err, r, "worker threads");
+        results_rest_start(d);
         /* Before recovery: the records it writes may have deliveries. */
         if ((r = callbacks_init(d, err)) < 0)
                 return r;
@@ -393,7 +396,9 @@ void daemon_done(struct daemon *d) {
         /* Clients first: work still in flight for them then ends as for a
          * client that went away. */
         conns_close_all(&d->conns);
+        results_rest_abandon(d);
         worker_stop();
+        results_rest_done(d);
         bundles_done(d);
         commit_done(d);
         callbacks_done(d);

@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "netfwd.h"
 #include "policy.h"
+#include "pool.h"
 #include "result.h"
 #include "sched.h"
 #include "statedir.h"
@@ -46,6 +47,10 @@ struct daemon {
         struct journal journal;
         struct scheduler sched;
         struct result_index done;
+        struct result_rest *results_rest; /* what the index still lacks, being read (results-rest.c) */
+        struct work results_work;
+        struct list results_waiters; /* requests that wait for it */
+        bool results_abandoned;
         struct jobs jobs;
         struct conns conns;
         struct listener listener;

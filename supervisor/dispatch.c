@@ -8,6 +8,7 @@
 #include "dispatch.h"
 #include "log.h"
 #include "metrics-http.h"
+#include "results-rest.h"
 #include "runner.h"
 #include "subscribe.h"
 
@@ -185,6 +186,27 @@ static void op_job(struct conn *c, struct request *req) {
         }
 }
 
+/* Whether the answer may need a finished job the index has not read yet
+ * (results-rest.h). */
+static bool needs_results(struct conn *c, const struct request *req) {
+        struct daemon *d = c->d;
+        switch (req->op) {
+        case REQ_LIST:
+                return true;
+        case REQ_RUN:
+                return req->run.idempotency_key != NULL;
+        case REQ_STATUS:
+        case REQ_RESULT:
+        case REQ_WAIT:
+        case REQ_CANCEL:
+        case REQ_LOGS:
+        case REQ_DOWNLOAD:
+                return !jobs_find(&d->jobs, req->job) && !result_index_find(&d->done, req->job);
+        default:
+                return false;
+        }
+}
+
 void dispatch_line(struct conn *c, const char *line, size_t len) {
         struct request req;
         struct sbx_error err;
@@ -193,6 +215,12 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
                 return;
         if (proto_parse_request(line, len, &req, &err) < 0) {
                 conn_send(c, proto_error(req.tag, E_BAD_REQUEST, "%s", err.msg));
+                request_free(&req);
+                return;
+        }
+        if (results_incomplete(c->d) && needs_results(c, &req)) {
+                if (!results_wait(c, line, len))
+                        conn_send(c, proto_error(req.tag, E_BUSY, "out of memory; retry later"));
                 request_free(&req);
                 return;
         }

@@ -61,6 +61,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/loop.h supervisor/loop.c \
 	supervisor/pool.h supervisor/pool.c \
 	supervisor/worker.h supervisor/worker.c \
+	supervisor/results-rest.h supervisor/results-rest.c \
 	supervisor/syncer.h supervisor/syncer.c \
 	supervisor/spawn.h supervisor/spawn.c \
 	supervisor/cgroup.h supervisor/cgroup.c \

@@ -266,11 +266,40 @@ static int read_cache(struct result_index *ix, size_t *stale) {
         return 0;
 }
 
+/* A record the cache lacks, to be read: its id and inode number. */
+struct missing {
+        ino_t ino;
+        char id[24];
+};
+
+static int cmp_ino(const void *a, const void *b) {
+        const struct missing *x = a, *y = b;
+        return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Index one record read by id (and expected to carry that id). */
+static int put_record(struct result_index *ix, const char *id, json_t *rec, size_t *stale) {
+        struct result_fields f;
+        bool replaced;
+        result_fields_of_record(rec, &f);
+        if (!f.id || !streq(f.id, id))
+                return 0;
+        int r = result_index_put(ix, &f, &replaced);
+        if (r == 0)
+                (*stale)++;
+        return r;
+}
+
 /* Check the index read from the cache against the records in the
- * directory: read those it lacks, drop those whose record is gone. */
-static int reconcile(struct result_index *ix, size_t *stale) {
+ * directory: drop entries whose record is gone, and collect the ids of
+ * the records it lacks, in the order of their inode numbers (in directory
+ * order, a hash of the name, each cold read seeks elsewhere in the inode
+ * table). */
+static int reconcile(struct result_index *ix, size_t *stale, struct missing **ret_m, size_t *ret_n) {
         size_t from_cache = ix->n;
         _cleanup_free_ bool *seen = calloc(from_cache + 1, sizeof(*seen));
+        _cleanup_free_ struct missing *m = NULL;
+        size_t nm = 0, cap = 0;
         _cleanup_closedir_ DIR *d = NULL;
         if (!seen)
                 return -ENOMEM;
@@ -293,17 +322,16 @@ static int reconcile(struct result_index *ix, size_t *stale) {
                                 seen[i] = true;
                         continue;
                 }
-                json_t *rec = NULL;
-                if (result_load(ix->dirfd, id, &rec) < 0)
-                        continue; /* unreadable: not listed, as ever */
-                struct result_fields f;
-                bool replaced;
-                result_fields_of_record(rec, &f);
-                r = f.id && streq(f.id, id) ? result_index_put(ix, &f, &replaced) : 0;
-                json_decref(rec);
-                if (r < 0)
-                        return r;
-                (*stale)++;
+                if (nm == cap) {
+                        size_t c = cap ? cap * 2 : 256;
+                        struct missing *g = reallocarray(m, c, sizeof(*m));
+                        if (!g)
+                                return -ENOMEM;
+                        m = g;
+                        cap = c;
+                }
+                m[nm].ino = de->d_ino;
+                memcpy(m[nm++].id, id, 22);
         }
         if (errno)
                 return -errno;
@@ -320,6 +348,9 @@ static int reconcile(struct result_index *ix, size_t *stale) {
                 ix->n = w;
                 result_index_relink(ix);
         }
+        qsort(m, nm, sizeof(*m), cmp_ino);
+        *ret_m = TAKE_PTR(m);
+        *ret_n = nm;
         return 0;
 }
 
@@ -341,25 +372,155 @@ static void sort_by_created(struct result_index *ix) {
                 }
 }
 
-int result_index_load(struct result_index *ix, int results_dirfd) {
+/* ------------------------------------------------------------ the records the cache lacks */
+
+/* What a batch read of one record: its entry's fields, owned. */
+struct loaded {
+        bool ok;
+        char id[24], state[16], digest[65];
+        char *tenant, *key;
+        int exit_code;
+        uint64_t created_ms, ended_ms;
+};
+
+struct result_rest {
+        int dirfd;
+        struct missing *m;
+        size_t n, next; /* next: the first id no batch has taken */
+        struct loaded batch[RESULT_REST_BATCH];
+        size_t batch_n;
+        size_t stale;
+        uint64_t read_ms;
+};
+
+static void copy_field(char *dst, size_t size, const char *src) {
+        snprintf(dst, size, "%s", src ? src : "");
+}
+
+void result_rest_read(struct result_rest *rest) {
+        uint64_t t0 = now_mono_ms();
+        rest->batch_n = 0;
+        while (rest->batch_n < RESULT_REST_BATCH && rest->next < rest->n) {
+                const char *id = rest->m[rest->next++].id;
+                struct loaded *l = &rest->batch[rest->batch_n++];
+                json_t *rec = NULL;
+                struct result_fields f;
+                *l = (struct loaded){ .ok = false };
+                if (result_load(rest->dirfd, id, &rec) < 0)
+                        continue; /* unreadable: not listed, as ever */
+                result_fields_of_record(rec, &f);
+                if (f.id && streq(f.id, id) && strlen(f.state) < sizeof(l->state)) {
+                        copy_field(l->id, sizeof(l->id), f.id);
+                        copy_field(l->state, sizeof(l->state), f.state);
+                        copy_field(l->digest, sizeof(l->digest), f.digest);
+                        l->tenant = strdup(f.tenant);
+                        l->key = f.key ? strdup(f.key) : NULL;
+                        l->exit_code = f.exit_code;
+                        l->created_ms = f.created_ms;
+                        l->ended_ms = f.ended_ms;
+                        l->ok = l->tenant && (l->key || !f.key);
+                }
+                json_decref(rec);
+        }
+        rest->read_ms += now_mono_ms() - t0;
+}
+
+static void free_batch(struct result_rest *rest) {
+        for (size_t i = 0; i < rest->batch_n; i++) {
+                free(rest->batch[i].tenant);
+                free(rest->batch[i].key);
+        }
+        rest->batch_n = 0;
+}
+
+int result_rest_merge(struct result_index *ix, struct result_rest *rest, bool *ret_all) {
+        int r = 0;
+        for (size_t i = 0; i < rest->batch_n && r == 0; i++) {
+                const struct loaded *l = &rest->batch[i];
+                uint32_t no;
+                bool replaced;
+                /* Indexed meanwhile: finished again after a restart, say,
+                 * and what the index has is newer than what was read. */
+                if (!l->ok || result_index_find_no(ix, l->id, &no) == 0)
+                        continue;
+                struct result_fields f = { .id = l->id, .tenant = l->tenant, .key = l->key, .state = l->state,
+                                           .digest = l->digest[0] ? l->digest : NULL, .exit_code = l->exit_code,
+                                           .created_ms = l->created_ms, .ended_ms = l->ended_ms };
+                r = result_index_put(ix, &f, &replaced);
+                rest->stale++;
+        }
+        free_batch(rest);
+        *ret_all = rest->next >= rest->n;
+        if (r < 0 || !*ret_all)
+                return r;
+        sort_by_created(ix);
+        if (rest->stale > 0)
+                result_index_save(ix);
+        return 0;
+}
+
+size_t result_rest_total(const struct result_rest *rest) {
+        return rest->n;
+}
+
+uint64_t result_rest_read_ms(const struct result_rest *rest) {
+        return rest->read_ms;
+}
+
+void result_rest_free(struct result_rest *rest) {
+        if (!rest)
+                return;
+        free_batch(rest);
+        free(rest->m);
+        free(rest);
+}
+
+/* ------------------------------------------------------------ loading */
+
+int result_index_open(struct result_index *ix, int results_dirfd, struct result_rest **ret_rest) {
         if (ix->n || ix->attached)
                 return -EBUSY;
         ix->attached = true;
         ix->dirfd = results_dirfd;
         /* a save that a crash interrupted */
         unlinkat(results_dirfd, CACHE_TMP, 0);
-        size_t stale = 0;
+        size_t stale = 0, nm = 0;
+        _cleanup_free_ struct missing *m = NULL;
         int r = read_cache(ix, &stale);
         if (r == 0)
-                r = reconcile(ix, &stale);
+                r = reconcile(ix, &stale, &m, &nm);
+        /* A few records are read here; more, by the caller's choice. */
+        for (size_t k = 0; r == 0 && (!ret_rest || nm <= RESULT_REST_BATCH) && k < nm; k++) {
+                json_t *rec = NULL;
+                if (result_load(ix->dirfd, m[k].id, &rec) < 0)
+                        continue; /* unreadable: not listed, as ever */
+                r = put_record(ix, m[k].id, rec, &stale);
+                json_decref(rec);
+        }
         if (r < 0) {
                 result_index_free(ix);
                 return r;
         }
+        if (ret_rest && nm > RESULT_REST_BATCH) {
+                struct result_rest *rest = calloc(1, sizeof(*rest));
+                if (!rest) {
+                        result_index_free(ix);
+                        return -ENOMEM;
+                }
+                *rest = (struct result_rest){ .dirfd = results_dirfd, .m = TAKE_PTR(m), .n = nm, .stale = stale };
+                *ret_rest = rest;
+                return 0;
+        }
+        if (ret_rest)
+                *ret_rest = NULL;
         sort_by_created(ix);
         /* Should that fail, the next load reads again what the old cache
          * lacks (or all the records, if there is none). */
         if (stale > 0)
                 result_index_save(ix);
         return 0;
+}
+
+int result_index_load(struct result_index *ix, int results_dirfd) {
+        return result_index_open(ix, results_dirfd, NULL);
 }

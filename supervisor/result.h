@@ -89,6 +89,23 @@ const struct done_entry *result_iter_next(struct result_iter *it);
  * (the index is then emptied). A cache that cannot be read or written is
  * not an error: the records are read, and the index lives in memory only. */
 int result_index_load(struct result_index *ix, int results_dirfd);
+/* The same, except that when the cache lacks more than RESULT_REST_BATCH
+ * records (it was lost, or this is the first start after an upgrade),
+ * they are left in *ret_rest to be read in batches while the daemon
+ * serves: result_rest_read() reads the next batch (on any thread; it
+ * touches no index), result_rest_merge() indexes it (on the index's
+ * thread; *ret_all once every record is indexed, when the cache is
+ * rewritten), and result_rest_free() at the end. Until then the index
+ * lacks finished jobs: answers that need them wait. *ret_rest is NULL
+ * when nothing is left. */
+#define RESULT_REST_BATCH 256
+struct result_rest;
+int result_index_open(struct result_index *ix, int results_dirfd, struct result_rest **ret_rest);
+void result_rest_read(struct result_rest *rest);
+int result_rest_merge(struct result_index *ix, struct result_rest *rest, bool *ret_all);
+size_t result_rest_total(const struct result_rest *rest);
+uint64_t result_rest_read_ms(const struct result_rest *rest);
+void result_rest_free(struct result_rest *rest);
 /* Rewrite the cache file from the index (tmp + rename, unsynced). On error
  * the old cache stays, and is still appended to. */
 int result_index_save(struct result_index *ix);

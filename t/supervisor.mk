@@ -142,7 +142,8 @@ SUP_BATS = \
 	t/bundle-crash.bats \
 	t/bundle-registry.bats \
 	t/bundle-tenants.bats \
-	t/bundle-cache-full.bats
+	t/bundle-cache-full.bats \
+	t/supervisor-results-rest.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
 	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
@@ -154,3 +155,10 @@ check_PROGRAMS += t/helpers/fail-timerfd.so
 t_helpers_fail_timerfd_so_SOURCES = t/helpers/fail-timerfd.c
 t_helpers_fail_timerfd_so_CFLAGS = $(AM_CFLAGS) -fPIC
 t_helpers_fail_timerfd_so_LDFLAGS = -shared
+
+# Preloaded into the daemon by t/supervisor-results-rest.bats: record reads
+# off the event loop held back on demand (see the file).
+check_PROGRAMS += t/helpers/gate-records.so
+t_helpers_gate_records_so_SOURCES = t/helpers/gate-records.c
+t_helpers_gate_records_so_CFLAGS = $(AM_CFLAGS) -fPIC
+t_helpers_gate_records_so_LDFLAGS = -shared
