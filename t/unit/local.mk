@@ -26,7 +26,7 @@ t_unit_json_string_test_SOURCES = t/unit/json-string-test.c
 t_unit_json_string_test_CFLAGS = $(UNIT_CFLAGS)
 t_unit_json_string_test_LDADD = $(UNIT_LDADD)
 
-# supervisor/urlmatch.c, with the callback_allow key that uses it.
+# supervisor/core/urlmatch.c, with the callback_allow key that uses it.
 t_unit_urlmatch_test_SOURCES = t/unit/urlmatch-test.c
-t_unit_urlmatch_test_CFLAGS = $(UNIT_CFLAGS) $(CURL_CFLAGS) -I$(top_srcdir)/supervisor
+t_unit_urlmatch_test_CFLAGS = $(UNIT_CFLAGS) $(CURL_CFLAGS) $(SUP_IQUOTE)
 t_unit_urlmatch_test_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
