@@ -149,8 +149,24 @@ int inikeys_unknown(const struct inikey_format *fmt, const char *section, const 
 
 /* ---- applying a value ---- */
 
+/* "a, b or c" */
+static const char *enum_names(const char *const *names, char *buf, size_t len) {
+        size_t used = 0, n = 0;
+        while (names[n])
+                n++;
+        buf[0] = '\0';
+        for (size_t i = 0; i < n && used < len; i++) {
+                int w = snprintf(buf + used, len - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ", names[i]);
+                if (w < 0)
+                        break;
+                used += (size_t) w;
+        }
+        return buf;
+}
+
 static int apply_kind(const struct inikey_format *fmt, struct inikey_ctx *c) {
         const struct inikey *k = c->def;
+        char what[256];
         const char *v = c->value;
         uint64_t n = 0, max = k->max ? k->max : UINT64_MAX - 1;
         int r;
@@ -178,15 +194,15 @@ static int apply_kind(const struct inikey_format *fmt, struct inikey_ctx *c) {
                                 *(int *) inikey_field(c) = i;
                                 return k->fn ? k->fn(c) : 0;
                         }
-                return inikey_fail(c, "expected one of the values the manual lists for %s", k->key);
+                return inikey_fail(c, "expected %s", enum_names(k->names, what, sizeof(what)));
         case INIKEY_SIZE:
         case INIKEY_DURATION: {
                 bool size = k->kind == INIKEY_SIZE;
-                const char *what = size ? "size" : "duration", *unit = size ? "bytes" : "ms";
+                const char *noun = size ? "size" : "duration", *unit = size ? "bytes" : "ms";
                 r = size ? parse_size(v, &n) : parse_duration_ms(v, &n);
                 if (r < 0 || n < k->min || n > max)
-                        return k->max ? inikey_fail(c, "expected a %s from %" PRIu64 " to %" PRIu64 " %s", what, k->min, max, unit)
-                                      : inikey_fail(c, "expected a %s of at least %" PRIu64 " %s", what, k->min, unit);
+                        return k->max ? inikey_fail(c, "expected a %s from %" PRIu64 " to %" PRIu64 " %s", noun, k->min, max, unit)
+                                      : inikey_fail(c, "expected a %s of at least %" PRIu64 " %s", noun, k->min, unit);
                 *(uint64_t *) inikey_field(c) = n;
                 break;
         }
