@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: Apache-2.0
+# sbx-privd(8): the privileged helper. It links the root-only primitives it
+# reuses (spawn, the uid pool) and lib's fd helpers, and on purpose none of
+# jansson, libcurl, libarchive, ldns or libmicrohttpd: those parse what
+# tenants, registries and jobs send, in the unprivileged front
+# (t/privd-hostile.bats checks the link).
+libexec_PROGRAMS += supervisor/privd/sbx-privd
+supervisor_privd_sbx_privd_SOURCES = \
+	lib/privd-abi.h \
+	supervisor/privd/privd.h supervisor/privd/main.c supervisor/privd/serve.c \
+	supervisor/privd/jobs.c supervisor/privd/jobfs.h supervisor/privd/jobfs.c \
+	supervisor/spawn.h supervisor/spawn.c \
+	supervisor/uidpool.h supervisor/uidpool.c \
+	lib/fd-util.h lib/fd-util.c lib/parse.h lib/parse.c
+# -iquote: supervisor/ holds a sched.h of its own that must not shadow <sched.h>.
+supervisor_privd_sbx_privd_CFLAGS = $(AM_CFLAGS) -iquote $(top_srcdir)/supervisor
+supervisor_privd_sbx_privd_LDADD =
