@@ -19,7 +19,7 @@ bench-bundle: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl s
 # Built with the tests (so that it keeps compiling), run only on demand.
 check_PROGRAMS += bench/results-startup
 bench_results_startup_SOURCES = bench/results-startup.c
-bench_results_startup_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/supervisor
+bench_results_startup_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SUP_IQUOTE)
 bench_results_startup_LDADD = $(LIBSUP)
 EXTRA_DIST += bench/results-startup.sh
 .PHONY: bench-results

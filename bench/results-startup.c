@@ -55,7 +55,7 @@ static json_t *stream(const char *dir, const char *id, const char *name, json_in
         return json_pack("{s:I, s:I, s:b, s:s}", "size", size, "produced", size, "truncated", 0, "path", path);
 }
 
-/* The shape of the daemon's records (supervisor/record.c). */
+/* The shape of the daemon's records (supervisor/model/record.c). */
 static json_t *record(const char *dir, unsigned long i) {
         char id[24], tenant[16], created[64], started[64], ended[64], key[32];
         job_id(i, id);

@@ -15,7 +15,7 @@
 #     upgrade, or after the cache was lost): the cost of building it;
 # and, for each, "ready": how long of that the daemon waits before it
 # serves (with a daemon that reads what the cache lacks while serving,
-# see supervisor/results-rest.h, much less than the whole; a binary built
+# see supervisor/front/results-rest.h, much less than the whole; a binary built
 # before that prints no such figure, and its whole load is counted); and
 # the cost of one lookup by id and by idempotency key. The binaries
 # alternate round by round, so that load from other work on the machine

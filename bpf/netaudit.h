@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the network audit programs (bpf/netaudit.bpf.c) and sbx-supervisord
- * (supervisor/netaudit.c) share: the per-job entry of the jobs map, keyed by
+ * (supervisor/priv/netaudit.c) share: the per-job entry of the jobs map, keyed by
  * the job cgroup's id, and the event each attempt puts in the ring buffer.
  * Fixed-size types only: this header is compiled for the BPF target too. */
 #pragma once
@@ -23,7 +23,7 @@
 #define NETAUDIT_JOB_ALLOW 512
 
 /* Prefixes no restricted job reaches, whatever its allow entries (the
- * deny map; supervisor/netdeny.h says which and why). */
+ * deny map; supervisor/model/netdeny.h says which and why). */
 #define NETAUDIT_MAX_DENY_NETS 1024
 
 /* The deny map: a longest-prefix-match trie over the destination as IPv6

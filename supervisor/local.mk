@@ -1,95 +1,112 @@
 # SPDX-License-Identifier: Apache-2.0
-# sbx-supervisord and sbxctl. The modules without I/O on the event loop
+# sbx-supervisord, sbxctl and sbx-bundle, from one folder per subsystem
+# (HACKING.md: the folders, their rank, and the one-way rule that
+# t/layout-check.sh enforces). Includes stay bare ("conf.h"): every folder
+# is on the quote path. -iquote, not -I: sched.h and spawn.h of ours must
+# not stand in for the system's <sched.h> and <spawn.h>.
+SUP_IQUOTE = -iquote $(top_srcdir)/supervisor/core \
+	-iquote $(top_srcdir)/supervisor/model \
+	-iquote $(top_srcdir)/supervisor/priv \
+	-iquote $(top_srcdir)/supervisor/store \
+	-iquote $(top_srcdir)/supervisor/bundle \
+	-iquote $(top_srcdir)/supervisor/net \
+	-iquote $(top_srcdir)/supervisor/callback \
+	-iquote $(top_srcdir)/supervisor/job \
+	-iquote $(top_srcdir)/supervisor/front \
+	-iquote $(top_srcdir)/supervisor/ctl \
+	-iquote $(top_srcdir)/supervisor/tool
+
+# The modules without I/O on the event loop
 # (config, proto, tenant, policy, job state machine, scheduler, launchspec,
 # record, results, journal) form a small
 # library the unit tests link against.
 noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
-	supervisor/util.h supervisor/util.c \
-	supervisor/jsonpiece.h supervisor/jsonpiece.c \
-	supervisor/log.h supervisor/log.c \
-	supervisor/conf.h supervisor/config.c supervisor/config-keys.h supervisor/config-kinds.c supervisor/config-net.c supervisor/config-bundle.c supervisor/config-callback.c \
-	supervisor/proto.h supervisor/proto-internal.h supervisor/proto.c supervisor/proto-query.c supervisor/proto-msg.c \
-	supervisor/trace.h supervisor/trace.c \
-	supervisor/metrics.h supervisor/metrics.c \
-	supervisor/outbox.h supervisor/outbox.c \
-	supervisor/tenant.h supervisor/tenant.c \
-	supervisor/policy.h supervisor/policy.c \
-	supervisor/job.h supervisor/job.c \
-	supervisor/uidpool.h supervisor/uidpool.c \
-	supervisor/sched.h supervisor/sched.c \
-	supervisor/launchspec.h supervisor/launchspec.c \
-	supervisor/record.h supervisor/record.c \
-	supervisor/netevents.h supervisor/netevents.c \
-	supervisor/netpolicy.h supervisor/netpolicy.c \
-	supervisor/netdeny.h supervisor/netdeny.c \
-	supervisor/dnsmsg.h supervisor/dnsmsg.c \
-	supervisor/result.h supervisor/result.c supervisor/result-index-internal.h supervisor/result-index.c supervisor/result-index-file.c \
-	supervisor/journal.h supervisor/journal.c \
-	supervisor/semver.h supervisor/semver.c \
-	supervisor/manifest.h supervisor/manifest.c \
-	supervisor/minisign.h supervisor/minisign.c \
-	supervisor/index.h supervisor/index.c \
-	supervisor/cache.h supervisor/cache.c \
-	supervisor/grant.h supervisor/grant.c \
-	supervisor/urlmatch.h supervisor/urlmatch.c
-supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/bpf $(LDNS_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(CURL_CFLAGS)
+	supervisor/core/util.h supervisor/core/util.c \
+	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
+	supervisor/core/log.h supervisor/core/log.c \
+	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c \
+	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c \
+	supervisor/core/trace.h supervisor/core/trace.c \
+	supervisor/model/metrics.h supervisor/model/metrics.c \
+	supervisor/store/outbox.h supervisor/store/outbox.c \
+	supervisor/model/tenant.h supervisor/model/tenant.c \
+	supervisor/model/policy.h supervisor/model/policy.c \
+	supervisor/model/job.h supervisor/model/job.c \
+	supervisor/priv/uidpool.h supervisor/priv/uidpool.c \
+	supervisor/model/sched.h supervisor/model/sched.c \
+	supervisor/model/launchspec.h supervisor/model/launchspec.c \
+	supervisor/model/record.h supervisor/model/record.c \
+	supervisor/model/netevents.h supervisor/model/netevents.c \
+	supervisor/model/netpolicy.h supervisor/model/netpolicy.c \
+	supervisor/model/netdeny.h supervisor/model/netdeny.c \
+	supervisor/net/dnsmsg.h supervisor/net/dnsmsg.c \
+	supervisor/store/result.h supervisor/store/result.c supervisor/store/result-index-internal.h supervisor/store/result-index.c supervisor/store/result-index-file.c \
+	supervisor/store/journal.h supervisor/store/journal.c \
+	supervisor/core/semver.h supervisor/core/semver.c \
+	supervisor/model/manifest.h supervisor/model/manifest.c \
+	supervisor/model/minisign.h supervisor/model/minisign.c \
+	supervisor/model/index.h supervisor/model/index.c \
+	supervisor/bundle/cache.h supervisor/bundle/cache.c \
+	supervisor/model/grant.h supervisor/model/grant.c \
+	supervisor/core/urlmatch.h supervisor/core/urlmatch.c
+supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -I$(top_srcdir)/bpf $(LDNS_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(CURL_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS) $(LDNS_LIBS) $(CURL_LIBS)
 
 sbin_PROGRAMS += supervisor/sbx-supervisord
 supervisor_sbx_supervisord_SOURCES = \
-	supervisor/main.c \
-	supervisor/daemon.h supervisor/daemon.c \
-	supervisor/statedir.h supervisor/statedir.c \
-	supervisor/listener.h supervisor/listener.c \
-	supervisor/conn.h supervisor/conn.c \
-	supervisor/dispatch.h supervisor/dispatch.c \
-	supervisor/accept.c \
-	supervisor/logs.c \
-	supervisor/download.c \
-	supervisor/paced.h supervisor/paced.c \
-	supervisor/metrics-http.h supervisor/metrics-http.c \
-	supervisor/callbacks.h supervisor/callbacks-internal.h supervisor/callbacks.c supervisor/callbacks-ops.c supervisor/callback-queue.c supervisor/callback-progress.c supervisor/callback-lane.c \
-	supervisor/callback-thread.h supervisor/callback-thread.c \
-	supervisor/jobs.h supervisor/jobs.c \
-	supervisor/runner.h supervisor/runner.c \
-	supervisor/prepare.h supervisor/prepare.c \
-	supervisor/capture.h supervisor/capture.c \
-	supervisor/subscribe.h supervisor/subscribe.c \
-	supervisor/commit.h supervisor/commit.c \
-	supervisor/recover.h supervisor/recover.c \
-	supervisor/loop.h supervisor/loop.c \
-	supervisor/pool.h supervisor/pool.c \
-	supervisor/worker.h supervisor/worker.c \
-	supervisor/results-rest.h supervisor/results-rest.c \
-	supervisor/syncer.h supervisor/syncer.c \
-	supervisor/spawn.h supervisor/spawn.c \
-	supervisor/cgroup.h supervisor/cgroup.c \
-	supervisor/workspace.h supervisor/workspace.c \
-	supervisor/audit.h supervisor/audit.c \
-	supervisor/extract.h supervisor/extract.c \
-	supervisor/fetch.h supervisor/fetch.c \
-	supervisor/cachefs.h supervisor/cachefs.c \
-	supervisor/registry.h supervisor/registry.c \
-	supervisor/bundle.h supervisor/bundle-internal.h supervisor/bundle.c \
-	supervisor/bundle-job.c supervisor/bundle-ops.c \
-	supervisor/netaudit-bpf.h supervisor/netaudit.c supervisor/netjob.h supervisor/netjob.c supervisor/netveth.h supervisor/netveth.c \
-	supervisor/veth.h supervisor/veth.c supervisor/nft.h supervisor/nft.c supervisor/netfwd.h supervisor/netfwd.c \
-	supervisor/dnsproxy.h supervisor/dnsproxy-internal.h supervisor/dnsproxy.c supervisor/dnstcp.c
+	supervisor/front/main.c \
+	supervisor/front/daemon.h supervisor/front/daemon.c \
+	supervisor/store/statedir.h supervisor/store/statedir.c \
+	supervisor/front/listener.h supervisor/front/listener.c \
+	supervisor/front/conn.h supervisor/front/conn.c \
+	supervisor/front/dispatch.h supervisor/front/dispatch.c \
+	supervisor/front/accept.c \
+	supervisor/front/logs.c \
+	supervisor/front/download.c \
+	supervisor/front/paced.h supervisor/front/paced.c \
+	supervisor/front/metrics-http.h supervisor/front/metrics-http.c \
+	supervisor/callback/callbacks.h supervisor/callback/callbacks-internal.h supervisor/callback/callbacks.c supervisor/callback/callbacks-ops.c supervisor/callback/callback-queue.c supervisor/callback/callback-progress.c supervisor/callback/callback-lane.c \
+	supervisor/callback/callback-thread.h supervisor/callback/callback-thread.c \
+	supervisor/job/jobs.h supervisor/job/jobs.c \
+	supervisor/job/runner.h supervisor/job/runner.c \
+	supervisor/job/prepare.h supervisor/job/prepare.c \
+	supervisor/job/capture.h supervisor/job/capture.c \
+	supervisor/front/subscribe.h supervisor/front/subscribe.c \
+	supervisor/job/commit.h supervisor/job/commit.c \
+	supervisor/job/recover.h supervisor/job/recover.c \
+	supervisor/core/loop.h supervisor/core/loop.c \
+	supervisor/core/pool.h supervisor/core/pool.c \
+	supervisor/core/worker.h supervisor/core/worker.c \
+	supervisor/front/results-rest.h supervisor/front/results-rest.c \
+	supervisor/store/syncer.h supervisor/store/syncer.c \
+	supervisor/priv/spawn.h supervisor/priv/spawn.c \
+	supervisor/priv/cgroup.h supervisor/priv/cgroup.c \
+	supervisor/priv/workspace.h supervisor/priv/workspace.c \
+	supervisor/store/audit.h supervisor/store/audit.c \
+	supervisor/bundle/extract.h supervisor/bundle/extract.c \
+	supervisor/bundle/fetch.h supervisor/bundle/fetch.c \
+	supervisor/bundle/cachefs.h supervisor/bundle/cachefs.c \
+	supervisor/bundle/registry.h supervisor/bundle/registry.c \
+	supervisor/bundle/bundle.h supervisor/bundle/bundle-internal.h supervisor/bundle/bundle.c \
+	supervisor/job/bundle-job.c supervisor/front/bundle-ops.c \
+	supervisor/priv/netaudit-bpf.h supervisor/priv/netaudit.c supervisor/net/netjob.h supervisor/net/netjob.c supervisor/net/netveth.h supervisor/net/netveth.c \
+	supervisor/priv/veth.h supervisor/priv/veth.c supervisor/priv/nft.h supervisor/priv/nft.c supervisor/priv/netfwd.h supervisor/priv/netfwd.c \
+	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
-supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
+supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)
 supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/sbxctl.c supervisor/sbxctl.h supervisor/sbxctl-run.c supervisor/sbxctl-print.c supervisor/sbxctl-bundle.c supervisor/sbxctl-download.c supervisor/sbxctl-callbacks.c
-supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
+supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c
+supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 
 # sbx-bundle(1): the publisher's tool (pack, check, index).
 bin_PROGRAMS += supervisor/sbx-bundle
-supervisor_sbx_bundle_SOURCES = supervisor/sbx-bundle.c supervisor/bundle-tool.h supervisor/bundle-pack.c \
-	supervisor/extract.h supervisor/extract.c
-supervisor_sbx_bundle_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(ARCHIVE_CFLAGS)
+supervisor_sbx_bundle_SOURCES = supervisor/tool/sbx-bundle.c supervisor/tool/bundle-tool.h supervisor/tool/bundle-pack.c \
+	supervisor/bundle/extract.h supervisor/bundle/extract.c
+supervisor_sbx_bundle_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(ARCHIVE_CFLAGS)
 supervisor_sbx_bundle_LDADD = $(LIBSUP) $(ARCHIVE_LIBS)

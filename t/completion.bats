@@ -121,9 +121,9 @@ candidates() {
 }
 
 @test "sbxctl: every run option and command of sbxctl is completed" {
-        opts=$(grep -oE '\{ "[a-z-]+", required_argument' <<<"$(sed -n '/^json_t \*sbxctl_build_run(/,/^}/p' "$SBX_SRCDIR/supervisor/sbxctl-run.c")" |
+        opts=$(grep -oE '\{ "[a-z-]+", required_argument' <<<"$(sed -n '/^json_t \*sbxctl_build_run(/,/^}/p' "$SBX_SRCDIR/supervisor/ctl/sbxctl-run.c")" |
                 cut -d'"' -f2)
-        [ "$(wc -l <<<"$opts")" -ge 13 ] || { echo "supervisor/sbxctl-run.c: run options not found" >&2; false; }
+        [ "$(wc -l <<<"$opts")" -ge 13 ] || { echo "supervisor/ctl/sbxctl-run.c: run options not found" >&2; false; }
         for o in $opts; do
                 complete_line sbxctl run "--$o" | grep -qxF -- "--$o" || { echo "--$o is not completed" >&2; false; }
         done

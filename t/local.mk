@@ -23,6 +23,10 @@ include t/supervisor.mk
 TESTS += t/man-lint.sh
 EXTRA_DIST += t/man-lint.sh
 
+# The supervisor's folders include only downwards (HACKING.md).
+TESTS += t/layout-check.sh
+EXTRA_DIST += t/layout-check.sh
+
 # No check in t/*.bats that passes whatever happens (t/bats-lint.sh).
 TESTS += t/bats-lint.sh
 EXTRA_DIST += t/bats-lint.sh t/bats-lint/and-list.sample t/bats-lint/clean.sample \

@@ -29,7 +29,7 @@ check_PROGRAMS += $(SUP_UNIT_TESTS)
 TESTS += $(SUP_UNIT_TESTS)
 endif
 
-SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -I$(top_srcdir)/supervisor -I$(top_srcdir)/bpf
+SUP_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SUP_IQUOTE) -I$(top_srcdir)/bpf
 SUP_UNIT_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
 
 t_sup_unit_jsonpiece_test_SOURCES = t/sup-unit/jsonpiece-test.c
@@ -57,8 +57,8 @@ t_sup_unit_netpolicy_test_SOURCES = t/sup-unit/netpolicy-test.c
 t_sup_unit_netpolicy_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_netpolicy_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_dnsmsg_test_SOURCES = t/sup-unit/dnsmsg-test.c
-# -iquote: supervisor/sched.h must not stand in for <sched.h> in ldns's headers
-t_sup_unit_dnsmsg_test_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LDNS_CFLAGS) -iquote $(top_srcdir)/supervisor
+# -iquote: supervisor/model/sched.h must not stand in for <sched.h> in ldns's headers
+t_sup_unit_dnsmsg_test_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LDNS_CFLAGS) $(SUP_IQUOTE)
 t_sup_unit_dnsmsg_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_record_test_SOURCES = t/sup-unit/record-test.c
 t_sup_unit_record_test_CFLAGS = $(SUP_UNIT_CFLAGS)
@@ -147,7 +147,7 @@ SUP_BATS = \
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
 	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
-	t/helpers/callback-receiver.py
+	t/helpers/callback-receiver.py t/helpers/testhost.bash
 
 # Preloaded into the daemon by t/supervisor-timer-faults.bats: timers that
 # fail on demand (see the file).

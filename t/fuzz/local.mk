@@ -11,19 +11,19 @@ FUZZ_TARGET = t/fuzz/fuzz-profile
 FUZZ_TARGETS = $(FUZZ_TARGET) t/fuzz/fuzz-manifest t/fuzz/fuzz-index t/fuzz/fuzz-net
 # Kept in step with LIBSBX_SOURCES in lib/local.mk (plain make: no GNU functions).
 FUZZ_LIB_SRC = $(srcdir)/lib/error.c $(srcdir)/lib/parse.c \
-	$(srcdir)/lib/env-name.c $(srcdir)/lib/inifile.c \
+	$(srcdir)/lib/env-name.c $(srcdir)/lib/inifile.c $(srcdir)/lib/inikeys.c \
 	$(srcdir)/lib/profile.c $(srcdir)/lib/profile-value.c $(srcdir)/lib/profile-keys.c \
 	$(srcdir)/lib/profile-keys-fs.c $(srcdir)/lib/profile-keys-security.c $(srcdir)/lib/profile-load.c \
 	$(srcdir)/lib/profile-write.c
 FUZZ_SRC = $(srcdir)/t/fuzz/fuzz-profile.c $(FUZZ_LIB_SRC)
 FUZZ_HDR = $(srcdir)/lib/profile.h $(srcdir)/lib/profile-internal.h $(srcdir)/lib/profile-keys.h \
 	$(srcdir)/lib/error.h \
-	$(srcdir)/lib/env-name.h $(srcdir)/lib/inifile.h $(srcdir)/lib/launch-abi.h \
+	$(srcdir)/lib/env-name.h $(srcdir)/lib/inifile.h $(srcdir)/lib/inikeys.h $(srcdir)/lib/launch-abi.h \
 	$(srcdir)/lib/parse.h $(srcdir)/lib/macro.h
-FUZZ_SUP_SRC = $(srcdir)/supervisor/manifest.c $(srcdir)/supervisor/semver.c $(srcdir)/supervisor/index.c \
-	$(srcdir)/supervisor/minisign.c
-FUZZ_SUP_HDR = $(srcdir)/supervisor/manifest.h $(srcdir)/supervisor/semver.h $(srcdir)/supervisor/index.h \
-	$(srcdir)/supervisor/minisign.h
+FUZZ_SUP_SRC = $(srcdir)/supervisor/model/manifest.c $(srcdir)/supervisor/core/semver.c $(srcdir)/supervisor/model/index.c \
+	$(srcdir)/supervisor/model/minisign.c
+FUZZ_SUP_HDR = $(srcdir)/supervisor/model/manifest.h $(srcdir)/supervisor/core/semver.h $(srcdir)/supervisor/model/index.h \
+	$(srcdir)/supervisor/model/minisign.h
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_LIBS = $(INIH_LIBS) $(SECCOMP_LIBS) $(CAPNG_LIBS)
 FUZZ_CFLAGS = $(AM_CPPFLAGS) $(INIH_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
@@ -43,21 +43,21 @@ $(FUZZ_TARGET): $(FUZZ_SRC) $(FUZZ_HDR)
 
 t/fuzz/fuzz-manifest: $(srcdir)/t/fuzz/fuzz-manifest.c $(FUZZ_LIB_SRC) $(FUZZ_SUP_SRC) $(FUZZ_HDR) $(FUZZ_SUP_HDR)
 	@$(MAKE) fuzz-need-clang
-	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(FUZZ_CFLAGS) -I$(srcdir)/supervisor $(JANSSON_CFLAGS) \
+	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(FUZZ_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) \
 		$(SODIUM_CFLAGS) -o $@ $(srcdir)/t/fuzz/fuzz-manifest.c $(FUZZ_LIB_SRC) $(FUZZ_SUP_SRC) $(FUZZ_LIBS) \
 		$(JANSSON_LIBS) $(SODIUM_LIBS)
 
 t/fuzz/fuzz-index: $(srcdir)/t/fuzz/fuzz-index.c $(FUZZ_LIB_SRC) $(FUZZ_SUP_SRC) $(FUZZ_HDR) $(FUZZ_SUP_HDR)
 	@$(MAKE) fuzz-need-clang
-	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(FUZZ_CFLAGS) -I$(srcdir)/supervisor $(JANSSON_CFLAGS) \
+	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(FUZZ_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) \
 		$(SODIUM_CFLAGS) -o $@ $(srcdir)/t/fuzz/fuzz-index.c $(FUZZ_LIB_SRC) $(FUZZ_SUP_SRC) $(FUZZ_LIBS) \
 		$(JANSSON_LIBS) $(SODIUM_LIBS)
 
 # Restricted jobs' allow entries and deny-ports, and the DNS proxy's messages.
-FUZZ_NET_SRC = $(srcdir)/supervisor/netpolicy.c $(srcdir)/supervisor/dnsmsg.c $(srcdir)/lib/error.c
-t/fuzz/fuzz-net: $(srcdir)/t/fuzz/fuzz-net.c $(FUZZ_NET_SRC) $(srcdir)/supervisor/netpolicy.h $(srcdir)/supervisor/dnsmsg.h
+FUZZ_NET_SRC = $(srcdir)/supervisor/model/netpolicy.c $(srcdir)/supervisor/net/dnsmsg.c $(srcdir)/lib/error.c
+t/fuzz/fuzz-net: $(srcdir)/t/fuzz/fuzz-net.c $(FUZZ_NET_SRC) $(srcdir)/supervisor/model/netpolicy.h $(srcdir)/supervisor/net/dnsmsg.h
 	@$(MAKE) fuzz-need-clang
-	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(AM_CPPFLAGS) -iquote $(srcdir)/supervisor $(LDNS_CFLAGS) \
+	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(AM_CPPFLAGS) $(SUP_IQUOTE) $(LDNS_CFLAGS) \
 		-o $@ $(srcdir)/t/fuzz/fuzz-net.c $(FUZZ_NET_SRC) $(LDNS_LIBS)
 
 # fuzz_one TARGET DICT SEEDS...: run TARGET over a copy of the seeds.

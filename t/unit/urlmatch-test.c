@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for supervisor/urlmatch.c and the callback_allow key that
+/* Unit tests for supervisor/core/urlmatch.c and the callback_allow key that
  * uses it: the URLs a string prefix let through (issue 18: userinfo, a
  * port that is not one, a host that only starts like the allowed one) are
  * refused, and what an operator means by a prefix is allowed. */
