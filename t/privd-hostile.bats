@@ -28,6 +28,11 @@ setup_file() {
 }
 
 teardown_file() {
+        # A test that failed half-way may leave a helper's workspace mounted.
+        local m
+        for m in "$PRIVD_WS"/job-*; do
+                [ -d "$m" ] && umount -l "$m" 2>/dev/null
+        done
         if [ "${PRIVD_CG:-none}" != none ] && [ -d "$PRIVD_CG" ]; then
                 for d in "$PRIVD_CG"/job-*; do
                         [ -d "$d" ] && echo 1 > "$d/cgroup.kill" 2>/dev/null && rmdir "$d" 2>/dev/null
@@ -47,6 +52,7 @@ setup() {
 teardown() {
         [ -z "$CPID" ] || kill -USR1 "$CPID" 2>/dev/null || true
         [ -z "$CPID" ] || wait "$CPID" 2>/dev/null || true
+        [ -z "${HELPER:-}" ] || wait_until 30 gone "$HELPER" || true
 }
 
 # exec: $! of a background `client` is the client itself, which --hold

@@ -9,9 +9,11 @@ supervisor_privd_sbx_privd_SOURCES = \
 	lib/privd-abi.h \
 	supervisor/privd/privd.h supervisor/privd/main.c supervisor/privd/serve.c \
 	supervisor/privd/jobs.c supervisor/privd/jobfs.h supervisor/privd/jobfs.c \
-	supervisor/spawn.h supervisor/spawn.c \
-	supervisor/uidpool.h supervisor/uidpool.c \
+	supervisor/priv/spawn.h supervisor/priv/spawn.c \
+	supervisor/priv/uidpool.h supervisor/priv/uidpool.c \
 	lib/fd-util.h lib/fd-util.c lib/parse.h lib/parse.c
-# -iquote: supervisor/ holds a sched.h of its own that must not shadow <sched.h>.
-supervisor_privd_sbx_privd_CFLAGS = $(AM_CFLAGS) -iquote $(top_srcdir)/supervisor
+# The folders below privd/ in the one-way rule that it uses (HACKING.md);
+# -iquote, so that a header there (model/sched.h) never shadows a system one.
+supervisor_privd_sbx_privd_CFLAGS = $(AM_CFLAGS) -iquote $(top_srcdir)/supervisor/core -iquote $(top_srcdir)/supervisor/priv \
+	-iquote $(top_srcdir)/supervisor/privd
 supervisor_privd_sbx_privd_LDADD =
