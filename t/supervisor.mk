@@ -147,7 +147,7 @@ SUP_BATS = \
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
 	t/helpers/net-servers.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
-	t/helpers/callback-receiver.py
+	t/helpers/callback-receiver.py t/helpers/testhost.bash
 
 # Preloaded into the daemon by t/supervisor-timer-faults.bats: timers that
 # fail on demand (see the file).
@@ -162,3 +162,10 @@ check_PROGRAMS += t/helpers/gate-records.so
 t_helpers_gate_records_so_SOURCES = t/helpers/gate-records.c
 t_helpers_gate_records_so_CFLAGS = $(AM_CFLAGS) -fPIC
 t_helpers_gate_records_so_LDFLAGS = -shared
+
+# sbx-privd(8) under a hostile front: t/helpers/privd-client.c speaks to it
+# with the front's credentials.
+check_PROGRAMS += t/helpers/privd-client
+t_helpers_privd_client_SOURCES = t/helpers/privd-client.c lib/privd-abi.h
+TESTS += t/privd-hostile.bats
+EXTRA_DIST += t/privd-hostile.bats
