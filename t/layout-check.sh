@@ -43,7 +43,6 @@ supervisor/net/dnsproxy.c daemon.h -- the proxy reads caps and metrics through s
 supervisor/net/dnstcp.c daemon.h -- the proxy reads caps and metrics through struct daemon
 supervisor/net/netjob.c daemon.h -- the audit reads its maps through struct daemon
 supervisor/net/netveth.c daemon.h -- the veth pool lives in struct daemon
-supervisor/net/netveth.c runner.h -- a freed slot wakes the scheduler by a direct call
 supervisor/store/audit.c conn.h -- a request line names the caller from its connection
 '
 

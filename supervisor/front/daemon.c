@@ -367,6 +367,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         if ((r = callbacks_init(d, err)) < 0)
                 return r;
         /* Before recovery: jobs it queues again may be audited. */
+        d->net_room = runner_schedule;
         netveth_restore(d);
         netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles. */
