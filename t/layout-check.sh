@@ -37,7 +37,6 @@ supervisor/job/commit.c daemon.h -- job code reaches its neighbours through stru
 supervisor/job/jobs.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/prepare.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/recover.c daemon.h -- job code reaches its neighbours through struct daemon
-supervisor/job/recover.c dispatch.h -- recovery rebuilds accept lines with accept_record
 supervisor/job/runner.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/net/dnsproxy.c daemon.h -- the proxy reads caps and metrics through struct daemon
 supervisor/net/dnstcp.c daemon.h -- the proxy reads caps and metrics through struct daemon
