@@ -7,6 +7,7 @@ LIBSBX_SOURCES = \
 	lib/env-name.h lib/env-name.c \
 	lib/fd-util.h lib/fd-util.c \
 	lib/inifile.h lib/inifile.c \
+	lib/inikeys.h lib/inikeys.c \
 	lib/json-string.h lib/json-string.c \
 	lib/launch-abi.h \
 	lib/profile.h lib/profile-internal.h \

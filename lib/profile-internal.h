@@ -6,17 +6,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "inikeys.h"
 #include "profile.h"
 
-/* One word of a value after quotes, escapes and ${VAR} are resolved. Words
- * carry a length because "\x00" may put a NUL byte into file data=. */
-struct pword {
-        char *s;
-        size_t len;
-};
-
 struct pwords {
-        struct pword *v;
+        struct iniword *v;
         size_t n, cap;
 };
 
@@ -36,26 +30,8 @@ int pvalue_split(const char *value, struct pwords *ret, struct sbx_error *why);
  * must not read the daemon's environment). */
 int pvalue_split_opts(const char *value, bool expand_vars, struct pwords *ret, struct sbx_error *why);
 
-/* How a key behaves when it is given more than once. */
-enum key_kind {
-        KEY_SCALAR, /* one value; twice in one file is an error; later files override */
-        KEY_SET,    /* a whole set (namespaces, capabilities): replaces, continuation lines extend */
-        KEY_LIST,   /* ordered operations: every line appends */
-};
-
-/* Index of the key in the key table, -1 if the key is unknown, -2 if the
- * section is unknown. */
-#define PROFILE_KEYS_MAX 64
-int profile_key_find(const char *section, const char *key);
-enum key_kind profile_key_kind(int idx);
-bool profile_section_known(const char *section);
-/* The keys of a section, space-separated, for "unknown key" messages. */
-void profile_section_keys(const char *section, char *buf, size_t len);
-
-/* Parse value (file syntax) and apply it. continuation: value came from an
- * indented continuation line of the same key (KEY_SET keys then extend). */
-int profile_apply_value(struct profile *p, int idx, const char *value, const char *origin,
-                        bool continuation, struct sbx_error *err);
+/* The profile's key table (profile-keys.c), for files and profile_set(). */
+extern const struct inikey_format profile_format;
 
 /* Names of errno values used by deny = NAME:ERRNO; NULL if none. */
 const char *profile_errno_name(int errnum);

@@ -15,33 +15,33 @@
  * a SECCOMP_RET_ERRNO action can carry meaningfully). */
 #define ERRNO_MAX 4095
 
-int pkey_seccomp(struct kctx *c) {
+int pkey_seccomp(struct inikey_ctx *c) {
         int r = pkey_want_words(c, 1, 1, "default, strict or none");
         if (r < 0)
                 return r;
         if (streq(c->w[0].s, "default"))
-                c->p->seccomp = SECCOMP_DEFAULT;
+                kp(c)->seccomp = SECCOMP_DEFAULT;
         else if (streq(c->w[0].s, "strict"))
-                c->p->seccomp = SECCOMP_STRICT;
+                kp(c)->seccomp = SECCOMP_STRICT;
         else if (streq(c->w[0].s, "none"))
-                c->p->seccomp = SECCOMP_NONE;
+                kp(c)->seccomp = SECCOMP_NONE;
         else
-                return pkey_err(c, "expected default, strict or none");
+                return inikey_fail(c, "expected default, strict or none");
         return 0;
 }
 
-int pkey_landlock(struct kctx *c) {
+int pkey_landlock(struct inikey_ctx *c) {
         int r = pkey_want_words(c, 1, 1, "off, best-effort or required");
         if (r < 0)
                 return r;
         if (streq(c->w[0].s, "off"))
-                c->p->landlock = LANDLOCK_OFF;
+                kp(c)->landlock = LANDLOCK_OFF;
         else if (streq(c->w[0].s, "best-effort"))
-                c->p->landlock = LANDLOCK_BEST_EFFORT;
+                kp(c)->landlock = LANDLOCK_BEST_EFFORT;
         else if (streq(c->w[0].s, "required"))
-                c->p->landlock = LANDLOCK_REQUIRED;
+                kp(c)->landlock = LANDLOCK_REQUIRED;
         else
-                return pkey_err(c, "expected off, best-effort or required");
+                return inikey_fail(c, "expected off, best-effort or required");
         return 0;
 }
 
@@ -79,23 +79,23 @@ const char *profile_errno_name(int errnum) {
         return NULL;
 }
 
-static int seccomp_push(struct kctx *c, bool allow, const char *name, size_t nlen, int errnum) {
-        struct profile *p = c->p;
+static int seccomp_push(struct inikey_ctx *c, bool allow, const char *name, size_t nlen, int errnum) {
+        struct profile *p = kp(c);
         char sys[64];
 
         if (nlen == 0 || nlen >= sizeof(sys))
-                return pkey_err(c, "expected a syscall name");
+                return inikey_fail(c, "expected a syscall name");
         memcpy(sys, name, nlen);
         sys[nlen] = '\0';
         int nr = seccomp_syscall_resolve_name(sys);
         if (nr == __NR_SCMP_ERROR)
-                return pkey_err(c, "unknown syscall '%s'", sys);
+                return inikey_fail(c, "unknown syscall '%s'", sys);
         /* Negative numbers are libseccomp's pseudo-syscalls: names that exist
          * on some architecture but not on the one we filter. */
         if (nr < 0)
-                return pkey_err(c, "syscall '%s' does not exist on this architecture", sys);
+                return inikey_fail(c, "syscall '%s' does not exist on this architecture", sys);
         if (p->n_seccomp_rules >= PROFILE_MAX_SECCOMP_RULES)
-                return pkey_err(c, "too many seccomp rules (at most %d)", PROFILE_MAX_SECCOMP_RULES);
+                return inikey_fail(c, "too many seccomp rules (at most %d)", PROFILE_MAX_SECCOMP_RULES);
         struct seccomp_rule rule = { .allow = allow, .nr = nr, .errnum = errnum };
         rule.name = strdup(sys);
         rule.origin = strdup(c->origin);
@@ -105,16 +105,16 @@ static int seccomp_push(struct kctx *c, bool allow, const char *name, size_t nle
         if (!rule.name || !rule.origin || !t) {
                 free(rule.name);
                 free(rule.origin);
-                return pkey_oom(c);
+                return inikey_oom(c);
         }
         p->seccomp_rules[p->n_seccomp_rules++] = rule;
         return 0;
 }
 
-int pkey_seccomp_rule(struct kctx *c) {
+int pkey_seccomp_rule(struct inikey_ctx *c) {
         bool allow = c->def->arg;
         if (c->n == 0)
-                return pkey_err(c, allow ? "expected syscall names" : "expected syscall names, each with an optional :ERRNO");
+                return inikey_fail(c, allow ? "expected syscall names" : "expected syscall names, each with an optional :ERRNO");
         for (size_t i = 0; i < c->n; i++) {
                 int r = pkey_word_cstr(c, i, "syscall");
                 if (r < 0)
@@ -122,7 +122,7 @@ int pkey_seccomp_rule(struct kctx *c) {
                 const char *w = c->w[i].s, *colon = strchr(w, ':');
                 int errnum = EPERM;
                 if (colon && allow)
-                        return pkey_err(c, "allow takes syscall names without :ERRNO");
+                        return inikey_fail(c, "allow takes syscall names without :ERRNO");
                 if (colon) {
                         const char *e = colon + 1;
                         uint64_t v;
@@ -132,7 +132,7 @@ int pkey_seccomp_rule(struct kctx *c) {
                                         errnum = errno_names[k].num;
                         if (!errnum) {
                                 if (parse_uint64(e, ERRNO_MAX, &v) < 0 || v == 0)
-                                        return pkey_err(c, "'%.32s' is not an errno name (like EPERM) or number "
+                                        return inikey_fail(c, "'%.32s' is not an errno name (like EPERM) or number "
                                                         "(1 to %d)", e, ERRNO_MAX);
                                 errnum = (int) v;
                         }
@@ -144,14 +144,14 @@ int pkey_seccomp_rule(struct kctx *c) {
         return 0;
 }
 
-int pkey_caps(struct kctx *c) {
-        struct profile *p = c->p;
+int pkey_caps(struct inikey_ctx *c) {
+        struct profile *p = kp(c);
         if (!c->continuation)
                 p->n_caps = 0;
         if (c->n == 1 && streq(c->w[0].s, "none") && !c->continuation)
                 return 0;
         if (c->n == 0 && !c->continuation)
-                return pkey_err(c, "expected none or capability names such as CAP_NET_BIND_SERVICE");
+                return inikey_fail(c, "expected none or capability names such as CAP_NET_BIND_SERVICE");
         for (size_t i = 0; i < c->n; i++) {
                 int r = pkey_word_cstr(c, i, "capability");
                 if (r < 0)
@@ -161,17 +161,17 @@ int pkey_caps(struct kctx *c) {
                         name += 4;
                 int cap = *name ? capng_name_to_capability(name) : -1;
                 if (cap < 0)
-                        return pkey_err(c, "unknown capability '%.40s' (or none)", w);
+                        return inikey_fail(c, "unknown capability '%.40s' (or none)", w);
                 bool dup = false;
                 for (size_t k = 0; k < p->n_caps; k++)
                         dup |= p->caps[k] == cap;
                 if (dup)
                         continue;
                 if (p->n_caps >= PROFILE_MAX_CAPS)
-                        return pkey_err(c, "too many capabilities (at most %d)", PROFILE_MAX_CAPS);
+                        return inikey_fail(c, "too many capabilities (at most %d)", PROFILE_MAX_CAPS);
                 int *t = pkey_grow(p->caps, p->n_caps, sizeof(*t));
                 if (!t)
-                        return pkey_oom(c);
+                        return inikey_oom(c);
                 p->caps = t;
                 p->caps[p->n_caps++] = cap;
         }

@@ -36,7 +36,7 @@ int pbuf_put(struct pbuf *b, const char *s, size_t n) {
 static int pwords_push(struct pwords *w, struct pbuf *b) {
         if (w->n == w->cap) {
                 size_t cap = w->cap ? w->cap * 2 : 4;
-                struct pword *t = realloc(w->v, cap * sizeof(*t));
+                struct iniword *t = realloc(w->v, cap * sizeof(*t));
                 if (!t)
                         return -ENOMEM;
                 w->v = t;

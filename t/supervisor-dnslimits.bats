@@ -12,6 +12,7 @@
 # with "drop". (A negation "! cmd" is followed by "|| false".)
 
 load sup-unit/daemon
+load helpers/testhost
 bats_require_minimum_version 1.5.0
 
 # The test host: TH.1 in a namespace of our own behind a veth whose host
@@ -19,30 +20,11 @@ bats_require_minimum_version 1.5.0
 # behind TH6::fe (TH6: a /64 of 2001:db8::/32) where the host has IPv6.
 setup_file() {
         sup_init
-        export TNS="sbxl-$$-$RANDOM" TIF="sbxl$((RANDOM % 100000))"
-        export TH="198.18.$((RANDOM % 256))"
-        export TH6="2001:db8:$(printf %x $((RANDOM % 65535 + 1)))"
-        export NET_OK=0 NET6_OK=0
-        if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
-                ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
-                        ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
-                        ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
-                        ip -n "$TNS" addr add ${TH}.1/24 dev eth0 && NET_OK=1
-                [ "$NET_OK" = 1 ] && test_link_forwards "$TIF"
-                [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
-                        ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad && NET6_OK=1
-        fi
+        testhost_up sbxl 1 1
         if [ "$NET_OK" = 1 ]; then
-                ip netns exec "$TNS" /usr/bin/python3 "$SBX_SRCDIR/t/helpers/net-servers.py" tcp:${TH}.1:8080 \
-                        > "$SUP_DIR/servers.out" 2>&1 3>&- &
-                echo $! > "$SUP_DIR/servers.pid"
-                ip netns exec "$TNS" /usr/bin/python3 "$SBX_SRCDIR/t/helpers/dns-server.py" ${TH}.1 ${TH}.1 ${TH6}::1 \
-                        > "$SUP_DIR/dns.out" 2>&1 3>&- &
-                echo $! > "$SUP_DIR/dns.pid"
-                for i in $(seq 600); do
-                        grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" && break
-                        sleep 0.05
-                done
+                testhost_serve servers net-servers.py tcp:${TH}.1:8080
+                testhost_serve dns dns-server.py ${TH}.1 ${TH}.1 ${TH6}::1
+                wait_until 30 testhost_ready servers dns || true
         fi
         # a pool of our own
         export POOL="10.216.$((RANDOM % 256)).0/24"
@@ -54,11 +36,7 @@ dns_upstream_timeout = 2s"
 }
 
 teardown_file() {
-        [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
-        [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
-        sup_fini
-        ip netns del "$TNS" 2>/dev/null || true
-        ip link del "$TIF" 2>/dev/null || true
+        testhost_down
 }
 
 setup() {

@@ -9,33 +9,18 @@
 # "|| false": bash's errexit ignores a negated command.)
 
 load sup-unit/daemon
+load helpers/testhost
 bats_require_minimum_version 1.5.0
 
 # The test host: TH.1 and .2 in a namespace of our own, behind a veth whose
 # host end is TH.254 (TH: a /24 of 198.18.0.0/15 picked at random).
 setup_file() {
         sup_init
-        export TNS="sbxd-$$-$RANDOM" TIF="sbxd$((RANDOM % 100000))"
-        export TH="198.18.$((RANDOM % 256))"
-        export NET_OK=0
-        if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
-                ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
-                        ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
-                        ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
-                        ip -n "$TNS" addr add ${TH}.1/24 dev eth0 &&
-                        ip -n "$TNS" addr add ${TH}.2/24 dev eth0 && NET_OK=1
-                [ "$NET_OK" = 1 ] && test_link_forwards "$TIF"
-        fi
+        testhost_up sbxd "1 2"
         if [ "$NET_OK" = 1 ]; then
-                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" tcp:${TH}.1:8080 tcp:${TH}.2:8080 \
-                        > "$SUP_DIR/servers.out" 2>&1 3>&- &
-                echo $! > "$SUP_DIR/servers.pid"
-                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" ${TH}.1 ${TH}.2 > "$SUP_DIR/dns.out" 2>&1 3>&- &
-                echo $! > "$SUP_DIR/dns.pid"
-                for i in $(seq 600); do
-                        grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" && break
-                        sleep 0.05
-                done
+                testhost_serve servers net-servers.py tcp:${TH}.1:8080 tcp:${TH}.2:8080
+                testhost_serve dns dns-server.py ${TH}.1 ${TH}.2
+                wait_until 30 testhost_ready servers dns || true
         fi
         # a pool of our own: 10.214.N.0/24 (64 jobs at once)
         export POOL="10.214.$((RANDOM % 256)).0/24"
@@ -46,11 +31,7 @@ dns_upstream = ${TH}.1"
 }
 
 teardown_file() {
-        [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
-        [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
-        sup_fini
-        ip netns del "$TNS" 2>/dev/null || true
-        ip link del "$TIF" 2>/dev/null || true
+        testhost_down
 }
 
 setup() {

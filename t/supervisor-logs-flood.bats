@@ -62,8 +62,14 @@ victim_pings() {
         [ "$closed" = 0 ]
         [ "$bytes" -gt $((400 * 699050)) ]
         # without the bounds the daemon held every unread reply (40 x about
-        # 5 MB here; the review saw 358 MB) and the pings waited behind them
-        [ "$after" -lt $((before + 32 * 1024)) ]
+        # 5 MB here; the review saw 358 MB) and the pings waited behind them.
+        # A daemon built with ASan keeps what it frees in quarantine (up to
+        # 256 MB), so its peak says nothing of what it held: not checked.
+        if ldd "$SBX_STAGE/bin/sbx-supervisord" 2>/dev/null | grep -q libasan; then
+                echo "# an ASan build: the daemon's peak RSS is not checked (its quarantine keeps freed memory)" >&3
+        else
+                [ "$after" -lt $((before + 32 * 1024)) ]
+        fi
         # the target is 50 ms (bench/fairness.sh); a busy test machine makes
         # pings wait that long without any attack, the flood made p99 331 ms
         [ "${p99%.*}" -lt 100 ]

@@ -12,6 +12,7 @@
 # daemon is killed and restarted, or stopped.
 
 load sup-unit/daemon
+load helpers/testhost
 bats_require_minimum_version 1.5.0
 
 # The test host: TH.1, .2 and .5 in a namespace of our own, behind a veth
@@ -20,45 +21,18 @@ bats_require_minimum_version 1.5.0
 # documentation prefix, picked at random).
 setup_file() {
         sup_init
-        export TNS="sbxt-$$-$RANDOM" TIF="sbxt$((RANDOM % 100000))"
-        # The test host's network: a /24 of 198.18.0.0/15 (set aside for
-        # tests) of our own, so that another run of this file at the same
-        # time (its own namespace, its own routes) never takes our packets.
-        export TH="198.18.$((RANDOM % 256))"
-        export TH6="2001:db8:$(printf %x $((RANDOM % 65535 + 1)))"
-        export NET_OK=0 NET6_OK=0
-        if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; then
-                ip link add "$TIF" type veth peer name eth0 netns "$TNS" &&
-                        ip addr add ${TH}.254/24 dev "$TIF" && ip link set "$TIF" up &&
-                        ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up &&
-                        ip -n "$TNS" addr add ${TH}.1/24 dev eth0 &&
-                        ip -n "$TNS" addr add ${TH}.2/24 dev eth0 &&
-                        ip -n "$TNS" addr add ${TH}.5/24 dev eth0 && NET_OK=1
-                [ "$NET_OK" = 1 ] && test_link_forwards "$TIF"
-                # IPv6 too where the host has it (nodad: usable at once)
-                [ "$NET_OK" = 1 ] && ip addr add ${TH6}::fe/64 dev "$TIF" nodad 2>/dev/null &&
-                        ip -n "$TNS" addr add ${TH6}::1/64 dev eth0 nodad &&
-                        ip -n "$TNS" addr add ${TH6}::2/64 dev eth0 nodad && NET6_OK=1
-        fi
+        # The test host's network (t/helpers/testhost.bash).
+        testhost_up sbxt "1 2 5" "1 2"
         if [ "$NET_OK" = 1 ]; then
-                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
-                        tcp:${TH}.1:8080 tcp:${TH}.1:8081 tcp:${TH}.1:25 tcp:${TH}.2:8080 \
-                        tcp:${TH}.2:8081 tcp:${TH}.5:8080 udp:${TH}.1:5353 \
-                        > "$SUP_DIR/servers.out" 2>&1 3>&- &
-                echo $! > "$SUP_DIR/servers.pid"
-                ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/dns-server.py" ${TH}.1 ${TH}.2 ${TH6}::1 > "$SUP_DIR/dns.out" 2>&1 3>&- &
-                echo $! > "$SUP_DIR/dns.pid"
+                testhost_serve servers net-servers.py tcp:${TH}.1:8080 tcp:${TH}.1:8081 tcp:${TH}.1:25 tcp:${TH}.2:8080 \
+                        tcp:${TH}.2:8081 tcp:${TH}.5:8080 udp:${TH}.1:5353
+                testhost_serve dns dns-server.py ${TH}.1 ${TH}.2 ${TH6}::1
                 if [ "$NET6_OK" = 1 ]; then
-                        ip netns exec "$TNS" python3 "$SBX_SRCDIR/t/helpers/net-servers.py" \
-                                "tcp:[${TH6}::1]:8080" "tcp:[${TH6}::1]:8081" "tcp:[${TH6}::2]:8080" "udp:[${TH6}::1]:5353" \
-                                > "$SUP_DIR/servers6.out" 2>&1 3>&- &
-                        echo $! > "$SUP_DIR/servers6.pid"
+                        testhost_serve servers6 net-servers.py "tcp:[${TH6}::1]:8080" "tcp:[${TH6}::1]:8081" \
+                                "tcp:[${TH6}::2]:8080" "udp:[${TH6}::1]:5353"
+                        wait_until 30 testhost_ready servers6 || true
                 fi
-                for i in $(seq 600); do
-                        grep -q ready "$SUP_DIR/servers.out" 2>/dev/null && grep -q ready "$SUP_DIR/dns.out" &&
-                                { [ "$NET6_OK" = 0 ] || grep -q ready "$SUP_DIR/servers6.out"; } && break
-                        sleep 0.05
-                done
+                wait_until 30 testhost_ready servers dns || true
         fi
         # A pool of our own (10.213.2N.0/23: 128 jobs at once) for this file's daemon.
         export POOL_X=$((RANDOM % 125 * 2))
@@ -78,12 +52,7 @@ max_jobs = 128"
 }
 
 teardown_file() {
-        [ -f "$SUP_DIR/servers.pid" ] && kill "$(cat "$SUP_DIR/servers.pid")" 2>/dev/null
-        [ -f "$SUP_DIR/dns.pid" ] && kill "$(cat "$SUP_DIR/dns.pid")" 2>/dev/null
-        [ -f "$SUP_DIR/servers6.pid" ] && kill "$(cat "$SUP_DIR/servers6.pid")" 2>/dev/null
-        sup_fini
-        ip netns del "$TNS" 2>/dev/null || true
-        ip link del "$TIF" 2>/dev/null || true
+        testhost_down
 }
 
 setup() {

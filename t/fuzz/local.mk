@@ -11,14 +11,14 @@ FUZZ_TARGET = t/fuzz/fuzz-profile
 FUZZ_TARGETS = $(FUZZ_TARGET) t/fuzz/fuzz-manifest t/fuzz/fuzz-index t/fuzz/fuzz-net
 # Kept in step with LIBSBX_SOURCES in lib/local.mk (plain make: no GNU functions).
 FUZZ_LIB_SRC = $(srcdir)/lib/error.c $(srcdir)/lib/parse.c \
-	$(srcdir)/lib/env-name.c $(srcdir)/lib/inifile.c \
+	$(srcdir)/lib/env-name.c $(srcdir)/lib/inifile.c $(srcdir)/lib/inikeys.c \
 	$(srcdir)/lib/profile.c $(srcdir)/lib/profile-value.c $(srcdir)/lib/profile-keys.c \
 	$(srcdir)/lib/profile-keys-fs.c $(srcdir)/lib/profile-keys-security.c $(srcdir)/lib/profile-load.c \
 	$(srcdir)/lib/profile-write.c
 FUZZ_SRC = $(srcdir)/t/fuzz/fuzz-profile.c $(FUZZ_LIB_SRC)
 FUZZ_HDR = $(srcdir)/lib/profile.h $(srcdir)/lib/profile-internal.h $(srcdir)/lib/profile-keys.h \
 	$(srcdir)/lib/error.h \
-	$(srcdir)/lib/env-name.h $(srcdir)/lib/inifile.h $(srcdir)/lib/launch-abi.h \
+	$(srcdir)/lib/env-name.h $(srcdir)/lib/inifile.h $(srcdir)/lib/inikeys.h $(srcdir)/lib/launch-abi.h \
 	$(srcdir)/lib/parse.h $(srcdir)/lib/macro.h
 FUZZ_SUP_SRC = $(srcdir)/supervisor/model/manifest.c $(srcdir)/supervisor/core/semver.c $(srcdir)/supervisor/model/index.c \
 	$(srcdir)/supervisor/model/minisign.c

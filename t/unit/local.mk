@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # cmocka unit tests; they print TAP (CMOCKA_MESSAGE_OUTPUT=TAP from t/local.mk).
-UNIT_TESTS = t/unit/parse-test t/unit/profile-test t/unit/json-string-test t/unit/urlmatch-test
+UNIT_TESTS = t/unit/parse-test t/unit/profile-test t/unit/inikeys-test t/unit/json-string-test t/unit/urlmatch-test
 if HAVE_CMOCKA
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -21,6 +21,10 @@ t_unit_parse_test_LDADD = $(UNIT_LDADD)
 t_unit_profile_test_SOURCES = t/unit/profile-test.c
 t_unit_profile_test_CFLAGS = $(UNIT_CFLAGS)
 t_unit_profile_test_LDADD = $(UNIT_LDADD)
+
+t_unit_inikeys_test_SOURCES = t/unit/inikeys-test.c
+t_unit_inikeys_test_CFLAGS = $(UNIT_CFLAGS)
+t_unit_inikeys_test_LDADD = $(UNIT_LDADD)
 
 t_unit_json_string_test_SOURCES = t/unit/json-string-test.c
 t_unit_json_string_test_CFLAGS = $(UNIT_CFLAGS)

@@ -680,7 +680,7 @@ static void test_merge(void **state) {
         assert_string_equal(e.msg, "command line: limits.ram: unknown key (known in [limits]: timeout cpu memory data "
                                    "file-size stack core processes open-files)");
         assert_int_equal(profile_set(&p, "nope", "x", "1", "command line", &e), -EINVAL);
-        assert_string_equal(e.msg, "command line: unknown section [nope]");
+        assert_string_equal(e.msg, "command line: unknown section [nope] (known: sandbox fs env net limits security)");
 
         /* profile_set_words: literal words, no quotes, escapes or variables. */
         const char *w[] = { "/src $HOME \"q\"", "/dest\\n" };
