@@ -162,3 +162,10 @@ check_PROGRAMS += t/helpers/gate-records.so
 t_helpers_gate_records_so_SOURCES = t/helpers/gate-records.c
 t_helpers_gate_records_so_CFLAGS = $(AM_CFLAGS) -fPIC
 t_helpers_gate_records_so_LDFLAGS = -shared
+
+# sbx-privd(8) under a hostile front: t/helpers/privd-client.c speaks to it
+# with the front's credentials.
+check_PROGRAMS += t/helpers/privd-client
+t_helpers_privd_client_SOURCES = t/helpers/privd-client.c lib/privd-abi.h
+TESTS += t/privd-hostile.bats
+EXTRA_DIST += t/privd-hostile.bats

@@ -41,6 +41,10 @@ static void set_used(struct uidpool *p, uint32_t i, bool on) {
                 p->used[i / 64] &= ~(1ull << (i % 64));
 }
 
+bool uidpool_in_use(const struct uidpool *p, uid_t uid) {
+        return uidpool_contains(p, uid) && is_used(p, uid - p->first);
+}
+
 int uidpool_take(struct uidpool *p, uid_t *ret) {
         if (!p->size || p->n_used == p->size)
                 return -EAGAIN;

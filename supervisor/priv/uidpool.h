@@ -33,3 +33,5 @@ int uidpool_take(struct uidpool *p, uid_t *ret);
 bool uidpool_claim(struct uidpool *p, uid_t uid);
 void uidpool_release(struct uidpool *p, uid_t uid);
 bool uidpool_contains(const struct uidpool *p, uid_t uid);
+/* Is uid in the pool and taken? */
+bool uidpool_in_use(const struct uidpool *p, uid_t uid);

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The contract between sbx-privd, the privileged helper, and the process
+ * that starts it and speaks for the tenants (the front). The front is
+ * assumed hostile: everything it can say is in this header, as fixed-size
+ * binary messages over one SOCK_SEQPACKET socketpair, descriptors passed
+ * with SCM_RIGHTS. There is no text the helper parses: the front never
+ * names a path, a cgroup or a file; the helper makes the names and hands
+ * back opaque handles (a slot number and a generation) and descriptors.
+ * sbx-privd(8) documents every message and error. Both sides include this
+ * header, so a number or a size is spelled once. */
+#pragma once
+
+#include <stdint.h>
+
+/* ---- framing ----------------------------------------------------------------- */
+
+#define PRIVD_MAGIC 0x70786273u   /* "sbxp", little-endian */
+#define PRIVD_VERSION 1u
+
+/* Requests, front to helper. A reply carries the request's type with
+ * PRIVD_REPLY set and the request's sequence number. */
+enum privd_type {
+        PRIVD_HELLO = 1,       /* struct privd_hello       -> struct privd_hello_reply */
+        PRIVD_UID_TAKE,        /* struct privd_hdr         -> struct privd_reply (.uid) */
+        PRIVD_UID_RELEASE,     /* struct privd_uid         -> struct privd_reply */
+        PRIVD_JOB_OPEN,        /* struct privd_job_open    -> struct privd_reply (.job, .limits) + 2 fds */
+        PRIVD_JOB_KILL,        /* struct privd_job         -> struct privd_reply */
+        PRIVD_JOB_CLOSE,       /* struct privd_job         -> struct privd_reply */
+        PRIVD_SPAWN,           /* struct privd_spawn + fds -> struct privd_reply (.pid) + the pidfd */
+        /* The job's network (veth, addresses, nft, BPF attach): numbers
+         * reserved; the helper answers -EOPNOTSUPP until it does them. */
+        PRIVD_NET_OPEN,
+        PRIVD_NET_CLOSE,
+        PRIVD_TYPE_MAX,
+};
+#define PRIVD_REPLY 0x8000u
+
+/* Every message starts with this. len is the whole message's size in
+ * bytes, header included, and must be exactly the size of its type's
+ * struct. seq starts at 1 (the HELLO) and goes up by one per request: a
+ * repeated, skipped or late number is refused. */
+struct privd_hdr {
+        uint32_t magic;
+        uint16_t version;
+        uint16_t type;
+        uint32_t seq;
+        uint32_t len;
+};
+
+/* A job as the front knows it. slot indexes the helper's table; gen is
+ * the generation the helper gave that job when it opened it, never given
+ * again while the helper runs, so a handle kept after JOB_CLOSE or made
+ * up from another job's slot acts on nothing. */
+struct privd_handle {
+        uint32_t slot;
+        uint32_t gen;
+};
+
+/* ---- requests ----------------------------------------------------------------- */
+
+/* The first message, and only the first. version: PRIVD_VERSION. */
+struct privd_hello {
+        struct privd_hdr h;
+        uint32_t version;
+        uint32_t reserved;  /* 0 */
+};
+
+/* UID_RELEASE: a uid the front took and no open job holds. */
+struct privd_uid {
+        struct privd_hdr h;
+        uint32_t uid;
+        uint32_t reserved;  /* 0 */
+};
+
+/* JOB_OPEN: a cgroup of the helper's making below its cgroup root with
+ * these limits (0: none), and a workspace, a tmpfs of workspace_bytes
+ * (at most the helper's --workspace-max) mounted on a directory of the
+ * helper's making, owned by uid. uid: one the front took with UID_TAKE
+ * and no other job holds. The reply carries, in this order, the job's
+ * cgroup directory (O_RDONLY, for reading its counters) and the
+ * workspace's root directory. */
+struct privd_job_open {
+        struct privd_hdr h;
+        uint32_t uid;
+        uint32_t reserved;        /* 0 */
+        uint64_t memory_max;      /* bytes: memory.max (memory.swap.max 0) */
+        uint64_t pids_max;        /* pids.max */
+        uint64_t cpu_milli;       /* cpu.max: thousandths of one CPU */
+        uint64_t workspace_bytes;
+};
+
+/* JOB_KILL (cgroup.kill: every process of the job, at once) and
+ * JOB_CLOSE (kill, then every process of the job's uid, remove the
+ * cgroup, unmount and remove the workspace, return the uid to the pool). */
+struct privd_job {
+        struct privd_hdr h;
+        struct privd_handle job;
+};
+
+/* SPAWN: start sbx-launch as the job's uid in the job's cgroup, at most
+ * once per job. The descriptors come with the message (SCM_RIGHTS), one
+ * for each bit of fds, in the order of the bits; each must be of the kind
+ * named here, or the request is refused. The launcher gets them as its
+ * descriptors 0..7 (launch-abi.h); the helper writes its command line:
+ *   sbx-launch [--info-fd 5 --block-fd 6] --json-status-fd 3
+ *              --profile /dev/fd/4 -- ARGV...
+ * where ARGV are the NUL-terminated strings of the PRIVD_FD_ARGV file:
+ * the helper splits them at NUL and reads nothing else into them. */
+enum privd_fd {
+        PRIVD_FD_STDIN = 0,    /* pipe, socket, regular file or /dev/null; absent: /dev/null */
+        PRIVD_FD_STDOUT,       /* pipe, socket or /dev/null; absent: /dev/null */
+        PRIVD_FD_STDERR,       /* pipe, socket or /dev/null; absent: /dev/null */
+        PRIVD_FD_STATUS,       /* pipe, open for writing; required */
+        PRIVD_FD_PROFILE,      /* regular file (a sealed memfd); required */
+        PRIVD_FD_INFO,         /* pipe; with PRIVD_FD_BLOCK or neither */
+        PRIVD_FD_BLOCK,        /* pipe */
+        PRIVD_FD_BUNDLE,       /* directory (a detached mount) */
+        PRIVD_FD_ARGV,         /* regular file, PRIVD_ARGV_MAX bytes at most; required */
+        PRIVD_FD_COUNT,
+};
+#define PRIVD_FD_BIT(f) (1u << (f))
+#define PRIVD_ARGV_MAX 65536u  /* bytes of the ARGV file */
+#define PRIVD_ARGC_MAX 1024u   /* strings in it */
+
+struct privd_spawn {
+        struct privd_hdr h;
+        struct privd_handle job;
+        uint32_t fds;          /* PRIVD_FD_BIT()s of the descriptors sent */
+        uint32_t reserved;     /* 0 */
+};
+
+/* ---- replies ------------------------------------------------------------------ */
+
+/* err: 0, or a negative errno saying why the request was refused or
+ * failed (sbx-privd(8), ERRORS); a refused request changed nothing. */
+struct privd_reply {
+        struct privd_hdr h;
+        int32_t err;
+        uint32_t uid;             /* UID_TAKE */
+        struct privd_handle job;  /* JOB_OPEN */
+        int32_t pid;              /* SPAWN: the launcher's pid */
+        uint32_t limits;          /* JOB_OPEN: PRIVD_LIMIT_* the cgroup enforces */
+};
+#define PRIVD_LIMIT_MEMORY 1u
+#define PRIVD_LIMIT_PIDS 2u
+#define PRIVD_LIMIT_CPU 4u
+
+struct privd_hello_reply {
+        struct privd_hdr h;
+        int32_t err;
+        uint32_t version;
+        uint32_t uid_first;       /* the helper's job uid range */
+        uint32_t uid_count;
+        uint32_t max_jobs;        /* slots */
+        uint32_t reserved;
+};
+
+/* The largest message either side sends; a bigger one is refused. */
+#define PRIVD_MSG_MAX 64u
+/* The most descriptors one message carries. */
+#define PRIVD_FDS_MAX PRIVD_FD_COUNT

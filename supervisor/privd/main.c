@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbx-privd(8): started as root by the process that will drop to the
+ * front's user, with one end of a socketpair and everything it needs to
+ * know on its command line; it reads no file of the front's choosing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "jobfs.h"
+#include "macro.h"
+#include "parse.h"
+#include "privd.h"
+
+#define DEFAULT_WORKSPACE_MAX (1ull << 30)
+#define MAX_JOBS_LIMIT 65536u
+
+static _noreturn_ void usage(int code) {
+        fputs("Usage: sbx-privd --fd N --uids FIRST-LAST --cgroup DIR --workspace DIR --launcher PATH\n"
+              "                 [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n",
+              code ? stderr : stdout);
+        exit(code);
+}
+
+static _noreturn_ _printf_(1, 2) void die(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("sbx-privd: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        exit(2);
+}
+
+static uint64_t number(const char *opt, const char *s, uint64_t max) {
+        uint64_t v;
+        if (parse_uint64(s, max, &v) < 0)
+                die("%s: expected a number up to %llu, got '%s'", opt, (unsigned long long) max, s);
+        return v;
+}
+
+static const char *abs_path(const char *opt, const char *s) {
+        if (s[0] != '/' || strstr(s, "/../") || strlen(s) > 1024)
+                die("%s: expected an absolute path without '..', got '%s'", opt, s);
+        return s;
+}
+
+/* A directory only root may change: otherwise whoever can write it could
+ * swap in a symlink or a mount under the names the helper makes. */
+static int open_root_dir(const char *opt, const char *path, bool cgroup2) {
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                die("%s %s: %s", opt, path, strerror(errno));
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        struct statfs sf;
+        if (fd < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0)
+                die("%s %s: %s", opt, path, strerror(errno));
+        if (st.st_uid != 0 || (st.st_mode & 022))
+                die("%s %s: must be owned by root and writable by no one else", opt, path);
+        if (cgroup2 && sf.f_type != CGROUP2_SUPER_MAGIC)
+                die("%s %s: not on a cgroup2 file system", opt, path);
+        return fd;
+}
+
+static void parse_uids(const char *s, struct privd_conf *c) {
+        char *dash = strchr(s, '-');
+        if (!dash)
+                die("--uids: expected FIRST-LAST, got '%s'", s);
+        *dash = '\0';
+        uint64_t a = number("--uids", s, UINT32_MAX - 1), b = number("--uids", dash + 1, UINT32_MAX - 1);
+        *dash = '-';
+        if (b < a || b - a + 1 > UIDPOOL_MAX_SIZE || a == 0 || (a <= 65534 && b >= 65534))
+                die("--uids %s: at most %u uids, without 0 and 65534", s, UIDPOOL_MAX_SIZE);
+        c->uid_first = (uid_t) a;
+        c->uid_count = (uint32_t) (b - a + 1);
+}
+
+static void parse_args(int argc, char **argv, struct privd_conf *c) {
+        static const struct option opts[] = {
+                { "fd", required_argument, NULL, 'f' },        { "uids", required_argument, NULL, 'u' },
+                { "cgroup", required_argument, NULL, 'c' },    { "workspace", required_argument, NULL, 'w' },
+                { "launcher", required_argument, NULL, 'l' },  { "profile-path", required_argument, NULL, 'p' },
+                { "workspace-max", required_argument, NULL, 'W' }, { "max-jobs", required_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },            {},
+        };
+        int o;
+        c->fd = -1;
+        c->workspace_max = DEFAULT_WORKSPACE_MAX;
+        while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (o) {
+                case 'f': c->fd = (int) number("--fd", optarg, 1 << 20); break;
+                case 'u': parse_uids(optarg, c); break;
+                case 'c': c->cgroup = abs_path("--cgroup", optarg); break;
+                case 'w': c->workspace = abs_path("--workspace", optarg); break;
+                case 'l': c->launcher = abs_path("--launcher", optarg); break;
+                case 'p': c->profile_path = optarg; break;
+                case 'W':
+                        if (parse_size(optarg, &c->workspace_max) < 0 || c->workspace_max == 0)
+                                die("--workspace-max: expected a size such as 512M, got '%s'", optarg);
+                        break;
+                case 'j': c->max_jobs = (uint32_t) number("--max-jobs", optarg, MAX_JOBS_LIMIT); break;
+                case 'h': usage(0);
+                default: usage(1);
+                }
+        }
+        if (optind != argc || c->fd < 0 || !c->uid_count || !c->cgroup || !c->workspace || !c->launcher)
+                usage(1);
+        if (!c->max_jobs)
+                c->max_jobs = c->uid_count < MAX_JOBS_LIMIT ? c->uid_count : MAX_JOBS_LIMIT;
+        int type;
+        socklen_t len = sizeof(type);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
+                die("--fd %d: not a SOCK_SEQPACKET socket", c->fd);
+        if (access(c->launcher, X_OK) < 0)
+                die("--launcher %s: %s", c->launcher, strerror(errno));
+}
+
+int main(int argc, char **argv) {
+        struct privd_conf conf = {};
+        struct privd p = {};
+        parse_args(argc, argv, &conf);
+        if (geteuid() != 0)
+                die("must run as root (it makes cgroups, mounts and switches uids)");
+        /* The front's descriptors stay the front's: keep only stdio and
+         * the socket, close-on-exec so no launcher inherits it. */
+        for (int fd = 3; fd < 1024; fd++)
+                if (fd != conf.fd)
+                        close(fd);
+        if (fcntl(conf.fd, F_SETFD, FD_CLOEXEC) < 0)
+                die("--fd: %s", strerror(errno));
+        signal(SIGPIPE, SIG_IGN);
+        p.conf = &conf;
+        if (uidpool_init(&p.uids, conf.uid_first, conf.uid_count) < 0)
+                die("--uids: cannot make the pool");
+        p.jobs = calloc(conf.max_jobs, sizeof(*p.jobs));
+        if (!p.jobs)
+                die("out of memory");
+        for (uint32_t i = 0; i < conf.max_jobs; i++)
+                p.jobs[i].cgroup_fd = -1;
+        p.cgroup_fd = open_root_dir("--cgroup", conf.cgroup, true);
+        p.workspace_fd = open_root_dir("--workspace", conf.workspace, false);
+        p.cg_have = jobfs_cgroup_controllers(p.cgroup_fd);
+        if (conf.profile_path && asprintf(&p.profile_env, "SBX_PROFILE_PATH=%s", conf.profile_path) < 0)
+                die("out of memory");
+        privd_log("serving fd %d: uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, conf.uid_first,
+                  conf.uid_first + conf.uid_count - 1, conf.max_jobs, conf.cgroup, conf.workspace);
+        int r = privd_serve(&p);
+        if (r < 0)
+                privd_log("socket: %s", strerror(-r));
+        /* The front is gone (or the socket failed): no job outlives it. */
+        privd_log_flush();
+        privd_close_all(&p);
+        privd_log("front gone, every job closed");
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbx-privd: the privileged helper. It holds the job uid range, the cgroup
+ * root and the workspace directory, all given on its own command line by
+ * whoever starts it as root, and does for the front only what needs
+ * privilege, one fixed-size message at a time (privd-abi.h). Every request
+ * is checked here again, as if the front were hostile: it is the process
+ * that parses what tenants, registries and jobs send. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "privd-abi.h"
+#include "uidpool.h"
+
+/* One job's life, and the only place it changes is jobs.c:
+ *   FREE --JOB_OPEN--> OPEN --SPAWN--> SPAWNED
+ *   OPEN, SPAWNED --JOB_KILL--> KILLED
+ *   OPEN, SPAWNED, KILLED --JOB_CLOSE--> FREE (the generation is spent)
+ * A request that does not fit the job's state is refused. */
+enum pjob_state {
+        PJOB_FREE = 0,
+        PJOB_OPEN,
+        PJOB_SPAWNED,
+        PJOB_KILLED,
+};
+
+struct pjob {
+        enum pjob_state state;
+        uint32_t gen;
+        uid_t uid;
+        int cgroup_fd;            /* the job's cgroup directory */
+        pid_t pid;                /* the launcher, once spawned */
+        char name[32];            /* "job-p<slot>-<gen>": cgroup and workspace */
+};
+
+struct privd_conf {
+        int fd;                   /* the socket to the front */
+        uid_t uid_first;
+        uint32_t uid_count;
+        const char *cgroup;       /* absolute directories, made and checked at start */
+        const char *workspace;
+        const char *launcher;
+        const char *profile_path; /* SBX_PROFILE_PATH for the launcher, or NULL */
+        uint64_t workspace_max;
+        uint32_t max_jobs;
+};
+
+struct privd {
+        const struct privd_conf *conf;
+        struct uidpool uids;      /* taken by the front (UID_TAKE) */
+        struct pjob *jobs;        /* conf->max_jobs slots */
+        uint32_t next_gen;
+        int cgroup_fd, workspace_fd;
+        unsigned cg_have;         /* PRIVD_LIMIT_* the cgroup root offers its children */
+        char *profile_env;        /* SBX_PROFILE_PATH=... or NULL */
+        uint32_t expect_seq;      /* the next request's sequence number */
+        bool hello;               /* HELLO seen */
+};
+
+/* A refusal or failure: one line on stderr naming the request and the
+ * reason, at most PRIVD_LOG_BURST a second (then one line saying how many
+ * were not written). Returns err (negative errno) for the reply. */
+int privd_refuse(const struct privd_hdr *h, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void privd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Say how many refusals were not logged, if any. */
+void privd_log_flush(void);
+
+/* jobs.c: the state machine. Each checks the request and returns 0 or a
+ * negative errno (already logged); ret_fds are descriptors for the reply,
+ * owned by the caller, -1 where none. */
+int privd_setup(struct privd *p, const struct privd_conf *conf);
+int privd_uid_take(struct privd *p, const struct privd_hdr *h, uint32_t *ret_uid);
+int privd_uid_release(struct privd *p, const struct privd_uid *m);
+int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd_reply *rep, int ret_fds[2]);
+int privd_job_kill(struct privd *p, const struct privd_job *m);
+int privd_job_close(struct privd *p, const struct privd_job *m);
+/* fds: the received descriptors, in the order of m->fds' bits; taken. */
+int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned n_fds, struct privd_reply *rep, int *ret_pidfd);
+/* The front is gone: kill and close every job. */
+void privd_close_all(struct privd *p);
+/* Reap exited launchers (SIGCHLD). */
+void privd_reap(struct privd *p);
+
+/* serve.c: read, check and answer requests until the front hangs up. */
+int privd_serve(struct privd *p);

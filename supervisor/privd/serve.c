@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The helper's side of the socket: receive one message, check its framing
+ * (size, magic, version, type, sequence, descriptors), hand it to the job
+ * state machine, answer. Nothing a message says makes the helper exit:
+ * the only way out is the front hanging up. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "privd.h"
+
+/* Refusal lines per second: a front sending 10,000 bad requests a second
+ * must not flood the journal, yet every one is counted. */
+#define PRIVD_LOG_BURST 100
+
+static const char *const type_names[PRIVD_TYPE_MAX] = {
+        [PRIVD_HELLO] = "HELLO",         [PRIVD_UID_TAKE] = "UID_TAKE",   [PRIVD_UID_RELEASE] = "UID_RELEASE",
+        [PRIVD_JOB_OPEN] = "JOB_OPEN",   [PRIVD_JOB_KILL] = "JOB_KILL",   [PRIVD_JOB_CLOSE] = "JOB_CLOSE",
+        [PRIVD_SPAWN] = "SPAWN",         [PRIVD_NET_OPEN] = "NET_OPEN",   [PRIVD_NET_CLOSE] = "NET_CLOSE",
+};
+
+/* The exact size of each request. */
+static const uint32_t type_sizes[PRIVD_TYPE_MAX] = {
+        [PRIVD_HELLO] = sizeof(struct privd_hello),       [PRIVD_UID_TAKE] = sizeof(struct privd_hdr),
+        [PRIVD_UID_RELEASE] = sizeof(struct privd_uid),   [PRIVD_JOB_OPEN] = sizeof(struct privd_job_open),
+        [PRIVD_JOB_KILL] = sizeof(struct privd_job),      [PRIVD_JOB_CLOSE] = sizeof(struct privd_job),
+        [PRIVD_SPAWN] = sizeof(struct privd_spawn),       [PRIVD_NET_OPEN] = sizeof(struct privd_job),
+        [PRIVD_NET_CLOSE] = sizeof(struct privd_job),
+};
+
+_Static_assert(sizeof(struct privd_job_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_hello_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+
+static struct {
+        time_t second;
+        unsigned lines, dropped;
+} rate;
+
+static bool log_allowed(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (ts.tv_sec != rate.second) {
+                if (rate.dropped)
+                        fprintf(stderr, "sbx-privd: %u more refusals in one second not logged\n", rate.dropped);
+                rate.second = ts.tv_sec;
+                rate.lines = rate.dropped = 0;
+        }
+        if (rate.lines >= PRIVD_LOG_BURST) {
+                rate.dropped++;
+                return false;
+        }
+        rate.lines++;
+        return true;
+}
+
+void privd_log_flush(void) {
+        if (rate.dropped)
+                fprintf(stderr, "sbx-privd: %u more refusals not logged\n", rate.dropped);
+        rate.dropped = 0;
+}
+
+void privd_log(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("sbx-privd: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+int privd_refuse(const struct privd_hdr *h, int err, const char *fmt, ...) {
+        if (!log_allowed())
+                return err;
+        char what[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        const char *t = h && h->type < PRIVD_TYPE_MAX && type_names[h->type] ? type_names[h->type] : "message";
+        fprintf(stderr, "sbx-privd: refused %s (seq %u): %s: %s\n", t, h ? h->seq : 0, what, strerror(-err));
+        return err;
+}
+
+static void close_fds(int *fds, unsigned n) {
+        for (unsigned i = 0; i < n; i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+}
+
+/* Send one reply with up to two descriptors. MSG_NOSIGNAL: a front that
+ * went away is seen as EOF on the next receive, not as SIGPIPE. */
+static int send_reply(int sock, const void *msg, size_t len, const int *fds, unsigned n_fds) {
+        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
+        union {
+                char buf[CMSG_SPACE(2 * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (n_fds) {
+                memset(&u, 0, sizeof(u));
+                mh.msg_control = u.buf;
+                mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+                memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+        }
+        while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
+}
+
+static void reply_header(struct privd_hdr *out, const struct privd_hdr *req, size_t len) {
+        *out = (struct privd_hdr){
+                .magic = PRIVD_MAGIC,
+                .version = PRIVD_VERSION,
+                .type = (uint16_t) ((req ? req->type : 0) | PRIVD_REPLY),
+                .seq = req ? req->seq : 0,
+                .len = (uint32_t) len,
+        };
+}
+
+/* Framing: everything that can be checked without knowing the state. A
+ * refused message still answers; its sequence number is not spent. */
+static int check_frame(struct privd *p, const struct privd_hdr *h, ssize_t n, int flags, unsigned n_fds) {
+        if (flags & MSG_TRUNC)
+                return privd_refuse(NULL, -EMSGSIZE, "message larger than %u bytes", PRIVD_MSG_MAX);
+        /* The kernel drops what does not fit the control buffer (and says
+         * MSG_CTRUNC); what fits beyond the limit was closed on receipt. */
+        if ((flags & MSG_CTRUNC) || n_fds > PRIVD_FDS_MAX)
+                return privd_refuse(NULL, -EMSGSIZE, "more than %u descriptors", PRIVD_FDS_MAX);
+        if ((size_t) n < sizeof(*h))
+                return privd_refuse(NULL, -EBADMSG, "truncated: %zd bytes, no header", n);
+        if (h->magic != PRIVD_MAGIC || h->version != PRIVD_VERSION)
+                return privd_refuse(NULL, -EPROTO, "bad magic or version");
+        if (h->type == 0 || h->type >= PRIVD_TYPE_MAX)
+                return privd_refuse(h, -EBADRQC, "unknown type %u", h->type);
+        if (h->len != (uint32_t) n || h->len != type_sizes[h->type])
+                return privd_refuse(h, -EBADMSG, "%zd bytes received, header says %u, %s is %u", n, h->len,
+                                    type_names[h->type], type_sizes[h->type]);
+        if (h->seq != p->expect_seq)
+                return privd_refuse(h, -EPROTO, "sequence %u out of order (expected %u)", h->seq, p->expect_seq);
+        if (!p->hello && h->type != PRIVD_HELLO)
+                return privd_refuse(h, -EPROTO, "no HELLO yet");
+        if (p->hello && h->type == PRIVD_HELLO)
+                return privd_refuse(h, -EPROTO, "HELLO repeated");
+        if (n_fds && h->type != PRIVD_SPAWN)
+                return privd_refuse(h, -EBADF, "%u descriptors sent with a message that takes none", n_fds);
+        return 0;
+}
+
+static int hello(struct privd *p, const struct privd_hello *m, struct privd_hello_reply *rep) {
+        if (m->version != PRIVD_VERSION || m->reserved)
+                return privd_refuse(&m->h, -EPROTONOSUPPORT, "version %u (this helper speaks %u)", m->version, PRIVD_VERSION);
+        p->hello = true;
+        rep->version = PRIVD_VERSION;
+        rep->uid_first = p->conf->uid_first;
+        rep->uid_count = p->conf->uid_count;
+        rep->max_jobs = p->conf->max_jobs;
+        return 0;
+}
+
+/* One request and its reply. */
+static int serve_one(struct privd *p, short revents) {
+        union {
+                struct privd_hdr h;
+                struct privd_hello hello;
+                struct privd_uid uid;
+                struct privd_job_open open;
+                struct privd_job job;
+                struct privd_spawn spawn;
+                char raw[PRIVD_MSG_MAX];
+        } m;
+        union {
+                char buf[CMSG_SPACE(PRIVD_FDS_MAX * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        int fds[PRIVD_FDS_MAX];
+        unsigned n_fds = 0, n_recv = 0;
+
+        memset(&m, 0, sizeof(m));
+        ssize_t n = recvmsg(p->conf->fd, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+        /* A SOCK_SEQPACKET peer's close reads as a message of 0 bytes; an
+         * empty message sent while the peer is there is refused below. */
+        if (n == 0 && mh.msg_controllen == 0 && (revents & POLLHUP))
+                return -EPIPE;
+        /* Take every descriptor first, whatever the message: each is
+         * closed on every path that does not hand it on. */
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                unsigned k = (unsigned) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                for (unsigned i = 0; i < k; i++) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        n_recv++;
+                        if (n_fds < PRIVD_FDS_MAX)
+                                fds[n_fds++] = fd;
+                        else
+                                close(fd);
+                }
+        }
+
+        const struct privd_hdr *h = (size_t) n >= sizeof(m.h) ? &m.h : NULL;
+        struct privd_reply rep;
+        struct privd_hello_reply hrep;
+        memset(&rep, 0, sizeof(rep));
+        memset(&hrep, 0, sizeof(hrep));
+        int out[2] = { -1, -1 };
+        unsigned n_out = 0;
+        int r = check_frame(p, &m.h, n, mh.msg_flags, n_recv);
+        if (r == 0) {
+                p->expect_seq++;
+                switch (m.h.type) {
+                case PRIVD_HELLO:
+                        r = hello(p, &m.hello, &hrep);
+                        break;
+                case PRIVD_UID_TAKE:
+                        r = privd_uid_take(p, &m.h, &rep.uid);
+                        break;
+                case PRIVD_UID_RELEASE:
+                        r = privd_uid_release(p, &m.uid);
+                        break;
+                case PRIVD_JOB_OPEN:
+                        r = privd_job_open(p, &m.open, &rep, out);
+                        n_out = r == 0 ? 2 : 0;
+                        break;
+                case PRIVD_JOB_KILL:
+                        r = privd_job_kill(p, &m.job);
+                        break;
+                case PRIVD_JOB_CLOSE:
+                        r = privd_job_close(p, &m.job);
+                        break;
+                case PRIVD_SPAWN:
+                        r = privd_spawn(p, &m.spawn, fds, n_fds, &rep, &out[0]);
+                        n_fds = 0; /* taken */
+                        n_out = r == 0 ? 1 : 0;
+                        break;
+                default:
+                        r = privd_refuse(&m.h, -EOPNOTSUPP, "not implemented by this helper");
+                        break;
+                }
+        }
+        close_fds(fds, n_fds);
+
+        int s;
+        if (h && h->type == PRIVD_HELLO) {
+                reply_header(&hrep.h, h, sizeof(hrep));
+                hrep.err = r;
+                s = send_reply(p->conf->fd, &hrep, sizeof(hrep), NULL, 0);
+        } else {
+                reply_header(&rep.h, h && h->type < PRIVD_TYPE_MAX ? h : NULL, sizeof(rep));
+                rep.err = r;
+                s = send_reply(p->conf->fd, &rep, sizeof(rep), out, n_out);
+        }
+        close_fds(out, 2);
+        return s == -EPIPE || s == -ECONNRESET ? s : 0;
+}
+
+int privd_serve(struct privd *p) {
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &chld, NULL);
+        int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0)
+                return -errno;
+        p->expect_seq = 1;
+        for (;;) {
+                struct pollfd pf[2] = { { .fd = p->conf->fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+                if (poll(pf, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        close(sfd);
+                        return -errno;
+                }
+                if (pf[1].revents) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                ;
+                        privd_reap(p);
+                }
+                if (pf[0].revents) {
+                        int r = serve_one(p, pf[0].revents);
+                        if (r < 0) {
+                                close(sfd);
+                                return r == -EPIPE || r == -ECONNRESET ? 0 : r;
+                        }
+                }
+        }
+}
