@@ -203,6 +203,29 @@ survived() {
         gone "$pid"
 }
 
+@test "a helper that died leaves no job behind once the next one starts" {
+        attack none
+        kill -KILL "$HELPER"
+        # The client is the helper's parent: it reaps it when it exits.
+        kill -USR1 "$CPID"
+        wait "$CPID" || true
+        CPID=
+        wait_until 10 gone "$HELPER"
+        # Nothing cleaned up after the helper: its job's cgroup and mount stay.
+        [ -d "$A_CG" ]
+        mountpoint -q "$A_WS"
+        # The next helper removes them at start, and its first job may take
+        # the same name.
+        run client run
+        echo "$output"
+        [ "$status" = 0 ]
+        [[ "$output" == *"removed 2 cgroups and workspaces an earlier helper left"* ]]
+        [[ "$output" == *"R close: ok"* ]]
+        [ ! -e "$A_CG" ]
+        [ ! -e "$A_WS" ]
+        wait_until 10 gone "$A_PID"
+}
+
 @test "sbx-privd rejects a bad command line with a clear error" {
         run "$PRIVD" --fd 0 --uids 0-10 --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
         [ "$status" = 2 ]

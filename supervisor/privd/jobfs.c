@@ -4,6 +4,7 @@
  * and reached through the descriptors of their parents. Neither parent is
  * writable by a job uid or by the front, so no one can plant a symlink or
  * a directory where the helper makes one. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -163,4 +164,40 @@ int jobfs_workspace_remove(const char *ws_path, int ws_fd, const char *name) {
         if (unlinkat(ws_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 return -errno;
         return 0;
+}
+
+/* Entries named by the helper: job-p<slot>-<gen>. */
+static bool ours(const char *name) {
+        return strncmp(name, "job-p", 5) == 0 && name[5] >= '0' && name[5] <= '9';
+}
+
+int jobfs_sweep(int cg_root_fd, const char *ws_path, int ws_fd) {
+        int n = 0;
+        int dup_fd = fcntl(cg_root_fd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!d) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                return -errno;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                if (!ours(de->d_name))
+                        continue;
+                _cleanup_close_ int fd = openat(cg_root_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0 && jobfs_cgroup_remove(cg_root_fd, fd, de->d_name) == 0)
+                        n++;
+        }
+        closedir(d);
+        dup_fd = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3);
+        d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!d) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                return -errno;
+        }
+        for (struct dirent *de; (de = readdir(d));)
+                if (ours(de->d_name) && jobfs_workspace_remove(ws_path, ws_fd, de->d_name) == 0)
+                        n++;
+        closedir(d);
+        return n;
 }

@@ -26,3 +26,8 @@ int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, uint64_t bytes,
 /* Detach the tmpfs (the kernel frees it with the last reference) and
  * remove the directory under it. */
 int jobfs_workspace_remove(const char *ws_path, int ws_fd, const char *name);
+/* At start: kill and remove every job cgroup and workspace a helper that
+ * died left behind (their names are the helper's own), so that no name is
+ * taken and no process of an old job keeps running. How many were
+ * removed, or -errno. Blocking. */
+int jobfs_sweep(int cg_root_fd, const char *ws_path, int ws_fd);

@@ -149,6 +149,11 @@ int main(int argc, char **argv) {
         p.cgroup_fd = open_root_dir("--cgroup", conf.cgroup, true);
         p.workspace_fd = open_root_dir("--workspace", conf.workspace, false);
         p.cg_have = jobfs_cgroup_controllers(p.cgroup_fd);
+        int swept = jobfs_sweep(p.cgroup_fd, conf.workspace, p.workspace_fd);
+        if (swept < 0)
+                die("cannot list --cgroup or --workspace: %s", strerror(-swept));
+        if (swept > 0)
+                privd_log("removed %d cgroups and workspaces an earlier helper left", swept);
         if (conf.profile_path && asprintf(&p.profile_env, "SBX_PROFILE_PATH=%s", conf.profile_path) < 0)
                 die("out of memory");
         privd_log("serving fd %d: uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, conf.uid_first,
