@@ -33,6 +33,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/model/tenant.h supervisor/model/tenant.c \
 	supervisor/model/policy.h supervisor/model/policy.c \
 	supervisor/model/job.h supervisor/model/job.c \
+	supervisor/model/jobevents.h supervisor/model/jobevents.c \
 	supervisor/priv/uidpool.h supervisor/priv/uidpool.c \
 	supervisor/model/sched.h supervisor/model/sched.c \
 	supervisor/model/launchspec.h supervisor/model/launchspec.c \

@@ -32,24 +32,16 @@ supervisor/callback/callbacks.c conn.h -- the callbacks operation replies on the
 supervisor/callback/callbacks.c daemon.h -- callbacks reach their state through struct daemon
 supervisor/job/bundle-job.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/capture.c daemon.h -- job code reaches its neighbours through struct daemon
-supervisor/job/capture.c subscribe.h -- live output goes to followers by a direct call
 supervisor/job/commit.c conn.h -- the group commit releases held replies on their connections
 supervisor/job/commit.c daemon.h -- job code reaches its neighbours through struct daemon
-supervisor/job/commit.c metrics-http.h -- a durable end is counted by a direct call
-supervisor/job/commit.c subscribe.h -- a durable end is told to waiters by a direct call
 supervisor/job/jobs.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/prepare.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/recover.c daemon.h -- job code reaches its neighbours through struct daemon
-supervisor/job/recover.c dispatch.h -- recovery rebuilds accept lines with accept_record
 supervisor/job/runner.c daemon.h -- job code reaches its neighbours through struct daemon
-supervisor/job/runner.c subscribe.h -- a job start is told to followers by a direct call
 supervisor/net/dnsproxy.c daemon.h -- the proxy reads caps and metrics through struct daemon
-supervisor/net/dnsproxy.c subscribe.h -- DNS events go to followers by a direct call
 supervisor/net/dnstcp.c daemon.h -- the proxy reads caps and metrics through struct daemon
 supervisor/net/netjob.c daemon.h -- the audit reads its maps through struct daemon
-supervisor/net/netjob.c subscribe.h -- network events go to followers by a direct call
 supervisor/net/netveth.c daemon.h -- the veth pool lives in struct daemon
-supervisor/net/netveth.c runner.h -- a freed slot wakes the scheduler by a direct call
 supervisor/store/audit.c conn.h -- a request line names the caller from its connection
 '
 

@@ -23,10 +23,12 @@
 #include "netjob.h"
 #include "netveth.h"
 #include "dispatch.h"
+#include "jobevents.h"
 #include "log.h"
 #include "recover.h"
 #include "results-rest.h"
 #include "runner.h"
+#include "subscribe.h"
 #include "worker.h"
 
 /* The journal only needs the jobs still in memory: compacted when it grows
@@ -325,6 +327,10 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         /* Output past its cap is moved there by the kernel (splice). */
         d->null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
         jobs_init(&d->jobs);
+        /* What jobs tell (jobevents.h): the metrics count an end before
+         * its waiters hear of it. */
+        if (job_listen(&metrics_listener) < 0 || job_listen(&subscribe_listener) < 0)
+                return sbx_error_msg(err, ENOSPC, "too many job listeners");
         if (conns_init(&d->conns, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         list_init(&d->cg.releasing);
@@ -361,6 +367,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         if ((r = callbacks_init(d, err)) < 0)
                 return r;
         /* Before recovery: jobs it queues again may be audited. */
+        d->net_room = runner_schedule;
         netveth_restore(d);
         netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles. */

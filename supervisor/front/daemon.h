@@ -80,6 +80,9 @@ struct daemon {
         struct netfwd net_fwd;    /* the forwarding switches it turned on */
         struct source net_retry_src; /* a timerfd: restricted jobs wait for a veth the kernel still removes */
         bool net_retry_armed;
+        /* told when a slot may have come free: the scheduler (runner.c),
+         * which the network code stands below and does not call */
+        void (*net_room)(struct daemon *d);
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
         struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */

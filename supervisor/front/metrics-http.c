@@ -19,6 +19,7 @@
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
+#include "jobevents.h"
 #include "log.h"
 #include "metrics-http.h"
 #include "netaudit-bpf.h"
@@ -27,7 +28,10 @@
 #define HTTP_TIMEOUT_S 10
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-void metrics_note_end(struct daemon *d, const struct rjob *rj) {
+/* A job's record is durable: count it. */
+static void metrics_note_end(struct rjob *rj, json_t *rec) {
+        (void) rec;
+        struct daemon *d = rj->d;
         const struct job *j = &rj->j;
         const uint64_t *t = rj->t_us;
         struct metrics_job mj = {
@@ -45,6 +49,8 @@ void metrics_note_end(struct daemon *d, const struct rjob *rj) {
         if (metrics_job_end(&d->metrics, &mj) < 0)
                 log_warning(JOB_LOG ": out of memory: not counted in the metrics", JOB_LOG_ARGS(j));
 }
+
+const struct job_listener metrics_listener = { .end = metrics_note_end };
 
 static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_len) {
         struct metrics_gauges g = {

@@ -8,10 +8,10 @@
 
 struct conn;
 struct daemon;
-struct rjob;
+struct job_listener;
 
-/* A job's record is durable: count it. */
-void metrics_note_end(struct daemon *d, const struct rjob *rj);
+/* Finished jobs are counted through this (jobevents.h). */
+extern const struct job_listener metrics_listener;
 /* The metrics operation: the exposition, with the caller's tenant's
  * series only. */
 void metrics_op(struct conn *c, struct request *req);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "conn.h"
+#include "jobevents.h"
 #include "jobs.h"
 #include "proto.h"
 #include "subscribe.h"
@@ -151,3 +152,13 @@ void subscribe_end(struct rjob *rj, json_t *rec) {
 void subscribe_fail(struct rjob *rj, const char *code, const char *msg) {
         tell_all(rj, NULL, code, msg);
 }
+
+static void on_event(struct rjob *rj, json_t *ev, unsigned stream, size_t len) {
+        subscribe_event(rj, json_incref(ev), stream, len);
+}
+
+const struct job_listener subscribe_listener = {
+        .event = on_event,
+        .end = subscribe_end,
+        .fail = subscribe_fail,
+};

@@ -13,7 +13,11 @@
 #include "util.h"
 
 struct conn;
+struct job_listener;
 struct rjob;
+
+/* Waiters and followers hear of their jobs through this (jobevents.h). */
+extern const struct job_listener subscribe_listener;
 
 #define SUBSCRIBE_MAX_PER_CONN 1024
 

@@ -13,11 +13,11 @@
 #include "capture.h"
 #include "cgroup.h"
 #include "daemon.h"
+#include "jobevents.h"
 #include "launch-abi.h"
 #include "proto.h"
 #include "runner.h"
 #include "spawn.h"
-#include "subscribe.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -187,7 +187,7 @@ static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
                 cap->produced[i] += (uint64_t) n;
                 size_t k = keep(rj, i, buf, (size_t) n);
                 if (k > 0 && !list_empty(&rj->watches))
-                        subscribe_event(rj, proto_ev_output(rj->j.id, i, buf, k), proto_stream_bit(i), k);
+                        job_tell_event(rj, proto_ev_output(rj->j.id, i, buf, k), proto_stream_bit(i), k);
         }
         return false;
 }

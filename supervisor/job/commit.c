@@ -9,13 +9,12 @@
 
 #include "audit.h"
 #include "callbacks.h"
-#include "metrics-http.h"
 #include "commit.h"
 #include "conn.h"
 #include "daemon.h"
+#include "jobevents.h"
 #include "log.h"
 #include "record.h"
-#include "subscribe.h"
 
 /* Files a job hands a batch: stdout, stderr, its result directory, its
  * record, its workspace (deleted). */
@@ -305,10 +304,9 @@ static void tell(struct daemon *d, struct rjob *rj) {
         json_decref(jr);
         log_info(JOB_LOG " (tenant %s): %s, exit %d%s", JOB_LOG_ARGS(j), j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  rj->cap.truncated[0] || rj->cap.truncated[1] ? ", output truncated at its cap" : "");
-        metrics_note_end(d, rj);
         if (rj->cb_text)
                 callbacks_add(d, &rj->cb_entry);
-        subscribe_end(rj, rec);
+        job_tell_end(rj, rec);
         json_decref(rec);
         jobs_remove(&d->jobs, rj);
         loop_defer_free(rjob_free, rj);
@@ -415,7 +413,7 @@ static void failed(struct daemon *d, struct rjob *rj, int err, const char *what)
                          "job %s ended (%s) but its %s cannot be written (%s); the daemon keeps the job and "
                          "retries: ask for its result later",
                          rj->j.id, job_outcome_name(rj->j.outcome), what, strerror(-err));
-                subscribe_fail(rj, E_STORAGE, msg);
+                job_tell_fail(rj, E_STORAGE, msg);
         }
         journal_end(d, rj);
         list_add_tail(&cm->retry, &rj->commit_link);

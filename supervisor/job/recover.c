@@ -10,10 +10,10 @@
 
 #include "bundle.h"
 #include "daemon.h"
-#include "dispatch.h"
 #include "log.h"
 #include "prepare.h"
 #include "profile.h"
+#include "proto.h"
 #include "record.h"
 #include "recover.h"
 #include "runner.h"

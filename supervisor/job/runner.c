@@ -15,6 +15,7 @@
 #include "bundle.h"
 #include "cgroup.h"
 #include "commit.h"
+#include "jobevents.h"
 #include "record.h"
 #include "daemon.h"
 #include "launch-abi.h"
@@ -25,7 +26,6 @@
 #include "prepare.h"
 #include "runner.h"
 #include "spawn.h"
-#include "subscribe.h"
 #include "workspace.h"
 
 #ifndef P_PIDFD
@@ -334,7 +334,7 @@ void runner_launch(struct rjob *rj) {
         rj->t_us[T_STARTED] = now_mono_us();
         journal_start(rj);
         log_debug(JOB_LOG ": started pid %d", JOB_LOG_ARGS(&rj->j), (int) rj->pid);
-        subscribe_event(rj, proto_ev_started(rj->j.id), 0, 0);
+        job_tell_event(rj, proto_ev_started(rj->j.id), 0, 0);
 }
 
 /* Jobs start at the end of the loop turn, after its syncs went to the

@@ -16,9 +16,9 @@
 #include "daemon.h"
 #include "dnsmsg.h"
 #include "dnsproxy-internal.h"
+#include "jobevents.h"
 #include "log.h"
 #include "netaudit-bpf.h"
-#include "subscribe.h"
 
 /* One query forwarded upstream, on a socket of its own (connected: only
  * the upstream resolver's answer arrives there). */
@@ -83,7 +83,7 @@ void dnsproxy_event(struct dnsproxy *px, const struct dns_query *q, int protocol
         json_t *ev = netevents_add(&rj->net, &e, (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000, q->name,
                                    dnsmsg_type_name(q->qtype, type, sizeof(type)));
         if (ev)
-                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+                job_tell_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
         json_decref(ev);
 }
 
@@ -148,7 +148,7 @@ static void withhold(struct dnsproxy *px, const struct dns_query *q, int protoco
         json_t *ev = netevents_add(&rj->net, &e, (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000, q->name,
                                    dnsmsg_type_name(q->qtype, type, sizeof(type)));
         if (ev)
-                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+                job_tell_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
         json_decref(ev);
         if (!px->rebind_said) {
                 inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? addr + 12 : addr, text, sizeof(text));

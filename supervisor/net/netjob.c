@@ -11,12 +11,12 @@
 
 #include "daemon.h"
 #include "dnsproxy.h"
+#include "jobevents.h"
 #include "log.h"
 #include "netaudit-bpf.h"
 #include "netjob.h"
 #include "netveth.h"
 #include "profile.h"
-#include "subscribe.h"
 
 /* The host's addresses are read again this often: an address added
  * since is denied from then on (a restart of the interface's DHCP, say). */
@@ -213,7 +213,7 @@ static void on_event(void *arg, const struct netaudit_event *e) {
         /* Followers get what the record keeps, so a flood of attempts
          * costs them no more than the record's bound. */
         if (ev)
-                subscribe_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
+                job_tell_event(rj, proto_ev_network(rj->j.id, ev), 0, 0);
         json_decref(ev);
 }
 

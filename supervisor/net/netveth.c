@@ -18,7 +18,6 @@
 #include "netfwd.h"
 #include "netveth.h"
 #include "nft.h"
-#include "runner.h"
 #include "veth.h"
 
 /* Names of its own for this daemon's veths and nft table, from its state
@@ -190,7 +189,7 @@ static void slot_give(struct daemon *d, int slot) {
         d->net_used[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
         d->net_slots_used--;
         /* a restricted job may be waiting for it */
-        runner_schedule(d);
+        d->net_room(d);
 }
 
 static void on_retry(struct source *s, uint32_t events) {
@@ -198,7 +197,7 @@ static void on_retry(struct source *s, uint32_t events) {
         uint64_t n;
         (void) !read(d->net_retry_src.fd, &n, sizeof(n));
         d->net_retry_armed = false;
-        runner_schedule(d);
+        d->net_room(d);
 }
 
 /* Ask the scheduler again in 10 ms (once, however many jobs wait). */
