@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "callbacks-internal.h"
-#include "daemon.h"
+#include "conf.h"
 
 struct cb_tenant *cb_tenant_get(struct callbacks *cb, const char *name) {
         struct list *pos, *tmp;
@@ -109,7 +109,7 @@ static struct cb_item *oldest(struct callbacks *cb, struct cb_lane *l, const str
 
 void cb_lane_answered(struct callbacks *cb, struct cb_item *it) {
         struct cb_lane *l = it->lane;
-        const struct config *cfg = cb->d->cfg;
+        const struct config *cfg = cb->cfg;
         uint64_t now = now_mono_ms();
         l->inflight--;
         l->t->posts--;
@@ -128,7 +128,7 @@ void cb_lane_answered(struct callbacks *cb, struct cb_item *it) {
 
 uint64_t cb_lane_failed(struct callbacks *cb, struct cb_item *it, long retry_after) {
         struct cb_lane *l = it->lane;
-        const struct config *cfg = cb->d->cfg;
+        const struct config *cfg = cb->cfg;
         uint64_t now = now_mono_ms();
         l->inflight--;
         l->t->posts--;

@@ -110,6 +110,7 @@ static int start_sources(struct callbacks *cb) {
 int callbacks_init(struct daemon *d, struct sbx_error *err) {
         struct callbacks *cb = &d->cb;
         cb->d = d;
+        cb->cfg = d->cfg;
         list_init(&cb->items);
         list_init(&cb->queues);
         list_init(&cb->progs);

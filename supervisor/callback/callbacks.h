@@ -36,6 +36,7 @@ struct cb_item;
 
 struct callbacks {
         struct daemon *d;
+        const struct config *cfg; /* the daemon's (d->cfg), for code that needs no more of it */
         int dir_fd, outbox_fd, dead_fd;
         struct list items;        /* struct cb_item.link, oldest first */
         struct list queues;       /* struct cb_queue.link (callback-queue.c) */
