@@ -23,16 +23,28 @@
 #include "subscribe.h"
 #include "trace.h"
 
-static void refuse(struct conn *c, struct request *req, const char *code, const char *fmt, ...) _printf_(4, 5);
-
-static void refuse(struct conn *c, struct request *req, const char *code, const char *fmt, ...) {
+/* What the checks of a run request decided when they refuse it: one
+ * place (accept_run) replies and audits. */
+struct verdict {
+        const char *code;        /* set: refused */
         char msg[SBX_ERROR_MAX];
+        bool unaudited;          /* a stopping daemon refuses without an audit line */
+};
+
+static bool deny(struct verdict *v, const char *code, const char *fmt, ...) _printf_(3, 4);
+
+static bool deny(struct verdict *v, const char *code, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        vsnprintf(v->msg, sizeof(v->msg), fmt, ap);
         va_end(ap);
-        audit_request(c, "run", "rejected", NULL, code, msg, true);
-        conn_send(c, proto_error(req->tag, code, "%s", msg));
+        v->code = code;
+        return false;
+}
+
+static void rjob_freep(struct rjob **rj) {
+        if (*rj)
+                rjob_free(*rj);
 }
 
 static void reply_duplicate(struct conn *c, struct request *req, const char *id, const char *state) {
@@ -42,8 +54,8 @@ static void reply_duplicate(struct conn *c, struct request *req, const char *id,
 /* A retry of a job this tenant already submitted with the same key: the
  * first job, unless the payload differs (a different job under a reused
  * key is refused, not answered with the wrong job). Returns true when the
- * request was answered. */
-static bool idempotent(struct conn *c, struct request *req, const char *digest) {
+ * request was answered here or refused (v). */
+static bool idempotent(struct conn *c, struct request *req, const char *digest, struct verdict *v) {
         struct daemon *d = c->d;
         const char *key = req->run.idempotency_key;
         if (!key)
@@ -51,7 +63,7 @@ static bool idempotent(struct conn *c, struct request *req, const char *digest) 
         struct rjob *live = jobs_find_key(&d->jobs, c->tenant, key);
         if (live) {
                 if (!streq(live->req_digest, digest)) {
-                        refuse(c, req, E_CONFLICT, "field 'idempotency_key': job %s was submitted with this key and a different request",
+                        deny(v, E_CONFLICT, "field 'idempotency_key': job %s was submitted with this key and a different request",
                                live->j.id);
                         return true;
                 }
@@ -65,7 +77,7 @@ static bool idempotent(struct conn *c, struct request *req, const char *digest) 
                 return false;
         /* Records from before request digests were kept have none. */
         if (e->request_sha256[0] && !streq(e->request_sha256, digest)) {
-                refuse(c, req, E_CONFLICT, "field 'idempotency_key': job %s was submitted with this key and a different request", e->id);
+                deny(v, E_CONFLICT, "field 'idempotency_key': job %s was submitted with this key and a different request", e->id);
                 return true;
         }
         reply_duplicate(c, req, e->id, "done");
@@ -89,51 +101,49 @@ json_t *accept_record(const struct rjob *rj) {
                          policy_to_json(&j->pol), "request_sha256", rj->req_digest, "attempt", (int) j->attempt);
 }
 
-static int resolve_profile(struct daemon *d, struct conn *c, struct request *req, const char *name, char **ret) {
+static int resolve_profile(struct daemon *d, const char *name, char **ret, struct verdict *v) {
         struct sbx_error err;
         int r = profile_find(name, d->cfg->profile_path, ret, &err);
-        if (r == -ENOENT) {
-                refuse(c, req, E_NO_PROFILE, "field 'profile': no profile '%s' in %s", name, d->cfg->profile_path);
-                return r;
-        }
-        if (r < 0)
-                refuse(c, req, E_INTERNAL, "profile '%s': %s", name, strerror(-r));
+        if (r == -ENOENT)
+                deny(v, E_NO_PROFILE, "field 'profile': no profile '%s' in %s", name, d->cfg->profile_path);
+        else if (r < 0)
+                deny(v, E_INTERNAL, "profile '%s': %s", name, strerror(-r));
         return r;
 }
 
 /* Storage errors say so (E_STORAGE, and no new work until it works);
  * anything else is the daemon's own failure. */
-static void prepare_failed(struct conn *c, struct request *req, const char *what, int r, const char *msg) {
+static void prepare_failed(struct conn *c, const char *what, int r, const char *msg, struct verdict *v) {
         bool storage = r == -ENOSPC || r == -EDQUOT || r == -EROFS || r == -EIO;
         log_error("%s: %s", what, msg);
         if (storage)
                 commit_storage_failed(c->d, what, r);
-        refuse(c, req, storage ? E_STORAGE : E_INTERNAL, "cannot prepare the job: %s", msg);
+        deny(v, storage ? E_STORAGE : E_INTERNAL, "cannot prepare the job: %s", msg);
 }
 
 /* The callback: one the tenant allows (a request cannot make the daemon
  * post to any host it reaches), or the tenant's default. */
-static bool callback_admit(struct conn *c, struct request *req) {
+static bool callback_admit(struct conn *c, struct request *req, struct verdict *v) {
         const struct tenant *t = c->tenant;
         struct run_request *run = &req->run;
         if (run->callback) {
                 if (!t->cb_secret) {
-                        refuse(c, req, E_FORBIDDEN, "field 'callback': tenant '%s' has no callback_secret_file: its deliveries could "
+                        deny(v, E_FORBIDDEN, "field 'callback': tenant '%s' has no callback_secret_file: its deliveries could "
                                "not be signed", t->name);
                         return false;
                 }
                 const char *why = NULL;
                 int r = tenant_allows_callback(t, run->callback, &why);
                 if (r == -EINVAL)
-                        refuse(c, req, E_BAD_REQUEST, "field 'callback': %s", why);
+                        deny(v, E_BAD_REQUEST, "field 'callback': %s", why);
                 else if (r == -EACCES)
-                        refuse(c, req, E_FORBIDDEN, "field 'callback': tenant '%s' does not allow this URL (callback_allow)", t->name);
+                        deny(v, E_FORBIDDEN, "field 'callback': tenant '%s' does not allow this URL (callback_allow)", t->name);
                 else if (r < 0)
-                        refuse(c, req, E_INTERNAL, "field 'callback': %s", strerror(-r));
+                        deny(v, E_INTERNAL, "field 'callback': %s", strerror(-r));
                 return r == 0;
         }
         if (t->cb_url && !(run->callback = strdup(t->cb_url))) {
-                refuse(c, req, E_INTERNAL, "out of memory");
+                deny(v, E_INTERNAL, "out of memory");
                 return false;
         }
         return true;
@@ -141,14 +151,14 @@ static bool callback_admit(struct conn *c, struct request *req) {
 
 /* Progress callbacks: the request's interval or the tenant's; they go
  * where the result goes, so a job asking for them needs a callback. */
-static bool progress_admit(struct conn *c, struct request *req) {
+static bool progress_admit(struct conn *c, struct request *req, struct verdict *v) {
         struct run_request *run = &req->run;
         if (run->progress_s == PROTO_UNSET) {
                 run->progress_s = run->callback ? c->tenant->cb_progress_s : 0;
                 return true;
         }
         if (run->progress_s > 0 && !run->callback) {
-                refuse(c, req, E_BAD_REQUEST, "field 'progress': the job has no callback (field 'callback', or the tenant's "
+                deny(v, E_BAD_REQUEST, "field 'progress': the job has no callback (field 'callback', or the tenant's "
                        "callback_url) to send them to");
                 return false;
         }
@@ -157,13 +167,13 @@ static bool progress_admit(struct conn *c, struct request *req) {
 
 /* The tenant's policy: an inline command's decision now; a bundle's
  * once its manifest is known, if the tenant runs bundles at all. */
-static bool admit(struct conn *c, struct request *req, struct policy_decision *pol) {
+static bool admit(struct conn *c, struct request *req, struct policy_decision *pol, struct verdict *v) {
         struct sbx_error err;
         const char *code;
         sbx_error_clear(&err);
         if (req->run.bundle) {
                 if (bundle_admit(c->tenant, &req->run, &code, &err) < 0) {
-                        refuse(c, req, code, "%s", err.msg);
+                        deny(v, code, "%s", err.msg);
                         return false;
                 }
                 memset(pol, 0, sizeof(*pol));
@@ -171,55 +181,57 @@ static bool admit(struct conn *c, struct request *req, struct policy_decision *p
                 return true;
         }
         if (c->tenant->bundles_only) {
-                refuse(c, req, E_FORBIDDEN, "field 'command': tenant '%s' runs bundles only (bundles_only): name a bundle",
+                deny(v, E_FORBIDDEN, "field 'command': tenant '%s' runs bundles only (bundles_only): name a bundle",
                        c->tenant->name);
                 return false;
         }
         if (policy_apply(c->tenant, &req->run, &c->d->caps, pol, &err) < 0) {
-                refuse(c, req, pol->code, "%s", err.msg);
+                deny(v, pol->code, "%s", err.msg);
                 return false;
         }
         return true;
 }
 
-void accept_run(struct conn *c, struct request *req) {
+/* The job a run request becomes, or NULL: refused (v->code) or answered
+ * already (a retry of a known job, or no room to follow it). */
+static struct rjob *accept_job(struct conn *c, struct request *req, struct verdict *v) {
         struct daemon *d = c->d;
         struct sbx_error err;
         struct policy_decision pol;
-        char digest[65];
+        char digest[65], why[SBX_ERROR_MAX], tp[TRACEPARENT_LEN + 1];
         const char *what;
         int r, serr;
         sbx_error_clear(&err);
 
         if (d->stopping) {
-                conn_send(c, proto_error(req->tag, E_SHUTTING_DOWN, "the daemon is stopping"));
-                return;
+                v->unaudited = true;
+                deny(v, E_SHUTTING_DOWN, "the daemon is stopping");
+                return NULL;
         }
         if (commit_storage_failing(d, &what, &serr)) {
-                refuse(c, req, E_STORAGE, "the daemon cannot make results durable (%s: %s); no new jobs until it can", what,
-                       strerror(-serr));
-                return;
+                deny(v, E_STORAGE, "the daemon cannot make results durable (%s: %s); no new jobs until it can", what,
+                     strerror(-serr));
+                return NULL;
         }
         if (req->run.follow && !subscribe_room(c, req->tag))
-                return;
-        if (!admit(c, req, &pol) || !callback_admit(c, req) || !progress_admit(c, req))
-                return;
+                return NULL;
+        if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v))
+                return NULL;
         proto_request_digest(&req->run, digest);
-        if (idempotent(c, req, digest))
-                return;
+        if (idempotent(c, req, digest, v))
+                return NULL;
         _cleanup_free_ char *profile_path = NULL;
-        if (!req->run.bundle && resolve_profile(d, c, req, pol.profile, &profile_path) < 0)
-                return;
-        char why[SBX_ERROR_MAX];
+        if (!req->run.bundle && resolve_profile(d, pol.profile, &profile_path, v) < 0)
+                return NULL;
         if (profile_path && (r = netjob_profile_policy(&d->caps, pol.profile, profile_path, &pol, why, sizeof(why))) < 0) {
-                refuse(c, req, r == -EOPNOTSUPP ? E_UNSUPPORTED : E_FORBIDDEN, "%s", why);
-                return;
+                deny(v, r == -EOPNOTSUPP ? E_UNSUPPORTED : E_FORBIDDEN, "%s", why);
+                return NULL;
         }
 
-        struct rjob *rj = rjob_new(d);
+        _cleanup_(rjob_freep) struct rjob *rj = rjob_new(d);
         if (!rj) {
-                refuse(c, req, E_INTERNAL, "out of memory");
-                return;
+                deny(v, E_INTERNAL, "out of memory");
+                return NULL;
         }
         struct job *j = &rj->j;
         rj->t_us[T_ACCEPTED] = now_mono_us();
@@ -232,18 +244,16 @@ void accept_run(struct conn *c, struct request *req) {
         rj->profile_path = TAKE_PTR(profile_path);
         j->req = *req; /* the job owns the request now */
         request_init(req);
+        req->tag = j->req.tag ? json_incref(j->req.tag) : NULL;
         /* Its own span in the caller's trace, or a trace of its own:
          * journaled with the request, so a restart keeps it. */
-        char tp[TRACEPARENT_LEN + 1];
         trace_child(j->req.run.traceparent, tp);
         free(j->req.run.traceparent);
         j->req.run.traceparent = strdup(tp);
         if (!j->req.run.traceparent) {
-                refuse(c, req, E_INTERNAL, "out of memory");
-                rjob_free(rj);
-                return;
+                deny(v, E_INTERNAL, "out of memory");
+                return NULL;
         }
-        req->tag = j->req.tag ? json_incref(j->req.tag) : NULL;
         if (j->req.run.bundle) {
                 j->bundle.set = true;
                 j->bundle.registry = c->tenant->registry->name;
@@ -251,9 +261,8 @@ void accept_run(struct conn *c, struct request *req) {
         }
 
         if (sched_enqueue(&d->sched, j, &err) < 0) {
-                refuse(c, req, E_QUEUE_FULL, "%s", err.msg);
-                rjob_free(rj);
-                return;
+                deny(v, E_QUEUE_FULL, "%s", err.msg);
+                return NULL;
         }
         /* After this line a crash still leaves the job a result record,
          * once it is synced (before the client hears of the job). */
@@ -262,13 +271,29 @@ void accept_run(struct conn *c, struct request *req) {
         json_decref(jr);
         if (r < 0) {
                 sched_remove_queued(&d->sched, j);
-                prepare_failed(c, req, "journal", r, strerror(-r));
-                rjob_free(rj);
+                prepare_failed(c, "journal", r, strerror(-r), v);
+                return NULL;
+        }
+        return TAKE_PTR(rj);
+}
+
+void accept_run(struct conn *c, struct request *req) {
+        struct daemon *d = c->d;
+        struct verdict v = { 0 };
+        struct rjob *rj = accept_job(c, req, &v);
+
+        if (v.code) {
+                if (!v.unaudited)
+                        audit_request(c, "run", "rejected", NULL, v.code, v.msg, true);
+                conn_send(c, proto_error(req->tag, v.code, "%s", v.msg));
                 return;
         }
+        if (!rj)
+                return;
+        struct job *j = &rj->j;
         jobs_add(&d->jobs, rj);
-        audit_request(c, "run", pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
-                      pol.clamped[0] ? pol.clamped : NULL, false);
+        audit_request(c, "run", j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
+                      j->pol.clamped[0] ? j->pol.clamped : NULL, false);
         if (j->req.run.follow)
                 subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
         /* At hand, it queues now; else it waits ("fetching"); refused, it
