@@ -239,6 +239,7 @@ struct run {
         void *user;
         struct sbx_error *err;
         unsigned *seen;          /* per key: the line it was set on, in this file */
+        unsigned header_line;    /* of the last section header */
         char **sections;         /* headers seen, when sections_once */
         unsigned *section_lines;
         size_t n_sections;
@@ -250,6 +251,7 @@ static int on_section(struct inifile *f, const char *section, unsigned line, voi
 
         if (!section_known(fmt, section))
                 return inifile_fail(f, line, "unknown section [%s] (known: %s)", section, fmt->sections);
+        run->header_line = line;
         /* A key of a [prefix.NAME] section counts as set once per header. */
         for (size_t i = 0, n = keys_count(fmt); i < n; i++) {
                 const char *s = key_at(fmt, (int) i)->section;
@@ -305,7 +307,7 @@ static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user
 
         struct inikey_ctx c = {
                 .def = k, .section = e->section, .value = e->value, .origin = origin, .f = f, .line = e->line,
-                .continuation = e->continuation, .obj = run->user, .user = run->user, .err = run->err,
+                .section_line = run->header_line, .continuation = e->continuation, .obj = run->user, .user = run->user, .err = run->err,
         };
         if (fmt->object) {
                 int r = fmt->object(&c, &c.obj);

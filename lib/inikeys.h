@@ -76,6 +76,7 @@ struct inikey_ctx {
         const char *origin;      /* "FILE:LINE" */
         struct inifile *f;       /* NULL when the value comes from a command line */
         unsigned line;
+        unsigned section_line;   /* of the section's header */
         bool continuation;
         void *obj;               /* what def->off points into */
         void *user;              /* the front-end's own state */

@@ -225,5 +225,5 @@ EOC
         bundle_config
         printf 'offline = sometimes\n' >> "$SUP_DIR/sup.conf"
         run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf" --check-config
-        [[ "$output" == *"offline: expected fail or use-cached, got 'sometimes'"* ]]
+        [[ "$output" == *".offline: expected fail or use-cached (value 'sometimes')"* ]]
 }

@@ -74,12 +74,20 @@ gone() {
         ! kill -0 "$1" 2>/dev/null
 }
 
+done_or_exited() {
+        grep -q '^attacks done' "$BATS_TEST_TMPDIR/out" || gone "$CPID"
+}
+
 # attack SCENARIO: start the client with it and wait until its attacks are
 # done; A_CG, A_WS, A_PID and HELPER say where job A and the helper are.
 attack() {
         client --hold "$1" > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/log" &
         CPID=$!
-        wait_until 60 grep -q '^attacks done' "$BATS_TEST_TMPDIR/out"
+        # Until the attacks are done, or the client gave up (a helper that
+        # accepted what it should refuse answers out of step).
+        wait_until 60 done_or_exited
+        cat "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/log"
+        grep -q '^attacks done' "$BATS_TEST_TMPDIR/out"
         HELPER=$(field helper)
         A_CG=$(field "A cgroup")
         A_WS=$(field "A workspace")

@@ -250,6 +250,6 @@ sys.exit(0 if c[sys.argv[1]]["attempts"] >= 1 else 1)' "$retried" && break
         for v in 0 1000001 x -1; do
                 sed "s/^callback_memory_max = .*/callback_memory_max = $v/" "$SUP_DIR/sup.conf" > "$BATS_TEST_TMPDIR/bad.conf"
                 run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$BATS_TEST_TMPDIR/bad.conf" --check-config
-                [[ "$output" == *"callback_memory_max: expected a number from 1 to 1000000, got '$v'"* ]]
+                [[ "$output" == *"daemon.callback_memory_max: expected a number from 1 to 1000000 (value '$v')"* ]]
         done
 }

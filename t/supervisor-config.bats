@@ -23,7 +23,7 @@ daemon() {
         printf '[daemon]\nmax_jobs = 2\nmax_jbos = 3\n' > "$SUP_DIR/bad.conf"
         run daemon --config "$SUP_DIR/bad.conf"
         [ "$status" -eq 1 ]
-        [[ "$output" == *"$SUP_DIR/bad.conf:3: unknown key 'max_jbos' in [daemon]"* ]]
+        [[ "$output" == *"$SUP_DIR/bad.conf:3: daemon.max_jbos: unknown key (known in [daemon]: "* ]]
         [ ! -S "$SUP_SOCK" ]
 }
 
@@ -81,7 +81,7 @@ daemon() {
         printf '[daemon]\nmax_jobs = 2\n    3\n' > "$SUP_DIR/bad.conf"
         run daemon --config "$SUP_DIR/bad.conf" --check-config
         [ "$status" -eq 1 ]
-        [[ "$output" == *"bad.conf:3: max_jobs: takes a single line (an indented line continues the previous key)"* ]]
+        [[ "$output" == *"bad.conf:3: daemon.max_jobs: takes a single line (an indented line continues the previous key)"* ]]
         printf '[tenant.t]\nuids = 5\n    6 7\nprofiles = default\n  shell\n' > "$SUP_DIR/ok.conf"
         run daemon --config "$SUP_DIR/ok.conf" --check-config
         [ "$status" -eq 0 ]
@@ -94,7 +94,7 @@ daemon() {
         [[ "$output" == *"bad.conf:1: unexpected text after the section header"* ]]
         printf '[daemon]\nmax_jobs = 2\nmax_jbos = 3\n' > "$SUP_DIR/bad.conf"
         run -1 daemon --config "$SUP_DIR/bad.conf" --check-config
-        [[ "$output" == *"bad.conf:3: unknown key 'max_jbos' in [daemon] (known: socket socket_mode "* ]]
+        [[ "$output" == *"bad.conf:3: daemon.max_jbos: unknown key (known in [daemon]: socket socket_mode "* ]]
 }
 
 @test "a missing configuration file is an error naming it" {

@@ -176,24 +176,12 @@ int config_load(struct config *c, const char *path, struct sbx_error *err);
 /* Same, from text already in memory (unit tests). */
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err);
 
-/* The sections and keys of bundles, for messages and for the reader. */
 #define CONFIG_REGISTRY_PREFIX "registry."
-#define CONFIG_REGISTRY_KEYS "url keys offline index_ttl timeout connect_timeout stall_timeout"
-#define CONFIG_BUNDLE_DAEMON_KEYS "cache_size cache_max_age bundle_max_size bundle_max_unpacked bundle_max_entries"
-#define CONFIG_BUNDLE_TENANT_KEYS "registry bundles_only bundles bundle_paths"
-/* Is key one of the keys of bundles in section ([daemon], [tenant.NAME],
- * [registry.NAME])? */
-bool config_bundle_key_known(const char *section, const char *key);
 
-/* config-bundle.c: the keys of bundles. Each returns 0, -ENOENT when k is
- * not one of its keys, or another -errno with err naming where. */
+/* config-bundle.c: the keys of bundles (the table is in config-keys.h). */
 void config_bundle_defaults(struct config *c);
 void config_bundle_free(struct config *c);
 void tenant_bundle_free(struct tenant *t);
-int config_bundle_daemon_key(struct config *c, const char *k, const char *v, const char *where, struct sbx_error *err);
-int config_bundle_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err);
-int config_registry_key(struct config *c, const char *name, const char *k, const char *v, const char *where,
-                        struct sbx_error *err);
 /* After the file is read: every registry complete, every tenant's registry
  * configured. */
 int config_bundle_check(struct config *c, struct sbx_error *err);
@@ -203,14 +191,9 @@ const struct registry_conf *config_registry_find(const struct config *c, const c
 bool tenant_allows_bundle(const struct tenant *t, const char *name);
 
 /* config-callback.c: the keys of callbacks, as config-bundle.c's. */
-#define CONFIG_CALLBACK_DAEMON_KEYS "callback_timeout callback_max_age callback_backoff callback_backoff_max callback_concurrency callback_memory_max"
-#define CONFIG_CALLBACK_TENANT_KEYS "callback_url callback_secret_file callback_allow callback_progress"
 #define CONFIG_CALLBACK_MAX_URL 2048
-bool config_callback_key_known(const char *section, const char *key);
 void config_callback_defaults(struct config *c);
 void tenant_callback_free(struct tenant *t);
-int config_callback_daemon_key(struct config *c, const char *k, const char *v, const char *where, struct sbx_error *err);
-int config_callback_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err);
 int config_callback_check(struct config *c, struct sbx_error *err);
 /* An http:// or https:// URL of at most CONFIG_CALLBACK_MAX_URL bytes with
  * a host and no spaces or control characters. */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf.h"
+#include "config-keys.h"
 #include "manifest.h"
 #include "parse.h"
 #include "util.h"
@@ -69,51 +69,7 @@ bool tenant_allows_bundle(const struct tenant *t, const char *name) {
         return false;
 }
 
-bool config_bundle_key_known(const char *section, const char *key) {
-        if (strncmp(section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
-                return words_contain(CONFIG_REGISTRY_KEYS, key);
-        if (strncmp(section, "tenant.", 7) == 0)
-                return words_contain(CONFIG_BUNDLE_TENANT_KEYS, key);
-        return streq(section, "daemon") && words_contain(CONFIG_BUNDLE_DAEMON_KEYS, key);
-}
-
 #define BAD(...) sbx_error_msg(err, EINVAL, __VA_ARGS__)
-
-static int size_key(const char *where, const char *k, const char *v, uint64_t min, uint64_t *dst, struct sbx_error *err) {
-        uint64_t n;
-        if (parse_size(v, &n) < 0 || n < min || n == UINT64_MAX)
-                return BAD("%s: %s: expected a size of at least %" PRIu64 " bytes, got '%s'", where, k, min, v);
-        *dst = n;
-        return 0;
-}
-
-static int duration_key(const char *where, const char *k, const char *v, uint64_t min_ms, uint64_t *dst,
-                        struct sbx_error *err) {
-        uint64_t n;
-        if (parse_duration_ms(v, &n) < 0 || n < min_ms)
-                return BAD("%s: %s: expected a duration of at least %" PRIu64 " ms, got '%s'", where, k, min_ms, v);
-        *dst = n;
-        return 0;
-}
-
-int config_bundle_daemon_key(struct config *c, const char *k, const char *v, const char *where, struct sbx_error *err) {
-        uint64_t n;
-        if (streq(k, "cache_size"))
-                return size_key(where, k, v, 1u << 20, &c->cache_size, err);
-        if (streq(k, "cache_max_age"))
-                return duration_key(where, k, v, 1000, &c->cache_max_age_ms, err);
-        if (streq(k, "bundle_max_size"))
-                return size_key(where, k, v, 1024, &c->bundle_max_size, err);
-        if (streq(k, "bundle_max_unpacked"))
-                return size_key(where, k, v, 1024, &c->bundle_max_unpacked, err);
-        if (streq(k, "bundle_max_entries")) {
-                if (parse_uint64(v, 1000000, &n) < 0 || n == 0)
-                        return BAD("%s: bundle_max_entries: expected a number from 1 to 1000000, got '%s'", where, v);
-                c->bundle_max_entries = n;
-                return 0;
-        }
-        return -ENOENT;
-}
 
 /* Space-separated words of v, each handed to fn. */
 static int words(const char *v, int (*fn)(void *data, const char *w, const char *where, struct sbx_error *err), void *data,
@@ -161,58 +117,47 @@ static int add_path(void *data, const char *w, const char *where, struct sbx_err
         return 0;
 }
 
-int config_bundle_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err) {
-        if (streq(k, "registry")) {
-                if (!name_valid(v))
-                        return BAD("%s: registry: invalid registry name '%s'", where, v);
-                char *s = strdup(v);
-                if (!s)
-                        return -ENOMEM;
-                free(t->registry_name);
-                t->registry_name = s;
-                return 0;
-        }
-        if (streq(k, "bundles_only")) {
-                if (parse_bool(v, &t->bundles_only) < 0)
-                        return BAD("%s: bundles_only: expected yes or no, got '%s'", where, v);
-                return 0;
-        }
-        if (streq(k, "bundles")) {
-                for (size_t i = 0; i < t->n_bundles; i++)
-                        free(t->bundles[i]);
-                free(t->bundles);
-                t->bundles = NULL;
-                t->n_bundles = 0;
-                int r = words(v, add_bundle, t, where, err);
-                if (r == 0 && !t->bundles)
-                        return BAD("%s: bundles: expected names or *", where);
-                return r;
-        }
-        if (streq(k, "bundle_paths")) {
-                t->bundle_paths = 0;
-                return streq(v, "none") ? 0 : words(v, add_path, t, where, err);
-        }
-        return -ENOENT;
+static int k_registry(struct inikey_ctx *c) {
+        if (!name_valid(c->value))
+                return sbx_error_msg(c->err, EINVAL, "%s: registry: invalid registry name '%s'", c->origin, c->value);
+        return config_set_str(&((struct tenant *) c->obj)->registry_name, c->value);
 }
 
-static struct registry_conf *registry_get(struct config *c, const char *name, const char *where, struct sbx_error *err,
-                                          int *ret) {
+static int k_bundles(struct inikey_ctx *c) {
+        struct tenant *t = c->obj;
+        for (size_t i = 0; i < t->n_bundles; i++)
+                free(t->bundles[i]);
+        free(t->bundles);
+        t->bundles = NULL;
+        t->n_bundles = 0;
+        int r = words(c->value, add_bundle, t, c->origin, c->err);
+        if (r == 0 && !t->bundles)
+                return sbx_error_msg(c->err, EINVAL, "%s: bundles: expected names or *", c->origin);
+        return r;
+}
+
+static int k_bundle_paths(struct inikey_ctx *c) {
+        struct tenant *t = c->obj;
+        t->bundle_paths = 0;
+        return streq(c->value, "none") ? 0 : words(c->value, add_path, t, c->origin, c->err);
+}
+
+int config_registry_object(struct inikey_ctx *ctx, const char *name, void **ret) {
+        struct config *c = config_of(ctx);
+        struct sbx_error *err = ctx->err;
+        const char *where = ctx->origin;
         for (size_t i = 0; i < c->n_registries; i++)
-                if (streq(c->registries[i].name, name))
-                        return &c->registries[i];
-        *ret = -EINVAL;
-        if (!name_valid(name)) {
-                BAD("%s: invalid registry name '%s'", where, name);
-                return NULL;
-        }
-        if (c->n_registries >= CONFIG_MAX_REGISTRIES) {
-                BAD("%s: more than %d registries", where, CONFIG_MAX_REGISTRIES);
-                return NULL;
-        }
+                if (streq(c->registries[i].name, name)) {
+                        *ret = &c->registries[i];
+                        return 0;
+                }
+        if (!name_valid(name))
+                return BAD("%s: invalid registry name '%s'", where, name);
+        if (c->n_registries >= CONFIG_MAX_REGISTRIES)
+                return BAD("%s: more than %d registries", where, CONFIG_MAX_REGISTRIES);
         struct registry_conf *n = realloc(c->registries, (c->n_registries + 1) * sizeof(*n));
-        *ret = -ENOMEM;
         if (!n)
-                return NULL;
+                return -ENOMEM;
         c->registries = n;
         struct registry_conf *r = &n[c->n_registries];
         memset(r, 0, sizeof(*r));
@@ -225,10 +170,11 @@ static struct registry_conf *registry_get(struct config *c, const char *name, co
         r->origin = strdup(where);
         if (!r->name || !r->origin) {
                 registry_free(r);
-                return NULL;
+                return -ENOMEM;
         }
         c->n_registries++;
-        return r;
+        *ret = r;
+        return 0;
 }
 
 static int add_key(void *data, const char *w, const char *where, struct sbx_error *err) {
@@ -270,43 +216,44 @@ static int url_key(struct registry_conf *r, const char *v, const char *where, st
         return 0;
 }
 
-int config_registry_key(struct config *c, const char *name, const char *k, const char *v, const char *where,
-                        struct sbx_error *err) {
-        int e = 0;
-        struct registry_conf *r = registry_get(c, name, where, err, &e);
-        if (!r)
-                return e;
-        if (streq(k, "url"))
-                return url_key(r, v, where, err);
-        if (streq(k, "keys")) {
-                r->n_keys = 0;
-                e = words(v, add_key, r, where, err);
-                if (e == 0 && r->n_keys == 0)
-                        return BAD("%s: keys: expected one or more minisign public key files", where);
-                return e;
-        }
-        if (streq(k, "offline")) {
-                if (streq(v, "fail"))
-                        r->offline = OFFLINE_FAIL;
-                else if (streq(v, "use-cached"))
-                        r->offline = OFFLINE_USE_CACHED;
-                else
-                        return BAD("%s: offline: expected fail or use-cached, got '%s'", where, v);
-                return 0;
-        }
-        if (streq(k, "index_ttl")) {
-                if (parse_duration_ms(v, &r->index_ttl_ms) < 0)
-                        return BAD("%s: index_ttl: invalid duration '%s'", where, v);
-                return 0;
-        }
-        if (streq(k, "timeout"))
-                return duration_key(where, k, v, 100, &r->timeout_ms, err);
-        if (streq(k, "connect_timeout"))
-                return duration_key(where, k, v, 100, &r->connect_timeout_ms, err);
-        if (streq(k, "stall_timeout"))
-                return duration_key(where, k, v, 1000, &r->stall_timeout_ms, err);
-        return BAD("%s: unknown key '%s' in [registry.%s]", where, k, name);
+static int k_url(struct inikey_ctx *c) {
+        return url_key(c->obj, c->value, c->origin, c->err);
 }
+
+static int k_keys(struct inikey_ctx *c) {
+        struct registry_conf *r = c->obj;
+        r->n_keys = 0;
+        int e = words(c->value, add_key, r, c->origin, c->err);
+        if (e == 0 && r->n_keys == 0)
+                return sbx_error_msg(c->err, EINVAL, "%s: keys: expected one or more minisign public key files", c->origin);
+        return e;
+}
+
+static const char *const offline_names[] = { [OFFLINE_FAIL] = "fail", [OFFLINE_USE_CACHED] = "use-cached", NULL };
+
+#define DAEMON(k, kind_, f, ...) { .section = "daemon", .key = k, .kind = INIKEY_##kind_, .off = offsetof(struct config, f), __VA_ARGS__ }
+#define TENANT(k, ...) { .section = "tenant.", .key = k, __VA_ARGS__ }
+#define REGISTRY(k, ...) { .section = CONFIG_REGISTRY_PREFIX, .key = k, __VA_ARGS__ }
+#define IN_REGISTRY(f) .off = offsetof(struct registry_conf, f)
+static const struct inikey keys[] = {
+        DAEMON("cache_size", SIZE, cache_size, .min = 1u << 20),
+        DAEMON("cache_max_age", DURATION, cache_max_age_ms, .min = 1000),
+        DAEMON("bundle_max_size", SIZE, bundle_max_size, .min = 1024),
+        DAEMON("bundle_max_unpacked", SIZE, bundle_max_unpacked, .min = 1024),
+        DAEMON("bundle_max_entries", UINT, bundle_max_entries, .min = 1, .max = 1000000),
+        TENANT("registry", .fn = k_registry),
+        TENANT("bundles_only", .kind = INIKEY_BOOL, .off = offsetof(struct tenant, bundles_only)),
+        TENANT("bundles", .fn = k_bundles),
+        TENANT("bundle_paths", .fn = k_bundle_paths),
+        REGISTRY("url", .fn = k_url),
+        REGISTRY("keys", .fn = k_keys),
+        REGISTRY("offline", .kind = INIKEY_ENUM, IN_REGISTRY(offline), .names = offline_names),
+        REGISTRY("index_ttl", .kind = INIKEY_DURATION, IN_REGISTRY(index_ttl_ms)),
+        REGISTRY("timeout", .kind = INIKEY_DURATION, IN_REGISTRY(timeout_ms), .min = 100),
+        REGISTRY("connect_timeout", .kind = INIKEY_DURATION, IN_REGISTRY(connect_timeout_ms), .min = 100),
+        REGISTRY("stall_timeout", .kind = INIKEY_DURATION, IN_REGISTRY(stall_timeout_ms), .min = 1000),
+};
+const struct inikey_table config_bundle_table = INIKEY_TABLE(keys);
 
 static int check_tenant(struct config *c, struct tenant *t, struct sbx_error *err) {
         if (!t->registry_name) {

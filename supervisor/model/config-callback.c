@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "conf.h"
+#include "config-keys.h"
 #include "parse.h"
 #include "proto.h"
 #include "urlmatch.h"
@@ -50,12 +50,6 @@ void tenant_callback_free(struct tenant *t) {
         t->cb_secret = NULL;
         t->cb_allow = NULL;
         t->n_cb_allow = 0;
-}
-
-bool config_callback_key_known(const char *section, const char *key) {
-        if (strncmp(section, "tenant.", 7) == 0)
-                return words_contain(CONFIG_CALLBACK_TENANT_KEYS, key);
-        return streq(section, "daemon") && words_contain(CONFIG_CALLBACK_DAEMON_KEYS, key);
 }
 
 /* A first look without libcurl, for the protocol parser (sbxctl links it):
@@ -94,36 +88,6 @@ int tenant_allows_callback(const struct tenant *t, const char *url, const char *
                         ok = urlmatch_allows(&t->cb_allow[i], &u);
         urlmatch_done(&u);
         return ok ? 0 : -EACCES;
-}
-
-static int duration_key(const char *where, const char *k, const char *v, uint64_t min_ms, uint64_t *dst, struct sbx_error *err) {
-        uint64_t n;
-        if (parse_duration_ms(v, &n) < 0 || n < min_ms)
-                return BAD("%s: %s: expected a duration of at least %" PRIu64 " ms, got '%s'", where, k, min_ms, v);
-        *dst = n;
-        return 0;
-}
-
-int config_callback_daemon_key(struct config *c, const char *k, const char *v, const char *where, struct sbx_error *err) {
-        if (streq(k, "callback_timeout"))
-                return duration_key(where, k, v, 100, &c->cb_timeout_ms, err);
-        if (streq(k, "callback_max_age"))
-                return duration_key(where, k, v, 1000, &c->cb_max_age_ms, err);
-        if (streq(k, "callback_backoff"))
-                return duration_key(where, k, v, 10, &c->cb_backoff_ms, err);
-        if (streq(k, "callback_backoff_max"))
-                return duration_key(where, k, v, 10, &c->cb_backoff_max_ms, err);
-        if (streq(k, "callback_concurrency")) {
-                if (parse_uint64(v, 256, &c->cb_concurrency) < 0 || c->cb_concurrency == 0)
-                        return BAD("%s: callback_concurrency: expected a number from 1 to 256, got '%s'", where, v);
-                return 0;
-        }
-        if (streq(k, "callback_memory_max")) {
-                if (parse_uint64(v, 1000000, &c->cb_memory_max) < 0 || c->cb_memory_max == 0)
-                        return BAD("%s: callback_memory_max: expected a number from 1 to 1000000, got '%s'", where, v);
-                return 0;
-        }
-        return -ENOENT;
 }
 
 /* The secret: the file's bytes without a final newline, 16 to 1024 of
@@ -206,41 +170,57 @@ static int set_allow(struct tenant *t, const char *v, const char *where, struct 
         return 0;
 }
 
-int config_callback_tenant_key(struct tenant *t, const char *k, const char *v, const char *where, struct sbx_error *err) {
-        if (streq(k, "callback_url")) {
-                struct urlmatch u;
-                const char *why = NULL;
-                if (!callback_url_valid(v))
-                        return BAD("%s: callback_url: expected an http:// or https:// URL with a host, at most %d bytes, got '%.64s'",
-                                   where, CONFIG_CALLBACK_MAX_URL, v);
-                int r = urlmatch_parse(v, &u, &why);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0)
-                        return BAD("%s: callback_url: '%.64s': %s", where, v, why);
-                urlmatch_done(&u);
-                char *s = strdup(v);
-                if (!s)
-                        return -ENOMEM;
-                free(t->cb_url);
-                t->cb_url = s;
-                return 0;
-        }
-        if (streq(k, "callback_secret_file"))
-                return read_secret(t, v, where, err);
-        if (streq(k, "callback_allow"))
-                return set_allow(t, v, where, err);
-        if (streq(k, "callback_progress")) {
-                uint64_t ms;
-                if (parse_duration_ms(v, &ms) < 0 || ms % 1000 || ms / 1000 > PROTO_MAX_PROGRESS)
-                        return BAD("%s: callback_progress: expected whole seconds from 0s to %ds between heartbeats (0s: no "
-                                   "progress callbacks), got '%s'",
-                                   where, PROTO_MAX_PROGRESS, v);
-                t->cb_progress_s = ms / 1000;
-                return 0;
-        }
-        return -ENOENT;
+static int k_url(struct inikey_ctx *c) {
+        struct urlmatch u;
+        const char *why = NULL, *v = c->value;
+        if (!callback_url_valid(v))
+                return sbx_error_msg(c->err, EINVAL,
+                                     "%s: callback_url: expected an http:// or https:// URL with a host, at most %d bytes, "
+                                     "got '%.64s'",
+                                     c->origin, CONFIG_CALLBACK_MAX_URL, v);
+        int r = urlmatch_parse(v, &u, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sbx_error_msg(c->err, EINVAL, "%s: callback_url: '%.64s': %s", c->origin, v, why);
+        urlmatch_done(&u);
+        return config_set_str(&((struct tenant *) c->obj)->cb_url, v);
 }
+
+static int k_secret(struct inikey_ctx *c) {
+        return read_secret(c->obj, c->value, c->origin, c->err);
+}
+
+static int k_allow(struct inikey_ctx *c) {
+        return set_allow(c->obj, c->value, c->origin, c->err);
+}
+
+static int k_progress(struct inikey_ctx *c) {
+        uint64_t ms;
+        if (parse_duration_ms(c->value, &ms) < 0 || ms % 1000 || ms / 1000 > PROTO_MAX_PROGRESS)
+                return sbx_error_msg(c->err, EINVAL,
+                                     "%s: callback_progress: expected whole seconds from 0s to %ds between heartbeats (0s: "
+                                     "no progress callbacks), got '%s'",
+                                     c->origin, PROTO_MAX_PROGRESS, c->value);
+        ((struct tenant *) c->obj)->cb_progress_s = ms / 1000;
+        return 0;
+}
+
+#define DAEMON(k, kind_, f, ...) { .section = "daemon", .key = k, .kind = INIKEY_##kind_, .off = offsetof(struct config, f), __VA_ARGS__ }
+#define TENANT(k, fn_) { .section = "tenant.", .key = k, .fn = fn_ }
+static const struct inikey keys[] = {
+        DAEMON("callback_timeout", DURATION, cb_timeout_ms, .min = 100),
+        DAEMON("callback_max_age", DURATION, cb_max_age_ms, .min = 1000),
+        DAEMON("callback_backoff", DURATION, cb_backoff_ms, .min = 10),
+        DAEMON("callback_backoff_max", DURATION, cb_backoff_max_ms, .min = 10),
+        DAEMON("callback_concurrency", UINT, cb_concurrency, .min = 1, .max = 256),
+        DAEMON("callback_memory_max", UINT, cb_memory_max, .min = 1, .max = 1000000),
+        TENANT("callback_url", k_url),
+        TENANT("callback_secret_file", k_secret),
+        TENANT("callback_allow", k_allow),
+        TENANT("callback_progress", k_progress),
+};
+const struct inikey_table config_callback_table = INIKEY_TABLE(keys);
 
 int config_callback_check(struct config *c, struct sbx_error *err) {
         if (c->cb_backoff_max_ms < c->cb_backoff_ms)

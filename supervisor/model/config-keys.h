@@ -11,78 +11,62 @@
 #include <sys/types.h>
 
 #include "conf.h"
-#include "inifile.h"
+#include "inikeys.h"
 
-enum conf_section {
-        SEC_DAEMON,
-        SEC_TENANT,
-};
+/* In a key's arg: "unlimited" is a value (CONFIG_UNSET). */
+#define CONF_UNLIMITED 1
 
-enum conf_kind {
-        CONF_SCALAR,  /* one line */
-        CONF_LIST,    /* words; an indented line adds more */
-};
-
-struct conf_key;
-
-/* One key line (or indented continuation) being applied. */
-struct cctx {
-        struct inifile *f;
-        struct config *c;
-        struct tenant *t;      /* the section's tenant; NULL in [daemon] */
-        const struct conf_key *def;
-        const char *v;
-        unsigned line;
-        bool continuation;
-};
-
-struct conf_key {
-        enum conf_section section;
-        const char *key;
-        enum conf_kind kind;
-        int (*fn)(struct cctx *c);
-        size_t off;            /* the field, in struct config or struct tenant */
-        uint64_t min, max;     /* bounds of numbers, sizes and durations; 0 = none */
-        bool unlimited;        /* "unlimited" is a value (CONFIG_UNSET) */
-};
+/* The file's configuration, and the tenant a [tenant.NAME] key is of
+ * (NULL in [daemon]). */
+static inline struct config *config_of(const struct inikey_ctx *c) {
+        return c->user;
+}
+static inline struct tenant *config_tenant(const struct inikey_ctx *c) {
+        return c->obj != c->user ? c->obj : NULL;
+}
 
 #define FAIL(c, ...) inifile_fail((c)->f, (c)->line, __VA_ARGS__)
 
-void *config_field(const struct cctx *c);
+/* The keys of bundles and registries (config-bundle.c) and of callbacks
+ * (config-callback.c). */
+extern const struct inikey_table config_bundle_table, config_callback_table;
+/* The registry of a [registry.NAME] section, made on its first key. */
+int config_registry_object(struct inikey_ctx *c, const char *name, void **ret);
+
 int config_set_str(char **dst, const char *v);
 int config_lookup_uid(const char *v, uid_t *ret);
 int config_lookup_gid(const char *v, gid_t *ret);
 /* Words separated by spaces, tabs or commas; calls fn on each. */
-int config_each_word(struct cctx *c, int (*fn)(struct cctx *, const char *));
+int config_each_word(struct inikey_ctx *c, int (*fn)(struct inikey_ctx *, const char *));
 
 /* config-kinds.c: the value kinds; each reads c->v into the key's field
- * (config_field()) within the key's bounds, or fails naming the line. */
-int config_kind_abs_path(struct cctx *c);
-int config_kind_listen(struct cctx *c);
-int config_kind_socket(struct cctx *c);
-int config_kind_socket_mode(struct cctx *c);
-int config_kind_group(struct cctx *c);
-int config_kind_profile_path(struct cctx *c);
-int config_kind_job_uids(struct cctx *c);
-int config_kind_cgroup(struct cctx *c);
-int config_kind_count(struct cctx *c);
-int config_kind_size(struct cctx *c);
-int config_kind_ring(struct cctx *c);
-int config_kind_duration(struct cctx *c);
-int config_kind_log_format(struct cctx *c);
-int config_kind_audit_fsync(struct cctx *c);
-int config_kind_bool(struct cctx *c);
+ * (inikey_field()) within the key's bounds, or fails naming the line. */
+int config_kind_abs_path(struct inikey_ctx *c);
+int config_kind_listen(struct inikey_ctx *c);
+int config_kind_socket(struct inikey_ctx *c);
+int config_kind_socket_mode(struct inikey_ctx *c);
+int config_kind_group(struct inikey_ctx *c);
+int config_kind_profile_path(struct inikey_ctx *c);
+int config_kind_job_uids(struct inikey_ctx *c);
+int config_kind_cgroup(struct inikey_ctx *c);
+int config_kind_count(struct inikey_ctx *c);
+int config_kind_size(struct inikey_ctx *c);
+int config_kind_ring(struct inikey_ctx *c);
+int config_kind_duration(struct inikey_ctx *c);
+int config_kind_log_format(struct inikey_ctx *c);
+int config_kind_audit_fsync(struct inikey_ctx *c);
+int config_kind_bool(struct inikey_ctx *c);
 
 /* config-net.c: the network keys of [daemon] and of tenants. */
-int config_net_modes(struct cctx *c);
-int config_net_allow(struct cctx *c);
-int config_net_deny_ports(struct cctx *c);
-int config_net_pool(struct cctx *c);
-int config_net_pool6(struct cctx *c);
-int config_net_dns_upstream(struct cctx *c);
-int config_net_dns_timeout(struct cctx *c);
-int config_net_deny(struct cctx *c);
-int config_net_max_names(struct cctx *c);
+int config_net_modes(struct inikey_ctx *c);
+int config_net_allow(struct inikey_ctx *c);
+int config_net_deny_ports(struct inikey_ctx *c);
+int config_net_pool(struct inikey_ctx *c);
+int config_net_pool6(struct inikey_ctx *c);
+int config_net_dns_upstream(struct inikey_ctx *c);
+int config_net_dns_timeout(struct inikey_ctx *c);
+int config_net_deny(struct inikey_ctx *c);
+int config_net_max_names(struct inikey_ctx *c);
 /* Once the file is read: a tenant's network_allow entry that reaches only
  * what restricted jobs never reach (netdeny.h, but the host's addresses)
  * is a mistake, said at once. */

@@ -14,20 +14,20 @@
 #include "proto.h"
 #include "util.h"
 
-static int add_net(struct cctx *c, const char *w) {
+static int add_net(struct inikey_ctx *c, const char *w) {
         if (streq(w, "none"))
-                c->t->net_modes |= NET_MODE_BIT(NET_NONE);
+                config_tenant(c)->net_modes |= NET_MODE_BIT(NET_NONE);
         else if (streq(w, "host"))
-                c->t->net_modes |= NET_MODE_BIT(NET_HOST);
+                config_tenant(c)->net_modes |= NET_MODE_BIT(NET_HOST);
         else if (streq(w, "restricted"))
-                c->t->net_modes |= NET_MODE_BIT(NET_RESTRICTED);
+                config_tenant(c)->net_modes |= NET_MODE_BIT(NET_RESTRICTED);
         else
                 return FAIL(c, "unknown network mode '%s' (none, host, restricted)", w);
         return 0;
 }
 
-static int add_net_allow(struct cctx *c, const char *w) {
-        struct tenant *t = c->t;
+static int add_net_allow(struct inikey_ctx *c, const char *w) {
+        struct tenant *t = config_tenant(c);
         struct sbx_error e;
         struct np_allow a;
         if (t->n_net_allow >= NETPOLICY_MAX_ALLOW)
@@ -42,14 +42,14 @@ static int add_net_allow(struct cctx *c, const char *w) {
         return 0;
 }
 
-int config_net_allow(struct cctx *c) {
+int config_net_allow(struct inikey_ctx *c) {
         if (!c->continuation)
-                c->t->n_net_allow = 0;
+                config_tenant(c)->n_net_allow = 0;
         return config_each_word(c, add_net_allow);
 }
 
-static int add_net_deny(struct cctx *c, const char *w) {
-        struct tenant *t = c->t;
+static int add_net_deny(struct inikey_ctx *c, const char *w) {
+        struct tenant *t = config_tenant(c);
         struct sbx_error e;
         if (t->n_net_deny >= NETPOLICY_MAX_DENY / 2)
                 return FAIL(c, "network_deny_ports: more than %d entries (a job has room for %d of its own and its tenant's)",
@@ -60,21 +60,21 @@ static int add_net_deny(struct cctx *c, const char *w) {
         return 0;
 }
 
-int config_net_deny_ports(struct cctx *c) {
+int config_net_deny_ports(struct inikey_ctx *c) {
         if (!c->continuation)
-                c->t->n_net_deny = 0;
+                config_tenant(c)->n_net_deny = 0;
         return config_each_word(c, add_net_deny);
 }
 
 /* network_pool: the IPv4 network restricted jobs' veth pairs take their
  * /30s from. */
-int config_net_pool(struct cctx *c) {
+int config_net_pool(struct inikey_ctx *c) {
         struct sbx_error e;
         struct np_allow a;
-        struct config *cf = c->c;
-        if (netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host || a.v6 || a.prefix < 96 + 8 || a.prefix > 96 + 28 ||
-            strchr(c->v, ':'))
-                return FAIL(c, "network_pool: expected an IPv4 network from /8 to /28 (e.g. 10.200.0.0/16), got '%s'", c->v);
+        struct config *cf = config_of(c);
+        if (netpolicy_parse_allow(c->value, &a, &e) < 0 || a.is_host || a.v6 || a.prefix < 96 + 8 || a.prefix > 96 + 28 ||
+            strchr(c->value, ':'))
+                return FAIL(c, "network_pool: expected an IPv4 network from /8 to /28 (e.g. 10.200.0.0/16), got '%s'", c->value);
         memcpy(&cf->net_pool, a.addr + 12, 4);
         cf->net_pool_prefix = a.prefix - 96;
         return 0;
@@ -83,17 +83,17 @@ int config_net_pool(struct cctx *c) {
 /* network_pool6: the IPv6 prefix restricted jobs' veth pairs take their
  * /126s from, at the IPv4 /30's slot: /48 to /110 has room for the most
  * slots a network_pool can have (65536). "none": IPv4 only. */
-int config_net_pool6(struct cctx *c) {
-        struct config *cf = c->c;
+int config_net_pool6(struct inikey_ctx *c) {
+        struct config *cf = config_of(c);
         char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
         uint8_t a[16];
-        if (strcmp(c->v, "none") == 0) {
+        if (strcmp(c->value, "none") == 0) {
                 cf->net_pool6_prefix = 0;
                 return 0;
         }
-        if (strlen(c->v) >= sizeof(buf))
+        if (strlen(c->value) >= sizeof(buf))
                 goto bad;
-        snprintf(buf, sizeof(buf), "%s", c->v);
+        snprintf(buf, sizeof(buf), "%s", c->value);
         if (!(slash = strchr(buf, '/')))
                 goto bad;
         *slash = '\0';
@@ -103,23 +103,23 @@ int config_net_pool6(struct cctx *c) {
                 goto bad;
         for (unsigned bit = (unsigned) prefix; bit < 128; bit++)
                 if (a[bit / 8] & (0x80u >> (bit % 8)))
-                        return FAIL(c, "network_pool6: '%s' has bits set past its /%lu (a network's address has none)", c->v, prefix);
+                        return FAIL(c, "network_pool6: '%s' has bits set past its /%lu (a network's address has none)", c->value, prefix);
         memcpy(cf->net_pool6, a, 16);
         cf->net_pool6_prefix = (unsigned) prefix;
         return 0;
 bad:
-        return FAIL(c, "network_pool6: expected an IPv6 network from /48 to /110 (e.g. fd5b:7a1c:4e02::/64) or none, got '%s'", c->v);
+        return FAIL(c, "network_pool6: expected an IPv6 network from /48 to /110 (e.g. fd5b:7a1c:4e02::/64) or none, got '%s'", c->value);
 }
 
 /* dns_upstream: ADDR, ADDR:PORT or [ADDR6]:PORT. */
-int config_net_dns_upstream(struct cctx *c) {
+int config_net_dns_upstream(struct inikey_ctx *c) {
         struct sbx_error e;
         struct np_allow a;
-        struct config *cf = c->c;
+        struct config *cf = config_of(c);
         char buf[64];
-        if (strlen(c->v) >= sizeof(buf) || strchr(c->v, '/') || netpolicy_parse_allow(c->v, &a, &e) < 0 || a.is_host ||
+        if (strlen(c->value) >= sizeof(buf) || strchr(c->value, '/') || netpolicy_parse_allow(c->value, &a, &e) < 0 || a.is_host ||
             a.prefix != 128 || (a.port_lo != a.port_hi && !(a.port_lo == 0 && a.port_hi == 65535)))
-                return FAIL(c, "dns_upstream: expected an IP address, with :PORT if not 53 ([ADDR]:PORT for IPv6), got '%s'", c->v);
+                return FAIL(c, "dns_upstream: expected an IP address, with :PORT if not 53 ([ADDR]:PORT for IPv6), got '%s'", c->value);
         uint16_t port = a.port_lo == a.port_hi ? a.port_lo : 53;
         memset(&cf->dns_upstream_addr, 0, sizeof(cf->dns_upstream_addr));
         if (a.v6) {
@@ -132,23 +132,23 @@ int config_net_dns_upstream(struct cctx *c) {
                 s4->sin_port = htons(port);
                 memcpy(&s4->sin_addr, a.addr + 12, 4);
         }
-        snprintf(cf->dns_upstream, sizeof(cf->dns_upstream), "%s", c->v);
+        snprintf(cf->dns_upstream, sizeof(cf->dns_upstream), "%s", c->value);
         return 0;
 }
 
 /* dns_upstream_timeout: past it the proxy answers SERVFAIL, so that the
  * job's resolver fails at once instead of at its own timeouts (glibc's:
  * 5 s, twice). */
-int config_net_dns_timeout(struct cctx *c) {
+int config_net_dns_timeout(struct inikey_ctx *c) {
         uint64_t ms;
-        if (parse_duration_ms(c->v, &ms) < 0 || ms < 100 || ms > 30000)
-                return FAIL(c, "dns_upstream_timeout: expected a duration from 100ms to 30s (e.g. 2s), got '%s'", c->v);
-        c->c->dns_upstream_timeout_ms = ms;
+        if (parse_duration_ms(c->value, &ms) < 0 || ms < 100 || ms > 30000)
+                return FAIL(c, "dns_upstream_timeout: expected a duration from 100ms to 30s (e.g. 2s), got '%s'", c->value);
+        config_of(c)->dns_upstream_timeout_ms = ms;
         return 0;
 }
 
-static int add_deny_net(struct cctx *c, const char *w) {
-        struct config *cf = c->c;
+static int add_deny_net(struct inikey_ctx *c, const char *w) {
+        struct config *cf = config_of(c);
         struct netdeny_net e = { .reason = ND_CONFIGURED };
         if (cf->n_net_deny >= NETDENY_MAX / 2)
                 return FAIL(c, "network_deny: more than %d entries", NETDENY_MAX / 2);
@@ -165,20 +165,20 @@ static int add_deny_net(struct cctx *c, const char *w) {
 
 /* network_deny: networks no restricted job reaches, with the fixed ones
  * (netdeny.h). */
-int config_net_deny(struct cctx *c) {
+int config_net_deny(struct inikey_ctx *c) {
         if (!c->continuation)
-                c->c->n_net_deny = 0;
+                config_of(c)->n_net_deny = 0;
         return config_each_word(c, add_deny_net);
 }
 
 /* network_max_names: distinct names one restricted job may have the DNS
  * proxy forward; each name it resolves may carry data out to whoever
  * serves the zone. */
-int config_net_max_names(struct cctx *c) {
+int config_net_max_names(struct inikey_ctx *c) {
         uint64_t n;
-        if (parse_uint64(c->v, 65536, &n) < 0 || n == 0)
-                return FAIL(c, "network_max_names: expected a number from 1 to 65536, got '%s'", c->v);
-        c->t->net_max_names = n;
+        if (parse_uint64(c->value, 65536, &n) < 0 || n == 0)
+                return FAIL(c, "network_max_names: expected a number from 1 to 65536, got '%s'", c->value);
+        config_tenant(c)->net_max_names = n;
         return 0;
 }
 
@@ -218,9 +218,9 @@ int config_net_check(const struct config *c, struct sbx_error *err) {
         return 0;
 }
 
-int config_net_modes(struct cctx *c) {
+int config_net_modes(struct inikey_ctx *c) {
         if (!c->continuation)
-                c->t->net_modes = 0;
+                config_tenant(c)->net_modes = 0;
         return config_each_word(c, add_net);
 }
 

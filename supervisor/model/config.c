@@ -133,16 +133,6 @@ void config_free(struct config *c) {
 
 #define CONFIG_MAX_FILE_SIZE (1024 * 1024)
 
-struct parse_state {
-        struct config *c;
-        struct sbx_error *err;
-        unsigned header_line;  /* of the last section header */
-};
-
-void *config_field(const struct cctx *c) {
-        return (char *) (c->t ? (void *) c->t : (void *) c->c) + c->def->off;
-}
-
 int config_set_str(char **dst, const char *v) {
         char *s = strdup(v);
         if (!s)
@@ -179,8 +169,8 @@ int config_lookup_gid(const char *v, gid_t *ret) {
 }
 
 /* Words separated by spaces, tabs or commas; calls fn on each. */
-int config_each_word(struct cctx *c, int (*fn)(struct cctx *, const char *)) {
-        _cleanup_free_ char *copy = strdup(c->v);
+int config_each_word(struct inikey_ctx *c, int (*fn)(struct inikey_ctx *, const char *)) {
+        _cleanup_free_ char *copy = strdup(c->value);
         char *save = NULL;
         if (!copy)
                 return -ENOMEM;
@@ -194,8 +184,8 @@ int config_each_word(struct cctx *c, int (*fn)(struct cctx *, const char *)) {
 
 /* ---- tenant keys ---- */
 
-static int add_uid(struct cctx *c, const char *w) {
-        struct tenant *t = c->t;
+static int add_uid(struct inikey_ctx *c, const char *w) {
+        struct tenant *t = config_tenant(c);
         uid_t u;
         if (config_lookup_uid(w, &u) < 0)
                 return FAIL(c, "unknown user '%s'", w);
@@ -209,8 +199,8 @@ static int add_uid(struct cctx *c, const char *w) {
         return 0;
 }
 
-static int add_gid(struct cctx *c, const char *w) {
-        struct tenant *t = c->t;
+static int add_gid(struct inikey_ctx *c, const char *w) {
+        struct tenant *t = config_tenant(c);
         gid_t g;
         if (config_lookup_gid(w, &g) < 0)
                 return FAIL(c, "unknown group '%s'", w);
@@ -224,8 +214,8 @@ static int add_gid(struct cctx *c, const char *w) {
         return 0;
 }
 
-static int add_profile(struct cctx *c, const char *w) {
-        struct tenant *t = c->t;
+static int add_profile(struct inikey_ctx *c, const char *w) {
+        struct tenant *t = config_tenant(c);
         if (!streq(w, "*") && !name_valid(w))
                 return FAIL(c, "invalid profile name '%s'", w);
         if (t->n_profiles >= CONFIG_MAX_PROFILES)
@@ -240,18 +230,18 @@ static int add_profile(struct cctx *c, const char *w) {
         return 0;
 }
 
-static int k_uids(struct cctx *c) {
+static int k_uids(struct inikey_ctx *c) {
         return config_each_word(c, add_uid);
 }
 
-static int k_gids(struct cctx *c) {
+static int k_gids(struct inikey_ctx *c) {
         return config_each_word(c, add_gid);
 }
 
 /* A new "profiles =" line replaces the list (the default "default"); its
  * indented continuation lines add to it. */
-static int k_profiles(struct cctx *c) {
-        struct tenant *t = c->t;
+static int k_profiles(struct inikey_ctx *c) {
+        struct tenant *t = config_tenant(c);
         if (!c->continuation) {
                 for (size_t i = 0; i < t->n_profiles; i++)
                         free(t->profiles[i]);
@@ -260,11 +250,11 @@ static int k_profiles(struct cctx *c) {
         return config_each_word(c, add_profile);
 }
 
-static int k_job_user(struct cctx *c) {
-        struct tenant *t = c->t;
+static int k_job_user(struct inikey_ctx *c) {
+        struct tenant *t = config_tenant(c);
         t->job_user_set = true;
-        if (config_lookup_uid(c->v, &t->job_uid) < 0)
-                return FAIL(c, "job_user: unknown user '%s'", c->v);
+        if (config_lookup_uid(c->value, &t->job_uid) < 0)
+                return FAIL(c, "job_user: unknown user '%s'", c->value);
         if (t->job_uid == 0)
                 return FAIL(c, "job_user: jobs never run as root");
         /* The user's own group, unless job_group says otherwise. */
@@ -274,275 +264,169 @@ static int k_job_user(struct cctx *c) {
         return 0;
 }
 
-static int k_job_group(struct cctx *c) {
-        struct tenant *t = c->t;
-        if (config_lookup_gid(c->v, &t->job_gid) < 0)
-                return FAIL(c, "job_group: unknown group '%s'", c->v);
+static int k_job_group(struct inikey_ctx *c) {
+        struct tenant *t = config_tenant(c);
+        if (config_lookup_gid(c->value, &t->job_gid) < 0)
+                return FAIL(c, "job_group: unknown group '%s'", c->value);
         if (t->job_gid == 0)
                 return FAIL(c, "job_group: jobs never run as group root");
         t->job_group_set = true;
         return 0;
 }
 
-static int k_default_profile(struct cctx *c) {
-        if (!name_valid(c->v))
-                return FAIL(c, "default_profile: invalid profile name '%s'", c->v);
-        return config_set_str(&c->t->default_profile, c->v);
+static int k_default_profile(struct inikey_ctx *c) {
+        if (!name_valid(c->value))
+                return FAIL(c, "default_profile: invalid profile name '%s'", c->value);
+        return config_set_str(&config_tenant(c)->default_profile, c->value);
 }
 
-static int k_default_timeout(struct cctx *c) {
-        c->t->default_timeout_set = true;
+static int k_default_timeout(struct inikey_ctx *c) {
+        config_tenant(c)->default_timeout_set = true;
         return config_kind_duration(c);
 }
 
-static int k_max_cpu(struct cctx *c) {
+static int k_max_cpu(struct inikey_ctx *c) {
         uint64_t ms = 0;
-        if (streq(c->v, "unlimited")) {
-                c->t->max_cpu_s = CONFIG_UNSET;
+        if (streq(c->value, "unlimited")) {
+                config_tenant(c)->max_cpu_s = CONFIG_UNSET;
                 return 0;
         }
-        if (parse_duration_ms(c->v, &ms) < 0)
-                return FAIL(c, "max_cpu: invalid duration '%s'", c->v);
-        c->t->max_cpu_s = (ms + 999) / 1000;
+        if (parse_duration_ms(c->value, &ms) < 0)
+                return FAIL(c, "max_cpu: invalid duration '%s'", c->value);
+        config_tenant(c)->max_cpu_s = (ms + 999) / 1000;
         return 0;
 }
 
-static int k_max_cpus(struct cctx *c) {
+static int k_max_cpus(struct inikey_ctx *c) {
         uint64_t m;
-        if (streq(c->v, "unlimited")) {
-                c->t->max_cpu_milli = CONFIG_UNSET;
+        if (streq(c->value, "unlimited")) {
+                config_tenant(c)->max_cpu_milli = CONFIG_UNSET;
                 return 0;
         }
-        if (parse_cpus_milli(c->v, &m) < 0 || m < PROTO_CPUS_MIN_MILLI || m > PROTO_CPUS_MAX_MILLI)
-                return FAIL(c, "max_cpus: invalid number of CPUs '%s' (0.01 to 1024, e.g. 0.5 or 2, or unlimited)", c->v);
-        c->t->max_cpu_milli = m;
+        if (parse_cpus_milli(c->value, &m) < 0 || m < PROTO_CPUS_MIN_MILLI || m > PROTO_CPUS_MAX_MILLI)
+                return FAIL(c, "max_cpus: invalid number of CPUs '%s' (0.01 to 1024, e.g. 0.5 or 2, or unlimited)", c->value);
+        config_tenant(c)->max_cpu_milli = m;
         return 0;
 }
 
-static int k_over_limit(struct cctx *c) {
-        if (streq(c->v, "reject"))
-                c->t->over_limit = OVER_LIMIT_REJECT;
-        else if (streq(c->v, "clamp"))
-                c->t->over_limit = OVER_LIMIT_CLAMP;
+static int k_over_limit(struct inikey_ctx *c) {
+        if (streq(c->value, "reject"))
+                config_tenant(c)->over_limit = OVER_LIMIT_REJECT;
+        else if (streq(c->value, "clamp"))
+                config_tenant(c)->over_limit = OVER_LIMIT_CLAMP;
         else
-                return FAIL(c, "over_limit: expected 'reject' or 'clamp', got '%s'", c->v);
+                return FAIL(c, "over_limit: expected 'reject' or 'clamp', got '%s'", c->value);
         return 0;
 }
 
 /* ---- the table ---- */
 
-#define DAEMON(k, kind_, fn_, ...) { .section = SEC_DAEMON, .key = k, .kind = kind_, .fn = fn_, __VA_ARGS__ }
-#define TENANT(k, kind_, fn_, ...) { .section = SEC_TENANT, .key = k, .kind = kind_, .fn = fn_, __VA_ARGS__ }
+#define DAEMON(k, rep, fn_, ...) { .section = "daemon", .key = k, .repeat = INIKEY_##rep, .fn = fn_, __VA_ARGS__ }
+#define TENANT(k, rep, fn_, ...) { .section = TENANT_PREFIX, .key = k, .repeat = INIKEY_##rep, .fn = fn_, __VA_ARGS__ }
 #define IN_CONFIG(f) .off = offsetof(struct config, f)
 #define IN_TENANT(f) .off = offsetof(struct tenant, f)
 
-static const struct conf_key keys[] = {
-        DAEMON("socket", CONF_SCALAR, config_kind_socket, IN_CONFIG(socket_path)),
-        DAEMON("socket_mode", CONF_SCALAR, config_kind_socket_mode, IN_CONFIG(socket_mode)),
-        DAEMON("socket_group", CONF_SCALAR, config_kind_group, IN_CONFIG(socket_gid)),
-        DAEMON("state_dir", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(state_dir)),
-        DAEMON("workspace_dir", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(work_dir)),
-        DAEMON("launcher", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(launcher)),
-        DAEMON("profile_path", CONF_SCALAR, config_kind_profile_path, IN_CONFIG(profile_path)),
-        DAEMON("cgroup", CONF_SCALAR, config_kind_cgroup, IN_CONFIG(cgroup_root)),
-        DAEMON("max_jobs", CONF_SCALAR, config_kind_count, IN_CONFIG(max_jobs)),
-        DAEMON("max_queue", CONF_SCALAR, config_kind_count, IN_CONFIG(max_queue)),
-        DAEMON("max_connections", CONF_SCALAR, config_kind_count, IN_CONFIG(max_connections)),
-        DAEMON("max_tenant_connections", CONF_SCALAR, config_kind_count, IN_CONFIG(max_tenant_connections)),
-        DAEMON("request_memory", CONF_SCALAR, config_kind_size, IN_CONFIG(request_memory), .min = 1u << 20),
-        DAEMON("job_uids", CONF_SCALAR, config_kind_job_uids),
-        DAEMON("max_request", CONF_SCALAR, config_kind_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
-        DAEMON("client_buffer", CONF_SCALAR, config_kind_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
-        DAEMON("kill_grace", CONF_SCALAR, config_kind_duration, IN_CONFIG(kill_grace_ms)),
-        DAEMON("network_ring", CONF_SCALAR, config_kind_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
-        DAEMON("network_events", CONF_SCALAR, config_kind_count, IN_CONFIG(network_events)),
-        DAEMON("network_pool", CONF_SCALAR, config_net_pool),
-        DAEMON("network_pool6", CONF_SCALAR, config_net_pool6),
-        DAEMON("dns_upstream", CONF_SCALAR, config_net_dns_upstream),
-        DAEMON("dns_upstream_timeout", CONF_SCALAR, config_net_dns_timeout, IN_CONFIG(dns_upstream_timeout_ms)),
-        DAEMON("network_deny", CONF_LIST, config_net_deny),
-        DAEMON("request_timeout", CONF_SCALAR, config_kind_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
-        DAEMON("retention", CONF_SCALAR, config_kind_duration, IN_CONFIG(retention_ms)),
-        DAEMON("log_format", CONF_SCALAR, config_kind_log_format),
-        DAEMON("audit_log", CONF_SCALAR, config_kind_abs_path, IN_CONFIG(audit_log)),
-        DAEMON("audit_fsync", CONF_SCALAR, config_kind_audit_fsync),
-        DAEMON("metrics_listen", CONF_SCALAR, config_kind_listen, IN_CONFIG(metrics_listen)),
-        DAEMON("allow_unauthenticated", CONF_SCALAR, config_kind_bool, IN_CONFIG(allow_unauthenticated)),
+#define TENANT_PREFIX "tenant."
 
-        TENANT("uids", CONF_LIST, k_uids),
-        TENANT("gids", CONF_LIST, k_gids),
-        TENANT("job_user", CONF_SCALAR, k_job_user),
-        TENANT("job_group", CONF_SCALAR, k_job_group),
-        TENANT("profiles", CONF_LIST, k_profiles),
-        TENANT("default_profile", CONF_SCALAR, k_default_profile),
-        TENANT("default_timeout", CONF_SCALAR, k_default_timeout, IN_TENANT(default_timeout_ms)),
-        TENANT("max_timeout", CONF_SCALAR, config_kind_duration, IN_TENANT(max_timeout_ms)),
-        TENANT("max_memory", CONF_SCALAR, config_kind_size, IN_TENANT(max_memory), .unlimited = true),
-        TENANT("max_processes", CONF_SCALAR, config_kind_count, IN_TENANT(max_processes), .unlimited = true),
-        TENANT("max_cpu", CONF_SCALAR, k_max_cpu),
-        TENANT("max_cpus", CONF_SCALAR, k_max_cpus),
-        TENANT("max_output", CONF_SCALAR, config_kind_size, IN_TENANT(max_output), .unlimited = true),
-        TENANT("max_disk", CONF_SCALAR, config_kind_size, IN_TENANT(max_disk), .unlimited = true),
-        TENANT("max_upload", CONF_SCALAR, config_kind_size, IN_TENANT(max_upload), .unlimited = true),
-        TENANT("max_artifacts", CONF_SCALAR, config_kind_size, IN_TENANT(max_artifacts), .unlimited = true),
-        TENANT("max_jobs", CONF_SCALAR, config_kind_count, IN_TENANT(max_jobs)),
-        TENANT("max_queue", CONF_SCALAR, config_kind_count, IN_TENANT(max_queue)),
-        TENANT("network", CONF_LIST, config_net_modes),
-        TENANT("network_allow", CONF_LIST, config_net_allow),
-        TENANT("network_deny_ports", CONF_LIST, config_net_deny_ports),
-        TENANT("network_max_names", CONF_SCALAR, config_net_max_names, IN_TENANT(net_max_names)),
-        TENANT("over_limit", CONF_SCALAR, k_over_limit),
+static const struct inikey keys[] = {
+        DAEMON("socket", ONCE, config_kind_socket, IN_CONFIG(socket_path)),
+        DAEMON("socket_mode", ONCE, config_kind_socket_mode, IN_CONFIG(socket_mode)),
+        DAEMON("socket_group", ONCE, config_kind_group, IN_CONFIG(socket_gid)),
+        DAEMON("state_dir", ONCE, config_kind_abs_path, IN_CONFIG(state_dir)),
+        DAEMON("workspace_dir", ONCE, config_kind_abs_path, IN_CONFIG(work_dir)),
+        DAEMON("launcher", ONCE, config_kind_abs_path, IN_CONFIG(launcher)),
+        DAEMON("profile_path", ONCE, config_kind_profile_path, IN_CONFIG(profile_path)),
+        DAEMON("cgroup", ONCE, config_kind_cgroup, IN_CONFIG(cgroup_root)),
+        DAEMON("max_jobs", ONCE, config_kind_count, IN_CONFIG(max_jobs)),
+        DAEMON("max_queue", ONCE, config_kind_count, IN_CONFIG(max_queue)),
+        DAEMON("max_connections", ONCE, config_kind_count, IN_CONFIG(max_connections)),
+        DAEMON("max_tenant_connections", ONCE, config_kind_count, IN_CONFIG(max_tenant_connections)),
+        DAEMON("request_memory", ONCE, config_kind_size, IN_CONFIG(request_memory), .min = 1u << 20),
+        DAEMON("job_uids", ONCE, config_kind_job_uids),
+        DAEMON("max_request", ONCE, config_kind_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
+        DAEMON("client_buffer", ONCE, config_kind_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
+        DAEMON("kill_grace", ONCE, config_kind_duration, IN_CONFIG(kill_grace_ms)),
+        DAEMON("network_ring", ONCE, config_kind_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
+        DAEMON("network_events", ONCE, config_kind_count, IN_CONFIG(network_events)),
+        DAEMON("network_pool", ONCE, config_net_pool),
+        DAEMON("network_pool6", ONCE, config_net_pool6),
+        DAEMON("dns_upstream", ONCE, config_net_dns_upstream),
+        DAEMON("dns_upstream_timeout", ONCE, config_net_dns_timeout, IN_CONFIG(dns_upstream_timeout_ms)),
+        DAEMON("network_deny", APPEND, config_net_deny),
+        DAEMON("request_timeout", ONCE, config_kind_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
+        DAEMON("retention", ONCE, config_kind_duration, IN_CONFIG(retention_ms)),
+        DAEMON("log_format", ONCE, config_kind_log_format),
+        DAEMON("audit_log", ONCE, config_kind_abs_path, IN_CONFIG(audit_log)),
+        DAEMON("audit_fsync", ONCE, config_kind_audit_fsync),
+        DAEMON("metrics_listen", ONCE, config_kind_listen, IN_CONFIG(metrics_listen)),
+        DAEMON("allow_unauthenticated", ONCE, config_kind_bool, IN_CONFIG(allow_unauthenticated)),
+
+        TENANT("uids", APPEND, k_uids),
+        TENANT("gids", APPEND, k_gids),
+        TENANT("job_user", ONCE, k_job_user),
+        TENANT("job_group", ONCE, k_job_group),
+        TENANT("profiles", APPEND, k_profiles),
+        TENANT("default_profile", ONCE, k_default_profile),
+        TENANT("default_timeout", ONCE, k_default_timeout, IN_TENANT(default_timeout_ms)),
+        TENANT("max_timeout", ONCE, config_kind_duration, IN_TENANT(max_timeout_ms)),
+        TENANT("max_memory", ONCE, config_kind_size, IN_TENANT(max_memory), .arg = CONF_UNLIMITED),
+        TENANT("max_processes", ONCE, config_kind_count, IN_TENANT(max_processes), .arg = CONF_UNLIMITED),
+        TENANT("max_cpu", ONCE, k_max_cpu),
+        TENANT("max_cpus", ONCE, k_max_cpus),
+        TENANT("max_output", ONCE, config_kind_size, IN_TENANT(max_output), .arg = CONF_UNLIMITED),
+        TENANT("max_disk", ONCE, config_kind_size, IN_TENANT(max_disk), .arg = CONF_UNLIMITED),
+        TENANT("max_upload", ONCE, config_kind_size, IN_TENANT(max_upload), .arg = CONF_UNLIMITED),
+        TENANT("max_artifacts", ONCE, config_kind_size, IN_TENANT(max_artifacts), .arg = CONF_UNLIMITED),
+        TENANT("max_jobs", ONCE, config_kind_count, IN_TENANT(max_jobs)),
+        TENANT("max_queue", ONCE, config_kind_count, IN_TENANT(max_queue)),
+        TENANT("network", APPEND, config_net_modes),
+        TENANT("network_allow", APPEND, config_net_allow),
+        TENANT("network_deny_ports", APPEND, config_net_deny_ports),
+        TENANT("network_max_names", ONCE, config_net_max_names, IN_TENANT(net_max_names)),
+        TENANT("over_limit", ONCE, k_over_limit),
 };
-
-static const struct conf_key *key_find(enum conf_section sec, const char *key) {
-        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-                if (keys[i].section == sec && streq(keys[i].key, key))
-                        return &keys[i];
-        return NULL;
-}
-
-static void section_keys(enum conf_section sec, char *buf, size_t len) {
-        size_t used = 0;
-        buf[0] = '\0';
-        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-                if (keys[i].section == sec) {
-                        int w = snprintf(buf + used, len - used, "%s%s", used ? " " : "", keys[i].key);
-                        if (w < 0 || (size_t) w >= len - used)
-                                break;
-                        used += (size_t) w;
-                }
-}
 
 /* ---- sections ---- */
 
-#define TENANT_PREFIX "tenant."
-
-static bool section_of(const char *section, enum conf_section *ret) {
-        if (streq(section, "daemon"))
-                *ret = SEC_DAEMON;
-        else if (strncmp(section, TENANT_PREFIX, strlen(TENANT_PREFIX)) == 0)
-                *ret = SEC_TENANT;
-        else
-                return false;
-        return true;
-}
-
 /* The tenant of a [tenant.NAME] section, made on its first key. */
-static int section_tenant(struct inifile *f, struct parse_state *ps, const char *tn, unsigned line,
-                          struct tenant **ret) {
-        struct config *c = ps->c;
+static int section_tenant(struct inikey_ctx *c, const char *tn, struct tenant **ret) {
+        struct config *cf = config_of(c);
         if (streq(tn, "anonymous")) {
-                *ret = &c->anonymous;
+                *ret = &cf->anonymous;
                 return 0;
         }
-        for (size_t i = 0; i < c->n_tenants; i++)
-                if (streq(c->tenants[i].name, tn)) {
-                        *ret = &c->tenants[i];
+        for (size_t i = 0; i < cf->n_tenants; i++)
+                if (streq(cf->tenants[i].name, tn)) {
+                        *ret = &cf->tenants[i];
                         return 0;
                 }
         if (!name_valid(tn))
-                return inifile_fail(f, line, "invalid tenant name '%s'", tn);
-        if (c->n_tenants >= CONFIG_MAX_TENANTS)
-                return inifile_fail(f, line, "too many tenants (at most %d)", CONFIG_MAX_TENANTS);
-        struct tenant *n = realloc(c->tenants, (c->n_tenants + 1) * sizeof(*n));
+                return FAIL(c, "invalid tenant name '%s'", tn);
+        if (cf->n_tenants >= CONFIG_MAX_TENANTS)
+                return FAIL(c, "too many tenants (at most %d)", CONFIG_MAX_TENANTS);
+        struct tenant *n = realloc(cf->tenants, (cf->n_tenants + 1) * sizeof(*n));
         if (!n)
-                return sbx_error_set(ps->err, ENOMEM, "%s", inifile_name(f));
-        c->tenants = n;
-        struct tenant *t = &n[c->n_tenants++];
+                return -ENOMEM;
+        cf->tenants = n;
+        struct tenant *t = &n[cf->n_tenants++];
         tenant_defaults(t);
         t->name = strdup(tn);
-        if (asprintf(&t->origin, "%s:%u", inifile_name(f), ps->header_line ? ps->header_line : line) < 0)
+        if (asprintf(&t->origin, "%s:%u", inifile_name(c->f), c->section_line) < 0)
                 t->origin = NULL;
         if (!t->name || !t->origin || !t->profiles)
-                return sbx_error_set(ps->err, ENOMEM, "%s", inifile_name(f));
+                return -ENOMEM;
         *ret = t;
         return 0;
 }
 
-static int on_section(struct inifile *f, const char *section, unsigned line, void *user) {
-        struct parse_state *ps = user;
-        (void) f;
-        (void) section;
-        ps->header_line = line;
+/* What a section's keys fill: the configuration, a tenant or a registry. */
+static int section_object(struct inikey_ctx *c, void **ret) {
+        if (strncmp(c->section, TENANT_PREFIX, strlen(TENANT_PREFIX)) == 0)
+                return section_tenant(c, c->section + strlen(TENANT_PREFIX), (struct tenant **) ret);
+        if (strncmp(c->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
+                return config_registry_object(c, c->section + strlen(CONFIG_REGISTRY_PREFIX), ret);
+        *ret = c->user;
         return 0;
-}
-
-static bool key_known(const char *section, const char *key, void *user) {
-        enum conf_section sec;
-        (void) user;
-        return (section_of(section, &sec) && key_find(sec, key)) || config_bundle_key_known(section, key) ||
-               config_callback_key_known(section, key);
-}
-
-/* The keys of bundles (config-bundle.c), each on one line: -ENOENT when
- * key is none of theirs. */
-static int bundle_entry(struct inifile *f, struct parse_state *ps, const struct inifile_entry *e, struct tenant *t) {
-        char where[PATH_MAX + 32];
-        bool cb = config_callback_key_known(e->section, e->key);
-        if (!cb && !config_bundle_key_known(e->section, e->key))
-                return -ENOENT;
-        if (e->continuation)
-                return inifile_fail(f, e->line, "%s: takes a single line (an indented line continues the previous key)",
-                                    e->key);
-        snprintf(where, sizeof(where), "%s:%u", inifile_name(f), e->line);
-        if (strncmp(e->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
-                return config_registry_key(ps->c, e->section + strlen(CONFIG_REGISTRY_PREFIX), e->key, e->value, where,
-                                           ps->err);
-        if (cb)
-                return t ? config_callback_tenant_key(t, e->key, e->value, where, ps->err)
-                         : config_callback_daemon_key(ps->c, e->key, e->value, where, ps->err);
-        if (t)
-                return config_bundle_tenant_key(t, e->key, e->value, where, ps->err);
-        return config_bundle_daemon_key(ps->c, e->key, e->value, where, ps->err);
-}
-
-static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user) {
-        struct parse_state *ps = user;
-        struct cctx c = { .f = f, .c = ps->c, .v = e->value, .line = e->line, .continuation = e->continuation };
-        enum conf_section sec;
-        char known[1024];
-        int r;
-
-        /* Unknown sections are found at their first key: an empty one is
-         * harmless. */
-        if (strncmp(e->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0) {
-                r = bundle_entry(f, ps, e, NULL);
-                if (r == -ENOENT)
-                        return inifile_fail(f, e->line, "unknown key '%s' in [%s] (known: %s)", e->key, e->section,
-                                            CONFIG_REGISTRY_KEYS);
-                return r;
-        }
-        if (!section_of(e->section, &sec))
-                return inifile_fail(f, e->line,
-                                    "unknown section [%s] (known: daemon, " TENANT_PREFIX "NAME, " CONFIG_REGISTRY_PREFIX "NAME)",
-                                    e->section);
-        c.def = key_find(sec, e->key);
-        if (!c.def) {
-                if (sec == SEC_TENANT) {
-                        r = section_tenant(f, ps, e->section + strlen(TENANT_PREFIX), e->line, &c.t);
-                        if (r < 0)
-                                return r;
-                }
-                r = bundle_entry(f, ps, e, c.t);
-                if (r != -ENOENT)
-                        return r;
-                section_keys(sec, known, sizeof(known));
-                return inifile_fail(f, e->line, "unknown key '%s' in [%s] (known: %s %s %s)", e->key, e->section, known,
-                                    sec == SEC_TENANT ? CONFIG_BUNDLE_TENANT_KEYS : CONFIG_BUNDLE_DAEMON_KEYS,
-                                    sec == SEC_TENANT ? CONFIG_CALLBACK_TENANT_KEYS : CONFIG_CALLBACK_DAEMON_KEYS);
-        }
-        if (e->continuation && c.def->kind != CONF_LIST)
-                return inifile_fail(f, e->line, "%s: takes a single line (an indented line continues the previous key)",
-                                    e->key);
-        if (sec == SEC_TENANT) {
-                r = section_tenant(f, ps, e->section + strlen(TENANT_PREFIX), e->line, &c.t);
-                if (r < 0)
-                        return r;
-        }
-        r = c.def->fn(&c);
-        if (r < 0 && (!ps->err || !ps->err->code))
-                r = sbx_error_set(ps->err, r, "%s:%u", inifile_name(f), e->line);
-        return r;
 }
 
 /* Checks across keys and tenants, once the whole file is read. */
@@ -574,17 +458,18 @@ static int config_validate(struct config *c, struct sbx_error *err) {
 }
 
 static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {
-        static const struct inifile_ops ops = { .section = on_section, .entry = on_entry, .key_known = key_known };
-        struct parse_state ps = { .c = c, .err = err };
-        int r;
-
+        const struct inikey_table tables[] = { INIKEY_TABLE(keys), config_bundle_table, config_callback_table };
+        const struct inikey_format fmt = {
+                .tables = tables,
+                .n_tables = ARRAY_SIZE(tables),
+                .sections = "daemon, " TENANT_PREFIX "NAME, " CONFIG_REGISTRY_PREFIX "NAME",
+                .last_wins = true,
+                .object = section_object,
+        };
         if (config_set_str(&c->path, name) < 0)
                 return sbx_error_set(err, ENOMEM, "%s", name);
-        sbx_error_clear(err);
-        r = inifile_parse(name, text, len, &ops, &ps, err);
-        if (r < 0)
-                return r;
-        return config_validate(c, err);
+        int r = inikeys_parse(&fmt, name, text, len, c, err);
+        return r < 0 ? r : config_validate(c, err);
 }
 
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err) {
@@ -595,7 +480,5 @@ int config_load(struct config *c, const char *path, struct sbx_error *err) {
         _cleanup_free_ char *text = NULL;
         size_t len;
         int r = inifile_read(path, CONFIG_MAX_FILE_SIZE, &text, &len, err);
-        if (r < 0)
-                return r;
-        return load_text(c, path, text, len, err);
+        return r < 0 ? r : load_text(c, path, text, len, err);
 }

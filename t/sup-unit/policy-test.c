@@ -279,9 +279,9 @@ static void bad_conf(const char *text, const char *needle) {
 }
 
 static void test_config_errors(void **state) {
-        bad_conf("[daemon]\nnosuch = 1\n", "bad.conf:2: unknown key 'nosuch' in [daemon]");
+        bad_conf("[daemon]\nnosuch = 1\n", "bad.conf:2: daemon.nosuch: unknown key (known in [daemon]: socket ");
         bad_conf("[daemon]\n\nmax_jobs = many\n", "bad.conf:3: max_jobs: invalid number 'many'");
-        bad_conf("[daemons]\nx = 1\n", "bad.conf:2: unknown section [daemons]");
+        bad_conf("[daemons]\nx = 1\n", "bad.conf:1: unknown section [daemons]");
         bad_conf("[daemon]\nsocket = relative\n", "bad.conf:2: socket: must be an absolute path");
         bad_conf("[tenant.a]\nuids = nosuchuser_zz\n", "bad.conf:2: unknown user 'nosuchuser_zz'");
         bad_conf("[tenant.a]\nuids = 5\njob_user = root\n", "bad.conf:3: job_user: jobs never run as root");

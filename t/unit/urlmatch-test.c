@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "conf.h"
+#include "config-keys.h"
 #include "urlmatch.h"
 
 /* Does the prefix rule allow url? Both must parse. */
@@ -146,11 +146,21 @@ static void test_same_origin(void **state) {
         urlmatch_done(&c);
 }
 
+/* The callback_allow line of a tenant section, applied through the key table. */
+static int allow_key(struct tenant *t, const char *v, const char *origin, struct sbx_error *err) {
+        const struct inikey_format fmt = { .tables = &config_callback_table, .n_tables = 1 };
+        int why = 0;
+        struct inikey_ctx c = { .section = "tenant.t", .value = v, .origin = origin, .obj = t, .err = err };
+        c.def = inikeys_find(&fmt, c.section, "callback_allow", &why);
+        assert_non_null(c.def);
+        return inikeys_apply(&fmt, &c);
+}
+
 /* callback_allow in a tenant section: bad entries name where and why. */
 static void allow_key_fails(const char *v, const char *want) {
         struct tenant t = { 0 };
         struct sbx_error err = { 0 };
-        int rc = config_callback_tenant_key(&t, "callback_allow", v, "sbx.conf:12", &err);
+        int rc = allow_key(&t, v, "sbx.conf:12", &err);
         assert_int_equal(rc, -EINVAL);
         if (!strstr(err.msg, "sbx.conf:12: callback_allow: ") || !strstr(err.msg, want))
                 fail_msg("'%s': got '%s', want '%s'", v, err.msg, want);
@@ -167,8 +177,7 @@ static void test_allow_key(void **state) {
         allow_key_fails("http://h.example/x?q=1", "query");
         allow_key_fails("http://h.example/x#f", "fragment");
         allow_key_fails("ftp://h.example/", "http");
-        assert_int_equal(config_callback_tenant_key(&t, "callback_allow", "http://127.0.0.1:18080/hooks https://[::1]/b",
-                                                    "sbx.conf:3", &err),
+        assert_int_equal(allow_key(&t, "http://127.0.0.1:18080/hooks https://[::1]/b", "sbx.conf:3", &err),
                          0);
         t.cb_secret = (unsigned char *) "k";
         assert_int_equal(tenant_allows_callback(&t, "http://127.0.0.1:18080/hooks/1", &why), 0);
