@@ -319,6 +319,8 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
 int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         int r;
         memset(d, 0, sizeof(*d));
+        /* First: daemon_done() walks it whatever failed after. */
+        list_init(&d->results_waiters);
         d->cfg = cfg;
         d->dirs.state_fd = d->dirs.results_fd = d->dirs.work_fd = -1;
         d->listener.fd = -1;

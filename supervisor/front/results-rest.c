@@ -64,7 +64,6 @@ static void batch_done(struct work *w) {
 }
 
 int results_open(struct daemon *d) {
-        list_init(&d->results_waiters);
         int r = result_index_open(&d->done, d->dirs.results_fd, &d->results_rest);
         if (r < 0)
                 return r;
