@@ -348,7 +348,8 @@ static int reconcile(struct result_index *ix, size_t *stale, struct missing **re
                 ix->n = w;
                 result_index_relink(ix);
         }
-        qsort(m, nm, sizeof(*m), cmp_ino);
+        if (nm > 1) /* (qsort wants an array, even of none) */
+                qsort(m, nm, sizeof(*m), cmp_ino);
         *ret_m = TAKE_PTR(m);
         *ret_n = nm;
         return 0;
