@@ -8,6 +8,7 @@ int sched_init(struct scheduler *s, const struct config *cfg) {
         list_init(&s->queue);
         s->cfg = cfg;
         s->all = (struct sched_count) { 0 };
+        s->gate = (struct sched_gate) { 0 }; /* none until the daemon sets one */
         s->max_running = cfg->max_jobs;
         s->max_queued = cfg->max_queue;
         s->tenant = calloc(cfg->n_tenants + 1, sizeof(*s->tenant));
