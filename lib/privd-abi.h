@@ -31,6 +31,8 @@ enum privd_type {
          * reserved; the helper answers -EOPNOTSUPP until it does them. */
         PRIVD_NET_OPEN,
         PRIVD_NET_CLOSE,
+        PRIVD_JOB_TERM,        /* struct privd_job         -> struct privd_reply */
+        PRIVD_JOB_WAIT,        /* struct privd_job         -> struct privd_reply (.status) */
         PRIVD_TYPE_MAX,
 };
 #define PRIVD_REPLY 0x8000u
@@ -89,7 +91,11 @@ struct privd_job_open {
         uint64_t workspace_bytes;
 };
 
-/* JOB_KILL (cgroup.kill: every process of the job, at once) and
+/* JOB_WAIT: how the job's launcher ended (the helper is its parent, so
+ * only it can tell): -EAGAIN while it runs; once per job.
+ * JOB_TERM (SIGTERM to the job's launcher, which forwards it to the
+ * command: the start of its grace period; a spawned job whose launcher
+ * has not been reaped), JOB_KILL (cgroup.kill: every process of the job, at once) and
  * JOB_CLOSE (kill, then every process of the job's uid, remove the
  * cgroup, unmount and remove the workspace, return the uid to the pool). */
 struct privd_job {
@@ -102,10 +108,13 @@ struct privd_job {
  * for each bit of fds, in the order of the bits; each must be of the kind
  * named here, or the request is refused. The launcher gets them as its
  * descriptors 0..7 (launch-abi.h); the helper writes its command line:
- *   sbx-launch [--info-fd 5 --block-fd 6] --json-status-fd 3
- *              --profile /dev/fd/4 -- ARGV...
+ *   sbx-launch [--info-fd 5 --block-fd 6] --json-status-fd 3 ARGV...
  * where ARGV are the NUL-terminated strings of the PRIVD_FD_ARGV file:
- * the helper splits them at NUL and reads nothing else into them. */
+ * the helper splits them at NUL and reads nothing else into them. They
+ * are the launcher's options (its profiles: the front's generated one is
+ * --profile /dev/fd/4), "--" and the command: nothing the launcher can be
+ * told gives it more than the job's uid already has, so the helper need
+ * not check what it is told. */
 enum privd_fd {
         PRIVD_FD_STDIN = 0,    /* pipe, socket, regular file or /dev/null; absent: /dev/null */
         PRIVD_FD_STDOUT,       /* pipe, socket or /dev/null; absent: /dev/null */
@@ -140,6 +149,8 @@ struct privd_reply {
         struct privd_handle job;  /* JOB_OPEN */
         int32_t pid;              /* SPAWN: the launcher's pid */
         uint32_t limits;          /* JOB_OPEN: PRIVD_LIMIT_* the cgroup enforces */
+        int32_t status;           /* JOB_WAIT: the launcher's wait status (waitpid(2)) */
+        uint32_t reserved;
 };
 #define PRIVD_LIMIT_MEMORY 1u
 #define PRIVD_LIMIT_PIDS 2u

@@ -58,6 +58,7 @@ sbin_PROGRAMS += supervisor/sbx-supervisord
 supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/main.c \
 	supervisor/front/daemon.h supervisor/front/daemon.c \
+	supervisor/front/privsep.h supervisor/front/privsep.c \
 	supervisor/store/statedir.h supervisor/store/statedir.c \
 	supervisor/front/listener.h supervisor/front/listener.c \
 	supervisor/front/conn.h supervisor/front/conn.c \
@@ -72,6 +73,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/job/jobs.h supervisor/job/jobs.c \
 	supervisor/job/runner.h supervisor/job/runner.c \
 	supervisor/job/prepare.h supervisor/job/prepare.c \
+	supervisor/job/privc.h supervisor/job/privc.c \
+	supervisor/job/privjob.h supervisor/job/privjob.c \
 	supervisor/job/capture.h supervisor/job/capture.c \
 	supervisor/front/subscribe.h supervisor/front/subscribe.c \
 	supervisor/job/commit.h supervisor/job/commit.c \
@@ -95,9 +98,9 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/priv/veth.h supervisor/priv/veth.c supervisor/priv/nft.h supervisor/priv/nft.c supervisor/priv/netfwd.h supervisor/priv/netfwd.c \
 	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
-supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
+supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS) -DSBX_LIBEXECDIR='"$(libexecdir)"' -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SECCOMP_LIBS) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 bin_PROGRAMS += supervisor/sbxctl

@@ -18,6 +18,8 @@
 #include "audit.h"
 #include "bundle.h"
 #include "daemon.h"
+#include "privjob.h"
+#include "privsep.h"
 #include "metrics-http.h"
 #include "dnsproxy.h"
 #include "netjob.h"
@@ -224,6 +226,12 @@ static void caps_setup(struct daemon *d) {
  * that is not root cannot, and says what that costs. */
 static int isolation_setup(struct daemon *d, struct sbx_error *err) {
         const struct config *cfg = d->cfg;
+        if (privjob_on(d)) {
+                d->own_mounts = true;
+                log_info("jobs run as uids %u-%u of sbx-privd, one each, in cgroups and workspaces it makes", d->privc.uid_first,
+                         d->privc.uid_first + d->privc.uid_count - 1);
+                return 0;
+        }
         if (geteuid() != 0) {
                 log_warning("not running as root: jobs run as this daemon's own uid, share it with each other and with the "
                             "daemon (they can reach each other's processes and files), RLIMIT_NPROC counts them all "
@@ -287,14 +295,23 @@ static int timers_setup(struct daemon *d, struct sbx_error *err) {
  * connect meanwhile wait in the backlog), recovery before serving. */
 static int open_state(struct daemon *d, struct sbx_error *err) {
         struct config *cfg = d->cfg;
-        int r = statedir_open(&d->dirs, cfg, err);
+        int r;
+        /* The line is drawn before anything else is opened. */
+        if (cfg->user) {
+                r = cgroup_setup(cfg->cgroup_root, &d->cg, err);
+                if (r < 0)
+                        return r;
+                r = privsep_start(cfg, d->cg.enabled ? d->cg.root : NULL, &d->privc, err);
+                if (r < 0)
+                        return r;
+        }
+        r = statedir_open(&d->dirs, cfg, err);
         if (r < 0)
                 return r;
         r = listener_open(&d->listener, cfg, err);
         if (r < 0)
                 return r;
-        r = cgroup_setup(cfg->cgroup_root, &d->cg, err);
-        if (r < 0)
+        if (!cfg->user && (r = cgroup_setup(cfg->cgroup_root, &d->cg, err)) < 0)
                 return r;
         caps_setup(d);
         r = isolation_setup(d, err);
@@ -326,6 +343,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         d->listener.fd = -1;
         d->journal.fd = -1;
         d->cpu_src.fd = -1;
+        d->privc.fd = -1;
         /* Output past its cap is moved there by the kernel (splice). */
         d->null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
         jobs_init(&d->jobs);
@@ -424,6 +442,8 @@ void daemon_done(struct daemon *d) {
         result_index_free(&d->done);
         cgroup_teardown(&d->cg);
         uidpool_done(&d->uids);
+        if (d->privc.fd >= 0)
+                privc_close(&d->privc);
         conns_done(&d->conns);
         sched_done(&d->sched);
         statedir_close(&d->dirs);

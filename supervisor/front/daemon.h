@@ -24,6 +24,7 @@
 #include "result.h"
 #include "sched.h"
 #include "statedir.h"
+#include "privc.h"
 #include "uidpool.h"
 
 struct bundles;
@@ -41,6 +42,7 @@ struct daemon {
         struct statedir dirs;
         struct cgroup_ctx cg;
         struct daemon_caps caps;
+        struct privc privc;       /* sbx-privd (fd -1: none; this process does what needs root) */
         struct uidpool uids;      /* job uids (empty: jobs run as their tenant's job user) */
         bool own_mounts;          /* workspaces are tmpfs mounts of their own */
         int null_fd;              /* /dev/null, where output past its cap goes */

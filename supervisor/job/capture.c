@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "privjob.h"
 #include "cgroup.h"
 #include "daemon.h"
 #include "jobevents.h"
@@ -272,7 +273,15 @@ static void on_pidfd(struct source *s, uint32_t events) {
         struct capture *cap = &rj->cap;
         siginfo_t si;
         memset(&si, 0, sizeof(si));
-        if (waitid((idtype_t) P_PIDFD, (id_t) cap->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+        if (privjob_on(rj->d)) {
+                /* The helper is the launcher's parent. */
+                int st;
+                if (privjob_wait(rj, &st) < 0)
+                        return;
+                si.si_pid = rj->pid;
+                si.si_code = WIFEXITED(st) ? CLD_EXITED : CLD_KILLED;
+                si.si_status = WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st);
+        } else if (waitid((idtype_t) P_PIDFD, (id_t) cap->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
         cap->exited = true;
         rj->t_us[T_EXITED] = now_mono_us();
@@ -286,7 +295,9 @@ static void on_pidfd(struct source *s, uint32_t events) {
         close_src(&cap->pid_src, &cap->pidfd);
         /* Stragglers outside the launcher's control (none should exist)
          * must not keep the pipes open or outlive the job. */
-        if (rj->cgroup_fd >= 0)
+        if (privjob_on(rj->d))
+                (void) privjob_kill(rj);
+        else if (rj->cgroup_fd >= 0)
                 cgroup_job_kill(&rj->d->cg, rj->cgroup_fd);
         for (int i = 0; i < 2; i++) {
                 /* EAGAIN with the writer gone means empty. */

@@ -265,8 +265,9 @@ void commit_submit(struct daemon *d) {
                 cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.results_fd, .tmp = rj->rec_tmp,
                                                             .name = rj->rec_name, .data = rj->rec_text, .len = rj->rec_len,
                                                             .after = entry };
-                cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.work_fd, .name = rj->j.id, .remove = true,
-                                                            .path = d->dirs.work_path };
+                if (d->dirs.work_fd >= 0)
+                        cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.work_fd, .name = rj->j.id, .remove = true,
+                                                                    .path = d->dirs.work_path };
         }
         cm->sreq.n_files = nf;
         cm->sreq.journal_fd = cm->inflight.journal ? d->journal.fd : -1;

@@ -10,6 +10,7 @@
 
 #include "capture.h"
 #include "outbox.h"
+#include "privd-abi.h"
 #include "job.h"
 #include "loop.h"
 #include "netevents.h"
@@ -45,6 +46,10 @@ struct rjob {
         bool cpu_watched;         /* its cgroup's CPU time is checked against cpu_s */
         bool own_uid;             /* its uid is from the pool (given back by prepare_release) */
         bool ws_mounted;          /* its workspace is a tmpfs of its own */
+        /* privjob.c: the job as sbx-privd holds it, when the front runs without privilege */
+        struct privd_handle ph;
+        bool ph_open;             /* JOB_OPEN answered, JOB_CLOSE not yet sent */
+        int ws_fd;                /* its workspace, from JOB_OPEN, until the artifacts are out */
         char *prep_error;         /* why its workspace could not be made */
         char setup_step[32];      /* the launcher's failed set-up step, or "" (for the metrics) */
         /* its callback's outbox entry, written with its record (commit.c) */
@@ -75,6 +80,7 @@ struct rjob {
         json_t *artifacts;
         json_t *limit_hit;        /* the record's "limit_hit", or NULL */
         bool artifacts_truncated;
+        bool collect;             /* artifacts to copy out (runner_end) */
         char *artifacts_error;
         json_t *rec;
         char *rec_text;           /* as stored, until synced */

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "netjob.h"
 #include "prepare.h"
+#include "privjob.h"
 #include "runner.h"
 #include "spawn.h"
 #include "workspace.h"
@@ -21,6 +22,8 @@ static int assign_ids(struct rjob *rj) {
         struct daemon *d = rj->d;
         const struct tenant *t = rj->j.tenant;
         uid_t uid;
+        if (privjob_on(d))
+                return privjob_uid(rj);
         if (d->uids.size && !t->job_user_set) {
                 int r = uidpool_take(&d->uids, &uid);
                 if (r < 0)
@@ -40,6 +43,11 @@ static void prepare_run(struct work *w) {
         struct daemon *d = rj->d;
         struct sbx_error err;
         sbx_error_clear(&err);
+        if (privjob_on(d)) {
+                if (privjob_open(rj, &err) < 0)
+                        rj->prep_error = strdup(err.msg[0] ? err.msg : "out of memory");
+                return;
+        }
         struct workspace_spec ws = {
                 .work_dirfd = d->dirs.work_fd,
                 .work_path = d->dirs.work_path,
@@ -88,7 +96,7 @@ void prepare_begin(struct rjob *rj) {
                 runner_end(rj);
                 return;
         }
-        if (d->cg.enabled) {
+        if (d->cg.enabled && !privjob_on(d)) {
                 r = cgroup_job_create(&d->cg, rj->j.id, &rj->j.pol, &rj->cgroup_fd, &rj->cg_limits);
                 if (r < 0) {
                         log_warning(JOB_LOG ": no cgroup (%s); limits go to rlimits", JOB_LOG_ARGS(&rj->j), strerror(-r));
@@ -147,6 +155,15 @@ static void kill_uid_done(struct work *w) {
 void prepare_release(struct rjob *rj) {
         struct daemon *d = rj->d;
         struct uid_return *u = NULL;
+        if (privjob_on(d)) {
+                /* The rest is the helper's, closed once the artifacts
+                 * are out (runner_end). */
+                if (rj->cgroup_fd >= 0) {
+                        close(rj->cgroup_fd);
+                        rj->cgroup_fd = -1;
+                }
+                return;
+        }
         if (rj->own_uid) {
                 u = calloc(1, sizeof(*u));
                 if (u) {
@@ -184,3 +201,4 @@ void prepare_reap_uid(struct daemon *d, uid_t uid) {
         if (r < 0)
                 log_warning("recovery: job uid %u: %s", (unsigned) uid, strerror(-r));
 }
+

@@ -24,6 +24,7 @@
 #include "netjob.h"
 #include "netveth.h"
 #include "prepare.h"
+#include "privjob.h"
 #include "runner.h"
 #include "spawn.h"
 #include "workspace.h"
@@ -49,6 +50,12 @@ static int arm_timer(struct rjob *rj, uint64_t ms) {
  * launcher's process group (the launcher's pid 1 takes the namespace with
  * it when the launcher dies). */
 static void hard_kill(struct rjob *rj) {
+        if (privjob_on(rj->d)) {
+                int r = privjob_kill(rj);
+                if (r < 0)
+                        log_error(JOB_LOG ": sbx-privd: JOB_KILL: %s", JOB_LOG_ARGS(&rj->j), strerror(-r));
+                return;
+        }
         if (rj->cgroup_fd >= 0 && cgroup_job_kill(&rj->d->cg, rj->cgroup_fd) == 0)
                 return;
         if (rj->pid > 0 && !rj->cap.exited) {
@@ -65,8 +72,13 @@ void runner_stop(struct rjob *rj, enum job_event why) {
                 uint64_t grace_ms = rj->d->cfg->kill_grace_ms;
                 /* SIGTERM first: the launcher forwards it to the command,
                  * which gets the grace period to clean up. */
-                if (rj->pid > 0 && !rj->cap.exited)
-                        kill(rj->pid, SIGTERM);
+                if (rj->pid > 0 && !rj->cap.exited) {
+                        if (!privjob_on(rj->d))
+                                kill(rj->pid, SIGTERM);
+                        else if (privjob_term(rj) < 0)
+                                log_warning(JOB_LOG ": sbx-privd: JOB_TERM refused: the grace period passes without it",
+                                            JOB_LOG_ARGS(&rj->j));
+                }
                 int r = arm_timer(rj, grace_ms);
                 if (r < 0) {
                         /* No timer to end the grace period: no grace. */
@@ -182,6 +194,8 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .cgroup_fd = rj->cgroup_fd,
                 .err_fd = p->report[1],
         };
+        if (privjob_on(d))
+                return privjob_spawn(rj, ls, sp.fds, ret_pidfd);
         int r = spawn_launcher(&sp, &rj->pid, ret_pidfd);
         /* An audited job runs in its cgroup or not at all: out of it, no
          * program would see its connections. */
@@ -230,7 +244,10 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
         struct daemon *d = rj->d;
         const struct run_request *run = &rj->j.req.run;
         char ws[4200];
-        snprintf(ws, sizeof(ws), "%s/%s", d->dirs.work_path, rj->j.id);
+        if (privjob_on(d))
+                privjob_workspace(rj, ws, sizeof(ws));
+        else
+                snprintf(ws, sizeof(ws), "%s/%s", d->dirs.work_path, rj->j.id);
         /* The cache is root's alone: a bundle's tree reaches its job as a
          * mount. A daemon that may not mount runs its jobs as its own
          * user, who reaches the tree by its path. */
@@ -301,10 +318,14 @@ void runner_launch(struct rjob *rj) {
                 }
                 if (r < 0) {
                         /* Nothing watches the launcher: it must not run unwatched. */
-                        kill(-rj->pid, SIGKILL);
-                        kill(rj->pid, SIGKILL);
-                        siginfo_t si;
-                        waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                        if (privjob_on(d))
+                                hard_kill(rj); /* the helper reaps it */
+                        else {
+                                kill(-rj->pid, SIGKILL);
+                                kill(rj->pid, SIGKILL);
+                                siginfo_t si;
+                                waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED);
+                        }
                 }
         }
         if (r < 0) {
@@ -402,8 +423,7 @@ void runner_exited(struct rjob *rj) {
         runner_end(rj);
 }
 
-static void artifacts_run(struct work *w) {
-        struct rjob *rj = container_of(w, struct rjob, work);
+static void collect(struct rjob *rj) {
         struct sbx_error e;
         const struct run_request *run = &rj->j.req.run;
         sbx_error_clear(&e);
@@ -416,13 +436,23 @@ static void artifacts_run(struct work *w) {
                         sbx_error_set(&e, errno, "artifacts");
                 /* One syncfs for every copy instead of an fsync each: a job
                  * with many small artifacts costs one flush, not thousands. */
-                else if (workspace_collect(rj->d->dirs.work_fd, rj->j.id, run->artifacts, run->n_artifacts, rj->j.pol.artifacts,
+                else if (workspace_collect(rj->ws_fd >= 0 ? rj->ws_fd : rj->d->dirs.work_fd, rj->ws_fd >= 0 ? "." : rj->j.id, run->artifacts, run->n_artifacts, rj->j.pol.artifacts,
                                            adir, &rj->artifacts, &rj->artifacts_truncated, &e) == 0 &&
                          syncfs(adir) < 0)
                         sbx_error_set(&e, errno, "artifacts: syncfs");
         }
         if (e.msg[0])
                 rj->artifacts_error = strdup(e.msg);
+}
+
+/* The artifacts out, then (a front without privilege) the job's uid,
+ * cgroup and workspace given back to sbx-privd. */
+static void artifacts_run(struct work *w) {
+        struct rjob *rj = container_of(w, struct rjob, work);
+        if (rj->collect)
+                collect(rj);
+        if (privjob_on(rj->d))
+                privjob_close(rj);
 }
 
 static void artifacts_done(struct work *w) {
@@ -482,8 +512,10 @@ void runner_end(struct rjob *rj) {
         }
         prepare_release(rj);
         runner_schedule(d);
-        /* Copying artifacts may take long: off the loop. */
-        if (rj->j.req.run.n_artifacts > 0 && was_running && capture_result_dir(rj) >= 0) {
+        /* Copying artifacts may take long, and so may the helper's
+         * removal of a job: off the loop. */
+        rj->collect = rj->j.req.run.n_artifacts > 0 && was_running && capture_result_dir(rj) >= 0;
+        if (rj->collect || privjob_on(d)) {
                 rj->work.run = artifacts_run;
                 rj->work.done = artifacts_done;
                 worker_submit(&rj->work);

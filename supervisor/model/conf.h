@@ -116,6 +116,10 @@ struct config {
         char *state_dir;
         char *work_dir;            /* NULL: STATE/work */
         char *launcher;
+        char *user;                /* the front's user (privsep.c), or NULL: one process, as root */
+        uid_t user_uid;
+        gid_t user_gid;
+        char *helper;              /* sbx-privd; NULL: the installed one */
         char *profile_path;        /* colon-separated directories */
         char *cgroup_root;         /* "auto", "none" or a cgroup2 directory */
         uid_t job_uid_first;       /* job_uids: a uid of its own per job from this range */

@@ -116,6 +116,8 @@ void config_free(struct config *c) {
         free(c->state_dir);
         free(c->work_dir);
         free(c->launcher);
+        free(c->user);
+        free(c->helper);
         free(c->profile_path);
         free(c->cgroup_root);
         free(c->audit_log);
@@ -264,6 +266,21 @@ static int k_job_user(struct inikey_ctx *c) {
         return 0;
 }
 
+/* The front's user: never root, and its own group. */
+static int k_user(struct inikey_ctx *c) {
+        struct config *cf = c->obj;
+        struct passwd *pw = getpwnam(c->value);
+        if (!pw)
+                return FAIL(c, "user: unknown user '%s'", c->value);
+        if (pw->pw_uid == 0 || pw->pw_gid == 0)
+                return FAIL(c, "user: '%s' is root or in root's group: the front runs without privilege", c->value);
+        free(cf->user);
+        cf->user = strdup(c->value);
+        cf->user_uid = pw->pw_uid;
+        cf->user_gid = pw->pw_gid;
+        return cf->user ? 0 : -ENOMEM;
+}
+
 static int k_job_group(struct inikey_ctx *c) {
         struct tenant *t = config_tenant(c);
         if (config_lookup_gid(c->value, &t->job_gid) < 0)
@@ -335,6 +352,8 @@ static const struct inikey keys[] = {
         DAEMON("state_dir", ONCE, config_kind_abs_path, IN_CONFIG(state_dir)),
         DAEMON("workspace_dir", ONCE, config_kind_abs_path, IN_CONFIG(work_dir)),
         DAEMON("launcher", ONCE, config_kind_abs_path, IN_CONFIG(launcher)),
+        DAEMON("user", ONCE, k_user),
+        DAEMON("helper", ONCE, config_kind_abs_path, IN_CONFIG(helper)),
         DAEMON("profile_path", ONCE, config_kind_profile_path, IN_CONFIG(profile_path)),
         DAEMON("cgroup", ONCE, config_kind_cgroup, IN_CONFIG(cgroup_root)),
         DAEMON("max_jobs", ONCE, config_kind_count, IN_CONFIG(max_jobs)),

@@ -162,7 +162,7 @@ static int upload_cmp(const void *a, const void *b) {
         return strcmp(x->path, y->path);
 }
 
-static int write_uploads(int fd, const struct run_request *run, struct sbx_error *err) {
+int workspace_write_uploads(int fd, const struct run_request *run, struct sbx_error *err) {
         if (run->n_files == 0)
                 return 0;
         /* In sorted order the files of one directory come together (the
@@ -211,7 +211,7 @@ int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, struct
         _cleanup_close_ int fd = openat(ws->work_dirfd, ws->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return sbx_error_set(err, errno, "workspace %s", ws->id);
-        int r = write_uploads(fd, ws->run, err);
+        int r = workspace_write_uploads(fd, ws->run, err);
         if (r < 0)
                 return r;
         r = chown_tree(fd, ws->uid, ws->gid, 0);

@@ -33,6 +33,10 @@ struct workspace_spec {
  * not on the event loop. */
 int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, struct sbx_error *err);
 
+/* The request's uploads, written below the directory fd (which must be
+ * fresh: they are created, never replaced). */
+int workspace_write_uploads(int fd, const struct run_request *run, struct sbx_error *err);
+
 /* Copy files of work/ID matching globs into dest_dirfd, at most 10,000
  * files and cap bytes; *ret is a JSON array of {path, size, sha256}. The
  * copies are not synced: the caller syncs them (syncfs) before the record

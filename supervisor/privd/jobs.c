@@ -5,6 +5,7 @@
  * states), never against what the front says it holds. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -85,6 +86,12 @@ int privd_uid_release(struct privd *p, const struct privd_uid *m) {
         return 0;
 }
 
+static void reaped(struct pjob *j, int st) {
+        j->pid = 0;
+        j->wstatus = st;
+        j->reaped = true;
+}
+
 /* Undo what job_open made, in reverse; the state is set by the caller.
  * release: give the uid back to the pool (JOB_CLOSE), or leave it taken
  * by the front (a JOB_OPEN that failed). */
@@ -97,8 +104,9 @@ static int job_teardown(struct privd *p, struct pjob *j, bool release) {
         }
         /* The launcher is in the cgroup, so it is dead by now: reap it
          * before counting the uid's processes (a zombie still counts). */
-        if (j->pid > 0 && waitpid(j->pid, NULL, 0) == j->pid)
-                j->pid = 0;
+        int st;
+        if (j->pid > 0 && waitpid(j->pid, &st, 0) == j->pid)
+                reaped(j, st);
         /* Anything of the uid that is not in the cgroup (there should be
          * nothing: the launcher was cloned into it). */
         r = spawn_kill_uid(j->uid, j->uid);
@@ -168,6 +176,21 @@ fail:
         return r;
 }
 
+int privd_job_term(struct privd *p, const struct privd_job *m) {
+        int r;
+        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        if (!j)
+                return r;
+        if (j->state != PJOB_SPAWNED)
+                return privd_refuse(&m->h, -EPROTO, "job %s is %s: JOB_TERM needs a spawned job", j->name, state_names[j->state]);
+        /* Reaped: the pid may be another process's by now. */
+        if (j->pid <= 0)
+                return privd_refuse(&m->h, -ESRCH, "job %s: its launcher has exited", j->name);
+        if (kill(j->pid, SIGTERM) < 0)
+                return privd_refuse(&m->h, -errno, "job %s: kill", j->name);
+        return 0;
+}
+
 int privd_job_kill(struct privd *p, const struct privd_job *m) {
         int r;
         struct pjob *j = lookup(p, &m->h, m->job, &r);
@@ -212,10 +235,30 @@ void privd_close_all(struct privd *p) {
 
 void privd_reap(struct privd *p) {
         pid_t pid;
-        while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+        int st;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
                 for (uint32_t i = 0; i < p->conf->max_jobs; i++)
                         if (p->jobs[i].pid == pid)
-                                p->jobs[i].pid = 0;
+                                reaped(&p->jobs[i], st);
+}
+
+int privd_job_wait(struct privd *p, const struct privd_job *m, struct privd_reply *rep) {
+        int r, st;
+        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        if (!j)
+                return r;
+        if (j->state != PJOB_SPAWNED && j->state != PJOB_KILLED)
+                return privd_refuse(&m->h, -EPROTO, "job %s is %s: JOB_WAIT needs a spawned job", j->name, state_names[j->state]);
+        if (j->waited)
+                return privd_refuse(&m->h, -ECHILD, "job %s: its end was told already", j->name);
+        /* SIGCHLD may not have been read yet. */
+        if (!j->reaped && j->pid > 0 && waitpid(j->pid, &st, WNOHANG) == j->pid)
+                reaped(j, st);
+        if (!j->reaped)
+                return -EAGAIN; /* not a refusal: it runs */
+        j->waited = true;
+        rep->status = j->wstatus;
+        return 0;
 }
 
 /* What kind of file each launcher descriptor may be (privd-abi.h). */
@@ -289,7 +332,7 @@ static int launch(struct privd *p, struct pjob *j, const struct privd_hdr *h, co
                 for (size_t i = 0; i < ARRAY_SIZE(hs); i++)
                         argv[k++] = (char *) hs[i];
         }
-        static const char *const head[] = { "--json-status-fd", SBX_LAUNCH_FD_STATUS_ARG, "--profile", SBX_LAUNCH_PROFILE_FD_PATH, "--" };
+        static const char *const head[] = { "--json-status-fd", SBX_LAUNCH_FD_STATUS_ARG };
         for (size_t i = 0; i < ARRAY_SIZE(head); i++)
                 argv[k++] = (char *) head[i];
         int r = read_argv(h, slots[PRIVD_FD_ARGV], buf, argv + k, &n_args);

@@ -31,7 +31,9 @@ struct pjob {
         uint32_t gen;
         uid_t uid;
         int cgroup_fd;            /* the job's cgroup directory */
-        pid_t pid;                /* the launcher, once spawned */
+        pid_t pid;                /* the launcher, once spawned, until reaped */
+        int wstatus;              /* how it ended, once reaped */
+        bool reaped, waited;      /* reaped: wstatus is set; waited: JOB_WAIT told it */
         char name[32];            /* "job-p<slot>-<gen>": cgroup and workspace */
 };
 
@@ -74,6 +76,8 @@ int privd_setup(struct privd *p, const struct privd_conf *conf);
 int privd_uid_take(struct privd *p, const struct privd_hdr *h, uint32_t *ret_uid);
 int privd_uid_release(struct privd *p, const struct privd_uid *m);
 int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd_reply *rep, int ret_fds[2]);
+int privd_job_term(struct privd *p, const struct privd_job *m);
+int privd_job_wait(struct privd *p, const struct privd_job *m, struct privd_reply *rep);
 int privd_job_kill(struct privd *p, const struct privd_job *m);
 int privd_job_close(struct privd *p, const struct privd_job *m);
 /* fds: the received descriptors, in the order of m->fds' bits; taken. */

@@ -25,6 +25,7 @@ static const char *const type_names[PRIVD_TYPE_MAX] = {
         [PRIVD_HELLO] = "HELLO",         [PRIVD_UID_TAKE] = "UID_TAKE",   [PRIVD_UID_RELEASE] = "UID_RELEASE",
         [PRIVD_JOB_OPEN] = "JOB_OPEN",   [PRIVD_JOB_KILL] = "JOB_KILL",   [PRIVD_JOB_CLOSE] = "JOB_CLOSE",
         [PRIVD_SPAWN] = "SPAWN",         [PRIVD_NET_OPEN] = "NET_OPEN",   [PRIVD_NET_CLOSE] = "NET_CLOSE",
+        [PRIVD_JOB_TERM] = "JOB_TERM",   [PRIVD_JOB_WAIT] = "JOB_WAIT",
 };
 
 /* The exact size of each request. */
@@ -33,7 +34,8 @@ static const uint32_t type_sizes[PRIVD_TYPE_MAX] = {
         [PRIVD_UID_RELEASE] = sizeof(struct privd_uid),   [PRIVD_JOB_OPEN] = sizeof(struct privd_job_open),
         [PRIVD_JOB_KILL] = sizeof(struct privd_job),      [PRIVD_JOB_CLOSE] = sizeof(struct privd_job),
         [PRIVD_SPAWN] = sizeof(struct privd_spawn),       [PRIVD_NET_OPEN] = sizeof(struct privd_job),
-        [PRIVD_NET_CLOSE] = sizeof(struct privd_job),
+        [PRIVD_NET_CLOSE] = sizeof(struct privd_job),     [PRIVD_JOB_TERM] = sizeof(struct privd_job),
+        [PRIVD_JOB_WAIT] = sizeof(struct privd_job),
 };
 
 _Static_assert(sizeof(struct privd_job_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
@@ -239,6 +241,12 @@ static int serve_one(struct privd *p, short revents) {
                 case PRIVD_JOB_OPEN:
                         r = privd_job_open(p, &m.open, &rep, out);
                         n_out = r == 0 ? 2 : 0;
+                        break;
+                case PRIVD_JOB_WAIT:
+                        r = privd_job_wait(p, &m.job, &rep);
+                        break;
+                case PRIVD_JOB_TERM:
+                        r = privd_job_term(p, &m.job);
                         break;
                 case PRIVD_JOB_KILL:
                         r = privd_job_kill(p, &m.job);

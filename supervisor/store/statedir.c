@@ -85,6 +85,14 @@ int statedir_open(struct statedir *sd, const struct config *cfg, struct sbx_erro
         sd->results_fd = openat(sd->state_fd, "results", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sd->results_fd < 0)
                 return sbx_error_set(err, errno, "state_dir %s: results", path);
+        /* A front without privilege: the workspaces are sbx-privd's. */
+        if (cfg->user) {
+                if (cfg->work_dir)
+                        sd->work_path = strdup(cfg->work_dir);
+                else if (asprintf(&sd->work_path, "%s/work", path) < 0)
+                        sd->work_path = NULL;
+                return sd->work_path ? 0 : sbx_error_set(err, ENOMEM, "state_dir");
+        }
         return open_work_dir(sd, cfg, err);
 }
 

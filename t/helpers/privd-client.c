@@ -170,7 +170,14 @@ static int32_t spawn(struct job *j, const char *argv, size_t argv_len, int statu
         int st[2];
         if (pipe2(st, O_CLOEXEC) < 0)
                 fail("pipe");
-        int fds[3] = { status_override >= 0 ? status_override : st[1], profile_fd(), memfd_with("argv", argv, argv_len) };
+        /* The launcher's options first, as the front sends them. */
+        static const char opts[] = "--profile\0" "/dev/fd/4\0" "--";
+        char line[256];
+        if (argv_len + sizeof(opts) > sizeof(line))
+                fail("argv");
+        memcpy(line, opts, sizeof(opts));
+        memcpy(line + sizeof(opts), argv, argv_len);
+        int fds[3] = { status_override >= 0 ? status_override : st[1], profile_fd(), memfd_with("argv", line, sizeof(opts) + argv_len) };
         struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h,
                                  .fds = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV) };
         struct privd_reply rep;

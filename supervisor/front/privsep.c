@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "policy.h"
+#include "log.h"
+#include "macro.h"
+#include "privsep.h"
+
+#ifndef SBX_LIBEXECDIR
+#define SBX_LIBEXECDIR "/usr/libexec"
+#endif
+
+/* Where the helper makes workspaces: root's, and reachable (not
+ * readable) by the job uids, whose launcher binds its own by path. */
+static int workspace_dir(const struct config *cfg, char *buf, size_t len) {
+        if (cfg->work_dir)
+                snprintf(buf, len, "%s", cfg->work_dir);
+        else
+                snprintf(buf, len, "%s/work", cfg->state_dir);
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        if (chown(buf, 0, 0) < 0 || chmod(buf, 0755) < 0)
+                return -errno;
+        return 0;
+}
+
+static int start_helper(const struct config *cfg, const char *cgroup_dir, const char *ws, int *ret_fd, pid_t *ret_pid) {
+        int sp[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return -errno;
+        char uids[64], max_jobs[16], ws_max[24];
+        /* The largest workspace a tenant may ask for. */
+        uint64_t most = POLICY_DISK_DEFAULT;
+        for (size_t i = 0; i < cfg->n_tenants; i++)
+                most = cfg->tenants[i].max_disk == CONFIG_UNSET ? UINT64_MAX / 2 : cfg->tenants[i].max_disk > most ? cfg->tenants[i].max_disk : most;
+        snprintf(ws_max, sizeof(ws_max), "%llu", (unsigned long long) most);
+        snprintf(uids, sizeof(uids), "%u-%u", (unsigned) cfg->job_uid_first,
+                 (unsigned) (cfg->job_uid_first + cfg->job_uid_count - 1));
+        snprintf(max_jobs, sizeof(max_jobs), "%u", (unsigned) (cfg->max_jobs < cfg->job_uid_count ? cfg->max_jobs : cfg->job_uid_count));
+        const char *helper = cfg->helper ? cfg->helper : SBX_LIBEXECDIR "/sbx-privd";
+        const char *argv[] = { helper, "--fd", "3", "--uids", uids, "--cgroup", cgroup_dir, "--workspace", ws,
+                               "--launcher", cfg->launcher, "--max-jobs", max_jobs, "--workspace-max", ws_max,
+                               cfg->profile_path ? "--profile-path" : NULL, cfg->profile_path, NULL };
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(sp[0]);
+                close(sp[1]);
+                return r;
+        }
+        if (pid == 0) {
+                /* Its end as descriptor 3, open across exec; nothing else of ours. */
+                if (dup2(sp[1], 3) < 0)
+                        _exit(127);
+                execv(helper, (char **) argv);
+                fprintf(stderr, "sbx-supervisord: cannot run %s: %s\n", helper, strerror(errno));
+                _exit(127);
+        }
+        close(sp[1]);
+        *ret_fd = sp[0];
+        *ret_pid = pid;
+        return 0;
+}
+
+static uid_t chown_uid;
+static gid_t chown_gid;
+static const char *chown_skip;
+static unsigned chown_n;
+
+static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
+        if (chown_skip && streq(path, chown_skip))
+                return FTW_SKIP_SUBTREE;
+        if (st->st_uid == chown_uid && st->st_gid == chown_gid)
+                return FTW_CONTINUE;
+        if (lchown(path, chown_uid, chown_gid) < 0)
+                return FTW_STOP;
+        chown_n++;
+        return FTW_CONTINUE;
+}
+
+/* The state directory becomes the user's (once: a directory that was
+ * root's from a daemon that ran as root), all but the helper's workspaces. */
+static int give_state(const struct config *cfg, uid_t uid, gid_t gid, const char *ws, struct sbx_error *err) {
+        if (mkdir(cfg->state_dir, 0750) < 0 && errno != EEXIST)
+                return sbx_error_set(err, errno, "state_dir %s", cfg->state_dir);
+        chown_uid = uid;
+        chown_gid = gid;
+        chown_skip = ws;
+        chown_n = 0;
+        if (nftw(cfg->state_dir, chown_one, 32, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
+                return sbx_error_set(err, errno ? errno : EIO, "state_dir %s: cannot give it to user %s", cfg->state_dir, cfg->user);
+        /* The job uids pass through it to their workspaces. */
+        if (chmod(cfg->state_dir, 0751) < 0)
+                return sbx_error_set(err, errno, "state_dir %s", cfg->state_dir);
+        if (chown_n)
+                log_notice("state_dir %s: %u files and directories given to user %s", cfg->state_dir, chown_n, cfg->user);
+        return 0;
+}
+
+/* The socket is made by the user: its directory, when there is none yet,
+ * is made for it (an existing one is left as it is, and must let the user
+ * write: the listener says so otherwise). */
+static int socket_dir(const struct config *cfg, struct sbx_error *err) {
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s", cfg->socket_path);
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return 0;
+        *slash = '\0';
+        if (mkdir(dir, 0755) < 0) {
+                if (errno == EEXIST)
+                        return 0;
+                return sbx_error_set(err, errno, "socket directory %s", dir);
+        }
+        if (chown(dir, cfg->user_uid, cfg->user_gid) < 0)
+                return sbx_error_set(err, errno, "socket directory %s", dir);
+        return 0;
+}
+
+/* The audit log is written by the user: made for it, or given to it. */
+static int audit_file(const struct config *cfg, struct sbx_error *err) {
+        if (!cfg->audit_log)
+                return 0;
+        _cleanup_close_ int fd = open(cfg->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "audit_log %s", cfg->audit_log);
+        if (fchown(fd, cfg->user_uid, cfg->user_gid) < 0)
+                return sbx_error_set(err, errno, "audit_log %s: cannot give it to user %s", cfg->audit_log, cfg->user);
+        return 0;
+}
+
+/* What an unprivileged front never needs; each refused with EPERM. */
+static const int denied[] = {
+        SCMP_SYS(reboot),          SCMP_SYS(kexec_load),       SCMP_SYS(kexec_file_load), SCMP_SYS(init_module),
+        SCMP_SYS(finit_module),    SCMP_SYS(delete_module),    SCMP_SYS(swapon),          SCMP_SYS(swapoff),
+        SCMP_SYS(acct),            SCMP_SYS(settimeofday),     SCMP_SYS(clock_settime),   SCMP_SYS(adjtimex),
+        SCMP_SYS(clock_adjtime),   SCMP_SYS(iopl),             SCMP_SYS(ioperm),
+#ifndef __SANITIZE_ADDRESS__
+        /* (LeakSanitizer stops the process's threads with ptrace at exit:
+         * a sanitizer build keeps it, and stays dumpable, below.) */
+        SCMP_SYS(ptrace),
+#endif
+        SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev), SCMP_SYS(keyctl),        SCMP_SYS(add_key),
+        SCMP_SYS(request_key),     SCMP_SYS(perf_event_open),  SCMP_SYS(bpf),             SCMP_SYS(userfaultfd),
+        SCMP_SYS(open_by_handle_at), SCMP_SYS(quotactl),       SCMP_SYS(syslog),          SCMP_SYS(pivot_root),
+        SCMP_SYS(lookup_dcookie),  SCMP_SYS(vhangup),          SCMP_SYS(sethostname),     SCMP_SYS(setdomainname),
+};
+
+static int filter(void) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx)
+                return -ENOMEM;
+        int r = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(denied) && r == 0; i++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), denied[i], 0);
+        if (r == 0)
+                r = seccomp_load(ctx);
+        seccomp_release(ctx);
+        return r;
+}
+
+static int become(const struct config *cfg, struct sbx_error *err) {
+        gid_t groups[1];
+        size_t n = 0;
+        /* The socket's group, to give the socket to it. */
+        if (cfg->socket_gid != (gid_t) -1)
+                groups[n++] = cfg->socket_gid;
+        if (setgroups(n, groups) < 0 || setresgid(cfg->user_gid, cfg->user_gid, cfg->user_gid) < 0)
+                return sbx_error_set(err, errno, "user %s: cannot take its group", cfg->user);
+        /* Nothing can ever be gained back: the bounding set goes first
+         * (that needs CAP_SETPCAP, which setresuid takes away). */
+        for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        return sbx_error_set(err, errno, "cannot drop capability %d from the bounding set", cap);
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                return sbx_error_set(err, errno, "cannot clear the ambient capabilities");
+        if (setresuid(cfg->user_uid, cfg->user_uid, cfg->user_uid) < 0)
+                return sbx_error_set(err, errno, "user %s: cannot become it", cfg->user);
+        if (setuid(0) == 0)
+                return sbx_error_set(err, EPERM, "user %s: root could be regained", cfg->user);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return sbx_error_set(err, errno, "no_new_privs");
+        int r = filter();
+        if (r < 0)
+                return sbx_error_set(err, r, "the front's seccomp filter");
+#ifndef __SANITIZE_ADDRESS__
+        /* No core dumps, and no ptrace by other processes of the user. */
+        (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+#endif
+        return 0;
+}
+
+int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc *ret, struct sbx_error *err) {
+        char ws[4096];
+        int fd = -1, r;
+        pid_t pid = 0;
+        if (geteuid() != 0)
+                return sbx_error_set(err, EPERM, "user %s: set, but the daemon was not started as root, which starts sbx-privd",
+                                     cfg->user);
+        if (cfg->job_uid_count == 0)
+                return sbx_error_set(err, EINVAL, "user %s: needs job_uids (a range for sbx-privd to give jobs)", cfg->user);
+        for (size_t i = 0; i < cfg->n_tenants; i++)
+                if (cfg->tenants[i].job_user_set)
+                        return sbx_error_set(err, EINVAL, "%s: [tenant.%s] job_user: with user = %s, every job gets a uid of job_uids",
+                                             cfg->tenants[i].origin, cfg->tenants[i].name, cfg->user);
+        if (!cgroup_dir)
+                return sbx_error_set(err, EOPNOTSUPP, "user %s: sbx-privd needs a cgroup2 directory for job cgroups (cgroup)", cfg->user);
+        r = give_state(cfg, cfg->user_uid, cfg->user_gid, NULL, err);
+        if (r == 0)
+                r = socket_dir(cfg, err);
+        if (r == 0)
+                r = audit_file(cfg, err);
+        if (r < 0)
+                return r;
+        if ((r = workspace_dir(cfg, ws, sizeof(ws))) < 0)
+                return sbx_error_set(err, r, "workspace directory %s", ws);
+        if ((r = start_helper(cfg, cgroup_dir, ws, &fd, &pid)) < 0)
+                return sbx_error_set(err, r, "cannot start sbx-privd");
+        if ((r = privc_open(ret, fd, pid, err)) < 0)
+                return r;
+        log_info("sbx-privd (pid %d) holds uids %u-%u and %u job slots; this process is now user %s", (int) pid,
+                 ret->uid_first, ret->uid_first + ret->uid_count - 1, ret->max_jobs, cfg->user);
+        return become(cfg, err);
+}

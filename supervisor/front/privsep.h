@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The line between the front and sbx-privd, drawn at start: a daemon
+ * started as root with "user" set starts the helper with what it needs
+ * from the configuration (root's file, read as root: nothing a tenant sends
+ * has been read yet), gives its state directory to the user, and becomes
+ * that user for good: no capability left in any set, no_new_privs, and a
+ * seccomp filter of its own. Everything after that, the socket included,
+ * is done as the user. */
+#pragma once
+
+#include "error.h"
+#include "privc.h"
+
+struct config;
+
+/* cgroup_dir: the cgroup2 directory the helper makes job cgroups below. */
+int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc *ret, struct sbx_error *err);

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "privc.h"
+
+static void hdr(struct privc *c, struct privd_hdr *h, uint16_t type, uint32_t len) {
+        *h = (struct privd_hdr){ .magic = PRIVD_MAGIC, .version = PRIVD_VERSION, .type = type, .seq = ++c->seq, .len = len };
+}
+
+static int send_msg(int fd, const void *msg, size_t len, const int *fds, unsigned n_fds) {
+        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
+        union {
+                char buf[CMSG_SPACE(PRIVD_FDS_MAX * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (n_fds) {
+                memset(&u, 0, sizeof(u));
+                mh.msg_control = u.buf;
+                mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+                memcpy(CMSG_DATA(cm), fds, n_fds * sizeof(int));
+        }
+        while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
+}
+
+/* The reply to request seq, with at most max_fds descriptors (any more
+ * are closed: the helper never sends more than its reply carries). */
+static int recv_reply(int fd, uint32_t seq, void *rep, size_t len, int *fds, unsigned max_fds, unsigned *ret_n) {
+        union {
+                char buf[CMSG_SPACE(PRIVD_FDS_MAX * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = rep, .iov_len = len };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n;
+        unsigned k = 0;
+        while ((n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                unsigned m = (unsigned) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                for (unsigned i = 0; i < m; i++) {
+                        int x;
+                        memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                        if (k < max_fds)
+                                fds[k++] = x;
+                        else
+                                close(x);
+                }
+        }
+        const struct privd_hdr *h = rep;
+        if (n == 0)
+                return -EPIPE;
+        if ((size_t) n != len || h->magic != PRIVD_MAGIC || h->seq != seq || !(h->type & PRIVD_REPLY)) {
+                for (unsigned i = 0; i < k; i++)
+                        close(fds[i]);
+                return -EPROTO;
+        }
+        *ret_n = k;
+        return 0;
+}
+
+/* One request and its reply; *ret_n descriptors came with it. */
+static int call(struct privc *c, struct privd_hdr *req, uint16_t type, uint32_t len, const int *fds, unsigned n_fds,
+                struct privd_reply *rep, int *rfds, unsigned max_rfds, unsigned *ret_n) {
+        unsigned n = 0;
+        if (c->fd < 0)
+                return -ENOTCONN;
+        pthread_mutex_lock(&c->lock);
+        hdr(c, req, type, len);
+        int r = send_msg(c->fd, req, len, fds, n_fds);
+        if (r == 0)
+                r = recv_reply(c->fd, req->seq, rep, sizeof(*rep), rfds, max_rfds, &n);
+        pthread_mutex_unlock(&c->lock);
+        if (r == 0 && rep->err < 0) {
+                for (unsigned i = 0; i < n; i++)
+                        close(rfds[i]);
+                n = 0;
+                r = rep->err;
+        }
+        if (ret_n)
+                *ret_n = n;
+        return r;
+}
+
+int privc_open(struct privc *c, int fd, pid_t pid, struct sbx_error *err) {
+        *c = (struct privc){ .fd = fd, .pid = pid };
+        pthread_mutex_init(&c->lock, NULL);
+        struct privd_hello m = { .version = PRIVD_VERSION };
+        struct privd_hello_reply rep;
+        unsigned n;
+        hdr(c, &m.h, PRIVD_HELLO, sizeof(m));
+        int r = send_msg(fd, &m, sizeof(m), NULL, 0);
+        if (r == 0)
+                r = recv_reply(fd, m.h.seq, &rep, sizeof(rep), NULL, 0, &n);
+        if (r == 0 && rep.err < 0)
+                r = rep.err;
+        if (r < 0)
+                return sbx_error_set(err, r, "sbx-privd: HELLO");
+        c->uid_first = rep.uid_first;
+        c->uid_count = rep.uid_count;
+        c->max_jobs = rep.max_jobs;
+        return 0;
+}
+
+void privc_close(struct privc *c) {
+        if (c->fd >= 0)
+                close(c->fd);
+        c->fd = -1;
+        pthread_mutex_destroy(&c->lock);
+}
+
+int privc_uid_take(struct privc *c, uid_t *ret_uid) {
+        struct privd_hdr m;
+        struct privd_reply rep;
+        int r = call(c, &m, PRIVD_UID_TAKE, sizeof(m), NULL, 0, &rep, NULL, 0, NULL);
+        if (r == 0)
+                *ret_uid = (uid_t) rep.uid;
+        return r;
+}
+
+int privc_uid_release(struct privc *c, uid_t uid) {
+        struct privd_uid m = { .uid = (uint32_t) uid };
+        struct privd_reply rep;
+        return call(c, &m.h, PRIVD_UID_RELEASE, sizeof(m), NULL, 0, &rep, NULL, 0, NULL);
+}
+
+int privc_job_open(struct privc *c, struct privd_job_open *m, struct privd_handle *ret_job, unsigned *ret_limits,
+                   int *ret_cgroup_fd, int *ret_workspace_fd) {
+        struct privd_reply rep;
+        int fds[2];
+        unsigned n;
+        int r = call(c, &m->h, PRIVD_JOB_OPEN, sizeof(*m), NULL, 0, &rep, fds, 2, &n);
+        if (r < 0)
+                return r;
+        if (n != 2) {
+                for (unsigned i = 0; i < n; i++)
+                        close(fds[i]);
+                return -EPROTO;
+        }
+        *ret_job = rep.job;
+        *ret_limits = rep.limits;
+        *ret_cgroup_fd = fds[0];
+        *ret_workspace_fd = fds[1];
+        return 0;
+}
+
+static int job_call(struct privc *c, uint16_t type, struct privd_handle job, struct privd_reply *rep) {
+        struct privd_job m = { .job = job };
+        return call(c, &m.h, type, sizeof(m), NULL, 0, rep, NULL, 0, NULL);
+}
+
+int privc_job_term(struct privc *c, struct privd_handle job) {
+        struct privd_reply rep;
+        return job_call(c, PRIVD_JOB_TERM, job, &rep);
+}
+
+int privc_job_wait(struct privc *c, struct privd_handle job, int *ret_status) {
+        struct privd_reply rep;
+        int r = job_call(c, PRIVD_JOB_WAIT, job, &rep);
+        if (r == 0)
+                *ret_status = rep.status;
+        return r;
+}
+
+int privc_job_kill(struct privc *c, struct privd_handle job) {
+        struct privd_job m = { .job = job };
+        struct privd_reply rep;
+        return call(c, &m.h, PRIVD_JOB_KILL, sizeof(m), NULL, 0, &rep, NULL, 0, NULL);
+}
+
+int privc_job_close(struct privc *c, struct privd_handle job) {
+        struct privd_job m = { .job = job };
+        struct privd_reply rep;
+        return call(c, &m.h, PRIVD_JOB_CLOSE, sizeof(m), NULL, 0, &rep, NULL, 0, NULL);
+}
+
+int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD_COUNT], pid_t *ret_pid, int *ret_pidfd) {
+        struct privd_spawn m = { .job = job };
+        struct privd_reply rep;
+        int sent[PRIVD_FD_COUNT], pidfd;
+        unsigned k = 0, n;
+        for (unsigned i = 0; i < PRIVD_FD_COUNT; i++)
+                if (fds[i] >= 0) {
+                        m.fds |= PRIVD_FD_BIT(i);
+                        sent[k++] = fds[i];
+                }
+        int r = call(c, &m.h, PRIVD_SPAWN, sizeof(m), sent, k, &rep, &pidfd, 1, &n);
+        if (r < 0)
+                return r;
+        if (n != 1)
+                return -EPROTO;
+        *ret_pid = rep.pid;
+        *ret_pidfd = pidfd;
+        return 0;
+}

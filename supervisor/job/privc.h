@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The front's side of the socket to sbx-privd (lib/privd-abi.h): one
+ * request, one reply, in order, each call under a lock so that the event
+ * loop and the worker threads can all ask. Every call returns 0 or a
+ * negative errno: the helper's refusal (its reason is in its log) or the
+ * socket's failure (-EPIPE: the helper is gone, and with it every job). */
+#pragma once
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "privd-abi.h"
+
+struct privc {
+        int fd;                    /* -1: no helper */
+        pid_t pid;                 /* the helper, when this process started it */
+        uint32_t seq;
+        pthread_mutex_t lock;
+        uint32_t uid_first, uid_count, max_jobs; /* from its HELLO reply */
+};
+
+/* HELLO over fd (taken). */
+int privc_open(struct privc *c, int fd, pid_t pid, struct sbx_error *err);
+void privc_close(struct privc *c);
+
+int privc_uid_take(struct privc *c, uid_t *ret_uid);
+int privc_uid_release(struct privc *c, uid_t uid);
+/* *m's header is filled in here. */
+int privc_job_open(struct privc *c, struct privd_job_open *m, struct privd_handle *ret_job, unsigned *ret_limits,
+                   int *ret_cgroup_fd, int *ret_workspace_fd);
+int privc_job_term(struct privc *c, struct privd_handle job);
+int privc_job_kill(struct privc *c, struct privd_handle job);
+/* -EAGAIN while the launcher runs. */
+int privc_job_wait(struct privc *c, struct privd_handle job, int *ret_status);
+int privc_job_close(struct privc *c, struct privd_handle job);
+/* fds: one per enum privd_fd, -1 where none; they stay the caller's. */
+int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD_COUNT], pid_t *ret_pid, int *ret_pidfd);

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "launchspec.h"
+#include "log.h"
+#include "privjob.h"
+#include "workspace.h"
+
+bool privjob_on(const struct daemon *d) {
+        return d->privc.fd >= 0;
+}
+
+int privjob_uid(struct rjob *rj) {
+        uid_t uid;
+        int r = privc_uid_take(&rj->d->privc, &uid);
+        if (r < 0)
+                return r;
+        rj->j.job_uid = uid;
+        rj->j.job_gid = (gid_t) uid;
+        rj->own_uid = true;
+        return 0;
+}
+
+static uint64_t or_zero(uint64_t v) {
+        return v == PROTO_UNSET ? 0 : v;
+}
+
+int privjob_open(struct rjob *rj, struct sbx_error *err) {
+        const struct policy_decision *pol = &rj->j.pol;
+        struct privd_job_open m = {
+                .uid = (uint32_t) rj->j.job_uid,
+                .memory_max = or_zero(pol->memory),
+                .pids_max = or_zero(pol->processes),
+                .cpu_milli = or_zero(pol->cpu_milli),
+                .workspace_bytes = pol->disk,
+        };
+        unsigned limits = 0;
+        int cg = -1, ws = -1;
+        int r = privc_job_open(&rj->d->privc, &m, &rj->ph, &limits, &cg, &ws);
+        if (r < 0)
+                return sbx_error_set(err, r, "sbx-privd: JOB_OPEN");
+        rj->ph_open = true;
+        rj->cgroup_fd = cg;
+        rj->ws_fd = ws;
+        rj->ws_mounted = true;
+        rj->cg_limits = ((limits & PRIVD_LIMIT_MEMORY) ? CG_LIMIT_MEMORY : 0) | ((limits & PRIVD_LIMIT_PIDS) ? CG_LIMIT_PIDS : 0) |
+                        ((limits & PRIVD_LIMIT_CPU) ? CG_LIMIT_CPU : 0);
+        return workspace_write_uploads(ws, &rj->j.req.run, err);
+}
+
+void privjob_workspace(const struct rjob *rj, char *buf, size_t len) {
+        /* The helper's name for it (privd-abi.h). */
+        snprintf(buf, len, "%s/job-p%u-%u", rj->d->dirs.work_path, rj->ph.slot, rj->ph.gen);
+}
+
+/* The launcher's options and command, NUL-separated, in a sealed memfd. */
+static int argv_file(const struct launchspec *ls, int *ret_fd) {
+        _cleanup_close_ int fd = memfd_create("sbx-job-argv", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        /* argv[0] is the launcher, which the helper names itself; so are
+         * the status descriptor and the handshake's. */
+        for (size_t i = 1; ls->argv[i]; i++) {
+                const char *a = ls->argv[i];
+                if (streq(a, "--json-status-fd") || streq(a, "--info-fd") || streq(a, "--block-fd")) {
+                        i++;
+                        continue;
+                }
+                int r = write_all(fd, a, strlen(a) + 1);
+                if (r < 0)
+                        return r;
+        }
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int privjob_spawn(struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd) {
+        int all[PRIVD_FD_COUNT];
+        _cleanup_close_ int argv_fd = -1;
+        int r = argv_file(ls, &argv_fd);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < PRIVD_FD_COUNT; i++)
+                all[i] = i < 8 ? fds[i] : -1;
+        all[PRIVD_FD_ARGV] = argv_fd;
+        pid_t pid = 0;
+        r = privc_spawn(&rj->d->privc, rj->ph, all, &pid, ret_pidfd);
+        if (r == 0)
+                rj->pid = pid;
+        return r;
+}
+
+int privjob_term(struct rjob *rj) {
+        return rj->ph_open ? privc_job_term(&rj->d->privc, rj->ph) : -ESRCH;
+}
+
+int privjob_kill(struct rjob *rj) {
+        return rj->ph_open ? privc_job_kill(&rj->d->privc, rj->ph) : -ESRCH;
+}
+
+int privjob_wait(struct rjob *rj, int *ret_status) {
+        return rj->ph_open ? privc_job_wait(&rj->d->privc, rj->ph, ret_status) : -ESRCH;
+}
+
+void privjob_close(struct rjob *rj) {
+        struct daemon *d = rj->d;
+        if (rj->ws_fd >= 0) {
+                close(rj->ws_fd);
+                rj->ws_fd = -1;
+        }
+        if (rj->ph_open) {
+                int r = privc_job_close(&d->privc, rj->ph);
+                /* The helper keeps the uid out of its pool then. */
+                if (r < 0)
+                        log_error(JOB_LOG ": sbx-privd could not remove all of it (%s); its uid is not reused",
+                                  JOB_LOG_ARGS(&rj->j), strerror(-r));
+                rj->ph_open = false;
+        } else if (rj->own_uid) {
+                int r = privc_uid_release(&d->privc, rj->j.job_uid);
+                if (r < 0)
+                        log_error(JOB_LOG ": sbx-privd: uid %u not released (%s)", JOB_LOG_ARGS(&rj->j), (unsigned) rj->j.job_uid,
+                                  strerror(-r));
+        }
+        rj->own_uid = false;
+}

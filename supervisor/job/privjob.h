@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A job's privileged steps done by sbx-privd, for a front that runs
+ * without privilege (the daemon's "user" key): its uid, its cgroup and
+ * workspace, the launcher's start, its signals and its end. The helper
+ * names and holds all of these; the job keeps a handle and descriptors. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+struct daemon;
+struct launchspec;
+struct rjob;
+
+bool privjob_on(const struct daemon *d);
+/* A uid of the helper's range (on the loop). */
+int privjob_uid(struct rjob *rj);
+/* The cgroup and the workspace, with the request's uploads written in
+ * (on a worker). */
+int privjob_open(struct rjob *rj, struct sbx_error *err);
+/* Where the launcher finds the workspace. */
+void privjob_workspace(const struct rjob *rj, char *buf, size_t len);
+/* The launcher, as the job's uid in its cgroup; fds as spawn_params'. */
+int privjob_spawn(struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd);
+int privjob_term(struct rjob *rj);
+int privjob_kill(struct rjob *rj);
+/* How the launcher ended, once its pidfd said it did: -EAGAIN before. */
+int privjob_wait(struct rjob *rj, int *ret_status);
+/* Everything of the job gone, its uid back in the helper's pool (blocking:
+ * the helper waits for the cgroup to empty; on a worker). */
+void privjob_close(struct rjob *rj);
