@@ -118,6 +118,7 @@ SUP_BATS = \
 	t/supervisor-logs-flood.bats \
 	t/supervisor-isolation.bats \
 	t/supervisor-uids.bats \
+	t/supervisor-privsep.bats \
 	t/supervisor-fairness.bats \
 	t/supervisor-results.bats \
 	t/supervisor-netaudit.bats \

@@ -298,6 +298,9 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         int r;
         /* The line is drawn before anything else is opened. */
         if (cfg->user) {
+                if (geteuid() != 0)
+                        return sbx_error_set(err, EPERM, "user %s: set, but the daemon was not started as root, which starts sbx-privd",
+                                             cfg->user);
                 r = cgroup_setup(cfg->cgroup_root, &d->cg, err);
                 if (r < 0)
                         return r;

@@ -207,9 +207,6 @@ int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc
         char ws[4096];
         int fd = -1, r;
         pid_t pid = 0;
-        if (geteuid() != 0)
-                return sbx_error_set(err, EPERM, "user %s: set, but the daemon was not started as root, which starts sbx-privd",
-                                     cfg->user);
         if (cfg->job_uid_count == 0)
                 return sbx_error_set(err, EINVAL, "user %s: needs job_uids (a range for sbx-privd to give jobs)", cfg->user);
         for (size_t i = 0; i < cfg->n_tenants; i++)

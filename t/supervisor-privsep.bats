@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord(8), PRIVILEGE SEPARATION; "user" in sbx-supervisord.conf(5):
+# started as root with a user, the daemon starts sbx-privd and becomes that
+# user for good (no capability in any set, no_new_privs, a seccomp filter
+# of its own); jobs get their uid, cgroup, workspace, start and signals
+# from the helper, and a front that dies takes every job with it.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        cp "$SBX_BUILDDIR/supervisor/privd/sbx-privd" "$SBX_STAGE/bin/"
+        # The socket's directory is made for the user (the stage is root's).
+        export SUP_SOCK="$SUP_DIR/run/sock"
+        export SBX_SOCKET="$SUP_SOCK"
+}
+
+teardown_file() {
+        sup_fini
+}
+
+setup() {
+        [ "$(id -u)" = 0 ] || skip "sbx-privd must be started as root"
+        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here, which sbx-privd makes job cgroups in"
+        require_userns
+        # The user the packages make (contrib/systemd/sbx.sysusers).
+        if ! id -u sbx >/dev/null 2>&1; then
+                command -v systemd-sysusers >/dev/null || skip "no user sbx, and no systemd-sysusers to make it"
+                systemd-sysusers "$SBX_SRCDIR/contrib/systemd/sbx.sysusers"
+        fi
+        SBX_UID=$(id -u sbx)
+        rm -f "$SUP_DIR/sup.conf"
+        sup_config "user = sbx
+helper = $SBX_STAGE/bin/sbx-privd"
+        sed -i "s|^socket = .*|socket = $SUP_SOCK|" "$SUP_DIR/sup.conf"
+}
+
+teardown() {
+        sup_stop
+}
+
+status_of() { # PID FIELD: as the kernel writes it (tab-separated)
+        sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status"
+}
+
+# Whether any job cgroup holds a process.
+jobs_running() {
+        [ -n "$(cat "$SUP_CGROUP"/job-*/cgroup.procs 2>/dev/null)" ]
+}
+
+no_jobs_running() {
+        ! jobs_running
+}
+
+privd_pid() {
+        pgrep -P "$SUP_PID" -x sbx-privd
+}
+
+@test "the front runs as the user with no capability, no_new_privs and a seccomp filter; sbx-privd as root" {
+        sup_start
+        [ "$(status_of "$SUP_PID" Uid)" = "$SBX_UID	$SBX_UID	$SBX_UID	$SBX_UID" ]
+        [ "$(status_of "$SUP_PID" CapEff)" = 0000000000000000 ]
+        [ "$(status_of "$SUP_PID" CapPrm)" = 0000000000000000 ]
+        [ "$(status_of "$SUP_PID" CapInh)" = 0000000000000000 ]
+        [ "$(status_of "$SUP_PID" CapBnd)" = 0000000000000000 ]
+        [ "$(status_of "$SUP_PID" CapAmb)" = 0000000000000000 ]
+        [ "$(status_of "$SUP_PID" NoNewPrivs)" = 1 ]
+        [ "$(status_of "$SUP_PID" Seccomp)" = 2 ]
+        local p
+        p=$(privd_pid)
+        [ -n "$p" ]
+        [ "$(status_of "$p" Uid | cut -f1)" = 0 ]
+        # Its state is the user's; the workspaces' directory root's.
+        [ "$(stat -c %u "$SUP_DIR/state")" = "$SBX_UID" ]
+        [ "$(stat -c %u "$SUP_DIR/state/results")" = "$SBX_UID" ]
+        [ "$(stat -c %u:%a "$SUP_DIR/state/work")" = 0:755 ]
+        grep -q "this process is now user sbx" "$SUP_DIR/daemon.log"
+}
+
+@test "a job runs as a uid of sbx-privd's range, its output and exit code come back" {
+        sup_start
+        run ctl run -- /bin/sh -c 'id -u; echo out; echo err >&2; exit 3'
+        [ "$status" -eq 3 ]
+        local first=${SUP_JOB_UIDS%-*} last=${SUP_JOB_UIDS#*-} uid
+        uid=$(echo "$output" | head -n 1)
+        [ "$uid" -ge "$first" ] && [ "$uid" -le "$last" ] || false
+        [[ "$output" == *out* && "$output" == *err* ]]
+}
+
+@test "a timeout reaches the command as SIGTERM through sbx-privd; one that ignores it is killed after the grace period" {
+        sup_start
+        run ctl run --timeout 2s -- /bin/sh -c 'trap "echo got-term; exit 7" TERM; sleep 60 & wait'
+        [ "$status" -ne 0 ]
+        [[ "$output" == *got-term* ]]
+        [[ "$output" == *E_TIMEOUT* ]]
+        run ctl run --timeout 1s -- /bin/sh -c 'trap "" TERM; while :; do sleep 1; done'
+        [ "$status" -ne 0 ]
+        [[ "$output" == *E_TIMEOUT* ]]
+        # nothing of either job is left in the cgroups
+        wait_until 10 no_jobs_running
+}
+
+@test "the front killed: sbx-privd kills every job, removes its cgroups and workspaces, and exits" {
+        sup_start
+        local p id
+        p=$(privd_pid)
+        id=$(ctl submit -- sleep 300)
+        wait_until 30 jobs_running
+        ls "$SUP_DIR/state/work" | grep -q '^job-p'
+        kill -KILL "$SUP_PID"
+        wait_until 30 pid_gone "$p"
+        ! ls -d "$SUP_CGROUP"/job-* 2>/dev/null || false
+        [ -z "$(ls "$SUP_DIR/state/work")" ]
+        grep -q "front gone, every job closed" "$SUP_DIR/daemon.log"
+        rm -f "$SUP_DIR/daemon.pid"
+        # The next start reports the job as ended by the restart.
+        sup_start
+        run ctl wait "$id"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *E_RESTARTED* || "$output" == *E_LOST* ]]
+}
+
+@test "what the user mode refuses, each named: an unknown user, root, a tenant's job_user, no job_uids, not root" {
+        sed -i "s|^user = .*|user = no-such-user-sbx|" "$SUP_DIR/sup.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config -c "$SUP_DIR/sup.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"user: unknown user 'no-such-user-sbx'"* ]]
+        sed -i "s|^user = .*|user = root|" "$SUP_DIR/sup.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config -c "$SUP_DIR/sup.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"user: 'root' is root"* ]]
+        sed -i "s|^user = .*|user = sbx|" "$SUP_DIR/sup.conf"
+        printf '\n[tenant.other]\nuids = nobody\njob_user = nobody\n' >> "$SUP_DIR/sup.conf"
+        run timeout 30 "$SBX_STAGE/bin/sbx-supervisord" -c "$SUP_DIR/sup.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"[tenant.other] job_user: with user = sbx, every job gets a uid of job_uids"* ]]
+        sed -i '/^\[tenant.other\]/,$d' "$SUP_DIR/sup.conf"
+        sed -i "s|^job_uids = .*|job_uids = none|" "$SUP_DIR/sup.conf"
+        run timeout 30 "$SBX_STAGE/bin/sbx-supervisord" -c "$SUP_DIR/sup.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"user sbx: needs job_uids"* ]]
+        sed -i "s|^job_uids = .*|job_uids = $SUP_JOB_UIDS|" "$SUP_DIR/sup.conf"
+        run timeout 30 setpriv --reuid=nobody --regid=nogroup --clear-groups "$SBX_STAGE/bin/sbx-supervisord" -c "$SUP_DIR/sup.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"the daemon was not started as root"* ]]
+}
