@@ -9,6 +9,7 @@ supervisor_privd_sbx_privd_SOURCES = \
 	lib/privd-abi.h \
 	supervisor/privd/privd.h supervisor/privd/main.c supervisor/privd/serve.c \
 	supervisor/privd/jobs.c supervisor/privd/jobfs.h supervisor/privd/jobfs.c \
+	supervisor/privd/wstree.h supervisor/privd/wstree.c \
 	supervisor/priv/spawn.h supervisor/priv/spawn.c \
 	supervisor/priv/uidpool.h supervisor/priv/uidpool.c \
 	lib/fd-util.h lib/fd-util.c lib/parse.h lib/parse.c
