@@ -146,3 +146,27 @@ privd_pid() {
         [ "$status" -ne 0 ]
         [[ "$output" == *"the daemon was not started as root"* ]]
 }
+
+@test "uploads reach the job and its artifacts come back across the uid line" {
+        sup_start
+        printf 'in-data\n' > "$BATS_TEST_TMPDIR/in.txt"
+        chmod 0644 "$BATS_TEST_TMPDIR/in.txt"
+        run ctl run --upload "$BATS_TEST_TMPDIR/in.txt:sub/in.txt" --artifact 'out*' -- \
+                /bin/sh -c 'cat sub/in.txt; stat -c %u sub/in.txt; id -u; echo made > out.txt; ln -s /etc/shadow out-link'
+        [ "$status" -eq 0 ]
+        local lines
+        mapfile -t lines <<< "$output"
+        [ "${lines[0]}" = in-data ]
+        # the upload was handed over: the job's uid owns it
+        [ "${lines[1]}" = "${lines[2]}" ]
+        local id
+        id=$(ctl ls | awk 'NR == 2 { print $1 }') # newest first
+        [ -n "$id" ]
+        run ctl download -o "$BATS_TEST_TMPDIR/out.txt" "$id" out.txt
+        [ "$status" -eq 0 ]
+        [ "$(cat "$BATS_TEST_TMPDIR/out.txt")" = made ]
+        # a symlink is never an artifact, and /etc/shadow stayed root's
+        run ctl download -o "$BATS_TEST_TMPDIR/x" "$id" out-link
+        [ "$status" -ne 0 ]
+        [ "$(stat -c %u /etc/shadow)" = 0 ]
+}

@@ -39,6 +39,13 @@ int cachefs_tree_mount(int cache_fd, const char *sha256) {
         return TAKE_FD(fd);
 }
 
+int cachefs_tree_open(int cache_fd, const char *sha256) {
+        char path[SHA256_HEX + sizeof("/" CACHEFS_TREE)];
+        snprintf(path, sizeof(path), "%s/" CACHEFS_TREE, sha256);
+        int fd = openat(cache_fd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
 char *cachefs_tree_path(const char *state_dir, const char *sha256) {
         char *p = NULL;
         return asprintf(&p, "%s/cache/%s/" CACHEFS_TREE, state_dir, sha256) < 0 ? NULL : p;

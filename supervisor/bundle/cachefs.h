@@ -48,6 +48,8 @@ void cachefs_touch(int cache_fd, const char *sha256, uint64_t real_ms);
 /* A detached, read-only (nosuid, nodev) mount of <sha256>'s tree for a
  * job's launcher to move into its sandbox: the fd, or -errno (-EPERM
  * for a daemon that may not mount). */
+/* The tree's directory itself (for sbx-privd, which makes the mount). */
+int cachefs_tree_open(int cache_fd, const char *sha256);
 int cachefs_tree_mount(int cache_fd, const char *sha256);
 /* The tree's path on the host: STATE/cache/<sha256>/tree (malloc'd). */
 char *cachefs_tree_path(const char *state_dir, const char *sha256);

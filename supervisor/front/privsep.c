@@ -41,7 +41,8 @@ static int start_helper(const struct config *cfg, const char *cgroup_dir, const 
         int sp[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
-        char uids[64], max_jobs[16], ws_max[24];
+        char uids[64], max_jobs[16], ws_max[24], front[32];
+        snprintf(front, sizeof(front), "%u:%u", (unsigned) cfg->user_uid, (unsigned) cfg->user_gid);
         /* The largest workspace a tenant may ask for. */
         uint64_t most = POLICY_DISK_DEFAULT;
         for (size_t i = 0; i < cfg->n_tenants; i++)
@@ -51,7 +52,7 @@ static int start_helper(const struct config *cfg, const char *cgroup_dir, const 
                  (unsigned) (cfg->job_uid_first + cfg->job_uid_count - 1));
         snprintf(max_jobs, sizeof(max_jobs), "%u", (unsigned) (cfg->max_jobs < cfg->job_uid_count ? cfg->max_jobs : cfg->job_uid_count));
         const char *helper = cfg->helper ? cfg->helper : SBX_LIBEXECDIR "/sbx-privd";
-        const char *argv[] = { helper, "--fd", "3", "--uids", uids, "--cgroup", cgroup_dir, "--workspace", ws,
+        const char *argv[] = { helper, "--fd", "3", "--front", front, "--uids", uids, "--cgroup", cgroup_dir, "--workspace", ws,
                                "--launcher", cfg->launcher, "--max-jobs", max_jobs, "--workspace-max", ws_max,
                                cfg->profile_path ? "--profile-path" : NULL, cfg->profile_path, NULL };
         pid_t pid = fork();

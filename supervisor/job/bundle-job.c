@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "grant.h"
 #include "log.h"
+#include "privjob.h"
 #include "netjob.h"
 #include "profile.h"
 #include "runner.h"
@@ -195,6 +196,10 @@ void bundle_job_start(struct rjob *rj) {
 int bundle_job_tree_mount(struct rjob *rj) {
         if (!rj->bundle_tree)
                 return -ENOENT;
+        /* A front without privilege hands sbx-privd the directory, which
+         * makes the mount. */
+        if (privjob_on(rj->d))
+                return cachefs_tree_open(rj->d->bundles->cache_fd, rj->bundle_tree->sha256);
         return cachefs_tree_mount(rj->d->bundles->cache_fd, rj->bundle_tree->sha256);
 }
 

@@ -163,6 +163,16 @@ static int job_call(struct privc *c, uint16_t type, struct privd_handle job, str
         return call(c, &m.h, type, sizeof(m), NULL, 0, rep, NULL, 0, NULL);
 }
 
+int privc_ws_handover(struct privc *c, struct privd_handle job) {
+        struct privd_reply rep;
+        return job_call(c, PRIVD_WS_HANDOVER, job, &rep);
+}
+
+int privc_ws_reclaim(struct privc *c, struct privd_handle job) {
+        struct privd_reply rep;
+        return job_call(c, PRIVD_WS_RECLAIM, job, &rep);
+}
+
 int privc_job_term(struct privc *c, struct privd_handle job) {
         struct privd_reply rep;
         return job_call(c, PRIVD_JOB_TERM, job, &rep);

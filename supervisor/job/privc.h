@@ -30,6 +30,8 @@ int privc_uid_release(struct privc *c, uid_t uid);
 /* *m's header is filled in here. */
 int privc_job_open(struct privc *c, struct privd_job_open *m, struct privd_handle *ret_job, unsigned *ret_limits,
                    int *ret_cgroup_fd, int *ret_workspace_fd);
+int privc_ws_handover(struct privc *c, struct privd_handle job);
+int privc_ws_reclaim(struct privc *c, struct privd_handle job);
 int privc_job_term(struct privc *c, struct privd_handle job);
 int privc_job_kill(struct privc *c, struct privd_handle job);
 /* -EAGAIN while the launcher runs. */

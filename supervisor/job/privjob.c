@@ -51,7 +51,17 @@ int privjob_open(struct rjob *rj, struct sbx_error *err) {
         rj->ws_mounted = true;
         rj->cg_limits = ((limits & PRIVD_LIMIT_MEMORY) ? CG_LIMIT_MEMORY : 0) | ((limits & PRIVD_LIMIT_PIDS) ? CG_LIMIT_PIDS : 0) |
                         ((limits & PRIVD_LIMIT_CPU) ? CG_LIMIT_CPU : 0);
-        return workspace_write_uploads(ws, &rj->j.req.run, err);
+        /* The workspace is the front's until it is handed over: the
+         * uploads go in as the front's files, then become the job's. */
+        r = workspace_write_uploads(ws, &rj->j.req.run, err);
+        if (r < 0)
+                return r;
+        r = privc_ws_handover(&rj->d->privc, rj->ph);
+        return r < 0 ? sbx_error_set(err, r, "sbx-privd: WS_HANDOVER (its log says which entry it refused)") : 0;
+}
+
+int privjob_reclaim(struct rjob *rj) {
+        return rj->ph_open ? privc_ws_reclaim(&rj->d->privc, rj->ph) : -ESRCH;
 }
 
 void privjob_workspace(const struct rjob *rj, char *buf, size_t len) {

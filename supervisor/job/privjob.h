@@ -24,6 +24,9 @@ int privjob_open(struct rjob *rj, struct sbx_error *err);
 void privjob_workspace(const struct rjob *rj, char *buf, size_t len);
 /* The launcher, as the job's uid in its cgroup; fds as spawn_params'. */
 int privjob_spawn(struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd);
+/* The workspace's files the job made become the front's (its end: the
+ * artifacts), once no process of the job is left. */
+int privjob_reclaim(struct rjob *rj);
 int privjob_term(struct rjob *rj);
 int privjob_kill(struct rjob *rj);
 /* How the launcher ended, once its pidfd said it did: -EAGAIN before. */

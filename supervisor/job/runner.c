@@ -425,6 +425,13 @@ void runner_exited(struct rjob *rj) {
 
 static void collect(struct rjob *rj) {
         struct sbx_error e;
+        if (privjob_on(rj->d)) {
+                int r = privjob_reclaim(rj);
+                if (r < 0) {
+                        rj->artifacts_error = strdup("artifacts: sbx-privd could not give the workspace back (its log says why)");
+                        return;
+                }
+        }
         const struct run_request *run = &rj->j.req.run;
         sbx_error_clear(&e);
         int dir = rj->cap.result_dir_fd;
