@@ -347,3 +347,18 @@ memory = 128M" >/dev/null
         [[ "$output" != *"that should not happen"* ]]
         [ "$(ls -d /tmp/sbx-try-bundle.* 2>/dev/null | wc -l)" -eq "$before" ]
 }
+
+@test "with user = sbx the tree is the front's, and sbx-privd mounts it read-only for the job" {
+        sup_user_mode
+        publish hello 1.0.0 1 "" 'echo "bundle $SBX_BUNDLE"; touch /bundle/x 2>/dev/null && echo wrote || echo read-only; id -u' >/dev/null
+        BUNDLE_DAEMON=$SUP_USER_LINES bundle_config
+        sup_start
+        run ctl run --bundle hello
+        [ "$status" -eq 0 ]
+        [ "${lines[0]}" = "bundle hello" ]
+        [ "${lines[1]}" = "read-only" ]
+        [ "${lines[2]}" != 0 ]
+        [ "${lines[2]}" != "$(id -u sbx)" ]
+        # the cache is the front's now, and no job uid's
+        [ "$(stat -c %U "$SUP_DIR/state/cache")" = sbx ]
+}

@@ -145,12 +145,15 @@ survived() {
         survived
 }
 
-@test "sbx-privd refuses a made-up handle, another job's and a stale generation" {
+@test "sbx-privd refuses a made-up handle, another job's, a stale generation, and signals or waits out of a job's state" {
         attack handles
         refused "JOB_KILL made-up handle" "made-up handle"
         refused "JOB_CLOSE slot of A, generation of B" "JOB_CLOSE.*is not that of slot"
         refused "JOB_KILL stale generation" "JOB_KILL.*is not that of slot"
         refused "SPAWN stale generation" "SPAWN.*is not that of slot"
+        refused "JOB_TERM stale generation" "JOB_TERM.*is not that of slot"
+        refused "JOB_TERM of a job not spawned" "JOB_TERM needs a spawned job"
+        refused "JOB_WAIT of a job not spawned" "JOB_WAIT needs a spawned job"
         # D, which took the stale handle's slot, is untouched too.
         [ -d "$(field "D cgroup")" ]
         mountpoint -q "$(field "D workspace")"

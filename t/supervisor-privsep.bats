@@ -11,10 +11,6 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
         sup_init
-        cp "$SBX_BUILDDIR/supervisor/privd/sbx-privd" "$SBX_STAGE/bin/"
-        # The socket's directory is made for the user (the stage is root's).
-        export SUP_SOCK="$SUP_DIR/run/sock"
-        export SBX_SOCKET="$SUP_SOCK"
 }
 
 teardown_file() {
@@ -22,19 +18,11 @@ teardown_file() {
 }
 
 setup() {
-        [ "$(id -u)" = 0 ] || skip "sbx-privd must be started as root"
-        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here, which sbx-privd makes job cgroups in"
         require_userns
-        # The user the packages make (contrib/systemd/sbx.sysusers).
-        if ! id -u sbx >/dev/null 2>&1; then
-                command -v systemd-sysusers >/dev/null || skip "no user sbx, and no systemd-sysusers to make it"
-                systemd-sysusers "$SBX_SRCDIR/contrib/systemd/sbx.sysusers"
-        fi
+        sup_user_mode
         SBX_UID=$(id -u sbx)
         rm -f "$SUP_DIR/sup.conf"
-        sup_config "user = sbx
-helper = $SBX_STAGE/bin/sbx-privd"
-        sed -i "s|^socket = .*|socket = $SUP_SOCK|" "$SUP_DIR/sup.conf"
+        sup_config "$SUP_USER_LINES"
 }
 
 teardown() {

@@ -18,7 +18,6 @@
 #include "audit.h"
 #include "bundle.h"
 #include "daemon.h"
-#include "privjob.h"
 #include "privsep.h"
 #include "metrics-http.h"
 #include "dnsproxy.h"
@@ -226,7 +225,7 @@ static void caps_setup(struct daemon *d) {
  * that is not root cannot, and says what that costs. */
 static int isolation_setup(struct daemon *d, struct sbx_error *err) {
         const struct config *cfg = d->cfg;
-        if (privjob_on(d)) {
+        if (privc_on(&d->privc)) {
                 d->own_mounts = true;
                 log_info("jobs run as uids %u-%u of sbx-privd, one each, in cgroups and workspaces it makes", d->privc.uid_first,
                          d->privc.uid_first + d->privc.uid_count - 1);

@@ -14,7 +14,6 @@
 #include "daemon.h"
 #include "grant.h"
 #include "log.h"
-#include "privjob.h"
 #include "netjob.h"
 #include "profile.h"
 #include "runner.h"
@@ -198,7 +197,7 @@ int bundle_job_tree_mount(struct rjob *rj) {
                 return -ENOENT;
         /* A front without privilege hands sbx-privd the directory, which
          * makes the mount. */
-        if (privjob_on(rj->d))
+        if (privc_on(&rj->d->privc))
                 return cachefs_tree_open(rj->d->bundles->cache_fd, rj->bundle_tree->sha256);
         return cachefs_tree_mount(rj->d->bundles->cache_fd, rj->bundle_tree->sha256);
 }

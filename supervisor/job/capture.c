@@ -273,10 +273,10 @@ static void on_pidfd(struct source *s, uint32_t events) {
         struct capture *cap = &rj->cap;
         siginfo_t si;
         memset(&si, 0, sizeof(si));
-        if (privjob_on(rj->d)) {
+        if (privc_on(&rj->d->privc)) {
                 /* The helper is the launcher's parent. */
                 int st;
-                if (privjob_wait(rj, &st) < 0)
+                if (privjob_wait(&rj->d->privc, rj, &st) < 0)
                         return;
                 si.si_pid = rj->pid;
                 si.si_code = WIFEXITED(st) ? CLD_EXITED : CLD_KILLED;
@@ -295,8 +295,8 @@ static void on_pidfd(struct source *s, uint32_t events) {
         close_src(&cap->pid_src, &cap->pidfd);
         /* Stragglers outside the launcher's control (none should exist)
          * must not keep the pipes open or outlive the job. */
-        if (privjob_on(rj->d))
-                (void) privjob_kill(rj);
+        if (privc_on(&rj->d->privc))
+                (void) privjob_kill(&rj->d->privc, rj);
         else if (rj->cgroup_fd >= 0)
                 cgroup_job_kill(&rj->d->cg, rj->cgroup_fd);
         for (int i = 0; i < 2; i++) {

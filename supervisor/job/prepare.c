@@ -22,8 +22,8 @@ static int assign_ids(struct rjob *rj) {
         struct daemon *d = rj->d;
         const struct tenant *t = rj->j.tenant;
         uid_t uid;
-        if (privjob_on(d))
-                return privjob_uid(rj);
+        if (privc_on(&d->privc))
+                return privjob_uid(&rj->d->privc, rj);
         if (d->uids.size && !t->job_user_set) {
                 int r = uidpool_take(&d->uids, &uid);
                 if (r < 0)
@@ -43,8 +43,8 @@ static void prepare_run(struct work *w) {
         struct daemon *d = rj->d;
         struct sbx_error err;
         sbx_error_clear(&err);
-        if (privjob_on(d)) {
-                if (privjob_open(rj, &err) < 0)
+        if (privc_on(&d->privc)) {
+                if (privjob_open(&d->privc, rj, &err) < 0)
                         rj->prep_error = strdup(err.msg[0] ? err.msg : "out of memory");
                 return;
         }
@@ -96,7 +96,7 @@ void prepare_begin(struct rjob *rj) {
                 runner_end(rj);
                 return;
         }
-        if (d->cg.enabled && !privjob_on(d)) {
+        if (d->cg.enabled && !privc_on(&d->privc)) {
                 r = cgroup_job_create(&d->cg, rj->j.id, &rj->j.pol, &rj->cgroup_fd, &rj->cg_limits);
                 if (r < 0) {
                         log_warning(JOB_LOG ": no cgroup (%s); limits go to rlimits", JOB_LOG_ARGS(&rj->j), strerror(-r));
@@ -155,7 +155,7 @@ static void kill_uid_done(struct work *w) {
 void prepare_release(struct rjob *rj) {
         struct daemon *d = rj->d;
         struct uid_return *u = NULL;
-        if (privjob_on(d)) {
+        if (privc_on(&d->privc)) {
                 /* The rest is the helper's, closed once the artifacts
                  * are out (runner_end). */
                 if (rj->cgroup_fd >= 0) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -20,6 +21,10 @@ struct privc {
         pthread_mutex_t lock;
         uint32_t uid_first, uid_count, max_jobs; /* from its HELLO reply */
 };
+
+static inline bool privc_on(const struct privc *c) {
+        return c->fd >= 0;
+}
 
 /* HELLO over fd (taken). */
 int privc_open(struct privc *c, int fd, pid_t pid, struct sbx_error *err);

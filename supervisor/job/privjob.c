@@ -6,19 +6,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "jobs.h"
 #include "launchspec.h"
 #include "log.h"
 #include "privjob.h"
 #include "workspace.h"
 
-bool privjob_on(const struct daemon *d) {
-        return d->privc.fd >= 0;
-}
-
-int privjob_uid(struct rjob *rj) {
+int privjob_uid(struct privc *c, struct rjob *rj) {
         uid_t uid;
-        int r = privc_uid_take(&rj->d->privc, &uid);
+        int r = privc_uid_take(c, &uid);
         if (r < 0)
                 return r;
         rj->j.job_uid = uid;
@@ -31,7 +27,7 @@ static uint64_t or_zero(uint64_t v) {
         return v == PROTO_UNSET ? 0 : v;
 }
 
-int privjob_open(struct rjob *rj, struct sbx_error *err) {
+int privjob_open(struct privc *c, struct rjob *rj, struct sbx_error *err) {
         const struct policy_decision *pol = &rj->j.pol;
         struct privd_job_open m = {
                 .uid = (uint32_t) rj->j.job_uid,
@@ -42,7 +38,7 @@ int privjob_open(struct rjob *rj, struct sbx_error *err) {
         };
         unsigned limits = 0;
         int cg = -1, ws = -1;
-        int r = privc_job_open(&rj->d->privc, &m, &rj->ph, &limits, &cg, &ws);
+        int r = privc_job_open(c, &m, &rj->ph, &limits, &cg, &ws);
         if (r < 0)
                 return sbx_error_set(err, r, "sbx-privd: JOB_OPEN");
         rj->ph_open = true;
@@ -56,17 +52,17 @@ int privjob_open(struct rjob *rj, struct sbx_error *err) {
         r = workspace_write_uploads(ws, &rj->j.req.run, err);
         if (r < 0)
                 return r;
-        r = privc_ws_handover(&rj->d->privc, rj->ph);
+        r = privc_ws_handover(c, rj->ph);
         return r < 0 ? sbx_error_set(err, r, "sbx-privd: WS_HANDOVER (its log says which entry it refused)") : 0;
 }
 
-int privjob_reclaim(struct rjob *rj) {
-        return rj->ph_open ? privc_ws_reclaim(&rj->d->privc, rj->ph) : -ESRCH;
+int privjob_reclaim(struct privc *c, struct rjob *rj) {
+        return rj->ph_open ? privc_ws_reclaim(c, rj->ph) : -ESRCH;
 }
 
-void privjob_workspace(const struct rjob *rj, char *buf, size_t len) {
+void privjob_workspace(const struct rjob *rj, const char *dir, char *buf, size_t len) {
         /* The helper's name for it (privd-abi.h). */
-        snprintf(buf, len, "%s/job-p%u-%u", rj->d->dirs.work_path, rj->ph.slot, rj->ph.gen);
+        snprintf(buf, len, "%s/job-p%u-%u", dir, rj->ph.slot, rj->ph.gen);
 }
 
 /* The launcher's options and command, NUL-separated, in a sealed memfd. */
@@ -92,7 +88,7 @@ static int argv_file(const struct launchspec *ls, int *ret_fd) {
         return 0;
 }
 
-int privjob_spawn(struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd) {
+int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd) {
         int all[PRIVD_FD_COUNT];
         _cleanup_close_ int argv_fd = -1;
         int r = argv_file(ls, &argv_fd);
@@ -102,39 +98,38 @@ int privjob_spawn(struct rjob *rj, const struct launchspec *ls, const int fds[8]
                 all[i] = i < 8 ? fds[i] : -1;
         all[PRIVD_FD_ARGV] = argv_fd;
         pid_t pid = 0;
-        r = privc_spawn(&rj->d->privc, rj->ph, all, &pid, ret_pidfd);
+        r = privc_spawn(c, rj->ph, all, &pid, ret_pidfd);
         if (r == 0)
                 rj->pid = pid;
         return r;
 }
 
-int privjob_term(struct rjob *rj) {
-        return rj->ph_open ? privc_job_term(&rj->d->privc, rj->ph) : -ESRCH;
+int privjob_term(struct privc *c, struct rjob *rj) {
+        return rj->ph_open ? privc_job_term(c, rj->ph) : -ESRCH;
 }
 
-int privjob_kill(struct rjob *rj) {
-        return rj->ph_open ? privc_job_kill(&rj->d->privc, rj->ph) : -ESRCH;
+int privjob_kill(struct privc *c, struct rjob *rj) {
+        return rj->ph_open ? privc_job_kill(c, rj->ph) : -ESRCH;
 }
 
-int privjob_wait(struct rjob *rj, int *ret_status) {
-        return rj->ph_open ? privc_job_wait(&rj->d->privc, rj->ph, ret_status) : -ESRCH;
+int privjob_wait(struct privc *c, struct rjob *rj, int *ret_status) {
+        return rj->ph_open ? privc_job_wait(c, rj->ph, ret_status) : -ESRCH;
 }
 
-void privjob_close(struct rjob *rj) {
-        struct daemon *d = rj->d;
+void privjob_close(struct privc *c, struct rjob *rj) {
         if (rj->ws_fd >= 0) {
                 close(rj->ws_fd);
                 rj->ws_fd = -1;
         }
         if (rj->ph_open) {
-                int r = privc_job_close(&d->privc, rj->ph);
+                int r = privc_job_close(c, rj->ph);
                 /* The helper keeps the uid out of its pool then. */
                 if (r < 0)
                         log_error(JOB_LOG ": sbx-privd could not remove all of it (%s); its uid is not reused",
                                   JOB_LOG_ARGS(&rj->j), strerror(-r));
                 rj->ph_open = false;
         } else if (rj->own_uid) {
-                int r = privc_uid_release(&d->privc, rj->j.job_uid);
+                int r = privc_uid_release(c, rj->j.job_uid);
                 if (r < 0)
                         log_error(JOB_LOG ": sbx-privd: uid %u not released (%s)", JOB_LOG_ARGS(&rj->j), (unsigned) rj->j.job_uid,
                                   strerror(-r));

@@ -9,28 +9,27 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "privc.h"
 
-struct daemon;
 struct launchspec;
 struct rjob;
 
-bool privjob_on(const struct daemon *d);
 /* A uid of the helper's range (on the loop). */
-int privjob_uid(struct rjob *rj);
+int privjob_uid(struct privc *c, struct rjob *rj);
 /* The cgroup and the workspace, with the request's uploads written in
  * (on a worker). */
-int privjob_open(struct rjob *rj, struct sbx_error *err);
-/* Where the launcher finds the workspace. */
-void privjob_workspace(const struct rjob *rj, char *buf, size_t len);
+int privjob_open(struct privc *c, struct rjob *rj, struct sbx_error *err);
+/* Where the launcher finds the workspace: in dir, the helper's --workspace. */
+void privjob_workspace(const struct rjob *rj, const char *dir, char *buf, size_t len);
 /* The launcher, as the job's uid in its cgroup; fds as spawn_params'. */
-int privjob_spawn(struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd);
+int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd);
 /* The workspace's files the job made become the front's (its end: the
  * artifacts), once no process of the job is left. */
-int privjob_reclaim(struct rjob *rj);
-int privjob_term(struct rjob *rj);
-int privjob_kill(struct rjob *rj);
+int privjob_reclaim(struct privc *c, struct rjob *rj);
+int privjob_term(struct privc *c, struct rjob *rj);
+int privjob_kill(struct privc *c, struct rjob *rj);
 /* How the launcher ended, once its pidfd said it did: -EAGAIN before. */
-int privjob_wait(struct rjob *rj, int *ret_status);
+int privjob_wait(struct privc *c, struct rjob *rj, int *ret_status);
 /* Everything of the job gone, its uid back in the helper's pool (blocking:
  * the helper waits for the cgroup to empty; on a worker). */
-void privjob_close(struct rjob *rj);
+void privjob_close(struct privc *c, struct rjob *rj);

@@ -50,8 +50,8 @@ static int arm_timer(struct rjob *rj, uint64_t ms) {
  * launcher's process group (the launcher's pid 1 takes the namespace with
  * it when the launcher dies). */
 static void hard_kill(struct rjob *rj) {
-        if (privjob_on(rj->d)) {
-                int r = privjob_kill(rj);
+        if (privc_on(&rj->d->privc)) {
+                int r = privjob_kill(&rj->d->privc, rj);
                 if (r < 0)
                         log_error(JOB_LOG ": sbx-privd: JOB_KILL: %s", JOB_LOG_ARGS(&rj->j), strerror(-r));
                 return;
@@ -73,9 +73,9 @@ void runner_stop(struct rjob *rj, enum job_event why) {
                 /* SIGTERM first: the launcher forwards it to the command,
                  * which gets the grace period to clean up. */
                 if (rj->pid > 0 && !rj->cap.exited) {
-                        if (!privjob_on(rj->d))
+                        if (!privc_on(&rj->d->privc))
                                 kill(rj->pid, SIGTERM);
-                        else if (privjob_term(rj) < 0)
+                        else if (privjob_term(&rj->d->privc, rj) < 0)
                                 log_warning(JOB_LOG ": sbx-privd: JOB_TERM refused: the grace period passes without it",
                                             JOB_LOG_ARGS(&rj->j));
                 }
@@ -194,8 +194,8 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .cgroup_fd = rj->cgroup_fd,
                 .err_fd = p->report[1],
         };
-        if (privjob_on(d))
-                return privjob_spawn(rj, ls, sp.fds, ret_pidfd);
+        if (privc_on(&d->privc))
+                return privjob_spawn(&d->privc, rj, ls, sp.fds, ret_pidfd);
         int r = spawn_launcher(&sp, &rj->pid, ret_pidfd);
         /* An audited job runs in its cgroup or not at all: out of it, no
          * program would see its connections. */
@@ -244,8 +244,8 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
         struct daemon *d = rj->d;
         const struct run_request *run = &rj->j.req.run;
         char ws[4200];
-        if (privjob_on(d))
-                privjob_workspace(rj, ws, sizeof(ws));
+        if (privc_on(&d->privc))
+                privjob_workspace(rj, d->dirs.work_path, ws, sizeof(ws));
         else
                 snprintf(ws, sizeof(ws), "%s/%s", d->dirs.work_path, rj->j.id);
         /* The cache is root's alone: a bundle's tree reaches its job as a
@@ -318,7 +318,7 @@ void runner_launch(struct rjob *rj) {
                 }
                 if (r < 0) {
                         /* Nothing watches the launcher: it must not run unwatched. */
-                        if (privjob_on(d))
+                        if (privc_on(&d->privc))
                                 hard_kill(rj); /* the helper reaps it */
                         else {
                                 kill(-rj->pid, SIGKILL);
@@ -425,8 +425,8 @@ void runner_exited(struct rjob *rj) {
 
 static void collect(struct rjob *rj) {
         struct sbx_error e;
-        if (privjob_on(rj->d)) {
-                int r = privjob_reclaim(rj);
+        if (privc_on(&rj->d->privc)) {
+                int r = privjob_reclaim(&rj->d->privc, rj);
                 if (r < 0) {
                         rj->artifacts_error = strdup("artifacts: sbx-privd could not give the workspace back (its log says why)");
                         return;
@@ -458,8 +458,8 @@ static void artifacts_run(struct work *w) {
         struct rjob *rj = container_of(w, struct rjob, work);
         if (rj->collect)
                 collect(rj);
-        if (privjob_on(rj->d))
-                privjob_close(rj);
+        if (privc_on(&rj->d->privc))
+                privjob_close(&rj->d->privc, rj);
 }
 
 static void artifacts_done(struct work *w) {
@@ -522,7 +522,7 @@ void runner_end(struct rjob *rj) {
         /* Copying artifacts may take long, and so may the helper's
          * removal of a job: off the loop. */
         rj->collect = rj->j.req.run.n_artifacts > 0 && was_running && capture_result_dir(rj) >= 0;
-        if (rj->collect || privjob_on(d)) {
+        if (rj->collect || privc_on(&d->privc)) {
                 rj->work.run = artifacts_run;
                 rj->work.done = artifacts_done;
                 worker_submit(&rj->work);

@@ -260,6 +260,10 @@ static void attack_handles(struct job *a) {
         printf("C slot %u, D slot %u\n", c.h.slot, d.h.slot);
         expect_refused("JOB_KILL stale generation", job_op(PRIVD_JOB_KILL, c.h));
         expect_refused("SPAWN stale generation", spawn(&c, "true", 5, -1));
+        expect_refused("JOB_TERM stale generation", job_op(PRIVD_JOB_TERM, c.h));
+        /* B was never spawned: nothing to signal or wait for. */
+        expect_refused("JOB_TERM of a job not spawned", job_op(PRIVD_JOB_TERM, b.h));
+        expect_refused("JOB_WAIT of a job not spawned", job_op(PRIVD_JOB_WAIT, b.h));
 }
 
 static void attack_frames(struct job *a) {

@@ -154,3 +154,22 @@ metric() {
 net_metrics_check() {
         python3 "$SBX_SRCDIR/t/helpers/net-metrics-check.py" "$@"
 }
+
+# sup_user_mode: the daemon lines for a front without privilege ("user =
+# sbx", sbx-privd staged as its helper), skipping where that cannot run;
+# the socket moves into a directory made for the user (the stage is
+# root's). Sets SUP_USER_LINES for sup_config, and SUP_SOCK (call it first).
+sup_user_mode() {
+        [ "$(id -u)" = 0 ] || skip "sbx-privd must be started as root"
+        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here, which sbx-privd makes job cgroups in"
+        # The user the packages make (contrib/systemd/sbx.sysusers).
+        if ! id -u sbx >/dev/null 2>&1; then
+                command -v systemd-sysusers >/dev/null || skip "no user sbx, and no systemd-sysusers to make it"
+                systemd-sysusers "$SBX_SRCDIR/contrib/systemd/sbx.sysusers"
+        fi
+        [ -x "$SBX_STAGE/bin/sbx-privd" ] || cp "$SBX_BUILDDIR/supervisor/privd/sbx-privd" "$SBX_STAGE/bin/"
+        SUP_SOCK="$SUP_DIR/run/sock"
+        SBX_SOCKET=$SUP_SOCK
+        SUP_USER_LINES="user = sbx
+helper = $SBX_STAGE/bin/sbx-privd"
+}
