@@ -22,7 +22,7 @@ SUP_IQUOTE = -iquote $(top_srcdir)/supervisor/core \
 # library the unit tests link against.
 noinst_LIBRARIES += supervisor/libsup.a
 supervisor_libsup_a_SOURCES = \
-	supervisor/core/util.h supervisor/core/util.c \
+	supervisor/core/util.h supervisor/core/util.c supervisor/core/fileio.h supervisor/core/fileio.c \
 	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
 	supervisor/core/log.h supervisor/core/log.c \
 	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c \
