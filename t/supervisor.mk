@@ -167,5 +167,5 @@ t_helpers_gate_records_so_LDFLAGS = -shared
 # with the front's credentials.
 check_PROGRAMS += t/helpers/privd-client
 t_helpers_privd_client_SOURCES = t/helpers/privd-client.c lib/privd-abi.h
-TESTS += t/privd-hostile.bats
-EXTRA_DIST += t/privd-hostile.bats
+TESTS += t/privd-hostile.bats t/privd-net.bats
+EXTRA_DIST += t/privd-hostile.bats t/privd-net.bats
