@@ -214,5 +214,7 @@ int main(int argc, char **argv) {
         privd_close_all(&p);
         privd_net_teardown(&p);
         privd_log("front gone, every job closed");
+        free(p.jobs);
+        free(p.profile_env);
         return r < 0 ? 1 : 0;
 }

@@ -382,9 +382,10 @@ static void spawn_held(const char *name, struct netjob *n) {
         int pidfd = -1;
         int32_t r = call(&m, sizeof(m), fds, 5, &rep, &pidfd, 1);
         for (int i = 0; i < 5; i++)
-                if (i != 0 || r == 0)
-                        close(fds[i]);
-        close(st[0]);
+                close(fds[i]);
+        /* Kept open: a launcher that writes its status to a pipe nobody
+         * reads dies of SIGPIPE. */
+        n->j.status_rd = st[0];
         if (r < 0) {
                 fprintf(stderr, "privd-client: cannot spawn %s: %s\n", name, strerror(-r));
                 exit(2);
