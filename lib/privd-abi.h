@@ -31,6 +31,8 @@ enum privd_type {
          * without --net-pool (sbx-privd(8)). */
         PRIVD_NET_OPEN,        /* struct privd_net_open    -> struct privd_net_reply + 2 fds */
         PRIVD_NET_CLOSE,       /* struct privd_job         -> struct privd_reply */
+        PRIVD_WS_HANDOVER,     /* struct privd_job         -> struct privd_reply */
+        PRIVD_WS_RECLAIM,      /* struct privd_job         -> struct privd_reply */
         PRIVD_TYPE_MAX,
 };
 #define PRIVD_REPLY 0x8000u
@@ -75,10 +77,11 @@ struct privd_uid {
 /* JOB_OPEN: a cgroup of the helper's making below its cgroup root with
  * these limits (0: none), and a workspace, a tmpfs of workspace_bytes
  * (at most the helper's --workspace-max) mounted on a directory of the
- * helper's making, owned by uid. uid: one the front took with UID_TAKE
- * and no other job holds. The reply carries, in this order, the job's
- * cgroup directory (O_RDONLY, for reading its counters) and the
- * workspace's root directory. */
+ * helper's making, owned by the front's uid (the helper's --front) until
+ * WS_HANDOVER, so the front writes the uploads itself. uid: one the front
+ * took with UID_TAKE and no other job holds. The reply carries, in this
+ * order, the job's cgroup directory (O_RDONLY, for reading its counters)
+ * and the workspace's root directory. */
 struct privd_job_open {
         struct privd_hdr h;
         uint32_t uid;
@@ -91,7 +94,13 @@ struct privd_job_open {
 
 /* JOB_KILL (cgroup.kill: every process of the job, at once) and
  * JOB_CLOSE (kill, then every process of the job's uid, remove the
- * cgroup, unmount and remove the workspace, return the uid to the pool). */
+ * cgroup, unmount and remove the workspace, return the uid to the pool).
+ * WS_HANDOVER: the workspace, walked by descriptor, becomes the job's
+ * uid's, or nothing changes if it holds anything but the front's own
+ * directories, regular files of one link and symlinks, on the workspace's
+ * own mount; SPAWN needs it. WS_RECLAIM: once no process of the job is
+ * left, what the job's uid owns in the workspace becomes the front's, so
+ * it can read the artifacts. */
 struct privd_job {
         struct privd_hdr h;
         struct privd_handle job;
@@ -114,7 +123,8 @@ enum privd_fd {
         PRIVD_FD_PROFILE,      /* regular file (a sealed memfd); required */
         PRIVD_FD_INFO,         /* pipe; with PRIVD_FD_BLOCK or neither */
         PRIVD_FD_BLOCK,        /* pipe */
-        PRIVD_FD_BUNDLE,       /* directory (a detached mount) */
+        PRIVD_FD_BUNDLE,       /* directory owned by the front (O_PATH or O_RDONLY); the
+                                * launcher gets the helper's read-only detached mount of it */
         PRIVD_FD_ARGV,         /* regular file, PRIVD_ARGV_MAX bytes at most; required */
         PRIVD_FD_COUNT,
 };

@@ -64,7 +64,7 @@ net_client() {
         local pool=$1
         shift
         exec "$CLIENT" --as "$(id -u nobody):$(id -g nobody)" --profile "$SBX_STAGE/profiles/default.ini" "$@" -- \
-                "$PRIVD" --fd 3 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH" \
+                "$PRIVD" --fd 3 --front "$(id -u nobody):$(id -g nobody)" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH" \
                 --net-pool "$pool" --net-pool6 "$POOL6" --net-state "$PRIVD_NET"
 }
 
@@ -186,7 +186,7 @@ names() {
         refused "NET_OPEN B with the front's own pid" "NET_OPEN.*: pid $CPID is not the job's"
         refused "NET_OPEN B with a wrong inode" "network namespace is inode [0-9]*, not [0-9]* as reported"
         refused "NET_OPEN A twice" "had its network opened already"
-        refused "NET_OPEN before SPAWN" "is open: NET_OPEN needs a spawned job"
+        refused "NET_OPEN before SPAWN" "is handed over: NET_OPEN needs a spawned job"
         refused "NET_OPEN stale generation" "NET_OPEN.*is not that of slot"
         refused "NET_CLOSE of a job without a network" "has no network open"
         refused "NET_OPEN with the pool exhausted" "every block of the pool is taken"
@@ -220,7 +220,7 @@ names() {
 
 @test "without --net-pool the helper has no network: NET_OPEN is refused" {
         "$CLIENT" --as "$(id -u nobody):$(id -g nobody)" --profile "$SBX_STAGE/profiles/default.ini" net -- \
-                "$PRIVD" --fd 3 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH" \
+                "$PRIVD" --fd 3 --front "$(id -u nobody):$(id -g nobody)" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH" \
                 > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/log" || true
         cat "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/log"
         grep -q "^A NET_OPEN failed: Operation not supported" "$BATS_TEST_TMPDIR/out"
@@ -228,7 +228,7 @@ names() {
 }
 
 @test "sbx-privd rejects a bad network command line with a clear error" {
-        local base=(--fd 0 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH")
+        local base=(--fd 0 --front 65534:65534 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH")
         run "$PRIVD" "${base[@]}" --net-pool 10.214.0.0/30
         [ "$status" = 2 ]
         [[ "$output" == *"--net-pool needs --net-state"* ]]

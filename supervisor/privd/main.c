@@ -26,8 +26,8 @@
 #define MAX_JOBS_LIMIT 65536u
 
 static _noreturn_ void usage(int code) {
-        fputs("Usage: sbx-privd --fd N --uids FIRST-LAST --cgroup DIR --workspace DIR --launcher PATH\n"
-              "                 [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
+        fputs("Usage: sbx-privd --fd N --front UID:GID --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
+              "                 --launcher PATH [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
               "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]]\n",
               code ? stderr : stdout);
         exit(code);
@@ -111,6 +111,25 @@ bad:
         die("%s: expected an %s network from /%u to /%u, got '%s'", opt, af == AF_INET ? "IPv4" : "IPv6", min, max, s);
 }
 
+/* The front's uid and gid, numbers from whoever starts the helper as root
+ * (SO_PEERCRED would name that starter: a socketpair's credentials are
+ * its maker's, taken before the front drops to its user). Never root's,
+ * and never a job uid: the workspace walks and the bundle check trust
+ * exactly this owner. */
+static void parse_front(const char *s, struct privd_conf *c) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "%s", s);
+        char *colon = strchr(buf, ':');
+        if (!colon)
+                die("--front: expected UID:GID, got '%s'", s);
+        *colon = '\0';
+        uint64_t u = number("--front", buf, UINT32_MAX - 1), g = number("--front", colon + 1, UINT32_MAX - 1);
+        if (u == 0 || g == 0)
+                die("--front %s: the front does not run as root (uid or gid 0)", s);
+        c->front_uid = (uid_t) u;
+        c->front_gid = (gid_t) g;
+}
+
 static void parse_args(int argc, char **argv, struct privd_conf *c) {
         static const struct option opts[] = {
                 { "fd", required_argument, NULL, 'f' },        { "uids", required_argument, NULL, 'u' },
@@ -118,7 +137,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 { "launcher", required_argument, NULL, 'l' },  { "profile-path", required_argument, NULL, 'p' },
                 { "workspace-max", required_argument, NULL, 'W' }, { "max-jobs", required_argument, NULL, 'j' },
                 { "net-pool", required_argument, NULL, 'n' },  { "net-pool6", required_argument, NULL, '6' },
-                { "net-state", required_argument, NULL, 's' },
+                { "net-state", required_argument, NULL, 's' }, { "front", required_argument, NULL, 'F' },
                 { "help", no_argument, NULL, 'h' },            {},
         };
         int o;
@@ -128,6 +147,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 switch (o) {
                 case 'f': c->fd = (int) number("--fd", optarg, 1 << 20); break;
                 case 'u': parse_uids(optarg, c); break;
+                case 'F': parse_front(optarg, c); break;
                 case 'c': c->cgroup = abs_path("--cgroup", optarg); break;
                 case 'w': c->workspace = abs_path("--workspace", optarg); break;
                 case 'l': c->launcher = abs_path("--launcher", optarg); break;
@@ -147,8 +167,10 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 default: usage(1);
                 }
         }
-        if (optind != argc || c->fd < 0 || !c->uid_count || !c->cgroup || !c->workspace || !c->launcher)
+        if (optind != argc || c->fd < 0 || !c->uid_count || !c->cgroup || !c->workspace || !c->launcher || !c->front_uid)
                 usage(1);
+        if (c->front_uid >= c->uid_first && c->front_uid - c->uid_first < c->uid_count)
+                die("--front %u: a uid of the job range", (unsigned) c->front_uid);
         if (!c->net_pool_prefix && (c->net_pool6_prefix || c->net_state))
                 die("--net-pool6 and --net-state go with --net-pool");
         if (c->net_pool_prefix && !c->net_state)
@@ -184,7 +206,7 @@ int main(int argc, char **argv) {
         if (!p.jobs)
                 die("out of memory");
         for (uint32_t i = 0; i < conf.max_jobs; i++)
-                p.jobs[i].cgroup_fd = -1;
+                p.jobs[i].cgroup_fd = p.jobs[i].ws_fd = -1;
         p.cgroup_fd = open_root_dir("--cgroup", conf.cgroup, true);
         p.workspace_fd = open_root_dir("--workspace", conf.workspace, false);
         p.cg_have = jobfs_cgroup_controllers(p.cgroup_fd);
@@ -204,8 +226,9 @@ int main(int argc, char **argv) {
         }
         if (conf.profile_path && asprintf(&p.profile_env, "SBX_PROFILE_PATH=%s", conf.profile_path) < 0)
                 die("out of memory");
-        privd_log("serving fd %d: uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, conf.uid_first,
-                  conf.uid_first + conf.uid_count - 1, conf.max_jobs, conf.cgroup, conf.workspace);
+        privd_log("serving fd %d: front %u:%u, uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, (unsigned) conf.front_uid,
+                  (unsigned) conf.front_gid, conf.uid_first, conf.uid_first + conf.uid_count - 1, conf.max_jobs, conf.cgroup,
+                  conf.workspace);
         int r = privd_serve(&p);
         if (r < 0)
                 privd_log("socket: %s", strerror(-r));

@@ -15,15 +15,26 @@
 #include "uidpool.h"
 
 /* One job's life, and the only place it changes is jobs.c:
- *   FREE --JOB_OPEN--> OPEN --SPAWN--> SPAWNED
- *   OPEN, SPAWNED --JOB_KILL--> KILLED
- *   OPEN, SPAWNED, KILLED --JOB_CLOSE--> FREE (the generation is spent)
- * A request that does not fit the job's state is refused. */
+ *
+ *   FREE --JOB_OPEN--> OPEN          the workspace is the front's: uploads
+ *   OPEN --WS_HANDOVER--> READY      the workspace is the job's uid's
+ *   READY --SPAWN--> SPAWNED         the launcher runs
+ *   OPEN, READY, SPAWNED, KILLED --JOB_KILL--> KILLED
+ *   KILLED --WS_RECLAIM--> RECLAIMED the job's files are the front's
+ *   any but FREE --JOB_CLOSE--> FREE (the generation is spent)
+ *
+ * A WS_HANDOVER that fails after it changed an owner (the front changed
+ * the tree under it) leaves the job KILLED: it never runs, and RECLAIM
+ * gives the front back what was handed over. WS_RECLAIM also needs the
+ * launcher reaped and the cgroup empty. A request that does not fit the
+ * job's state is refused. */
 enum pjob_state {
         PJOB_FREE = 0,
         PJOB_OPEN,
+        PJOB_READY,
         PJOB_SPAWNED,
         PJOB_KILLED,
+        PJOB_RECLAIMED,
 };
 
 struct pjob {
@@ -31,6 +42,7 @@ struct pjob {
         uint32_t gen;
         uid_t uid;
         int cgroup_fd;            /* the job's cgroup directory */
+        int ws_fd;                /* the workspace's root, for the walks (wstree.h) */
         pid_t pid;                /* the launcher, once spawned */
         uint32_t net_slot1;       /* net.c: the job's block of the pool plus one; 0: none */
         bool net_opened;          /* net.c: NET_OPEN done (once per job) */
@@ -45,6 +57,8 @@ struct privd_conf {
         const char *workspace;
         const char *launcher;
         const char *profile_path; /* SBX_PROFILE_PATH for the launcher, or NULL */
+        uid_t front_uid;          /* --front: who the front runs as; never 0 */
+        gid_t front_gid;
         uint64_t workspace_max;
         uint32_t max_jobs;
         /* The jobs' network (net.c); net_pool_prefix 0: none. */
@@ -87,6 +101,8 @@ int privd_uid_release(struct privd *p, const struct privd_uid *m);
 int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd_reply *rep, int ret_fds[2]);
 int privd_job_kill(struct privd *p, const struct privd_job *m);
 int privd_job_close(struct privd *p, const struct privd_job *m);
+int privd_ws_handover(struct privd *p, const struct privd_job *m);
+int privd_ws_reclaim(struct privd *p, const struct privd_job *m);
 /* fds: the received descriptors, in the order of m->fds' bits; taken. */
 int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned n_fds, struct privd_reply *rep, int *ret_pidfd);
 /* The front is gone: kill and close every job. */

@@ -25,6 +25,7 @@ static const char *const type_names[PRIVD_TYPE_MAX] = {
         [PRIVD_HELLO] = "HELLO",         [PRIVD_UID_TAKE] = "UID_TAKE",   [PRIVD_UID_RELEASE] = "UID_RELEASE",
         [PRIVD_JOB_OPEN] = "JOB_OPEN",   [PRIVD_JOB_KILL] = "JOB_KILL",   [PRIVD_JOB_CLOSE] = "JOB_CLOSE",
         [PRIVD_SPAWN] = "SPAWN",         [PRIVD_NET_OPEN] = "NET_OPEN",   [PRIVD_NET_CLOSE] = "NET_CLOSE",
+        [PRIVD_WS_HANDOVER] = "WS_HANDOVER", [PRIVD_WS_RECLAIM] = "WS_RECLAIM",
 };
 
 /* The exact size of each request. */
@@ -33,7 +34,8 @@ static const uint32_t type_sizes[PRIVD_TYPE_MAX] = {
         [PRIVD_UID_RELEASE] = sizeof(struct privd_uid),   [PRIVD_JOB_OPEN] = sizeof(struct privd_job_open),
         [PRIVD_JOB_KILL] = sizeof(struct privd_job),      [PRIVD_JOB_CLOSE] = sizeof(struct privd_job),
         [PRIVD_SPAWN] = sizeof(struct privd_spawn),       [PRIVD_NET_OPEN] = sizeof(struct privd_net_open),
-        [PRIVD_NET_CLOSE] = sizeof(struct privd_job),
+        [PRIVD_NET_CLOSE] = sizeof(struct privd_job),    [PRIVD_WS_HANDOVER] = sizeof(struct privd_job),
+        [PRIVD_WS_RECLAIM] = sizeof(struct privd_job),
 };
 
 _Static_assert(sizeof(struct privd_job_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
@@ -251,6 +253,12 @@ static int serve_one(struct privd *p, short revents) {
                         break;
                 case PRIVD_JOB_CLOSE:
                         r = privd_job_close(p, &m.job);
+                        break;
+                case PRIVD_WS_HANDOVER:
+                        r = privd_ws_handover(p, &m.job);
+                        break;
+                case PRIVD_WS_RECLAIM:
+                        r = privd_ws_reclaim(p, &m.job);
                         break;
                 case PRIVD_SPAWN:
                         r = privd_spawn(p, &m.spawn, fds, n_fds, &rep, &out[0]);

@@ -13,11 +13,10 @@
  * and, with --hold, waits for SIGUSR1 before it hangs up (the helper must
  * then close A on its own). Exit status 1 if any attack was accepted.
  * Scenario "run": a real `true` through the helper, its exit read through
- * the pidfd and the status pipe, then JOB_CLOSE. Scenarios "net",
- * "net-attacks" and "net-reuse" (--v6: with IPv6) instead hold job A at
- * --block-fd as restricted jobs are, open its network ("A slot N", "A addr
- * ADDR", "A child PID", where its DNS sockets are) and let it go on. */
-#include <arpa/inet.h>
+ * the pidfd and the status pipe, then JOB_CLOSE. Scenarios "artifacts",
+ * "uploads", "states", "reclaim" and "bundle" (--bundle DIR: a directory
+ * of the front's) are in privd-client-fs.c; "net", "net-attacks" and
+ * "net-reuse" (--v6: with IPv6) in privd-client-net.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -37,29 +36,23 @@
 #include <unistd.h>
 
 #include "privd-abi.h"
+#include "privd-client.h"
 
-static int sock = -1;
-static uint32_t seq;
-static int accepted;
-static const char *profile_file;
+int sock = -1;
+uint32_t seq;
+int accepted;
+const char *profile_file;
 
-struct job {
-        struct privd_handle h;
-        uint32_t uid;
-        int cg, ws, pidfd, status_rd;
-        pid_t pid;
-};
-
-static void fail(const char *what) {
+_Noreturn void fail(const char *what) {
         fprintf(stderr, "privd-client: %s: %s\n", what, strerror(errno));
         exit(2);
 }
 
-static struct privd_hdr hdr(uint16_t type, uint32_t len) {
+struct privd_hdr hdr(uint16_t type, uint32_t len) {
         return (struct privd_hdr){ .magic = PRIVD_MAGIC, .version = PRIVD_VERSION, .type = type, .seq = ++seq, .len = len };
 }
 
-static void send_raw(const void *msg, size_t len, const int *fds, unsigned n_fds) {
+void send_raw(const void *msg, size_t len, const int *fds, unsigned n_fds) {
         struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
         char cbuf[CMSG_SPACE(32 * sizeof(int))];
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -78,7 +71,7 @@ static void send_raw(const void *msg, size_t len, const int *fds, unsigned n_fds
 }
 
 /* The reply (either shape), and up to two descriptors. */
-static int32_t recv_reply(struct privd_reply *rep, int *fds, unsigned max_fds) {
+int32_t recv_reply(struct privd_reply *rep, int *fds, unsigned max_fds) {
         union {
                 struct privd_reply r;
                 struct privd_hello_reply hr;
@@ -108,13 +101,13 @@ static int32_t recv_reply(struct privd_reply *rep, int *fds, unsigned max_fds) {
         return (m.r.h.type & ~PRIVD_REPLY) == PRIVD_HELLO ? m.hr.err : m.r.err;
 }
 
-static int32_t call(const void *msg, size_t len, const int *fds, unsigned n, struct privd_reply *rep, int *rfds, unsigned max) {
+int32_t call(const void *msg, size_t len, const int *fds, unsigned n, struct privd_reply *rep, int *rfds, unsigned max) {
         send_raw(msg, len, fds, n);
         return recv_reply(rep, rfds, max);
 }
 
 /* An attack: it must come back refused. */
-static void expect_refused(const char *what, int32_t err) {
+void expect_refused(const char *what, int32_t err) {
         if (err < 0)
                 printf("refused %s: %s\n", what, strerror(-err));
         else {
@@ -124,7 +117,7 @@ static void expect_refused(const char *what, int32_t err) {
         fflush(stdout);
 }
 
-static int32_t uid_take(uint32_t *uid) {
+int32_t uid_take(uint32_t *uid) {
         struct privd_hdr m = hdr(PRIVD_UID_TAKE, sizeof(m));
         struct privd_reply rep;
         int32_t r = call(&m, sizeof(m), NULL, 0, &rep, NULL, 0);
@@ -132,12 +125,12 @@ static int32_t uid_take(uint32_t *uid) {
         return r;
 }
 
-static int32_t uid_release(uint32_t uid) {
+int32_t uid_release(uint32_t uid) {
         struct privd_uid m = { .h = hdr(PRIVD_UID_RELEASE, sizeof(m)), .uid = uid };
         return call(&m, sizeof(m), NULL, 0, NULL, NULL, 0);
 }
 
-static int32_t job_open(uint32_t uid, struct job *j) {
+int32_t job_open(uint32_t uid, struct job *j) {
         struct privd_job_open m = { .h = hdr(PRIVD_JOB_OPEN, sizeof(m)), .uid = uid, .workspace_bytes = 1 << 20, .pids_max = 64 };
         struct privd_reply rep;
         int fds[2] = { -1, -1 };
@@ -146,12 +139,12 @@ static int32_t job_open(uint32_t uid, struct job *j) {
         return r;
 }
 
-static int32_t job_op(uint16_t type, struct privd_handle h) {
+int32_t job_op(uint16_t type, struct privd_handle h) {
         struct privd_job m = { .h = hdr(type, sizeof(m)), .job = h };
         return call(&m, sizeof(m), NULL, 0, NULL, NULL, 0);
 }
 
-static int memfd_with(const char *name, const void *data, size_t len) {
+int memfd_with(const char *name, const void *data, size_t len) {
         int fd = (int) syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0 || write(fd, data, len) != (ssize_t) len)
                 fail("memfd");
@@ -159,7 +152,7 @@ static int memfd_with(const char *name, const void *data, size_t len) {
         return fd;
 }
 
-static int profile_fd(void) {
+int profile_fd(void) {
         char buf[16384];
         int in = open(profile_file, O_RDONLY | O_CLOEXEC);
         ssize_t n = in < 0 ? -1 : read(in, buf, sizeof(buf));
@@ -170,19 +163,35 @@ static int profile_fd(void) {
 }
 
 /* SPAWN with the usual set; status is overridable (a wrong kind). */
-static int32_t spawn(struct job *j, const char *argv, size_t argv_len, int status_override) {
+int32_t spawn(struct job *j, const char *argv, size_t argv_len, int status_override) {
+        return spawn_with(j, argv, argv_len, status_override, -1, -1);
+}
+
+/* ...and with a profile of the caller's (-1: --profile's) and a bundle
+ * directory (-1: none); neither is closed here. */
+int32_t spawn_with(struct job *j, const char *argv, size_t argv_len, int status_override, int profile, int bundle) {
         int st[2];
         if (pipe2(st, O_CLOEXEC) < 0)
                 fail("pipe");
-        int fds[3] = { status_override >= 0 ? status_override : st[1], profile_fd(), memfd_with("argv", argv, argv_len) };
-        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h,
-                                 .fds = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV) };
+        int prof = profile >= 0 ? profile : profile_fd();
+        int fds[4] = { status_override >= 0 ? status_override : st[1], prof, memfd_with("argv", argv, argv_len), bundle };
+        uint32_t bits = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV);
+        unsigned n = 3;
+        if (bundle >= 0) {
+                /* In the order of the bits: BUNDLE comes before ARGV. */
+                bits |= PRIVD_FD_BIT(PRIVD_FD_BUNDLE);
+                fds[3] = fds[2];
+                fds[2] = bundle;
+                n = 4;
+        }
+        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h, .fds = bits };
         struct privd_reply rep;
         int pidfd = -1;
-        int32_t r = call(&m, sizeof(m), fds, 3, &rep, &pidfd, 1);
+        int32_t r = call(&m, sizeof(m), fds, n, &rep, &pidfd, 1);
         close(st[1]);
-        close(fds[1]);
-        close(fds[2]);
+        if (profile < 0)
+                close(prof);
+        close(fds[n - 1]);
         if (r == 0) {
                 j->pidfd = pidfd;
                 j->pid = rep.pid;
@@ -192,7 +201,7 @@ static int32_t spawn(struct job *j, const char *argv, size_t argv_len, int statu
         return r;
 }
 
-static void print_job(const char *name, const struct job *j) {
+void print_job(const char *name, const struct job *j) {
         char p[64], t[4096];
         ssize_t n;
         snprintf(p, sizeof(p), "/proc/self/fd/%d", j->cg);
@@ -204,17 +213,17 @@ static void print_job(const char *name, const struct job *j) {
         printf("%s uid %u\n", name, j->uid);
 }
 
-/* A job of a uid of its own, printed. */
-static void open_job(const char *name, struct job *j) {
+/* A job of a uid of its own, its workspace handed over, printed. */
+void open_job(const char *name, struct job *j) {
         uint32_t uid;
-        if (uid_take(&uid) < 0 || job_open(uid, j) < 0) {
+        if (uid_take(&uid) < 0 || job_open(uid, j) < 0 || job_op(PRIVD_WS_HANDOVER, j->h) < 0) {
                 fprintf(stderr, "privd-client: cannot open job %s\n", name);
                 exit(2);
         }
         print_job(name, j);
 }
 
-static bool alive(pid_t pidfd) {
+bool alive(int pidfd) {
         struct pollfd pf = { .fd = pidfd, .events = POLLIN };
         return poll(&pf, 1, 0) == 0;
 }
@@ -357,185 +366,6 @@ static int run_true(void) {
         return r ? 1 : 0;
 }
 
-/* ---- the job's network (t/privd-net.bats) --------------------------------------- */
-
-/* A job spawned as restricted jobs are: `sleep 600` in a network
- * namespace of its own, held at --block-fd; its --info-fd line read. */
-struct netjob {
-        struct job j;
-        int block_wr;
-        int32_t child;
-        uint64_t ino;
-};
-
-static void spawn_held(const char *name, struct netjob *n) {
-        static const char cmd[] = "sleep\0" "600";
-        int st[2], info[2], block[2];
-        open_job(name, &n->j);
-        if (pipe2(st, O_CLOEXEC) < 0 || pipe2(info, O_CLOEXEC) < 0 || pipe2(block, O_CLOEXEC) < 0)
-                fail("pipe");
-        int fds[5] = { st[1], profile_fd(), info[1], block[0], memfd_with("argv", cmd, sizeof(cmd)) };
-        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = n->j.h,
-                                 .fds = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_INFO) |
-                                        PRIVD_FD_BIT(PRIVD_FD_BLOCK) | PRIVD_FD_BIT(PRIVD_FD_ARGV) };
-        struct privd_reply rep;
-        int pidfd = -1;
-        int32_t r = call(&m, sizeof(m), fds, 5, &rep, &pidfd, 1);
-        for (int i = 0; i < 5; i++)
-                close(fds[i]);
-        /* Kept open: a launcher that writes its status to a pipe nobody
-         * reads dies of SIGPIPE. */
-        n->j.status_rd = st[0];
-        if (r < 0) {
-                fprintf(stderr, "privd-client: cannot spawn %s: %s\n", name, strerror(-r));
-                exit(2);
-        }
-        n->j.pid = rep.pid;
-        n->j.pidfd = pidfd;
-        n->block_wr = block[1];
-        /* The launcher closes it after its one line. */
-        char buf[1024];
-        ssize_t k, tot = 0;
-        while (tot < (ssize_t) sizeof(buf) - 1 && (k = read(info[0], buf + tot, sizeof(buf) - 1 - (size_t) tot)) > 0)
-                tot += k;
-        buf[tot] = '\0';
-        close(info[0]);
-        const char *c = strstr(buf, "\"child-pid\": "), *ns = strstr(buf, "\"net\": ");
-        if (!c || !ns) {
-                fprintf(stderr, "privd-client: %s's info line: '%s'\n", name, buf);
-                exit(2);
-        }
-        n->child = (int32_t) atoi(c + 13);
-        n->ino = strtoull(ns + 7, NULL, 10);
-        printf("%s child %d\n%s netns %llu\n", name, (int) n->child, name, (unsigned long long) n->ino);
-}
-
-static int32_t net_open(struct privd_handle h, int32_t pid, uint64_t ino, uint32_t flags, struct privd_net_reply *rep, int dns[2]) {
-        struct privd_net_open m = { .h = hdr(PRIVD_NET_OPEN, sizeof(m)), .job = h, .pid = pid, .flags = flags, .netns_ino = ino };
-        int fds[2] = { -1, -1 };
-        send_raw(&m, sizeof(m), NULL, 0);
-        union {
-                struct privd_net_reply r;
-                char raw[PRIVD_MSG_MAX];
-        } u;
-        char cbuf[CMSG_SPACE(4 * sizeof(int))];
-        struct iovec iov = { .iov_base = &u, .iov_len = sizeof(u) };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-        memset(&u, 0, sizeof(u));
-        ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-        if (n != (ssize_t) sizeof(u.r))
-                fail("NET_OPEN's reply");
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
-                memcpy(fds, CMSG_DATA(c), sizeof(fds));
-        if (rep)
-                *rep = u.r;
-        if (dns) {
-                dns[0] = fds[0];
-                dns[1] = fds[1];
-        } else {
-                for (int i = 0; i < 2; i++)
-                        if (fds[i] >= 0)
-                                close(fds[i]);
-        }
-        return u.r.err;
-}
-
-/* The job's network open: its addresses, and where its DNS sockets are. */
-static void net_up(const char *name, struct netjob *n, uint32_t flags) {
-        struct privd_net_reply rep;
-        int dns[2] = { -1, -1 };
-        int32_t r = net_open(n->j.h, n->child, n->ino, flags, &rep, dns);
-        if (r < 0) {
-                printf("%s NET_OPEN failed: %s\n", name, strerror(-r));
-                fflush(stdout);
-                exit(2);
-        }
-        char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
-        printf("%s slot %u\n%s host %s\n%s addr %s\n", name, rep.slot, name, inet_ntop(AF_INET, &rep.host_addr, a, sizeof(a)), name,
-               inet_ntop(AF_INET, &rep.job_addr, b, sizeof(b)));
-        if (rep.flags & PRIVD_NET_V6)
-                printf("%s addr6 %s\n", name, inet_ntop(AF_INET6, rep.job_addr6, a, sizeof(a)));
-        /* Where they are bound; in which namespace, t/privd-net.bats asks
-         * ss inside the job (SIOCGSKNS would need CAP_NET_ADMIN). */
-        for (int i = 0; i < 2; i++) {
-                struct sockaddr_in sa;
-                socklen_t len = sizeof(sa);
-                if (dns[i] < 0 || getsockname(dns[i], (struct sockaddr *) &sa, &len) < 0)
-                        fail("the DNS sockets");
-                printf("%s dns %s %s:%u\n", name, i ? "tcp" : "udp", inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a)), ntohs(sa.sin_port));
-        }
-        /* Held open until the front hangs up, as the DNS proxy holds them. */
-        /* Let the sandbox go on, as the front does. */
-        if (write(n->block_wr, "1", 1) != 1)
-                fail("block-fd");
-}
-
-static int32_t net_close(struct privd_handle h) {
-        return job_op(PRIVD_NET_CLOSE, h);
-}
-
-/* A has its veth (block 0 of a /29's two), B and E are spawned and held;
- * each attack is refused, A's veth stays, B then takes the last block
- * and E finds the pool exhausted. */
-static void attack_net(struct netjob *a) {
-        struct netjob b, e;
-        struct job c, d;
-        struct stat st;
-        spawn_held("B", &b);
-        spawn_held("E", &e);
-        if (stat("/proc/self/ns/net", &st) < 0)
-                fail("own netns");
-        expect_refused("NET_OPEN made-up handle", net_open((struct privd_handle){ .slot = 999999, .gen = 1 }, b.child, b.ino, 0, NULL, NULL));
-        expect_refused("NET_OPEN B with E's process", net_open(b.j.h, e.child, e.ino, 0, NULL, NULL));
-        expect_refused("NET_OPEN B with A's process", net_open(b.j.h, a->child, a->ino, 0, NULL, NULL));
-        expect_refused("NET_OPEN B with pid 1", net_open(b.j.h, 1, (uint64_t) st.st_ino, 0, NULL, NULL));
-        expect_refused("NET_OPEN B with the front's own pid", net_open(b.j.h, (int32_t) getpid(), (uint64_t) st.st_ino, 0, NULL, NULL));
-        expect_refused("NET_OPEN B with a wrong inode", net_open(b.j.h, b.child, b.ino + 1, 0, NULL, NULL));
-        expect_refused("NET_OPEN A twice", net_open(a->j.h, a->child, a->ino, 0, NULL, NULL));
-        open_job("C", &c);
-        expect_refused("NET_OPEN before SPAWN", net_open(c.h, b.child, b.ino, 0, NULL, NULL));
-        if (job_op(PRIVD_JOB_CLOSE, c.h) < 0)
-                fail("close C");
-        open_job("D", &d);
-        expect_refused("NET_OPEN stale generation", net_open(c.h, b.child, b.ino, 0, NULL, NULL));
-        expect_refused("NET_CLOSE of a job without a network", net_close(b.j.h));
-        net_up("B", &b, 0);
-        expect_refused("NET_OPEN with the pool exhausted", net_open(e.j.h, e.child, e.ino, 0, NULL, NULL));
-}
-
-/* NET_CLOSE gives A's block back; B takes it; A cannot open again. */
-static void net_reuse(struct netjob *a) {
-        struct netjob b;
-        spawn_held("B", &b);
-        expect_refused("NET_OPEN B while A holds the block", net_open(b.j.h, b.child, b.ino, 0, NULL, NULL));
-        int32_t r = net_close(a->j.h);
-        printf("A NET_CLOSE: %s\n", r ? strerror(-r) : "ok");
-        expect_refused("NET_OPEN A after its NET_CLOSE", net_open(a->j.h, a->child, a->ino, 0, NULL, NULL));
-        net_up("B", &b, 0);
-        expect_refused("NET_CLOSE A twice", net_close(a->j.h));
-}
-
-static int net_main(const char *scenario, uint32_t flags, bool hold, sigset_t *usr1) {
-        struct netjob a;
-        spawn_held("A", &a);
-        net_up("A", &a, flags);
-        if (!strcmp(scenario, "net-attacks"))
-                attack_net(&a);
-        else if (!strcmp(scenario, "net-reuse"))
-                net_reuse(&a);
-        uint32_t uid;
-        if (uid_take(&uid) == 0 && uid_release(uid) == 0)
-                printf("alive\n");
-        printf("attacks done\n");
-        fflush(stdout);
-        if (hold) {
-                int sig;
-                sigwait(usr1, &sig);
-        }
-        return accepted ? 1 : 0;
-}
-
 static void drop_to(const char *as) {
         unsigned uid, gid;
         if (sscanf(as, "%u:%u", &uid, &gid) != 2)
@@ -548,7 +378,7 @@ static void drop_to(const char *as) {
 }
 
 int main(int argc, char **argv) {
-        const char *as = NULL, *scenario = NULL;
+        const char *as = NULL, *scenario = NULL, *bundle = NULL;
         bool hold = false;
         uint32_t net_flags = 0;
         int i = 1;
@@ -557,6 +387,8 @@ int main(int argc, char **argv) {
                         as = argv[++i];
                 else if (!strcmp(argv[i], "--profile") && i + 1 < argc)
                         profile_file = argv[++i];
+                else if (!strcmp(argv[i], "--bundle") && i + 1 < argc)
+                        bundle = argv[++i];
                 else if (!strcmp(argv[i], "--hold"))
                         hold = true;
                 else if (!strcmp(argv[i], "--v6"))
@@ -565,7 +397,8 @@ int main(int argc, char **argv) {
                         scenario = argv[i];
         }
         if (!as || !scenario || !profile_file || i + 1 >= argc) {
-                fputs("usage: privd-client --as UID:GID --profile FILE [--hold] SCENARIO -- SBX-PRIVD ARGS...\n", stderr);
+                fputs("usage: privd-client --as UID:GID --profile FILE [--bundle DIR] [--hold] [--v6] SCENARIO -- SBX-PRIVD ARGS...\n",
+                      stderr);
                 return 2;
         }
         sigset_t usr1;
@@ -587,6 +420,7 @@ int main(int argc, char **argv) {
         }
         close(sv[1]);
         sock = sv[0];
+        fs_planter_start();
         drop_to(as);
         printf("helper %d\n", (int) helper);
 
@@ -598,6 +432,8 @@ int main(int argc, char **argv) {
         printf("hello: uids %u+%u, %u slots\n", hr.uid_first, hr.uid_count, hr.max_jobs);
         if (!strcmp(scenario, "run"))
                 return run_true();
+        if (!strcmp(scenario, "artifacts"))
+                return fs_artifacts(bundle);
         if (!strncmp(scenario, "net", 3))
                 return net_main(scenario, net_flags, hold, &usr1);
 
@@ -622,6 +458,14 @@ int main(int argc, char **argv) {
                 attack_fds();
         else if (!strcmp(scenario, "flood"))
                 attack_flood();
+        else if (!strcmp(scenario, "uploads"))
+                attack_uploads();
+        else if (!strcmp(scenario, "states"))
+                attack_states(&a);
+        else if (!strcmp(scenario, "reclaim"))
+                attack_reclaim();
+        else if (!strcmp(scenario, "bundle") && bundle)
+                attack_bundle(&a, bundle);
         else if (strcmp(scenario, "none") != 0) {
                 fprintf(stderr, "privd-client: unknown scenario %s\n", scenario);
                 return 2;
