@@ -238,6 +238,7 @@ int main(int argc, char **argv) {
         privd_net_teardown(&p);
         privd_log("front gone, every job closed");
         free(p.jobs);
+        uidpool_done(&p.uids);
         free(p.profile_env);
         return r < 0 ? 1 : 0;
 }
