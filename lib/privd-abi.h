@@ -27,10 +27,10 @@ enum privd_type {
         PRIVD_JOB_KILL,        /* struct privd_job         -> struct privd_reply */
         PRIVD_JOB_CLOSE,       /* struct privd_job         -> struct privd_reply */
         PRIVD_SPAWN,           /* struct privd_spawn + fds -> struct privd_reply (.pid) + the pidfd */
-        /* The job's network (veth, addresses, nft, BPF attach): numbers
-         * reserved; the helper answers -EOPNOTSUPP until it does them. */
-        PRIVD_NET_OPEN,
-        PRIVD_NET_CLOSE,
+        /* The job's network: answered -EOPNOTSUPP by a helper started
+         * without --net-pool (sbx-privd(8)). */
+        PRIVD_NET_OPEN,        /* struct privd_net_open    -> struct privd_net_reply + 2 fds */
+        PRIVD_NET_CLOSE,       /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_HANDOVER,     /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_RECLAIM,      /* struct privd_job         -> struct privd_reply */
         PRIVD_TYPE_MAX,
@@ -139,6 +139,28 @@ struct privd_spawn {
         uint32_t reserved;     /* 0 */
 };
 
+/* NET_OPEN: a veth pair for a spawned job, once per job. pid and
+ * netns_ino are what the launcher wrote on its --info-fd (child-pid,
+ * namespaces.net); the helper takes neither on trust: the process must be
+ * in the job's cgroup and run as the job's uid, and its network namespace
+ * must be that inode and not the helper's own. The helper picks the
+ * job's /30 (and /126 with PRIVD_NET_V6) from its own pool, names the
+ * host end, and replies with the addresses and, in this order, a UDP
+ * socket and a TCP socket (not listening) bound to 127.0.0.1:53 inside
+ * the job's namespace, for the front's DNS proxy. */
+struct privd_net_open {
+        struct privd_hdr h;
+        struct privd_handle job;
+        int32_t pid;
+        uint32_t flags;        /* PRIVD_NET_* */
+        uint64_t netns_ino;
+};
+#define PRIVD_NET_V6 1u
+
+/* NET_CLOSE: delete the job's veth pair and give its block of the pool
+ * back (JOB_CLOSE does the same). A job's network is opened once: a
+ * NET_OPEN after NET_CLOSE is refused. */
+
 /* ---- replies ------------------------------------------------------------------ */
 
 /* err: 0, or a negative errno saying why the request was refused or
@@ -155,6 +177,19 @@ struct privd_reply {
 #define PRIVD_LIMIT_PIDS 2u
 #define PRIVD_LIMIT_CPU 4u
 
+/* NET_OPEN's reply. Addresses in network order; the veth's host end is
+ * named by the helper from the slot. */
+struct privd_net_reply {
+        struct privd_hdr h;
+        int32_t err;
+        uint16_t flags;           /* PRIVD_NET_V6: the IPv6 pair below is set */
+        uint16_t slot;            /* the job's block of the pool */
+        uint32_t host_addr;       /* the host end's address, the job's gateway */
+        uint32_t job_addr;        /* eth0's, in the job */
+        uint8_t host_addr6[16];
+        uint8_t job_addr6[16];
+};
+
 struct privd_hello_reply {
         struct privd_hdr h;
         int32_t err;
@@ -162,7 +197,7 @@ struct privd_hello_reply {
         uint32_t uid_first;       /* the helper's job uid range */
         uint32_t uid_count;
         uint32_t max_jobs;        /* slots */
-        uint32_t reserved;
+        uint32_t net_slots;       /* blocks of the network pool; 0: no network */
 };
 
 /* The largest message either side sends; a bigger one is refused. */

@@ -3,6 +3,7 @@
  * requests, and the jobs they open. */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,3 +56,8 @@ void attack_uploads(void);
 void attack_states(struct job *a);
 void attack_reclaim(void);
 void attack_bundle(struct job *a, const char *root_dir);
+
+/* privd-client-net.c: a job's network (t/privd-net.bats). flags:
+ * PRIVD_NET_V6 or 0; with hold, wait for SIGUSR1 (usr1, blocked) before
+ * hanging up. */
+int net_main(const char *scenario, uint32_t flags, bool hold, sigset_t *usr1);
