@@ -34,7 +34,7 @@ static const char *const state_names[] = {
 /* The job a handle names, or NULL (refused and logged): a slot past the
  * table, a slot holding no job, or a generation that is not the one the
  * slot's job was given. */
-static struct pjob *lookup(struct privd *p, const struct privd_hdr *h, struct privd_handle hd, int *ret_err) {
+struct pjob *privd_job_lookup(struct privd *p, const struct privd_hdr *h, struct privd_handle hd, int *ret_err) {
         if (hd.slot >= p->conf->max_jobs) {
                 *ret_err = privd_refuse(h, -ENOENT, "no slot %u: made-up handle", hd.slot);
                 return NULL;
@@ -49,6 +49,10 @@ static struct pjob *lookup(struct privd *p, const struct privd_hdr *h, struct pr
                 return NULL;
         }
         return j;
+}
+
+const char *privd_job_state_name(enum pjob_state s) {
+        return s < ARRAY_SIZE(state_names) ? state_names[s] : "?";
 }
 
 static struct pjob *job_of_uid(struct privd *p, uid_t uid) {
@@ -210,7 +214,7 @@ int privd_job_term(struct privd *p, const struct privd_job *m) {
 
 int privd_job_kill(struct privd *p, const struct privd_job *m) {
         int r;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
         if (j->state == PJOB_RECLAIMED)
@@ -224,9 +228,12 @@ int privd_job_kill(struct privd *p, const struct privd_job *m) {
 
 int privd_job_close(struct privd *p, const struct privd_job *m) {
         int r;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
+        /* The block's veth goes with the job's network namespace; until
+         * the kernel has removed it, its name keeps the block taken. */
+        privd_net_job_end(p, j);
         r = job_teardown(p, j, true);
         if (r < 0) {
                 /* Something of it is left (a process that would not die):
@@ -240,7 +247,7 @@ int privd_job_close(struct privd *p, const struct privd_job *m) {
 
 int privd_ws_handover(struct privd *p, const struct privd_job *m) {
         int r;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
         if (j->state != PJOB_OPEN)
@@ -279,7 +286,7 @@ static int job_quiet(struct pjob *j) {
 
 int privd_ws_reclaim(struct privd *p, const struct privd_job *m) {
         int r;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
         if (j->state != PJOB_KILLED)
@@ -303,6 +310,7 @@ void privd_close_all(struct privd *p) {
                 struct pjob *j = &p->jobs[i];
                 if (j->state == PJOB_FREE)
                         continue;
+                privd_net_job_end(p, j);
                 int r = job_teardown(p, j, true);
                 if (r < 0)
                         privd_log("job %s: not all gone: %s", j->name, strerror(-r));
@@ -464,7 +472,7 @@ int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned
         int r;
         for (unsigned i = 0; i < PRIVD_FD_COUNT; i++)
                 slots[i] = -1;
-        struct pjob *j = lookup(p, h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, h, m->job, &r);
         if (!j)
                 goto out;
         if (j->state != PJOB_READY) {

@@ -15,7 +15,8 @@
  * Scenario "run": a real `true` through the helper, its exit read through
  * the pidfd and the status pipe, then JOB_CLOSE. Scenarios "artifacts",
  * "uploads", "states", "reclaim" and "bundle" (--bundle DIR: a directory
- * of the front's) are in privd-client-fs.c. */
+ * of the front's) are in privd-client-fs.c; "net", "net-attacks" and
+ * "net-reuse" (--v6: with IPv6) in privd-client-net.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -130,7 +131,11 @@ int32_t uid_release(uint32_t uid) {
 }
 
 int32_t job_open(uint32_t uid, struct job *j) {
-        struct privd_job_open m = { .h = hdr(PRIVD_JOB_OPEN, sizeof(m)), .uid = uid, .workspace_bytes = 1 << 20, .pids_max = 64 };
+        return job_open_sized(uid, 1 << 20, j);
+}
+
+int32_t job_open_sized(uint32_t uid, uint64_t bytes, struct job *j) {
+        struct privd_job_open m = { .h = hdr(PRIVD_JOB_OPEN, sizeof(m)), .uid = uid, .workspace_bytes = bytes, .pids_max = 64 };
         struct privd_reply rep;
         int fds[2] = { -1, -1 };
         int32_t r = call(&m, sizeof(m), NULL, 0, &rep, fds, 2);
@@ -390,6 +395,7 @@ static void drop_to(const char *as) {
 int main(int argc, char **argv) {
         const char *as = NULL, *scenario = NULL, *bundle = NULL;
         bool hold = false;
+        uint32_t net_flags = 0;
         int i = 1;
         for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
                 if (!strcmp(argv[i], "--as") && i + 1 < argc)
@@ -400,11 +406,13 @@ int main(int argc, char **argv) {
                         bundle = argv[++i];
                 else if (!strcmp(argv[i], "--hold"))
                         hold = true;
+                else if (!strcmp(argv[i], "--v6"))
+                        net_flags |= PRIVD_NET_V6;
                 else
                         scenario = argv[i];
         }
         if (!as || !scenario || !profile_file || i + 1 >= argc) {
-                fputs("usage: privd-client --as UID:GID --profile FILE [--bundle DIR] [--hold] SCENARIO -- SBX-PRIVD ARGS...\n",
+                fputs("usage: privd-client --as UID:GID --profile FILE [--bundle DIR] [--hold] [--v6] SCENARIO -- SBX-PRIVD ARGS...\n",
                       stderr);
                 return 2;
         }
@@ -441,6 +449,10 @@ int main(int argc, char **argv) {
                 return run_true();
         if (!strcmp(scenario, "artifacts"))
                 return fs_artifacts(bundle);
+        if (!strcmp(scenario, "many"))
+                return fs_many();
+        if (!strncmp(scenario, "net", 3))
+                return net_main(scenario, net_flags, hold, &usr1);
 
         struct job a;
         open_job("A", &a);
