@@ -199,7 +199,7 @@ fail:
 
 int privd_job_term(struct privd *p, const struct privd_job *m) {
         int r;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
         if (j->state != PJOB_SPAWNED)
@@ -331,7 +331,7 @@ void privd_reap(struct privd *p) {
 
 int privd_job_wait(struct privd *p, const struct privd_job *m, struct privd_reply *rep) {
         int r, st;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
         if (j->state != PJOB_SPAWNED && j->state != PJOB_KILLED)
