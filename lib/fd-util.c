@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -52,4 +53,29 @@ int fd_copy(int in, int out) {
                 if (r < 0)
                         return r;
         }
+}
+
+int fd_send_with(int sock, const void *msg, size_t len, const int *fds, unsigned n_fds) {
+        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
+        union {
+                char buf[CMSG_SPACE(FD_SEND_MAX * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (n_fds > FD_SEND_MAX)
+                return -E2BIG;
+        if (n_fds) {
+                memset(&u, 0, sizeof(u));
+                mh.msg_control = u.buf;
+                mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+                memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+        }
+        while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return 0;
 }

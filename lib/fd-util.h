@@ -15,5 +15,11 @@ int fd_write_all(int fd, const void *buf, size_t len);
  * in a single write and answer a short one with an error. */
 int fd_write_at(int dirfd, const char *name, const char *text);
 
+/* Send one message (a SOCK_SEQPACKET datagram) with up to FD_SEND_MAX
+ * descriptors (SCM_RIGHTS), retrying after EINTR. MSG_NOSIGNAL: a peer
+ * that went away is -EPIPE, not SIGPIPE. */
+#define FD_SEND_MAX 16
+int fd_send_with(int sock, const void *msg, size_t len, const int *fds, unsigned n_fds);
+
 /* Copy from in to out until end of file. */
 int fd_copy(int in, int out);

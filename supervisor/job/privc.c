@@ -4,34 +4,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd-util.h"
 #include "macro.h"
 #include "privc.h"
 
 static void hdr(struct privc *c, struct privd_hdr *h, uint16_t type, uint32_t len) {
         *h = (struct privd_hdr){ .magic = PRIVD_MAGIC, .version = PRIVD_VERSION, .type = type, .seq = ++c->seq, .len = len };
-}
-
-static int send_msg(int fd, const void *msg, size_t len, const int *fds, unsigned n_fds) {
-        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
-        union {
-                char buf[CMSG_SPACE(PRIVD_FDS_MAX * sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (n_fds) {
-                memset(&u, 0, sizeof(u));
-                mh.msg_control = u.buf;
-                mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-                memcpy(CMSG_DATA(cm), fds, n_fds * sizeof(int));
-        }
-        while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return 0;
 }
 
 /* The reply to request seq, with at most max_fds descriptors (any more
@@ -81,7 +59,7 @@ static int call(struct privc *c, struct privd_hdr *req, uint16_t type, uint32_t 
                 return -ENOTCONN;
         pthread_mutex_lock(&c->lock);
         hdr(c, req, type, len);
-        int r = send_msg(c->fd, req, len, fds, n_fds);
+        int r = fd_send_with(c->fd, req, len, fds, n_fds);
         if (r == 0)
                 r = recv_reply(c->fd, req->seq, rep, sizeof(*rep), rfds, max_rfds, &n);
         pthread_mutex_unlock(&c->lock);
@@ -103,7 +81,7 @@ int privc_open(struct privc *c, int fd, pid_t pid, struct sbx_error *err) {
         struct privd_hello_reply rep;
         unsigned n;
         hdr(c, &m.h, PRIVD_HELLO, sizeof(m));
-        int r = send_msg(fd, &m, sizeof(m), NULL, 0);
+        int r = fd_send_with(fd, &m, sizeof(m), NULL, 0);
         if (r == 0)
                 r = recv_reply(fd, m.h.seq, &rep, sizeof(rep), NULL, 0, &n);
         if (r == 0 && rep.err < 0)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd-util.h"
 #include "macro.h"
 #include "privd.h"
 
@@ -109,31 +110,6 @@ static void close_fds(int *fds, unsigned n) {
         for (unsigned i = 0; i < n; i++)
                 if (fds[i] >= 0)
                         close(fds[i]);
-}
-
-/* Send one reply with up to two descriptors. MSG_NOSIGNAL: a front that
- * went away is seen as EOF on the next receive, not as SIGPIPE. */
-static int send_reply(int sock, const void *msg, size_t len, const int *fds, unsigned n_fds) {
-        struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
-        union {
-                char buf[CMSG_SPACE(2 * sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (n_fds) {
-                memset(&u, 0, sizeof(u));
-                mh.msg_control = u.buf;
-                mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
-                memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
-        }
-        while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return 0;
 }
 
 static void reply_header(struct privd_hdr *out, const struct privd_hdr *req, size_t len) {
@@ -307,15 +283,15 @@ static int serve_one(struct privd *p, short revents) {
         if (h && h->type == PRIVD_HELLO) {
                 reply_header(&hrep.h, h, sizeof(hrep));
                 hrep.err = r;
-                s = send_reply(p->conf->fd, &hrep, sizeof(hrep), NULL, 0);
+                s = fd_send_with(p->conf->fd, &hrep, sizeof(hrep), NULL, 0);
         } else if (h && h->type == PRIVD_NET_OPEN) {
                 reply_header(&nrep.h, h, sizeof(nrep));
                 nrep.err = r;
-                s = send_reply(p->conf->fd, &nrep, sizeof(nrep), out, n_out);
+                s = fd_send_with(p->conf->fd, &nrep, sizeof(nrep), out, n_out);
         } else {
                 reply_header(&rep.h, h && h->type < PRIVD_TYPE_MAX ? h : NULL, sizeof(rep));
                 rep.err = r;
-                s = send_reply(p->conf->fd, &rep, sizeof(rep), out, n_out);
+                s = fd_send_with(p->conf->fd, &rep, sizeof(rep), out, n_out);
         }
         close_fds(out, 2);
         return s == -EPIPE || s == -ECONNRESET ? s : 0;
