@@ -27,10 +27,12 @@ enum privd_type {
         PRIVD_JOB_KILL,        /* struct privd_job         -> struct privd_reply */
         PRIVD_JOB_CLOSE,       /* struct privd_job         -> struct privd_reply */
         PRIVD_SPAWN,           /* struct privd_spawn + fds -> struct privd_reply (.pid) + the pidfd */
-        /* The job's network (veth, addresses, nft, BPF attach): numbers
-         * reserved; the helper answers -EOPNOTSUPP until it does them. */
-        PRIVD_NET_OPEN,
-        PRIVD_NET_CLOSE,
+        /* The job's network: answered -EOPNOTSUPP by a helper started
+         * without --net-pool (sbx-privd(8)). */
+        PRIVD_NET_OPEN,        /* struct privd_net_open    -> struct privd_net_reply + 2 fds */
+        PRIVD_NET_CLOSE,       /* struct privd_job         -> struct privd_reply */
+        PRIVD_WS_HANDOVER,     /* struct privd_job         -> struct privd_reply */
+        PRIVD_WS_RECLAIM,      /* struct privd_job         -> struct privd_reply */
         PRIVD_TYPE_MAX,
 };
 #define PRIVD_REPLY 0x8000u
@@ -75,10 +77,11 @@ struct privd_uid {
 /* JOB_OPEN: a cgroup of the helper's making below its cgroup root with
  * these limits (0: none), and a workspace, a tmpfs of workspace_bytes
  * (at most the helper's --workspace-max) mounted on a directory of the
- * helper's making, owned by uid. uid: one the front took with UID_TAKE
- * and no other job holds. The reply carries, in this order, the job's
- * cgroup directory (O_RDONLY, for reading its counters) and the
- * workspace's root directory. */
+ * helper's making, owned by the front's uid (the helper's --front) until
+ * WS_HANDOVER, so the front writes the uploads itself. uid: one the front
+ * took with UID_TAKE and no other job holds. The reply carries, in this
+ * order, the job's cgroup directory (O_RDONLY, for reading its counters)
+ * and the workspace's root directory. */
 struct privd_job_open {
         struct privd_hdr h;
         uint32_t uid;
@@ -91,7 +94,13 @@ struct privd_job_open {
 
 /* JOB_KILL (cgroup.kill: every process of the job, at once) and
  * JOB_CLOSE (kill, then every process of the job's uid, remove the
- * cgroup, unmount and remove the workspace, return the uid to the pool). */
+ * cgroup, unmount and remove the workspace, return the uid to the pool).
+ * WS_HANDOVER: the workspace, walked by descriptor, becomes the job's
+ * uid's, or nothing changes if it holds anything but the front's own
+ * directories, regular files of one link and symlinks, on the workspace's
+ * own mount; SPAWN needs it. WS_RECLAIM: once no process of the job is
+ * left, what the job's uid owns in the workspace becomes the front's, so
+ * it can read the artifacts. */
 struct privd_job {
         struct privd_hdr h;
         struct privd_handle job;
@@ -114,7 +123,8 @@ enum privd_fd {
         PRIVD_FD_PROFILE,      /* regular file (a sealed memfd); required */
         PRIVD_FD_INFO,         /* pipe; with PRIVD_FD_BLOCK or neither */
         PRIVD_FD_BLOCK,        /* pipe */
-        PRIVD_FD_BUNDLE,       /* directory (a detached mount) */
+        PRIVD_FD_BUNDLE,       /* directory owned by the front (O_PATH or O_RDONLY); the
+                                * launcher gets the helper's read-only detached mount of it */
         PRIVD_FD_ARGV,         /* regular file, PRIVD_ARGV_MAX bytes at most; required */
         PRIVD_FD_COUNT,
 };
@@ -128,6 +138,28 @@ struct privd_spawn {
         uint32_t fds;          /* PRIVD_FD_BIT()s of the descriptors sent */
         uint32_t reserved;     /* 0 */
 };
+
+/* NET_OPEN: a veth pair for a spawned job, once per job. pid and
+ * netns_ino are what the launcher wrote on its --info-fd (child-pid,
+ * namespaces.net); the helper takes neither on trust: the process must be
+ * in the job's cgroup and run as the job's uid, and its network namespace
+ * must be that inode and not the helper's own. The helper picks the
+ * job's /30 (and /126 with PRIVD_NET_V6) from its own pool, names the
+ * host end, and replies with the addresses and, in this order, a UDP
+ * socket and a TCP socket (not listening) bound to 127.0.0.1:53 inside
+ * the job's namespace, for the front's DNS proxy. */
+struct privd_net_open {
+        struct privd_hdr h;
+        struct privd_handle job;
+        int32_t pid;
+        uint32_t flags;        /* PRIVD_NET_* */
+        uint64_t netns_ino;
+};
+#define PRIVD_NET_V6 1u
+
+/* NET_CLOSE: delete the job's veth pair and give its block of the pool
+ * back (JOB_CLOSE does the same). A job's network is opened once: a
+ * NET_OPEN after NET_CLOSE is refused. */
 
 /* ---- replies ------------------------------------------------------------------ */
 
@@ -145,6 +177,19 @@ struct privd_reply {
 #define PRIVD_LIMIT_PIDS 2u
 #define PRIVD_LIMIT_CPU 4u
 
+/* NET_OPEN's reply. Addresses in network order; the veth's host end is
+ * named by the helper from the slot. */
+struct privd_net_reply {
+        struct privd_hdr h;
+        int32_t err;
+        uint16_t flags;           /* PRIVD_NET_V6: the IPv6 pair below is set */
+        uint16_t slot;            /* the job's block of the pool */
+        uint32_t host_addr;       /* the host end's address, the job's gateway */
+        uint32_t job_addr;        /* eth0's, in the job */
+        uint8_t host_addr6[16];
+        uint8_t job_addr6[16];
+};
+
 struct privd_hello_reply {
         struct privd_hdr h;
         int32_t err;
@@ -152,7 +197,7 @@ struct privd_hello_reply {
         uint32_t uid_first;       /* the helper's job uid range */
         uint32_t uid_count;
         uint32_t max_jobs;        /* slots */
-        uint32_t reserved;
+        uint32_t net_slots;       /* blocks of the network pool; 0: no network */
 };
 
 /* The largest message either side sends; a bigger one is refused. */

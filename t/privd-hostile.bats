@@ -59,7 +59,8 @@ teardown() {
 # keeps waiting for SIGUSR1.
 client() {
         exec "$CLIENT" --as "$(id -u nobody):$(id -g nobody)" --profile "$SBX_STAGE/profiles/default.ini" "$@" -- \
-                "$PRIVD" --fd 3 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
+                "$PRIVD" --fd 3 --front "$(id -u nobody):$(id -g nobody)" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" \
+                --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
 }
 
 field() {
@@ -165,7 +166,7 @@ survived() {
         refused "duplicated message" "sequence .* out of order"
         refused "sequence number skipped ahead" "sequence .* out of order"
         refused "second HELLO" "HELLO repeated"
-        refused "SPAWN on a job already spawned" "is spawned: SPAWN needs an open job"
+        refused "SPAWN on a job already spawned" "is spawned: SPAWN needs a job handed over"
         refused "JOB_OPEN with a reserved field set" "reserved field set"
         survived
 }
@@ -235,10 +236,10 @@ survived() {
 }
 
 @test "sbx-privd rejects a bad command line with a clear error" {
-        run "$PRIVD" --fd 0 --uids 0-10 --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
+        run "$PRIVD" --fd 0 --front 65534:65534 --uids 0-10 --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
         [ "$status" = 2 ]
         [[ "$output" == *"--uids 0-10: at most"*"without 0 and 65534"* ]]
-        run "$PRIVD" --fd 0 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
+        run "$PRIVD" --fd 0 --front 65534:65534 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
         [ "$status" = 2 ]
         [[ "$output" == *"--fd 0: not a SOCK_SEQPACKET socket"* ]]
 }

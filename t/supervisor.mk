@@ -167,9 +167,10 @@ t_helpers_gate_records_so_LDFLAGS = -shared
 # sbx-privd(8) under a hostile front: t/helpers/privd-client.c speaks to it
 # with the front's credentials.
 check_PROGRAMS += t/helpers/privd-client
-t_helpers_privd_client_SOURCES = t/helpers/privd-client.c lib/privd-abi.h
-TESTS += t/privd-hostile.bats
-EXTRA_DIST += t/privd-hostile.bats
+t_helpers_privd_client_SOURCES = t/helpers/privd-client.c t/helpers/privd-client.h t/helpers/privd-client-fs.c \
+	t/helpers/privd-client-net.c lib/privd-abi.h
+TESTS += t/privd-hostile.bats t/privd-fs.bats t/privd-net.bats
+EXTRA_DIST += t/privd-hostile.bats t/privd-fs.bats t/privd-net.bats
 
 # What a compromised unpacking child could try, run under the daemon's own
 # confinement code (t/bundle-unpack.bats).

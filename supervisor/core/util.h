@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <time.h>
 
+#include "fileio.h"
 #include "macro.h"
 
 struct list {
@@ -50,21 +51,6 @@ uint64_t now_real_ms(void);
 
 /* RFC 3339 UTC with milliseconds: "2026-11-22T04:21:18.123Z". */
 const char *format_rfc3339(uint64_t real_ms, char *buf, size_t len);
-
-/* Write all of buf (retrying on EINTR and short writes); -errno on failure. */
-int write_all(int fd, const void *buf, size_t len);
-
-/* Write data to dirfd/name durably: .name.tmp, fsync, rename, then
- * fsync(dir) unless the caller syncs the directory itself (once for a
- * batch of files). */
-int write_file_durable(int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool sync_dir);
-/* The first half of write_file_durable: writes .NAME.tmp and returns it
- * open, unsynced; the caller fsyncs it, renames it to NAME and syncs the
- * directory (a group commit does that for many files at once). */
-int write_file_tmp(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int *ret_fd);
-
-/* Read a whole (small) file into a NUL-terminated buffer, at most max bytes. */
-int read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);
 
 /* Remove a directory tree below dirfd/name without following symlinks. */
 int rm_rf_at(int dirfd, const char *name);

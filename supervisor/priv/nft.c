@@ -5,36 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nftables/libnftables.h>
-
 #include "nft.h"
+#include "nft-run.h"
 #include "util.h"
-
-static void ctx_freep(struct nft_ctx **c) {
-        if (*c)
-                nft_ctx_free(*c);
-}
-#define _cleanup_nft_ __attribute__((cleanup(ctx_freep)))
-
-/* Run cmds; on failure err gets nftables' own message. */
-static int run(const char *cmds, struct sbx_error *err) {
-        _cleanup_nft_ struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-        if (!c)
-                return err ? sbx_error_set(err, ENOMEM, "nftables") : -ENOMEM;
-        nft_ctx_buffer_output(c);
-        nft_ctx_buffer_error(c);
-        if (nft_run_cmd_from_buffer(c, cmds) != 0) {
-                if (err) {
-                        const char *m = nft_ctx_get_error_buffer(c);
-                        char first[256];
-                        snprintf(first, sizeof(first), "%s", m ? m : "failed");
-                        first[strcspn(first, "\n")] = '\0';
-                        sbx_error_msg(err, EIO, "nftables: %s", first);
-                }
-                return -EIO;
-        }
-        return 0;
-}
 
 int nft_teardown(const char *table) {
         static const char *const families[] = { "ip", "ip6" };
@@ -44,7 +17,7 @@ int nft_teardown(const char *table) {
                 if (nft_table_exists(families[i], table) <= 0)
                         continue;
                 snprintf(cmd, sizeof(cmd), "delete table %s %s\n", families[i], table);
-                int k = run(cmd, NULL);
+                int k = nft_run(cmd, NULL);
                 if (k < 0 && r == 0)
                         r = k;
         }
@@ -53,13 +26,8 @@ int nft_teardown(const char *table) {
 
 int nft_table_exists(const char *family, const char *table) {
         char cmd[128];
-        _cleanup_nft_ struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
-        if (!c)
-                return -ENOMEM;
-        nft_ctx_buffer_output(c);
-        nft_ctx_buffer_error(c);
         snprintf(cmd, sizeof(cmd), "list table %s %s\n", family, table);
-        return nft_run_cmd_from_buffer(c, cmd) == 0 ? 1 : 0;
+        return nft_run(cmd, NULL) == 0 ? 1 : 0;
 }
 
 /* The rules of one family's table (fam "ip" or "ip6"; net/prefix the
@@ -124,5 +92,5 @@ int nft_setup(const char *table, const char *ifprefix, uint32_t pool, unsigned p
                 cmds = NULL; /* asprintf leaves it undefined */
                 return sbx_error_set(err, ENOMEM, "nftables");
         }
-        return run(cmds, err);
+        return nft_run(cmds, err);
 }

@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -103,17 +105,22 @@ int jobfs_cgroup_kill(int cg_fd) {
         return fd_write_at(cg_fd, "cgroup.kill", "1");
 }
 
+int jobfs_cgroup_wait_empty(int cg_fd) {
+        for (int i = 0; i < 200 && populated(cg_fd); i++)
+                poll(NULL, 0, 10);
+        return populated(cg_fd) ? -EBUSY : 0;
+}
+
 /* Kill, wait (at most about 2 s) until no process is left, remove. */
 int jobfs_cgroup_remove(int root_fd, int cg_fd, const char *name) {
         (void) jobfs_cgroup_kill(cg_fd);
-        for (int i = 0; i < 200 && populated(cg_fd); i++)
-                poll(NULL, 0, 10);
+        (void) jobfs_cgroup_wait_empty(cg_fd);
         if (unlinkat(root_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 return -errno;
         return 0;
 }
 
-int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, uint64_t bytes, int *ret_fd) {
+int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint64_t bytes, int *ret_fd) {
         char v[32];
         if (mkdirat(ws_fd, name, 0700) < 0)
                 return -errno;
@@ -121,8 +128,8 @@ int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, uint64_t bytes,
          * so no path is looked up in a directory anyone else can change.
          * Sized in bytes and inodes (the job's disk quota); nosuid and
          * nodev, so nothing a job leaves there (a setuid shell, a device
-         * node) means anything to the host; root directory owned by the
-         * job uid, mode 0700. */
+         * node) means anything to the host; root directory owned by
+         * uid:gid (the front's, until WS_HANDOVER), mode 0700. */
         _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
         if (fs < 0)
                 return -errno;
@@ -134,8 +141,10 @@ int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, uint64_t bytes,
         if (fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", v, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0)
                 return -errno;
         snprintf(v, sizeof(v), "%u", (unsigned) uid);
-        if (fsconfig(fs, FSCONFIG_SET_STRING, "uid", v, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "gid", v, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "uid", v, 0) < 0)
+                return -errno;
+        snprintf(v, sizeof(v), "%u", (unsigned) gid);
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "gid", v, 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 return -errno;
         _cleanup_close_ int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)
@@ -164,6 +173,55 @@ int jobfs_workspace_remove(const char *ws_path, int ws_fd, const char *name) {
         if (unlinkat(ws_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
                 return -errno;
         return 0;
+}
+
+/* Kernel filesystems whose directories a front's uid may own (its own
+ * /proc/PID, a delegated cgroup) but that are no bundle: the job would
+ * see the front's process or its cgroup's files. */
+static bool pseudo_fs(int fd) {
+        static const long types[] = { PROC_SUPER_MAGIC, SYSFS_MAGIC,  CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, DEVPTS_SUPER_MAGIC,
+                                      DEBUGFS_MAGIC,    TRACEFS_MAGIC, SECURITYFS_MAGIC,  BPF_FS_MAGIC,        NSFS_MAGIC };
+        struct statfs sf;
+        if (fstatfs(fd, &sf) < 0)
+                return true;
+        for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+                if ((long) sf.f_type == types[i])
+                        return true;
+        return false;
+}
+
+int jobfs_bundle_mount(int dir_fd, uid_t front, char *why, size_t why_len) {
+        struct stat st;
+        if (fstat(dir_fd, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode)) {
+                snprintf(why, why_len, "not a directory");
+                return -ENOTDIR;
+        }
+        /* The front's own cache, never a directory of root's (/, /etc) or
+         * of a job's uid: the front could name those, not write them. */
+        if (st.st_uid != front) {
+                snprintf(why, why_len, "a directory owned by uid %u, not the front's %u", (unsigned) st.st_uid, (unsigned) front);
+                return -EPERM;
+        }
+        if (pseudo_fs(dir_fd)) {
+                snprintf(why, why_len, "a directory of a kernel filesystem (proc, sysfs, cgroup...)");
+                return -EPERM;
+        }
+        /* Not AT_RECURSIVE: the clone is that one filesystem's tree below
+         * the directory, without what is mounted inside it. */
+        _cleanup_close_ int mnt = (int) syscall(SYS_open_tree, dir_fd, "",
+                                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_NO_AUTOMOUNT);
+        if (mnt < 0) {
+                snprintf(why, why_len, "open_tree");
+                return -errno;
+        }
+        struct mount_attr ma = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0) {
+                snprintf(why, why_len, "mount_setattr");
+                return -errno;
+        }
+        return TAKE_FD(mnt);
 }
 
 /* Entries named by the helper: job-p<slot>-<gen>. */

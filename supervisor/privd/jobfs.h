@@ -18,11 +18,18 @@ int jobfs_cgroup_make(int root_fd, const char *name, unsigned have, const struct
                       unsigned *ret_limits);
 /* cgroup.kill: every process of the cgroup at once. */
 int jobfs_cgroup_kill(int cg_fd);
+/* Wait (at most about 2 s) until no process is in the cgroup; -EBUSY if
+ * one still is. Blocking. */
+int jobfs_cgroup_wait_empty(int cg_fd);
 /* Kill, wait briefly for the last process to go, rmdir; -EBUSY if one
  * is still there. Blocking. */
 int jobfs_cgroup_remove(int root_fd, int cg_fd, const char *name);
-/* Make ws/name, mount on it a tmpfs of bytes owned by uid, return its root. */
-int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, uint64_t bytes, int *ret_fd);
+/* Make ws/name, mount on it a tmpfs of bytes owned by uid:gid, return its root. */
+int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint64_t bytes, int *ret_fd);
+/* A bundle's tree for SPAWN: dir_fd must be a directory owned by front,
+ * on no kernel filesystem; returns a detached read-only, nosuid, nodev
+ * mount of it (open_tree OPEN_TREE_CLONE), or -errno with why filled. */
+int jobfs_bundle_mount(int dir_fd, uid_t front, char *why, size_t why_len);
 /* Detach the tmpfs (the kernel frees it with the last reference) and
  * remove the directory under it. */
 int jobfs_workspace_remove(const char *ws_path, int ws_fd, const char *name);

@@ -17,18 +17,23 @@
 #include "macro.h"
 #include "privd.h"
 #include "spawn.h"
+#include "wstree.h"
+
+#define PJOB_EMPTY ((struct pjob){ .cgroup_fd = -1, .ws_fd = -1 })
 
 static const char *const state_names[] = {
         [PJOB_FREE] = "free",
         [PJOB_OPEN] = "open",
+        [PJOB_READY] = "handed over",
         [PJOB_SPAWNED] = "spawned",
         [PJOB_KILLED] = "killed",
+        [PJOB_RECLAIMED] = "reclaimed",
 };
 
 /* The job a handle names, or NULL (refused and logged): a slot past the
  * table, a slot holding no job, or a generation that is not the one the
  * slot's job was given. */
-static struct pjob *lookup(struct privd *p, const struct privd_hdr *h, struct privd_handle hd, int *ret_err) {
+struct pjob *privd_job_lookup(struct privd *p, const struct privd_hdr *h, struct privd_handle hd, int *ret_err) {
         if (hd.slot >= p->conf->max_jobs) {
                 *ret_err = privd_refuse(h, -ENOENT, "no slot %u: made-up handle", hd.slot);
                 return NULL;
@@ -43,6 +48,10 @@ static struct pjob *lookup(struct privd *p, const struct privd_hdr *h, struct pr
                 return NULL;
         }
         return j;
+}
+
+const char *privd_job_state_name(enum pjob_state s) {
+        return s < ARRAY_SIZE(state_names) ? state_names[s] : "?";
 }
 
 static struct pjob *job_of_uid(struct privd *p, uid_t uid) {
@@ -107,6 +116,9 @@ static int job_teardown(struct privd *p, struct pjob *j, bool release) {
         if (j->cgroup_fd >= 0)
                 close(j->cgroup_fd);
         j->cgroup_fd = -1;
+        if (j->ws_fd >= 0)
+                close(j->ws_fd);
+        j->ws_fd = -1;
         r = jobfs_workspace_remove(p->conf->workspace, p->workspace_fd, j->name);
         if (r < 0)
                 return r;
@@ -136,7 +148,9 @@ int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd
         uint32_t slot = (uint32_t) (j - p->jobs);
         /* Generations are never reused, so a handle outlives nothing. */
         uint32_t gen = ++p->next_gen;
-        *j = (struct pjob){ .uid = m->uid, .gen = gen, .cgroup_fd = -1 };
+        *j = PJOB_EMPTY;
+        j->uid = m->uid;
+        j->gen = gen;
         snprintf(j->name, sizeof(j->name), "job-p%u-%u", slot, gen);
         unsigned limits = 0;
         int ws = -1;
@@ -145,9 +159,16 @@ int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd
                 privd_log("job %s: cgroup: %s", j->name, strerror(-r));
                 goto fail;
         }
-        r = jobfs_workspace_make(p->workspace_fd, j->name, m->uid, m->workspace_bytes, &ws);
+        /* The front's until WS_HANDOVER: it writes the uploads itself. */
+        r = jobfs_workspace_make(p->workspace_fd, j->name, p->conf->front_uid, p->conf->front_gid, m->workspace_bytes, &ws);
         if (r < 0) {
                 privd_log("job %s: workspace: %s", j->name, strerror(-r));
+                goto fail;
+        }
+        j->ws_fd = fcntl(ws, F_DUPFD_CLOEXEC, 3);
+        if (j->ws_fd < 0) {
+                r = -errno;
+                close(ws);
                 goto fail;
         }
         int cg = fcntl(j->cgroup_fd, F_DUPFD_CLOEXEC, 3);
@@ -164,15 +185,17 @@ int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd
         return 0;
 fail:
         (void) job_teardown(p, j, false);
-        *j = (struct pjob){ .cgroup_fd = -1 };
+        *j = PJOB_EMPTY;
         return r;
 }
 
 int privd_job_kill(struct privd *p, const struct privd_job *m) {
         int r;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
+        if (j->state == PJOB_RECLAIMED)
+                return privd_refuse(&m->h, -EPROTO, "job %s is reclaimed: only JOB_CLOSE is left", j->name);
         r = jobfs_cgroup_kill(j->cgroup_fd);
         if (r < 0)
                 return privd_refuse(&m->h, r, "job %s: cgroup.kill", j->name);
@@ -182,9 +205,12 @@ int privd_job_kill(struct privd *p, const struct privd_job *m) {
 
 int privd_job_close(struct privd *p, const struct privd_job *m) {
         int r;
-        struct pjob *j = lookup(p, &m->h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
         if (!j)
                 return r;
+        /* The block's veth goes with the job's network namespace; until
+         * the kernel has removed it, its name keeps the block taken. */
+        privd_net_job_end(p, j);
         r = job_teardown(p, j, true);
         if (r < 0) {
                 /* Something of it is left (a process that would not die):
@@ -192,7 +218,67 @@ int privd_job_close(struct privd *p, const struct privd_job *m) {
                 j->state = PJOB_KILLED;
                 return privd_refuse(&m->h, r, "job %s: not all gone", j->name);
         }
-        *j = (struct pjob){ .cgroup_fd = -1 };
+        *j = PJOB_EMPTY;
+        return 0;
+}
+
+int privd_ws_handover(struct privd *p, const struct privd_job *m) {
+        int r;
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
+        if (!j)
+                return r;
+        if (j->state != PJOB_OPEN)
+                return privd_refuse(&m->h, -EPROTO, "job %s is %s: WS_HANDOVER needs an open job", j->name, state_names[j->state]);
+        struct wstree_report rep;
+        r = wstree_handover(j->ws_fd, p->conf->front_uid, j->uid, j->uid, &rep);
+        if (r < 0 && rep.partial) {
+                /* The tree changed between the check and the change: only
+                 * a front racing its own request does that. The job never
+                 * runs; RECLAIM gives back what changed hands. */
+                j->state = PJOB_KILLED;
+                return privd_refuse(&m->h, r, "job %s: workspace %s, after %lu entries changed hands; the job will not run",
+                                    j->name, rep.why, rep.changed);
+        }
+        if (r < 0)
+                return privd_refuse(&m->h, r, "job %s: workspace %s", j->name, rep.why);
+        j->state = PJOB_READY;
+        return 0;
+}
+
+/* Nothing of the job can run any more: it was killed, its cgroup is
+ * empty (waited for briefly: cgroup.kill is not instant), its launcher
+ * reaped, and no process of its uid is left outside the cgroup. */
+static int job_quiet(struct pjob *j) {
+        int r = jobfs_cgroup_wait_empty(j->cgroup_fd);
+        if (r < 0)
+                return r;
+        if (j->pid > 0) {
+                pid_t w = waitpid(j->pid, NULL, WNOHANG);
+                if (w == 0)
+                        return -EBUSY;
+                j->pid = 0;
+        }
+        return spawn_kill_uid(j->uid, j->uid);
+}
+
+int privd_ws_reclaim(struct privd *p, const struct privd_job *m) {
+        int r;
+        struct pjob *j = privd_job_lookup(p, &m->h, m->job, &r);
+        if (!j)
+                return r;
+        if (j->state != PJOB_KILLED)
+                return privd_refuse(&m->h, -EPROTO, "job %s is %s: WS_RECLAIM needs a killed job", j->name, state_names[j->state]);
+        r = job_quiet(j);
+        if (r < 0)
+                return privd_refuse(&m->h, r, "job %s: a process of the job is still there", j->name);
+        struct wstree_report rep;
+        r = wstree_reclaim(j->ws_fd, j->uid, p->conf->front_uid, p->conf->front_gid, &rep);
+        if (r < 0)
+                return privd_refuse(&m->h, r, "job %s: workspace %s, after %lu entries changed hands", j->name, rep.why, rep.changed);
+        j->state = PJOB_RECLAIMED;
+        if (rep.skipped)
+                privd_log("job %s: reclaimed %lu entries; left %lu of other owners, on other mounts or too deep", j->name,
+                          rep.changed, rep.skipped);
         return 0;
 }
 
@@ -201,12 +287,13 @@ void privd_close_all(struct privd *p) {
                 struct pjob *j = &p->jobs[i];
                 if (j->state == PJOB_FREE)
                         continue;
+                privd_net_job_end(p, j);
                 int r = job_teardown(p, j, true);
                 if (r < 0)
                         privd_log("job %s: not all gone: %s", j->name, strerror(-r));
                 else
                         privd_log("job %s: closed (the front went away)", j->name);
-                *j = (struct pjob){ .cgroup_fd = -1 };
+                *j = PJOB_EMPTY;
         }
 }
 
@@ -342,11 +429,11 @@ int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned
         int r;
         for (unsigned i = 0; i < PRIVD_FD_COUNT; i++)
                 slots[i] = -1;
-        struct pjob *j = lookup(p, h, m->job, &r);
+        struct pjob *j = privd_job_lookup(p, h, m->job, &r);
         if (!j)
                 goto out;
-        if (j->state != PJOB_OPEN) {
-                r = privd_refuse(h, -EPROTO, "job %s is %s: SPAWN needs an open job", j->name, state_names[j->state]);
+        if (j->state != PJOB_READY) {
+                r = privd_refuse(h, -EPROTO, "job %s is %s: SPAWN needs a job handed over", j->name, state_names[j->state]);
                 goto out;
         }
         const uint32_t need = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV);
@@ -372,6 +459,18 @@ int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned
                         r = privd_refuse(h, -EBADF, "descriptor %u: %s", i, why);
                         goto out;
                 }
+        }
+        if (slots[PRIVD_FD_BUNDLE] >= 0) {
+                /* The front cannot make a mount: the helper makes it of
+                 * the front's own directory, and the launcher gets that. */
+                char why[128] = "";
+                int mnt = jobfs_bundle_mount(slots[PRIVD_FD_BUNDLE], p->conf->front_uid, why, sizeof(why));
+                if (mnt < 0) {
+                        r = privd_refuse(h, mnt, "job %s: bundle descriptor: %s", j->name, why);
+                        goto out;
+                }
+                close(slots[PRIVD_FD_BUNDLE]);
+                slots[PRIVD_FD_BUNDLE] = mnt;
         }
         r = launch(p, j, h, slots, ret_pidfd);
         if (r == 0) {

@@ -2,6 +2,7 @@
 /* sbx-privd(8): started as root by the process that will drop to the
  * front's user, with one end of a socketpair and everything it needs to
  * know on its command line; it reads no file of the front's choosing. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,8 +26,9 @@
 #define MAX_JOBS_LIMIT 65536u
 
 static _noreturn_ void usage(int code) {
-        fputs("Usage: sbx-privd --fd N --uids FIRST-LAST --cgroup DIR --workspace DIR --launcher PATH\n"
-              "                 [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n",
+        fputs("Usage: sbx-privd --fd N --front UID:GID --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
+              "                 --launcher PATH [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
+              "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]]\n",
               code ? stderr : stdout);
         exit(code);
 }
@@ -84,12 +86,58 @@ static void parse_uids(const char *s, struct privd_conf *c) {
         c->uid_count = (uint32_t) (b - a + 1);
 }
 
+/* ADDRESS/PREFIX of family af, prefix min to max, no bit set past the
+ * prefix (a network's address has none). */
+static unsigned parse_net(const char *opt, const char *s, int af, unsigned min, unsigned max, uint8_t *ret_addr) {
+        char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+        unsigned bytes = af == AF_INET ? 4 : 16;
+        uint8_t a[16];
+        if (strlen(s) >= sizeof(buf))
+                goto bad;
+        snprintf(buf, sizeof(buf), "%s", s);
+        if (!(slash = strchr(buf, '/')))
+                goto bad;
+        *slash = '\0';
+        errno = 0;
+        unsigned long prefix = strtoul(slash + 1, &end, 10);
+        if (inet_pton(af, buf, a) != 1 || errno || end == slash + 1 || *end || prefix < min || prefix > max)
+                goto bad;
+        for (unsigned bit = (unsigned) prefix; bit < bytes * 8; bit++)
+                if (a[bit / 8] & (0x80u >> (bit % 8)))
+                        die("%s %s: bits set past the /%lu (a network's address has none)", opt, s, prefix);
+        memcpy(ret_addr, a, bytes);
+        return (unsigned) prefix;
+bad:
+        die("%s: expected an %s network from /%u to /%u, got '%s'", opt, af == AF_INET ? "IPv4" : "IPv6", min, max, s);
+}
+
+/* The front's uid and gid, numbers from whoever starts the helper as root
+ * (SO_PEERCRED would name that starter: a socketpair's credentials are
+ * its maker's, taken before the front drops to its user). Never root's,
+ * and never a job uid: the workspace walks and the bundle check trust
+ * exactly this owner. */
+static void parse_front(const char *s, struct privd_conf *c) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "%s", s);
+        char *colon = strchr(buf, ':');
+        if (!colon)
+                die("--front: expected UID:GID, got '%s'", s);
+        *colon = '\0';
+        uint64_t u = number("--front", buf, UINT32_MAX - 1), g = number("--front", colon + 1, UINT32_MAX - 1);
+        if (u == 0 || g == 0)
+                die("--front %s: the front does not run as root (uid or gid 0)", s);
+        c->front_uid = (uid_t) u;
+        c->front_gid = (gid_t) g;
+}
+
 static void parse_args(int argc, char **argv, struct privd_conf *c) {
         static const struct option opts[] = {
                 { "fd", required_argument, NULL, 'f' },        { "uids", required_argument, NULL, 'u' },
                 { "cgroup", required_argument, NULL, 'c' },    { "workspace", required_argument, NULL, 'w' },
                 { "launcher", required_argument, NULL, 'l' },  { "profile-path", required_argument, NULL, 'p' },
                 { "workspace-max", required_argument, NULL, 'W' }, { "max-jobs", required_argument, NULL, 'j' },
+                { "net-pool", required_argument, NULL, 'n' },  { "net-pool6", required_argument, NULL, '6' },
+                { "net-state", required_argument, NULL, 's' }, { "front", required_argument, NULL, 'F' },
                 { "help", no_argument, NULL, 'h' },            {},
         };
         int o;
@@ -99,6 +147,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 switch (o) {
                 case 'f': c->fd = (int) number("--fd", optarg, 1 << 20); break;
                 case 'u': parse_uids(optarg, c); break;
+                case 'F': parse_front(optarg, c); break;
                 case 'c': c->cgroup = abs_path("--cgroup", optarg); break;
                 case 'w': c->workspace = abs_path("--workspace", optarg); break;
                 case 'l': c->launcher = abs_path("--launcher", optarg); break;
@@ -108,12 +157,24 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                                 die("--workspace-max: expected a size such as 512M, got '%s'", optarg);
                         break;
                 case 'j': c->max_jobs = (uint32_t) number("--max-jobs", optarg, MAX_JOBS_LIMIT); break;
+                /* /8 to /30 (a /30 is one block) and /48 to /110: at
+                 * most 65536 blocks are used, and a block's /126 lies
+                 * within the last 32 bits of the IPv6 prefix. */
+                case 'n': c->net_pool_prefix = parse_net("--net-pool", optarg, AF_INET, 8, 30, (uint8_t *) &c->net_pool); break;
+                case '6': c->net_pool6_prefix = parse_net("--net-pool6", optarg, AF_INET6, 48, 110, c->net_pool6); break;
+                case 's': c->net_state = abs_path("--net-state", optarg); break;
                 case 'h': usage(0);
                 default: usage(1);
                 }
         }
-        if (optind != argc || c->fd < 0 || !c->uid_count || !c->cgroup || !c->workspace || !c->launcher)
+        if (optind != argc || c->fd < 0 || !c->uid_count || !c->cgroup || !c->workspace || !c->launcher || !c->front_uid)
                 usage(1);
+        if (c->front_uid >= c->uid_first && c->front_uid - c->uid_first < c->uid_count)
+                die("--front %u: a uid of the job range", (unsigned) c->front_uid);
+        if (!c->net_pool_prefix && (c->net_pool6_prefix || c->net_state))
+                die("--net-pool6 and --net-state go with --net-pool");
+        if (c->net_pool_prefix && !c->net_state)
+                die("--net-pool needs --net-state: the directory where the helper records the forwarding it switches on");
         if (!c->max_jobs)
                 c->max_jobs = c->uid_count < MAX_JOBS_LIMIT ? c->uid_count : MAX_JOBS_LIMIT;
         int type;
@@ -145,7 +206,7 @@ int main(int argc, char **argv) {
         if (!p.jobs)
                 die("out of memory");
         for (uint32_t i = 0; i < conf.max_jobs; i++)
-                p.jobs[i].cgroup_fd = -1;
+                p.jobs[i].cgroup_fd = p.jobs[i].ws_fd = -1;
         p.cgroup_fd = open_root_dir("--cgroup", conf.cgroup, true);
         p.workspace_fd = open_root_dir("--workspace", conf.workspace, false);
         p.cg_have = jobfs_cgroup_controllers(p.cgroup_fd);
@@ -154,16 +215,30 @@ int main(int argc, char **argv) {
                 die("cannot list --cgroup or --workspace: %s", strerror(-swept));
         if (swept > 0)
                 privd_log("removed %d cgroups and workspaces an earlier helper left", swept);
+        if (conf.net_pool_prefix) {
+                /* Root's alone, like the other two: its record is written
+                 * back to /proc/sys at the next start. */
+                close(open_root_dir("--net-state", conf.net_state, false));
+                char why[512];
+                int nr = privd_net_setup(&p, why, sizeof(why));
+                if (nr < 0)
+                        privd_log("network: set-up failed, NET_OPEN will be refused: %s", why);
+        }
         if (conf.profile_path && asprintf(&p.profile_env, "SBX_PROFILE_PATH=%s", conf.profile_path) < 0)
                 die("out of memory");
-        privd_log("serving fd %d: uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, conf.uid_first,
-                  conf.uid_first + conf.uid_count - 1, conf.max_jobs, conf.cgroup, conf.workspace);
+        privd_log("serving fd %d: front %u:%u, uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, (unsigned) conf.front_uid,
+                  (unsigned) conf.front_gid, conf.uid_first, conf.uid_first + conf.uid_count - 1, conf.max_jobs, conf.cgroup,
+                  conf.workspace);
         int r = privd_serve(&p);
         if (r < 0)
                 privd_log("socket: %s", strerror(-r));
         /* The front is gone (or the socket failed): no job outlives it. */
         privd_log_flush();
         privd_close_all(&p);
+        privd_net_teardown(&p);
         privd_log("front gone, every job closed");
+        free(p.jobs);
+        uidpool_done(&p.uids);
+        free(p.profile_env);
         return r < 0 ? 1 : 0;
 }

@@ -15,15 +15,26 @@
 #include "uidpool.h"
 
 /* One job's life, and the only place it changes is jobs.c:
- *   FREE --JOB_OPEN--> OPEN --SPAWN--> SPAWNED
- *   OPEN, SPAWNED --JOB_KILL--> KILLED
- *   OPEN, SPAWNED, KILLED --JOB_CLOSE--> FREE (the generation is spent)
- * A request that does not fit the job's state is refused. */
+ *
+ *   FREE --JOB_OPEN--> OPEN          the workspace is the front's: uploads
+ *   OPEN --WS_HANDOVER--> READY      the workspace is the job's uid's
+ *   READY --SPAWN--> SPAWNED         the launcher runs
+ *   OPEN, READY, SPAWNED, KILLED --JOB_KILL--> KILLED
+ *   KILLED --WS_RECLAIM--> RECLAIMED the job's files are the front's
+ *   any but FREE --JOB_CLOSE--> FREE (the generation is spent)
+ *
+ * A WS_HANDOVER that fails after it changed an owner (the front changed
+ * the tree under it) leaves the job KILLED: it never runs, and RECLAIM
+ * gives the front back what was handed over. WS_RECLAIM also needs the
+ * launcher reaped and the cgroup empty. A request that does not fit the
+ * job's state is refused. */
 enum pjob_state {
         PJOB_FREE = 0,
         PJOB_OPEN,
+        PJOB_READY,
         PJOB_SPAWNED,
         PJOB_KILLED,
+        PJOB_RECLAIMED,
 };
 
 struct pjob {
@@ -31,7 +42,10 @@ struct pjob {
         uint32_t gen;
         uid_t uid;
         int cgroup_fd;            /* the job's cgroup directory */
+        int ws_fd;                /* the workspace's root, for the walks (wstree.h) */
         pid_t pid;                /* the launcher, once spawned */
+        uint32_t net_slot1;       /* net.c: the job's block of the pool plus one; 0: none */
+        bool net_opened;          /* net.c: NET_OPEN done (once per job) */
         char name[32];            /* "job-p<slot>-<gen>": cgroup and workspace */
 };
 
@@ -43,9 +57,19 @@ struct privd_conf {
         const char *workspace;
         const char *launcher;
         const char *profile_path; /* SBX_PROFILE_PATH for the launcher, or NULL */
+        uid_t front_uid;          /* --front: who the front runs as; never 0 */
+        gid_t front_gid;
         uint64_t workspace_max;
         uint32_t max_jobs;
+        /* The jobs' network (net.c); net_pool_prefix 0: none. */
+        uint32_t net_pool;        /* network order */
+        unsigned net_pool_prefix; /* 8 to 30 */
+        uint8_t net_pool6[16];
+        unsigned net_pool6_prefix; /* 48 to 110, or 0: IPv4 only */
+        const char *net_state;    /* the directory of the forwarding record */
 };
+
+struct privd_net;
 
 struct privd {
         const struct privd_conf *conf;
@@ -57,6 +81,7 @@ struct privd {
         char *profile_env;        /* SBX_PROFILE_PATH=... or NULL */
         uint32_t expect_seq;      /* the next request's sequence number */
         bool hello;               /* HELLO seen */
+        struct privd_net *net;    /* NULL: no network (NET_* answer -EOPNOTSUPP) */
 };
 
 /* A refusal or failure: one line on stderr naming the request and the
@@ -76,12 +101,33 @@ int privd_uid_release(struct privd *p, const struct privd_uid *m);
 int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd_reply *rep, int ret_fds[2]);
 int privd_job_kill(struct privd *p, const struct privd_job *m);
 int privd_job_close(struct privd *p, const struct privd_job *m);
+int privd_ws_handover(struct privd *p, const struct privd_job *m);
+int privd_ws_reclaim(struct privd *p, const struct privd_job *m);
 /* fds: the received descriptors, in the order of m->fds' bits; taken. */
 int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned n_fds, struct privd_reply *rep, int *ret_pidfd);
 /* The front is gone: kill and close every job. */
 void privd_close_all(struct privd *p);
 /* Reap exited launchers (SIGCHLD). */
 void privd_reap(struct privd *p);
+
+/* The job a handle names, or NULL (refused and logged, *ret_err set). */
+struct pjob *privd_job_lookup(struct privd *p, const struct privd_hdr *h, struct privd_handle hd, int *ret_err);
+const char *privd_job_state_name(enum pjob_state s);
+
+/* net.c: the jobs' veths, from the helper's own pool. privd_net_setup
+ * (at start, when conf->net_pool_prefix is set): put back what an earlier
+ * helper's record says, remove its veths, plan and switch forwarding, make
+ * the nft tables; fails changing nothing. privd_net_teardown: undo it all
+ * (the front went away). */
+int privd_net_setup(struct privd *p, char *ret_msg, size_t len);
+void privd_net_teardown(struct privd *p);
+/* Blocks of the pool, 0 without a network. */
+uint32_t privd_net_slots(const struct privd *p);
+int privd_net_open(struct privd *p, const struct privd_net_open *m, struct privd_net_reply *rep, int ret_fds[2]);
+int privd_net_close(struct privd *p, const struct privd_job *m);
+/* The job is closing: its block goes back to the pool (its veth goes
+ * with its network namespace). */
+void privd_net_job_end(struct privd *p, struct pjob *j);
 
 /* serve.c: read, check and answer requests until the front hangs up. */
 int privd_serve(struct privd *p);

@@ -25,6 +25,7 @@ static const char *const type_names[PRIVD_TYPE_MAX] = {
         [PRIVD_HELLO] = "HELLO",         [PRIVD_UID_TAKE] = "UID_TAKE",   [PRIVD_UID_RELEASE] = "UID_RELEASE",
         [PRIVD_JOB_OPEN] = "JOB_OPEN",   [PRIVD_JOB_KILL] = "JOB_KILL",   [PRIVD_JOB_CLOSE] = "JOB_CLOSE",
         [PRIVD_SPAWN] = "SPAWN",         [PRIVD_NET_OPEN] = "NET_OPEN",   [PRIVD_NET_CLOSE] = "NET_CLOSE",
+        [PRIVD_WS_HANDOVER] = "WS_HANDOVER", [PRIVD_WS_RECLAIM] = "WS_RECLAIM",
 };
 
 /* The exact size of each request. */
@@ -32,13 +33,16 @@ static const uint32_t type_sizes[PRIVD_TYPE_MAX] = {
         [PRIVD_HELLO] = sizeof(struct privd_hello),       [PRIVD_UID_TAKE] = sizeof(struct privd_hdr),
         [PRIVD_UID_RELEASE] = sizeof(struct privd_uid),   [PRIVD_JOB_OPEN] = sizeof(struct privd_job_open),
         [PRIVD_JOB_KILL] = sizeof(struct privd_job),      [PRIVD_JOB_CLOSE] = sizeof(struct privd_job),
-        [PRIVD_SPAWN] = sizeof(struct privd_spawn),       [PRIVD_NET_OPEN] = sizeof(struct privd_job),
-        [PRIVD_NET_CLOSE] = sizeof(struct privd_job),
+        [PRIVD_SPAWN] = sizeof(struct privd_spawn),       [PRIVD_NET_OPEN] = sizeof(struct privd_net_open),
+        [PRIVD_NET_CLOSE] = sizeof(struct privd_job),    [PRIVD_WS_HANDOVER] = sizeof(struct privd_job),
+        [PRIVD_WS_RECLAIM] = sizeof(struct privd_job),
 };
 
 _Static_assert(sizeof(struct privd_job_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
 _Static_assert(sizeof(struct privd_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
 _Static_assert(sizeof(struct privd_hello_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_net_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_net_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
 
 static struct {
         time_t second;
@@ -168,6 +172,7 @@ static int hello(struct privd *p, const struct privd_hello *m, struct privd_hell
         rep->uid_first = p->conf->uid_first;
         rep->uid_count = p->conf->uid_count;
         rep->max_jobs = p->conf->max_jobs;
+        rep->net_slots = privd_net_slots(p);
         return 0;
 }
 
@@ -180,6 +185,7 @@ static int serve_one(struct privd *p, short revents) {
                 struct privd_job_open open;
                 struct privd_job job;
                 struct privd_spawn spawn;
+                struct privd_net_open net;
                 char raw[PRIVD_MSG_MAX];
         } m;
         union {
@@ -219,8 +225,10 @@ static int serve_one(struct privd *p, short revents) {
         const struct privd_hdr *h = (size_t) n >= sizeof(m.h) ? &m.h : NULL;
         struct privd_reply rep;
         struct privd_hello_reply hrep;
+        struct privd_net_reply nrep;
         memset(&rep, 0, sizeof(rep));
         memset(&hrep, 0, sizeof(hrep));
+        memset(&nrep, 0, sizeof(nrep));
         int out[2] = { -1, -1 };
         unsigned n_out = 0;
         int r = check_frame(p, &m.h, n, mh.msg_flags, n_recv);
@@ -246,10 +254,23 @@ static int serve_one(struct privd *p, short revents) {
                 case PRIVD_JOB_CLOSE:
                         r = privd_job_close(p, &m.job);
                         break;
+                case PRIVD_WS_HANDOVER:
+                        r = privd_ws_handover(p, &m.job);
+                        break;
+                case PRIVD_WS_RECLAIM:
+                        r = privd_ws_reclaim(p, &m.job);
+                        break;
                 case PRIVD_SPAWN:
                         r = privd_spawn(p, &m.spawn, fds, n_fds, &rep, &out[0]);
                         n_fds = 0; /* taken */
                         n_out = r == 0 ? 1 : 0;
+                        break;
+                case PRIVD_NET_OPEN:
+                        r = privd_net_open(p, &m.net, &nrep, out);
+                        n_out = r == 0 ? 2 : 0;
+                        break;
+                case PRIVD_NET_CLOSE:
+                        r = privd_net_close(p, &m.job);
                         break;
                 default:
                         r = privd_refuse(&m.h, -EOPNOTSUPP, "not implemented by this helper");
@@ -263,6 +284,10 @@ static int serve_one(struct privd *p, short revents) {
                 reply_header(&hrep.h, h, sizeof(hrep));
                 hrep.err = r;
                 s = send_reply(p->conf->fd, &hrep, sizeof(hrep), NULL, 0);
+        } else if (h && h->type == PRIVD_NET_OPEN) {
+                reply_header(&nrep.h, h, sizeof(nrep));
+                nrep.err = r;
+                s = send_reply(p->conf->fd, &nrep, sizeof(nrep), out, n_out);
         } else {
                 reply_header(&rep.h, h && h->type < PRIVD_TYPE_MAX ? h : NULL, sizeof(rep));
                 rep.err = r;

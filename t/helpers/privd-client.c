@@ -13,7 +13,10 @@
  * and, with --hold, waits for SIGUSR1 before it hangs up (the helper must
  * then close A on its own). Exit status 1 if any attack was accepted.
  * Scenario "run": a real `true` through the helper, its exit read through
- * the pidfd and the status pipe, then JOB_CLOSE. */
+ * the pidfd and the status pipe, then JOB_CLOSE. Scenarios "artifacts",
+ * "uploads", "states", "reclaim" and "bundle" (--bundle DIR: a directory
+ * of the front's) are in privd-client-fs.c; "net", "net-attacks" and
+ * "net-reuse" (--v6: with IPv6) in privd-client-net.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -33,29 +36,23 @@
 #include <unistd.h>
 
 #include "privd-abi.h"
+#include "privd-client.h"
 
-static int sock = -1;
-static uint32_t seq;
-static int accepted;
-static const char *profile_file;
+int sock = -1;
+uint32_t seq;
+int accepted;
+const char *profile_file;
 
-struct job {
-        struct privd_handle h;
-        uint32_t uid;
-        int cg, ws, pidfd, status_rd;
-        pid_t pid;
-};
-
-static void fail(const char *what) {
+_Noreturn void fail(const char *what) {
         fprintf(stderr, "privd-client: %s: %s\n", what, strerror(errno));
         exit(2);
 }
 
-static struct privd_hdr hdr(uint16_t type, uint32_t len) {
+struct privd_hdr hdr(uint16_t type, uint32_t len) {
         return (struct privd_hdr){ .magic = PRIVD_MAGIC, .version = PRIVD_VERSION, .type = type, .seq = ++seq, .len = len };
 }
 
-static void send_raw(const void *msg, size_t len, const int *fds, unsigned n_fds) {
+void send_raw(const void *msg, size_t len, const int *fds, unsigned n_fds) {
         struct iovec iov = { .iov_base = (void *) msg, .iov_len = len };
         char cbuf[CMSG_SPACE(32 * sizeof(int))];
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -74,7 +71,7 @@ static void send_raw(const void *msg, size_t len, const int *fds, unsigned n_fds
 }
 
 /* The reply (either shape), and up to two descriptors. */
-static int32_t recv_reply(struct privd_reply *rep, int *fds, unsigned max_fds) {
+int32_t recv_reply(struct privd_reply *rep, int *fds, unsigned max_fds) {
         union {
                 struct privd_reply r;
                 struct privd_hello_reply hr;
@@ -104,13 +101,13 @@ static int32_t recv_reply(struct privd_reply *rep, int *fds, unsigned max_fds) {
         return (m.r.h.type & ~PRIVD_REPLY) == PRIVD_HELLO ? m.hr.err : m.r.err;
 }
 
-static int32_t call(const void *msg, size_t len, const int *fds, unsigned n, struct privd_reply *rep, int *rfds, unsigned max) {
+int32_t call(const void *msg, size_t len, const int *fds, unsigned n, struct privd_reply *rep, int *rfds, unsigned max) {
         send_raw(msg, len, fds, n);
         return recv_reply(rep, rfds, max);
 }
 
 /* An attack: it must come back refused. */
-static void expect_refused(const char *what, int32_t err) {
+void expect_refused(const char *what, int32_t err) {
         if (err < 0)
                 printf("refused %s: %s\n", what, strerror(-err));
         else {
@@ -120,7 +117,7 @@ static void expect_refused(const char *what, int32_t err) {
         fflush(stdout);
 }
 
-static int32_t uid_take(uint32_t *uid) {
+int32_t uid_take(uint32_t *uid) {
         struct privd_hdr m = hdr(PRIVD_UID_TAKE, sizeof(m));
         struct privd_reply rep;
         int32_t r = call(&m, sizeof(m), NULL, 0, &rep, NULL, 0);
@@ -128,12 +125,12 @@ static int32_t uid_take(uint32_t *uid) {
         return r;
 }
 
-static int32_t uid_release(uint32_t uid) {
+int32_t uid_release(uint32_t uid) {
         struct privd_uid m = { .h = hdr(PRIVD_UID_RELEASE, sizeof(m)), .uid = uid };
         return call(&m, sizeof(m), NULL, 0, NULL, NULL, 0);
 }
 
-static int32_t job_open(uint32_t uid, struct job *j) {
+int32_t job_open(uint32_t uid, struct job *j) {
         struct privd_job_open m = { .h = hdr(PRIVD_JOB_OPEN, sizeof(m)), .uid = uid, .workspace_bytes = 1 << 20, .pids_max = 64 };
         struct privd_reply rep;
         int fds[2] = { -1, -1 };
@@ -142,12 +139,12 @@ static int32_t job_open(uint32_t uid, struct job *j) {
         return r;
 }
 
-static int32_t job_op(uint16_t type, struct privd_handle h) {
+int32_t job_op(uint16_t type, struct privd_handle h) {
         struct privd_job m = { .h = hdr(type, sizeof(m)), .job = h };
         return call(&m, sizeof(m), NULL, 0, NULL, NULL, 0);
 }
 
-static int memfd_with(const char *name, const void *data, size_t len) {
+int memfd_with(const char *name, const void *data, size_t len) {
         int fd = (int) syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0 || write(fd, data, len) != (ssize_t) len)
                 fail("memfd");
@@ -155,7 +152,7 @@ static int memfd_with(const char *name, const void *data, size_t len) {
         return fd;
 }
 
-static int profile_fd(void) {
+int profile_fd(void) {
         char buf[16384];
         int in = open(profile_file, O_RDONLY | O_CLOEXEC);
         ssize_t n = in < 0 ? -1 : read(in, buf, sizeof(buf));
@@ -166,19 +163,35 @@ static int profile_fd(void) {
 }
 
 /* SPAWN with the usual set; status is overridable (a wrong kind). */
-static int32_t spawn(struct job *j, const char *argv, size_t argv_len, int status_override) {
+int32_t spawn(struct job *j, const char *argv, size_t argv_len, int status_override) {
+        return spawn_with(j, argv, argv_len, status_override, -1, -1);
+}
+
+/* ...and with a profile of the caller's (-1: --profile's) and a bundle
+ * directory (-1: none); neither is closed here. */
+int32_t spawn_with(struct job *j, const char *argv, size_t argv_len, int status_override, int profile, int bundle) {
         int st[2];
         if (pipe2(st, O_CLOEXEC) < 0)
                 fail("pipe");
-        int fds[3] = { status_override >= 0 ? status_override : st[1], profile_fd(), memfd_with("argv", argv, argv_len) };
-        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h,
-                                 .fds = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV) };
+        int prof = profile >= 0 ? profile : profile_fd();
+        int fds[4] = { status_override >= 0 ? status_override : st[1], prof, memfd_with("argv", argv, argv_len), bundle };
+        uint32_t bits = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV);
+        unsigned n = 3;
+        if (bundle >= 0) {
+                /* In the order of the bits: BUNDLE comes before ARGV. */
+                bits |= PRIVD_FD_BIT(PRIVD_FD_BUNDLE);
+                fds[3] = fds[2];
+                fds[2] = bundle;
+                n = 4;
+        }
+        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h, .fds = bits };
         struct privd_reply rep;
         int pidfd = -1;
-        int32_t r = call(&m, sizeof(m), fds, 3, &rep, &pidfd, 1);
+        int32_t r = call(&m, sizeof(m), fds, n, &rep, &pidfd, 1);
         close(st[1]);
-        close(fds[1]);
-        close(fds[2]);
+        if (profile < 0)
+                close(prof);
+        close(fds[n - 1]);
         if (r == 0) {
                 j->pidfd = pidfd;
                 j->pid = rep.pid;
@@ -188,7 +201,7 @@ static int32_t spawn(struct job *j, const char *argv, size_t argv_len, int statu
         return r;
 }
 
-static void print_job(const char *name, const struct job *j) {
+void print_job(const char *name, const struct job *j) {
         char p[64], t[4096];
         ssize_t n;
         snprintf(p, sizeof(p), "/proc/self/fd/%d", j->cg);
@@ -200,17 +213,17 @@ static void print_job(const char *name, const struct job *j) {
         printf("%s uid %u\n", name, j->uid);
 }
 
-/* A job of a uid of its own, printed. */
-static void open_job(const char *name, struct job *j) {
+/* A job of a uid of its own, its workspace handed over, printed. */
+void open_job(const char *name, struct job *j) {
         uint32_t uid;
-        if (uid_take(&uid) < 0 || job_open(uid, j) < 0) {
+        if (uid_take(&uid) < 0 || job_open(uid, j) < 0 || job_op(PRIVD_WS_HANDOVER, j->h) < 0) {
                 fprintf(stderr, "privd-client: cannot open job %s\n", name);
                 exit(2);
         }
         print_job(name, j);
 }
 
-static bool alive(pid_t pidfd) {
+bool alive(int pidfd) {
         struct pollfd pf = { .fd = pidfd, .events = POLLIN };
         return poll(&pf, 1, 0) == 0;
 }
@@ -365,21 +378,27 @@ static void drop_to(const char *as) {
 }
 
 int main(int argc, char **argv) {
-        const char *as = NULL, *scenario = NULL;
+        const char *as = NULL, *scenario = NULL, *bundle = NULL;
         bool hold = false;
+        uint32_t net_flags = 0;
         int i = 1;
         for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
                 if (!strcmp(argv[i], "--as") && i + 1 < argc)
                         as = argv[++i];
                 else if (!strcmp(argv[i], "--profile") && i + 1 < argc)
                         profile_file = argv[++i];
+                else if (!strcmp(argv[i], "--bundle") && i + 1 < argc)
+                        bundle = argv[++i];
                 else if (!strcmp(argv[i], "--hold"))
                         hold = true;
+                else if (!strcmp(argv[i], "--v6"))
+                        net_flags |= PRIVD_NET_V6;
                 else
                         scenario = argv[i];
         }
         if (!as || !scenario || !profile_file || i + 1 >= argc) {
-                fputs("usage: privd-client --as UID:GID --profile FILE [--hold] SCENARIO -- SBX-PRIVD ARGS...\n", stderr);
+                fputs("usage: privd-client --as UID:GID --profile FILE [--bundle DIR] [--hold] [--v6] SCENARIO -- SBX-PRIVD ARGS...\n",
+                      stderr);
                 return 2;
         }
         sigset_t usr1;
@@ -401,6 +420,7 @@ int main(int argc, char **argv) {
         }
         close(sv[1]);
         sock = sv[0];
+        fs_planter_start();
         drop_to(as);
         printf("helper %d\n", (int) helper);
 
@@ -412,6 +432,10 @@ int main(int argc, char **argv) {
         printf("hello: uids %u+%u, %u slots\n", hr.uid_first, hr.uid_count, hr.max_jobs);
         if (!strcmp(scenario, "run"))
                 return run_true();
+        if (!strcmp(scenario, "artifacts"))
+                return fs_artifacts(bundle);
+        if (!strncmp(scenario, "net", 3))
+                return net_main(scenario, net_flags, hold, &usr1);
 
         struct job a;
         open_job("A", &a);
@@ -434,6 +458,14 @@ int main(int argc, char **argv) {
                 attack_fds();
         else if (!strcmp(scenario, "flood"))
                 attack_flood();
+        else if (!strcmp(scenario, "uploads"))
+                attack_uploads();
+        else if (!strcmp(scenario, "states"))
+                attack_states(&a);
+        else if (!strcmp(scenario, "reclaim"))
+                attack_reclaim();
+        else if (!strcmp(scenario, "bundle") && bundle)
+                attack_bundle(&a, bundle);
         else if (strcmp(scenario, "none") != 0) {
                 fprintf(stderr, "privd-client: unknown scenario %s\n", scenario);
                 return 2;
