@@ -279,3 +279,14 @@ survived() {
         [ "$status" = 1 ]
         [[ "$output" == *"--front UID:GID"* ]]
 }
+
+@test "20,000 uploads change hands both ways, each walk timed" {
+        run client many
+        echo "$output"
+        [ "$status" = 0 ]
+        value "M WS_HANDOVER" <(echo "$output") | grep -qx ok
+        value "M WS_RECLAIM" <(echo "$output") | grep -qx ok
+        value "M files of the front after reclaim" <(echo "$output") | grep -qx 20000
+        value "M JOB_CLOSE" <(echo "$output") | grep -qx ok
+        echo "# $(grep -E '^M (entries|handover|reclaim):' <<<"$output" | tr '\n' ' ')(load: $(cut -d' ' -f1-3 /proc/loadavg))" >&3
+}

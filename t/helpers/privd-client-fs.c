@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "privd-client.h"
@@ -234,6 +235,66 @@ int fs_artifacts(const char *bundle_dir) {
         say("J JOB_CLOSE", job_op(PRIVD_JOB_CLOSE, j.h));
         fflush(stdout);
         return accepted ? 1 : 0;
+}
+
+/* ---- a large tree ------------------------------------------------------------------ */
+
+#define MANY_DIRS 100
+#define MANY_FILES 200
+
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* How many of the tree's files uid owns. */
+static unsigned owned_by(int ws, uid_t uid) {
+        unsigned n = 0;
+        char name[64];
+        for (int d = 0; d < MANY_DIRS; d++)
+                for (int f = 0; f < MANY_FILES; f++) {
+                        snprintf(name, sizeof(name), "d%d/f%d", d, f);
+                        n += owner(ws, name) == uid;
+                }
+        return n;
+}
+
+/* 20,000 uploads handed over and reclaimed: every one changes hands, and
+ * how long each walk takes (the helper answers nothing else meanwhile). */
+int fs_many(void) {
+        struct job j;
+        uint32_t uid;
+        if (uid_take(&uid) < 0 || job_open_sized(uid, 256 << 20, &j) < 0)
+                fail("open M");
+        char name[64];
+        for (int d = 0; d < MANY_DIRS; d++) {
+                snprintf(name, sizeof(name), "d%d", d);
+                if (mkdirat(j.ws, name, 0755) < 0)
+                        fail("mkdir");
+                int dfd = openat(j.ws, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                for (int f = 0; f < MANY_FILES; f++) {
+                        snprintf(name, sizeof(name), "f%d", f);
+                        write_file(dfd, name, "x");
+                }
+                close(dfd);
+        }
+        double t0 = now_s();
+        int32_t r = job_op(PRIVD_WS_HANDOVER, j.h);
+        double t1 = now_s();
+        say("M WS_HANDOVER", r);
+        printf("M entries: %d\n", MANY_DIRS * (MANY_FILES + 1));
+        printf("M handover: %.3f s\n", t1 - t0);
+        say("M JOB_KILL", job_op(PRIVD_JOB_KILL, j.h));
+        t0 = now_s();
+        r = job_op(PRIVD_WS_RECLAIM, j.h);
+        t1 = now_s();
+        say("M WS_RECLAIM", r);
+        printf("M reclaim: %.3f s\n", t1 - t0);
+        printf("M files of the front after reclaim: %u\n", owned_by(j.ws, getuid()));
+        say("M JOB_CLOSE", job_op(PRIVD_JOB_CLOSE, j.h));
+        fflush(stdout);
+        return 0;
 }
 
 /* ---- uploads a hostile front leaves ----------------------------------------------- */

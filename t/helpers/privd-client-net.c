@@ -3,8 +3,8 @@
  * spawned as restricted jobs are, held at --block-fd, NET_OPEN with what
  * their launchers reported, and the requests a hostile front would send
  * instead. "net": job A's network, printed ("A slot N", "A addr ADDR",
- * "A child PID", its DNS sockets); "net-attacks" and "net-reuse" go on
- * from there. */
+ * "A child PID", its DNS sockets); "net-attacks", "net-reuse" and
+ * "net-audit" go on from there. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -174,6 +174,22 @@ static void net_reuse(struct netjob *a) {
         expect_refused("NET_CLOSE A twice", net_close(a->j.h));
 }
 
+/* The audit's messages, defined and not done yet: each answered
+ * EOPNOTSUPP, A's network as it was. */
+static void audit_undone(struct netjob *a) {
+        struct privd_hdr ring = hdr(PRIVD_NET_RING, sizeof(ring));
+        expect_refused("NET_RING", call(&ring, sizeof(ring), NULL, 0, NULL, NULL, 0));
+        struct privd_net_audit au = { .h = hdr(PRIVD_NET_AUDIT, sizeof(au)), .job = a->j.h, .flags = PRIVD_AUDIT_ENFORCE,
+                                      .n_deny_ports = 1, .budget = 1000, .deny_ports = { 25 } };
+        expect_refused("NET_AUDIT", call(&au, sizeof(au), NULL, 0, NULL, NULL, 0));
+        struct privd_net_allow al = { .h = hdr(PRIVD_NET_ALLOW, sizeof(al)), .job = a->j.h, .addr = { [10] = 0xff, [11] = 0xff, [12] = 192, [13] = 0, [14] = 2, [15] = 1 },
+                                      .prefix = 128, .proto = 6, .port_first = 80, .port_last = 80 };
+        expect_refused("NET_ALLOW", call(&al, sizeof(al), NULL, 0, NULL, NULL, 0));
+        struct privd_net_deny de = { .h = hdr(PRIVD_NET_DENY, sizeof(de)), .op = PRIVD_DENY_CLEAR };
+        expect_refused("NET_DENY", call(&de, sizeof(de), NULL, 0, NULL, NULL, 0));
+        expect_refused("NET_UNAUDIT", job_op(PRIVD_NET_UNAUDIT, a->j.h));
+}
+
 int net_main(const char *scenario, uint32_t flags, bool hold, sigset_t *usr1) {
         struct netjob a;
         spawn_held("A", &a);
@@ -182,6 +198,8 @@ int net_main(const char *scenario, uint32_t flags, bool hold, sigset_t *usr1) {
                 attack_net(&a);
         else if (!strcmp(scenario, "net-reuse"))
                 net_reuse(&a);
+        else if (!strcmp(scenario, "net-audit"))
+                audit_undone(&a);
         uint32_t uid;
         if (uid_take(&uid) == 0 && uid_release(uid) == 0)
                 printf("alive\n");

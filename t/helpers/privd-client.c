@@ -131,7 +131,11 @@ int32_t uid_release(uint32_t uid) {
 }
 
 int32_t job_open(uint32_t uid, struct job *j) {
-        struct privd_job_open m = { .h = hdr(PRIVD_JOB_OPEN, sizeof(m)), .uid = uid, .workspace_bytes = 1 << 20, .pids_max = 64 };
+        return job_open_sized(uid, 1 << 20, j);
+}
+
+int32_t job_open_sized(uint32_t uid, uint64_t bytes, struct job *j) {
+        struct privd_job_open m = { .h = hdr(PRIVD_JOB_OPEN, sizeof(m)), .uid = uid, .workspace_bytes = bytes, .pids_max = 64 };
         struct privd_reply rep;
         int fds[2] = { -1, -1 };
         int32_t r = call(&m, sizeof(m), NULL, 0, &rep, fds, 2);
@@ -434,6 +438,8 @@ int main(int argc, char **argv) {
                 return run_true();
         if (!strcmp(scenario, "artifacts"))
                 return fs_artifacts(bundle);
+        if (!strcmp(scenario, "many"))
+                return fs_many();
         if (!strncmp(scenario, "net", 3))
                 return net_main(scenario, net_flags, hold, &usr1);
 

@@ -34,6 +34,7 @@ int32_t uid_take(uint32_t *uid);
 int32_t uid_release(uint32_t uid);
 /* JOB_OPEN only: the workspace is still the front's. */
 int32_t job_open(uint32_t uid, struct job *j);
+int32_t job_open_sized(uint32_t uid, uint64_t bytes, struct job *j);
 int32_t job_op(uint16_t type, struct privd_handle h);
 int memfd_with(const char *name, const void *data, size_t len);
 int profile_fd(void);
@@ -50,6 +51,7 @@ bool alive(int pidfd);
  * file, a device node, a mount). */
 void fs_planter_start(void);
 int fs_artifacts(const char *bundle_dir);
+int fs_many(void);
 void attack_uploads(void);
 void attack_states(struct job *a);
 void attack_reclaim(void);
