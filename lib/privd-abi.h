@@ -33,6 +33,13 @@ enum privd_type {
         PRIVD_NET_CLOSE,       /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_HANDOVER,     /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_RECLAIM,      /* struct privd_job         -> struct privd_reply */
+        /* The network audit (eBPF on the job's cgroup): defined, not done
+         * yet; every helper answers -EOPNOTSUPP (sbx-privd(8)). */
+        PRIVD_NET_RING,        /* struct privd_hdr         -> struct privd_reply + the ring buffer */
+        PRIVD_NET_AUDIT,       /* struct privd_net_audit   -> struct privd_reply */
+        PRIVD_NET_ALLOW,       /* struct privd_net_allow   -> struct privd_reply */
+        PRIVD_NET_DENY,        /* struct privd_net_deny    -> struct privd_reply */
+        PRIVD_NET_UNAUDIT,     /* struct privd_job         -> struct privd_audit_reply */
         PRIVD_TYPE_MAX,
 };
 #define PRIVD_REPLY 0x8000u
@@ -160,6 +167,67 @@ struct privd_net_open {
 /* NET_CLOSE: delete the job's veth pair and give its block of the pool
  * back (JOB_CLOSE does the same). A job's network is opened once: a
  * NET_OPEN after NET_CLOSE is refused. */
+
+/* The network audit, defined and not done yet. The helper loads the
+ * programs once; the front, which may make no bpf() call at all
+ * (kernel.unprivileged_bpf_disabled), gets the ring buffer's map once
+ * (NET_RING) and only maps it and waits on it (mmap, epoll).
+ *
+ * NET_AUDIT: attach the programs to a job's cgroup, before SPAWN, with
+ * what the job may reach: PRIVD_AUDIT_ENFORCE drops what no NET_ALLOW
+ * entry admits (else the audit only records), deny_ports no entry ever
+ * admits, budget the events the job may put in the ring (past it they
+ * are counted only). */
+struct privd_net_audit {
+        struct privd_hdr h;
+        struct privd_handle job;
+        uint32_t flags;           /* PRIVD_AUDIT_* */
+        uint32_t n_deny_ports;    /* entries of deny_ports used, at most 8 */
+        uint64_t budget;
+        uint16_t deny_ports[8];
+};
+#define PRIVD_AUDIT_ENFORCE 1u
+
+/* NET_ALLOW: one destination an audited job may reach, from its policy or
+ * from an address the front's DNS proxy resolved for it: addr/prefix
+ * (IPv4 as ::ffff:a.b.c.d/96+N), ports first to last, proto
+ * IPPROTO_TCP, IPPROTO_UDP or 0 (both). The helper checks it against the
+ * tenant's caps it read itself. */
+struct privd_net_allow {
+        struct privd_hdr h;
+        struct privd_handle job;
+        uint8_t addr[16];
+        uint8_t prefix;           /* 0 to 128 */
+        uint8_t proto;
+        uint16_t port_first;
+        uint16_t port_last;
+        uint16_t reserved;        /* 0 */
+};
+
+/* NET_DENY: the host's own addresses, which no job reaches whatever its
+ * entries say: PRIVD_DENY_CLEAR empties the set, PRIVD_DENY_ADD adds
+ * addr/prefix. */
+struct privd_net_deny {
+        struct privd_hdr h;
+        uint8_t addr[16];
+        uint8_t prefix;
+        uint8_t op;               /* PRIVD_DENY_* */
+        uint16_t reserved;        /* 0 */
+        uint32_t reserved2;       /* 0 */
+};
+#define PRIVD_DENY_CLEAR 1u
+#define PRIVD_DENY_ADD 2u
+
+/* NET_UNAUDIT: detach (JOB_CLOSE does too); the reply says how many of
+ * the job's events the ring had no room for and how many were past its
+ * budget. */
+struct privd_audit_reply {
+        struct privd_hdr h;
+        int32_t err;
+        uint32_t reserved;
+        uint64_t lost;
+        uint64_t dropped;
+};
 
 /* ---- replies ------------------------------------------------------------------ */
 

@@ -218,6 +218,30 @@ names() {
         hang_up
 }
 
+@test "JOB_CLOSE gives a job's block back: the next job gets it once the pair has gone with the namespace" {
+        scenario net-job-close "10.214.$POOL_X.0/30"
+        names
+        refused "NET_OPEN B while A holds the block" "every block of the pool is taken"
+        grep -qx "A JOB_CLOSE: ok" "$BATS_TEST_TMPDIR/out"
+        grep -qx "B slot 0" "$BATS_TEST_TMPDIR/out"
+        has_addr "$(field "B child")" "10.214.$POOL_X.2"
+        wait_until 10 gone "$A_CHILD"
+        hang_up
+}
+
+@test "the network audit's messages are defined and answered EOPNOTSUPP, and change nothing" {
+        scenario net-audit "10.214.$POOL_X.0/30"
+        names
+        local m
+        for m in NET_RING NET_AUDIT NET_ALLOW NET_DENY NET_UNAUDIT; do
+                refused "$m" "$m (seq [0-9]*): the network audit is not done by this helper yet: Operation not supported"
+        done
+        ! grep '^ACCEPTED' "$BATS_TEST_TMPDIR/out" || false
+        grep -qx alive "$BATS_TEST_TMPDIR/out"
+        has_addr "$A_CHILD" "10.214.$POOL_X.2"
+        hang_up
+}
+
 @test "without --net-pool the helper has no network: NET_OPEN is refused" {
         "$CLIENT" --as "$(id -u nobody):$(id -g nobody)" --profile "$SBX_STAGE/profiles/default.ini" net -- \
                 "$PRIVD" --fd 3 --front "$(id -u nobody):$(id -g nobody)" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH" \

@@ -26,6 +26,8 @@ static const char *const type_names[PRIVD_TYPE_MAX] = {
         [PRIVD_JOB_OPEN] = "JOB_OPEN",   [PRIVD_JOB_KILL] = "JOB_KILL",   [PRIVD_JOB_CLOSE] = "JOB_CLOSE",
         [PRIVD_SPAWN] = "SPAWN",         [PRIVD_NET_OPEN] = "NET_OPEN",   [PRIVD_NET_CLOSE] = "NET_CLOSE",
         [PRIVD_WS_HANDOVER] = "WS_HANDOVER", [PRIVD_WS_RECLAIM] = "WS_RECLAIM",
+        [PRIVD_NET_RING] = "NET_RING",   [PRIVD_NET_AUDIT] = "NET_AUDIT", [PRIVD_NET_ALLOW] = "NET_ALLOW",
+        [PRIVD_NET_DENY] = "NET_DENY",   [PRIVD_NET_UNAUDIT] = "NET_UNAUDIT",
 };
 
 /* The exact size of each request. */
@@ -36,6 +38,9 @@ static const uint32_t type_sizes[PRIVD_TYPE_MAX] = {
         [PRIVD_SPAWN] = sizeof(struct privd_spawn),       [PRIVD_NET_OPEN] = sizeof(struct privd_net_open),
         [PRIVD_NET_CLOSE] = sizeof(struct privd_job),    [PRIVD_WS_HANDOVER] = sizeof(struct privd_job),
         [PRIVD_WS_RECLAIM] = sizeof(struct privd_job),
+        [PRIVD_NET_RING] = sizeof(struct privd_hdr),     [PRIVD_NET_AUDIT] = sizeof(struct privd_net_audit),
+        [PRIVD_NET_ALLOW] = sizeof(struct privd_net_allow), [PRIVD_NET_DENY] = sizeof(struct privd_net_deny),
+        [PRIVD_NET_UNAUDIT] = sizeof(struct privd_job),
 };
 
 _Static_assert(sizeof(struct privd_job_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
@@ -43,6 +48,10 @@ _Static_assert(sizeof(struct privd_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
 _Static_assert(sizeof(struct privd_hello_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
 _Static_assert(sizeof(struct privd_net_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
 _Static_assert(sizeof(struct privd_net_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_net_audit) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_net_allow) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_net_deny) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
+_Static_assert(sizeof(struct privd_audit_reply) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
 
 static struct {
         time_t second;
@@ -271,6 +280,13 @@ static int serve_one(struct privd *p, short revents) {
                         break;
                 case PRIVD_NET_CLOSE:
                         r = privd_net_close(p, &m.job);
+                        break;
+                case PRIVD_NET_RING:
+                case PRIVD_NET_AUDIT:
+                case PRIVD_NET_ALLOW:
+                case PRIVD_NET_DENY:
+                case PRIVD_NET_UNAUDIT:
+                        r = privd_refuse(&m.h, -EOPNOTSUPP, "the network audit is not done by this helper yet");
                         break;
                 default:
                         r = privd_refuse(&m.h, -EOPNOTSUPP, "not implemented by this helper");
