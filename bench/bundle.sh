@@ -36,14 +36,14 @@ rounds=5
 for tool in hyperfine jq minisign curl python3; do
         command -v "$tool" >/dev/null 2>&1 || { echo "bench: $tool is not installed (apt-get install $tool)" >&2; exit 77; }
 done
-for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl supervisor/sbx-bundle; do
+for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbx-unpack supervisor/sbxctl supervisor/sbx-bundle; do
         [ -x "$top/$f" ] || { echo "bench: $top/$f not built (run make)" >&2; exit 1; }
 done
 
 stage=$(mktemp -d /tmp/sbx-bench-bundle.XXXXXX)
 chmod 0755 "$stage"
 mkdir -p "$stage/bin" "$stage/profiles" "$stage/reg" "$stage/keys" "$stage/src/tiny" "$stage/src/big"
-cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/supervisor/sbxctl" "$top/supervisor/sbx-bundle" \
+cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/supervisor/sbx-unpack" "$top/supervisor/sbxctl" "$top/supervisor/sbx-bundle" \
         "$stage/bin/"
 cp "$top"/profiles/*.ini "$stage/profiles/"
 chmod -R a+rX "$stage"

@@ -14,7 +14,7 @@ set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SBX_BUILDDIR:-$top}
-for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl supervisor/sbx-bundle; do
+for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbx-unpack supervisor/sbxctl supervisor/sbx-bundle; do
         [ -x "$build/$f" ] || { echo "try-bundle: $build/$f is not built (run make)" >&2; exit 1; }
 done
 command -v minisign >/dev/null || { echo "try-bundle: minisign is not installed (apt-get install minisign)" >&2; exit 1; }
@@ -30,7 +30,7 @@ trap cleanup EXIT INT TERM
 # Staged where the job user can reach them (see try-supervisor.sh).
 chmod 0755 "$d"
 mkdir "$d/bin" "$d/profiles" "$d/registry" "$d/keys"
-cp "$build/launcher/sbx-launch" "$build/supervisor/sbx-supervisord" "$build/supervisor/sbxctl" \
+cp "$build/launcher/sbx-launch" "$build/supervisor/sbx-supervisord" "$build/supervisor/sbx-unpack" "$build/supervisor/sbxctl" \
         "$build/supervisor/sbx-bundle" "$d/bin/"
 cp "$top"/profiles/*.ini "$d/profiles/"
 chmod -R a+rX "$d"

@@ -11,7 +11,7 @@ set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SBX_BUILDDIR:-$top}
-for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl; do
+for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbx-unpack supervisor/sbxctl; do
         [ -x "$build/$f" ] || { echo "try-supervisor: $build/$f is not built (run make)" >&2; exit 1; }
 done
 
@@ -27,7 +27,7 @@ trap cleanup EXIT INT TERM
 # directory it cannot traverse.
 chmod 0755 "$d"
 mkdir "$d/bin" "$d/profiles"
-cp "$build/launcher/sbx-launch" "$build/supervisor/sbx-supervisord" "$build/supervisor/sbxctl" "$d/bin/"
+cp "$build/launcher/sbx-launch" "$build/supervisor/sbx-supervisord" "$build/supervisor/sbx-unpack" "$build/supervisor/sbxctl" "$d/bin/"
 cp "$top"/profiles/*.ini "$d/profiles/"
 chmod -R a+rX "$d"
 

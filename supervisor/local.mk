@@ -88,7 +88,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/priv/cgroup.h supervisor/priv/cgroup.c \
 	supervisor/priv/workspace.h supervisor/priv/workspace.c \
 	supervisor/store/audit.h supervisor/store/audit.c \
-	supervisor/bundle/extract.h supervisor/bundle/extract.c \
+	supervisor/bundle/extract.h supervisor/bundle/unpack.h supervisor/bundle/unpack.c \
 	supervisor/bundle/fetch.h supervisor/bundle/fetch.c \
 	supervisor/bundle/cachefs.h supervisor/bundle/cachefs.c \
 	supervisor/bundle/registry.h supervisor/bundle/registry.c \
@@ -99,9 +99,18 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS) -DSBX_LIBEXECDIR='"$(libexecdir)"' -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(ARCHIVE_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SECCOMP_LIBS) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(ARCHIVE_LIBS) $(CURL_LIBS) $(MHD_LIBS)
+	$(CURL_CFLAGS) $(MHD_CFLAGS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SECCOMP_LIBS) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(CURL_LIBS) $(MHD_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
+
+# sbx-unpack: the daemon's sandboxed child that unpacks one bundle
+# (unpack.h). Installed beside sbx-supervisord, where the daemon looks for
+# it. The daemon itself does not link libarchive.
+sbin_PROGRAMS += supervisor/sbx-unpack
+supervisor_sbx_unpack_SOURCES = supervisor/bundle/unpack-main.c supervisor/bundle/unpack-confine.c supervisor/bundle/unpack.h \
+	supervisor/bundle/extract.h supervisor/bundle/extract.c
+supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(ARCHIVE_CFLAGS)
+supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
 bin_PROGRAMS += supervisor/sbxctl
 supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c

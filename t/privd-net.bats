@@ -218,6 +218,17 @@ names() {
         hang_up
 }
 
+@test "JOB_CLOSE gives a job's block back: the next job gets it once the pair has gone with the namespace" {
+        scenario net-job-close "10.214.$POOL_X.0/30"
+        names
+        refused "NET_OPEN B while A holds the block" "every block of the pool is taken"
+        grep -qx "A JOB_CLOSE: ok" "$BATS_TEST_TMPDIR/out"
+        grep -qx "B slot 0" "$BATS_TEST_TMPDIR/out"
+        has_addr "$(field "B child")" "10.214.$POOL_X.2"
+        wait_until 10 gone "$A_CHILD"
+        hang_up
+}
+
 @test "the network audit's messages are defined and answered EOPNOTSUPP, and change nothing" {
         scenario net-audit "10.214.$POOL_X.0/30"
         names

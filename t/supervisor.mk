@@ -139,6 +139,7 @@ SUP_BATS = \
 	t/bundle-run.bats \
 	t/bundle-verify.bats \
 	t/bundle-archive.bats \
+	t/bundle-unpack.bats \
 	t/bundle-policy.bats \
 	t/bundle-crash.bats \
 	t/bundle-registry.bats \
@@ -171,3 +172,11 @@ t_helpers_privd_client_SOURCES = t/helpers/privd-client.c t/helpers/privd-client
 	t/helpers/privd-client-net.c lib/privd-abi.h
 TESTS += t/privd-hostile.bats t/privd-fs.bats t/privd-net.bats
 EXTRA_DIST += t/privd-hostile.bats t/privd-fs.bats t/privd-net.bats
+
+# What a compromised unpacking child could try, run under the daemon's own
+# confinement code (t/bundle-unpack.bats).
+check_PROGRAMS += t/helpers/unpack-escape
+t_helpers_unpack_escape_SOURCES = t/helpers/unpack-escape.c supervisor/bundle/unpack.c supervisor/bundle/unpack-confine.c
+t_helpers_unpack_escape_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS)
+t_helpers_unpack_escape_LDADD = $(LIBSUP) $(SECCOMP_LIBS)
+t_helpers_unpack_escape_LDFLAGS = $(AM_LDFLAGS) -pthread

@@ -443,6 +443,7 @@ static struct btask *task_new(struct bundles *b, enum btask_kind kind, const str
                 t->aj.max_size = cfg->bundle_max_size;
                 t->aj.max_unpacked = cfg->bundle_max_unpacked;
                 t->aj.max_entries = cfg->bundle_max_entries;
+                t->aj.extract_timeout_ms = cfg->bundle_extract_timeout_ms;
                 t->aj.stop = &b->stop;
         }
         list_add_tail(&b->tasks, &t->link);

@@ -11,6 +11,7 @@
 
 #include "cachefs.h"
 #include "extract.h"
+#include "unpack.h"
 #include "minisign.h"
 #include "proto.h"
 #include "registry.h"
@@ -246,11 +247,15 @@ static int read_manifest(struct archive_job *j, int tree_fd, struct manifest *m)
 
 static int unpack(struct archive_job *j, int fd, int tree_fd, struct extract_stats *st) {
         struct sbx_error err;
-        struct extract_limits lim = { .max_bytes = j->max_unpacked, .max_entries = j->max_entries, .max_path = EXTRACT_MAX_PATH };
+        struct unpack_limits lim = {
+                .x = { .max_bytes = j->max_unpacked, .max_entries = j->max_entries, .max_path = EXTRACT_MAX_PATH },
+                .timeout_ms = j->extract_timeout_ms,
+        };
         uint64_t t0 = now_mono_us();
-        int r = extract_archive(fd, tree_fd, &lim, j->stop, st, &err);
+        int r = unpack_archive(NULL, fd, tree_fd, &lim, j->stop, st, &err);
         j->v.extract_us = now_mono_us() - t0;
-        if (r == -EINVAL || r == -EFBIG)
+        /* The child that overran or crashed did so on this archive. */
+        if (r == -EINVAL || r == -EFBIG || r == -ETIMEDOUT || r == -ECHILD)
                 fail(&j->v, E_BUNDLE_INVALID, "%s: %s", j->entry.file, err.msg);
         else if (r == -ECANCELED)
                 fail(&j->v, E_SHUTTING_DOWN, "%s", err.msg);

@@ -48,6 +48,7 @@ struct archive_job {
         struct index_entry entry;
         int cache_fd;
         uint64_t max_size, max_unpacked, max_entries;
+        uint64_t extract_timeout_ms;
         const atomic_bool *stop;
         /* out */
         struct cache_entry *installed; /* in the cache directory when code is NULL */

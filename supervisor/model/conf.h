@@ -158,6 +158,7 @@ struct config {
         uint64_t bundle_max_size;   /* bytes of one archive */
         uint64_t bundle_max_unpacked; /* bytes of one unpacked bundle */
         uint64_t bundle_max_entries;  /* files, directories and links in one bundle */
+        uint64_t bundle_extract_timeout_ms; /* the unpacking child is killed after this long */
         /* callbacks (config-callback.c) */
         uint64_t cb_timeout_ms;     /* one attempt */
         uint64_t cb_max_age_ms;     /* then the delivery is dead-lettered */

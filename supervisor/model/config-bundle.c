@@ -26,6 +26,7 @@ void config_bundle_defaults(struct config *c) {
         c->bundle_max_size = 256ull << 20;
         c->bundle_max_unpacked = 512ull << 20;
         c->bundle_max_entries = 10000;
+        c->bundle_extract_timeout_ms = 5 * 60 * 1000;
 }
 
 static void registry_free(struct registry_conf *r) {
@@ -241,6 +242,7 @@ static const struct inikey keys[] = {
         DAEMON("bundle_max_size", SIZE, bundle_max_size, .min = 1024),
         DAEMON("bundle_max_unpacked", SIZE, bundle_max_unpacked, .min = 1024),
         DAEMON("bundle_max_entries", UINT, bundle_max_entries, .min = 1, .max = 1000000),
+        DAEMON("bundle_extract_timeout", DURATION, bundle_extract_timeout_ms, .min = 10, .max = 24 * 3600 * 1000),
         TENANT("registry", .fn = k_registry),
         TENANT("bundles_only", .kind = INIKEY_BOOL, .off = offsetof(struct tenant, bundles_only)),
         TENANT("bundles", .fn = k_bundles),

@@ -3,9 +3,10 @@
  * spawned as restricted jobs are, held at --block-fd, NET_OPEN with what
  * their launchers reported, and the requests a hostile front would send
  * instead. "net": job A's network, printed ("A slot N", "A addr ADDR",
- * "A child PID", its DNS sockets); "net-attacks", "net-reuse" and
- * "net-audit" go on from there. */
+ * "A child PID", its DNS sockets); "net-attacks", "net-reuse",
+ * "net-job-close" and "net-audit" go on from there. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "privd-client.h"
@@ -24,6 +26,7 @@ struct netjob {
         int block_wr;
         int32_t child;
         uint64_t ino;
+        int dns[2];       /* the DNS proxy's sockets, once its network is open */
 };
 
 static void spawn_held(const char *name, struct netjob *n) {
@@ -123,7 +126,10 @@ static void net_up(const char *name, struct netjob *n, uint32_t flags) {
                         fail("the DNS sockets");
                 printf("%s dns %s %s:%u\n", name, i ? "tcp" : "udp", inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a)), ntohs(sa.sin_port));
         }
-        /* Held open until the front hangs up, as the DNS proxy holds them. */
+        /* Held, as the DNS proxy holds them while the job runs: they keep
+         * the job's namespace, and so its pair, alive. */
+        n->dns[0] = dns[0];
+        n->dns[1] = dns[1];
         /* Let the sandbox go on, as the front does. */
         if (write(n->block_wr, "1", 1) != 1)
                 fail("block-fd");
@@ -174,6 +180,33 @@ static void net_reuse(struct netjob *a) {
         expect_refused("NET_CLOSE A twice", net_close(a->j.h));
 }
 
+/* JOB_CLOSE gives A's block back too: once the kernel has removed A's
+ * pair with its namespace (no event says when), B's NET_OPEN gets it. */
+static void net_job_close(struct netjob *a) {
+        struct netjob b;
+        spawn_held("B", &b);
+        expect_refused("NET_OPEN B while A holds the block", net_open(b.j.h, b.child, b.ino, 0, NULL, NULL));
+        int32_t r = job_op(PRIVD_JOB_CLOSE, a->j.h);
+        printf("A JOB_CLOSE: %s\n", r ? strerror(-r) : "ok");
+        /* The DNS proxy lets go of A's sockets at its end, as the front's
+         * does: the last hold on A's namespace. */
+        close(a->dns[0]);
+        close(a->dns[1]);
+        struct privd_net_reply rep;
+        unsigned tries = 1;
+        while ((r = net_open(b.j.h, b.child, b.ino, 0, &rep, NULL)) == -EAGAIN && tries < 400) {
+                tries++;
+                nanosleep(&(struct timespec){ .tv_nsec = 25 * 1000 * 1000 }, NULL);
+        }
+        if (r < 0) {
+                printf("B NET_OPEN failed after %u tries: %s\n", tries, strerror(-r));
+                return;
+        }
+        char a4[INET_ADDRSTRLEN];
+        printf("B slot %u\nB addr %s\n", rep.slot, inet_ntop(AF_INET, &rep.job_addr, a4, sizeof(a4)));
+        fflush(stdout);
+}
+
 /* The audit's messages, defined and not done yet: each answered
  * EOPNOTSUPP, A's network as it was. */
 static void audit_undone(struct netjob *a) {
@@ -198,6 +231,8 @@ int net_main(const char *scenario, uint32_t flags, bool hold, sigset_t *usr1) {
                 attack_net(&a);
         else if (!strcmp(scenario, "net-reuse"))
                 net_reuse(&a);
+        else if (!strcmp(scenario, "net-job-close"))
+                net_job_close(&a);
         else if (!strcmp(scenario, "net-audit"))
                 audit_undone(&a);
         uint32_t uid;

@@ -8,7 +8,7 @@ load helpers/common
 # sup_init: stage binaries (once per file, from setup_file).
 sup_init() {
         sbx_stage
-        cp "$SBX_BUILDDIR/supervisor/sbx-supervisord" "$SBX_BUILDDIR/supervisor/sbxctl" \
+        cp "$SBX_BUILDDIR/supervisor/sbx-supervisord" "$SBX_BUILDDIR/supervisor/sbx-unpack" "$SBX_BUILDDIR/supervisor/sbxctl" \
                 "$SBX_BUILDDIR/t/sup-unit/sup-client" "$SBX_STAGE/bin/"
         chmod -R a+rX "$SBX_STAGE/bin"
         export SUP_DIR="$SBX_STAGE/sup"
