@@ -60,6 +60,13 @@ static bool write_proc(const char *name, const char *text) {
 _noreturn_ static void child(const struct start *s) {
         int tmp[3];
         sigset_t none;
+        /* A front without privilege is not dumpable, and so neither is
+         * this copy of it: its /proc files are root's then, and the maps
+         * below cannot be written. It has a memory of its own (no
+         * CLONE_VM): this changes nothing of the daemon's; sbx-unpack makes
+         * itself undumpable again once confined. */
+        if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+                _exit(126);
         /* Mapped before exec: a process whose uid has no mapping loses
          * at exec the capabilities of its namespace that sbx-unpack needs
          * to make its root. setgroups is denied first, or an unprivileged

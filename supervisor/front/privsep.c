@@ -143,7 +143,11 @@ static int audit_file(const struct config *cfg, struct sbx_error *err) {
         return 0;
 }
 
-/* What an unprivileged front never needs; each refused with EPERM. */
+/* What an unprivileged front never needs; each refused with EPERM. Its
+ * children inherit the filter: sbx-unpack's sandbox (unpack.c) makes its
+ * own namespaces, mounts and root, so clone3, unshare, mount and
+ * pivot_root stay (without a capability of the host they reach nothing
+ * but namespaces of the front's own). */
 static const int denied[] = {
         SCMP_SYS(reboot),          SCMP_SYS(kexec_load),       SCMP_SYS(kexec_file_load), SCMP_SYS(init_module),
         SCMP_SYS(finit_module),    SCMP_SYS(delete_module),    SCMP_SYS(swapon),          SCMP_SYS(swapoff),
@@ -156,7 +160,7 @@ static const int denied[] = {
 #endif
         SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev), SCMP_SYS(keyctl),        SCMP_SYS(add_key),
         SCMP_SYS(request_key),     SCMP_SYS(perf_event_open),  SCMP_SYS(bpf),             SCMP_SYS(userfaultfd),
-        SCMP_SYS(open_by_handle_at), SCMP_SYS(quotactl),       SCMP_SYS(syslog),          SCMP_SYS(pivot_root),
+        SCMP_SYS(open_by_handle_at), SCMP_SYS(quotactl),       SCMP_SYS(syslog),
         SCMP_SYS(lookup_dcookie),  SCMP_SYS(vhangup),          SCMP_SYS(sethostname),     SCMP_SYS(setdomainname),
 };
 
