@@ -185,3 +185,15 @@ escape() {
         [ "$status" -eq 0 ]
         [ "$output" = "kill: unpacking: the sandboxed child was killed by SIGSYS (a system call its filter forbids)" ]
 }
+
+@test "a child taken over that plants a link out or more bytes than the bound, and says all is well, is refused by the daemon's own walk" {
+        mkdir -p "$SUP_DIR/staging"
+        run "$SBX_BUILDDIR/t/helpers/unpack-escape" "$SUP_DIR/staging" plant-link
+        [ "$status" -eq 0 ]
+        [ "$output" = "plant-link: the unpacked tree: entry 'evil': a symbolic link whose target leaves the bundle" ]
+        rm -rf "$SUP_DIR/staging"
+        mkdir -p "$SUP_DIR/staging"
+        run "$SBX_BUILDDIR/t/helpers/unpack-escape" "$SUP_DIR/staging" plant-bytes
+        [ "$status" -eq 0 ]
+        [ "$output" = "plant-bytes: the unpacked tree holds more than 1048576 bytes" ]
+}
