@@ -290,3 +290,14 @@ survived() {
         value "M JOB_CLOSE" <(echo "$output") | grep -qx ok
         echo "# $(grep -E '^M (entries|handover|reclaim):' <<<"$output" | tr '\n' ' ')(load: $(cut -d' ' -f1-3 /proc/loadavg))" >&3
 }
+
+@test "a front racing its own WS_HANDOVER gets it refused, whole or undone, never a job with its fifo" {
+        attack race
+        grep -E '^race: ' "$BATS_TEST_TMPDIR/out" >&3
+        # Each refusal that changed owners is logged as such.
+        local partial
+        partial=$(sed -n 's/^race: .* \([0-9]*\) refused after changes$/\1/p' "$BATS_TEST_TMPDIR/out")
+        [ -n "$partial" ]
+        [ "$(grep -c "^sbx-privd: refused WS_HANDOVER .*entries changed hands; the job will not run" "$BATS_TEST_TMPDIR/log")" = "$partial" ]
+        survived
+}

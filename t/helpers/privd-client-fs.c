@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +297,94 @@ int fs_many(void) {
         say("M JOB_CLOSE", job_op(PRIVD_JOB_CLOSE, j.h));
         fflush(stdout);
         return 0;
+}
+
+/* ---- a front racing its own handover ---------------------------------------------- */
+
+struct racer {
+        int dfd;                  /* a directory of the uploads, kept open */
+        atomic_bool stop;
+        unsigned made, left;      /* fifos made; made but could not be removed */
+};
+
+/* Fifos in and out of a directory the walk is about to reach or has just
+ * changed: whatever the interleaving, none may end up in a workspace
+ * handed over. */
+static void *race(void *arg) {
+        struct racer *rc = arg;
+        char name[32];
+        for (unsigned n = 0; !atomic_load(&rc->stop); n++) {
+                snprintf(name, sizeof(name), "fifo%u", n);
+                if (mkfifoat(rc->dfd, name, 0600) < 0)
+                        continue;
+                rc->made++;
+                if (unlinkat(rc->dfd, name, 0) < 0)
+                        rc->left++;
+        }
+        return NULL;
+}
+
+void attack_race(void) {
+        unsigned ok = 0, unchanged = 0, partial = 0;
+        for (int round = 0; round < 30; round++) {
+                struct job j;
+                uint32_t uid;
+                if (uid_take(&uid) < 0 || job_open_sized(uid, 16 << 20, &j) < 0)
+                        fail("open R");
+                char name[32];
+                for (int d = 0; d < 4; d++) {
+                        snprintf(name, sizeof(name), "d%d", d);
+                        if (mkdirat(j.ws, name, 0777) < 0 || fchmodat(j.ws, name, 0777, 0) < 0)
+                                fail("mkdir");
+                        int dfd = openat(j.ws, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        for (int f = 0; f < 100; f++) {
+                                snprintf(name, sizeof(name), "f%d", f);
+                                write_file(dfd, name, "x");
+                        }
+                        close(dfd);
+                }
+                struct racer rc = { .dfd = openat(j.ws, round % 2 ? "d3" : "d0", O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+                pthread_t t;
+                if (rc.dfd < 0 || pthread_create(&t, NULL, race, &rc) != 0)
+                        fail("racer");
+                int32_t r = job_op(PRIVD_WS_HANDOVER, j.h);
+                atomic_store(&rc.stop, true);
+                pthread_join(t, NULL);
+                close(rc.dfd);
+                if (r == 0) {
+                        ok++;
+                        if (rc.left) {
+                                printf("ACCEPTED a handover with %u fifos left in it\n", rc.left);
+                                accepted++;
+                        }
+                } else if (job_op(PRIVD_WS_RECLAIM, j.h) == 0) {
+                        /* Refused after changing owners: the job is killed
+                         * and never runs, the front got its files back. */
+                        partial++;
+                        if (owner(j.ws, "") != getuid()) {
+                                printf("CHANGED: a partial handover not given back\n");
+                                accepted++;
+                        }
+                } else {
+                        unchanged++;
+                        if (owner(j.ws, "") != getuid()) {
+                                printf("CHANGED: a refused handover changed the root\n");
+                                accepted++;
+                        }
+                }
+                if (spawn(&j, "true", 5, -1) == 0 && r < 0) {
+                        printf("ACCEPTED SPAWN after a refused handover\n");
+                        accepted++;
+                }
+                if (j.pidfd >= 0) {
+                        struct pollfd pf = { .fd = j.pidfd, .events = POLLIN };
+                        poll(&pf, 1, 30000);
+                }
+                if (job_op(PRIVD_JOB_CLOSE, j.h) < 0)
+                        fail("close R");
+        }
+        printf("race: 30 handovers, %u done, %u refused unchanged, %u refused after changes\n", ok, unchanged, partial);
+        fflush(stdout);
 }
 
 /* ---- uploads a hostile front leaves ----------------------------------------------- */

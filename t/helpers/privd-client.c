@@ -470,6 +470,8 @@ int main(int argc, char **argv) {
                 attack_states(&a);
         else if (!strcmp(scenario, "reclaim"))
                 attack_reclaim();
+        else if (!strcmp(scenario, "race"))
+                attack_race();
         else if (!strcmp(scenario, "bundle") && bundle)
                 attack_bundle(&a, bundle);
         else if (strcmp(scenario, "none") != 0) {

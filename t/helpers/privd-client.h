@@ -55,6 +55,7 @@ int fs_many(void);
 void attack_uploads(void);
 void attack_states(struct job *a);
 void attack_reclaim(void);
+void attack_race(void);
 void attack_bundle(struct job *a, const char *root_dir);
 
 /* privd-client-net.c: a job's network (t/privd-net.bats). flags:
