@@ -88,7 +88,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/priv/cgroup.h supervisor/priv/cgroup.c \
 	supervisor/priv/workspace.h supervisor/priv/workspace.c \
 	supervisor/store/audit.h supervisor/store/audit.c \
-	supervisor/bundle/extract.h supervisor/bundle/unpack.h supervisor/bundle/unpack.c \
+	supervisor/bundle/extract.h supervisor/bundle/unpack.h supervisor/bundle/unpack.c supervisor/bundle/tree-check.h supervisor/bundle/tree-check.c \
 	supervisor/bundle/fetch.h supervisor/bundle/fetch.c \
 	supervisor/bundle/cachefs.h supervisor/bundle/cachefs.c \
 	supervisor/bundle/registry.h supervisor/bundle/registry.c \
@@ -108,7 +108,7 @@ supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 # it. The daemon itself does not link libarchive.
 sbin_PROGRAMS += supervisor/sbx-unpack
 supervisor_sbx_unpack_SOURCES = supervisor/bundle/unpack-main.c supervisor/bundle/unpack-confine.c supervisor/bundle/unpack.h \
-	supervisor/bundle/extract.h supervisor/bundle/extract.c
+	supervisor/bundle/extract.h supervisor/bundle/extract.c supervisor/bundle/tree-check.h supervisor/bundle/tree-check.c
 supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(ARCHIVE_CFLAGS)
 supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
@@ -120,6 +120,6 @@ supervisor_sbxctl_LDADD = $(LIBSUP)
 # sbx-bundle(1): the publisher's tool (pack, check, index).
 bin_PROGRAMS += supervisor/sbx-bundle
 supervisor_sbx_bundle_SOURCES = supervisor/tool/sbx-bundle.c supervisor/tool/bundle-tool.h supervisor/tool/bundle-pack.c \
-	supervisor/bundle/extract.h supervisor/bundle/extract.c
+	supervisor/bundle/extract.h supervisor/bundle/extract.c supervisor/bundle/tree-check.h supervisor/bundle/tree-check.c
 supervisor_sbx_bundle_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(ARCHIVE_CFLAGS)
 supervisor_sbx_bundle_LDADD = $(LIBSUP) $(ARCHIVE_LIBS)

@@ -176,7 +176,8 @@ EXTRA_DIST += t/privd-hostile.bats t/privd-fs.bats t/privd-net.bats
 # What a compromised unpacking child could try, run under the daemon's own
 # confinement code (t/bundle-unpack.bats).
 check_PROGRAMS += t/helpers/unpack-escape
-t_helpers_unpack_escape_SOURCES = t/helpers/unpack-escape.c supervisor/bundle/unpack.c supervisor/bundle/unpack-confine.c
+t_helpers_unpack_escape_SOURCES = t/helpers/unpack-escape.c supervisor/bundle/unpack.c supervisor/bundle/unpack-confine.c \
+	supervisor/bundle/tree-check.c
 t_helpers_unpack_escape_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS)
 t_helpers_unpack_escape_LDADD = $(LIBSUP) $(SECCOMP_LIBS)
 t_helpers_unpack_escape_LDFLAGS = $(AM_LDFLAGS) -pthread

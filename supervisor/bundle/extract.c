@@ -197,27 +197,6 @@ static int make_dir(struct xstate *x, int dir, const char *base, const char *pat
         return refuse(x, EINVAL, "the path is in the archive twice");
 }
 
-bool extract_link_inside(const char *target, size_t depth) {
-        long d = (long) depth;
-        if (target[0] == '/')
-                return false;
-        for (const char *s = target; *s;) {
-                while (*s == '/')
-                        s++;
-                size_t n = strcspn(s, "/");
-                if (n == 0)
-                        break;
-                if (n == 2 && s[0] == '.' && s[1] == '.')
-                        d--;
-                else if (!(n == 1 && s[0] == '.'))
-                        d++;
-                if (d < 0)
-                        return false;
-                s += n;
-        }
-        return true;
-}
-
 static int make_symlink(struct xstate *x, struct archive_entry *e, int dir, const char *base, const char *path) {
         const char *target = archive_entry_symlink(e);
         size_t depth = 0;

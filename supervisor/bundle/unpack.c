@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "tree-check.h"
 #include "unpack.h"
 #include "util.h"
 
@@ -271,5 +272,8 @@ int unpack_archive(const char *program, int fd, int tree_fd, const struct unpack
                 return r;
         if (got == sizeof(rp))
                 memcpy(&rp, buf, sizeof(rp));
-        return outcome(&si, got, &rp, lim, st, err);
+        if ((r = outcome(&si, got, &rp, lim, st, err)) < 0)
+                return r;
+        /* The child's word that the tree is good is not enough. */
+        return tree_check(tree_fd, &lim->x, st, err);
 }

@@ -8,9 +8,9 @@
  * keys, other jobs' data). sbx-unpack makes the staging tree its whole
  * root, drops every capability, sets no_new_privs, rlimits and a seccomp
  * allow list (unpack_confine), unpacks the archive from an fd it was given
- * and writes one fixed-size reply. The daemon waits for it with a deadline
- * and kills a child that overruns. This header is the contract between
- * the two sides. */
+ * and writes one fixed-size reply. The daemon waits for it with a deadline,
+ * kills a child that overruns, and checks the tree it made (tree-check.h).
+ * This header is the contract between the two sides. */
 #pragma once
 
 #include <stdatomic.h>
@@ -53,7 +53,9 @@ struct unpack_args {
 
 /* Unpack the archive read from fd into the empty directory tree_fd in a
  * sandboxed child running program (NULL: sbx-unpack beside the daemon).
- * Returns as extract_archive() does, and also -ETIMEDOUT (killed at the
+ * Once the child reported success, the tree is walked (tree_check()) and
+ * st is what the walk counted. Returns as extract_archive() does, and
+ * also -ETIMEDOUT (killed at the
  * deadline), -ECHILD (the child died of a signal or without a reply: err
  * says which), -EPERM and others (the sandbox could not be set up: err
  * names the step). Blocking: a worker thread's. */

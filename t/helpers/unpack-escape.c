@@ -74,7 +74,7 @@ static int child(int argc, char **argv) {
                 fd_write_all(UNPACK_FD_REPLY, &rp, sizeof(rp));
                 _exit(0);
         }
-        int fd, r;
+        int fd, r = 0;
         if (!strcmp(attempt, "status")) {
                 /* The parent closes its end once it has looked. */
                 char c;
@@ -117,6 +117,23 @@ static int child(int argc, char **argv) {
                 char *args[] = { (char *) "/bin/sh", NULL };
                 execve(args[0], args, args + 1);
                 outcome("execve /bin/sh", 0, errno);
+        } else if (!strcmp(attempt, "plant-link") || !strcmp(attempt, "plant-bytes")) {
+                /* What extract.c would refuse, made anyway, with a reply
+                 * that says all is well: the daemon's walk must see it. */
+                static char zeros[600 * 1024];
+                if (attempt[6] == 'l')
+                        r = symlinkat("/etc/shadow", UNPACK_FD_TREE, "evil");
+                else
+                        for (int i = 0, f; i < 2 && r == 0; i++) {
+                                char name[8] = { 'z', (char) ('0' + i), 0 };
+                                f = openat(UNPACK_FD_TREE, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0444);
+                                r = f < 0 || write(f, zeros, sizeof(zeros)) != (ssize_t) sizeof(zeros) ? -1 : 0;
+                        }
+                if (r < 0)
+                        outcome("planting", 0, errno);
+                struct unpack_reply rp = { .rc = 0 };
+                fd_write_all(UNPACK_FD_REPLY, &rp, sizeof(rp));
+                _exit(0);
         } else if (!strcmp(attempt, "fork")) {
                 pid_t p = fork();
                 if (p == 0)
@@ -224,6 +241,6 @@ int main(int argc, char **argv) {
         int r = unpack_archive(self, p[0], tree, &lim, &stop, &st, &err);
         if (status)
                 pthread_join(t, NULL);
-        printf("%s: %s\n", argv[2], r == 0 ? "no reply" : err.msg);
+        printf("%s: %s\n", argv[2], r == 0 ? "accepted" : err.msg);
         return 0;
 }
