@@ -218,7 +218,7 @@ daemon() {
         fake="$SUP_DIR/fakebuild"
         mkdir -p "$fake/launcher" "$fake/supervisor"
         cp "$SBX_BUILDDIR/launcher/sbx-launch" "$fake/launcher/"
-        cp "$SBX_BUILDDIR/supervisor/sbxctl" "$fake/supervisor/"
+        cp "$SBX_BUILDDIR/supervisor/sbxctl" "$SBX_BUILDDIR/supervisor/sbx-unpack" "$fake/supervisor/"
         printf '#!/bin/sh\necho "broken on purpose" >&2\nexit 1\n' > "$fake/supervisor/sbx-supervisord"
         chmod +x "$fake/supervisor/sbx-supervisord"
         before=$(ls -d /tmp/sbx-try.* 2>/dev/null | wc -l)
