@@ -163,9 +163,14 @@ sup_user_mode() {
         [ "$(id -u)" = 0 ] || skip "sbx-privd must be started as root"
         [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here, which sbx-privd makes job cgroups in"
         # The user the packages make (contrib/systemd/sbx.sysusers).
+        # Made as they make it where systemd is, else with useradd.
         if ! id -u sbx >/dev/null 2>&1; then
-                command -v systemd-sysusers >/dev/null || skip "no user sbx, and no systemd-sysusers to make it"
-                systemd-sysusers "$SBX_SRCDIR/contrib/systemd/sbx.sysusers"
+                if command -v systemd-sysusers >/dev/null; then
+                        systemd-sysusers "$SBX_SRCDIR/contrib/systemd/sbx.sysusers"
+                else
+                        getent group sbx >/dev/null || groupadd --system sbx
+                        useradd --system -g sbx -d /var/lib/sbx -s /usr/sbin/nologin -c "sbx-supervisord front" sbx
+                fi
         fi
         [ -x "$SBX_STAGE/bin/sbx-privd" ] || cp "$SBX_BUILDDIR/supervisor/privd/sbx-privd" "$SBX_STAGE/bin/"
         SUP_SOCK="$SUP_DIR/run/sock"
