@@ -24,7 +24,9 @@
 # inode of its group deleted in the last 60 s (360 s while the inode table
 # block is dirty): a run right after anything deleted many files there (the
 # previous run's cleanup, a test suite) pays for it in every result record;
-# leave six minutes between runs.
+# leave six minutes between runs. SBX_BENCH_USER=NAME runs the daemon with
+# "user = NAME": the front as NAME and every job through sbx-privd (the
+# daemon CPU figure then adds the helper's).
 #
 # Usage: bench/supervisor.sh [JOBS] [CLIENTS]     (run as root, after make)
 set -eu
@@ -59,9 +61,20 @@ if [ "${SBX_BENCH_CGROUP:-auto}" != none ] && [ -n "$mnt" ] && [ -w "$mnt/cgroup
         cg="$mnt/sbx-bench-$$"
 fi
 
+sock=$stage/sock
+user_lines=
+if [ -n "${SBX_BENCH_USER:-}" ]; then
+        cp "$top/supervisor/privd/sbx-privd" "$stage/bin/"
+        # (the socket's directory is made for the user)
+        sock=$stage/run/sock
+        user_lines="user = $SBX_BENCH_USER
+helper = $stage/bin/sbx-privd"
+fi
+
 cat > "$stage/sup.conf" <<EOC
 [daemon]
-socket = $stage/sock
+socket = $sock
+$user_lines
 state_dir = $state
 $work_line
 launcher = $stage/bin/sbx-launch
@@ -87,19 +100,27 @@ cleanup() {
         rm -rf "$stage"
 }
 trap cleanup EXIT INT TERM
-for i in $(seq 100); do [ -S "$stage/sock" ] && break; sleep 0.05; done
+for i in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
 
 client="$stage/bin/sup-client"
 kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
-# The daemon's own CPU time (every thread, not its children), in ms.
-cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/proc/$1/stat"; }
+# The daemon's own CPU time (every thread, not its children), in ms; with
+# SBX_BENCH_USER, sbx-privd's too.
+cpu_ms() {
+        local p h
+        p=$(awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/proc/$1/stat")
+        h=$(pgrep -P "$1" -x sbx-privd || true)
+        [ -z "$h" ] || p=$(awk -v hz="$(getconf CLK_TCK)" -v p="$p" '{ print p + ($14 + $15) * 1000 / hz }' "/proc/$h/stat")
+        echo "$p"
+}
 
 echo "machine:      $(nproc) CPUs, kernel $(uname -r)"
 echo "state dir:    $state ($(stat -f -c %T "$(dirname "$state")") filesystem)"
 echo "workspaces:   $([ "$work" = tmpfs ] && echo "tmpfs (workspace_dir)" || echo "in the state dir")"
 echo "cgroups:      $cg"
+echo "front:        ${SBX_BENCH_USER:+user $SBX_BENCH_USER, jobs through sbx-privd}${SBX_BENCH_USER:-root, one process}"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
-"$client" "$stage/sock" --bench 20 2 >/dev/null   # warm up
+"$client" "$sock" --bench 20 2 >/dev/null   # warm up
 sleep 1
 echo "idle RSS:     $(kb "$pid" VmRSS) kB"
 
@@ -120,7 +141,7 @@ rounds=${SBX_BENCH_ROUNDS:-4}
 echo "--- 1 client, one job after the other: bare sbx-launch and through the daemon, $rounds alternating rounds"
 for r in $(seq "$rounds"); do
         SUP_CLIENT_RAW="$stage/seq-bare" launch_true $((300 / rounds)) 1 0 >/dev/null
-        SUP_CLIENT_RAW="$stage/seq-sup" "$client" "$stage/sock" --bench $((300 / rounds)) 1 >/dev/null ||
+        SUP_CLIENT_RAW="$stage/seq-sup" "$client" "$sock" --bench $((300 / rounds)) 1 >/dev/null ||
                 { echo "bench: jobs failed through the daemon" >&2; exit 1; }
 done
 seq_bare=$(pooled "$stage/seq-bare")
@@ -130,7 +151,7 @@ echo "daemon: $seq_sup"
 
 echo "--- $jobs jobs, $clients clients, as fast as they go"
 c0=$(cpu_ms "$pid")
-full=$("$client" "$stage/sock" --bench "$jobs" "$clients")
+full=$("$client" "$sock" --bench "$jobs" "$clients")
 c1=$(cpu_ms "$pid")
 echo "$full"
 echo "daemon CPU:   $(awk -v a="$c0" -v b="$c1" -v n="$jobs" 'BEGIN { printf "%.2f ms a job", (b - a) / n }')"
@@ -143,7 +164,7 @@ per=$((n / rounds))
 [ "$per" -ge "$clients" ] || per=$clients
 echo "--- at half that rate ($rate jobs/s), $clients clients: $rounds rounds of $per jobs through the daemon, each followed by the same load shape with bare sbx-launch"
 for r in $(seq "$rounds"); do
-        SUP_CLIENT_RAW="$stage/half-sup" "$client" "$stage/sock" --bench "$per" "$clients" "$rate" >/dev/null ||
+        SUP_CLIENT_RAW="$stage/half-sup" "$client" "$sock" --bench "$per" "$clients" "$rate" >/dev/null ||
                 { echo "bench: jobs failed through the daemon" >&2; exit 1; }
         SUP_CLIENT_RAW="$stage/half-bare" launch_true "$per" "$clients" "$rate" >/dev/null
 done
