@@ -118,7 +118,11 @@ echo "machine:      $(nproc) CPUs, kernel $(uname -r)"
 echo "state dir:    $state ($(stat -f -c %T "$(dirname "$state")") filesystem)"
 echo "workspaces:   $([ "$work" = tmpfs ] && echo "tmpfs (workspace_dir)" || echo "in the state dir")"
 echo "cgroups:      $cg"
-echo "front:        ${SBX_BENCH_USER:+user $SBX_BENCH_USER, jobs through sbx-privd}${SBX_BENCH_USER:-root, one process}"
+if [ -n "${SBX_BENCH_USER:-}" ]; then
+        echo "front:        user $SBX_BENCH_USER, jobs through sbx-privd"
+else
+        echo "front:        root, one process"
+fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
 "$client" "$sock" --bench 20 2 >/dev/null   # warm up
 sleep 1
