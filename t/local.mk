@@ -13,7 +13,7 @@ AM_TESTS_ENVIRONMENT = \
 	SBX_BUILDDIR='$(abs_top_builddir)'; export SBX_BUILDDIR; \
 	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
 	MANDOC='$(MANDOC)'; export MANDOC;
-EXTRA_DIST += t/helpers/common.bash
+EXTRA_DIST += t/helpers/common.bash t/helpers/privd.bash
 
 include t/unit/local.mk
 include t/launch.mk

@@ -7,101 +7,27 @@
 # keeps its process, cgroup and workspace; when the front hangs up the
 # helper kills and removes A on its own.
 
-load helpers/common
+load helpers/privd
 bats_require_minimum_version 1.5.0
 
 setup_file() {
-        sbx_stage
-        PRIVD=$SBX_BUILDDIR/supervisor/privd/sbx-privd
-        CLIENT=$SBX_BUILDDIR/t/helpers/privd-client
-        PRIVD_CG=none
-        local mnt
-        mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-        if [ -n "$mnt" ] && [ "$(id -u)" = 0 ] && [ -w "$mnt/cgroup.procs" ]; then
-                PRIVD_CG="$mnt/sbx-privd-test-$$-$RANDOM"
-        fi
-        # A uid range of its own, away from the daemon tests' ranges.
-        local slot=$(( ($$ + RANDOM) % 1024 ))
-        PRIVD_UIDS="$((1880162304 + slot * 16))-$((1880162304 + slot * 16 + 15))"
-        PRIVD_WS=$SBX_STAGE/privd-ws
-        export PRIVD CLIENT PRIVD_CG PRIVD_UIDS PRIVD_WS
+        privd_init privd 1880162304
 }
 
 teardown_file() {
-        # A test that failed half-way may leave a helper's workspace mounted.
-        local m
-        for m in "$PRIVD_WS"/job-*; do
-                [ -d "$m" ] && umount -l "$m" 2>/dev/null
-        done
-        if [ "${PRIVD_CG:-none}" != none ] && [ -d "$PRIVD_CG" ]; then
-                for d in "$PRIVD_CG"/job-*; do
-                        [ -d "$d" ] && echo 1 > "$d/cgroup.kill" 2>/dev/null && rmdir "$d" 2>/dev/null
-                done
-                rmdir "$PRIVD_CG" 2>/dev/null || true
-        fi
-        sbx_unstage
+        privd_fini
 }
 
 setup() {
-        [ "$(id -u)" = 0 ] || skip "sbx-privd runs as root"
-        [ "$PRIVD_CG" != none ] || skip "no writable cgroup2 hierarchy here"
-        require_userns
-        CPID=
+        privd_setup
 }
 
 teardown() {
-        [ -z "$CPID" ] || kill -USR1 "$CPID" 2>/dev/null || true
-        [ -z "$CPID" ] || wait "$CPID" 2>/dev/null || true
-        [ -z "${HELPER:-}" ] || wait_until 30 gone "$HELPER" || true
+        privd_teardown
 }
 
-# exec: $! of a background `client` is the client itself, which --hold
-# keeps waiting for SIGUSR1.
 client() {
-        exec "$CLIENT" --as "$(id -u nobody):$(id -g nobody)" --profile "$SBX_STAGE/profiles/default.ini" "$@" -- \
-                "$PRIVD" --fd 3 --front "$(id -u nobody):$(id -g nobody)" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" \
-                --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
-}
-
-field() {
-        awk -v k="$1" '$0 ~ "^" k " " { sub("^" k " ", ""); print; exit }' "$BATS_TEST_TMPDIR/out"
-}
-
-alive() {
-        kill -0 "$1" 2>/dev/null
-}
-
-gone() {
-        ! kill -0 "$1" 2>/dev/null
-}
-
-done_or_exited() {
-        grep -q '^attacks done' "$BATS_TEST_TMPDIR/out" || gone "$CPID"
-}
-
-# attack SCENARIO: start the client with it and wait until its attacks are
-# done; A_CG, A_WS, A_PID and HELPER say where job A and the helper are.
-attack() {
-        client --hold "$1" > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/log" &
-        CPID=$!
-        # Until the attacks are done, or the client gave up (a helper that
-        # accepted what it should refuse answers out of step).
-        wait_until 60 done_or_exited
-        cat "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/log"
-        grep -q '^attacks done' "$BATS_TEST_TMPDIR/out"
-        HELPER=$(field helper)
-        A_CG=$(field "A cgroup")
-        A_WS=$(field "A workspace")
-        A_PID=$(field "A pid")
-        [ -n "$HELPER" ]
-        [ -n "$A_PID" ]
-}
-
-# refused WHAT REASON: the client saw WHAT refused and the helper logged
-# REASON on a line of its own.
-refused() {
-        grep -qF "refused $1:" "$BATS_TEST_TMPDIR/out" || { cat "$BATS_TEST_TMPDIR/out"; return 1; }
-        grep -q "^sbx-privd: refused .*$2" "$BATS_TEST_TMPDIR/log" || { cat "$BATS_TEST_TMPDIR/log"; return 1; }
+        privd_client "$@" --
 }
 
 # After the attacks: nothing accepted, the helper answers, A is whole; then

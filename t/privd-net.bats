@@ -7,55 +7,29 @@
 # must be refused and logged, with the helper up and the other job's veth
 # where it was.
 
-load helpers/common
+load helpers/privd
 bats_require_minimum_version 1.5.0
 
 setup_file() {
-        sbx_stage
-        PRIVD=$SBX_BUILDDIR/supervisor/privd/sbx-privd
-        CLIENT=$SBX_BUILDDIR/t/helpers/privd-client
-        PRIVD_CG=none
-        local mnt
-        mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-        if [ -n "$mnt" ] && [ "$(id -u)" = 0 ] && [ -w "$mnt/cgroup.procs" ]; then
-                PRIVD_CG="$mnt/sbx-privd-net-test-$$-$RANDOM"
-        fi
-        local slot=$(( ($$ + RANDOM) % 1024 ))
-        PRIVD_UIDS="$((1880178688 + slot * 16))-$((1880178688 + slot * 16 + 15))"
-        PRIVD_WS=$SBX_STAGE/privd-ws
+        privd_init privd-net 1880178688
         PRIVD_NET=$SBX_STAGE/privd-net
         # Blocks of a pool of our own (10.214.N.0), and a /64 of a ULA /48.
         POOL_X=$((RANDOM % 250))
         POOL6="fd5c:$(printf %x $((RANDOM + 1))):$(printf %x $((RANDOM + 1)))::/64"
-        export PRIVD CLIENT PRIVD_CG PRIVD_UIDS PRIVD_WS PRIVD_NET POOL_X POOL6
+        export PRIVD_NET POOL_X POOL6
 }
 
 teardown_file() {
-        local m
-        for m in "$PRIVD_WS"/job-*; do
-                [ -d "$m" ] && umount -l "$m" 2>/dev/null
-        done
-        if [ "${PRIVD_CG:-none}" != none ] && [ -d "$PRIVD_CG" ]; then
-                for d in "$PRIVD_CG"/job-*; do
-                        [ -d "$d" ] && echo 1 > "$d/cgroup.kill" 2>/dev/null && rmdir "$d" 2>/dev/null
-                done
-                rmdir "$PRIVD_CG" 2>/dev/null || true
-        fi
-        sbx_unstage
+        privd_fini
 }
 
 setup() {
-        [ "$(id -u)" = 0 ] || skip "sbx-privd runs as root"
-        [ "$PRIVD_CG" != none ] || skip "no writable cgroup2 hierarchy here"
+        privd_setup
         command -v nsenter >/dev/null || skip "no nsenter here"
-        require_userns
-        CPID=
 }
 
 teardown() {
-        [ -z "$CPID" ] || kill -USR1 "$CPID" 2>/dev/null || true
-        [ -z "$CPID" ] || wait "$CPID" 2>/dev/null || true
-        [ -z "${HELPER:-}" ] || wait_until 30 gone "$HELPER" || true
+        privd_teardown
 }
 
 # net_client POOL [CLIENT ARGS...]: exec the client; the helper gets the
@@ -63,25 +37,11 @@ teardown() {
 net_client() {
         local pool=$1
         shift
-        exec "$CLIENT" --as "$(id -u nobody):$(id -g nobody)" --profile "$SBX_STAGE/profiles/default.ini" "$@" -- \
-                "$PRIVD" --fd 3 --front "$(id -u nobody):$(id -g nobody)" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH" \
-                --net-pool "$pool" --net-pool6 "$POOL6" --net-state "$PRIVD_NET"
-}
-
-field() {
-        awk -v k="$1" '$0 ~ "^" k " " { sub("^" k " ", ""); print; exit }' "$BATS_TEST_TMPDIR/out"
+        privd_client "$@" -- --net-pool "$pool" --net-pool6 "$POOL6" --net-state "$PRIVD_NET"
 }
 
 job_runs() {
         pgrep -x sleep -u "$1" >/dev/null
-}
-
-gone() {
-        ! kill -0 "$1" 2>/dev/null
-}
-
-done_or_exited() {
-        grep -q '^attacks done' "$BATS_TEST_TMPDIR/out" || gone "$CPID"
 }
 
 # scenario NAME POOL [ARGS...]: run the client's NAME until its work is
@@ -112,11 +72,6 @@ has_addr() {
         run in_job "$1" ip -o addr show dev eth0
         [ "$status" = 0 ]
         [[ "$output" == *" $2/"* ]] || { echo "$output"; return 1; }
-}
-
-refused() {
-        grep -qF "refused $1:" "$BATS_TEST_TMPDIR/out" || { cat "$BATS_TEST_TMPDIR/out"; return 1; }
-        grep -q "^sbx-privd: refused .*$2" "$BATS_TEST_TMPDIR/log" || { cat "$BATS_TEST_TMPDIR/log"; return 1; }
 }
 
 # The front hangs up: every job goes, and with the helper its tables,
