@@ -296,7 +296,11 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         struct config *cfg = d->cfg;
         int r;
         /* The line is drawn before anything else is opened. */
-        if (cfg->user) {
+        if (cfg->user && cfg->helper_socket) {
+                r = privsep_connect(cfg, &d->privc, err);
+                if (r < 0)
+                        return r;
+        } else if (cfg->user) {
                 if (geteuid() != 0)
                         return sbx_error_set(err, EPERM, "user %s: set, but the daemon was not started as root, which starts sbx-privd",
                                              cfg->user);

@@ -11,6 +11,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -177,6 +179,8 @@ static int filter(void) {
         return r;
 }
 
+static int lock_down(struct sbx_error *err);
+
 static int become(const struct config *cfg, struct sbx_error *err) {
         gid_t groups[1];
         size_t n = 0;
@@ -196,6 +200,10 @@ static int become(const struct config *cfg, struct sbx_error *err) {
                 return sbx_error_set(err, errno, "user %s: cannot become it", cfg->user);
         if (setuid(0) == 0)
                 return sbx_error_set(err, EPERM, "user %s: root could be regained", cfg->user);
+        return lock_down(err);
+}
+
+static int lock_down(struct sbx_error *err) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return sbx_error_set(err, errno, "no_new_privs");
         int r = filter();
@@ -236,4 +244,45 @@ int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc
         log_info("sbx-privd (pid %d) holds uids %u-%u and %u job slots; this process is now user %s", (int) pid,
                  ret->uid_first, ret->uid_first + ret->uid_count - 1, ret->max_jobs, cfg->user);
         return become(cfg, err);
+}
+
+int privsep_connect(const struct config *cfg, struct privc *ret, struct sbx_error *err) {
+        if (geteuid() == 0 || getuid() == 0)
+                return sbx_error_set(err, EPERM, "helper_socket %s: the front connects as user %s (its unit's User=); started "
+                                     "as root, leave helper_socket out and it starts sbx-privd itself", cfg->helper_socket, cfg->user);
+        if (getuid() != cfg->user_uid)
+                return sbx_error_set(err, EPERM, "helper_socket %s: running as uid %u, not user %s (uid %u), whom sbx-privd serves",
+                                     cfg->helper_socket, (unsigned) getuid(), cfg->user, (unsigned) cfg->user_uid);
+        /* Whatever the service manager left in any set goes: the front
+         * holds no capability (capset may always lower them). */
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct none[2] = {};
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                return sbx_error_set(err, errno, "cannot clear the ambient capabilities");
+        if (syscall(SYS_capset, &h, none) < 0)
+                return sbx_error_set(err, errno, "cannot drop every capability");
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(cfg->helper_socket) >= sizeof(sa.sun_path))
+                return sbx_error_set(err, ENAMETOOLONG, "helper_socket %s", cfg->helper_socket);
+        memcpy(sa.sun_path, cfg->helper_socket, strlen(cfg->helper_socket));
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return sbx_error_set(err, errno, "helper_socket %s", cfg->helper_socket);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int e = errno;
+                close(fd);
+                return sbx_error_set(err, e, "helper_socket %s: cannot reach sbx-privd", cfg->helper_socket);
+        }
+        /* The helper hangs up on a uid it does not serve, or while it
+         * serves another front: the HELLO then fails. */
+        int r = privc_open(ret, fd, 0, err);
+        if (r < 0) {
+                sbx_error_set(err, -r, "helper_socket %s: sbx-privd did not take this front (see its log: another front "
+                              "connected, or it serves another user than %s)", cfg->helper_socket, cfg->user);
+                privc_close(ret);
+                return r;
+        }
+        log_info("sbx-privd at %s holds uids %u-%u and %u job slots; this front is user %s", cfg->helper_socket, ret->uid_first,
+                 ret->uid_first + ret->uid_count - 1, ret->max_jobs, cfg->user);
+        return lock_down(err);
 }

@@ -15,3 +15,7 @@ struct config;
 
 /* cgroup_dir: the cgroup2 directory the helper makes job cgroups below. */
 int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc *ret, struct sbx_error *err);
+/* With helper_socket: the daemon, started as its user (not root),
+ * connects to a running sbx-privd there, then takes no_new_privs and its
+ * seccomp filter as above; it starts no helper and changes no owner. */
+int privsep_connect(const struct config *cfg, struct privc *ret, struct sbx_error *err);

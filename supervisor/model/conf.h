@@ -120,6 +120,7 @@ struct config {
         uid_t user_uid;
         gid_t user_gid;
         char *helper;              /* sbx-privd; NULL: the installed one */
+        char *helper_socket;       /* a running sbx-privd's socket: the front connects, starts none */
         char *profile_path;        /* colon-separated directories */
         char *cgroup_root;         /* "auto", "none" or a cgroup2 directory */
         uid_t job_uid_first;       /* job_uids: a uid of its own per job from this range */

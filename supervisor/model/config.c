@@ -118,6 +118,7 @@ void config_free(struct config *c) {
         free(c->launcher);
         free(c->user);
         free(c->helper);
+        free(c->helper_socket);
         free(c->profile_path);
         free(c->cgroup_root);
         free(c->audit_log);
@@ -354,6 +355,7 @@ static const struct inikey keys[] = {
         DAEMON("launcher", ONCE, config_kind_abs_path, IN_CONFIG(launcher)),
         DAEMON("user", ONCE, k_user),
         DAEMON("helper", ONCE, config_kind_abs_path, IN_CONFIG(helper)),
+        DAEMON("helper_socket", ONCE, config_kind_abs_path, IN_CONFIG(helper_socket)),
         DAEMON("profile_path", ONCE, config_kind_profile_path, IN_CONFIG(profile_path)),
         DAEMON("cgroup", ONCE, config_kind_cgroup, IN_CONFIG(cgroup_root)),
         DAEMON("max_jobs", ONCE, config_kind_count, IN_CONFIG(max_jobs)),
@@ -469,6 +471,12 @@ static int config_validate(struct config *c, struct sbx_error *err) {
                 if (t->default_timeout_ms > t->max_timeout_ms)
                         return sbx_error_msg(err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
         }
+        if (c->helper_socket && !c->user)
+                return sbx_error_msg(err, EINVAL, "helper_socket %s: goes with user (the user the front runs as, whom sbx-privd serves)",
+                                     c->helper_socket);
+        if (c->helper_socket && c->helper)
+                return sbx_error_msg(err, EINVAL, "helper_socket %s: the front connects to a running sbx-privd there; helper (a "
+                                     "program for the front to start) does not go with it", c->helper_socket);
         int r = config_net_check(c, err);
         if (r < 0)
                 return r;

@@ -190,7 +190,58 @@ static bool pseudo_fs(int fd) {
         return false;
 }
 
-int jobfs_bundle_mount(int dir_fd, uid_t front, char *why, size_t why_len) {
+static bool sha256_name(const char *s) {
+        size_t n = 0;
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == 64;
+}
+
+/* The same directory as st, found by name in the helper's own mount
+ * namespace: CACHE/<sha256>/tree, each name checked, reached with
+ * openat2 beneath the cache without symlinks and without crossing a
+ * mount (so nothing mounted over a tree is taken for it), and kept only
+ * if it is the very inode the front sent. */
+static int cache_find(const char *cache, const struct stat *st, char *why, size_t why_len) {
+        _cleanup_close_ int cfd = open(cache, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0) {
+                snprintf(why, why_len, "bundle cache %s", cache);
+                return -errno;
+        }
+        int dup_fd = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!d) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                snprintf(why, why_len, "bundle cache %s", cache);
+                return -errno;
+        }
+        int found = -ENOENT;
+        for (struct dirent *de; found < 0 && (de = readdir(d));) {
+                char path[80];
+                if (!sha256_name(de->d_name))
+                        continue;
+                memcpy(path, de->d_name, 64);
+                memcpy(path + 64, "/tree", sizeof("/tree"));
+                struct open_how how = {
+                        .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+                };
+                int fd = (int) syscall(SYS_openat2, cfd, path, &how, sizeof(how));
+                struct stat t;
+                if (fd >= 0 && fstat(fd, &t) == 0 && t.st_dev == st->st_dev && t.st_ino == st->st_ino)
+                        found = fd;
+                else if (fd >= 0)
+                        close(fd);
+        }
+        closedir(d);
+        if (found < 0)
+                snprintf(why, why_len, "in another mount namespace, and no tree of %s is that directory", cache);
+        return found;
+}
+
+int jobfs_bundle_mount(int dir_fd, uid_t front, const char *cache, char *why, size_t why_len) {
         struct stat st;
         if (fstat(dir_fd, &st) < 0)
                 return -errno;
@@ -212,6 +263,16 @@ int jobfs_bundle_mount(int dir_fd, uid_t front, char *why, size_t why_len) {
          * the directory, without what is mounted inside it. */
         _cleanup_close_ int mnt = (int) syscall(SYS_open_tree, dir_fd, "",
                                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_NO_AUTOMOUNT);
+        /* A mount of another mount namespace cannot be cloned (EINVAL):
+         * the front's, when it runs in a unit of its own (ProtectSystem=
+         * and the like). The helper then takes the same directory from
+         * the cache as it sees it itself. */
+        if (mnt < 0 && errno == EINVAL && cache) {
+                _cleanup_close_ int same = cache_find(cache, &st, why, why_len);
+                if (same < 0)
+                        return same;
+                mnt = (int) syscall(SYS_open_tree, same, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_NO_AUTOMOUNT);
+        }
         if (mnt < 0) {
                 snprintf(why, why_len, "open_tree");
                 return -errno;

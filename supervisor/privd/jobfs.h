@@ -28,8 +28,10 @@ int jobfs_cgroup_remove(int root_fd, int cg_fd, const char *name);
 int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint64_t bytes, int *ret_fd);
 /* A bundle's tree for SPAWN: dir_fd must be a directory owned by front,
  * on no kernel filesystem; returns a detached read-only, nosuid, nodev
- * mount of it (open_tree OPEN_TREE_CLONE), or -errno with why filled. */
-int jobfs_bundle_mount(int dir_fd, uid_t front, char *why, size_t why_len);
+ * mount of it (open_tree OPEN_TREE_CLONE), or -errno with why filled.
+ * cache (or NULL): the bundle cache's directory, where the same
+ * directory is looked up when dir_fd is of another mount namespace. */
+int jobfs_bundle_mount(int dir_fd, uid_t front, const char *cache, char *why, size_t why_len);
 /* Detach the tmpfs (the kernel frees it with the last reference) and
  * remove the directory under it. */
 int jobfs_workspace_remove(const char *ws_path, int ws_fd, const char *name);

@@ -507,7 +507,7 @@ int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned
                 /* The front cannot make a mount: the helper makes it of
                  * the front's own directory, and the launcher gets that. */
                 char why[128] = "";
-                int mnt = jobfs_bundle_mount(slots[PRIVD_FD_BUNDLE], p->conf->front_uid, why, sizeof(why));
+                int mnt = jobfs_bundle_mount(slots[PRIVD_FD_BUNDLE], p->conf->front_uid, p->conf->bundle_cache, why, sizeof(why));
                 if (mnt < 0) {
                         r = privd_refuse(h, mnt, "job %s: bundle descriptor: %s", j->name, why);
                         goto out;

@@ -8,7 +8,7 @@
 libexec_PROGRAMS += supervisor/privd/sbx-privd
 supervisor_privd_sbx_privd_SOURCES = \
 	lib/privd-abi.h \
-	supervisor/privd/privd.h supervisor/privd/main.c supervisor/privd/serve.c \
+	supervisor/privd/privd.h supervisor/privd/main.c supervisor/privd/serve.c supervisor/privd/listen.c \
 	supervisor/privd/jobs.c supervisor/privd/jobfs.h supervisor/privd/jobfs.c supervisor/privd/net.c \
 	supervisor/privd/wstree.h supervisor/privd/wstree.c \
 	supervisor/priv/veth.h supervisor/priv/veth.c supervisor/priv/nft.h supervisor/priv/nft.c supervisor/priv/nft-run.h supervisor/priv/nft-exec.c \

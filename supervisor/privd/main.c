@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sbx-privd(8): started as root by the process that will drop to the
- * front's user, with one end of a socketpair and everything it needs to
+/* sbx-privd(8): started as root, by the process that will drop to the
+ * front's user (one end of a socketpair, --fd) or as a service of its own
+ * that fronts connect to (--socket, --listen), with everything it needs to
  * know on its command line; it reads no file of the front's choosing. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,9 +28,9 @@
 #define MAX_JOBS_LIMIT 65536u
 
 static _noreturn_ void usage(int code) {
-        fputs("Usage: sbx-privd --fd N --front UID:GID --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
+        fputs("Usage: sbx-privd {--fd N | --socket PATH | --listen N} --front {UID:GID | USER} --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
               "                 --launcher PATH [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
-              "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]]\n",
+              "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]] [--bundle-cache DIR]\n",
               code ? stderr : stdout);
         exit(code);
 }
@@ -118,6 +120,18 @@ bad:
  * exactly this owner. */
 static void parse_front(const char *s, struct privd_conf *c) {
         char buf[64];
+        /* A user's name: its uid and its primary group, as the front's
+         * unit (User=) gets them. */
+        if (!strchr(s, ':')) {
+                struct passwd *pw = getpwnam(s);
+                if (!pw)
+                        die("--front %s: no such user", s);
+                if (pw->pw_uid == 0 || pw->pw_gid == 0)
+                        die("--front %s: the front does not run as root (uid or gid 0)", s);
+                c->front_uid = pw->pw_uid;
+                c->front_gid = pw->pw_gid;
+                return;
+        }
         snprintf(buf, sizeof(buf), "%s", s);
         char *colon = strchr(buf, ':');
         if (!colon)
@@ -138,17 +152,19 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 { "workspace-max", required_argument, NULL, 'W' }, { "max-jobs", required_argument, NULL, 'j' },
                 { "net-pool", required_argument, NULL, 'n' },  { "net-pool6", required_argument, NULL, '6' },
                 { "net-state", required_argument, NULL, 's' }, { "front", required_argument, NULL, 'F' },
+                { "socket", required_argument, NULL, 'S' },    { "listen", required_argument, NULL, 'L' },
+                { "bundle-cache", required_argument, NULL, 'B' },
                 { "help", no_argument, NULL, 'h' },            {},
         };
         int o;
-        c->fd = -1;
+        c->fd = c->listen_fd = -1;
         c->workspace_max = DEFAULT_WORKSPACE_MAX;
         while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (o) {
                 case 'f': c->fd = (int) number("--fd", optarg, 1 << 20); break;
                 case 'u': parse_uids(optarg, c); break;
                 case 'F': parse_front(optarg, c); break;
-                case 'c': c->cgroup = abs_path("--cgroup", optarg); break;
+                case 'c': c->cgroup = streq(optarg, "self") ? optarg : abs_path("--cgroup", optarg); break;
                 case 'w': c->workspace = abs_path("--workspace", optarg); break;
                 case 'l': c->launcher = abs_path("--launcher", optarg); break;
                 case 'p': c->profile_path = optarg; break;
@@ -163,11 +179,16 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 case 'n': c->net_pool_prefix = parse_net("--net-pool", optarg, AF_INET, 8, 30, (uint8_t *) &c->net_pool); break;
                 case '6': c->net_pool6_prefix = parse_net("--net-pool6", optarg, AF_INET6, 48, 110, c->net_pool6); break;
                 case 's': c->net_state = abs_path("--net-state", optarg); break;
+                case 'S': c->socket_path = abs_path("--socket", optarg); break;
+                case 'L': c->listen_fd = (int) number("--listen", optarg, 1 << 20); break;
+                case 'B': c->bundle_cache = abs_path("--bundle-cache", optarg); break;
                 case 'h': usage(0);
                 default: usage(1);
                 }
         }
-        if (optind != argc || c->fd < 0 || !c->uid_count || !c->cgroup || !c->workspace || !c->launcher || !c->front_uid)
+        if ((c->fd >= 0) + (c->listen_fd >= 0) + !!c->socket_path != 1)
+                die("one of --fd, --socket and --listen");
+        if (optind != argc || !c->uid_count || !c->cgroup || !c->workspace || !c->launcher || !c->front_uid)
                 usage(1);
         if (c->front_uid >= c->uid_first && c->front_uid - c->uid_first < c->uid_count)
                 die("--front %u: a uid of the job range", (unsigned) c->front_uid);
@@ -179,7 +200,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 c->max_jobs = c->uid_count < MAX_JOBS_LIMIT ? c->uid_count : MAX_JOBS_LIMIT;
         int type;
         socklen_t len = sizeof(type);
-        if (getsockopt(c->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
+        if (c->fd >= 0 && (getsockopt(c->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET))
                 die("--fd %d: not a SOCK_SEQPACKET socket", c->fd);
         if (access(c->launcher, X_OK) < 0)
                 die("--launcher %s: %s", c->launcher, strerror(errno));
@@ -194,10 +215,15 @@ int main(int argc, char **argv) {
         /* The front's descriptors stay the front's: keep only stdio and
          * the socket, close-on-exec so no launcher inherits it. */
         for (int fd = 3; fd < 1024; fd++)
-                if (fd != conf.fd)
+                if (fd != conf.fd && fd != conf.listen_fd)
                         close(fd);
-        if (fcntl(conf.fd, F_SETFD, FD_CLOEXEC) < 0)
+        if (conf.fd >= 0 && fcntl(conf.fd, F_SETFD, FD_CLOEXEC) < 0)
                 die("--fd: %s", strerror(errno));
+        char why[512] = "";
+        int lr = conf.fd < 0 ? privd_listen_open(&conf, why, sizeof(why)) : 0;
+        if (lr < 0)
+                die("%s %s: %s: %s", conf.socket_path ? "--socket" : "--listen", conf.socket_path ? conf.socket_path : "", why,
+                    strerror(-lr));
         signal(SIGPIPE, SIG_IGN);
         p.conf = &conf;
         if (uidpool_init(&p.uids, conf.uid_first, conf.uid_count) < 0)
@@ -207,7 +233,19 @@ int main(int argc, char **argv) {
                 die("out of memory");
         for (uint32_t i = 0; i < conf.max_jobs; i++)
                 p.jobs[i].cgroup_fd = p.jobs[i].ws_fd = -1;
+        static char self_cg[4096];
+        if (streq(conf.cgroup, "self")) {
+                int sr = privd_cgroup_self(self_cg, sizeof(self_cg));
+                if (sr < 0)
+                        die("--cgroup self: cannot tell this process's cgroup2 directory: %s", strerror(-sr));
+                conf.cgroup = self_cg;
+        }
         p.cgroup_fd = open_root_dir("--cgroup", conf.cgroup, true);
+        int leaf = privd_cgroup_leaf(p.cgroup_fd);
+        if (leaf < 0)
+                die("--cgroup %s: the helper is in it and cannot move to its leaf sbx-privd: %s", conf.cgroup, strerror(-leaf));
+        if (leaf > 0)
+                privd_log("moved into %s/sbx-privd: the jobs' cgroups are its siblings", conf.cgroup);
         p.workspace_fd = open_root_dir("--workspace", conf.workspace, false);
         p.cg_have = jobfs_cgroup_controllers(p.cgroup_fd);
         int swept = jobfs_sweep(p.cgroup_fd, conf.workspace, p.workspace_fd);
@@ -219,26 +257,41 @@ int main(int argc, char **argv) {
                 /* Root's alone, like the other two: its record is written
                  * back to /proc/sys at the next start. */
                 close(open_root_dir("--net-state", conf.net_state, false));
-                char why[512];
                 int nr = privd_net_setup(&p, why, sizeof(why));
                 if (nr < 0)
                         privd_log("network: set-up failed, NET_OPEN will be refused: %s", why);
         }
         if (conf.profile_path && asprintf(&p.profile_env, "SBX_PROFILE_PATH=%s", conf.profile_path) < 0)
                 die("out of memory");
-        privd_log("serving fd %d: front %u:%u, uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, (unsigned) conf.front_uid,
-                  (unsigned) conf.front_gid, conf.uid_first, conf.uid_first + conf.uid_count - 1, conf.max_jobs, conf.cgroup,
-                  conf.workspace);
-        int r = privd_serve(&p);
-        if (r < 0)
-                privd_log("socket: %s", strerror(-r));
-        /* The front is gone (or the socket failed): no job outlives it. */
-        privd_log_flush();
-        privd_close_all(&p);
+        if (privd_signals(&p) < 0)
+                die("signalfd: %s", strerror(errno));
+        privd_log("%s %d: front %u:%u, uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd >= 0 ? "serving fd" : "listening on fd",
+                  conf.fd >= 0 ? conf.fd : conf.listen_fd, (unsigned) conf.front_uid, (unsigned) conf.front_gid, conf.uid_first,
+                  conf.uid_first + conf.uid_count - 1, conf.max_jobs, conf.cgroup, conf.workspace);
+        int r;
+        for (;;) {
+                p.fd = conf.fd >= 0 ? conf.fd : privd_accept(&p);
+                if (p.fd < 0) {
+                        r = p.fd;
+                        break;
+                }
+                r = privd_serve(&p);
+                if (r < 0 && r != -ECANCELED)
+                        privd_log("socket: %s", strerror(-r));
+                /* The front is gone (or the socket failed): no job outlives it. */
+                privd_log_flush();
+                privd_close_all(&p);
+                close(p.fd);
+                if (conf.fd >= 0 || r == -ECANCELED)
+                        break;
+                privd_log("front gone, every job closed; waiting for the next front");
+        }
         privd_net_teardown(&p);
-        privd_log("front gone, every job closed");
+        privd_log(r == -ECANCELED ? "stopped, every job closed" : "front gone, every job closed");
+        if (conf.socket_path)
+                (void) unlink(conf.socket_path);
         free(p.jobs);
         uidpool_done(&p.uids);
         free(p.profile_env);
-        return r < 0 ? 1 : 0;
+        return r < 0 && r != -ECANCELED ? 1 : 0;
 }

@@ -52,7 +52,10 @@ struct pjob {
 };
 
 struct privd_conf {
-        int fd;                   /* the socket to the front */
+        int fd;                   /* --fd: the socket to the one front; -1 in listening mode */
+        int listen_fd;            /* --listen or --socket: fronts connect here, one at a time; -1: none */
+        const char *socket_path;  /* --socket: made by the helper */
+        const char *bundle_cache; /* --bundle-cache: the front's cache, for bundle trees (jobfs.h) */
         uid_t uid_first;
         uint32_t uid_count;
         const char *cgroup;       /* absolute directories, made and checked at start */
@@ -75,6 +78,8 @@ struct privd_net;
 
 struct privd {
         const struct privd_conf *conf;
+        int fd;                   /* the connected front's socket */
+        int sig_fd;               /* signalfd: SIGCHLD, SIGTERM, SIGINT */
         struct uidpool uids;      /* taken by the front (UID_TAKE) */
         struct pjob *jobs;        /* conf->max_jobs slots */
         uint32_t next_gen;
@@ -133,5 +138,27 @@ int privd_net_close(struct privd *p, const struct privd_job *m);
  * with its network namespace). */
 void privd_net_job_end(struct privd *p, struct pjob *j);
 
-/* serve.c: read, check and answer requests until the front hangs up. */
+/* serve.c: read, check and answer requests until the front hangs up
+ * (0) or SIGTERM or SIGINT comes (-ECANCELED). A second front connecting
+ * to conf->listen_fd meanwhile is refused. */
 int privd_serve(struct privd *p);
+/* Block SIGCHLD, SIGTERM and SIGINT and read them from p->sig_fd. */
+int privd_signals(struct privd *p);
+/* Read p->sig_fd: reap what exited; -ECANCELED for SIGTERM or SIGINT. */
+int privd_signal_read(struct privd *p);
+
+/* listen.c: listening mode. The socket of --socket PATH (made here, mode
+ * 0660, group the front's) or --listen N (handed over, by systemd). */
+int privd_listen_open(struct privd_conf *c, char *why, size_t why_len);
+/* The next front: a connection whose SO_PEERCRED uid is the front's;
+ * any other is refused and logged. -ECANCELED on SIGTERM or SIGINT. */
+int privd_accept(struct privd *p);
+/* A connection while a front is served: accepted, logged, closed. */
+void privd_refuse_second(struct privd *p);
+/* When the helper sits in the cgroup it is given (systemd's Delegate=yes
+ * of its own unit), it moves into the leaf DIR/sbx-privd: a cgroup with
+ * processes can give its children no controllers. */
+int privd_cgroup_leaf(int cgroup_fd);
+/* --cgroup self: the cgroup2 directory the helper is in (its unit's,
+ * with Delegate=yes). */
+int privd_cgroup_self(char *buf, size_t len);

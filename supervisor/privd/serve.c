@@ -185,7 +185,7 @@ static int serve_one(struct privd *p, short revents) {
         unsigned n_fds = 0, n_recv = 0;
 
         memset(&m, 0, sizeof(m));
-        ssize_t n = recvmsg(p->conf->fd, &mh, MSG_CMSG_CLOEXEC);
+        ssize_t n = recvmsg(p->fd, &mh, MSG_CMSG_CLOEXEC);
         if (n < 0)
                 return errno == EINTR || errno == EAGAIN ? 0 : -errno;
         /* A SOCK_SEQPACKET peer's close reads as a message of 0 bytes; an
@@ -283,49 +283,61 @@ static int serve_one(struct privd *p, short revents) {
         if (h && h->type == PRIVD_HELLO) {
                 reply_header(&hrep.h, h, sizeof(hrep));
                 hrep.err = r;
-                s = fd_send_with(p->conf->fd, &hrep, sizeof(hrep), NULL, 0);
+                s = fd_send_with(p->fd, &hrep, sizeof(hrep), NULL, 0);
         } else if (h && h->type == PRIVD_NET_OPEN) {
                 reply_header(&nrep.h, h, sizeof(nrep));
                 nrep.err = r;
-                s = fd_send_with(p->conf->fd, &nrep, sizeof(nrep), out, n_out);
+                s = fd_send_with(p->fd, &nrep, sizeof(nrep), out, n_out);
         } else {
                 reply_header(&rep.h, h && h->type < PRIVD_TYPE_MAX ? h : NULL, sizeof(rep));
                 rep.err = r;
-                s = fd_send_with(p->conf->fd, &rep, sizeof(rep), out, n_out);
+                s = fd_send_with(p->fd, &rep, sizeof(rep), out, n_out);
         }
         close_fds(out, 2);
         return s == -EPIPE || s == -ECONNRESET ? s : 0;
 }
 
+int privd_signals(struct privd *p) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+        p->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        return p->sig_fd < 0 ? -errno : 0;
+}
+
+int privd_signal_read(struct privd *p) {
+        struct signalfd_siginfo si;
+        bool stop = false;
+        while (read(p->sig_fd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+                        stop = true;
+        privd_reap(p);
+        return stop ? -ECANCELED : 0;
+}
+
 int privd_serve(struct privd *p) {
-        sigset_t chld;
-        sigemptyset(&chld);
-        sigaddset(&chld, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &chld, NULL);
-        int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (sfd < 0)
-                return -errno;
         p->expect_seq = 1;
+        p->hello = false;
         for (;;) {
-                struct pollfd pf[2] = { { .fd = p->conf->fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-                if (poll(pf, 2, -1) < 0) {
+                struct pollfd pf[3] = { { .fd = p->fd, .events = POLLIN },
+                                        { .fd = p->sig_fd, .events = POLLIN },
+                                        { .fd = p->conf->listen_fd, .events = POLLIN } };
+                if (poll(pf, p->conf->listen_fd >= 0 ? 3 : 2, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        close(sfd);
                         return -errno;
                 }
-                if (pf[1].revents) {
-                        struct signalfd_siginfo si;
-                        while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
-                                ;
-                        privd_reap(p);
-                }
+                if (pf[1].revents && privd_signal_read(p) == -ECANCELED)
+                        return -ECANCELED;
+                if (p->conf->listen_fd >= 0 && pf[2].revents)
+                        privd_refuse_second(p);
                 if (pf[0].revents) {
                         int r = serve_one(p, pf[0].revents);
-                        if (r < 0) {
-                                close(sfd);
+                        if (r < 0)
                                 return r == -EPIPE || r == -ECONNRESET ? 0 : r;
-                        }
                 }
         }
 }

@@ -16,7 +16,11 @@
  * the pidfd and the status pipe, then JOB_CLOSE. Scenarios "artifacts",
  * "uploads", "states", "reclaim" and "bundle" (--bundle DIR: a directory
  * of the front's) are in privd-client-fs.c; "net", "net-attacks" and
- * "net-reuse" (--v6: with IPv6) in privd-client-net.c. */
+ * "net-reuse" (--v6: with IPv6) in privd-client-net.c.
+ *
+ * With --connect PATH, no helper is started: the client drops to --as
+ * and connects to a helper listening there (sbx-privd --socket), and
+ * prints "connected" once the HELLO is answered. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -31,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -393,7 +398,7 @@ static void drop_to(const char *as) {
 }
 
 int main(int argc, char **argv) {
-        const char *as = NULL, *scenario = NULL, *bundle = NULL;
+        const char *as = NULL, *scenario = NULL, *bundle = NULL, *connect_to = NULL;
         bool hold = false;
         uint32_t net_flags = 0;
         int i = 1;
@@ -404,6 +409,8 @@ int main(int argc, char **argv) {
                         profile_file = argv[++i];
                 else if (!strcmp(argv[i], "--bundle") && i + 1 < argc)
                         bundle = argv[++i];
+                else if (!strcmp(argv[i], "--connect") && i + 1 < argc)
+                        connect_to = argv[++i];
                 else if (!strcmp(argv[i], "--hold"))
                         hold = true;
                 else if (!strcmp(argv[i], "--v6"))
@@ -411,8 +418,9 @@ int main(int argc, char **argv) {
                 else
                         scenario = argv[i];
         }
-        if (!as || !scenario || !profile_file || i + 1 >= argc) {
-                fputs("usage: privd-client --as UID:GID --profile FILE [--bundle DIR] [--hold] [--v6] SCENARIO -- SBX-PRIVD ARGS...\n",
+        if (!as || !scenario || !profile_file || (!connect_to && i + 1 >= argc)) {
+                fputs("usage: privd-client --as UID:GID --profile FILE [--bundle DIR] [--hold] [--v6] SCENARIO -- SBX-PRIVD ARGS...\n"
+                      "       privd-client --as UID:GID --profile FILE --connect PATH [--bundle DIR] [--hold] SCENARIO\n",
                       stderr);
                 return 2;
         }
@@ -420,6 +428,16 @@ int main(int argc, char **argv) {
         sigemptyset(&usr1);
         sigaddset(&usr1, SIGUSR1);
         sigprocmask(SIG_BLOCK, &usr1, NULL);
+        if (connect_to) {
+                drop_to(as);
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", connect_to);
+                sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                if (sock < 0 || connect(sock, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                        fail("connect");
+                fs_planter_start();
+                goto hello;
+        }
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 fail("socketpair");
@@ -439,12 +457,16 @@ int main(int argc, char **argv) {
         drop_to(as);
         printf("helper %d\n", (int) helper);
 
+hello:;
         struct privd_hello hello = { .h = hdr(PRIVD_HELLO, sizeof(hello)), .version = PRIVD_VERSION };
         send_raw(&hello, sizeof(hello), NULL, 0);
         struct privd_hello_reply hr;
         if (recv(sock, &hr, sizeof(hr), 0) != (ssize_t) sizeof(hr) || hr.err)
                 fail("hello");
         printf("hello: uids %u+%u, %u slots\n", hr.uid_first, hr.uid_count, hr.max_jobs);
+        if (connect_to)
+                printf("connected\n");
+        fflush(stdout);
         if (!strcmp(scenario, "run"))
                 return run_true();
         if (!strcmp(scenario, "artifacts"))
