@@ -196,7 +196,7 @@ survived() {
         survived
 }
 
-@test "sbx-privd refuses a --front of root, of the job range, or not UID:GID" {
+@test "sbx-privd refuses a --front of root, of the job range, or neither UID:GID nor a user" {
         run "$PRIVD" --fd 0 --front 0:0 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
         [ "$status" = 2 ]
         [[ "$output" == *"--front 0:0: the front does not run as root"* ]]
@@ -204,12 +204,18 @@ survived() {
         run "$PRIVD" --fd 0 --front "$first:$first" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
         [ "$status" = 2 ]
         [[ "$output" == *"--front $first: a uid of the job range"* ]]
-        run "$PRIVD" --fd 0 --front nobody --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
+        run "$PRIVD" --fd 0 --front no-such-user-sbx --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
         [ "$status" = 2 ]
-        [[ "$output" == *"--front: expected UID:GID, got 'nobody'"* ]]
+        [[ "$output" == *"--front no-such-user-sbx: no such user"* ]]
+        run "$PRIVD" --fd 0 --front root --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
+        [ "$status" = 2 ]
+        [[ "$output" == *"--front root: the front does not run as root"* ]]
+        run "$PRIVD" --fd 0 --front 12:x --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
+        [ "$status" = 2 ]
+        [[ "$output" == *"--front: expected a number"* ]]
         run "$PRIVD" --fd 0 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH"
         [ "$status" = 1 ]
-        [[ "$output" == *"--front UID:GID"* ]]
+        [[ "$output" == *"--front {UID:GID | USER}"* ]]
 }
 
 @test "20,000 uploads change hands both ways, each walk timed" {
