@@ -277,6 +277,7 @@ struct privd_hello_reply {
         uint32_t uid_count;
         uint32_t max_jobs;        /* slots */
         uint32_t net_slots;       /* blocks of the network pool; 0: no network */
+        uint32_t limits;          /* PRIVD_LIMIT_* its cgroup root gives job cgroups */
 };
 
 /* The largest message either side sends; a bigger one is refused. */

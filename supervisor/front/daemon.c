@@ -205,7 +205,15 @@ static void caps_setup(struct daemon *d) {
         const struct cgroup_ctx *cg = &d->cg;
         d->caps.cpu_bandwidth = cg->enabled && cg->cpu;
         d->caps.no_cpu_why = cg->enabled ? "the cgroup cpu controller is not available to it" : "it has no job cgroups";
-        if (cg->enabled)
+        /* A front that connected to a running sbx-privd: the job cgroups
+         * are the helper's, and its HELLO says what they offer. */
+        if (!cg->enabled && privc_on(&d->privc)) {
+                unsigned l = d->privc.limits;
+                d->caps.cpu_bandwidth = l & PRIVD_LIMIT_CPU;
+                d->caps.no_cpu_why = "sbx-privd's cgroup root does not offer the cpu controller";
+                log_info("job cgroups: sbx-privd's; controllers: memory %s, pids %s, cpu %s", l & PRIVD_LIMIT_MEMORY ? "yes" : "no (rlimit)",
+                         l & PRIVD_LIMIT_PIDS ? "yes" : "no (rlimit)", l & PRIVD_LIMIT_CPU ? "yes" : "no");
+        } else if (cg->enabled)
                 log_info("job cgroups under %s (%s); controllers: memory %s, pids %s, cpu %s", cg->root, cg->how,
                          cg->memory ? "yes" : "no (rlimit)", cg->pids ? "yes" : "no (rlimit)", cg->cpu ? "yes" : "no");
         else

@@ -91,6 +91,7 @@ int privc_open(struct privc *c, int fd, pid_t pid, struct sbx_error *err) {
         c->uid_first = rep.uid_first;
         c->uid_count = rep.uid_count;
         c->max_jobs = rep.max_jobs;
+        c->limits = rep.limits;
         return 0;
 }
 

@@ -20,6 +20,7 @@ struct privc {
         uint32_t seq;
         pthread_mutex_t lock;
         uint32_t uid_first, uid_count, max_jobs; /* from its HELLO reply */
+        uint32_t limits;                         /* PRIVD_LIMIT_*, from its HELLO reply */
 };
 
 static inline bool privc_on(const struct privc *c) {

@@ -160,6 +160,7 @@ static int hello(struct privd *p, const struct privd_hello *m, struct privd_hell
         rep->uid_count = p->conf->uid_count;
         rep->max_jobs = p->conf->max_jobs;
         rep->net_slots = privd_net_slots(p);
+        rep->limits = p->cg_have;
         return 0;
 }
 
