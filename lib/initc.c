@@ -298,8 +298,12 @@ int initc_call(struct initc *c, uint32_t type, const void *payload, size_t len, 
         if (r < 0)
                 return r;
         for (;;) {
+                /* Checked before every read: an agent that streams events
+                 * must not keep the caller past its deadline. */
                 int64_t left = deadline - now_ms();
-                r = initc_recv(c, m, left > 0 ? (int) left : 0);
+                if (left <= 0)
+                        return -ETIMEDOUT;
+                r = initc_recv(c, m, (int) left);
                 if (r < 0)
                         return r;
                 if (m->hdr.type & SBX_INIT_EVENT) {
