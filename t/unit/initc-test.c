@@ -44,7 +44,8 @@ static void agent_says(struct pair *p, uint32_t type, uint32_t id, int32_t error
         char buf[512];
         struct sbx_init_hdr h = { .type = type, .id = id, .len = claimed_len, .error = error };
         memcpy(buf, &h, sizeof(h));
-        memcpy(buf + sizeof(h), payload, len);
+        if (len)
+                memcpy(buf + sizeof(h), payload, len);
         assert_int_equal(fd_send_with(p->agent, buf, sizeof(h) + len, fds, n_fds), 0);
 }
 
