@@ -185,7 +185,11 @@ EOF2
 
 @test "a symlink swapped in and out of a directory while files are fetched through it never leads out" {
         local cmds i
-        cmds="bg -- sh -c 'while :; do mkdir d; echo inside > d/passwd; rm -r d; ln -s /etc d; rm d; done'"
+        # d is in turn the workspace's directory real (holding a passwd of
+        # its own), absent, and a link to /etc
+        cmds="run -- sh -c 'mkdir real; echo inside > real/passwd; ln -s /etc evil'"
+        cmds+=$'\n'"bg -- python3 -c 'import os; r = os.rename; [(r(\"real\", \"d\"), r(\"d\", \"real\"), r(\"evil\", \"d\"), r(\"d\", \"evil\")) for _ in iter(int, 1)]'"
+        cmds+=$'\n'"run -- sh -c 'while test -e real; do sleep 0.01; done'"
         for i in $(seq 300); do
                 cmds+=$'\n'"get d/passwd"
         done
