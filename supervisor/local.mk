@@ -94,7 +94,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/bundle/registry.h supervisor/bundle/registry.c \
 	supervisor/bundle/bundle.h supervisor/bundle/bundle-internal.h supervisor/bundle/bundle.c \
 	supervisor/job/bundle-job.c supervisor/front/bundle-ops.c \
-	supervisor/priv/netaudit-bpf.h supervisor/priv/netaudit.c supervisor/net/netjob.h supervisor/net/netjob.c supervisor/net/netveth.h supervisor/net/netveth.c \
+	supervisor/priv/netaudit-bpf.h supervisor/priv/netaudit.c supervisor/priv/netaudit-core.h supervisor/priv/netaudit-core.c supervisor/net/netjob.h supervisor/net/netjob.c supervisor/net/netveth.h supervisor/net/netveth.c \
 	supervisor/priv/veth.h supervisor/priv/veth.c supervisor/priv/nft.h supervisor/priv/nft.c supervisor/priv/nft-run.h supervisor/priv/nft-lib.c supervisor/priv/netfwd.h supervisor/priv/netfwd.c \
 	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
