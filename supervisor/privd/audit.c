@@ -152,17 +152,16 @@ int privd_net_audit(struct privd *p, const struct privd_net_audit *m) {
                 if (i < m->n_deny)
                         val.deny[i] = (struct netaudit_range) { d->first, d->last };
         }
-        struct nacore_att *att = malloc(sizeof(*att));
+        _cleanup_free_ struct nacore_att *att = malloc(sizeof(*att));
         if (!att)
                 return privd_refuse(h, -ENOMEM, "job %s", j->name);
         struct sbx_error err;
         sbx_error_clear(&err);
         if ((r = nacore_init(att, j->cgroup_fd)) < 0 || (r = nacore_attach(p->audit->skel, att, j->cgroup_fd, &val, &err)) < 0) {
                 nacore_drop(p->audit->skel, att, NULL, NULL);
-                free(att);
                 return privd_refuse(h, r, "job %s: %s", j->name, err.msg[0] ? err.msg : "its cgroup");
         }
-        j->audit = att;
+        j->audit = TAKE_PTR(att);
         j->audit_done = true;
         return 0;
 }
