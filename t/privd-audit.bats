@@ -8,43 +8,19 @@
 # namespace of its own (no route out): an attempt the programs admit fails
 # with ENETUNREACH, one they refuse with EPERM, and both are in the ring.
 
-load helpers/common
+load helpers/privd
 bats_require_minimum_version 1.5.0
 
 setup_file() {
-        sbx_stage
-        PRIVD=$SBX_BUILDDIR/supervisor/privd/sbx-privd
-        CLIENT=$SBX_BUILDDIR/t/helpers/privd-client
-        PRIVD_CG=none
-        local mnt
-        mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-        if [ -n "$mnt" ] && [ "$(id -u)" = 0 ] && [ -w "$mnt/cgroup.procs" ]; then
-                PRIVD_CG="$mnt/sbx-privd-audit-test-$$-$RANDOM"
-        fi
-        local slot=$(( ($$ + RANDOM) % 1024 ))
-        PRIVD_UIDS="$((1880178688 + slot * 16))-$((1880178688 + slot * 16 + 15))"
-        PRIVD_WS=$SBX_STAGE/privd-ws
-        export PRIVD CLIENT PRIVD_CG PRIVD_UIDS PRIVD_WS
+        privd_init privd-audit 1880440832
 }
 
 teardown_file() {
-        local m
-        for m in "$PRIVD_WS"/job-*; do
-                [ -d "$m" ] && umount -l "$m" 2>/dev/null
-        done
-        if [ "${PRIVD_CG:-none}" != none ] && [ -d "$PRIVD_CG" ]; then
-                for d in "$PRIVD_CG"/job-*; do
-                        [ -d "$d" ] && echo 1 > "$d/cgroup.kill" 2>/dev/null && rmdir "$d" 2>/dev/null
-                done
-                rmdir "$PRIVD_CG" 2>/dev/null || true
-        fi
-        sbx_unstage
+        privd_fini
 }
 
 setup() {
-        [ "$(id -u)" = 0 ] || skip "sbx-privd runs as root"
-        [ "$PRIVD_CG" != none ] || skip "no writable cgroup2 hierarchy here"
-        require_userns
+        privd_setup
 }
 
 # audit_client SCENARIO [HELPER ARGS...]: the client's SCENARIO against a
@@ -52,9 +28,7 @@ setup() {
 audit_client() {
         local scenario=$1
         shift
-        run "$CLIENT" --as "$(id -u nobody):$(id -g nobody)" --profile "$SBX_STAGE/profiles/default.ini" "$scenario" -- \
-                "$PRIVD" --fd 3 --front "$(id -u nobody):$(id -g nobody)" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" \
-                --workspace "$PRIVD_WS" --launcher "$SBX_LAUNCH" "${@:---net-audit=64K}"
+        run privd_client "$scenario" -- "${@:---net-audit=64K}"
         echo "$output"
         ! grep -q '^sbx-privd: network audit: cannot load it' <<<"$output" || skip "no BPF network audit here"
 }
@@ -69,6 +43,8 @@ a_events_right() {
         grep -q '^A NET_UNAUDIT: ok, lost 0, dropped 0, events 3' <<<"$output"
 }
 
+# refused WHAT REASON, as in helpers/privd.bash but in $output: here the
+# client runs to its end under `run`.
 refused() {
         grep -qF "refused $1:" <<<"$output" || { echo "not refused: $1"; return 1; }
         grep -q "^sbx-privd: refused .*$2" <<<"$output" || { echo "not logged: $2"; return 1; }
