@@ -28,7 +28,7 @@
 static _noreturn_ void usage(int code) {
         fputs("Usage: sbx-privd --fd N --front UID:GID --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
               "                 --launcher PATH [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
-              "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]]\n",
+              "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]] [--net-audit RING_BYTES]\n",
               code ? stderr : stdout);
         exit(code);
 }
@@ -138,6 +138,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 { "workspace-max", required_argument, NULL, 'W' }, { "max-jobs", required_argument, NULL, 'j' },
                 { "net-pool", required_argument, NULL, 'n' },  { "net-pool6", required_argument, NULL, '6' },
                 { "net-state", required_argument, NULL, 's' }, { "front", required_argument, NULL, 'F' },
+                { "net-audit", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },            {},
         };
         int o;
@@ -163,6 +164,13 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 case 'n': c->net_pool_prefix = parse_net("--net-pool", optarg, AF_INET, 8, 30, (uint8_t *) &c->net_pool); break;
                 case '6': c->net_pool6_prefix = parse_net("--net-pool6", optarg, AF_INET6, 48, 110, c->net_pool6); break;
                 case 's': c->net_state = abs_path("--net-state", optarg); break;
+                case 'a':
+                        /* The ring buffer map's size: a power of two, a
+                         * page at least; its reply field is 32 bits. */
+                        if (parse_size(optarg, &c->audit_ring) < 0 || c->audit_ring < (uint64_t) sysconf(_SC_PAGESIZE) ||
+                            c->audit_ring > (1ull << 30) || (c->audit_ring & (c->audit_ring - 1)))
+                                die("--net-audit: expected a power of two from a page to 1G, such as 256K, got '%s'", optarg);
+                        break;
                 case 'h': usage(0);
                 default: usage(1);
                 }
@@ -224,6 +232,11 @@ int main(int argc, char **argv) {
                 if (nr < 0)
                         privd_log("network: set-up failed, NET_OPEN will be refused: %s", why);
         }
+        if (conf.audit_ring) {
+                char why[512];
+                if (privd_audit_setup(&p, why, sizeof(why)) < 0)
+                        privd_log("network audit: cannot load it, NET_RING and the rest will be refused: %s", why);
+        }
         if (conf.profile_path && asprintf(&p.profile_env, "SBX_PROFILE_PATH=%s", conf.profile_path) < 0)
                 die("out of memory");
         privd_log("serving fd %d: front %u:%u, uids %u-%u, %u slots, cgroup %s, workspace %s", conf.fd, (unsigned) conf.front_uid,
@@ -236,6 +249,7 @@ int main(int argc, char **argv) {
         privd_log_flush();
         privd_close_all(&p);
         privd_net_teardown(&p);
+        privd_audit_teardown(&p);
         privd_log("front gone, every job closed");
         free(p.jobs);
         uidpool_done(&p.uids);
