@@ -2,7 +2,7 @@
 /* Capability drop (libcap-ng). */
 #pragma once
 
-#include "harden.h"
+#include "protections.h"
 
 /* Clear the effective, permitted, inheritable and ambient sets and the
  * bounding set, except the capabilities the profile keeps (p->caps), which

@@ -2,7 +2,7 @@
 /* Landlock, through the raw syscalls (there is no library). */
 #pragma once
 
-#include "harden.h"
+#include "protections.h"
 
 /* The highest Landlock ABI the running kernel offers; 0 when Landlock is
  * missing or disabled (ENOSYS, EOPNOTSUPP). */

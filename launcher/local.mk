@@ -15,7 +15,7 @@ launcher_sbx_launch_SOURCES = \
 	launcher/pty.c \
 	launcher/status.c \
 	launcher/hostcheck.c \
-	launcher/harden.h \
+	launcher/harden.h launcher/protections.h \
 	$(HARDEN_SOURCES)
 nodist_launcher_sbx_launch_SOURCES = launcher/default-profile.h
 launcher_sbx_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/launcher

@@ -2,7 +2,7 @@
 /* Masking a freshly mounted procfs. */
 #pragma once
 
-#include "harden.h"
+#include "protections.h"
 
 /* Hide the entries that leak kernel memory or state or act on the whole
  * machine (kcore, keys, timer_list, sched_debug, sysrq-trigger,

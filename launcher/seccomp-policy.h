@@ -6,7 +6,7 @@
 
 #include <seccomp.h>
 
-#include "harden.h"
+#include "protections.h"
 
 /* The first native syscall number that we have not reviewed: everything
  * from here up returns ENOSYS under the default filter, so a syscall added
@@ -37,7 +37,14 @@ unsigned seccomp_mem_guard(const struct profile *p, const struct protections *pr
 
 /* The last profile rule naming nr, or NULL: profile lines override the
  * built-in rules for the syscall they name. */
-const struct seccomp_rule *seccomp_profile_rule(const struct profile *p, int nr);
+static inline const struct seccomp_rule *seccomp_profile_rule(const struct profile *p, int nr) {
+        const struct seccomp_rule *found = NULL;
+
+        for (size_t i = 0; i < p->n_seccomp_rules; i++)
+                if (p->seccomp_rules[i].nr == nr)
+                        found = &p->seccomp_rules[i];
+        return found;
+}
 
 /* seccomp-guard.c: the setuid/setgid guard on every call that sets a
  * file's mode, openat2 -> ENOSYS, and the memory guards of mem_guard;

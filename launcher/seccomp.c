@@ -191,17 +191,6 @@ static const uint32_t strict_ioctls[] = {
         TCGETS, TIOCGWINSZ, TIOCGPGRP, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
 };
 
-/* The last profile rule naming nr, or NULL: profile lines override the
- * built-in rules for the syscall they name. */
-const struct seccomp_rule *seccomp_profile_rule(const struct profile *p, int nr) {
-        const struct seccomp_rule *found = NULL;
-
-        for (size_t i = 0; i < p->n_seccomp_rules; i++)
-                if (p->seccomp_rules[i].nr == nr)
-                        found = &p->seccomp_rules[i];
-        return found;
-}
-
 static int add(scmp_filter_ctx ctx, uint32_t action, int nr, const char *name,
                unsigned n_args, const struct scmp_arg_cmp *args, struct sbx_error *err) {
         int r = seccomp_rule_add_array(ctx, action, nr, n_args, args);

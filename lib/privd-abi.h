@@ -33,9 +33,9 @@ enum privd_type {
         PRIVD_NET_CLOSE,       /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_HANDOVER,     /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_RECLAIM,      /* struct privd_job         -> struct privd_reply */
-        /* The network audit (eBPF on the job's cgroup): defined, not done
-         * yet; every helper answers -EOPNOTSUPP (sbx-privd(8)). */
-        PRIVD_NET_RING,        /* struct privd_hdr         -> struct privd_reply + the ring buffer */
+        /* The network audit (eBPF on the job's cgroup): answered
+         * -EOPNOTSUPP by a helper started without --net-audit. */
+        PRIVD_NET_RING,        /* struct privd_hdr         -> struct privd_reply (.ring_bytes) + the ring buffer */
         PRIVD_NET_AUDIT,       /* struct privd_net_audit   -> struct privd_reply */
         PRIVD_NET_ALLOW,       /* struct privd_net_allow   -> struct privd_reply */
         PRIVD_NET_DENY,        /* struct privd_net_deny    -> struct privd_reply */
@@ -177,31 +177,43 @@ struct privd_net_open {
  * back (JOB_CLOSE does the same). A job's network is opened once: a
  * NET_OPEN after NET_CLOSE is refused. */
 
-/* The network audit, defined and not done yet. The helper loads the
+/* The network audit (eBPF on the job's cgroup), done by a helper started
+ * with --net-audit; any other answers -EOPNOTSUPP. The helper loads the
  * programs once; the front, which may make no bpf() call at all
  * (kernel.unprivileged_bpf_disabled), gets the ring buffer's map once
- * (NET_RING) and only maps it and waits on it (mmap, epoll).
+ * (NET_RING: the descriptor, and its data size in the reply's
+ * ring_bytes) and only maps it and waits on it (mmap, epoll). Every
+ * job's events are in that one ring, each with its cgroup's id (the
+ * inode number of the cgroup directory JOB_OPEN handed over).
  *
- * NET_AUDIT: attach the programs to a job's cgroup, before SPAWN, with
- * what the job may reach: PRIVD_AUDIT_ENFORCE drops what no NET_ALLOW
- * entry admits (else the audit only records), deny_ports no entry ever
- * admits, budget the events the job may put in the ring (past it they
- * are counted only). */
+ * NET_AUDIT: attach the programs to a job's cgroup, once per job and
+ * before SPAWN: PRIVD_AUDIT_ENFORCE drops what no NET_ALLOW entry of the
+ * job admits (else the audit only records), deny no entry ever admits
+ * (ranges first to last, n_deny used, the rest 0), budget the events the
+ * job may put in the ring (past it they are counted only). */
+#define PRIVD_AUDIT_DENY_MAX 16u
+struct privd_port_range {
+        uint16_t first, last;
+};
 struct privd_net_audit {
         struct privd_hdr h;
         struct privd_handle job;
         uint32_t flags;           /* PRIVD_AUDIT_* */
-        uint32_t n_deny_ports;    /* entries of deny_ports used, at most 8 */
+        uint32_t n_deny;          /* entries of deny used, at most PRIVD_AUDIT_DENY_MAX */
         uint64_t budget;
-        uint16_t deny_ports[8];
+        struct privd_port_range deny[PRIVD_AUDIT_DENY_MAX];
 };
 #define PRIVD_AUDIT_ENFORCE 1u
 
-/* NET_ALLOW: one destination an audited job may reach, from its policy or
- * from an address the front's DNS proxy resolved for it: addr/prefix
- * (IPv4 as ::ffff:a.b.c.d/96+N), ports first to last, proto
- * IPPROTO_TCP, IPPROTO_UDP or 0 (both). The helper checks it against the
- * tenant's caps it read itself. */
+/* NET_ALLOW: port rules for one destination an audited job may reach,
+ * from its policy or from an address the front's DNS proxy resolved for
+ * it: addr/prefix (IPv4 as ::ffff:a.b.c.d/96+N; no bit set past the
+ * prefix), ports first to last, proto IPPROTO_TCP, IPPROTO_UDP or 0
+ * (both). Rules for the same addr/prefix add up; the longest prefix
+ * holding a destination alone decides, so the front sends with each
+ * prefix the rules of the shorter ones that cover it. A job holds at
+ * most 512 prefixes, a prefix 32 rules. The host's own addresses stay
+ * out of reach whatever the entries say (NET_DENY). */
 struct privd_net_allow {
         struct privd_hdr h;
         struct privd_handle job;
@@ -213,23 +225,30 @@ struct privd_net_allow {
         uint16_t reserved;        /* 0 */
 };
 
-/* NET_DENY: the host's own addresses, which no job reaches whatever its
- * entries say: PRIVD_DENY_CLEAR empties the set, PRIVD_DENY_ADD adds
- * addr/prefix. */
+/* NET_DENY: the prefixes no audited job reaches, whatever its entries
+ * say (every job's; checked before the allow entries). The helper holds
+ * a set of its own from the start that the front cannot take out (its
+ * pool, link-local, multicast, broadcast, unspecified, loopback);
+ * PRIVD_DENY_ADD adds addr/prefix (the host's own addresses, the
+ * configured ones) with reason, which a denied event carries, and
+ * PRIVD_DENY_DEL takes out one the front added. At most 1024 prefixes
+ * in all. To change the set, add the new ones first. */
 struct privd_net_deny {
         struct privd_hdr h;
         uint8_t addr[16];
-        uint8_t prefix;
+        uint8_t prefix;           /* 0 to 128 */
         uint8_t op;               /* PRIVD_DENY_* */
-        uint16_t reserved;        /* 0 */
+        uint8_t reason;           /* ADD: 1 to 8, as sbx-privd(8) lists */
+        uint8_t reserved;         /* 0 */
         uint32_t reserved2;       /* 0 */
 };
-#define PRIVD_DENY_CLEAR 1u
-#define PRIVD_DENY_ADD 2u
+#define PRIVD_DENY_ADD 1u
+#define PRIVD_DENY_DEL 2u
 
 /* NET_UNAUDIT: detach (JOB_CLOSE does too); the reply says how many of
  * the job's events the ring had no room for and how many were past its
- * budget. */
+ * budget. The front reads what the ring holds first: events that come
+ * after belong to no audited job. */
 struct privd_audit_reply {
         struct privd_hdr h;
         int32_t err;
@@ -250,7 +269,7 @@ struct privd_reply {
         int32_t pid;              /* SPAWN: the launcher's pid */
         uint32_t limits;          /* JOB_OPEN: PRIVD_LIMIT_* the cgroup enforces */
         int32_t status;           /* JOB_WAIT: the launcher's wait status (waitpid(2)) */
-        uint32_t reserved;
+        uint32_t ring_bytes;      /* NET_RING: the ring buffer's data size */
 };
 #define PRIVD_LIMIT_MEMORY 1u
 #define PRIVD_LIMIT_PIDS 2u
@@ -281,6 +300,6 @@ struct privd_hello_reply {
 };
 
 /* The largest message either side sends; a bigger one is refused. */
-#define PRIVD_MSG_MAX 64u
+#define PRIVD_MSG_MAX 128u
 /* The most descriptors one message carries. */
 #define PRIVD_FDS_MAX PRIVD_FD_COUNT

@@ -94,9 +94,10 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/bundle/registry.h supervisor/bundle/registry.c \
 	supervisor/bundle/bundle.h supervisor/bundle/bundle-internal.h supervisor/bundle/bundle.c \
 	supervisor/job/bundle-job.c supervisor/front/bundle-ops.c \
-	supervisor/priv/netaudit-bpf.h supervisor/priv/netaudit.c supervisor/net/netjob.h supervisor/net/netjob.c supervisor/net/netveth.h supervisor/net/netveth.c \
+	supervisor/priv/netaudit-bpf.h supervisor/priv/netaudit.c supervisor/priv/netaudit-core.h supervisor/priv/netaudit-core.c supervisor/net/netjob.h supervisor/net/netjob.c supervisor/net/netveth.h supervisor/net/netveth.c \
 	supervisor/priv/veth.h supervisor/priv/veth.c supervisor/priv/nft.h supervisor/priv/nft.c supervisor/priv/nft-run.h supervisor/priv/nft-lib.c supervisor/priv/netfwd.h supervisor/priv/netfwd.c \
-	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c
+	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c \
+	supervisor/net/auditring.h supervisor/net/auditring.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS) -DSBX_LIBEXECDIR='"$(libexecdir)"' -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(CURL_CFLAGS) $(MHD_CFLAGS)
@@ -113,13 +114,13 @@ supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(AR
 supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c
+supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 
 # sbx-bundle(1): the publisher's tool (pack, check, index).
 bin_PROGRAMS += supervisor/sbx-bundle
-supervisor_sbx_bundle_SOURCES = supervisor/tool/sbx-bundle.c supervisor/tool/bundle-tool.h supervisor/tool/bundle-pack.c \
+supervisor_sbx_bundle_SOURCES = supervisor/tool/sbx-bundle.c supervisor/tool/bundle-tool.h supervisor/tool/bundle-pack.c supervisor/tool/tool-util.c \
 	supervisor/bundle/extract.h supervisor/bundle/extract.c supervisor/bundle/tree-check.h supervisor/bundle/tree-check.c
 supervisor_sbx_bundle_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(ARCHIVE_CFLAGS)
 supervisor_sbx_bundle_LDADD = $(LIBSUP) $(ARCHIVE_LIBS)

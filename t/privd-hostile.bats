@@ -90,7 +90,7 @@ survived() {
         attack frames
         refused "truncated (10 bytes)" "truncated: 10 bytes"
         refused "truncated (header only, header says so)" "JOB_KILL is 24"
-        refused "oversized (256 bytes)" "larger than 64 bytes"
+        refused "oversized (256 bytes)" "larger than 128 bytes"
         refused "unknown type" "unknown type 77"
         refused "duplicated message" "sequence .* out of order"
         refused "sequence number skipped ahead" "sequence .* out of order"

@@ -25,43 +25,6 @@
 #endif
 #define DEFAULT_SOCKET SBX_RUNSTATEDIR "/sbx/sbx-supervisord.sock"
 
-static const char *socket_path;
-bool json_out;
-static FILE *conn_in;
-static int conn_fd = -1;
-
-void die(const char *fmt, ...) {
-        va_list ap;
-        fputs("sbxctl: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        exit(125);
-}
-
-/* A usage error: what was wrong, then exit 2 as sbxctl(1) says. */
-void usage_error(const char *fmt, ...) {
-        va_list ap;
-        fputs("sbxctl: ", stderr);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputs(" (see sbxctl --help)\n", stderr);
-        exit(2);
-}
-
-/* getopt_long's '?' or ':' (opterr is off: its own message would name
- * argv[0], which is the command for a command's options). */
-void sbxctl_bad_option(const char *where, int o, char **argv) {
-        const char *arg = argv[optind - 1];
-        char short_opt[3] = { '-', (char) optopt, '\0' };
-        const char *opt = strncmp(arg, "--", 2) == 0 ? arg : short_opt;
-        if (o == ':')
-                usage_error("%s%s needs a value", where, opt);
-        usage_error("%sunknown option '%s'", where, opt);
-}
-
 static void usage(FILE *f) {
         fprintf(f,
                 "Usage: sbxctl [--socket PATH] [--json] COMMAND [ARG]...\n"
@@ -105,96 +68,6 @@ static void usage(FILE *f) {
                 "  --progress SECONDS  also post 'started' and a heartbeat every SECONDS there (0: none)\n");
 }
 
-void connect_daemon(void) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(socket_path) >= sizeof(sa.sun_path))
-                die("socket path too long: %s", socket_path);
-        strcpy(sa.sun_path, socket_path);
-        conn_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (conn_fd < 0)
-                die("socket: %s", strerror(errno));
-        if (connect(conn_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                die("cannot connect to %s: %s (is sbx-supervisord running?)", socket_path, strerror(errno));
-        conn_in = fdopen(dup(conn_fd), "r");
-        if (!conn_in)
-                die("fdopen: %s", strerror(errno));
-}
-
-static void send_request(json_t *req) {
-        char *s = json_dumps(req, JSON_COMPACT);
-        if (!s)
-                die("cannot encode the request");
-        size_t n = strlen(s);
-        s[n] = '\n';
-        size_t off = 0;
-        while (off < n + 1) {
-                ssize_t w = send(conn_fd, s + off, n + 1 - off, MSG_NOSIGNAL);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        /* The daemon may have answered and hung up before
-                         * reading (a refused caller): read its answer. */
-                        if (errno == EPIPE || errno == ECONNRESET)
-                                break;
-                        die("send: %s", strerror(errno));
-                }
-                off += (size_t) w;
-        }
-        free(s);
-        json_decref(req);
-}
-
-/* The next message; dies if the daemon hung up. The raw line is printed
- * with --json. */
-json_t *recv_message(void) {
-        static char *line;
-        static size_t cap;
-        ssize_t n = getline(&line, &cap, conn_in);
-        if (n <= 0)
-                die("the daemon closed the connection");
-        json_error_t je;
-        json_t *m = json_loadb(line, (size_t) n, JSON_ALLOW_NUL, &je);
-        if (!m)
-                die("bad message from the daemon: %s", je.text);
-        if (json_out)
-                fputs(line, stdout);
-        return m;
-}
-
-/* The response to our request (events before it are returned to the
- * caller's handler only when follow-style; here we skip nothing). */
-static json_t *expect_ok(json_t *m) {
-        if (json_is_false(json_object_get(m, "ok"))) {
-                json_t *e = json_object_get(m, "error");
-                if (!json_out)
-                        fprintf(stderr, "sbxctl: %s: %s\n", json_string_value(json_object_get(e, "code")) ?: "E_?",
-                                json_string_value(json_object_get(e, "message")) ?: "");
-                json_decref(m);
-                exit(125);
-        }
-        return m;
-}
-
-/* The last response, owned here and freed at exit (LeakSanitizer runs the
- * CI suite). Callers borrow it. */
-static json_t *last_response;
-
-static void free_last_response(void) {
-        json_decref(last_response);
-        last_response = NULL;
-}
-
-json_t *request(json_t *req) {
-        send_request(req);
-        json_decref(last_response);
-        last_response = NULL;
-        last_response = expect_ok(recv_message());
-        return last_response;
-}
-
-json_t *new_req(const char *op) {
-        return json_pack("{s:i, s:s}", "v", PROTO_VERSION, "op", op);
-}
 
 /* Print output events until the end event; return the job's status. */
 static int follow_to_end(bool show_result) {
@@ -491,12 +364,12 @@ int main(int argc, char **argv) {
                 { NULL, 0, NULL, 0 },
         };
         int o;
-        socket_path = getenv("SBX_SOCKET") ?: DEFAULT_SOCKET;
+        sbxctl_socket = getenv("SBX_SOCKET") ?: DEFAULT_SOCKET;
         opterr = 0;
         while ((o = getopt_long(argc, argv, "+:s:jhV", opts, NULL)) >= 0) {
                 switch (o) {
                 case 's':
-                        socket_path = optarg;
+                        sbxctl_socket = optarg;
                         break;
                 case 'j':
                         json_out = true;
@@ -518,7 +391,7 @@ int main(int argc, char **argv) {
         const struct command *command = find_command(argv[optind]);
         if (sodium_init() < 0)
                 die("libsodium initialisation failed");
-        atexit(free_last_response);
+        atexit(sbxctl_client_free);
         char **av = argv + optind;
         int ac = argc - optind;
         if (streq(av[0], "bundle") || streq(av[0], "cache"))

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sbxctl's pieces shared by its commands (sbxctl.c: the connection and the
- * job commands; sbxctl-run.c: run requests; sbxctl-print.c: human output;
- * sbxctl-bundle.c: bundles and the cache; sbxctl-download.c, sbxctl-callbacks.c). */
+/* sbxctl's pieces shared by its commands (sbxctl.c: the job commands and
+ * main; sbxctl-run.c: run requests; sbxctl-print.c: human output;
+ * sbxctl-bundle.c: bundles and the cache; sbxctl-download.c, sbxctl-callbacks.c;
+ * client.c: the connection, errors). */
 #pragma once
 
 #include <jansson.h>
@@ -10,7 +11,11 @@
 
 #include "macro.h"
 
+/* client.c: the connection (to sbxctl_socket) and the exits. */
 extern bool json_out;
+extern const char *sbxctl_socket;
+/* The last response, freed at exit (the sanitizer build checks leaks). */
+void sbxctl_client_free(void);
 
 _noreturn_ _printf_(1, 2) void die(const char *fmt, ...);
 /* A usage error: the message and exit 2. */
@@ -23,6 +28,11 @@ json_t *new_req(const char *op);
 /* Send req (stolen); the ok response (borrowed until the next request),
  * or exit 125 with the daemon's error. */
 json_t *request(json_t *req);
+/* Send req (stolen) without waiting for the answer. */
+void send_request(json_t *req);
+/* m itself if it is an ok response; otherwise the daemon's error on
+ * stderr and exit 125. */
+json_t *expect_ok(json_t *m);
 /* The next message from the daemon (printed as it is with --json); exits
  * 125 if the daemon hung up. */
 json_t *recv_message(void);

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The network audit on the daemon's side: the eBPF programs of
- * bpf/netaudit.bpf.c loaded once (a libbpf skeleton), attached to the
- * cgroup of each job under audit with that job's entry in the jobs map
- * (keyed by the cgroup's id), and the ring buffer read on the event loop
+/* The network audit on the daemon's side (root mode): the eBPF programs
+ * loaded once and attached to the cgroup of each job under audit
+ * (netaudit-core.h), and the ring buffer read on the event loop
  * (ring_buffer__epoll_fd): each event goes to the job it belongs to. */
 #pragma once
 
@@ -10,6 +9,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "netaudit-core.h"
 #include "netaudit.h"
 #include "netdeny.h"
 #include "netpolicy.h"
@@ -21,12 +21,9 @@ struct netaudit;
 struct netaudit_att {
         struct list link;      /* in the netaudit's attachments */
         struct list bucket_link; /* in its bucket (by cgroup id) */
-        uint64_t cgroup_id;
         void (*on_event)(void *arg, const struct netaudit_event *e);
         void *arg;
-        struct bpf_link *links[5];
-        size_t n_keys, cap_keys; /* its allow map entries */
-        struct netaudit_key *keys;
+        struct nacore_att core;
 };
 
 /* Load the programs with a ring buffer of ring_bytes (a power of two, a

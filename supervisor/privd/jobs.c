@@ -234,6 +234,7 @@ int privd_job_close(struct privd *p, const struct privd_job *m) {
         /* The block's veth goes with the job's network namespace; until
          * the kernel has removed it, its name keeps the block taken. */
         privd_net_job_end(p, j);
+        privd_audit_job_end(p, j);
         r = job_teardown(p, j, true);
         if (r < 0) {
                 /* Something of it is left (a process that would not die):
@@ -311,6 +312,7 @@ void privd_close_all(struct privd *p) {
                 if (j->state == PJOB_FREE)
                         continue;
                 privd_net_job_end(p, j);
+                privd_audit_job_end(p, j);
                 int r = job_teardown(p, j, true);
                 if (r < 0)
                         privd_log("job %s: not all gone: %s", j->name, strerror(-r));

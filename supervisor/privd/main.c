@@ -30,7 +30,8 @@
 static _noreturn_ void usage(int code) {
         fputs("Usage: sbx-privd {--fd N | --socket PATH | --listen N} --front {UID:GID | USER} --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
               "                 --launcher PATH [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
-              "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]] [--bundle-cache DIR]\n",
+              "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]] [--net-audit RING_BYTES]\n"
+              "                 [--bundle-cache DIR]\n",
               code ? stderr : stdout);
         exit(code);
 }
@@ -153,7 +154,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 { "net-pool", required_argument, NULL, 'n' },  { "net-pool6", required_argument, NULL, '6' },
                 { "net-state", required_argument, NULL, 's' }, { "front", required_argument, NULL, 'F' },
                 { "socket", required_argument, NULL, 'S' },    { "listen", required_argument, NULL, 'L' },
-                { "bundle-cache", required_argument, NULL, 'B' },
+                { "bundle-cache", required_argument, NULL, 'B' }, { "net-audit", required_argument, NULL, 'a' },
                 { "help", no_argument, NULL, 'h' },            {},
         };
         int o;
@@ -182,6 +183,13 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 case 'S': c->socket_path = abs_path("--socket", optarg); break;
                 case 'L': c->listen_fd = (int) number("--listen", optarg, 1 << 20); break;
                 case 'B': c->bundle_cache = abs_path("--bundle-cache", optarg); break;
+                case 'a':
+                        /* The ring buffer map's size: a power of two, a
+                         * page at least; its reply field is 32 bits. */
+                        if (parse_size(optarg, &c->audit_ring) < 0 || c->audit_ring < (uint64_t) sysconf(_SC_PAGESIZE) ||
+                            c->audit_ring > (1ull << 30) || (c->audit_ring & (c->audit_ring - 1)))
+                                die("--net-audit: expected a power of two from a page to 1G, such as 256K, got '%s'", optarg);
+                        break;
                 case 'h': usage(0);
                 default: usage(1);
                 }
@@ -261,6 +269,10 @@ int main(int argc, char **argv) {
                 if (nr < 0)
                         privd_log("network: set-up failed, NET_OPEN will be refused: %s", why);
         }
+        if (conf.audit_ring) {
+                if (privd_audit_setup(&p, why, sizeof(why)) < 0)
+                        privd_log("network audit: cannot load it, NET_RING and the rest will be refused: %s", why);
+        }
         if (conf.profile_path && asprintf(&p.profile_env, "SBX_PROFILE_PATH=%s", conf.profile_path) < 0)
                 die("out of memory");
         if (privd_signals(&p) < 0)
@@ -281,12 +293,14 @@ int main(int argc, char **argv) {
                 /* The front is gone (or the socket failed): no job outlives it. */
                 privd_log_flush();
                 privd_close_all(&p);
+                privd_audit_front_gone(&p);
                 close(p.fd);
                 if (conf.fd >= 0 || r == -ECANCELED)
                         break;
                 privd_log("front gone, every job closed; waiting for the next front");
         }
         privd_net_teardown(&p);
+        privd_audit_teardown(&p);
         privd_log(r == -ECANCELED ? "stopped, every job closed" : "front gone, every job closed");
         if (conf.socket_path)
                 (void) unlink(conf.socket_path);

@@ -48,6 +48,8 @@ struct pjob {
         bool reaped, waited;      /* reaped: wstatus is set; waited: JOB_WAIT told it */
         uint32_t net_slot1;       /* net.c: the job's block of the pool plus one; 0: none */
         bool net_opened;          /* net.c: NET_OPEN done (once per job) */
+        struct nacore_att *audit; /* audit.c: attached (NET_AUDIT until NET_UNAUDIT) */
+        bool audit_done;          /* audit.c: NET_AUDIT done (once per job) */
         char name[32];            /* "job-p<slot>-<gen>": cgroup and workspace */
 };
 
@@ -72,9 +74,12 @@ struct privd_conf {
         uint8_t net_pool6[16];
         unsigned net_pool6_prefix; /* 48 to 110, or 0: IPv4 only */
         const char *net_state;    /* the directory of the forwarding record */
+        uint64_t audit_ring;      /* --net-audit: the ring buffer's bytes; 0: no audit */
 };
 
 struct privd_net;
+struct privd_audit;
+struct nacore_att;
 
 struct privd {
         const struct privd_conf *conf;
@@ -89,6 +94,7 @@ struct privd {
         uint32_t expect_seq;      /* the next request's sequence number */
         bool hello;               /* HELLO seen */
         struct privd_net *net;    /* NULL: no network (NET_* answer -EOPNOTSUPP) */
+        struct privd_audit *audit; /* NULL: no audit (NET_RING and the rest answer -EOPNOTSUPP) */
 };
 
 /* A refusal or failure: one line on stderr naming the request and the
@@ -137,6 +143,22 @@ int privd_net_close(struct privd *p, const struct privd_job *m);
 /* The job is closing: its block goes back to the pool (its veth goes
  * with its network namespace). */
 void privd_net_job_end(struct privd *p, struct pjob *j);
+
+/* audit.c: the network audit. privd_audit_setup (at start, with
+ * conf->audit_ring): load the programs and fill the deny map with the
+ * helper's own set; fails changing nothing. Each request below is
+ * checked against the job's state and the helper's own bounds. */
+int privd_audit_setup(struct privd *p, char *ret_msg, size_t len);
+void privd_audit_teardown(struct privd *p);
+/* The front hung up, its jobs closed: NET_RING may be answered again. */
+void privd_audit_front_gone(struct privd *p);
+int privd_net_ring(struct privd *p, const struct privd_hdr *h, struct privd_reply *rep, int *ret_fd);
+int privd_net_audit(struct privd *p, const struct privd_net_audit *m);
+int privd_net_allow(struct privd *p, const struct privd_net_allow *m);
+int privd_net_deny(struct privd *p, const struct privd_net_deny *m);
+int privd_net_unaudit(struct privd *p, const struct privd_job *m, struct privd_audit_reply *rep);
+/* The job is closing: its programs and map entries go. */
+void privd_audit_job_end(struct privd *p, struct pjob *j);
 
 /* serve.c: read, check and answer requests until the front hangs up
  * (0) or SIGTERM or SIGINT comes (-ECANCELED). A second front connecting

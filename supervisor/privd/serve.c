@@ -174,6 +174,9 @@ static int serve_one(struct privd *p, short revents) {
                 struct privd_job job;
                 struct privd_spawn spawn;
                 struct privd_net_open net;
+                struct privd_net_audit audit;
+                struct privd_net_allow allow;
+                struct privd_net_deny deny;
                 char raw[PRIVD_MSG_MAX];
         } m;
         union {
@@ -214,6 +217,8 @@ static int serve_one(struct privd *p, short revents) {
         struct privd_reply rep;
         struct privd_hello_reply hrep;
         struct privd_net_reply nrep;
+        struct privd_audit_reply arep;
+        memset(&arep, 0, sizeof(arep));
         memset(&rep, 0, sizeof(rep));
         memset(&hrep, 0, sizeof(hrep));
         memset(&nrep, 0, sizeof(nrep));
@@ -267,11 +272,20 @@ static int serve_one(struct privd *p, short revents) {
                         r = privd_net_close(p, &m.job);
                         break;
                 case PRIVD_NET_RING:
+                        r = privd_net_ring(p, &m.h, &rep, &out[0]);
+                        n_out = r == 0 ? 1 : 0;
+                        break;
                 case PRIVD_NET_AUDIT:
+                        r = privd_net_audit(p, &m.audit);
+                        break;
                 case PRIVD_NET_ALLOW:
+                        r = privd_net_allow(p, &m.allow);
+                        break;
                 case PRIVD_NET_DENY:
+                        r = privd_net_deny(p, &m.deny);
+                        break;
                 case PRIVD_NET_UNAUDIT:
-                        r = privd_refuse(&m.h, -EOPNOTSUPP, "the network audit is not done by this helper yet");
+                        r = privd_net_unaudit(p, &m.job, &arep);
                         break;
                 default:
                         r = privd_refuse(&m.h, -EOPNOTSUPP, "not implemented by this helper");
@@ -289,6 +303,10 @@ static int serve_one(struct privd *p, short revents) {
                 reply_header(&nrep.h, h, sizeof(nrep));
                 nrep.err = r;
                 s = fd_send_with(p->fd, &nrep, sizeof(nrep), out, n_out);
+        } else if (h && h->type == PRIVD_NET_UNAUDIT) {
+                reply_header(&arep.h, h, sizeof(arep));
+                arep.err = r;
+                s = fd_send_with(p->fd, &arep, sizeof(arep), NULL, 0);
         } else {
                 reply_header(&rep.h, h && h->type < PRIVD_TYPE_MAX ? h : NULL, sizeof(rep));
                 rep.err = r;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sbx-bundle(1)'s pieces: pack (bundle-pack.c) and the rest (sbx-bundle.c). */
+/* sbx-bundle(1)'s pieces: pack (bundle-pack.c), errors and digests
+ * (tool-util.c) and the rest (sbx-bundle.c). */
 #pragma once
 
 #include <stdint.h>

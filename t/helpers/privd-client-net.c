@@ -207,18 +207,18 @@ static void net_job_close(struct netjob *a) {
         fflush(stdout);
 }
 
-/* The audit's messages, defined and not done yet: each answered
- * EOPNOTSUPP, A's network as it was. */
+/* The audit's messages to a helper started without --net-audit: each
+ * answered EOPNOTSUPP, A's network as it was. */
 static void audit_undone(struct netjob *a) {
         struct privd_hdr ring = hdr(PRIVD_NET_RING, sizeof(ring));
         expect_refused("NET_RING", call(&ring, sizeof(ring), NULL, 0, NULL, NULL, 0));
         struct privd_net_audit au = { .h = hdr(PRIVD_NET_AUDIT, sizeof(au)), .job = a->j.h, .flags = PRIVD_AUDIT_ENFORCE,
-                                      .n_deny_ports = 1, .budget = 1000, .deny_ports = { 25 } };
+                                      .n_deny = 1, .budget = 1000, .deny = { { 25, 25 } } };
         expect_refused("NET_AUDIT", call(&au, sizeof(au), NULL, 0, NULL, NULL, 0));
         struct privd_net_allow al = { .h = hdr(PRIVD_NET_ALLOW, sizeof(al)), .job = a->j.h, .addr = { [10] = 0xff, [11] = 0xff, [12] = 192, [13] = 0, [14] = 2, [15] = 1 },
                                       .prefix = 128, .proto = 6, .port_first = 80, .port_last = 80 };
         expect_refused("NET_ALLOW", call(&al, sizeof(al), NULL, 0, NULL, NULL, 0));
-        struct privd_net_deny de = { .h = hdr(PRIVD_NET_DENY, sizeof(de)), .op = PRIVD_DENY_CLEAR };
+        struct privd_net_deny de = { .h = hdr(PRIVD_NET_DENY, sizeof(de)), .op = PRIVD_DENY_ADD, .prefix = 128, .reason = 7 };
         expect_refused("NET_DENY", call(&de, sizeof(de), NULL, 0, NULL, NULL, 0));
         expect_refused("NET_UNAUDIT", job_op(PRIVD_NET_UNAUDIT, a->j.h));
 }

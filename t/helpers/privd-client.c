@@ -473,6 +473,8 @@ hello:;
                 return fs_artifacts(bundle);
         if (!strcmp(scenario, "many"))
                 return fs_many();
+        if (!strncmp(scenario, "audit", 5))
+                return audit_main(scenario);
         if (!strncmp(scenario, "net", 3))
                 return net_main(scenario, net_flags, hold, &usr1);
 

@@ -62,3 +62,6 @@ void attack_bundle(struct job *a, const char *root_dir);
  * PRIVD_NET_V6 or 0; with hold, wait for SIGUSR1 (usr1, blocked) before
  * hanging up. */
 int net_main(const char *scenario, uint32_t flags, bool hold, sigset_t *usr1);
+
+/* privd-client-audit.c: the network audit (t/privd-audit.bats). */
+int audit_main(const char *scenario);
