@@ -11,12 +11,16 @@ CONTRIB_GEN = \
 	contrib/sbx-supervisord.conf \
 	contrib/systemd/sbx-supervisord.service \
 	contrib/systemd/sbx-supervisord.socket \
+	contrib/systemd/sbx-privd.service \
+	contrib/systemd/sbx-privd.socket \
 	contrib/systemd/sbx.tmpfiles
 $(CONTRIB_GEN): Makefile
 	$(AM_V_GEN)$(do_subst)
 contrib/sbx-supervisord.conf: contrib/sbx-supervisord.conf.in
 contrib/systemd/sbx-supervisord.service: contrib/systemd/sbx-supervisord.service.in
 contrib/systemd/sbx-supervisord.socket: contrib/systemd/sbx-supervisord.socket.in
+contrib/systemd/sbx-privd.service: contrib/systemd/sbx-privd.service.in
+contrib/systemd/sbx-privd.socket: contrib/systemd/sbx-privd.socket.in
 contrib/systemd/sbx.tmpfiles: contrib/systemd/sbx.tmpfiles.in
 
 all-local: $(CONTRIB_GEN)
@@ -44,6 +48,8 @@ install-data-local: $(CONTRIB_GEN)
 		$(MKDIR_P) $(DESTDIR)$(systemdsystemunitdir) && \
 		$(INSTALL_DATA) contrib/systemd/sbx-supervisord.service $(DESTDIR)$(systemdsystemunitdir)/ && \
 		$(INSTALL_DATA) contrib/systemd/sbx-supervisord.socket $(DESTDIR)$(systemdsystemunitdir)/ && \
+		$(INSTALL_DATA) contrib/systemd/sbx-privd.service $(DESTDIR)$(systemdsystemunitdir)/ && \
+		$(INSTALL_DATA) contrib/systemd/sbx-privd.socket $(DESTDIR)$(systemdsystemunitdir)/ && \
 		$(MKDIR_P) $(DESTDIR)$(sysusersdir) $(DESTDIR)$(tmpfilesdir) && \
 		$(INSTALL_DATA) $(top_srcdir)/contrib/systemd/sbx.sysusers $(DESTDIR)$(sysusersdir)/sbx.conf && \
 		$(INSTALL_DATA) contrib/systemd/sbx.tmpfiles $(DESTDIR)$(tmpfilesdir)/sbx.conf; \
@@ -58,5 +64,7 @@ uninstall-local:
 	@if test -n "$(systemdsystemunitdir)"; then \
 		rm -f $(DESTDIR)$(systemdsystemunitdir)/sbx-supervisord.service \
 		      $(DESTDIR)$(systemdsystemunitdir)/sbx-supervisord.socket \
+		      $(DESTDIR)$(systemdsystemunitdir)/sbx-privd.service \
+		      $(DESTDIR)$(systemdsystemunitdir)/sbx-privd.socket \
 		      $(DESTDIR)$(sysusersdir)/sbx.conf $(DESTDIR)$(tmpfilesdir)/sbx.conf; \
 	fi

@@ -75,9 +75,12 @@ has_text() { # name text (text from stdin)
         sock=$(compiled_in supervisor/sbx-supervisord '/.*/sbx/sbx-supervisord\.sock')
         log=${state%/lib/sbx}/log/sbx
         makes_dir "$state" 0711
-        makes_dir "$state/results" 0700
+        makes_dir "$state-privd" 0711
         makes_dir "$log" 0750
-        has_line "$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.service" "ReadWritePaths=$state ${sock%/*} $log"
+        makes_dir "${sock%/*}" 0755
+        has_line "$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.service" "StateDirectory=sbx"
+        has_line "$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.service" "LogsDirectory=sbx"
+        has_line "$SBX_BUILDDIR/contrib/systemd/sbx-privd.service" "StateDirectory=sbx-privd"
         has_line "$SBX_BUILDDIR/contrib/sbx-supervisord.conf" "# state_dir = $state"
         has_line "$SBX_BUILDDIR/contrib/sbx-supervisord.conf" "audit_log = $log/audit.log"
         man_text sbx-supervisord.8 | has_text sbx-supervisord.8 "$state/results/ID.json"

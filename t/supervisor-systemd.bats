@@ -57,16 +57,25 @@ require_libsystemd() {
         wait "$act" || true
 }
 
-@test "the service unit is generated with the configured paths and documented" {
+@test "the service units are generated with the configured paths and documented: the front as user sbx without capabilities, sbx-privd with the cgroup" {
         unit="$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.service"
+        helper="$SBX_BUILDDIR/contrib/systemd/sbx-privd.service"
         [ -f "$unit" ]
         grep -q '^Type=notify$' "$unit"
-        grep -q '^Delegate=yes$' "$unit"
+        grep -q '^User=sbx$' "$unit"
+        grep -q '^CapabilityBoundingSet=$' "$unit"
+        ! grep -q '^Delegate=' "$unit" || false
+        grep -q '^Delegate=yes$' "$helper"
         grep -q '^Documentation=man:sbx-supervisord(8)' "$unit"
+        grep -q '^Documentation=man:sbx-privd(8)' "$helper"
         grep -Eq '^ExecStart=/[^@]*/sbx-supervisord --foreground --config /[^@]*/sbx/sbx-supervisord.conf$' "$unit"
+        grep -Eq '^ExecStart=/[^@]*/sbx-privd --listen 3 --front sbx ' "$helper"
+        grep -Eq '^ListenSequentialPacket=/[^@]*/sbx-privd.sock$' "$SBX_BUILDDIR/contrib/systemd/sbx-privd.socket"
+        grep -Eq '^helper_socket = /[^@]*/sbx-privd.sock$' "$SBX_BUILDDIR/contrib/sbx-supervisord.conf"
         if command -v systemd-analyze >/dev/null; then
                 # only complaints about paths not installed here are allowed
-                run systemd-analyze verify "$unit" "$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.socket"
+                run systemd-analyze verify "$unit" "$SBX_BUILDDIR/contrib/systemd/sbx-supervisord.socket" \
+                        "$helper" "$SBX_BUILDDIR/contrib/systemd/sbx-privd.socket"
                 # it fails only with complaints, and those are the allowed ones
                 [ "$status" -eq 0 ] || [ -n "$output" ]
                 ! grep -v -e 'is not executable' -e "Command 'man " -e 'not found' <<<"$output" | grep -q . || false

