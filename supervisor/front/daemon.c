@@ -306,6 +306,8 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
                 r = privsep_start(cfg, d->cg.enabled ? d->cg.root : NULL, &d->privc, err);
                 if (r < 0)
                         return r;
+                privsep_netpriv(&d->privc, &d->netpriv_ops);
+                d->netpriv = &d->netpriv_ops;
         }
         r = statedir_open(&d->dirs, cfg, err);
         if (r < 0)

@@ -15,3 +15,7 @@ struct config;
 
 /* cgroup_dir: the cgroup2 directory the helper makes job cgroups below. */
 int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc *ret, struct sbx_error *err);
+struct netpriv;
+/* The network's and the audit's requests to the helper behind c, for
+ * the network code (net/netremote.h), which stands below c's folder. */
+void privsep_netpriv(struct privc *c, struct netpriv *ret);
