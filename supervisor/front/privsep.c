@@ -44,14 +44,19 @@ static int workspace_dir(const struct config *cfg, char *buf, size_t len) {
  * front cannot write what the helper puts back at its next start. */
 static int net_state_dir(const struct config *cfg, char *buf, size_t len) {
         snprintf(buf, len, "%s/privd-net", cfg->state_dir);
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+        bool made = mkdir(buf, 0700) == 0;
+        if (!made && errno != EEXIST)
                 return -errno;
         struct stat st;
         if (lstat(buf, &st) < 0)
                 return -errno;
         if (!S_ISDIR(st.st_mode))
                 return -ENOTDIR;
-        if (chown(buf, 0, 0) < 0 || chmod(buf, 0700) < 0)
+        /* One the front could have made in the directory it owns is not
+         * taken: its record would be put back by root. */
+        if (!made && st.st_uid != 0)
+                return -EPERM;
+        if (made && (chown(buf, 0, 0) < 0 || chmod(buf, 0700) < 0))
                 return -errno;
         return 0;
 }
@@ -276,7 +281,8 @@ int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc
         if ((r = workspace_dir(cfg, ws, sizeof(ws))) < 0)
                 return sbx_error_set(err, r, "workspace directory %s", ws);
         if (cfg->net_pool && (r = net_state_dir(cfg, net_state, sizeof(net_state))) < 0)
-                return sbx_error_set(err, r, "sbx-privd's network state directory %s", net_state);
+                return sbx_error_set(err, r, "sbx-privd's network state directory %s%s", net_state,
+                                     r == -EPERM ? " is not root's: remove it, root makes it again" : "");
         if ((r = start_helper(cfg, cgroup_dir, ws, net_state, &fd, &pid)) < 0)
                 return sbx_error_set(err, r, "cannot start sbx-privd");
         if ((r = privc_open(ret, fd, pid, err)) < 0)
