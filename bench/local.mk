@@ -50,3 +50,8 @@ EXTRA_DIST += bench/dns.sh
 .PHONY: bench-dns
 bench-dns: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
 	bash $(srcdir)/bench/dns.sh
+
+EXTRA_DIST += bench/init.sh
+.PHONY: bench-init
+bench-init: launcher/sbx-launch init/sbx-init t/helpers/init-client
+	$(SHELL) $(srcdir)/bench/init.sh

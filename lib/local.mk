@@ -10,6 +10,7 @@ LIBSBX_SOURCES = \
 	lib/inikeys.h lib/inikeys.c \
 	lib/json-string.h lib/json-string.c \
 	lib/launch-abi.h \
+	lib/init-abi.h lib/initc.h lib/initc.c \
 	lib/profile.h lib/profile-internal.h \
 	lib/profile-keys.h \
 	lib/profile.c lib/profile-value.c lib/profile-keys.c lib/profile-keys-fs.c \

@@ -7,6 +7,7 @@ MAN_SCD = \
 	man/sbx-launch.1.scd \
 	man/sbx-supervisord.8.scd \
 	man/sbx-privd.8.scd \
+	man/sbx-init.8.scd \
 	man/sbx-supervisord.conf.5.scd \
 	man/sbx-protocol.7.scd \
 	man/sbxctl.1.scd \
@@ -24,6 +25,7 @@ $(MAN_PAGES): Makefile
 man/sbx-launch.1: man/sbx-launch.1.in
 man/sbx-supervisord.8: man/sbx-supervisord.8.in
 man/sbx-privd.8: man/sbx-privd.8.in
+man/sbx-init.8: man/sbx-init.8.in
 man/sbx-supervisord.conf.5: man/sbx-supervisord.conf.5.in
 man/sbx-protocol.7: man/sbx-protocol.7.in
 man/sbxctl.1: man/sbxctl.1.in

@@ -20,3 +20,12 @@ LAUNCH_TESTS = \
 	t/launch-docs.bats
 TESTS += $(LAUNCH_TESTS)
 EXTRA_DIST += $(LAUNCH_TESTS) t/helpers/tty-caller.py
+
+# sbx-init(8) in a live sandbox, through the client library and a test
+# client that plays the daemon's part.
+check_PROGRAMS += t/helpers/init-client
+t_helpers_init_client_SOURCES = t/helpers/init-client.c
+t_helpers_init_client_LDADD = $(LIBSBX)
+SESSION_TESTS = t/session-init.bats
+TESTS += $(SESSION_TESTS)
+EXTRA_DIST += $(SESSION_TESTS)

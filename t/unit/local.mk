@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # cmocka unit tests; they print TAP (CMOCKA_MESSAGE_OUTPUT=TAP from t/local.mk).
-UNIT_TESTS = t/unit/parse-test t/unit/profile-test t/unit/inikeys-test t/unit/json-string-test t/unit/urlmatch-test t/unit/auditring-test
+UNIT_TESTS = t/unit/parse-test t/unit/profile-test t/unit/inikeys-test t/unit/json-string-test t/unit/urlmatch-test t/unit/auditring-test \
+	t/unit/initc-test
 if HAVE_CMOCKA
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -34,6 +35,11 @@ t_unit_json_string_test_LDADD = $(UNIT_LDADD)
 t_unit_urlmatch_test_SOURCES = t/unit/urlmatch-test.c
 t_unit_urlmatch_test_CFLAGS = $(UNIT_CFLAGS) $(CURL_CFLAGS) $(SUP_IQUOTE)
 t_unit_urlmatch_test_LDADD = $(LIBSUP) $(CMOCKA_LIBS)
+
+# lib/initc.c against a fake, hostile sbx-init.
+t_unit_initc_test_SOURCES = t/unit/initc-test.c
+t_unit_initc_test_CFLAGS = $(UNIT_CFLAGS)
+t_unit_initc_test_LDADD = $(UNIT_LDADD)
 
 # supervisor/net/auditring.c: the front's reader of the audit's ring buffer.
 t_unit_auditring_test_SOURCES = t/unit/auditring-test.c supervisor/net/auditring.h supervisor/net/auditring.c

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbx-init: the command of a session's sandbox. It holds one inherited
+ * SOCK_SEQPACKET socket to the daemon and does only what the daemon asks
+ * over it (lib/init-abi.h): start commands, signal them, report their end,
+ * open and list files of the workspace. It runs as the sandbox's uid among
+ * the processes it starts, which can stop, kill or flood it; so it keeps no
+ * state worth stealing, answers every malformed datagram with an error, and
+ * exits when the socket closes. The launcher's pid 1 then ends the whole
+ * sandbox. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "fd-util.h"
+#include "macro.h"
+
+/* Requests taken from the socket before the loop looks at SIGCHLD again:
+ * a flood of requests does not hold back exit events for long. */
+#define BATCH 32
+
+static _noreturn_ void fatal(const char *what, int errnum) {
+        dprintf(STDERR_FILENO, "sbx-init: %s: %s\n", what, strerror(errnum));
+        _exit(1);
+}
+
+void agent_send(struct agent *a, uint32_t type, uint32_t id, int32_t error, const void *payload,
+                size_t len, const int *fds, unsigned n_fds) {
+        char buf[SBX_INIT_MSG_MAX];
+        struct sbx_init_hdr h = { .type = type, .id = id, .len = (uint32_t) len, .error = error };
+        if (len > sizeof(buf) - sizeof(h))
+                fatal("reply", EMSGSIZE);
+        memcpy(buf, &h, sizeof(h));
+        if (len)
+                memcpy(buf + sizeof(h), payload, len);
+        /* Blocking: a daemon that stops reading stalls this session only. */
+        int r = fd_send_with(a->sock, buf, sizeof(h) + len, fds, n_fds);
+        if (r == -EPIPE || r == -ECONNRESET)
+                _exit(0);
+        if (r < 0)
+                fatal("send", -r);
+}
+
+void agent_reply(struct agent *a, const struct request *rq, const void *payload, size_t len,
+                 const int *fds, unsigned n_fds) {
+        agent_send(a, rq->hdr.type | SBX_INIT_REPLY, rq->hdr.id, 0, payload, len, fds, n_fds);
+}
+
+void agent_reply_error(struct agent *a, const struct request *rq, int errnum) {
+        agent_send(a, (rq->hdr.type & 0xffffu) | SBX_INIT_REPLY, rq->hdr.id, errnum, NULL, 0, NULL, 0);
+}
+
+static void close_passed_fds(struct msghdr *mh) {
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < n; i++) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+                        close(fd);
+                }
+        }
+}
+
+static void dispatch(struct agent *a, const struct request *rq) {
+        switch (rq->hdr.type) {
+        case SBX_INIT_SPAWN:
+                spawn_request(a, rq);
+                break;
+        case SBX_INIT_SIGNAL:
+                signal_request(a, rq);
+                break;
+        case SBX_INIT_OPEN:
+        case SBX_INIT_LIST:
+        case SBX_INIT_STAT:
+        case SBX_INIT_REMOVE:
+        case SBX_INIT_MKDIR:
+                files_request(a, rq);
+                break;
+        default:
+                agent_reply_error(a, rq, EOPNOTSUPP);
+        }
+}
+
+/* One datagram: false when none is waiting. */
+static bool take_request(struct agent *a) {
+        static char buf[SBX_INIT_MSG_MAX];
+        union {
+                char b[CMSG_SPACE(8 * sizeof(int))];
+                struct cmsghdr align;
+        } cbuf;
+        struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+                             .msg_controllen = sizeof(cbuf.b) };
+        ssize_t n = recvmsg(a->sock, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return false;
+                if (errno == ECONNRESET)
+                        _exit(0);
+                fatal("receive", errno);
+        }
+        if (n == 0)
+                _exit(0); /* the daemon closed its end: the session is over */
+        /* The daemon never sends descriptors; whatever came is not kept. */
+        bool had_fds = mh.msg_controllen > 0;
+        close_passed_fds(&mh);
+
+        struct request rq = { 0 };
+        if ((size_t) n < sizeof(rq.hdr)) {
+                agent_send(a, SBX_INIT_BAD, 0, EBADMSG, NULL, 0, NULL, 0);
+                return true;
+        }
+        memcpy(&rq.hdr, buf, sizeof(rq.hdr));
+        if ((size_t) n > sizeof(buf) || (mh.msg_flags & MSG_TRUNC))
+                agent_reply_error(a, &rq, EMSGSIZE);
+        else if (rq.hdr.len != (size_t) n - sizeof(rq.hdr) || rq.hdr.error != 0 || had_fds ||
+                 (mh.msg_flags & MSG_CTRUNC))
+                agent_reply_error(a, &rq, EBADMSG);
+        else {
+                rq.payload = buf + sizeof(rq.hdr);
+                rq.len = rq.hdr.len;
+                dispatch(a, &rq);
+        }
+        return true;
+}
+
+static void usage(void) {
+        dprintf(STDERR_FILENO, "usage: sbx-init [--fd FD] [--workspace DIR]\n");
+        _exit(2);
+}
+
+static void parse_args(int argc, char **argv, int *ret_fd, const char **ret_dir) {
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--fd") && i + 1 < argc) {
+                        char *end;
+                        errno = 0;
+                        long v = strtol(argv[++i], &end, 10);
+                        if (errno || *end || end == argv[i] || v < 0 || v > 65535)
+                                usage();
+                        *ret_fd = (int) v;
+                } else if (streq(argv[i], "--workspace") && i + 1 < argc)
+                        *ret_dir = argv[++i];
+                else if (streq(argv[i], "--version")) {
+                        dprintf(STDOUT_FILENO, "sbx-init %s (protocol %d)\n", PACKAGE_VERSION, SBX_INIT_VERSION);
+                        _exit(0);
+                } else
+                        usage();
+        }
+}
+
+static int setup(struct agent *a, int fd, const char *dir) {
+        int type = 0;
+        socklen_t tl = sizeof(type);
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0)
+                fatal("--fd", errno);
+        if (type != SOCK_SEQPACKET)
+                fatal("--fd: not a SOCK_SEQPACKET socket", EPROTOTYPE);
+        /* Only this process may hold it: a command started here must never
+         * speak to the daemon. */
+        if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+                fatal("--fd", errno);
+        a->sock = fd;
+        a->workspace = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (a->workspace < 0)
+                fatal(dir, errno);
+        /* The commands run as our uid: without this, any of them could
+         * read our memory through /proc/PID/mem or take our descriptors. */
+        prctl(PR_SET_DUMPABLE, 0);
+        /* As the sandbox's pid 1 we reap orphans already; otherwise make
+         * them ours rather than the launcher's, so a command's daemonised
+         * descendants stay under us and are reaped here. */
+        if (getpid() != 1)
+                prctl(PR_SET_CHILD_SUBREAPER, 1);
+        signal(SIGPIPE, SIG_IGN);
+
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+        int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0)
+                fatal("signalfd", errno);
+        return sfd;
+}
+
+int main(int argc, char **argv) {
+        static struct agent a = { .sock = -1, .workspace = -1, .next_handle = 1 };
+        int fd = 3;
+        const char *dir = ".";
+
+        parse_args(argc, argv, &fd, &dir);
+        int sfd = setup(&a, fd, dir);
+
+        struct sbx_init_ready ready = {
+                .version = SBX_INIT_VERSION,
+                .pid = getpid(),
+                .procs_max = SBX_INIT_PROCS_MAX,
+                .msg_max = SBX_INIT_MSG_MAX,
+        };
+        agent_send(&a, SBX_INIT_EV_READY, 0, 0, &ready, sizeof(ready), NULL, 0);
+
+        for (;;) {
+                struct pollfd pfd[2] = {
+                        { .fd = a.sock, .events = POLLIN },
+                        { .fd = sfd, .events = POLLIN },
+                };
+                if (poll(pfd, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fatal("poll", errno);
+                }
+                if (pfd[1].revents) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof(si)) == (ssize_t) sizeof(si))
+                                ;
+                        spawn_reap(&a);
+                }
+                if (pfd[0].revents)
+                        for (int i = 0; i < BATCH && take_request(&a); i++)
+                                ;
+        }
+}
