@@ -151,3 +151,26 @@ status_of() { # FIELD of the front's /proc status
         echo "$evs"
         grep -qx "connect - ${TH}.1 8080 allow -" <<<"$evs"
 }
+
+@test "user mode: past sbx-privd's blocks restricted jobs wait in the queue, and each gets a block once the one before it is back" {
+        # a /28, the smallest network_pool: four blocks for ten jobs
+        sed -i "s|^network_pool = .*|network_pool = 10.216.$POOL_X.0/28|" "$SUP_DIR/sup.conf"
+        sup_stop
+        sup_start
+        local ids=() id i
+        for i in $(seq 10); do
+                run ctl --json submit --network restricted --allow ${TH}.1:8080 -- \
+                        python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" tcp:${TH}.1:8080
+                [ "$status" -eq 0 ] || { echo "$output"; false; }
+                ids+=("$(json_get job <<<"$output")")
+        done
+        for id in "${ids[@]}"; do
+                res=$(ctl --json wait "$id" || true)
+                [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$id: $res"; false; }
+                run -0 ctl logs "$id"
+                [ "$output" = "tcp:${TH}.1:8080 ok ${TH}.1:8080" ]
+        done
+        # the next test gets the file's own daemon again
+        sup_stop
+        ! grep -q "sbx-privd: NET_OPEN" "$SUP_DIR/daemon.log" || false
+}
