@@ -299,17 +299,23 @@ net_setup() {
         for port in 8080 8081; do
                 (cd /tmp && exec ip netns exec sbxt python3 -m http.server --bind 192.0.2.1 $port >/dev/null 2>&1 &)
         done
+        # The pool is the helper's setting (its unit, by a drop-in) and the
+        # front's (its network_pool), the same.
+        mkdir -p /etc/systemd/system/sbx-privd.service.d &&
+                { echo '[Service]'; echo 'ExecStart='
+                  awk '/^ExecStart=/ { p = 1 } p { sub(/\\$/, ""); printf "%s", $0 } p && !/\\$/ { exit }' /lib/systemd/system/sbx-privd.service
+                  echo ' --net-pool 10.213.0.0/24 --net-state /var/lib/sbx-privd/net'; } >/etc/systemd/system/sbx-privd.service.d/net.conf &&
+                cat /etc/systemd/system/sbx-privd.service.d/net.conf && systemctl daemon-reload || return 1
         sed -i 's|^\[daemon\]$|[daemon]\nnetwork_pool = 10.213.0.0/24|' /etc/sbx/sbx-supervisord.conf &&
                 sed -i 's|^\[tenant.users\]$|&\nnetwork = none host restricted\nnetwork_allow = 192.0.2.0/24:*/any|' /etc/sbx/sbx-supervisord.conf &&
-                systemctl restart sbx-supervisord.service &&
+                systemctl restart sbx-privd.service sbx-supervisord.service &&
                 wait_for 30 sh -c 'journalctl -b -u sbx-supervisord.service --no-pager | grep -q "restricted jobs: \(veths\|unavailable\)"' &&
                 wait_for 30 python3 -c 'import socket; socket.create_connection(("192.0.2.1", 8081), 5)' || return 1
         journalctl -b -u sbx-supervisord.service --no-pager | grep "restricted jobs\|network audit" | tail -n 2
         journalctl -b -u sbx-supervisord.service --no-pager | grep -q "restricted jobs: veths" &&
                 journalctl -b -u sbx-supervisord.service --no-pager | grep -q "network audit: eBPF programs loaded"
 }
-todo "with a network_pool, the daemon under the unit offers restricted jobs and the network audit (veths, nftables, eBPF)" \
-        "the front connected by helper_socket does not ask sbx-privd for veths and the audit yet (NET_OPEN, NET_RING...), and sbx-privd.service has no --net-pool nor --net-audit by default; see sbx-supervisord(8) PRIVILEGE SEPARATION" net_setup
+check "with a network_pool, the daemon under the unit offers restricted jobs and the network audit (veths, nftables, eBPF)" net_setup
 
 # tcp:ADDR:PORT... -> one line each: ok, or the errno's name
 net_probe='import errno, socket, sys
@@ -334,8 +340,7 @@ restricted_job() {
                 jq -e '[.network_events[] | select(.port == 8080 and .verdict == "allow")] | length > 0' <<<"$r" >/dev/null &&
                 jq -e '[.network_events[] | select(.port == 8081 and .verdict == "deny")] | length > 0' <<<"$r" >/dev/null
 }
-todo "--network restricted: a job reaches what --allow admits and nothing else, and --audit records both attempts" \
-        "the front connected by helper_socket does not ask sbx-privd for veths and the audit yet (NET_OPEN, NET_RING...), and sbx-privd.service has no --net-pool nor --net-audit by default; see sbx-supervisord(8) PRIVILEGE SEPARATION" restricted_job
+check "--network restricted: a job reaches what --allow admits and nothing else, and --audit records both attempts" restricted_job
 
 # --- a bundle from a signed registry, under the unit ----------------------------------
 bundle_job() {
