@@ -8,8 +8,9 @@
 #     one live sandbox: request to reply (the command has exec'd), and
 #     request to its EXIT event (the round trip);
 #  3. a one-shot `sbx-launch -- /bin/true` with the same default profile,
-#     timed by hyperfine.
-# p50, p95 and p99 of each, as the unprivileged user nobody (or yourself
+#     timed by hyperfine;
+#  4. the machine's floor: /bin/true without any sandbox, by hyperfine.
+# and sbx-init's own peak resident set. min, p50, p95 and p99 of each, as the unprivileged user nobody (or yourself
 # when not root).
 #
 # Usage: bench/init.sh [RUNS]   (default 1000)
@@ -59,7 +60,16 @@ set -- $(sed -n 's/^bench n=[0-9]* spawn_us p50=\([0-9]*\) p95=\([0-9]*\) p99=\(
 echo "spawn of true in a live sandbox, request to reply ($runs runs), us: p50 $1  p95 $2  p99 $3"
 echo "spawn of true in a live sandbox, request to EXIT ($runs runs), us: p50 $4  p95 $5  p99 $6"
 
+echo "run -- sh -c 'grep VmHWM /proc/2/status'" | as_user ./init-client -- ./sbx-launch --pass-fd 3 --ro-bind "$stage" /sbx \
+        --tmpfs /work -- /sbx/sbx-init --workspace /work > rss.txt
+echo "sbx-init peak RSS after one spawn: $(sed -n 's/^VmHWM:[[:space:]]*//p' rss.txt)"
+
 as_user hyperfine -N --warmup 20 --runs "$runs" --export-json oneshot.json "./sbx-launch -- /bin/true" >/dev/null
 jq -r '.results[0].times[] * 1000000 | floor' oneshot.json > oneshot.txt
 echo "one-shot sbx-launch -- /bin/true ($runs runs), us: $(pct oneshot.txt)"
+
+# The machine's own floor: a bare fork and exec of /bin/true, no sandbox.
+as_user hyperfine -N --warmup 20 --runs "$runs" --export-json host.json "/bin/true" >/dev/null
+jq -r '.results[0].times[] * 1000000 | floor' host.json > host.txt
+echo "host: /bin/true, no sandbox ($runs runs), us: $(pct host.txt)"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -292,3 +292,30 @@ EOF2
         [ "${lines[1]}" = "orphan of 2" ]
         [ "${lines[3]}" = 0 ]
 }
+
+@test "a command holds nothing of the agent's: not the socket, not the workspace's descriptor" {
+        run session <<'EOF2'
+run -- sh -c 'ls -l /proc/$$/fd | grep -c socket; ls /proc/$$/fd | xargs'
+EOF2
+        [ "$status" -eq 0 ]
+        [ "${lines[1]}" = 0 ]
+        [ "${lines[2]}" = "0 1 2" ]
+}
+
+@test "at most 256 commands run at once: the next spawn is EAGAIN until one ends" {
+        local cmds i
+        EXTRA+=(--set limits.processes=1000)
+        cmds=
+        for i in $(seq 257); do
+                cmds+="bg -- sleep 1000"$'\n'
+        done
+        cmds+=$'signal 1 9\nwait 1\nbg -- sleep 1000'
+        TIMEOUT=20000
+        run session <<<"$cmds"
+        [ "$status" -eq 0 ]
+        [ "${lines[256]}" = "handle 256" ]
+        [ "${lines[257]}" = "error EAGAIN" ]
+        [[ "${lines[259]}" == "exit signal=9 "* ]]
+        # handles are never reused
+        [ "${lines[260]}" = "handle 257" ]
+}

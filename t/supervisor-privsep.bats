@@ -110,7 +110,7 @@ privd_pid() {
         [[ "$output" == *E_RESTARTED* || "$output" == *E_LOST* ]]
 }
 
-@test "what the user mode refuses, each named: an unknown user, root, a tenant's job_user, no job_uids, not root" {
+@test "what the user mode refuses, each named: an unknown user, root, a tenant's job_user, no job_uids, a network state directory not root's, not root" {
         sed -i "s|^user = .*|user = no-such-user-sbx|" "$SUP_DIR/sup.conf"
         run "$SBX_STAGE/bin/sbx-supervisord" --check-config -c "$SUP_DIR/sup.conf"
         [ "$status" -ne 0 ]
@@ -130,6 +130,17 @@ privd_pid() {
         [ "$status" -ne 0 ]
         [[ "$output" == *"user sbx: needs job_uids"* ]]
         sed -i "s|^job_uids = .*|job_uids = $SUP_JOB_UIDS|" "$SUP_DIR/sup.conf"
+        # sbx-privd's network state (its forwarding record, put back by
+        # root) in a directory the front made in the state directory it
+        # owns is not taken
+        mkdir -p "$SUP_DIR/state/privd-net"
+        chown sbx "$SUP_DIR/state/privd-net"
+        sed -i "s|^job_uids = .*|&\nnetwork_pool = 10.217.$((RANDOM % 256)).0/24|" "$SUP_DIR/sup.conf"
+        run timeout 30 "$SBX_STAGE/bin/sbx-supervisord" -c "$SUP_DIR/sup.conf"
+        rm -rf "$SUP_DIR/state/privd-net"
+        sed -i '/^network_pool = /d' "$SUP_DIR/sup.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"privd-net is not root's: remove it, root makes it again"* ]]
         run timeout 30 setpriv --reuid=nobody --regid=nogroup --clear-groups "$SBX_STAGE/bin/sbx-supervisord" -c "$SUP_DIR/sup.conf"
         [ "$status" -ne 0 ]
         [[ "$output" == *"the daemon was not started as root"* ]]

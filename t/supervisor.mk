@@ -126,6 +126,7 @@ SUP_BATS = \
 	t/supervisor-forwarding.bats \
 	t/supervisor-dnstcp.bats \
 	t/supervisor-rebind.bats \
+	t/supervisor-netuser.bats \
 	t/supervisor-dnslimits.bats \
 	t/supervisor-download.bats \
 	t/supervisor-trace.bats \

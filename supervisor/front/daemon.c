@@ -308,6 +308,8 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
                 r = privsep_connect(cfg, &d->privc, err);
                 if (r < 0)
                         return r;
+                privsep_netpriv(&d->privc, &d->netpriv_ops);
+                d->netpriv = &d->netpriv_ops;
         } else if (cfg->user) {
                 if (geteuid() != 0)
                         return sbx_error_set(err, EPERM, "user %s: set, but the daemon was not started as root, which starts sbx-privd",
@@ -318,6 +320,8 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
                 r = privsep_start(cfg, d->cg.enabled ? d->cg.root : NULL, &d->privc, err);
                 if (r < 0)
                         return r;
+                privsep_netpriv(&d->privc, &d->netpriv_ops);
+                d->netpriv = &d->netpriv_ops;
         }
         r = statedir_open(&d->dirs, cfg, err);
         if (r < 0)

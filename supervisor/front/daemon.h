@@ -19,6 +19,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "netfwd.h"
+#include "netremote.h"
 #include "policy.h"
 #include "pool.h"
 #include "result.h"
@@ -70,6 +71,11 @@ struct daemon {
         struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
         struct source http_src;
         struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
+        /* with "user" set: the network's privileged steps are sbx-privd's
+         * (netpriv NULL: this process does them), the audit is netremote.c */
+        const struct netpriv *netpriv;
+        struct netpriv netpriv_ops;
+        struct netremote *netremote;
         struct netdeny *net_deny; /* where restricted jobs never go (netdeny.h), as the programs hold it */
         uint64_t net_deny_next_ms; /* when the host's addresses are read again */
         char no_net_audit_why[256];

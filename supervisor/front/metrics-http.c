@@ -57,7 +57,7 @@ static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_
                 .queued = d->sched.all.queued,
                 .running = d->sched.all.running,
                 .connections = d->conns.n,
-                .net_strays = netaudit_strays(d->netaudit),
+                .net_strays = netaudit_strays(d->netaudit) + netremote_strays(d->netremote),
                 .net_pool = d->caps.net_restricted,
                 .net_pool_used = d->net_slots_used,
                 .net_pool_size = d->net_slots,

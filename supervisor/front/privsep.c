@@ -15,7 +15,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 #include "conf.h"
+#include "netremote.h"
 #include "policy.h"
 #include "log.h"
 #include "macro.h"
@@ -39,7 +42,29 @@ static int workspace_dir(const struct config *cfg, char *buf, size_t len) {
         return 0;
 }
 
-static int start_helper(const struct config *cfg, const char *cgroup_dir, const char *ws, int *ret_fd, pid_t *ret_pid) {
+/* Where the helper records the forwarding it switches on: root's, so the
+ * front cannot write what the helper puts back at its next start. */
+static int net_state_dir(const struct config *cfg, char *buf, size_t len) {
+        snprintf(buf, len, "%s/privd-net", cfg->state_dir);
+        bool made = mkdir(buf, 0700) == 0;
+        if (!made && errno != EEXIST)
+                return -errno;
+        struct stat st;
+        if (lstat(buf, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        /* One the front could have made in the directory it owns is not
+         * taken: its record would be put back by root. */
+        if (!made && st.st_uid != 0)
+                return -EPERM;
+        if (made && (chown(buf, 0, 0) < 0 || chmod(buf, 0700) < 0))
+                return -errno;
+        return 0;
+}
+
+static int start_helper(const struct config *cfg, const char *cgroup_dir, const char *ws, const char *net_state, int *ret_fd,
+                        pid_t *ret_pid) {
         int sp[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
@@ -54,9 +79,34 @@ static int start_helper(const struct config *cfg, const char *cgroup_dir, const 
                  (unsigned) (cfg->job_uid_first + cfg->job_uid_count - 1));
         snprintf(max_jobs, sizeof(max_jobs), "%u", (unsigned) (cfg->max_jobs < cfg->job_uid_count ? cfg->max_jobs : cfg->job_uid_count));
         const char *helper = cfg->helper ? cfg->helper : SBX_LIBEXECDIR "/sbx-privd";
-        const char *argv[] = { helper, "--fd", "3", "--front", front, "--uids", uids, "--cgroup", cgroup_dir, "--workspace", ws,
-                               "--launcher", cfg->launcher, "--max-jobs", max_jobs, "--workspace-max", ws_max,
-                               cfg->profile_path ? "--profile-path" : NULL, cfg->profile_path, NULL };
+        const char *argv[32] = { helper, "--fd", "3", "--front", front, "--uids", uids, "--cgroup", cgroup_dir, "--workspace", ws,
+                                 "--launcher", cfg->launcher, "--max-jobs", max_jobs, "--workspace-max", ws_max };
+        size_t n = 17;
+        /* Restricted jobs and the audit: the same pools and ring as a
+         * daemon that runs as root would use itself. */
+        char ring[24], pool[INET6_ADDRSTRLEN + 8], pool6[INET6_ADDRSTRLEN + 8], a[INET6_ADDRSTRLEN];
+        snprintf(ring, sizeof(ring), "%llu", (unsigned long long) cfg->network_ring);
+        argv[n++] = "--net-audit";
+        argv[n++] = ring;
+        if (cfg->net_pool) {
+                inet_ntop(AF_INET, &cfg->net_pool, a, sizeof(a));
+                snprintf(pool, sizeof(pool), "%s/%u", a, cfg->net_pool_prefix);
+                argv[n++] = "--net-pool";
+                argv[n++] = pool;
+                argv[n++] = "--net-state";
+                argv[n++] = net_state;
+                if (cfg->net_pool6_prefix) {
+                        inet_ntop(AF_INET6, cfg->net_pool6, a, sizeof(a));
+                        snprintf(pool6, sizeof(pool6), "%s/%u", a, cfg->net_pool6_prefix);
+                        argv[n++] = "--net-pool6";
+                        argv[n++] = pool6;
+                }
+        }
+        if (cfg->profile_path) {
+                argv[n++] = "--profile-path";
+                argv[n++] = cfg->profile_path;
+        }
+        argv[n] = NULL;
         pid_t pid = fork();
         if (pid < 0) {
                 int r = -errno;
@@ -217,7 +267,7 @@ static int lock_down(struct sbx_error *err) {
 }
 
 int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc *ret, struct sbx_error *err) {
-        char ws[4096];
+        char ws[4096], net_state[4200];
         int fd = -1, r;
         pid_t pid = 0;
         if (cfg->job_uid_count == 0)
@@ -228,7 +278,8 @@ int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc
                                              cfg->tenants[i].origin, cfg->tenants[i].name, cfg->user);
         if (!cgroup_dir)
                 return sbx_error_set(err, EOPNOTSUPP, "user %s: sbx-privd needs a cgroup2 directory for job cgroups (cgroup)", cfg->user);
-        r = give_state(cfg, cfg->user_uid, cfg->user_gid, NULL, err);
+        snprintf(net_state, sizeof(net_state), "%s/privd-net", cfg->state_dir);
+        r = give_state(cfg, cfg->user_uid, cfg->user_gid, net_state, err);
         if (r == 0)
                 r = socket_dir(cfg, err);
         if (r == 0)
@@ -237,7 +288,10 @@ int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc
                 return r;
         if ((r = workspace_dir(cfg, ws, sizeof(ws))) < 0)
                 return sbx_error_set(err, r, "workspace directory %s", ws);
-        if ((r = start_helper(cfg, cgroup_dir, ws, &fd, &pid)) < 0)
+        if (cfg->net_pool && (r = net_state_dir(cfg, net_state, sizeof(net_state))) < 0)
+                return sbx_error_set(err, r, "sbx-privd's network state directory %s%s", net_state,
+                                     r == -EPERM ? " is not root's: remove it, root makes it again" : "");
+        if ((r = start_helper(cfg, cgroup_dir, ws, net_state, &fd, &pid)) < 0)
                 return sbx_error_set(err, r, "cannot start sbx-privd");
         if ((r = privc_open(ret, fd, pid, err)) < 0)
                 return r;
@@ -285,4 +339,35 @@ int privsep_connect(const struct config *cfg, struct privc *ret, struct sbx_erro
         log_info("sbx-privd at %s holds uids %u-%u and %u job slots; this front is user %s", cfg->helper_socket, ret->uid_first,
                  ret->uid_first + ret->uid_count - 1, ret->max_jobs, cfg->user);
         return lock_down(err);
+}
+
+/* The network's privileged steps, asked of the helper (net/netremote.h). */
+static int op_net_open(void *arg, struct privd_handle job, pid_t pid, uint64_t netns_ino, bool v6, struct privd_net_reply *ret,
+                       int *ret_dns_fd, int *ret_dns_tcp_fd) {
+        return privc_net_open(arg, job, pid, netns_ino, v6, ret, ret_dns_fd, ret_dns_tcp_fd);
+}
+
+static int op_ring(void *arg, int *ret_fd, uint32_t *ret_bytes) {
+        return privc_net_ring(arg, ret_fd, ret_bytes);
+}
+
+static int op_audit(void *arg, struct privd_net_audit *m) {
+        return privc_net_audit(arg, m);
+}
+
+static int op_allow(void *arg, struct privd_net_allow *m) {
+        return privc_net_allow(arg, m);
+}
+
+static int op_deny(void *arg, struct privd_net_deny *m) {
+        return privc_net_deny(arg, m);
+}
+
+static int op_unaudit(void *arg, struct privd_handle job, uint64_t *ret_lost, uint64_t *ret_dropped) {
+        return privc_net_unaudit(arg, job, ret_lost, ret_dropped);
+}
+
+void privsep_netpriv(struct privc *c, struct netpriv *ret) {
+        *ret = (struct netpriv){ .arg = c, .net_open = op_net_open, .ring = op_ring, .audit = op_audit, .allow = op_allow,
+                                 .deny = op_deny, .unaudit = op_unaudit, .net_slots = c->net_slots };
 }

@@ -19,3 +19,7 @@ int privsep_start(const struct config *cfg, const char *cgroup_dir, struct privc
  * connects to a running sbx-privd there, then takes no_new_privs and its
  * seccomp filter as above; it starts no helper and changes no owner. */
 int privsep_connect(const struct config *cfg, struct privc *ret, struct sbx_error *err);
+struct netpriv;
+/* The network's and the audit's requests to the helper behind c, for
+ * the network code (net/netremote.h), which stands below c's folder. */
+void privsep_netpriv(struct privc *c, struct netpriv *ret);

@@ -19,6 +19,7 @@
 
 struct cache_entry;
 struct netaudit_att;
+struct netremote_att;
 struct netlink_job;
 struct dnsproxy;
 struct daemon;
@@ -65,6 +66,7 @@ struct rjob {
 
         /* netjob.c: its network audit, and what it recorded */
         struct netaudit_att *net_att;
+        struct netremote_att *net_ratt; /* the same, done by sbx-privd (netremote.c) */
         bool net_audited;         /* the audit was attached for its whole run */
         struct netevents net;
         struct netlink_job *netlink; /* a restricted job's veth */

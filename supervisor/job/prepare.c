@@ -82,6 +82,16 @@ static void prepare_done(struct work *w) {
                 runner_end(rj);
                 return;
         }
+        /* sbx-privd attaches the audit to the cgroup JOB_OPEN just made,
+         * before SPAWN, as it must. */
+        char msg[SBX_ERROR_MAX + 64];
+        if (privc_on(&rj->d->privc) && netjob_start(rj, msg, sizeof(msg)) < 0) {
+                metrics_net_setup_failed(&rj->d->metrics, MNET_AUDIT);
+                log_error("job %s: %s", rj->j.id, msg);
+                job_transition(j, JEV_SPAWN_FAIL, msg);
+                runner_end(rj);
+                return;
+        }
         runner_launch(rj);
 }
 
@@ -107,7 +117,7 @@ void prepare_begin(struct rjob *rj) {
         /* Before the launcher is cloned into the cgroup: the job's first
          * connection is audited like its last. */
         char msg[SBX_ERROR_MAX + 64];
-        if ((r = netjob_start(rj, msg, sizeof(msg))) < 0) {
+        if (!privc_on(&d->privc) && (r = netjob_start(rj, msg, sizeof(msg))) < 0) {
                 metrics_net_setup_failed(&d->metrics, MNET_AUDIT);
                 log_error("job %s: %s", rj->j.id, msg);
                 job_transition(&rj->j, JEV_SPAWN_FAIL, msg);

@@ -92,6 +92,7 @@ int privc_open(struct privc *c, int fd, pid_t pid, struct sbx_error *err) {
         c->uid_count = rep.uid_count;
         c->max_jobs = rep.max_jobs;
         c->limits = rep.limits;
+        c->net_slots = rep.net_slots;
         return 0;
 }
 
@@ -195,4 +196,90 @@ int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD
         *ret_pid = rep.pid;
         *ret_pidfd = pidfd;
         return 0;
+}
+
+/* ---- the job's network and its audit ---- */
+
+int privc_net_open(struct privc *c, struct privd_handle job, pid_t pid, uint64_t netns_ino, bool v6, struct privd_net_reply *ret,
+                   int *ret_dns_fd, int *ret_dns_tcp_fd) {
+        struct privd_net_open m = { .job = job, .pid = (int32_t) pid, .flags = v6 ? PRIVD_NET_V6 : 0, .netns_ino = netns_ino };
+        int fds[2];
+        unsigned n = 0;
+        if (c->fd < 0)
+                return -ENOTCONN;
+        /* Its reply is a struct of its own: call() reads a privd_reply. */
+        pthread_mutex_lock(&c->lock);
+        hdr(c, &m.h, PRIVD_NET_OPEN, sizeof(m));
+        int r = fd_send_with(c->fd, &m, sizeof(m), NULL, 0);
+        if (r == 0)
+                r = recv_reply(c->fd, m.h.seq, ret, sizeof(*ret), fds, 2, &n);
+        pthread_mutex_unlock(&c->lock);
+        if (r == 0 && ret->err < 0)
+                r = ret->err;
+        if (r == 0 && n != 2)
+                r = -EPROTO;
+        if (r < 0) {
+                for (unsigned i = 0; i < n; i++)
+                        close(fds[i]);
+                return r;
+        }
+        *ret_dns_fd = fds[0];
+        *ret_dns_tcp_fd = fds[1];
+        return 0;
+}
+
+int privc_net_close(struct privc *c, struct privd_handle job) {
+        struct privd_reply rep;
+        return job_call(c, PRIVD_NET_CLOSE, job, &rep);
+}
+
+int privc_net_ring(struct privc *c, int *ret_fd, uint32_t *ret_bytes) {
+        struct privd_hdr m;
+        struct privd_reply rep;
+        int fd;
+        unsigned n;
+        int r = call(c, &m, PRIVD_NET_RING, sizeof(m), NULL, 0, &rep, &fd, 1, &n);
+        if (r < 0)
+                return r;
+        if (n != 1)
+                return -EPROTO;
+        *ret_fd = fd;
+        *ret_bytes = rep.ring_bytes;
+        return 0;
+}
+
+int privc_net_audit(struct privc *c, struct privd_net_audit *m) {
+        struct privd_reply rep;
+        return call(c, &m->h, PRIVD_NET_AUDIT, sizeof(*m), NULL, 0, &rep, NULL, 0, NULL);
+}
+
+int privc_net_allow(struct privc *c, struct privd_net_allow *m) {
+        struct privd_reply rep;
+        return call(c, &m->h, PRIVD_NET_ALLOW, sizeof(*m), NULL, 0, &rep, NULL, 0, NULL);
+}
+
+int privc_net_deny(struct privc *c, struct privd_net_deny *m) {
+        struct privd_reply rep;
+        return call(c, &m->h, PRIVD_NET_DENY, sizeof(*m), NULL, 0, &rep, NULL, 0, NULL);
+}
+
+int privc_net_unaudit(struct privc *c, struct privd_handle job, uint64_t *ret_lost, uint64_t *ret_dropped) {
+        struct privd_job m = { .job = job };
+        struct privd_audit_reply rep;
+        unsigned n;
+        if (c->fd < 0)
+                return -ENOTCONN;
+        pthread_mutex_lock(&c->lock);
+        hdr(c, &m.h, PRIVD_NET_UNAUDIT, sizeof(m));
+        int r = fd_send_with(c->fd, &m, sizeof(m), NULL, 0);
+        if (r == 0)
+                r = recv_reply(c->fd, m.h.seq, &rep, sizeof(rep), NULL, 0, &n);
+        pthread_mutex_unlock(&c->lock);
+        if (r == 0 && rep.err < 0)
+                r = rep.err;
+        if (r == 0) {
+                *ret_lost = rep.lost;
+                *ret_dropped = rep.dropped;
+        }
+        return r;
 }

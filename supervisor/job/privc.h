@@ -21,6 +21,7 @@ struct privc {
         pthread_mutex_t lock;
         uint32_t uid_first, uid_count, max_jobs; /* from its HELLO reply */
         uint32_t limits;                         /* PRIVD_LIMIT_*, from its HELLO reply */
+        uint32_t net_slots;        /* blocks of its network pool; 0: no network */
 };
 
 static inline bool privc_on(const struct privc *c) {
@@ -45,3 +46,16 @@ int privc_job_wait(struct privc *c, struct privd_handle job, int *ret_status);
 int privc_job_close(struct privc *c, struct privd_handle job);
 /* fds: one per enum privd_fd, -1 where none; they stay the caller's. */
 int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD_COUNT], pid_t *ret_pid, int *ret_pidfd);
+
+/* The job's network (NET_OPEN: the launcher's sandbox pid and network
+ * namespace inode; the DNS proxy's UDP and TCP sockets come back). */
+int privc_net_open(struct privc *c, struct privd_handle job, pid_t pid, uint64_t netns_ino, bool v6, struct privd_net_reply *ret,
+                   int *ret_dns_fd, int *ret_dns_tcp_fd);
+int privc_net_close(struct privc *c, struct privd_handle job);
+/* The audit's ring buffer map and its data size, once. */
+int privc_net_ring(struct privc *c, int *ret_fd, uint32_t *ret_bytes);
+/* *m's header is filled in here. */
+int privc_net_audit(struct privc *c, struct privd_net_audit *m);
+int privc_net_allow(struct privc *c, struct privd_net_allow *m);
+int privc_net_deny(struct privc *c, struct privd_net_deny *m);
+int privc_net_unaudit(struct privc *c, struct privd_handle job, uint64_t *ret_lost, uint64_t *ret_dropped);

@@ -19,6 +19,7 @@
 #include "jobevents.h"
 #include "log.h"
 #include "netaudit-bpf.h"
+#include "netjob.h"
 
 /* One query forwarded upstream, on a socket of its own (connected: only
  * the upstream resolver's answer arrives there). */
@@ -179,10 +180,10 @@ enum metrics_dns_outcome dnsproxy_admit(struct dnsproxy *px, const struct dns_qu
         if (denied)
                 return MDNS_WITHHELD;
         const struct netpolicy *pol = rj->j.req.run.netpol;
-        for (size_t i = 0; pol && rj->net_att && i < n; i++) {
+        for (size_t i = 0; pol && (rj->net_att || rj->net_ratt) && i < n; i++) {
                 struct np_rule rules[NETPOLICY_MAX_ALLOW];
                 size_t nr = netpolicy_rules_for(pol, addrs[i], q->name, rules);
-                int r = netaudit_allow_addr(rj->d->netaudit, rj->net_att, addrs[i], rules, nr);
+                int r = netjob_allow_addr(rj, addrs[i], rules, nr);
                 if (r < 0) {
                         /* once: a job that goes on resolving must not
                          * fill the log (the metrics count every one) */

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "netaudit-bpf.h"
 #include "netjob.h"
+#include "netremote.h"
 #include "netveth.h"
 #include "profile.h"
 
@@ -81,7 +82,7 @@ static void deny_refresh(struct daemon *d, bool first) {
                 return;
         }
         if (r == 0)
-                r = netaudit_deny_set(d->netaudit, nd);
+                r = d->netremote ? netremote_deny_set(d->netremote, nd) : netaudit_deny_set(d->netaudit, nd);
         if (r < 0)
                 log_warning("network: the set of addresses restricted jobs never reach could not be %s: %s%s", first ? "loaded" : "updated",
                             strerror(-r), first ? "" : " (the last one stays)");
@@ -98,7 +99,7 @@ static void deny_refresh(struct daemon *d, bool first) {
 
 void netjob_tick(struct daemon *d) {
         uint64_t now = now_mono_ms();
-        if (!d->netaudit || !d->net_deny || now < d->net_deny_next_ms)
+        if ((!d->netaudit && !d->netremote) || !d->net_deny || now < d->net_deny_next_ms)
                 return;
         d->net_deny_next_ms = now + DENY_REFRESH_MS;
         deny_refresh(d, false);
@@ -109,17 +110,21 @@ void netjob_setup(struct daemon *d) {
         sbx_error_clear(&err);
         d->caps.net_audit = false;
         d->caps.no_restricted_why = "it cannot load its eBPF programs (see the network audit)";
-        if (!d->cg.enabled) {
+        if (!d->cg.enabled && !d->netpriv) { /* the helper's job cgroups, with a netpriv */
                 d->caps.no_net_audit_why = "it has no job cgroups to attach the eBPF programs to";
                 d->caps.no_restricted_why = d->caps.no_net_audit_why;
                 return;
         }
-        if (geteuid() != 0) {
+        int r;
+        if (d->netpriv)
+                /* sbx-privd loaded the programs, or says why it could not */
+                r = netremote_open(d->netpriv, &d->netremote, &err);
+        else if (geteuid() != 0) {
                 d->caps.no_net_audit_why = "it does not run as root, which loading eBPF programs needs";
                 d->caps.no_restricted_why = d->caps.no_net_audit_why;
                 return;
-        }
-        int r = netaudit_open(d->cfg->network_ring, &d->netaudit, &err);
+        } else
+                r = netaudit_open(d->cfg->network_ring, &d->netaudit, &err);
         if (r < 0) {
                 snprintf(d->no_net_audit_why, sizeof(d->no_net_audit_why), "%s", err.msg);
                 d->caps.no_net_audit_why = d->no_net_audit_why;
@@ -131,6 +136,8 @@ void netjob_setup(struct daemon *d) {
         if (!d->net_deny) {
                 netaudit_close(d->netaudit);
                 d->netaudit = NULL;
+                netremote_close(d->netremote);
+                d->netremote = NULL;
                 snprintf(d->no_net_audit_why, sizeof(d->no_net_audit_why), "it cannot load the addresses restricted jobs never reach");
                 d->caps.no_net_audit_why = d->no_net_audit_why;
                 d->caps.no_restricted_why = d->no_net_audit_why;
@@ -138,14 +145,17 @@ void netjob_setup(struct daemon *d) {
         }
         d->net_deny_next_ms = now_mono_ms() + DENY_REFRESH_MS;
         d->caps.net_audit = true;
-        log_info("network audit: eBPF programs loaded (ring buffer %llu bytes, %llu events kept per job)",
-                 (unsigned long long) d->cfg->network_ring, (unsigned long long) d->cfg->network_events);
+        log_info("network audit: eBPF programs loaded%s (ring buffer %llu bytes, %llu events kept per job)",
+                 d->netremote ? " by sbx-privd" : "", (unsigned long long) d->cfg->network_ring,
+                 (unsigned long long) d->cfg->network_events);
         netveth_setup(d);
 }
 
 void netjob_teardown(struct daemon *d) {
         netaudit_close(d->netaudit);
         d->netaudit = NULL;
+        netremote_close(d->netremote);
+        d->netremote = NULL;
         free(d->net_deny);
         d->net_deny = NULL;
         d->caps.net_deny = NULL;
@@ -223,7 +233,7 @@ int netjob_start(struct rjob *rj, char *msg, size_t len) {
         if (!rj->j.pol.net_audit)
                 return 0;
         /* The policy let it through only where the audit is loaded. */
-        if (!d->netaudit) {
+        if (!d->netaudit && !d->netremote) {
                 snprintf(msg, len, "network audit: not available in this daemon (%s)", d->caps.no_net_audit_why);
                 return -EOPNOTSUPP;
         }
@@ -246,8 +256,10 @@ int netjob_start(struct rjob *rj, char *msg, size_t len) {
                 }
         }
         uint64_t t0 = now_mono_us();
-        int r = netaudit_attach(d->netaudit, rj->cgroup_fd, rj->j.pol.net == NET_RESTRICTED ? &pol : NULL, d->cfg->network_events,
-                                on_event, rj, &rj->net_att, &err);
+        const struct netpolicy *p = rj->j.pol.net == NET_RESTRICTED ? &pol : NULL;
+        int r = d->netremote ? netremote_attach(d->netremote, rj->ph, rj->cgroup_fd, p, d->cfg->network_events, on_event, rj,
+                                                &rj->net_ratt, &err) :
+                               netaudit_attach(d->netaudit, rj->cgroup_fd, p, d->cfg->network_events, on_event, rj, &rj->net_att, &err);
         log_debug(JOB_LOG ": network audit attached in %llu us", JOB_LOG_ARGS(&rj->j), (unsigned long long) (now_mono_us() - t0));
         if (r < 0) {
                 snprintf(msg, len, "%s", err.msg);
@@ -260,13 +272,23 @@ int netjob_start(struct rjob *rj, char *msg, size_t len) {
 void netjob_end(struct rjob *rj) {
         uint64_t lost = 0, dropped = 0;
         netveth_end(rj);
-        if (!rj->net_att)
+        if (rj->net_ratt) {
+                netremote_detach(rj->d->netremote, rj->net_ratt, &lost, &dropped);
+                rj->net_ratt = NULL;
+        } else if (rj->net_att) {
+                netaudit_detach(rj->d->netaudit, rj->net_att, &lost, &dropped);
+                rj->net_att = NULL;
+        } else
                 return;
-        netaudit_detach(rj->d->netaudit, rj->net_att, &lost, &dropped);
-        rj->net_att = NULL;
         rj->net.lost += lost;
         rj->net.dropped += dropped;
         if (lost)
                 log_warning("job %s: network audit: %llu events lost (the ring buffer was full; network_ring is %llu bytes)", rj->j.id,
                             (unsigned long long) lost, (unsigned long long) rj->d->cfg->network_ring);
+}
+
+int netjob_allow_addr(struct rjob *rj, const uint8_t addr[16], const struct np_rule *rules, size_t n) {
+        if (rj->net_ratt)
+                return netremote_allow_addr(rj->d->netremote, rj->net_ratt, addr, rules, n);
+        return rj->net_att ? netaudit_allow_addr(rj->d->netaudit, rj->net_att, addr, rules, n) : -ENOTCONN;
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct daemon;
 struct daemon_caps;
@@ -33,6 +34,12 @@ int netjob_start(struct rjob *rj, char *msg, size_t len);
  * refuses an audit it cannot do. */
 int netjob_profile_policy(const struct daemon_caps *caps, const char *profile_name, const char *path, struct policy_decision *pol,
                           char *msg, size_t len);
+
+/* An address the DNS proxy resolved for the job, admitted with rules
+ * (the audit's allow map, or sbx-privd's NET_ALLOW): 0, -EDQUOT past the
+ * job's prefixes, or another -errno. */
+struct np_rule;
+int netjob_allow_addr(struct rjob *rj, const uint8_t addr[16], const struct np_rule *rules, size_t n);
 
 /* Detach (the ring's last events of the job delivered first), and let a
  * restricted job's veth and DNS proxy go. */

@@ -37,6 +37,9 @@ void netveth_restore(struct daemon *d) {
         struct sbx_error err;
         unsigned n = 0;
         sbx_error_clear(&err);
+        /* sbx-privd keeps a record of its own and puts it back itself */
+        if (d->netpriv)
+                return;
         if (netfwd_restore(d->dirs.state_fd, &n, &err) < 0)
                 log_error("network: the forwarding switches a previous run turned on: %s", err.msg);
         else if (n)
@@ -46,6 +49,38 @@ void netveth_restore(struct daemon *d) {
 static bool gate_take(void *arg, struct job *j);
 static void on_retry(struct source *s, uint32_t events);
 
+/* The scheduler's gate and its retry timer, either way. */
+static void gate_setup(struct daemon *d) {
+        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        d->net_retry_src.fd = -1;
+        if (tfd >= 0 && loop_add(&d->net_retry_src, tfd, EPOLLIN, on_retry) < 0) {
+                close(tfd);
+                tfd = -1;
+        }
+        d->net_retry_src.fd = tfd;
+        if (tfd < 0)
+                log_warning("restricted jobs: no timer (%s): a job waiting for a block of the pool waits for the next job's end",
+                            strerror(errno));
+        d->sched.gate = (struct sched_gate) { .take = gate_take, .arg = d };
+}
+
+/* With "user" set sbx-privd holds the pool, makes the veths, switches
+ * forwarding on and loads the nft tables; this process counts the blocks
+ * in use, to keep jobs past the pool in the queue. */
+static void setup_remote(struct daemon *d) {
+        if (!d->netpriv->net_slots) {
+                d->caps.no_restricted_why = "sbx-privd has no network (it was started without a network_pool)";
+                return;
+        }
+        d->net_slots = d->netpriv->net_slots;
+        if (dnsproxy_setup(d) < 0)
+                log_warning("restricted jobs: hostname entries are refused: %s", d->caps.no_dns_why);
+        d->caps.net_restricted = true;
+        gate_setup(d);
+        log_info("restricted jobs: veths made by sbx-privd, %u blocks of the network_pool%s", d->net_slots,
+                 d->cfg->net_pool6_prefix ? " and the network_pool6" : " (IPv4 only: no network_pool6)");
+}
+
 void netveth_setup(struct daemon *d) {
         struct sbx_error err;
         unsigned swept = 0;
@@ -53,6 +88,10 @@ void netveth_setup(struct daemon *d) {
         sbx_error_clear(&err);
         if (!d->cfg->net_pool) {
                 d->caps.no_restricted_why = "no network_pool is configured";
+                return;
+        }
+        if (d->netpriv) {
+                setup_remote(d);
                 return;
         }
         names(d);
@@ -91,17 +130,7 @@ void netveth_setup(struct daemon *d) {
         if (dnsproxy_setup(d) < 0)
                 log_warning("restricted jobs: hostname entries are refused: %s", d->caps.no_dns_why);
         d->caps.net_restricted = true;
-        int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        d->net_retry_src.fd = -1;
-        if (tfd >= 0 && loop_add(&d->net_retry_src, tfd, EPOLLIN, on_retry) < 0) {
-                close(tfd);
-                tfd = -1;
-        }
-        d->net_retry_src.fd = tfd;
-        if (tfd < 0)
-                log_warning("restricted jobs: no timer (%s): a job waiting for a block of the pool waits for the next job's end",
-                            strerror(errno));
-        d->sched.gate = (struct sched_gate) { .take = gate_take, .arg = d };
+        gate_setup(d);
         log_info("restricted jobs: veths %s* with /30s of the network_pool%s, nft table ip %s%s", d->net_ifprefix,
                  cf->net_pool6_prefix ? " and /126s of the network_pool6" : " (IPv4 only: no network_pool6)", d->net_table,
                  cf->net_pool6_prefix ? " and ip6 too" : "");
@@ -117,6 +146,8 @@ void netveth_teardown(struct daemon *d) {
                         close(d->net_retry_src.fd);
                         d->net_retry_src.fd = -1;
                 }
+        }
+        if (d->caps.net_restricted && !d->netpriv) {
                 if (netfwd_teardown(&d->net_fwd, d->dirs.state_fd, &err) < 0)
                         log_error("network: %s; the record stays for the next start", err.msg);
                 nft_teardown(d->net_table);
@@ -140,6 +171,8 @@ struct netlink_job {
         pid_t child;
         unsigned long long net_ino;
         int slot;
+        bool remote;              /* sbx-privd makes it: slot is its business */
+        struct privd_handle job;  /* remote: the job's, for NET_OPEN */
         bool working;
         struct veth_spec spec;
         struct work work;
@@ -155,6 +188,8 @@ bool netveth_handshake(const struct rjob *rj) {
 const char *netveth_failure(const struct rjob *rj) {
         return rj->net_fail;
 }
+
+#define REMOTE_SLOT INT32_MAX
 
 static void slot_name(const struct daemon *d, unsigned slot, char *buf, size_t len) {
         /* "sxHHHHH-" and at most 65535: 13 bytes, within IFNAMSIZ */
@@ -186,7 +221,9 @@ static int slot_take(struct daemon *d) {
 static void slot_give(struct daemon *d, int slot) {
         if (slot < 0)
                 return;
-        d->net_used[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
+        /* a block of sbx-privd's: counted only */
+        if (slot != REMOTE_SLOT)
+                d->net_used[slot / 8] &= (uint8_t) ~(1u << (slot % 8));
         d->net_slots_used--;
         /* a restricted job may be waiting for it */
         d->net_room(d);
@@ -230,6 +267,29 @@ static void nl_retire(struct netlink_job *n) {
         nl_free(n);
 }
 
+/* NET_OPEN: the helper checks the pid and the namespace itself. A block
+ * given back by the job before is free only once that job's veth has
+ * gone with its namespace, which no event tells: asked again a while. */
+static void setup_remote_run(struct netlink_job *n) {
+        const struct netpriv *np = n->d->netpriv;
+        struct privd_net_reply rep;
+        for (int tries = 0;; tries++) {
+                memset(&rep, 0, sizeof(rep));
+                n->err = np->net_open(np->arg, n->job, n->child, n->net_ino, n->d->cfg->net_pool6_prefix != 0, &rep, &n->spec.dns_fd,
+                                      &n->spec.dns_tcp_fd);
+                if (n->err != -EAGAIN || tries >= 500)
+                        break;
+                usleep(10000);
+        }
+        n->t_made = now_mono_us();
+        if (n->err < 0) {
+                n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
+                snprintf(n->msg, sizeof(n->msg), "sbx-privd: NET_OPEN: %s (its log says why)", strerror(-n->err));
+                return;
+        }
+        snprintf(n->spec.host_if, sizeof(n->spec.host_if), "block %u", (unsigned) rep.slot);
+}
+
 static void setup_run(struct work *w) {
         struct netlink_job *n = container_of(w, struct netlink_job, work);
         struct sbx_error err;
@@ -237,6 +297,10 @@ static void setup_run(struct work *w) {
         char path[64];
         n->t_run = now_mono_us();
         sbx_error_clear(&err);
+        if (n->remote) {
+                setup_remote_run(n);
+                return;
+        }
         snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) n->child);
         n->netns_fd = open(path, O_RDONLY | O_CLOEXEC);
         if (n->netns_fd < 0) {
@@ -360,7 +424,15 @@ static bool gate_take(void *arg, struct job *j) {
         /* Let it go: netveth_launched() says it is out of memory. */
         if (!n)
                 return true;
-        n->slot = slot_take(d);
+        if (d->netpriv) {
+                n->remote = true;
+                n->slot = -1;
+                if (d->net_slots_used < d->net_slots) {
+                        n->slot = REMOTE_SLOT;
+                        d->net_slots_used++;
+                }
+        } else
+                n->slot = slot_take(d);
         if (n->slot < 0) {
                 free(n);
                 /* Blocks given back whose veths the kernel has not removed
@@ -388,6 +460,10 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_erro
         }
         n->t_launched = now_mono_us();
         n->block_fd = block_fd;
+        if (n->remote) {
+                n->job = rj->ph;
+                goto watch;
+        }
         uint32_t base = ntohl(d->cfg->net_pool) + 4u * (uint32_t) n->slot;
         n->spec.host_addr = htonl(base + 1);
         n->spec.job_addr = htonl(base + 2);
@@ -405,6 +481,7 @@ int netveth_launched(struct rjob *rj, int info_fd, int block_fd, struct sbx_erro
                 memcpy(n->spec.job_addr6 + 12, &j, 4);
         }
         slot_name(d, (unsigned) n->slot, n->spec.host_if, sizeof(n->spec.host_if));
+watch:;
         int r = loop_add(&n->info_src, info_fd, EPOLLIN, on_info);
         if (r < 0) {
                 close(info_fd);
