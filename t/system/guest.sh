@@ -290,7 +290,7 @@ net_setup() {
         # front's (its network_pool), the same.
         mkdir -p /etc/systemd/system/sbx-privd.service.d &&
                 { echo '[Service]'; echo 'ExecStart='
-                  awk '/^ExecStart=/ { p = 1 } p { sub(/\\$/, ""); printf "%s", $0 } p && !/\\$/ { exit }' /lib/systemd/system/sbx-privd.service
+                  awk '/^ExecStart=/ { p = 1 } p { c = /\\$/; sub(/\\$/, ""); printf "%s", $0; if (!c) exit }' /lib/systemd/system/sbx-privd.service
                   echo ' --net-pool 10.213.0.0/24 --net-state /var/lib/sbx-privd/net'; } >/etc/systemd/system/sbx-privd.service.d/net.conf &&
                 cat /etc/systemd/system/sbx-privd.service.d/net.conf && systemctl daemon-reload || return 1
         sed -i 's|^\[daemon\]$|[daemon]\nnetwork_pool = 10.213.0.0/24|' /etc/sbx/sbx-supervisord.conf &&
