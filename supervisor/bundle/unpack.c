@@ -176,6 +176,23 @@ static int outcome(const siginfo_t *si, size_t got, struct unpack_reply *rp, con
         return judge(rp, lim, st, err);
 }
 
+/* A child in new namespaces, as fork() would return it, its pidfd in
+ * *pidfd. clone3 first; a seccomp filter cannot read clone3's flags, so
+ * one that restricts namespaces (systemd's RestrictNamespaces=) refuses
+ * every clone3 with ENOSYS, and then clone(), whose flags it can read,
+ * asks again. */
+static long clone_child(uint64_t ns, int *pidfd) {
+        struct clone_args args;
+        memset(&args, 0, sizeof(args));
+        args.flags = CLONE_PIDFD | ns;
+        args.pidfd = (uint64_t) (uintptr_t) pidfd;
+        args.exit_signal = SIGCHLD;
+        long pid = syscall(SYS_clone3, &args, sizeof(args));
+        if (pid < 0 && errno == ENOSYS)
+                pid = syscall(SYS_clone, (unsigned long) (CLONE_PIDFD | ns | SIGCHLD), NULL, pidfd, NULL, 0UL);
+        return pid;
+}
+
 int unpack_archive(const char *program, int fd, int tree_fd, const struct unpack_limits *lim, const atomic_bool *stop,
                    struct extract_stats *st, struct sbx_error *err) {
         _cleanup_close_ int exe = -1, devnull = -1, rfd = -1, wfd = -1, pidfd = -1;
@@ -219,17 +236,10 @@ int unpack_archive(const char *program, int fd, int tree_fd, const struct unpack
                         ne++;
                 }
 #endif
-        struct clone_args args;
-        memset(&args, 0, sizeof(args));
-        args.flags = CLONE_PIDFD | UNPACK_CLONE_NS;
-        args.pidfd = (uint64_t) (uintptr_t) &pidfd;
-        args.exit_signal = SIGCHLD;
         uint64_t deadline = now_mono_us() + lim->timeout_ms * 1000;
-        long pid = syscall(SYS_clone3, &args, sizeof(args));
-        if (pid < 0 && errno == EPERM) {
-                args.flags = CLONE_PIDFD | UNPACK_CLONE_NS_CORE;
-                pid = syscall(SYS_clone3, &args, sizeof(args));
-        }
+        long pid = clone_child(UNPACK_CLONE_NS, &pidfd);
+        if (pid < 0 && errno == EPERM)
+                pid = clone_child(UNPACK_CLONE_NS_CORE, &pidfd);
         if (pid < 0)
                 return sbx_error_set(err, errno, "unpacking: cannot start the sandboxed child (new namespaces)");
         if (pid == 0)
