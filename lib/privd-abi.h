@@ -42,6 +42,7 @@ enum privd_type {
         PRIVD_NET_UNAUDIT,     /* struct privd_job         -> struct privd_audit_reply */
         PRIVD_JOB_TERM,        /* struct privd_job         -> struct privd_reply */
         PRIVD_JOB_WAIT,        /* struct privd_job         -> struct privd_reply (.status) */
+        PRIVD_HOST_ADDR,       /* struct privd_host_addr   -> struct privd_reply (.addr, .count) */
         PRIVD_TYPE_MAX,
 };
 #define PRIVD_REPLY 0x8000u
@@ -242,6 +243,17 @@ struct privd_net_deny {
         uint8_t reserved;         /* 0 */
         uint32_t reserved2;       /* 0 */
 };
+/* HOST_ADDR: the host's own addresses, one per request, for the front
+ * whose service manager leaves it no netlink socket to list them. Index 0
+ * takes a fresh list; the reply's count is that list's length, and an
+ * index at or past it is -ENOENT. IPv4 addresses come IPv4-mapped. */
+struct privd_host_addr {
+        struct privd_hdr h;
+        uint32_t index;
+        uint32_t reserved;        /* 0 */
+};
+#define PRIVD_HOST_ADDRS_MAX 256u
+
 #define PRIVD_DENY_ADD 1u
 #define PRIVD_DENY_DEL 2u
 
@@ -270,6 +282,8 @@ struct privd_reply {
         uint32_t limits;          /* JOB_OPEN: PRIVD_LIMIT_* the cgroup enforces */
         int32_t status;           /* JOB_WAIT: the launcher's wait status (waitpid(2)) */
         uint32_t ring_bytes;      /* NET_RING: the ring buffer's data size */
+        uint32_t count;           /* HOST_ADDR: how many addresses the list has */
+        uint8_t addr[16];         /* HOST_ADDR: the one asked for */
 };
 #define PRIVD_LIMIT_MEMORY 1u
 #define PRIVD_LIMIT_PIDS 2u

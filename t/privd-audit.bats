@@ -73,6 +73,9 @@ refused() {
         [ "$status" = 0 ]
         ! grep -q '^ACCEPTED' <<<"$output" || false
         refused "NET_RING twice" "NET_RING .*handed over already"
+        grep -q '^host addresses: [1-9][0-9]*, loopback among them$' <<<"$output"
+        grep -qF "refused HOST_ADDR past the end: No such file or directory" <<<"$output"
+        refused "HOST_ADDR reserved set" "HOST_ADDR .*reserved field set"
         refused "NET_AUDIT made-up handle" "NET_AUDIT .*no slot 999999"
         refused "NET_AUDIT A twice" "NET_AUDIT .*audited once already"
         refused "NET_UNAUDIT A's slot, another generation" "NET_UNAUDIT .*generation"

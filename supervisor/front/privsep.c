@@ -367,7 +367,11 @@ static int op_unaudit(void *arg, struct privd_handle job, uint64_t *ret_lost, ui
         return privc_net_unaudit(arg, job, ret_lost, ret_dropped);
 }
 
+static int op_host_addr(void *arg, uint32_t index, uint8_t ret_addr[16], uint32_t *ret_count) {
+        return privc_host_addr(arg, index, ret_addr, ret_count);
+}
+
 void privsep_netpriv(struct privc *c, struct netpriv *ret) {
         *ret = (struct netpriv){ .arg = c, .net_open = op_net_open, .ring = op_ring, .audit = op_audit, .allow = op_allow,
-                                 .deny = op_deny, .unaudit = op_unaudit, .net_slots = c->net_slots };
+                                 .deny = op_deny, .unaudit = op_unaudit, .host_addr = op_host_addr, .net_slots = c->net_slots };
 }

@@ -263,6 +263,19 @@ int privc_net_deny(struct privc *c, struct privd_net_deny *m) {
         return call(c, &m->h, PRIVD_NET_DENY, sizeof(*m), NULL, 0, &rep, NULL, 0, NULL);
 }
 
+int privc_host_addr(struct privc *c, uint32_t index, uint8_t ret_addr[16], uint32_t *ret_count) {
+        struct privd_host_addr m = { .index = index };
+        struct privd_reply rep;
+        int r = call(c, &m.h, PRIVD_HOST_ADDR, sizeof(m), NULL, 0, &rep, NULL, 0, NULL);
+        if (r < 0)
+                return r;
+        if (rep.count > PRIVD_HOST_ADDRS_MAX || index >= rep.count)
+                return -EPROTO;
+        memcpy(ret_addr, rep.addr, 16);
+        *ret_count = rep.count;
+        return 0;
+}
+
 int privc_net_unaudit(struct privc *c, struct privd_handle job, uint64_t *ret_lost, uint64_t *ret_dropped) {
         struct privd_job m = { .job = job };
         struct privd_audit_reply rep;

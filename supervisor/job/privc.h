@@ -58,4 +58,7 @@ int privc_net_ring(struct privc *c, int *ret_fd, uint32_t *ret_bytes);
 int privc_net_audit(struct privc *c, struct privd_net_audit *m);
 int privc_net_allow(struct privc *c, struct privd_net_allow *m);
 int privc_net_deny(struct privc *c, struct privd_net_deny *m);
+/* The host's address at index of the helper's list (index 0 reads it
+ * afresh) and the list's length; -ENOENT past its end. */
+int privc_host_addr(struct privc *c, uint32_t index, uint8_t ret_addr[16], uint32_t *ret_count);
 int privc_net_unaudit(struct privc *c, struct privd_handle job, uint64_t *ret_lost, uint64_t *ret_dropped);

@@ -23,9 +23,27 @@
  * since is denied from then on (a restart of the interface's DHCP, say). */
 #define DENY_REFRESH_MS 10000
 
+/* The host's addresses now, as the helper lists them. */
+static int deny_host_remote(const struct netpriv *np, struct netdeny *nd) {
+        uint32_t count = 1;
+        for (uint32_t i = 0; i < count; i++) {
+                uint8_t a[16];
+                int r = np->host_addr(np->arg, i, a, &count);
+                if (r == -ENOENT && i == 0)
+                        return 0; /* no address at all */
+                if (r < 0)
+                        return r;
+                /* the veths' host ends are in the pool already */
+                if (netdeny_match(nd, a) == ND_NONE && (r = netdeny_add(nd, a, 128, ND_HOST)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* What restricted jobs never reach: the fixed classes, the pools,
- * network_deny, and the host's addresses now. */
-static int deny_build(const struct config *cf, struct netdeny *nd) {
+ * network_deny, and the host's addresses now (listed by the helper when
+ * there is one: the front may have no netlink socket). */
+static int deny_build(const struct config *cf, const struct netpriv *np, struct netdeny *nd) {
         struct ifaddrs *ifa = NULL;
         int r;
         nd->n = 0;
@@ -42,6 +60,8 @@ static int deny_build(const struct config *cf, struct netdeny *nd) {
         for (size_t i = 0; i < cf->n_net_deny; i++)
                 if ((r = netdeny_add(nd, cf->net_deny[i].addr, cf->net_deny[i].prefix, ND_CONFIGURED)) < 0)
                         return r;
+        if (np && np->host_addr)
+                return deny_host_remote(np, nd);
         if (getifaddrs(&ifa) < 0)
                 return -errno;
         for (struct ifaddrs *i = ifa; i && r == 0; i = i->ifa_next) {
@@ -76,7 +96,7 @@ static bool same(const struct netdeny *a, const struct netdeny *b) {
 /* Read the host's addresses again; the programs' map follows. */
 static void deny_refresh(struct daemon *d, bool first) {
         struct netdeny *nd = calloc(1, sizeof(*nd));
-        int r = nd ? deny_build(d->cfg, nd) : -ENOMEM;
+        int r = nd ? deny_build(d->cfg, d->netpriv, nd) : -ENOMEM;
         if (r == 0 && !first && same(nd, d->net_deny)) {
                 free(nd);
                 return;

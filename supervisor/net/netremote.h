@@ -29,6 +29,9 @@ struct netpriv {
         int (*allow)(void *arg, struct privd_net_allow *m);
         int (*deny)(void *arg, struct privd_net_deny *m);
         int (*unaudit)(void *arg, struct privd_handle job, uint64_t *ret_lost, uint64_t *ret_dropped);
+        /* The host's addresses, one by one (index 0 reads them afresh):
+         * a front under its unit has no netlink socket to list them. */
+        int (*host_addr)(void *arg, uint32_t index, uint8_t ret_addr[16], uint32_t *ret_count);
         uint32_t net_slots;       /* the helper's blocks; 0: it has no network */
 };
 

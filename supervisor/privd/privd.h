@@ -156,6 +156,8 @@ int privd_net_ring(struct privd *p, const struct privd_hdr *h, struct privd_repl
 int privd_net_audit(struct privd *p, const struct privd_net_audit *m);
 int privd_net_allow(struct privd *p, const struct privd_net_allow *m);
 int privd_net_deny(struct privd *p, const struct privd_net_deny *m);
+/* HOST_ADDR: one of the host's addresses (getifaddrs(3) at index 0). */
+int privd_host_addr(const struct privd_host_addr *m, struct privd_reply *rep);
 int privd_net_unaudit(struct privd *p, const struct privd_job *m, struct privd_audit_reply *rep);
 /* The job is closing: its programs and map entries go. */
 void privd_audit_job_end(struct privd *p, struct pjob *j);

@@ -29,7 +29,7 @@ static const char *const type_names[PRIVD_TYPE_MAX] = {
         [PRIVD_WS_HANDOVER] = "WS_HANDOVER", [PRIVD_WS_RECLAIM] = "WS_RECLAIM",
         [PRIVD_NET_RING] = "NET_RING",   [PRIVD_NET_AUDIT] = "NET_AUDIT", [PRIVD_NET_ALLOW] = "NET_ALLOW",
         [PRIVD_NET_DENY] = "NET_DENY",   [PRIVD_NET_UNAUDIT] = "NET_UNAUDIT",
-        [PRIVD_JOB_TERM] = "JOB_TERM",   [PRIVD_JOB_WAIT] = "JOB_WAIT",
+        [PRIVD_JOB_TERM] = "JOB_TERM",   [PRIVD_JOB_WAIT] = "JOB_WAIT",   [PRIVD_HOST_ADDR] = "HOST_ADDR",
 };
 
 /* The exact size of each request. */
@@ -44,6 +44,7 @@ static const uint32_t type_sizes[PRIVD_TYPE_MAX] = {
         [PRIVD_NET_ALLOW] = sizeof(struct privd_net_allow), [PRIVD_NET_DENY] = sizeof(struct privd_net_deny),
         [PRIVD_NET_UNAUDIT] = sizeof(struct privd_job),
         [PRIVD_JOB_TERM] = sizeof(struct privd_job),     [PRIVD_JOB_WAIT] = sizeof(struct privd_job),
+        [PRIVD_HOST_ADDR] = sizeof(struct privd_host_addr),
 };
 
 _Static_assert(sizeof(struct privd_job_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
@@ -177,6 +178,7 @@ static int serve_one(struct privd *p, short revents) {
                 struct privd_net_audit audit;
                 struct privd_net_allow allow;
                 struct privd_net_deny deny;
+                struct privd_host_addr host;
                 char raw[PRIVD_MSG_MAX];
         } m;
         union {
@@ -286,6 +288,9 @@ static int serve_one(struct privd *p, short revents) {
                         break;
                 case PRIVD_NET_UNAUDIT:
                         r = privd_net_unaudit(p, &m.job, &arep);
+                        break;
+                case PRIVD_HOST_ADDR:
+                        r = privd_host_addr(&m.host, &rep);
                         break;
                 default:
                         r = privd_refuse(&m.h, -EOPNOTSUPP, "not implemented by this helper");

@@ -174,9 +174,33 @@ static void audit_a(struct job *a) {
                 fail("deny 192.0.2.3");
 }
 
+static int32_t host_addr(uint32_t index, uint32_t reserved, struct privd_reply *rep) {
+        struct privd_host_addr m = { .h = hdr(PRIVD_HOST_ADDR, sizeof(m)), .index = index, .reserved = reserved };
+        return call(&m, sizeof(m), NULL, 0, rep, NULL, 0);
+}
+
+/* The host's addresses: listed in full, loopback among them; past the end
+ * and a reserved field refused. */
+static void host_addrs(void) {
+        struct privd_reply rep;
+        uint32_t count = 1;
+        bool loopback = false;
+        for (uint32_t i = 0; i < count; i++) {
+                int32_t r = host_addr(i, 0, &rep);
+                if (r < 0 || rep.count == 0 || rep.count > PRIVD_HOST_ADDRS_MAX)
+                        fail("HOST_ADDR: an address of the list refused, or a count of none or too many");
+                count = rep.count;
+                loopback |= rep.addr[10] == 0xff && rep.addr[11] == 0xff && rep.addr[12] == 127 && rep.addr[15] == 1;
+        }
+        printf("host addresses: %u, loopback %s\n", count, loopback ? "among them" : "missing");
+        expect_refused("HOST_ADDR past the end", host_addr(count, 0, &rep));
+        expect_refused("HOST_ADDR reserved set", host_addr(0, 1, &rep));
+}
+
 static void attacks(struct job *a) {
         struct job b, c, d, e;
         uint8_t addr[16];
+        host_addrs();
         expect_refused("NET_RING twice", net_ring());
         /* handles */
         expect_refused("NET_AUDIT made-up handle", net_audit((struct privd_handle){ .slot = 999999, .gen = 1 }, 0, 0, NULL));
