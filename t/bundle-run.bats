@@ -352,7 +352,12 @@ memory = 128M" >/dev/null
         sup_user_mode
         publish hello 1.0.0 1 "" 'echo "bundle $SBX_BUNDLE"; touch /bundle/x 2>/dev/null && echo wrote || echo read-only; id -u' >/dev/null
         BUNDLE_DAEMON=$SUP_USER_LINES bundle_config
+        # with the shipped unit's umask: the tree stays readable by the job
+        local mask
+        mask=$(umask)
+        umask 077
         sup_start
+        umask "$mask"
         run ctl run --bundle hello
         [ "$status" -eq 0 ]
         [ "${lines[0]}" = "bundle hello" ]

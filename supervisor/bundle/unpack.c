@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +74,10 @@ _noreturn_ static void child(const struct start *s) {
          * itself undumpable again once confined. */
         if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
                 _exit(126);
+        /* The tree's modes are the ones extraction gives (0555 and 0444:
+         * every job uid reads it), whatever the daemon's umask (the
+         * shipped unit's is 0077). */
+        umask(022);
         /* Mapped before exec: a process whose uid has no mapping loses
          * at exec the capabilities of its namespace that sbx-unpack needs
          * to make its root. setgroups is denied first, or an unprivileged
