@@ -279,7 +279,7 @@ struct privd_reply {
         uint32_t uid;             /* UID_TAKE */
         struct privd_handle job;  /* JOB_OPEN */
         int32_t pid;              /* SPAWN: the launcher's pid */
-        uint32_t limits;          /* JOB_OPEN: PRIVD_LIMIT_* the cgroup enforces */
+        uint32_t limits;          /* JOB_OPEN: PRIVD_LIMIT_* the cgroup enforces, PRIVD_WS_NOSWAP */
         int32_t status;           /* JOB_WAIT: the launcher's wait status (waitpid(2)) */
         uint32_t ring_bytes;      /* NET_RING: the ring buffer's data size */
         uint32_t count;           /* HOST_ADDR: how many addresses the list has */
@@ -288,6 +288,8 @@ struct privd_reply {
 #define PRIVD_LIMIT_MEMORY 1u
 #define PRIVD_LIMIT_PIDS 2u
 #define PRIVD_LIMIT_CPU 4u
+/* JOB_OPEN: the workspace's tmpfs is mounted noswap. */
+#define PRIVD_WS_NOSWAP 0x100u
 
 /* NET_OPEN's reply. Addresses in network order; the veth's host end is
  * named by the helper from the slot. */

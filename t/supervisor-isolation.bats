@@ -141,6 +141,20 @@ os.ftruncate(fd, 1 << 31); print("memfd made")'
         [ "$(json_get error.code <<<"${lines[0]}")" = E_LIMIT ]   # above the default max_disk of 1G
 }
 
+@test "the workspace is a tmpfs mounted noswap where the kernel has it (6.4 on), as the job sees it and the record says" {
+        run -0 ctl --json run -- sh -c 'grep " /workspace " /proc/self/mountinfo'
+        job=$(json_get job <<<"${lines[0]}")
+        local seen=$output
+        run -0 ctl --json result "$job"
+        [ "$(json_get result.workspace.storage <<<"$output")" = tmpfs ]
+        if kernel_at_least 6 4; then
+                [[ "$seen" == *" - tmpfs "*noswap* ]]
+                [ "$(json_get result.workspace.noswap <<<"$output")" = true ]
+        else
+                [ "$(json_get result.workspace.noswap <<<"$output")" = false ]
+        fi
+}
+
 @test "fork bombs in one tenant's jobs, with default settings, do not keep another tenant's jobs from starting" {
         # (with one uid for every job, the bombs' processes counted against
         # every job's process limit: others failed to start with EAGAIN)

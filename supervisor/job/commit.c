@@ -161,6 +161,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .cgroup = rj->had_cgroup,
                 .cg_limits = rj->cg_limits,
                 .disk_quota = rj->ws_mounted,
+                .ws_noswap = rj->ws_noswap,
                 .req_digest = rj->req_digest,
                 .net = &rj->net,
         };

@@ -47,6 +47,7 @@ struct rjob {
         bool cpu_watched;         /* its cgroup's CPU time is checked against cpu_s */
         bool own_uid;             /* its uid is from the pool (given back by prepare_release) */
         bool ws_mounted;          /* its workspace is a tmpfs of its own */
+        bool ws_noswap;           /* ... mounted noswap: its pages never go to swap */
         /* privjob.c: the job as sbx-privd holds it, when the front runs without privilege */
         struct privd_handle ph;
         bool ph_open;             /* JOB_OPEN answered, JOB_CLOSE not yet sent */

@@ -58,7 +58,7 @@ static void prepare_run(struct work *w) {
                 .own_mount = d->own_mounts,
                 .size_bytes = rj->j.pol.disk,
         };
-        if (workspace_prepare(&ws, &rj->ws_mounted, &err) < 0) {
+        if (workspace_prepare(&ws, &rj->ws_mounted, &rj->ws_noswap, &err) < 0) {
                 rj->prep_error = strdup(err.msg);
                 if (!rj->prep_error)
                         rj->prep_error = strdup("out of memory");

@@ -45,6 +45,7 @@ int privjob_open(struct privc *c, struct rjob *rj, struct sbx_error *err) {
         rj->cgroup_fd = cg;
         rj->ws_fd = ws;
         rj->ws_mounted = true;
+        rj->ws_noswap = (limits & PRIVD_WS_NOSWAP) != 0;
         rj->cg_limits = ((limits & PRIVD_LIMIT_MEMORY) ? CG_LIMIT_MEMORY : 0) | ((limits & PRIVD_LIMIT_PIDS) ? CG_LIMIT_PIDS : 0) |
                         ((limits & PRIVD_LIMIT_CPU) ? CG_LIMIT_CPU : 0);
         /* The workspace is the front's until it is handed over: the

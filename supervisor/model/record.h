@@ -37,6 +37,7 @@ struct record_input {
         bool cgroup;                /* the job had a cgroup */
         unsigned cg_limits;         /* CG_LIMIT_* it enforced */
         bool disk_quota;            /* its workspace was a sized tmpfs */
+        bool ws_noswap;             /* ... mounted noswap */
         const char *req_digest;     /* proto_request_digest(), or NULL */
         const char *cb_delivery;    /* the callback's delivery id, with the request's callback URL; or NULL */
         const struct netevents *net; /* its network events; NULL: none known (a restart lost them) */

@@ -143,15 +143,26 @@ static int chown_tree(int fd, uid_t uid, gid_t gid, int depth) {
         return r;
 }
 
-static int mount_tmpfs(const struct workspace_spec *ws, struct sbx_error *err) {
+static int mount_tmpfs(const struct workspace_spec *ws, bool *ret_noswap, struct sbx_error *err) {
         char path[4200], opts[256];
         snprintf(path, sizeof(path), "%s/%s", ws->work_path, ws->id);
         /* Sized in bytes and inodes: the job's disk quota. nosuid and
          * nodev: nothing a job leaves here (a setuid copy of a shell, a
-         * device node) means anything to the host. */
+         * device node) means anything to the host. noswap (Linux 6.4 on):
+         * its pages are never written to a swap device, so a job's files
+         * reach no disk; a kernel without it refuses the option (EINVAL)
+         * and the workspace is mounted without, which the record says. */
         uint64_t inodes = ws->size_bytes / 1024 > 4096 ? ws->size_bytes / 1024 : 4096;
-        snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0700,uid=0,gid=0", (unsigned long long) ws->size_bytes,
-                 (unsigned long long) inodes);
+        int n = snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0700,uid=0,gid=0", (unsigned long long) ws->size_bytes,
+                         (unsigned long long) inodes);
+        snprintf(opts + n, sizeof(opts) - (size_t) n, ",noswap");
+        *ret_noswap = true;
+        if (mount("sbx-workspace", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0)
+                return 0;
+        if (errno != EINVAL)
+                return sbx_error_set(err, errno, "workspace %s: mount tmpfs", ws->id);
+        opts[n] = 0;
+        *ret_noswap = false;
         if (mount("sbx-workspace", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 return sbx_error_set(err, errno, "workspace %s: mount tmpfs", ws->id);
         return 0;
@@ -196,14 +207,15 @@ int workspace_write_uploads(int fd, const struct run_request *run, struct sbx_er
         return r;
 }
 
-int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, struct sbx_error *err) {
+int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, bool *ret_noswap, struct sbx_error *err) {
         *ret_mounted = false;
+        *ret_noswap = false;
         /* Root-owned and private until the files are in, so that nothing
          * can race symlinks into it. */
         if (mkdirat(ws->work_dirfd, ws->id, 0700) < 0)
                 return sbx_error_set(err, errno, "workspace %s", ws->id);
         if (ws->own_mount) {
-                int r = mount_tmpfs(ws, err);
+                int r = mount_tmpfs(ws, ret_noswap, err);
                 if (r < 0)
                         return r;
                 *ret_mounted = true;

@@ -31,7 +31,7 @@ struct workspace_spec {
  * own, sized, nosuid and nodev, when own_mount (*ret_mounted says so). On
  * failure the caller removes what was made (workspace_remove). Blocking:
  * not on the event loop. */
-int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, struct sbx_error *err);
+int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, bool *ret_noswap, struct sbx_error *err);
 
 /* The request's uploads, written below the directory fd (which must be
  * fresh: they are created, never replaced). */

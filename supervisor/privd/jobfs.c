@@ -120,7 +120,7 @@ int jobfs_cgroup_remove(int root_fd, int cg_fd, const char *name) {
         return 0;
 }
 
-int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint64_t bytes, int *ret_fd) {
+int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint64_t bytes, bool *ret_noswap, int *ret_fd) {
         char v[32];
         if (mkdirat(ws_fd, name, 0700) < 0)
                 return -errno;
@@ -144,7 +144,12 @@ int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint
         if (fsconfig(fs, FSCONFIG_SET_STRING, "uid", v, 0) < 0)
                 return -errno;
         snprintf(v, sizeof(v), "%u", (unsigned) gid);
-        if (fsconfig(fs, FSCONFIG_SET_STRING, "gid", v, 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "gid", v, 0) < 0)
+                return -errno;
+        /* noswap (Linux 6.4 on): its pages never go to a swap device; an
+         * older kernel refuses the flag, and the front is told. */
+        *ret_noswap = fsconfig(fs, FSCONFIG_SET_FLAG, "noswap", NULL, 0) == 0;
+        if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 return -errno;
         _cleanup_close_ int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)

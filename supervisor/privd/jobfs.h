@@ -25,7 +25,7 @@ int jobfs_cgroup_wait_empty(int cg_fd);
  * is still there. Blocking. */
 int jobfs_cgroup_remove(int root_fd, int cg_fd, const char *name);
 /* Make ws/name, mount on it a tmpfs of bytes owned by uid:gid, return its root. */
-int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint64_t bytes, int *ret_fd);
+int jobfs_workspace_make(int ws_fd, const char *name, uid_t uid, gid_t gid, uint64_t bytes, bool *ret_noswap, int *ret_fd);
 /* A bundle's tree for SPAWN: dir_fd must be a directory owned by front,
  * on no kernel filesystem; returns a detached read-only, nosuid, nodev
  * mount of it (open_tree OPEN_TREE_CLONE), or -errno with why filled.

@@ -168,7 +168,8 @@ int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd
                 goto fail;
         }
         /* The front's until WS_HANDOVER: it writes the uploads itself. */
-        r = jobfs_workspace_make(p->workspace_fd, j->name, p->conf->front_uid, p->conf->front_gid, m->workspace_bytes, &ws);
+        bool noswap = false;
+        r = jobfs_workspace_make(p->workspace_fd, j->name, p->conf->front_uid, p->conf->front_gid, m->workspace_bytes, &noswap, &ws);
         if (r < 0) {
                 privd_log("job %s: workspace: %s", j->name, strerror(-r));
                 goto fail;
@@ -187,7 +188,7 @@ int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd
         }
         j->state = PJOB_OPEN;
         rep->job = (struct privd_handle){ .slot = slot, .gen = gen };
-        rep->limits = limits;
+        rep->limits = limits | (noswap ? PRIVD_WS_NOSWAP : 0);
         ret_fds[0] = cg;
         ret_fds[1] = ws;
         return 0;

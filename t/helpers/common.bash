@@ -108,3 +108,13 @@ test_link_forwards() {
                 { [ ! -e "/proc/sys/net/ipv6/conf/$1/force_forwarding" ] ||
                         sysctl -q -w "net.ipv6.conf.$1.force_forwarding=1"; }
 }
+
+# kernel_at_least MAJOR MINOR: the running kernel is that version or later.
+kernel_at_least() {
+        local v maj min
+        v=$(uname -r)
+        maj=${v%%.*}
+        min=${v#*.}
+        min=${min%%[!0-9]*}
+        [ "$maj" -gt "$1" ] || { [ "$maj" -eq "$1" ] && [ "$min" -ge "$2" ]; }
+}
