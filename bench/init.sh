@@ -48,7 +48,7 @@ i=0
 : > start.txt
 while [ "$i" -lt "$starts" ]; do
         as_user ./init-client -- ./sbx-init --workspace "$stage" </dev/null |
-                sed -n 's/^ready pid=[0-9]* start_us=//p' >> start.txt
+                sed -n 's/^ready pid=.* start_us=//p' >> start.txt
         i=$((i + 1))
 done
 echo "sbx-init start, fork to READY, no sandbox ($starts runs), us: $(pct start.txt)"

@@ -16,7 +16,11 @@ struct proc {
 };
 
 struct agent {
-        int sock;          /* to the daemon; the only way in */
+        int sock;          /* to the daemon; the only way in (-1: between connections) */
+        int listen;        /* --listen-fd: where the next connection comes from, or -1 */
+        uint32_t connection; /* connections accepted or inherited so far */
+        unsigned n_held;   /* EXIT events kept while no one is connected */
+        struct sbx_init_exit held[SBX_INIT_PROCS_MAX];
         int workspace;     /* O_PATH directory every path is resolved beneath */
         uint32_t next_handle;
         unsigned n_procs;
@@ -31,7 +35,8 @@ struct request {
 };
 
 /* Send a reply (error 0) with payload and descriptors; the descriptors are
- * not closed. A failed send ends the agent: the daemon is gone. */
+ * not closed. A failed send ends the connection: without --listen-fd the
+ * agent exits, with it the agent waits for the next one. */
 void agent_reply(struct agent *a, const struct request *rq, const void *payload, size_t len,
                  const int *fds, unsigned n_fds);
 void agent_reply_error(struct agent *a, const struct request *rq, int errnum);
@@ -41,8 +46,11 @@ void agent_send(struct agent *a, uint32_t type, uint32_t id, int32_t error, cons
 /* spawn.c */
 void spawn_request(struct agent *a, const struct request *rq);
 void signal_request(struct agent *a, const struct request *rq);
-/* Reap every ended child; a started one's end is sent as an EXIT event. */
+/* Reap every ended child; a started one's end is sent as an EXIT event
+ * (held, while no one is connected). */
 void spawn_reap(struct agent *a);
+/* The connection is over (the other end closed it or a send failed). */
+void agent_disconnect(struct agent *a);
 
 /* files.c: each answers the request itself. */
 void files_request(struct agent *a, const struct request *rq);

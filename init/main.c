@@ -6,7 +6,9 @@
  * the processes it starts, which can stop, kill or flood it; so it keeps no
  * state worth stealing, answers every malformed datagram with an error, and
  * exits when the socket closes. The launcher's pid 1 then ends the whole
- * sandbox. */
+ * sandbox. With --listen-fd (a listening socket whose path only the daemon
+ * can reach, outside the sandbox) it outlives the connection instead and
+ * takes the next one, so a restarted daemon finds its sessions again. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -26,15 +29,29 @@
 /* Requests taken from the socket before the loop looks at SIGCHLD again:
  * a flood of requests does not hold back exit events for long. */
 #define BATCH 32
+/* How long, by default, the agent waits for a connection on --listen-fd
+ * before it ends the session. */
+#define ORPHAN_TIMEOUT_MS 60000
+#define ORPHAN_TIMEOUT_MAX_MS 86400000L
 
 static _noreturn_ void fatal(const char *what, int errnum) {
         dprintf(STDERR_FILENO, "sbx-init: %s: %s\n", what, strerror(errnum));
         _exit(1);
 }
 
+void agent_disconnect(struct agent *a) {
+        if (a->listen < 0)
+                _exit(0); /* the daemon closed its end: the session is over */
+        if (a->sock >= 0)
+                close(a->sock);
+        a->sock = -1;
+}
+
 void agent_send(struct agent *a, uint32_t type, uint32_t id, int32_t error, const void *payload,
                 size_t len, const int *fds, unsigned n_fds) {
         char buf[SBX_INIT_MSG_MAX];
+        if (a->sock < 0)
+                return; /* between connections: a reply has no one to go to */
         struct sbx_init_hdr h = { .type = type, .id = id, .len = (uint32_t) len, .error = error };
         if (len > sizeof(buf) - sizeof(h))
                 fatal("reply", EMSGSIZE);
@@ -43,8 +60,10 @@ void agent_send(struct agent *a, uint32_t type, uint32_t id, int32_t error, cons
                 memcpy(buf + sizeof(h), payload, len);
         /* Blocking: a daemon that stops reading stalls this session only. */
         int r = fd_send_with(a->sock, buf, sizeof(h) + len, fds, n_fds);
-        if (r == -EPIPE || r == -ECONNRESET)
-                _exit(0);
+        if (r == -EPIPE || r == -ECONNRESET) {
+                agent_disconnect(a);
+                return;
+        }
         if (r < 0)
                 fatal("send", -r);
 }
@@ -105,12 +124,13 @@ static bool take_request(struct agent *a) {
         if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
                         return false;
-                if (errno == ECONNRESET)
-                        _exit(0);
-                fatal("receive", errno);
+                if (errno != ECONNRESET)
+                        fatal("receive", errno);
         }
-        if (n == 0)
-                _exit(0); /* the daemon closed its end: the session is over */
+        if (n <= 0) {
+                agent_disconnect(a);
+                return false;
+        }
         /* The daemon never sends descriptors; whatever came is not kept. */
         bool had_fds = mh.msg_controllen > 0;
         close_passed_fds(&mh);
@@ -135,41 +155,81 @@ static bool take_request(struct agent *a) {
 }
 
 static void usage(void) {
-        dprintf(STDERR_FILENO, "usage: sbx-init [--fd FD] [--workspace DIR]\n");
+        dprintf(STDERR_FILENO, "usage: sbx-init [--fd FD] [--listen-fd FD [--orphan-timeout MS]] [--workspace DIR]\n");
         _exit(2);
 }
 
-static void parse_args(int argc, char **argv, int *ret_fd, const char **ret_dir) {
+struct args {
+        int fd;            /* -1: none (only --listen-fd) */
+        int listen_fd;
+        long orphan_ms;
+        const char *dir;
+};
+
+static long number(const char *s, long max) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || *end || end == s || v < 0 || v > max)
+                usage();
+        return v;
+}
+
+static void parse_args(int argc, char **argv, struct args *ar) {
+        bool fd_given = false;
         for (int i = 1; i < argc; i++) {
                 if (streq(argv[i], "--fd") && i + 1 < argc) {
-                        char *end;
-                        errno = 0;
-                        long v = strtol(argv[++i], &end, 10);
-                        if (errno || *end || end == argv[i] || v < 0 || v > 65535)
+                        ar->fd = (int) number(argv[++i], 65535);
+                        fd_given = true;
+                } else if (streq(argv[i], "--listen-fd") && i + 1 < argc)
+                        ar->listen_fd = (int) number(argv[++i], 65535);
+                else if (streq(argv[i], "--orphan-timeout") && i + 1 < argc) {
+                        ar->orphan_ms = number(argv[++i], ORPHAN_TIMEOUT_MAX_MS);
+                        if (ar->orphan_ms == 0)
                                 usage();
-                        *ret_fd = (int) v;
                 } else if (streq(argv[i], "--workspace") && i + 1 < argc)
-                        *ret_dir = argv[++i];
+                        ar->dir = argv[++i];
                 else if (streq(argv[i], "--version")) {
                         dprintf(STDOUT_FILENO, "sbx-init %s (protocol %d)\n", PACKAGE_VERSION, SBX_INIT_VERSION);
                         _exit(0);
                 } else
                         usage();
         }
+        /* With a listening socket only, the first connection is accepted too. */
+        if (ar->listen_fd >= 0 && !fd_given)
+                ar->fd = -1;
+        if (ar->fd >= 0 && ar->fd == ar->listen_fd)
+                usage();
 }
 
-static int setup(struct agent *a, int fd, const char *dir) {
+static void check_seqpacket(int fd, const char *what) {
         int type = 0;
         socklen_t tl = sizeof(type);
         if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0)
-                fatal("--fd", errno);
+                fatal(what, errno);
         if (type != SOCK_SEQPACKET)
-                fatal("--fd: not a SOCK_SEQPACKET socket", EPROTOTYPE);
+                fatal(what, EPROTOTYPE); /* not a SOCK_SEQPACKET socket */
         /* Only this process may hold it: a command started here must never
          * speak to the daemon. */
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                fatal("--fd", errno);
-        a->sock = fd;
+                fatal(what, errno);
+}
+
+static int setup(struct agent *a, const struct args *ar) {
+        const char *dir = ar->dir;
+        if (ar->fd >= 0)
+                check_seqpacket(ar->fd, "--fd");
+        if (ar->listen_fd >= 0) {
+                check_seqpacket(ar->listen_fd, "--listen-fd");
+                int on = 0;
+                socklen_t ol = sizeof(on);
+                if (getsockopt(ar->listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) < 0 || !on)
+                        fatal("--listen-fd: not a listening socket", EINVAL);
+                if (fcntl(ar->listen_fd, F_SETFL, O_NONBLOCK) < 0)
+                        fatal("--listen-fd", errno);
+        }
+        a->sock = ar->fd;
+        a->listen = ar->listen_fd;
         a->workspace = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (a->workspace < 0)
                 fatal(dir, errno);
@@ -193,28 +253,69 @@ static int setup(struct agent *a, int fd, const char *dir) {
         return sfd;
 }
 
-int main(int argc, char **argv) {
-        static struct agent a = { .sock = -1, .workspace = -1, .next_handle = 1 };
-        int fd = 3;
-        const char *dir = ".";
-
-        parse_args(argc, argv, &fd, &dir);
-        int sfd = setup(&a, fd, dir);
-
+static void say_ready(struct agent *a) {
+        a->connection++;
         struct sbx_init_ready ready = {
                 .version = SBX_INIT_VERSION,
                 .pid = getpid(),
                 .procs_max = SBX_INIT_PROCS_MAX,
                 .msg_max = SBX_INIT_MSG_MAX,
+                .connection = a->connection,
+                .running = a->n_procs,
+                .ended = a->n_held,
         };
-        agent_send(&a, SBX_INIT_EV_READY, 0, 0, &ready, sizeof(ready), NULL, 0);
+        agent_send(a, SBX_INIT_EV_READY, 0, 0, &ready, sizeof(ready), NULL, 0);
+        unsigned n = a->n_held;
+        a->n_held = 0;
+        for (unsigned i = 0; i < n; i++)
+                agent_send(a, SBX_INIT_EV_EXIT, 0, 0, &a->held[i], sizeof(a->held[i]), NULL, 0);
+}
 
+static uint64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+/* Between connections: the next one, if it is waiting. */
+static void take_connection(struct agent *a) {
+        int fd = accept4(a->listen, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+                if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                        return;
+                fatal("accept", errno);
+        }
+        a->sock = fd;
+        say_ready(a);
+}
+
+int main(int argc, char **argv) {
+        static struct agent a = { .sock = -1, .listen = -1, .workspace = -1, .next_handle = 1 };
+        struct args ar = { .fd = 3, .listen_fd = -1, .orphan_ms = ORPHAN_TIMEOUT_MS, .dir = "." };
+
+        parse_args(argc, argv, &ar);
+        int sfd = setup(&a, &ar);
+        if (a.sock >= 0)
+                say_ready(&a);
+
+        uint64_t alone_since = now_ms();
         for (;;) {
+                /* Alone (no connection) for --orphan-timeout: the daemon is
+                 * not coming back, and the session ends. */
+                int wait_ms = -1;
+                if (a.sock < 0) {
+                        uint64_t now = now_ms();
+                        if (now - alone_since >= (uint64_t) ar.orphan_ms) {
+                                dprintf(STDERR_FILENO, "sbx-init: no connection for %ld ms: ending the session\n", ar.orphan_ms);
+                                _exit(3);
+                        }
+                        wait_ms = (int) ((uint64_t) ar.orphan_ms - (now - alone_since));
+                }
                 struct pollfd pfd[2] = {
-                        { .fd = a.sock, .events = POLLIN },
+                        { .fd = a.sock >= 0 ? a.sock : a.listen, .events = POLLIN },
                         { .fd = sfd, .events = POLLIN },
                 };
-                if (poll(pfd, 2, -1) < 0) {
+                if (poll(pfd, 2, wait_ms) < 0) {
                         if (errno == EINTR)
                                 continue;
                         fatal("poll", errno);
@@ -225,8 +326,12 @@ int main(int argc, char **argv) {
                                 ;
                         spawn_reap(&a);
                 }
-                if (pfd[0].revents)
-                        for (int i = 0; i < BATCH && take_request(&a); i++)
+                if (pfd[0].revents && a.sock < 0)
+                        take_connection(&a);
+                else if (pfd[0].revents)
+                        for (int i = 0; i < BATCH && a.sock >= 0 && take_request(&a); i++)
                                 ;
+                if (a.sock < 0 && pfd[0].fd != a.listen)
+                        alone_since = now_ms(); /* the connection just ended */
         }
 }

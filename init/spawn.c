@@ -314,6 +314,15 @@ void spawn_reap(struct agent *a) {
                 };
                 p->pid = 0;
                 a->n_procs--;
+                if (a->sock < 0) {
+                        /* One per process that was running: never more than the table. */
+                        if (a->n_held < SBX_INIT_PROCS_MAX)
+                                a->held[a->n_held++] = ex;
+                        continue;
+                }
                 agent_send(a, SBX_INIT_EV_EXIT, 0, 0, &ex, sizeof(ex), NULL, 0);
+                /* The send found the connection gone: the next one gets it. */
+                if (a->sock < 0 && a->n_held < SBX_INIT_PROCS_MAX)
+                        a->held[a->n_held++] = ex;
         }
 }

@@ -124,12 +124,20 @@ struct sbx_init_list {
         uint32_t flags;
 };
 
-/* ---- events ---------------------------------------------------------------- */
+/* ---- events ----------------------------------------------------------------
+ * With --listen-fd, the agent outlives a connection: when it ends, the
+ * agent keeps its processes, holds their EXIT events (one per process, so
+ * at most SBX_INIT_PROCS_MAX) and accepts the next connection on the
+ * listening socket, to which it sends READY again, then the held events. */
 struct sbx_init_ready {
         uint32_t version;  /* SBX_INIT_VERSION */
         int32_t pid;       /* the agent's, in the sandbox's pid namespace */
         uint32_t procs_max;
         uint32_t msg_max;
+        uint32_t connection; /* 1 for the first; more after reconnections (--listen-fd) */
+        uint32_t running;    /* processes started by SPAWN not yet ended */
+        uint32_t ended;      /* EXIT events held while no one was connected, sent right after */
+        uint32_t reserved;
 };
 
 struct sbx_init_exit {

@@ -319,3 +319,73 @@ EOF2
         # handles are never reused
         [ "${lines[260]}" = "handle 257" ]
 }
+
+# listened: like session, with the listening socket at $SOCK on fd 4 and
+# sbx-init --listen-fd 4 (the daemon's way back after a restart). The
+# socket's directory is the test's, outside the sandbox.
+listened() {
+        SOCK=$(mktemp -d "$SBX_STAGE/sock.XXXXXX")/agent.sock
+        [ "$(id -u)" != 0 ] || chown nobody "${SOCK%/*}"
+        as_user env SBX_PROFILE_PATH="$SBX_PROFILE_PATH" "$SBX_STAGE/bin/init-client" --timeout "$TIMEOUT" --listen "$SOCK" -- \
+                "$SBX_LAUNCH" "${EXTRA[@]}" --pass-fd 3 --pass-fd 4 --ro-bind "$SBX_STAGE/bin" /sbx --tmpfs "$WS" \
+                -- /sbx/sbx-init --workspace "$WS" --fd 3 --listen-fd 4 "$@"
+}
+
+@test "--listen-fd: after the connection ends the agent keeps its processes and files, and the next connection gets them with the exits held meanwhile" {
+        run listened --orphan-timeout 5000 <<'EOF2'
+run -- sh -c 'echo still here > kept.txt'
+bg -- sleep 0.2
+bg -- sleep 1000
+drop
+pause 600
+reconnect
+wait 2
+run -- cat kept.txt
+signal 3 9
+wait 3
+EOF2
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == "ready pid=2 connection=1 running=0 ended=0 "* ]]
+        [[ "${lines[1]}" == "exit code=0 "* ]]
+        [ "${lines[2]}" = "handle 2" ]
+        [ "${lines[3]}" = "handle 3" ]
+        [ "${lines[4]}" = dropped ]
+        # the sleep of 0.2 s ended while no one was connected: held, then sent
+        [[ "${lines[6]}" == "ready pid=2 connection=2 running=1 ended=1 "* ]]
+        [[ "${lines[7]}" == "exit code=0 "* ]]
+        [ "${lines[8]}" = "still here" ]
+        [[ "${lines[9]}" == "exit code=0 "* ]]
+        [ "${lines[10]}" = ok ]
+        [[ "${lines[11]}" == "exit signal=9 "* ]]
+}
+
+@test "--listen-fd: no connection within --orphan-timeout ends the agent, and the sandbox with it" {
+        run listened --orphan-timeout 300 <<'EOF2'
+bg -- sleep 1000
+drop
+launcher-end 5000
+EOF2
+        [ "$status" -eq 0 ]
+        [ "${lines[2]}" = dropped ]
+        [[ "$output" == *"sbx-init: no connection for 300 ms: ending the session"* ]]
+        [[ "$output" =~ launcher\ ended\ after_ms=([0-9]+) ]]
+        [ "${BASH_REMATCH[1]}" -ge 250 ]
+}
+
+@test "--listen-fd: a command holds neither the listening socket nor the connection" {
+        run listened <<'EOF2'
+run -- sh -c 'ls -l /proc/$$/fd | grep -c socket; ls /proc/$$/fd | xargs'
+EOF2
+        [ "$status" -eq 0 ]
+        [ "${lines[1]}" = 0 ]
+        [ "${lines[2]}" = "0 1 2" ]
+}
+
+@test "--listen-fd refuses what is not a listening SOCK_SEQPACKET socket, and --orphan-timeout 0" {
+        run as_user "$SBX_LAUNCH" "${EXTRA[@]}" --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/sbx-init --listen-fd 0 </dev/null
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"--listen-fd"* ]]
+        run as_user "$SBX_LAUNCH" "${EXTRA[@]}" --ro-bind "$SBX_STAGE/bin" /sbx -- /sbx/sbx-init --listen-fd 4 --orphan-timeout 0
+        [ "$status" -eq 2 ]
+        [[ "$output" == *usage* ]]
+}

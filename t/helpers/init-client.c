@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A test client of sbx-init(8) through lib/initc.h, as the daemon will be:
  *
- *   init-client [--timeout MS] -- COMMAND...
+ *   init-client [--timeout MS] [--listen PATH] -- COMMAND...
  *
  * starts COMMAND (sbx-launch ... -- sbx-init) with one end of a
  * SOCK_SEQPACKET socketpair on fd 3, waits for the agent's READY, then
  * runs one command per line of stdin and prints one answer per command
  * (t/session-init.bats reads them). A lost connection prints "lost: ERR"
  * and exits 3; the launcher is then killed, as the daemon would end the
- * session. */
+ * session. With --listen, COMMAND also gets a listening socket bound at
+ * PATH on fd 4 (for sbx-init --listen-fd 4), and the commands "drop",
+ * "reconnect", "pause MS" and "launcher-end MS" try the agent's life
+ * across connections. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +38,7 @@ static struct initc C;
 static pid_t launcher = -1;
 static int timeout_ms = 5000;
 static struct initc_msg M;
+static const char *listen_path;
 static struct sbx_init_exit exits[MAX_EXITS];
 static unsigned n_exits;
 
@@ -434,6 +439,63 @@ static void cmd_bench(unsigned n) {
         free(sp);
 }
 
+static void print_ready(const struct initc_msg *m, int64_t since_us) {
+        struct sbx_init_ready rd;
+        memcpy(&rd, m->payload, sizeof(rd));
+        if (rd.version != SBX_INIT_VERSION)
+                lost(-EPROTO);
+        printf("ready pid=%d connection=%u running=%u ended=%u start_us=%lld\n", rd.pid, rd.connection, rd.running,
+               rd.ended, (long long) (now_us() - since_us));
+}
+
+static int connect_to(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        return fd;
+}
+
+static void await_ready(int64_t since_us) {
+        int r = initc_recv(&C, &M, timeout_ms);
+        if (r < 0)
+                lost(r);
+        if (M.hdr.type != SBX_INIT_EV_READY)
+                lost(-EPROTO);
+        print_ready(&M, since_us);
+        initc_msg_clear(&M);
+}
+
+static void cmd_reconnect(void) {
+        if (C.fd >= 0)
+                close(C.fd);
+        C.fd = -1;
+        int64_t t0 = now_us();
+        int fd = connect_to(listen_path);
+        if (fd < 0) {
+                printf("error %s\n", ename(-fd));
+                return;
+        }
+        initc_init(&C, fd);
+        await_ready(t0);
+}
+
+/* Wait up to ms for the launcher to end (the sandbox is gone). */
+static void cmd_launcher_end(int ms) {
+        int64_t t0 = now_us();
+        for (int i = 0; i < ms; i += 5) {
+                int st;
+                if (waitpid(launcher, &st, WNOHANG) == launcher) {
+                        printf("launcher ended after_ms=%lld\n", (long long) (now_us() - t0) / 1000);
+                        launcher = -1;
+                        return;
+                }
+                usleep(5000);
+        }
+        printf("launcher running\n");
+}
+
 static void run_line(char *line) {
         char *w[MAX_ARGS + 1];
         int n = 0;
@@ -490,6 +552,17 @@ static void run_line(char *line) {
                 cmd_flood((unsigned) strtoul(w[1], NULL, 10));
         else if (streq(w[0], "bench") && n == 2)
                 cmd_bench((unsigned) strtoul(w[1], NULL, 10));
+        else if (streq(w[0], "drop") && n == 1 && listen_path) {
+                close(C.fd);
+                C.fd = -1;
+                printf("dropped\n");
+        } else if (streq(w[0], "reconnect") && n == 1 && listen_path)
+                cmd_reconnect();
+        else if (streq(w[0], "pause") && n == 2) {
+                usleep((useconds_t) atoi(w[1]) * 1000);
+                printf("paused\n");
+        } else if (streq(w[0], "launcher-end") && n == 2)
+                cmd_launcher_end(atoi(w[1]));
         else
                 printf("usage: %s\n", w[0]);
 }
@@ -500,33 +573,38 @@ int main(int argc, char **argv) {
                 timeout_ms = atoi(argv[i + 1]);
                 i += 2;
         }
+        if (i + 1 < argc && streq(argv[i], "--listen")) {
+                listen_path = argv[i + 1];
+                i += 2;
+        }
         if (i >= argc || !streq(argv[i], "--") || i + 1 >= argc) {
-                fprintf(stderr, "usage: init-client [--timeout MS] -- COMMAND...\n");
+                fprintf(stderr, "usage: init-client [--timeout MS] [--listen PATH] -- COMMAND...\n");
                 return 2;
         }
         signal(SIGPIPE, SIG_IGN);
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return perror("socketpair"), 1;
+        int lfd = -1;
+        if (listen_path) {
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", listen_path);
+                unlink(listen_path);
+                lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+                if (lfd < 0 || bind(lfd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0)
+                        return perror(listen_path), 1;
+        }
         launcher = fork();
         if (launcher == 0) {
-                if (dup2(sv[1], 3) < 0)
+                if (dup2(sv[1], 3) < 0 || (lfd >= 0 && dup2(lfd, 4) < 0))
                         _exit(126);
                 execvp(argv[i + 1], argv + i + 1);
                 _exit(127);
         }
         close(sv[1]);
+        if (lfd >= 0)
+                close(lfd);
         initc_init(&C, sv[0]);
-        int64_t t0 = now_us();
-        int r = initc_recv(&C, &M, timeout_ms);
-        if (r < 0)
-                lost(r);
-        if (M.hdr.type != SBX_INIT_EV_READY)
-                lost(-EPROTO);
-        struct sbx_init_ready rd;
-        memcpy(&rd, M.payload, sizeof(rd));
-        if (rd.version != SBX_INIT_VERSION)
-                lost(-EPROTO);
-        printf("ready pid=%d start_us=%lld\n", rd.pid, (long long) (now_us() - t0));
+        await_ready(now_us());
         fflush(stdout);
 
         char line[4096];
