@@ -41,27 +41,9 @@ teardown_file() {
 
 setup() {
         require_userns
-        [ "$(id -u)" = 0 ] || skip "restricted jobs need a root daemon (eBPF, veth, nftables)"
-        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here: jobs have no cgroup to attach the programs to"
-        grep -q "restricted jobs: veths" "$SUP_DIR/daemon.log" ||
-                skip "the daemon cannot run restricted jobs here: $(grep -o 'restricted jobs unavailable.*\|network audit unavailable.*' "$SUP_DIR/daemon.log" | head -1)"
-        [ "$NET_OK" = 1 ] && grep -q ready "$SUP_DIR/servers.out" && grep -q ready "$SUP_DIR/dns.out" ||
-                skip "cannot make the test host's network namespace here"
+        restricted_skip_unless_ready dns
 }
 
-# probe [sbxctl submit options]... -- PROBE...: net-probe.py in a
-# restricted job, waited for: its record in $res, its output in $output.
-probe() {
-        local opts=()
-        while [ "$1" != -- ]; do opts+=("$1"); shift; done
-        shift
-        run ctl --json submit --network restricted "${opts[@]}" -- python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" "$@"
-        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
-        id=$(json_get job <<<"$output")
-        res=$(ctl --json wait "$id")
-        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; return 1; }
-        run ctl logs "$id"
-}
 
 delta() {
         echo $(( $(metric "$1" <<<"$after") - $(metric "$1" <<<"$before") ))

@@ -36,12 +36,7 @@ teardown_file() {
 
 setup() {
         require_userns
-        [ "$(id -u)" = 0 ] || skip "restricted jobs need a root daemon (eBPF, veth, nftables)"
-        [ "$SUP_CGROUP" != none ] || skip "no writable cgroup2 here: jobs have no cgroup to attach the programs to"
-        grep -q "restricted jobs: veths" "$SUP_DIR/daemon.log" ||
-                skip "the daemon cannot run restricted jobs here: $(grep -o 'restricted jobs unavailable.*\|network audit unavailable.*' "$SUP_DIR/daemon.log" | head -1)"
-        [ "$NET_OK" = 1 ] && grep -q ready "$SUP_DIR/servers.out" && grep -q ready "$SUP_DIR/dns.out" ||
-                skip "cannot make the test host's network namespace here"
+        restricted_skip_unless_ready dns
 }
 
 # submit_probe [sbxctl submit options]... -- PROBE...: starts

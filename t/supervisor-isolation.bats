@@ -142,17 +142,7 @@ os.ftruncate(fd, 1 << 31); print("memfd made")'
 }
 
 @test "the workspace is a tmpfs mounted noswap where the kernel has it (6.4 on), as the job sees it and the record says" {
-        run -0 ctl --json run -- sh -c 'grep " /workspace " /proc/self/mountinfo'
-        job=$(json_get job <<<"${lines[0]}")
-        local seen=$output
-        run -0 ctl --json result "$job"
-        [ "$(json_get result.workspace.storage <<<"$output")" = tmpfs ]
-        if kernel_at_least 6 4; then
-                [[ "$seen" == *" - tmpfs "*noswap* ]]
-                [ "$(json_get result.workspace.noswap <<<"$output")" = true ]
-        else
-                [ "$(json_get result.workspace.noswap <<<"$output")" = false ]
-        fi
+        workspace_is_noswap_tmpfs
 }
 
 @test "fork bombs in one tenant's jobs, with default settings, do not keep another tenant's jobs from starting" {

@@ -59,19 +59,6 @@ network_deny = 192.0.2.0/24"
                 { grep -i 'restricted\|network' "$SUP_DIR/daemon.log"; false; }
 }
 
-# probe [sbxctl submit options]... -- PROBE...: net-probe.py in a
-# restricted job, waited for: its record in $res, its output in $output.
-probe() {
-        local opts=()
-        while [ "$1" != -- ]; do opts+=("$1"); shift; done
-        shift
-        run ctl --json submit --network restricted "${opts[@]}" -- python3 -c "$(cat "$SBX_SRCDIR/t/helpers/net-probe.py")" "$@"
-        [ "$status" -eq 0 ] || { echo "$output"; return 1; }
-        id=$(json_get job <<<"$output")
-        res=$(ctl --json wait "$id")
-        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; return 1; }
-        run ctl logs "$id"
-}
 
 # events: one line per network event: kind, hostname, address, port,
 # verdict, reason ("-" for none).

@@ -79,17 +79,7 @@ privd_pid() {
 
 @test "sbx-privd mounts the workspace noswap where the kernel has it (6.4 on), as the job sees it and the record says" {
         sup_start
-        run -0 ctl --json run -- sh -c 'grep " /workspace " /proc/self/mountinfo'
-        job=$(json_get job <<<"${lines[0]}")
-        local seen=$output
-        run -0 ctl --json result "$job"
-        [ "$(json_get result.workspace.storage <<<"$output")" = tmpfs ]
-        if kernel_at_least 6 4; then
-                [[ "$seen" == *" - tmpfs "*noswap* ]]
-                [ "$(json_get result.workspace.noswap <<<"$output")" = true ]
-        else
-                [ "$(json_get result.workspace.noswap <<<"$output")" = false ]
-        fi
+        workspace_is_noswap_tmpfs
 }
 
 @test "a timeout reaches the command as SIGTERM through sbx-privd; one that ignores it is killed after the grace period" {

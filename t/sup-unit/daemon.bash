@@ -187,3 +187,19 @@ sup_user_mode() {
         SUP_USER_LINES="user = sbx
 helper = $SBX_STAGE/bin/sbx-privd"
 }
+
+# A job's workspace is a tmpfs, mounted noswap on Linux 6.4 and later, as
+# the job sees it in its mountinfo and as its record says.
+workspace_is_noswap_tmpfs() {
+        run -0 ctl --json run -- sh -c 'grep " /workspace " /proc/self/mountinfo'
+        job=$(json_get job <<<"${lines[0]}")
+        local seen=$output
+        run -0 ctl --json result "$job"
+        [ "$(json_get result.workspace.storage <<<"$output")" = tmpfs ]
+        if kernel_at_least 6 4; then
+                [[ "$seen" == *" - tmpfs "*noswap* ]]
+                [ "$(json_get result.workspace.noswap <<<"$output")" = true ]
+        else
+                [ "$(json_get result.workspace.noswap <<<"$output")" = false ]
+        fi
+}
