@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "init-abi.h"
+#include "macro.h"
 
 struct proc {
         pid_t pid;         /* 0: free slot */
@@ -33,6 +34,10 @@ struct request {
         const char *payload;
         size_t len;
 };
+
+/* wire.c. A failure the agent cannot go on after: a message on stderr,
+ * exit status 1. */
+_noreturn_ void agent_fatal(const char *what, int errnum);
 
 /* Send a reply (error 0) with payload and descriptors; the descriptors are
  * not closed. A failed send ends the connection: without --listen-fd the

@@ -7,6 +7,7 @@ libexec_PROGRAMS += init/sbx-init
 init_sbx_init_SOURCES = \
 	init/agent.h \
 	init/main.c \
+	init/wire.c \
 	init/spawn.c \
 	init/files.c \
 	lib/init-abi.h \

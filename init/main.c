@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "fd-util.h"
 #include "macro.h"
 
 /* Requests taken from the socket before the loop looks at SIGCHLD again:
@@ -33,49 +32,6 @@
  * before it ends the session. */
 #define ORPHAN_TIMEOUT_MS 60000
 #define ORPHAN_TIMEOUT_MAX_MS 86400000L
-
-static _noreturn_ void fatal(const char *what, int errnum) {
-        dprintf(STDERR_FILENO, "sbx-init: %s: %s\n", what, strerror(errnum));
-        _exit(1);
-}
-
-void agent_disconnect(struct agent *a) {
-        if (a->listen < 0)
-                _exit(0); /* the daemon closed its end: the session is over */
-        if (a->sock >= 0)
-                close(a->sock);
-        a->sock = -1;
-}
-
-void agent_send(struct agent *a, uint32_t type, uint32_t id, int32_t error, const void *payload,
-                size_t len, const int *fds, unsigned n_fds) {
-        char buf[SBX_INIT_MSG_MAX];
-        if (a->sock < 0)
-                return; /* between connections: a reply has no one to go to */
-        struct sbx_init_hdr h = { .type = type, .id = id, .len = (uint32_t) len, .error = error };
-        if (len > sizeof(buf) - sizeof(h))
-                fatal("reply", EMSGSIZE);
-        memcpy(buf, &h, sizeof(h));
-        if (len)
-                memcpy(buf + sizeof(h), payload, len);
-        /* Blocking: a daemon that stops reading stalls this session only. */
-        int r = fd_send_with(a->sock, buf, sizeof(h) + len, fds, n_fds);
-        if (r == -EPIPE || r == -ECONNRESET) {
-                agent_disconnect(a);
-                return;
-        }
-        if (r < 0)
-                fatal("send", -r);
-}
-
-void agent_reply(struct agent *a, const struct request *rq, const void *payload, size_t len,
-                 const int *fds, unsigned n_fds) {
-        agent_send(a, rq->hdr.type | SBX_INIT_REPLY, rq->hdr.id, 0, payload, len, fds, n_fds);
-}
-
-void agent_reply_error(struct agent *a, const struct request *rq, int errnum) {
-        agent_send(a, (rq->hdr.type & 0xffffu) | SBX_INIT_REPLY, rq->hdr.id, errnum, NULL, 0, NULL, 0);
-}
 
 static void close_passed_fds(struct msghdr *mh) {
         for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
@@ -125,7 +81,7 @@ static bool take_request(struct agent *a) {
                 if (errno == EAGAIN || errno == EINTR)
                         return false;
                 if (errno != ECONNRESET)
-                        fatal("receive", errno);
+                        agent_fatal("receive", errno);
         }
         if (n <= 0) {
                 agent_disconnect(a);
@@ -206,13 +162,13 @@ static void check_seqpacket(int fd, const char *what) {
         int type = 0;
         socklen_t tl = sizeof(type);
         if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0)
-                fatal(what, errno);
+                agent_fatal(what, errno);
         if (type != SOCK_SEQPACKET)
-                fatal(what, EPROTOTYPE); /* not a SOCK_SEQPACKET socket */
+                agent_fatal(what, EPROTOTYPE); /* not a SOCK_SEQPACKET socket */
         /* Only this process may hold it: a command started here must never
          * speak to the daemon. */
         if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-                fatal(what, errno);
+                agent_fatal(what, errno);
 }
 
 static int setup(struct agent *a, const struct args *ar) {
@@ -224,15 +180,15 @@ static int setup(struct agent *a, const struct args *ar) {
                 int on = 0;
                 socklen_t ol = sizeof(on);
                 if (getsockopt(ar->listen_fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) < 0 || !on)
-                        fatal("--listen-fd: not a listening socket", EINVAL);
+                        agent_fatal("--listen-fd: not a listening socket", EINVAL);
                 if (fcntl(ar->listen_fd, F_SETFL, O_NONBLOCK) < 0)
-                        fatal("--listen-fd", errno);
+                        agent_fatal("--listen-fd", errno);
         }
         a->sock = ar->fd;
         a->listen = ar->listen_fd;
         a->workspace = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (a->workspace < 0)
-                fatal(dir, errno);
+                agent_fatal(dir, errno);
         /* The commands run as our uid: without this, any of them could
          * read our memory through /proc/PID/mem or take our descriptors. */
         prctl(PR_SET_DUMPABLE, 0);
@@ -249,7 +205,7 @@ static int setup(struct agent *a, const struct args *ar) {
         sigprocmask(SIG_BLOCK, &set, NULL);
         int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         if (sfd < 0)
-                fatal("signalfd", errno);
+                agent_fatal("signalfd", errno);
         return sfd;
 }
 
@@ -283,7 +239,7 @@ static void take_connection(struct agent *a) {
         if (fd < 0) {
                 if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
                         return;
-                fatal("accept", errno);
+                agent_fatal("accept", errno);
         }
         a->sock = fd;
         say_ready(a);
@@ -318,7 +274,7 @@ int main(int argc, char **argv) {
                 if (poll(pfd, 2, wait_ms) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        fatal("poll", errno);
+                        agent_fatal("poll", errno);
                 }
                 if (pfd[1].revents) {
                         struct signalfd_siginfo si;
