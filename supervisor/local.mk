@@ -87,6 +87,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/priv/spawn.h supervisor/priv/spawn.c \
 	supervisor/priv/cgroup.h supervisor/priv/cgroup.c \
 	supervisor/priv/workspace.h supervisor/priv/workspace.c \
+	supervisor/priv/wscrypt.h supervisor/priv/wscrypt.c \
 	supervisor/store/audit.h supervisor/store/audit.c \
 	supervisor/bundle/extract.h supervisor/bundle/unpack.h supervisor/bundle/unpack.c supervisor/bundle/tree-check.h supervisor/bundle/tree-check.c \
 	supervisor/bundle/fetch.h supervisor/bundle/fetch.c \

@@ -117,6 +117,7 @@ SUP_BATS = \
 	t/supervisor-logs.bats \
 	t/supervisor-logs-flood.bats \
 	t/supervisor-isolation.bats \
+	t/supervisor-nonroot.bats \
 	t/supervisor-uids.bats \
 	t/supervisor-privsep.bats \
 	t/supervisor-fairness.bats \

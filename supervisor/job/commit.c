@@ -162,6 +162,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .cg_limits = rj->cg_limits,
                 .disk_quota = rj->ws_mounted,
                 .ws_noswap = rj->ws_noswap,
+                .ws_encrypted = rj->ws_encrypted,
                 .req_digest = rj->req_digest,
                 .net = &rj->net,
         };

@@ -48,6 +48,7 @@ struct rjob {
         bool own_uid;             /* its uid is from the pool (given back by prepare_release) */
         bool ws_mounted;          /* its workspace is a tmpfs of its own */
         bool ws_noswap;           /* ... mounted noswap: its pages never go to swap */
+        bool ws_encrypted;        /* a directory on a disk, encrypted with a key of its own */
         /* privjob.c: the job as sbx-privd holds it, when the front runs without privilege */
         struct privd_handle ph;
         bool ph_open;             /* JOB_OPEN answered, JOB_CLOSE not yet sent */

@@ -24,6 +24,13 @@ static int assign_ids(struct rjob *rj) {
         uid_t uid;
         if (privc_on(&d->privc))
                 return privjob_uid(&rj->d->privc, rj);
+        /* A daemon that is not root can run jobs as nobody else (it says
+         * so at start), whatever the tenant's job_user. */
+        if (geteuid() != 0) {
+                rj->j.job_uid = geteuid();
+                rj->j.job_gid = getegid();
+                return 0;
+        }
         if (d->uids.size && !t->job_user_set) {
                 int r = uidpool_take(&d->uids, &uid);
                 if (r < 0)
@@ -58,7 +65,12 @@ static void prepare_run(struct work *w) {
                 .own_mount = d->own_mounts,
                 .size_bytes = rj->j.pol.disk,
         };
-        if (workspace_prepare(&ws, &rj->ws_mounted, &rj->ws_noswap, &err) < 0) {
+        struct workspace_made made;
+        int r = workspace_prepare(&ws, &made, &err);
+        rj->ws_mounted = made.mounted;
+        rj->ws_noswap = made.noswap;
+        rj->ws_encrypted = made.encrypted;
+        if (r < 0) {
                 rj->prep_error = strdup(err.msg);
                 if (!rj->prep_error)
                         rj->prep_error = strdup("out of memory");

@@ -214,6 +214,7 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 rj->had_cgroup = json_is_true(json_object_get(x->start, "cgroup"));
                 rj->ws_mounted = json_is_true(json_object_get(x->start, "disk_quota"));
                 rj->ws_noswap = json_is_true(json_object_get(x->start, "ws_noswap"));
+                rj->ws_encrypted = json_is_true(json_object_get(x->start, "ws_encrypted"));
                 json_t *u = json_object_get(x->start, "job_uid"), *g = json_object_get(x->start, "job_gid");
                 j->job_uid = json_is_integer(u) ? (uid_t) json_integer_value(u) : j->tenant->job_uid;
                 j->job_gid = json_is_integer(g) ? (gid_t) json_integer_value(g) : j->tenant->job_gid;

@@ -211,11 +211,11 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
 }
 
 json_t *runner_start_record(const struct rjob *rj) {
-        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:b, s:i, s:I, s:I, s:b, s:b}", "ev", "start", "job", rj->j.id, "pid",
+        json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:o, s:i, s:b, s:i, s:I, s:I, s:b, s:b, s:b}", "ev", "start", "job", rj->j.id, "pid",
                               (int) rj->pid, "starttime", (json_int_t) rj->starttime, "started", proto_time(rj->j.started_ms),
                               "cg_limits", (int) rj->cg_limits, "cgroup", rj->had_cgroup, "attempt", (int) rj->j.attempt,
                               "job_uid", (json_int_t) rj->j.job_uid, "job_gid", (json_int_t) rj->j.job_gid, "disk_quota",
-                              rj->ws_mounted, "ws_noswap", rj->ws_noswap);
+                              rj->ws_mounted, "ws_noswap", rj->ws_noswap, "ws_encrypted", rj->ws_encrypted);
         /* A bundle job's resolution and grant are known only now: a record
          * written after a restart needs them. */
         if (o && rj->j.bundle.set) {

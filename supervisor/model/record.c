@@ -165,8 +165,9 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->cgroup, in->disk_quota));
         json_object_set_new(rec, "limit_hit", in->limit_hit ? json_incref(in->limit_hit) : json_null());
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
-        json_object_set_new(rec, "workspace", json_pack("{s:s, s:b}", "storage", in->disk_quota ? "tmpfs" : "directory", "noswap",
-                                                        in->disk_quota && in->ws_noswap));
+        json_object_set_new(rec, "workspace", json_pack("{s:s, s:b, s:b}", "storage", in->disk_quota ? "tmpfs" : "directory", "noswap",
+                                                        in->disk_quota && in->ws_noswap, "encrypted",
+                                                        !in->disk_quota && in->ws_encrypted));
         json_t *prot = end ? json_object_get(end, SBX_STATUS_PROTECTIONS) : NULL;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
         const struct netevents *ne = in->net;

@@ -38,6 +38,7 @@ struct record_input {
         unsigned cg_limits;         /* CG_LIMIT_* it enforced */
         bool disk_quota;            /* its workspace was a sized tmpfs */
         bool ws_noswap;             /* ... mounted noswap */
+        bool ws_encrypted;          /* a directory, encrypted with a key of its own */
         const char *req_digest;     /* proto_request_digest(), or NULL */
         const char *cb_delivery;    /* the callback's delivery id, with the request's callback URL; or NULL */
         const struct netevents *net; /* its network events; NULL: none known (a restart lost them) */

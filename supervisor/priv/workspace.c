@@ -12,8 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "util.h"
 #include "workspace.h"
+#include "wscrypt.h"
 
 #define WALK_MAX_DEPTH 32
 #define WALK_MAX_ENTRIES 100000
@@ -207,23 +209,32 @@ int workspace_write_uploads(int fd, const struct run_request *run, struct sbx_er
         return r;
 }
 
-int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, bool *ret_noswap, struct sbx_error *err) {
-        *ret_mounted = false;
-        *ret_noswap = false;
+int workspace_prepare(const struct workspace_spec *ws, struct workspace_made *ret, struct sbx_error *err) {
+        *ret = (struct workspace_made) { 0 };
         /* Root-owned and private until the files are in, so that nothing
          * can race symlinks into it. */
         if (mkdirat(ws->work_dirfd, ws->id, 0700) < 0)
                 return sbx_error_set(err, errno, "workspace %s", ws->id);
         if (ws->own_mount) {
-                int r = mount_tmpfs(ws, ret_noswap, err);
+                int r = mount_tmpfs(ws, &ret->noswap, err);
                 if (r < 0)
                         return r;
-                *ret_mounted = true;
+                ret->mounted = true;
         }
         _cleanup_close_ int fd = openat(ws->work_dirfd, ws->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return sbx_error_set(err, errno, "workspace %s", ws->id);
-        int r = workspace_write_uploads(fd, ws->run, err);
+        /* On a disk: encrypted before the first file goes in, where the
+         * file system can; where it cannot, the record says so. */
+        int r;
+        if (!ws->own_mount) {
+                r = wscrypt_lock_new(fd);
+                if (r == 0)
+                        ret->encrypted = true;
+                else if (r != -EOPNOTSUPP && r != -ENOTTY && r != -EINVAL)
+                        log_warning("workspace %s: not encrypted: %s", ws->id, strerror(-r));
+        }
+        r = workspace_write_uploads(fd, ws->run, err);
         if (r < 0)
                 return r;
         r = chown_tree(fd, ws->uid, ws->gid, 0);
@@ -363,5 +374,13 @@ int workspace_remove(int work_dirfd, const char *work_path, const char *id) {
          * directory is deleted file by file. */
         if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT && errno != EPERM)
                 return -errno;
-        return rm_rf_at(work_dirfd, id);
+        /* An encrypted one's key goes last, whatever the deletion left. */
+        _cleanup_close_ int fd = openat(work_dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r = rm_rf_at(work_dirfd, id);
+        if (fd >= 0) {
+                int k = wscrypt_forget(fd);
+                if (k < 0)
+                        log_warning("workspace %s: its key could not be removed: %s", id, strerror(-k));
+        }
+        return r;
 }

@@ -27,11 +27,18 @@ struct workspace_spec {
         uint64_t size_bytes;             /* that tmpfs' size: the job's disk quota */
 };
 
+/* What a workspace turned out to be. */
+struct workspace_made {
+        bool mounted;     /* a tmpfs of its own */
+        bool noswap;      /* ... mounted noswap */
+        bool encrypted;   /* a directory on a disk, encrypted with a key of its own (wscrypt.h) */
+};
+
 /* WORK/ID, with the uploads in it, owned by the job's uid: a tmpfs of its
- * own, sized, nosuid and nodev, when own_mount (*ret_mounted says so). On
- * failure the caller removes what was made (workspace_remove). Blocking:
- * not on the event loop. */
-int workspace_prepare(const struct workspace_spec *ws, bool *ret_mounted, bool *ret_noswap, struct sbx_error *err);
+ * own, sized, nosuid and nodev, when own_mount; otherwise a directory,
+ * encrypted where its file system can. On failure the caller removes what
+ * was made (workspace_remove). Blocking: not on the event loop. */
+int workspace_prepare(const struct workspace_spec *ws, struct workspace_made *ret, struct sbx_error *err);
 
 /* The request's uploads, written below the directory fd (which must be
  * fresh: they are created, never replaced). */
