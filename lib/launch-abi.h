@@ -106,6 +106,11 @@
 #define SBX_LAUNCH_FD_BUNDLE 7
 #define SBX_LAUNCH_BUNDLE_SOURCE "fd:7"
 
+/* ...and for a job that speaks with sbx-init over a socket of its own, one
+ * end of a SOCK_SEQPACKET pair here, passed on with --pass-fd 8. */
+#define SBX_LAUNCH_FD_PASS 8
+#define SBX_LAUNCH_FD_PASS_ARG "8"
+
 /* ---- environment ----------------------------------------------------------- */
 
 /* Read by sbx-launch: where profiles given by name are looked for. */

@@ -15,7 +15,7 @@
 /* ---- framing ----------------------------------------------------------------- */
 
 #define PRIVD_MAGIC 0x70786273u   /* "sbxp", little-endian */
-#define PRIVD_VERSION 1u
+#define PRIVD_VERSION 2u
 
 /* Requests, front to helper. A reply carries the request's type with
  * PRIVD_REPLY set and the request's sequence number. */
@@ -124,14 +124,16 @@ struct privd_job {
  * once per job. The descriptors come with the message (SCM_RIGHTS), one
  * for each bit of fds, in the order of the bits; each must be of the kind
  * named here, or the request is refused. The launcher gets them as its
- * descriptors 0..7 (launch-abi.h); the helper writes its command line:
+ * descriptors 0..8 (launch-abi.h); the helper writes its command line:
  *   sbx-launch [--info-fd 5 --block-fd 6] --json-status-fd 3 ARGV...
  * where ARGV are the NUL-terminated strings of the PRIVD_FD_ARGV file:
- * the helper splits them at NUL and reads nothing else into them. They
- * are the launcher's options (its profiles: the front's generated one is
- * --profile /dev/fd/4), "--" and the command: nothing the launcher can be
- * told gives it more than the job's uid already has, so the helper need
- * not check what it is told. */
+ * the helper splits them at NUL. They are the launcher's options (its
+ * profiles: the front's generated one is --profile /dev/fd/4), "--" and
+ * the command. The helper reads the options as the launcher will (each
+ * one known, with its arguments) so that they name no descriptor but those
+ * it placed: --pass-fd 8 only with PRIVD_FD_PASS sent, no other --pass-fd,
+ * --json-status-fd, --info-fd, --block-fd or --sync-fd (the helper writes
+ * those it places itself). */
 enum privd_fd {
         PRIVD_FD_STDIN = 0,    /* pipe, socket, regular file or /dev/null; absent: /dev/null */
         PRIVD_FD_STDOUT,       /* pipe, socket or /dev/null; absent: /dev/null */
@@ -142,6 +144,7 @@ enum privd_fd {
         PRIVD_FD_BLOCK,        /* pipe */
         PRIVD_FD_BUNDLE,       /* directory owned by the front (O_PATH or O_RDONLY); the
                                 * launcher gets the helper's read-only detached mount of it */
+        PRIVD_FD_PASS,         /* AF_UNIX SOCK_SEQPACKET socket; absent: closed */
         PRIVD_FD_ARGV,         /* regular file, PRIVD_ARGV_MAX bytes at most; required */
         PRIVD_FD_COUNT,
 };

@@ -103,12 +103,28 @@ survived() {
 @test "sbx-privd refuses a descriptor of the wrong kind and too many descriptors" {
         attack fds
         refused "SPAWN with a directory as the status pipe" "descriptor 3: expected a pipe"
-        refused "SPAWN with 12 descriptors" "more than 9 descriptors"
-        refused "SPAWN with fewer descriptors than announced" "3 descriptors sent, 9 announced"
+        refused "SPAWN with 12 descriptors" "more than 10 descriptors"
+        refused "SPAWN with fewer descriptors than announced" "3 descriptors sent, 10 announced"
         refused "JOB_KILL carrying a descriptor" "with a message that takes none"
         # B was never spawned: nothing of its uid runs.
         run pgrep -u "$(field "B uid")"
         [ "$status" = 1 ]
+        survived
+}
+
+@test "sbx-privd takes only a SOCK_SEQPACKET socket as the launcher's descriptor 8, and --pass-fd of nothing else" {
+        attack passfd
+        refused "SPAWN with a regular file in slot 8" "descriptor 8: expected an AF_UNIX SOCK_SEQPACKET socket"
+        refused "SPAWN with a pipe in slot 8" "descriptor 8: expected an AF_UNIX SOCK_SEQPACKET socket"
+        refused "SPAWN with a SOCK_STREAM socket in slot 8" "descriptor 8: expected an AF_UNIX SOCK_SEQPACKET socket"
+        refused "--pass-fd 8 without slot 8" "launcher option '--pass-fd': --pass-fd without a socket in slot 8"
+        refused "--pass-fd 3" "launcher option '--pass-fd': --pass-fd of a descriptor other than 8"
+        refused "--pass-fd=9" "launcher option '--pass-fd=9': --pass-fd of a descriptor other than 8"
+        refused "--pass-fd 5 behind --hostname --" "launcher option '--pass-fd': --pass-fd of a descriptor other than 8"
+        refused "--json-status-fd from the front" "launcher option '--json-status-fd': a descriptor option the helper writes itself"
+        refused "--sync-fd from the front" "launcher option '--sync-fd=2': a descriptor option the helper writes itself"
+        refused "an option unknown to the launcher" "launcher option '--no-such-option': not an option"
+        grep -qx 'passed 8' "$BATS_TEST_TMPDIR/out"
         survived
 }
 

@@ -89,14 +89,14 @@ static int argv_file(const struct launchspec *ls, int *ret_fd) {
         return 0;
 }
 
-int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd) {
+int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls, const int fds[SPAWN_FDS], int *ret_pidfd) {
         int all[PRIVD_FD_COUNT];
         _cleanup_close_ int argv_fd = -1;
         int r = argv_file(ls, &argv_fd);
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < PRIVD_FD_COUNT; i++)
-                all[i] = i < 8 ? fds[i] : -1;
+                all[i] = i < SPAWN_FDS ? fds[i] : -1;
         all[PRIVD_FD_ARGV] = argv_fd;
         pid_t pid = 0;
         r = privc_spawn(c, rj->ph, all, &pid, ret_pidfd);

@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "privc.h"
+#include "spawn.h"
 
 struct launchspec;
 struct rjob;
@@ -22,7 +23,7 @@ int privjob_open(struct privc *c, struct rjob *rj, struct sbx_error *err);
 /* Where the launcher finds the workspace: in dir, the helper's --workspace. */
 void privjob_workspace(const struct rjob *rj, const char *dir, char *buf, size_t len);
 /* The launcher, as the job's uid in its cgroup; fds as spawn_params'. */
-int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls, const int fds[8], int *ret_pidfd);
+int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls, const int fds[SPAWN_FDS], int *ret_pidfd);
 /* The workspace's files the job made become the front's (its end: the
  * artifacts), once no process of the job is left. */
 int privjob_reclaim(struct privc *c, struct rjob *rj);

@@ -188,7 +188,7 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .path = d->cfg->launcher,
                 .argv = ls->argv,
                 .envp = (char **) ls->envp,
-                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0], bundle_fd },
+                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0], bundle_fd, -1 },
                 .uid = rj->j.job_uid,
                 .gid = rj->j.job_gid,
                 .cgroup_fd = rj->cgroup_fd,

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -15,10 +16,14 @@
 
 #include "jobfs.h"
 #include "launch-abi.h"
+#include "launchopts.h"
 #include "macro.h"
 #include "privd.h"
 #include "spawn.h"
 #include "wstree.h"
+
+/* The launcher's descriptors are the first SPAWN_FDS slots, in order. */
+_Static_assert(PRIVD_FD_ARGV == SPAWN_FDS && PRIVD_FD_PASS == SBX_LAUNCH_FD_PASS, "privd-abi.h and spawn.h disagree");
 
 #define PJOB_EMPTY ((struct pjob){ .cgroup_fd = -1, .ws_fd = -1 })
 
@@ -385,6 +390,17 @@ static bool fd_kind_ok(enum privd_fd slot, int fd, const char **ret_why) {
         case PRIVD_FD_BUNDLE:
                 *ret_why = "expected a directory";
                 return S_ISDIR(st.st_mode);
+        case PRIVD_FD_PASS: {
+                /* sbx-init speaks over it in messages: nothing else is
+                 * handed on into the job. */
+                int dom = 0, type = 0;
+                socklen_t len = sizeof(int);
+                *ret_why = "expected an AF_UNIX SOCK_SEQPACKET socket";
+                if (!S_ISSOCK(st.st_mode) || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) < 0)
+                        return false;
+                len = sizeof(int);
+                return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && dom == AF_UNIX && type == SOCK_SEQPACKET;
+        }
         default:
                 *ret_why = "unknown";
                 return false;
@@ -428,6 +444,10 @@ static int launch(struct privd *p, struct pjob *j, const struct privd_hdr *h, co
         int r = read_argv(h, slots[PRIVD_FD_ARGV], buf, argv + k, &n_args);
         if (r < 0)
                 return r;
+        const char *why = NULL, *at = NULL;
+        r = launchopts_check(argv + k, n_args, slots[PRIVD_FD_PASS] >= 0, &why, &at);
+        if (r < 0)
+                return privd_refuse(h, r, "job %s: launcher option '%.64s': %s", j->name, at, why);
         argv[k + n_args] = NULL;
         char *envp[] = { (char *) "PATH=/usr/local/bin:/usr/bin:/bin", (char *) p->profile_env, (char *) "LC_ALL=C.UTF-8", NULL };
         int rep[2];

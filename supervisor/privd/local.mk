@@ -10,7 +10,7 @@ libexec_PROGRAMS += supervisor/privd/sbx-privd
 supervisor_privd_sbx_privd_SOURCES = \
 	lib/privd-abi.h \
 	supervisor/privd/privd.h supervisor/privd/main.c supervisor/privd/serve.c supervisor/privd/listen.c supervisor/privd/hostaddr.c \
-	supervisor/privd/jobs.c supervisor/privd/jobfs.h supervisor/privd/jobfs.c supervisor/privd/net.c \
+	supervisor/privd/jobs.c supervisor/privd/launchopts.h supervisor/privd/launchopts.c supervisor/privd/jobfs.h supervisor/privd/jobfs.c supervisor/privd/net.c \
 	supervisor/privd/wstree.h supervisor/privd/wstree.c supervisor/privd/audit.c \
 	supervisor/priv/netaudit-core.h supervisor/priv/netaudit-core.c \
 	supervisor/model/netdeny.h supervisor/model/netdeny.c supervisor/model/netpolicy.h supervisor/model/netpolicy.c \

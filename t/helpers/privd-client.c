@@ -16,7 +16,8 @@
  * the pidfd and the status pipe, then JOB_CLOSE. Scenarios "artifacts",
  * "uploads", "states", "reclaim" and "bundle" (--bundle DIR: a directory
  * of the front's) are in privd-client-fs.c; "net", "net-attacks" and
- * "net-reuse" (--v6: with IPv6) in privd-client-net.c.
+ * "net-reuse" (--v6: with IPv6) in privd-client-net.c; "passfd" in
+ * privd-client-passfd.c.
  *
  * With --connect PATH, no helper is started: the client drops to --as
  * and connects to a helper listening there (sbx-privd --socket), and
@@ -179,27 +180,37 @@ int32_t spawn(struct job *j, const char *argv, size_t argv_len, int status_overr
 /* ...and with a profile of the caller's (-1: --profile's) and a bundle
  * directory (-1: none); neither is closed here. */
 int32_t spawn_with(struct job *j, const char *argv, size_t argv_len, int status_override, int profile, int bundle) {
+        static const char opts[] = "--profile\0" "/dev/fd/4\0" "--";
+        return spawn_opts(j, opts, sizeof(opts), argv, argv_len, status_override, profile, bundle, -1);
+}
+
+/* ...and with the launcher's options of the caller's (NUL-separated, the
+ * last one "--" or not) and a descriptor for slot 8 (-1: none). */
+int32_t spawn_opts(struct job *j, const char *opts, size_t opts_len, const char *argv, size_t argv_len, int status_override,
+                   int profile, int bundle, int pass) {
         int st[2];
         if (pipe2(st, O_CLOEXEC) < 0)
                 fail("pipe");
         int prof = profile >= 0 ? profile : profile_fd();
         /* The launcher's options first, as the front sends them. */
-        static const char opts[] = "--profile\0" "/dev/fd/4\0" "--";
         char line[4096];
-        if (argv_len + sizeof(opts) > sizeof(line))
+        if (argv_len + opts_len > sizeof(line))
                 fail("argv");
-        memcpy(line, opts, sizeof(opts));
-        memcpy(line + sizeof(opts), argv, argv_len);
-        int fds[4] = { status_override >= 0 ? status_override : st[1], prof, memfd_with("argv", line, sizeof(opts) + argv_len), bundle };
+        memcpy(line, opts, opts_len);
+        memcpy(line + opts_len, argv, argv_len);
+        /* In the order of the bits: BUNDLE and PASS come before ARGV. */
+        int fds[5] = { status_override >= 0 ? status_override : st[1], prof };
         uint32_t bits = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV);
-        unsigned n = 3;
+        unsigned n = 2;
         if (bundle >= 0) {
-                /* In the order of the bits: BUNDLE comes before ARGV. */
                 bits |= PRIVD_FD_BIT(PRIVD_FD_BUNDLE);
-                fds[3] = fds[2];
-                fds[2] = bundle;
-                n = 4;
+                fds[n++] = bundle;
         }
+        if (pass >= 0) {
+                bits |= PRIVD_FD_BIT(PRIVD_FD_PASS);
+                fds[n++] = pass;
+        }
+        fds[n++] = memfd_with("argv", line, opts_len + argv_len);
         struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h, .fds = bits };
         struct privd_reply rep;
         int pidfd = -1;
@@ -318,11 +329,11 @@ static void attack_fds(void) {
         int many[12];
         for (int i = 0; i < 12; i++)
                 many[i] = dir;
-        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = b.h, .fds = 0x1ff };
+        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = b.h, .fds = PRIVD_FD_BIT(PRIVD_FD_COUNT) - 1 };
         seq--;
         m.h.seq = seq + 1;
         expect_refused("SPAWN with 12 descriptors", call(&m, sizeof(m), many, 12, NULL, NULL, 0));
-        /* 12 did not spend the number (refused before); 3 for a set of 9 does. */
+        /* 12 did not spend the number (refused before); 3 for a full set does. */
         m.h.seq = ++seq;
         expect_refused("SPAWN with fewer descriptors than announced", call(&m, sizeof(m), many, 3, NULL, NULL, 0));
         struct privd_job k = { .h = hdr(PRIVD_JOB_KILL, sizeof(k)), .job = b.h };
@@ -507,6 +518,8 @@ hello:;
                 attack_reclaim();
         else if (!strcmp(scenario, "race"))
                 attack_race();
+        else if (!strcmp(scenario, "passfd"))
+                attack_passfd();
         else if (!strcmp(scenario, "bundle") && bundle)
                 attack_bundle(&a, bundle);
         else if (strcmp(scenario, "none") != 0) {

@@ -40,6 +40,9 @@ int memfd_with(const char *name, const void *data, size_t len);
 int profile_fd(void);
 int32_t spawn(struct job *j, const char *argv, size_t argv_len, int status_override);
 int32_t spawn_with(struct job *j, const char *argv, size_t argv_len, int status_override, int profile, int bundle);
+int32_t spawn_opts(struct job *j, const char *opts, size_t opts_len, const char *argv, size_t argv_len, int status_override,
+                   int profile, int bundle, int pass);
+void attack_passfd(void);
 void print_job(const char *name, const struct job *j);
 /* UID_TAKE, JOB_OPEN and WS_HANDOVER, or exit 2. */
 void open_job(const char *name, struct job *j);
