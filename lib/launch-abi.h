@@ -106,6 +106,11 @@
 #define SBX_LAUNCH_FD_BUNDLE 7
 #define SBX_LAUNCH_BUNDLE_SOURCE "fd:7"
 
+/* ...and for a session's sandbox, the listening socket of its agent,
+ * passed on to sbx-init (--pass-fd 8, sbx-init --listen-fd 8). */
+#define SBX_LAUNCH_FD_SESSION 8
+#define SBX_LAUNCH_FD_SESSION_ARG "8"
+
 /* ---- environment ----------------------------------------------------------- */
 
 /* Read by sbx-launch: where profiles given by name are looked for. */

@@ -23,7 +23,7 @@ struct rjob *rjob_new(struct daemon *d) {
         list_init(&rj->watches);
         list_init(&rj->commit_link);
         rj->pid = -1;
-        rj->timer_fd = rj->cgroup_fd = rj->ws_fd = -1;
+        rj->timer_fd = rj->cgroup_fd = rj->ws_fd = rj->session_fd = -1;
         rj->cgroup_cpu_us = -1;
         capture_init(&rj->cap);
         netevents_init(&rj->net, d ? d->cfg->network_events : 0);
@@ -41,6 +41,8 @@ void rjob_free(void *p) {
                 close(rj->timer_fd);
         if (rj->cgroup_fd >= 0)
                 close(rj->cgroup_fd);
+        if (rj->session_fd >= 0)
+                close(rj->session_fd);
         free(rj->profile_path);
         free(rj->prep_error);
         json_decref(rj->artifacts);

@@ -8,10 +8,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The launcher's descriptors 0..7: stdin, stdout, stderr, the status pipe,
+/* The launcher's descriptors 0..8: stdin, stdout, stderr, the status pipe,
  * the generated profile, for a restricted job the --info-fd and
- * --block-fd pipes, and a bundle job's tree (launch-abi.h). */
-#define SPAWN_FDS 8
+ * --block-fd pipes, a bundle job's tree, and a session's agent's
+ * listening socket (launch-abi.h). */
+#define SPAWN_FDS 9
 
 struct spawn_params {
         const char *path;    /* the launcher */
