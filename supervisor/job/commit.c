@@ -22,22 +22,6 @@
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 30000
 
-/* Why a session ended, as its sandbox's record says: what ended it, or,
- * when nothing asked, what the sandbox's own end says. */
-static const char *session_end_of(const struct rjob *rj) {
-        const struct job *j = &rj->j;
-        if (rj->session_end)
-                return rj->session_end;
-        if (j->timed_out)
-                return "ttl";
-        if (j->outcome == OUTCOME_OOM || (j->error_code && (streq(j->error_code, E_MEMORY) || streq(j->error_code, E_CPU_TIME))))
-                return "limit";
-        if (j->error_code && streq(j->error_code, E_RESTARTED))
-                return "restarted";
-        if (j->cancelled)
-                return "closed";
-        return "crashed";
-}
 
 static void on_synced(struct source *s, uint32_t events);
 
@@ -182,7 +166,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .ws_encrypted = rj->ws_encrypted,
                 .session = rj->session_id[0] ? rj->session_id : NULL,
                 .session_role = rj->session_box ? "sandbox" : "exec",
-                .session_end = rj->session_box ? session_end_of(rj) : NULL,
+                .session_end = rj->session_box ? rjob_session_end(rj) : NULL,
                 .req_digest = rj->req_digest,
                 .net = &rj->net,
         };

@@ -100,3 +100,20 @@ void jobs_new_id(char buf[static 24]) {
         hex_encode(rnd, sizeof(rnd), hex);
         snprintf(buf, 24, "j%s", hex);
 }
+
+/* Why a session ended, as its sandbox's record says: what ended it, or,
+ * when nothing asked, what the sandbox's own end says. */
+const char *rjob_session_end(const struct rjob *rj) {
+        const struct job *j = &rj->j;
+        if (rj->session_end)
+                return rj->session_end;
+        if (j->timed_out)
+                return "ttl";
+        if (j->outcome == OUTCOME_OOM || (j->error_code && (streq(j->error_code, E_MEMORY) || streq(j->error_code, E_CPU_TIME))))
+                return "limit";
+        if (j->error_code && streq(j->error_code, E_RESTARTED))
+                return "restarted";
+        if (j->cancelled)
+                return "closed";
+        return "crashed";
+}

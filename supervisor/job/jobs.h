@@ -129,6 +129,8 @@ struct rjob *jobs_find(struct jobs *js, const char *id);
 struct rjob *jobs_find_key(struct jobs *js, const struct tenant *t, const char *key);
 /* "j" and 20 random lowercase hex digits. */
 void jobs_new_id(char buf[static 24]);
+/* A session's sandbox: why the session ended, as its record says. */
+const char *rjob_session_end(const struct rjob *rj);
 
 static inline struct rjob *rjob_of(struct job *j) {
         return container_of(j, struct rjob, j);

@@ -277,7 +277,9 @@ static void end_box(struct session *s, const char *reason) {
         if (s->state == S_ENDING)
                 return;
         s->state = S_ENDING;
-        if (s->box && !s->box->session_end)
+        /* A box the runner is stopping already (its TTL) keeps that
+         * reason: its agent's end is a consequence. */
+        if (s->box && !s->box->session_end && s->box->j.state != JOB_STOPPING)
                 s->box->session_end = reason;
         if (s->ic.fd >= 0) {
                 loop_del(&s->ic_src);
@@ -439,7 +441,7 @@ static void job_gone(struct rjob *rj) {
                 return;
         struct session *s = rj->session;
         rj->session = NULL;
-        s->end_reason = rj->session_end;
+        s->end_reason = rjob_session_end(rj);
         if (s->state != S_ENDING) {
                 /* It ended on its own (TTL, a limit, its agent's end). */
                 s->state = S_ENDING;
