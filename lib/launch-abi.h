@@ -106,10 +106,10 @@
 #define SBX_LAUNCH_FD_BUNDLE 7
 #define SBX_LAUNCH_BUNDLE_SOURCE "fd:7"
 
-/* ...and for a job that speaks with sbx-init over a socket of its own, one
- * end of a SOCK_SEQPACKET pair here, passed on with --pass-fd 8. */
-#define SBX_LAUNCH_FD_PASS 8
-#define SBX_LAUNCH_FD_PASS_ARG "8"
+/* ...and for a session's sandbox, the listening socket of its agent,
+ * passed on to sbx-init (--pass-fd 8, sbx-init --listen-fd 8). */
+#define SBX_LAUNCH_FD_SESSION 8
+#define SBX_LAUNCH_FD_SESSION_ARG "8"
 
 /* ---- environment ----------------------------------------------------------- */
 

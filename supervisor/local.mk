@@ -12,6 +12,7 @@ SUP_IQUOTE = -iquote $(top_srcdir)/supervisor/core \
 	-iquote $(top_srcdir)/supervisor/net \
 	-iquote $(top_srcdir)/supervisor/callback \
 	-iquote $(top_srcdir)/supervisor/job \
+	-iquote $(top_srcdir)/supervisor/session \
 	-iquote $(top_srcdir)/supervisor/front \
 	-iquote $(top_srcdir)/supervisor/ctl \
 	-iquote $(top_srcdir)/supervisor/tool
@@ -26,7 +27,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
 	supervisor/core/log.h supervisor/core/log.c \
 	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c \
-	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c \
+	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c supervisor/model/proto-session.c \
 	supervisor/core/trace.h supervisor/core/trace.c \
 	supervisor/model/metrics.h supervisor/model/metrics.c \
 	supervisor/store/outbox.h supervisor/store/outbox.c \
@@ -79,6 +80,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/subscribe.h supervisor/front/subscribe.c \
 	supervisor/job/commit.h supervisor/job/commit.c \
 	supervisor/job/recover.h supervisor/job/recover.c \
+	supervisor/session/session.h supervisor/session/session.c \
+	supervisor/front/session-ops.c \
 	supervisor/core/loop.h supervisor/core/loop.c \
 	supervisor/core/pool.h supervisor/core/pool.c \
 	supervisor/core/worker.h supervisor/core/worker.c \
@@ -115,7 +118,7 @@ supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(AR
 supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c
+supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

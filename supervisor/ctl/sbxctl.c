@@ -46,7 +46,11 @@ static void usage(FILE *f) {
                 "  cache ls            the cached bundles of your registry\n"
                 "  cache gc [--all]    remove cached bundles past the budget or age (--all: every unused one)\n"
                 "  download [-o FILE] JOB PATH   an artifact of a finished job, checked against its SHA-256\n"
-                "  download [-o FILE] --stream S JOB   its captured stdout or stderr, whole\n\n"
+                "  download [-o FILE] --stream S JOB   its captured stdout or stderr, whole\n"
+                "  session create [--ttl DUR] [--idle DUR] [OPTION]...   a sandbox that lives across calls; prints its id\n"
+                "  session exec SESSION [--cwd DIR] [OPTION]... -- CMD [ARG]...   run CMD in it, stream its output\n"
+                "  session put SESSION FILE PATH | get SESSION PATH [-o FILE] | ls SESSION [PATH]   its files\n"
+                "  session signal SESSION JOB SIGNAL | extend SESSION DUR | close SESSION | show SESSION | list\n\n"
                 "run/submit options:\n"
                 "  --bundle NAME[@VERSION|@sha256:HEX]  run a bundle; what follows -- are its arguments\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
@@ -70,7 +74,7 @@ static void usage(FILE *f) {
 
 
 /* Print output events until the end event; return the job's status. */
-static int follow_to_end(bool show_result) {
+int sbxctl_follow_to_end(bool show_result) {
         for (;;) {
                 json_t *m = recv_message();
                 const char *ev = json_string_value(json_object_get(m, "event"));
@@ -146,7 +150,7 @@ static int cmd_run(int ac, char **av) {
                         printf("%s\n", json_string_value(json_object_get(m, "job")) ?: "?");
                 return 0;
         }
-        return follow_to_end(true);
+        return sbxctl_follow_to_end(true);
 }
 
 static int cmd_ping(const struct cmd_args *a) {
@@ -274,7 +278,7 @@ static int cmd_logs(const struct cmd_args *a) {
                         json_object_set_new(req, "stream", json_string(a->stream));
                 json_object_set_new(req, "follow", json_true());
                 send_request(req);
-                return follow_to_end(false);
+                return sbxctl_follow_to_end(false);
         }
         for (int i = 0; i < 2; i++)
                 if (!a->stream || streq(a->stream, "both") || streq(a->stream, i ? "stderr" : "stdout"))
@@ -292,7 +296,7 @@ static const struct command {
         { "wait", "j", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
         { "result", "j", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
-        { "metrics", "", false, cmd_metrics }, { "callbacks", NULL, false, NULL },
+        { "metrics", "", false, cmd_metrics }, { "callbacks", NULL, false, NULL }, { "session", NULL, false, NULL },
 };
 
 static const struct command *find_command(const char *name) {
@@ -400,6 +404,8 @@ int main(int argc, char **argv) {
                 return sbxctl_download(ac, av);
         if (streq(av[0], "callbacks"))
                 return sbxctl_callbacks(ac, av);
+        if (streq(av[0], "session"))
+                return sbxctl_session(ac, av);
         if (!command->fn)
                 return cmd_run(ac, av);
         struct cmd_args a = { 0 };

@@ -45,6 +45,11 @@ void print_callback(json_t *cb);
 /* sbxctl download [-o FILE] JOB PATH | --stream S JOB */
 int sbxctl_download(int argc, char **argv);
 
+/* sbxctl session ... (sbxctl-session.c) */
+int sbxctl_session(int argc, char **argv);
+/* Print a followed job's output events until its end; its status. */
+int sbxctl_follow_to_end(bool show_result);
+
 /* sbxctl bundle show REF | cache ls | cache gc [--all] */
 int sbxctl_bundle(int argc, char **argv);
 /* The result record's bundle, a line of print_result. */

@@ -19,7 +19,9 @@
 #include "log.h"
 #include "netjob.h"
 #include "profile.h"
+#include "recover.h"
 #include "runner.h"
+#include "session.h"
 #include "subscribe.h"
 #include "trace.h"
 
@@ -88,17 +90,6 @@ static bool idempotent(struct conn *c, struct request *req, const char *digest, 
                 json_decref(rec);
         }
         return true;
-}
-
-/* The accept line: everything needed to run the job again after a crash
- * (the request as validated), and what its record needs if it cannot. */
-json_t *accept_record(const struct rjob *rj) {
-        const struct job *j = &rj->j;
-        return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:s, s:o, s:s, s:i}", "ev", "accept", "job", j->id,
-                         "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "job_uid", (json_int_t) j->tenant->job_uid,
-                         "job_gid", (json_int_t) j->tenant->job_gid, "created", proto_time(j->created_ms), "command",
-                         proto_argv(&j->req.run), "request", proto_run_json(&j->req.run), "profile", j->pol.profile, "policy",
-                         policy_to_json(&j->pol), "request_sha256", rj->req_digest, "attempt", (int) j->attempt);
 }
 
 static int resolve_profile(struct daemon *d, const char *name, char **ret, struct verdict *v) {
@@ -217,6 +208,10 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
                 return NULL;
         if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v))
                 return NULL;
+        /* A session's sandbox lives for its TTL, which the tenant's
+         * session_ttl_max bounds (session-ops.c), not max_timeout. */
+        if (req->op == REQ_SESSION_CREATE)
+                pol.timeout_ms = req->ttl_s * 1000;
         proto_request_digest(&req->run, digest);
         if (idempotent(c, req, digest, v))
                 return NULL;
@@ -260,7 +255,13 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
                 bundle_ref_parse(j->req.run.bundle, &j->bundle.ref, &err);
         }
 
+        uint64_t idle_ms = j->req.idle_s * 1000;
+        if (j->req.op == REQ_SESSION_CREATE && session_new(&d->sessions, rj, idle_ms, &err) < 0) {
+                deny(v, E_INTERNAL, "cannot make the session: %s", err.msg);
+                return NULL;
+        }
         if (sched_enqueue(&d->sched, j, &err) < 0) {
+                session_abandon(rj);
                 deny(v, E_QUEUE_FULL, "%s", err.msg);
                 return NULL;
         }
@@ -271,6 +272,7 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         json_decref(jr);
         if (r < 0) {
                 sched_remove_queued(&d->sched, j);
+                session_abandon(rj);
                 prepare_failed(c, "journal", r, strerror(-r), v);
                 return NULL;
         }
@@ -280,11 +282,12 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
 void accept_run(struct conn *c, struct request *req) {
         struct daemon *d = c->d;
         struct verdict v = { 0 };
+        const char *op = req_op_name(req->op);
         struct rjob *rj = accept_job(c, req, &v);
 
         if (v.code) {
                 if (!v.unaudited)
-                        audit_request(c, "run", "rejected", NULL, v.code, v.msg, true);
+                        audit_request(c, op, "rejected", NULL, v.code, v.msg, true);
                 conn_send(c, proto_error(req->tag, v.code, "%s", v.msg));
                 return;
         }
@@ -292,7 +295,7 @@ void accept_run(struct conn *c, struct request *req) {
                 return;
         struct job *j = &rj->j;
         jobs_add(&d->jobs, rj);
-        audit_request(c, "run", j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
+        audit_request(c, op, j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
                       j->pol.clamped[0] ? j->pol.clamped : NULL, false);
         if (j->req.run.follow)
                 subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
@@ -306,6 +309,11 @@ void accept_run(struct conn *c, struct request *req) {
                 json_object_set_new(ok, "clamped", json_string(j->pol.clamped));
         if (j->bundle.set)
                 json_object_set_new(ok, "bundle", json_string(j->req.run.bundle));
+        if (rj->session_box) {
+                json_object_set_new(ok, "session", json_string(rj->session_id));
+                json_object_set_new(ok, "ttl_s", json_integer((json_int_t) (j->pol.timeout_ms / 1000)));
+                json_object_set_new(ok, "idle_s", json_integer((json_int_t) j->req.idle_s));
+        }
         /* Durable before acknowledged: this reply (and whatever follows it
          * on this connection) goes out after the journal is synced at the
          * end of this loop turn, one sync for every job accepted in it. */

@@ -27,6 +27,7 @@
 #include "jobevents.h"
 #include "log.h"
 #include "recover.h"
+#include "session.h"
 #include "results-rest.h"
 #include "runner.h"
 #include "subscribe.h"
@@ -341,6 +342,9 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         r = journal_open(&d->journal, d->dirs.state_fd);
         if (r < 0)
                 return sbx_error_set(err, r, "journal in %s", cfg->state_dir);
+        r = sessions_init(&d->sessions, d, &d->jobs, &d->journal, &d->sched, cfg, d->dirs.state_fd, err);
+        if (r < 0)
+                return r;
         r = results_open(d);
         if (r < 0)
                 return sbx_error_set(err, r, "results in %s", cfg->state_dir);
@@ -359,6 +363,9 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         d->cfg = cfg;
         d->dirs.state_fd = d->dirs.results_fd = d->dirs.work_fd = -1;
         d->listener.fd = -1;
+        d->sessions.dir_fd = -1;
+        list_init(&d->sessions.live);
+        list_init(&d->sessions.gone);
         d->journal.fd = -1;
         d->cpu_src.fd = -1;
         d->privc.fd = -1;
@@ -367,7 +374,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         jobs_init(&d->jobs);
         /* What jobs tell (jobevents.h): the metrics count an end before
          * its waiters hear of it. */
-        if (job_listen(&metrics_listener) < 0 || job_listen(&subscribe_listener) < 0)
+        if (job_listen(&metrics_listener) < 0 || job_listen(&session_listener) < 0 || job_listen(&subscribe_listener) < 0)
                 return sbx_error_msg(err, ENOSPC, "too many job listeners");
         if (conns_init(&d->conns, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
@@ -464,6 +471,7 @@ void daemon_done(struct daemon *d) {
                 privc_close(&d->privc);
         conns_done(&d->conns);
         sched_done(&d->sched);
+        sessions_done(&d->sessions);
         statedir_close(&d->dirs);
         while (d->ghosts) {
                 struct ghost_tenant *g = d->ghosts;

@@ -24,6 +24,7 @@
 #include "pool.h"
 #include "result.h"
 #include "sched.h"
+#include "session.h"
 #include "statedir.h"
 #include "privc.h"
 #include "uidpool.h"
@@ -55,6 +56,7 @@ struct daemon {
         struct list results_waiters; /* requests that wait for it */
         bool results_abandoned;
         struct jobs jobs;
+        struct sessions sessions; /* session/ */
         struct conns conns;
         struct listener listener;
         struct commit commit;

@@ -251,6 +251,18 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
         case REQ_CB_DROP:
                 callbacks_op(c, &req);
                 break;
+        case REQ_SESSION_CREATE:
+        case REQ_SESSION_EXEC:
+        case REQ_SESSION_SIGNAL:
+        case REQ_SESSION_EXTEND:
+        case REQ_SESSION_CLOSE:
+        case REQ_SESSION_SHOW:
+        case REQ_SESSION_LIST:
+        case REQ_SESSION_PUT:
+        case REQ_SESSION_GET:
+        case REQ_SESSION_LS:
+                session_op(c, &req);
+                break;
         case REQ_CACHE_GC:
                 audit_request(c, "cache.gc", "accepted", NULL, NULL, NULL, false);
                 bundle_op_cache_gc(c, &req);

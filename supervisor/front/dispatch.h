@@ -16,8 +16,9 @@ void dispatch_line(struct conn *c, const char *line, size_t len);
 
 /* accept.c: a run request. */
 void accept_run(struct conn *c, struct request *req);
+/* session-ops.c: every session.* request. */
+void session_op(struct conn *c, struct request *req);
 /* The journal's accept line for a job (also rewritten by compaction). */
-json_t *accept_record(const struct rjob *rj);
 /* logs.c: the captured output of a job of c's tenant (live or finished). */
 void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id);
 /* download.c: one file of a finished job of c's tenant, in bounded pieces

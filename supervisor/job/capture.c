@@ -311,6 +311,39 @@ static void on_pidfd(struct source *s, uint32_t events) {
         runner_exited(rj);
 }
 
+int capture_start_exec(struct rjob *rj, int out_fd, int err_fd) {
+        struct capture *cap = &rj->cap;
+        cap->out_fd[0] = out_fd;
+        cap->out_fd[1] = err_fd;
+        if (fcntl(out_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(err_fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+        int r = loop_add(&cap->out_src[0], out_fd, EPOLLIN, on_stdout);
+        return r == 0 ? loop_add(&cap->out_src[1], err_fd, EPOLLIN, on_stderr) : r;
+}
+
+void capture_exec_exited(struct rjob *rj, int wait_status) {
+        struct capture *cap = &rj->cap;
+        if (cap->exited)
+                return;
+        cap->exited = true;
+        rj->t_us[T_EXITED] = now_mono_us();
+        if (WIFEXITED(wait_status)) {
+                cap->exit_status = WEXITSTATUS(wait_status);
+                cap->exit_signal = 0;
+        } else {
+                cap->exit_status = -1;
+                cap->exit_signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : SIGKILL;
+        }
+        /* What the command wrote before it ended is in the pipes; a
+         * process it left behind may hold them open: read what is there,
+         * no more. */
+        for (int i = 0; i < 2; i++) {
+                drain_output(rj, i, 64);
+                close_src(&cap->out_src[i], &cap->out_fd[i]);
+        }
+        runner_exited(rj);
+}
+
 int capture_start(struct rjob *rj, int out_fd, int err_fd, int status_fd, int spawn_err_fd, int pidfd) {
         struct capture *cap = &rj->cap;
         cap->out_fd[0] = out_fd;

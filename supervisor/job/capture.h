@@ -38,6 +38,12 @@ struct capture {
 void capture_init(struct capture *cap);
 /* Watch the pipes (their write ends already handed to the launcher). */
 int capture_start(struct rjob *rj, int out_fd, int err_fd, int status_fd, int spawn_err_fd, int pidfd);
+/* A session's exec: its stdout and stderr only (the agent reports its
+ * end, capture_exec_exited). */
+int capture_start_exec(struct rjob *rj, int out_fd, int err_fd);
+/* It ended with this wait status: what is left in the pipes is read, and
+ * the runner hears of it (runner_exited). */
+void capture_exec_exited(struct rjob *rj, int wait_status);
 /* Close and free everything but the capture files and the result
  * directory, which the group commit syncs with the record. */
 void capture_stop(struct capture *cap);

@@ -22,6 +22,7 @@
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 30000
 
+
 static void on_synced(struct source *s, uint32_t events);
 
 int commit_init(struct daemon *d, struct sbx_error *err) {
@@ -163,6 +164,9 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .disk_quota = rj->ws_mounted,
                 .ws_noswap = rj->ws_noswap,
                 .ws_encrypted = rj->ws_encrypted,
+                .session = rj->session_id[0] ? rj->session_id : NULL,
+                .session_role = rj->session_box ? "sandbox" : "exec",
+                .session_end = rj->session_box ? rjob_session_end(rj) : NULL,
                 .req_digest = rj->req_digest,
                 .net = &rj->net,
         };
@@ -267,7 +271,7 @@ void commit_submit(struct daemon *d) {
                 cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.results_fd, .tmp = rj->rec_tmp,
                                                             .name = rj->rec_name, .data = rj->rec_text, .len = rj->rec_len,
                                                             .after = entry };
-                if (d->dirs.work_fd >= 0)
+                if (d->dirs.work_fd >= 0 && !rj->session_exec)
                         cm->sreq.files[nf++] = (struct sync_file) { .fd = -1, .dirfd = d->dirs.work_fd, .name = rj->j.id, .remove = true,
                                                                     .path = d->dirs.work_path };
         }

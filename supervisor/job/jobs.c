@@ -23,7 +23,7 @@ struct rjob *rjob_new(struct daemon *d) {
         list_init(&rj->watches);
         list_init(&rj->commit_link);
         rj->pid = -1;
-        rj->timer_fd = rj->cgroup_fd = rj->ws_fd = -1;
+        rj->timer_fd = rj->cgroup_fd = rj->ws_fd = rj->session_fd = -1;
         rj->cgroup_cpu_us = -1;
         capture_init(&rj->cap);
         netevents_init(&rj->net, d ? d->cfg->network_events : 0);
@@ -41,6 +41,8 @@ void rjob_free(void *p) {
                 close(rj->timer_fd);
         if (rj->cgroup_fd >= 0)
                 close(rj->cgroup_fd);
+        if (rj->session_fd >= 0)
+                close(rj->session_fd);
         free(rj->profile_path);
         free(rj->prep_error);
         json_decref(rj->artifacts);
@@ -97,4 +99,21 @@ void jobs_new_id(char buf[static 24]) {
         }
         hex_encode(rnd, sizeof(rnd), hex);
         snprintf(buf, 24, "j%s", hex);
+}
+
+/* Why a session ended, as its sandbox's record says: what ended it, or,
+ * when nothing asked, what the sandbox's own end says. */
+const char *rjob_session_end(const struct rjob *rj) {
+        const struct job *j = &rj->j;
+        if (rj->session_end)
+                return rj->session_end;
+        if (j->timed_out)
+                return "ttl";
+        if (j->outcome == OUTCOME_OOM || (j->error_code && (streq(j->error_code, E_MEMORY) || streq(j->error_code, E_CPU_TIME))))
+                return "limit";
+        if (j->error_code && streq(j->error_code, E_RESTARTED))
+                return "restarted";
+        if (j->cancelled)
+                return "closed";
+        return "crashed";
 }

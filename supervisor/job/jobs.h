@@ -66,6 +66,18 @@ struct rjob {
 
         struct capture cap;
 
+        /* A session's (session/): the sandbox that runs its agent, sbx-init
+         * (the box), or one command the agent ran in it (an exec). */
+        char session_id[PROTO_SESSION_ID_LEN + 1]; /* "": neither */
+        bool session_box;
+        bool session_exec;
+        const char *session_end;  /* the box: why the session ended (its record), NULL while it lives */
+        int session_fd;           /* the box: the agent's listening socket, the launcher's fd 8 until spawned */
+        /* An exec: signal its process group (set by session/, which speaks
+         * to the agent); the runner calls it to stop or kill it. */
+        void (*session_signal)(struct rjob *rj, int signo);
+        void *session;            /* session/'s, opaque here */
+
         /* netjob.c: its network audit, and what it recorded */
         struct netaudit_att *net_att;
         struct netremote_att *net_ratt; /* the same, done by sbx-privd (netremote.c) */
@@ -117,6 +129,8 @@ struct rjob *jobs_find(struct jobs *js, const char *id);
 struct rjob *jobs_find_key(struct jobs *js, const struct tenant *t, const char *key);
 /* "j" and 20 random lowercase hex digits. */
 void jobs_new_id(char buf[static 24]);
+/* A session's sandbox: why the session ended, as its record says. */
+const char *rjob_session_end(const struct rjob *rj);
 
 static inline struct rjob *rjob_of(struct job *j) {
         return container_of(j, struct rjob, j);

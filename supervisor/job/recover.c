@@ -24,6 +24,23 @@ struct tally {
         unsigned requeued, ended, rejected, kept;
 };
 
+/* The accept line: everything needed to run the job again after a crash
+ * (the request as validated), and what its record needs if it cannot. */
+json_t *accept_record(const struct rjob *rj) {
+        const struct job *j = &rj->j;
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:s, s:o, s:s, s:i}", "ev", "accept", "job", j->id,
+                              "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "job_uid",
+                              (json_int_t) j->tenant->job_uid, "job_gid", (json_int_t) j->tenant->job_gid, "created",
+                              proto_time(j->created_ms), "command", proto_argv(&j->req.run), "request",
+                              proto_run_json(&j->req.run), "profile", j->pol.profile, "policy", policy_to_json(&j->pol),
+                              "request_sha256", rj->req_digest, "attempt", (int) j->attempt);
+        /* A session's: recovery ends it rather than running it again. */
+        if (o && rj->session_id[0])
+                json_object_set_new(o, "session", json_pack("{s:s, s:s}", "id", rj->session_id, "role",
+                                                            rj->session_box ? "sandbox" : "exec"));
+        return o;
+}
+
 /* A tenant the configuration no longer has: its interrupted jobs still get
  * records under its name. Kept by the daemon until it exits. */
 static const struct tenant *ghost(struct daemon *d, const struct journal_entry *x) {
@@ -207,6 +224,17 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 t->kept++;
                 return;
         }
+        /* A session's sandbox or exec does not outlive the daemon that ran
+         * it: it ends now, whether it had started or not. */
+        json_t *sess = json_object_get(x->accept, "session");
+        const char *sid = json_string_value(json_object_get(sess, "id"));
+        if (sid && strlen(sid) == PROTO_SESSION_ID_LEN) {
+                memcpy(rj->session_id, sid, PROTO_SESSION_ID_LEN + 1);
+                rj->session_box = streq(json_string_value(json_object_get(sess, "role")) ?: "", "sandbox");
+                rj->session_exec = !rj->session_box;
+                rj->session_end = "restarted";
+                whole = false;
+        }
         if (started) {
                 kill_leftover(x);
                 json_t *cg = json_object_get(x->start, "cg_limits");
@@ -239,8 +267,9 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 t->ended++;
         } else {
                 job_transition(j, JEV_REJECTED,
-                               own_tenant ? "accepted before a restart, and the journal has too little of it to run it again"
-                                          : "accepted before a restart; its tenant is no longer configured");
+                               rj->session_id[0] ? "a session's, accepted before a restart: a session ends with the daemon"
+                               : own_tenant ? "accepted before a restart, and the journal has too little of it to run it again"
+                                            : "accepted before a restart; its tenant is no longer configured");
                 t->rejected++;
         }
         /* Its record goes through the group commit like any job's. */

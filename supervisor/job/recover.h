@@ -7,8 +7,15 @@
  * go through the group commit like any other job's. */
 #pragma once
 
+#include <jansson.h>
+
 #include "error.h"
 
 struct daemon;
+struct rjob;
 
 int recover_run(struct daemon *d, struct sbx_error *err);
+
+/* The accept line: everything needed to run the job again after a crash
+ * (the request as validated), and what its record needs if it cannot. */
+json_t *accept_record(const struct rjob *rj);

@@ -50,6 +50,10 @@ static int arm_timer(struct rjob *rj, uint64_t ms) {
  * launcher's process group (the launcher's pid 1 takes the namespace with
  * it when the launcher dies). */
 static void hard_kill(struct rjob *rj) {
+        if (rj->session_signal) {
+                rj->session_signal(rj, SIGKILL);
+                return;
+        }
         if (privc_on(&rj->d->privc)) {
                 int r = privjob_kill(&rj->d->privc, rj);
                 if (r < 0)
@@ -72,7 +76,9 @@ void runner_stop(struct rjob *rj, enum job_event why) {
                 uint64_t grace_ms = rj->d->cfg->kill_grace_ms;
                 /* SIGTERM first: the launcher forwards it to the command,
                  * which gets the grace period to clean up. */
-                if (rj->pid > 0 && !rj->cap.exited) {
+                if (rj->session_signal)
+                        rj->session_signal(rj, SIGTERM);
+                else if (rj->pid > 0 && !rj->cap.exited) {
                         if (!privc_on(&rj->d->privc))
                                 kill(rj->pid, SIGTERM);
                         else if (privjob_term(&rj->d->privc, rj) < 0)
@@ -188,7 +194,8 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .path = d->cfg->launcher,
                 .argv = ls->argv,
                 .envp = (char **) ls->envp,
-                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0], bundle_fd, -1 },
+                .fds = { stdin_fd, p->out[1], p->err[1], p->status[1], profile_fd, p->info[1], p->block[0], bundle_fd,
+                         rj->session_fd },
                 .uid = rj->j.job_uid,
                 .gid = rj->j.job_gid,
                 .cgroup_fd = rj->cgroup_fd,
@@ -266,6 +273,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .cg_limits = rj->cg_limits,
                 .handshake = netveth_handshake(rj),
                 .bundle_fd = *bundle_fd >= 0,
+                .session_init = rj->session_box ? d->cfg->init : NULL,
         };
         int r = launchspec_build(&in, ls, err);
         if (r < 0)
@@ -296,8 +304,10 @@ void runner_launch(struct rjob *rj) {
                 r = spawn(rj, &ls, profile_fd, stdin_fd, bundle_fd, &p, &pidfd);
                 if (r < 0)
                         sbx_error_set(&err, r, "cannot start %s", d->cfg->launcher);
-                /* The child's ends are the child's. */
-                int *child_ends[] = { &p.out[1], &p.err[1], &p.status[1], &p.report[1], &p.info[1], &p.block[0] };
+                /* The child's ends are the child's (and the agent's
+                 * listening socket is the agent's: the daemon connects by
+                 * its path). */
+                int *child_ends[] = { &p.out[1], &p.err[1], &p.status[1], &p.report[1], &p.info[1], &p.block[0], &rj->session_fd };
                 for (size_t i = 0; i < ARRAY_SIZE(child_ends); i++) {
                         close(*child_ends[i]);
                         *child_ends[i] = -1;
@@ -356,6 +366,36 @@ void runner_launch(struct rjob *rj) {
         journal_start(rj);
         log_debug(JOB_LOG ": started pid %d", JOB_LOG_ARGS(&rj->j), (int) rj->pid);
         job_tell_event(rj, proto_ev_started(rj->j.id), 0, 0);
+}
+
+int runner_exec_start(struct rjob *rj, int out_fd, int err_fd, struct sbx_error *err) {
+        job_transition(&rj->j, JEV_PREPARE, NULL);
+        int r = timer_start(rj, err);
+        if (r == 0 && (r = capture_start_exec(rj, out_fd, err_fd)) < 0)
+                sbx_error_set(err, r, "cannot watch the command's output");
+        if (r < 0) {
+                capture_stop(&rj->cap);
+                return r;
+        }
+        job_transition(&rj->j, JEV_START, NULL);
+        rj->j.started_ms = now_real_ms();
+        rj->t_us[T_STARTED] = now_mono_us();
+        journal_start(rj);
+        job_tell_event(rj, proto_ev_started(rj->j.id), 0, 0);
+        return 0;
+}
+
+int runner_rearm(struct rjob *rj, uint64_t ms) {
+        if (rj->j.state != JOB_RUNNING || rj->timer_fd < 0)
+                return -EAGAIN;
+        return arm_timer(rj, ms);
+}
+
+void runner_exec_failed(struct rjob *rj, const char *why) {
+        if (rj->j.state == JOB_QUEUED)
+                job_transition(&rj->j, JEV_PREPARE, NULL);
+        job_transition(&rj->j, JEV_SPAWN_FAIL, why);
+        runner_end(rj);
 }
 
 /* Jobs start at the end of the loop turn, after its syncs went to the

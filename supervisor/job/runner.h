@@ -33,3 +33,15 @@ void runner_check_cpu(struct daemon *d);
 /* The job is done (never started, or exited): free its slot and cgroup,
  * collect artifacts, then commit its record. */
 void runner_end(struct rjob *rj);
+
+/* A command a session's agent runs in its sandbox (session/): no
+ * workspace, cgroup or launcher of its own. Started once the agent handed
+ * over its output pipes (which the capture takes); its end comes from the
+ * agent (capture_exec_exited), a stop or a kill through rj->session_signal.
+ * runner_exec_start: 0, or -errno with err set (the caller then fails it). */
+int runner_exec_start(struct rjob *rj, int out_fd, int err_fd, struct sbx_error *err);
+/* It could not be started: it ends with E_SPAWN and why. */
+void runner_exec_failed(struct rjob *rj, const char *why);
+/* A running job's wall clock ends ms from now instead (a session's TTL
+ * extended): 0, -EAGAIN when it is not running, or -errno. */
+int runner_rearm(struct rjob *rj, uint64_t ms);

@@ -85,6 +85,9 @@ struct tenant {
         uint64_t max_artifacts;   /* bytes of artifacts per job */
         uint64_t max_jobs;        /* running at once */
         uint64_t max_queue;       /* waiting at once */
+        uint64_t max_sessions;    /* sessions alive at once (0: none) */
+        uint64_t session_ttl_max_ms;  /* the longest a session may live */
+        uint64_t session_idle_max_ms; /* the longest it may go without a request */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
         struct np_allow *net_allow; /* network_allow: the most a restricted job may be allowed */
         size_t n_net_allow;
@@ -116,6 +119,7 @@ struct config {
         char *state_dir;
         char *work_dir;            /* NULL: STATE/work */
         char *launcher;
+        char *init;                /* sbx-init, a session's agent */
         char *user;                /* the front's user (privsep.c), or NULL: one process, as root */
         uid_t user_uid;
         gid_t user_gid;

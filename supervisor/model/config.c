@@ -57,6 +57,9 @@ void tenant_defaults(struct tenant *t) {
         t->max_artifacts = 64u << 20;
         t->max_jobs = 8;
         t->max_queue = 64;
+        t->max_sessions = 4;
+        t->session_ttl_max_ms = 60 * 60 * 1000;
+        t->session_idle_max_ms = 15 * 60 * 1000;
         t->net_modes = NET_MODE_BIT(NET_NONE);
         t->net_max_names = 256;
         t->over_limit = OVER_LIMIT_REJECT;
@@ -86,6 +89,7 @@ void config_init(struct config *c) {
         c->socket_gid = (gid_t) -1;
         c->state_dir = strdup(SBX_LOCALSTATEDIR "/lib/sbx");
         c->launcher = strdup(SBX_BINDIR "/sbx-launch");
+        c->init = strdup(SBX_LIBEXECDIR "/sbx-init");
         c->profile_path = strdup(SBX_SYSCONFDIR "/sbx/profiles:" SBX_PROFILEDIR);
         c->cgroup_root = strdup("auto");
         c->job_uid_first = CONFIG_JOB_UIDS_FIRST;
@@ -116,6 +120,7 @@ void config_free(struct config *c) {
         free(c->state_dir);
         free(c->work_dir);
         free(c->launcher);
+        free(c->init);
         free(c->user);
         free(c->helper);
         free(c->helper_socket);
@@ -353,6 +358,7 @@ static const struct inikey keys[] = {
         DAEMON("state_dir", ONCE, config_kind_abs_path, IN_CONFIG(state_dir)),
         DAEMON("workspace_dir", ONCE, config_kind_abs_path, IN_CONFIG(work_dir)),
         DAEMON("launcher", ONCE, config_kind_abs_path, IN_CONFIG(launcher)),
+        DAEMON("init", ONCE, config_kind_abs_path, IN_CONFIG(init)),
         DAEMON("user", ONCE, k_user),
         DAEMON("helper", ONCE, config_kind_abs_path, IN_CONFIG(helper)),
         DAEMON("helper_socket", ONCE, config_kind_abs_path, IN_CONFIG(helper_socket)),
@@ -400,6 +406,9 @@ static const struct inikey keys[] = {
         TENANT("max_artifacts", ONCE, config_kind_size, IN_TENANT(max_artifacts), .arg = CONF_UNLIMITED),
         TENANT("max_jobs", ONCE, config_kind_count, IN_TENANT(max_jobs)),
         TENANT("max_queue", ONCE, config_kind_count, IN_TENANT(max_queue)),
+        TENANT("max_sessions", ONCE, config_kind_count, IN_TENANT(max_sessions)),
+        TENANT("session_ttl_max", ONCE, config_kind_duration, IN_TENANT(session_ttl_max_ms), .min = 1000),
+        TENANT("session_idle_max", ONCE, config_kind_duration, IN_TENANT(session_idle_max_ms), .min = 1000),
         TENANT("network", APPEND, config_net_modes),
         TENANT("network_allow", APPEND, config_net_allow),
         TENANT("network_deny_ports", APPEND, config_net_deny_ports),

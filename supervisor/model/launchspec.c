@@ -13,6 +13,8 @@
 #define LAUNCH_PATH "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 #define JOB_WORKSPACE "/workspace"
 #define JOB_BUNDLE "/bundle"
+/* Where a session's sandbox sees sbx-init. */
+#define JOB_INIT "/.sbx-init"
 
 /* One NAME=VALUE word of [env] set, spelled by the profile writer (which
  * escapes whatever the value holds). */
@@ -57,6 +59,11 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         r = profile_write_key(f, "bind", bind, ARRAY_SIZE(bind));
         if (r < 0)
                 return r;
+        if (in->session_init) {
+                const char *const init[] = { in->session_init, JOB_INIT };
+                if ((r = profile_write_key(f, "ro-bind", init, ARRAY_SIZE(init))) < 0)
+                        return r;
+        }
         if (j->bundle.set && (r = write_bundle_fs(f, &j->bundle, pol->net, in->bundle_fd)) < 0)
                 return r;
         fprintf(f, "chdir = " JOB_WORKSPACE "\n");
@@ -129,7 +136,11 @@ int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, 
         static const char *const head[] = { "--json-status-fd", SBX_LAUNCH_FD_STATUS_ARG, "--profile" };
         const struct job_bundle *b = &in->j->bundle;
         static const char *const handshake[] = { "--info-fd", SBX_LAUNCH_FD_INFO_ARG, "--block-fd", SBX_LAUNCH_FD_BLOCK_ARG };
-        size_t n = 1 + ARRAY_SIZE(head) + ARRAY_SIZE(handshake) + 3 + 1 + b->n_command + run->argc + 1, k = 0;
+        static const char *const session_pass[] = { "--pass-fd", SBX_LAUNCH_FD_SESSION_ARG };
+        static const char *const session_cmd[] = { JOB_INIT, "--listen-fd", SBX_LAUNCH_FD_SESSION_ARG, "--workspace", JOB_WORKSPACE };
+        size_t n = 1 + ARRAY_SIZE(head) + ARRAY_SIZE(handshake) + ARRAY_SIZE(session_pass) + 3 + 1 + ARRAY_SIZE(session_cmd) +
+                   b->n_command + run->argc + 1,
+               k = 0;
         ret->argv = calloc(n, sizeof(char *));
         if (asprintf(&ret->env_buf, "%s=%s", SBX_ENV_PROFILE_PATH, in->search_path) < 0)
                 ret->env_buf = NULL;
@@ -145,12 +156,21 @@ int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, 
         ret->argv[k++] = (char *) in->profile_file;
         ret->argv[k++] = (char *) "--profile";
         ret->argv[k++] = (char *) SBX_LAUNCH_PROFILE_FD_PATH;
+        for (size_t i = 0; in->session_init && i < ARRAY_SIZE(session_pass); i++)
+                ret->argv[k++] = (char *) session_pass[i];
         ret->argv[k++] = (char *) "--";
+        if (in->session_init) {
+                for (size_t i = 0; i < ARRAY_SIZE(session_cmd); i++)
+                        ret->argv[k++] = (char *) session_cmd[i];
+                ret->argv[k] = NULL;
+                goto env;
+        }
         for (size_t i = 0; i < b->n_command; i++)
                 ret->argv[k++] = b->command[i];
         for (size_t i = 0; i < run->argc; i++)
                 ret->argv[k++] = run->argv[i];
         ret->argv[k] = NULL;
+env:
         ret->envp[0] = (char *) LAUNCH_PATH;
         ret->envp[1] = ret->env_buf;
         ret->envp[2] = (char *) "LC_ALL=C.UTF-8";

@@ -22,6 +22,10 @@ struct launchspec_input {
         unsigned cg_limits;        /* CG_LIMIT_* the job's cgroup enforces */
         bool handshake;            /* --info-fd and --block-fd (restricted network) */
         bool bundle_fd;            /* the tree comes as SBX_LAUNCH_FD_BUNDLE, not by its path */
+        /* A session's sandbox: sbx-init (this file on the host) is its
+         * command, its listening socket SBX_LAUNCH_FD_SESSION; the
+         * request's command is not run. */
+        const char *session_init;
 };
 
 struct launchspec {

@@ -45,3 +45,16 @@ int proto_parse_list(json_t *root, struct request *r, struct sbx_error *err);
 int proto_parse_bundle_show(json_t *root, struct request *r, struct sbx_error *err);
 int proto_parse_download(json_t *root, struct request *r, struct sbx_error *err);
 int proto_parse_callbacks(json_t *root, struct request *r, struct sbx_error *err);
+
+/* proto.c: the pieces of a run request that a session's requests share
+ * (proto-session.c). Each fills run and names the field it refuses. */
+int proto_parse_command(json_t *command, const char *field, bool program, struct run_request *run, struct sbx_error *err);
+int proto_parse_env(json_t *env, struct run_request *run, struct sbx_error *err);
+int proto_parse_stdin(json_t *root, const char *in, const char *in_b64, struct run_request *run, struct sbx_error *err);
+int proto_parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err);
+int proto_parse_network(json_t *net, struct run_request *run, struct sbx_error *err);
+int proto_parse_files(json_t *files, struct run_request *run, struct sbx_error *err);
+int proto_decode_b64(const char *field, const char *s, unsigned char **ret, size_t *ret_len, struct sbx_error *err);
+
+/* proto-session.c */
+int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err);

@@ -67,6 +67,10 @@ static const char *const op_names[] = {
         [REQ_BUNDLE_SHOW] = "bundle.show", [REQ_CACHE_LIST] = "cache.list", [REQ_CACHE_GC] = "cache.gc",
         [REQ_DOWNLOAD] = "download", [REQ_METRICS] = "metrics", [REQ_CB_LIST] = "callbacks.list",
         [REQ_CB_RETRY] = "callbacks.retry", [REQ_CB_DROP] = "callbacks.drop",
+        [REQ_SESSION_CREATE] = "session.create", [REQ_SESSION_EXEC] = "session.exec",
+        [REQ_SESSION_SIGNAL] = "session.signal", [REQ_SESSION_EXTEND] = "session.extend",
+        [REQ_SESSION_CLOSE] = "session.close", [REQ_SESSION_SHOW] = "session.show", [REQ_SESSION_LIST] = "session.list",
+        [REQ_SESSION_PUT] = "session.put", [REQ_SESSION_GET] = "session.get", [REQ_SESSION_LS] = "session.ls",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -81,6 +85,8 @@ void request_init(struct request *r) {
         r->streams = STREAM_BOTH;
         r->limit = PROTO_MAX_LIST;
         r->max_bytes = PROTO_LOGS_CHUNK;
+        r->ttl_s = r->idle_s = PROTO_UNSET;
+        r->mode = 0644;
 }
 
 void request_free(struct request *r) {
@@ -90,6 +96,10 @@ void request_free(struct request *r) {
         free(r->state);
         free(r->bundle);
         free(r->artifact);
+        free(r->session);
+        free(r->cwd);
+        free(r->path);
+        free(r->data);
         free(run->traceparent);
         free(run->callback);
         free(run->netpol);
@@ -125,7 +135,7 @@ bool proto_valid_job_id(const char *s) {
         return true;
 }
 
-static int decode_b64(const char *field, const char *s, unsigned char **ret, size_t *ret_len, struct sbx_error *err) {
+int proto_decode_b64(const char *field, const char *s, unsigned char **ret, size_t *ret_len, struct sbx_error *err) {
         size_t slen = strlen(s), n = 0;
         _cleanup_free_ unsigned char *buf = malloc(slen / 4 * 3 + 3);
         if (!buf)
@@ -171,7 +181,7 @@ static bool valid_env_name(const char *s) {
 
 /* command (a program and its arguments) or, after a bundle, args (its
  * arguments only, maybe none). */
-static int parse_command(json_t *command, const char *field, bool program, struct run_request *run, struct sbx_error *err) {
+int proto_parse_command(json_t *command, const char *field, bool program, struct run_request *run, struct sbx_error *err) {
         size_t n = json_array_size(command);
         if (n == 0 && program)
                 return sbx_error_msg(err, EINVAL, "field '%s': must name a program", field);
@@ -210,10 +220,10 @@ static int parse_bundle(const char *bundle, json_t *command, json_t *args, const
                 return sbx_error_wrap(err, "field 'bundle'");
         if (!(run->bundle = strdup(bundle)))
                 return sbx_error_set(err, ENOMEM, "bundle");
-        return parse_command(args, "args", false, run, err);
+        return proto_parse_command(args, "args", false, run, err);
 }
 
-static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err) {
+int proto_parse_env(json_t *env, struct run_request *run, struct sbx_error *err) {
         const char *name;
         json_t *val;
         if (json_object_size(env) > PROTO_MAX_ENV)
@@ -242,7 +252,7 @@ static int parse_env(json_t *env, struct run_request *run, struct sbx_error *err
         return 0;
 }
 
-static int parse_stdin(json_t *root, const char *in, const char *in_b64, struct run_request *run, struct sbx_error *err) {
+int proto_parse_stdin(json_t *root, const char *in, const char *in_b64, struct run_request *run, struct sbx_error *err) {
         if (in && in_b64)
                 return sbx_error_msg(err, EINVAL, "fields 'stdin' and 'stdin_b64' exclude each other");
         if (in) {
@@ -250,12 +260,12 @@ static int parse_stdin(json_t *root, const char *in, const char *in_b64, struct 
                 run->stdin_len = json_string_length(j);
                 if (dup_bytes(in, run->stdin_len, &run->stdin_data) < 0)
                         return sbx_error_set(err, ENOMEM, "stdin");
-        } else if (in_b64 && decode_b64("stdin_b64", in_b64, &run->stdin_data, &run->stdin_len, err) < 0)
+        } else if (in_b64 && proto_decode_b64("stdin_b64", in_b64, &run->stdin_data, &run->stdin_len, err) < 0)
                 return -EINVAL;
         return 0;
 }
 
-static int parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err) {
+int proto_parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err) {
         json_error_t je;
         int r;
         json_int_t mem = -1, procs = -1, cpu = -1, out = -1, disk = -1;
@@ -314,7 +324,7 @@ static int files_unique(const struct run_request *run, struct sbx_error *err) {
         return 0;
 }
 
-static int parse_files(json_t *files, struct run_request *run, struct sbx_error *err) {
+int proto_parse_files(json_t *files, struct run_request *run, struct sbx_error *err) {
         json_error_t je;
         int r;
         size_t nf = json_array_size(files);
@@ -352,7 +362,7 @@ static int parse_files(json_t *files, struct run_request *run, struct sbx_error 
                         u->len = json_string_length(json_object_get(f, "data"));
                         if (dup_bytes(data, u->len, &u->data) < 0)
                                 return sbx_error_set(err, ENOMEM, "files");
-                } else if (decode_b64(where, data_b64, &u->data, &u->len, err) < 0)
+                } else if (proto_decode_b64(where, data_b64, &u->data, &u->len, err) < 0)
                         return -EINVAL;
                 run->upload_bytes += u->len;
         }
@@ -419,7 +429,7 @@ static int parse_net_lists(json_t *allow, json_t *deny, struct netpolicy *p, str
         return 0;
 }
 
-static int parse_network(json_t *net, struct run_request *run, struct sbx_error *err) {
+int proto_parse_network(json_t *net, struct run_request *run, struct sbx_error *err) {
         if (json_is_string(net)) {
                 int r = parse_net_mode(json_string_value(net), "network", run, err);
                 if (r == 0 && run->net == NET_RESTRICTED && !(run->netpol = calloc(1, sizeof(*run->netpol))))
@@ -476,7 +486,7 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         else if (!command)
                 r = sbx_error_msg(err, EINVAL, "missing field 'command' (or 'bundle')");
         else
-                r = parse_command(command, "command", true, run, err);
+                r = proto_parse_command(command, "command", true, run, err);
         if (r < 0)
                 return r;
 
@@ -486,10 +496,10 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                 run->profile = strdup(profile);
         }
 
-        if (env && (r = parse_env(env, run, err)) < 0)
+        if (env && (r = proto_parse_env(env, run, err)) < 0)
                 return r;
 
-        if ((r = parse_stdin(root, in, in_b64, run, err)) < 0)
+        if ((r = proto_parse_stdin(root, in, in_b64, run, err)) < 0)
                 return r;
 
         if (timeout >= 0) {
@@ -498,13 +508,13 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                 run->timeout_ms = (uint64_t) timeout;
         }
 
-        if (limits && (r = parse_limits(limits, run, err)) < 0)
+        if (limits && (r = proto_parse_limits(limits, run, err)) < 0)
                 return r;
 
-        if (net && (r = parse_network(net, run, err)) < 0)
+        if (net && (r = proto_parse_network(net, run, err)) < 0)
                 return r;
 
-        if (files && (r = parse_files(files, run, err)) < 0)
+        if (files && (r = proto_parse_files(files, run, err)) < 0)
                 return r;
 
         if (artifacts && (r = parse_artifacts(artifacts, run, err)) < 0)
@@ -622,6 +632,18 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
         case REQ_CB_RETRY:
         case REQ_CB_DROP:
                 rc = proto_parse_callbacks(root, r, err);
+                break;
+        case REQ_SESSION_CREATE:
+        case REQ_SESSION_EXEC:
+        case REQ_SESSION_SIGNAL:
+        case REQ_SESSION_EXTEND:
+        case REQ_SESSION_CLOSE:
+        case REQ_SESSION_SHOW:
+        case REQ_SESSION_LIST:
+        case REQ_SESSION_PUT:
+        case REQ_SESSION_GET:
+        case REQ_SESSION_LS:
+                rc = proto_parse_session(root, r, err);
                 break;
         case REQ_CACHE_GC:
                 rc = proto_check_fields(root, cache_gc_fields, ARRAY_SIZE(cache_gc_fields), "", err);

@@ -66,6 +66,8 @@
 /* The daemon cannot make results durable (a full or failing disk): no new
  * work is accepted until it can. */
 #define E_STORAGE "E_STORAGE"
+/* The session asked for has ended (the message says when and why). */
+#define E_SESSION_ENDED "E_SESSION_ENDED"
 /* Bundles (in records, and in bundle.show responses). */
 #define E_REGISTRY_UNAVAILABLE "E_REGISTRY_UNAVAILABLE" /* unreachable, or it failed to serve */
 #define E_BUNDLE_INTEGRITY "E_BUNDLE_INTEGRITY"         /* the archive is not what the index says */
@@ -91,7 +93,23 @@ enum req_op {
         REQ_CB_LIST,
         REQ_CB_RETRY,
         REQ_CB_DROP,
+        /* sessions (proto-session.c) */
+        REQ_SESSION_CREATE,
+        REQ_SESSION_EXEC,
+        REQ_SESSION_SIGNAL,
+        REQ_SESSION_EXTEND,
+        REQ_SESSION_CLOSE,
+        REQ_SESSION_SHOW,
+        REQ_SESSION_LIST,
+        REQ_SESSION_PUT,
+        REQ_SESSION_GET,
+        REQ_SESSION_LS,
 };
+
+/* A session's id: 128 random bits in 32 lowercase hex digits. */
+#define PROTO_SESSION_ID_LEN 32
+/* session.get: bytes of a file in one response (the default and the most). */
+#define PROTO_SESSION_GET_CHUNK (1u << 20)
 
 enum stream_mask {
         STREAM_STDOUT = 1,
@@ -163,6 +181,16 @@ struct request {
         char *bundle;          /* bundle.show: the reference */
         bool all;              /* cache.gc: every unused tree */
         char *artifact;        /* download: an artifact's path as its record lists it, or NULL for a stream */
+        /* sessions */
+        char *session;         /* the session's id */
+        uint64_t ttl_s;        /* session.create, session.extend; PROTO_UNSET: the default */
+        uint64_t idle_s;       /* session.create; PROTO_UNSET: the default */
+        char *cwd;             /* session.exec: relative to the workspace; NULL: the workspace */
+        char *path;            /* session.put, .get, .ls: relative to the workspace */
+        int signo;             /* session.signal */
+        unsigned mode;         /* session.put: 0644 or 0755 */
+        unsigned char *data;   /* session.put */
+        size_t data_len;
         struct run_request run;
 };
 

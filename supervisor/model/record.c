@@ -165,6 +165,12 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->cgroup, in->disk_quota));
         json_object_set_new(rec, "limit_hit", in->limit_hit ? json_incref(in->limit_hit) : json_null());
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
+        if (in->session) {
+                json_t *s = json_pack("{s:s, s:s}", "id", in->session, "role", in->session_role ? in->session_role : "exec");
+                if (s && in->session_end)
+                        json_object_set_new(s, "ended", json_string(in->session_end));
+                json_object_set_new(rec, "session", s);
+        }
         json_object_set_new(rec, "workspace", json_pack("{s:s, s:b, s:b}", "storage", in->disk_quota ? "tmpfs" : "directory", "noswap",
                                                         in->disk_quota && in->ws_noswap, "encrypted",
                                                         !in->disk_quota && in->ws_encrypted));

@@ -39,6 +39,9 @@ struct record_input {
         bool disk_quota;            /* its workspace was a sized tmpfs */
         bool ws_noswap;             /* ... mounted noswap */
         bool ws_encrypted;          /* a directory, encrypted with a key of its own */
+        const char *session;        /* a session's sandbox or exec: the session's id; NULL: none */
+        const char *session_role;   /* "sandbox" or "exec" */
+        const char *session_end;    /* the sandbox: why the session ended */
         const char *req_digest;     /* proto_request_digest(), or NULL */
         const char *cb_delivery;    /* the callback's delivery id, with the request's callback URL; or NULL */
         const struct netevents *net; /* its network events; NULL: none known (a restart lost them) */

@@ -10,15 +10,15 @@
 
 /* The launcher's descriptors 0..8: stdin, stdout, stderr, the status pipe,
  * the generated profile, for a restricted job the --info-fd and
- * --block-fd pipes, a bundle job's tree, and the socket it passes on with
- * --pass-fd 8 (launch-abi.h). */
+ * --block-fd pipes, a bundle job's tree, and a session's agent's
+ * listening socket (launch-abi.h). */
 #define SPAWN_FDS 9
 
 struct spawn_params {
         const char *path;    /* the launcher */
         char **argv;
         char **envp;
-        int fds[SPAWN_FDS];  /* become the child's 0..8 (-1: /dev/null for 0..2, closed otherwise) */
+        int fds[SPAWN_FDS];  /* become the child's 0..7 (-1: /dev/null for 0..2, closed otherwise) */
         uid_t uid;
         gid_t gid;
         int cgroup_fd;       /* -1: stay in the daemon's cgroup */

@@ -23,7 +23,7 @@
 #include "wstree.h"
 
 /* The launcher's descriptors are the first SPAWN_FDS slots, in order. */
-_Static_assert(PRIVD_FD_ARGV == SPAWN_FDS && PRIVD_FD_PASS == SBX_LAUNCH_FD_PASS, "privd-abi.h and spawn.h disagree");
+_Static_assert(PRIVD_FD_ARGV == SPAWN_FDS && PRIVD_FD_PASS == SBX_LAUNCH_FD_SESSION, "privd-abi.h and spawn.h disagree");
 
 #define PJOB_EMPTY ((struct pjob){ .cgroup_fd = -1, .ws_fd = -1 })
 

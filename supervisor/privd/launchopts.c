@@ -74,7 +74,7 @@ int launchopts_check(char *const *args, unsigned n, bool pass, const char **ret_
                 }
                 if (strcmp(opts[k].name, "--pass-fd") == 0) {
                         const char *v = inl ? inl : args[i + 1];
-                        if (!pass || strcmp(v, SBX_LAUNCH_FD_PASS_ARG) != 0) {
+                        if (!pass || strcmp(v, SBX_LAUNCH_FD_SESSION_ARG) != 0) {
                                 *ret_why = pass ? "--pass-fd of a descriptor other than 8" : "--pass-fd without a socket in slot 8";
                                 return -EPERM;
                         }

@@ -6,6 +6,6 @@
 #include <stdbool.h>
 
 /* args: the front's strings, n of them. pass: whether the helper places a
- * socket on SBX_LAUNCH_FD_PASS. 0, or -EPERM/-EINVAL with *ret_why (a
+ * socket on SBX_LAUNCH_FD_SESSION. 0, or -EPERM/-EINVAL with *ret_why (a
  * static string) and *ret_arg (the string at fault). */
 int launchopts_check(char *const *args, unsigned n, bool pass, const char **ret_why, const char **ret_arg);

@@ -9,6 +9,7 @@ load helpers/common
 sup_init() {
         sbx_stage
         cp "$SBX_BUILDDIR/supervisor/sbx-supervisord" "$SBX_BUILDDIR/supervisor/sbx-unpack" "$SBX_BUILDDIR/supervisor/sbxctl" \
+                "$SBX_BUILDDIR/init/sbx-init" \
                 "$SBX_BUILDDIR/t/sup-unit/sup-client" "$SBX_STAGE/bin/"
         chmod -R a+rX "$SBX_STAGE/bin"
         export SUP_DIR="$SBX_STAGE/sup"
@@ -52,6 +53,7 @@ sup_config() {
 socket = $SUP_SOCK
 state_dir = $SUP_DIR/state
 launcher = $SBX_STAGE/bin/sbx-launch
+init = $SBX_STAGE/bin/sbx-init
 profile_path = $SBX_STAGE/profiles
 cgroup = $SUP_CGROUP
 job_uids = $SUP_JOB_UIDS

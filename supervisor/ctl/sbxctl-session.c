@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* sbxctl session ...: sessions (sbx-protocol(7), SESSIONS). create and
+ * exec take run's options (sbxctl-run.c) and add their own. */
+#include <errno.h>
+#include <jansson.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "parse.h"
+#include "proto.h"
+#include "sbxctl.h"
+
+/* How long create waits for the sandbox to be ready. */
+#define READY_WAIT_MS 60000
+
+static uint64_t seconds_of(const char *opt, const char *v) {
+        uint64_t ms;
+        if (parse_duration_ms(v, &ms) < 0 || ms < 1000)
+                usage_error("session: %s: expected a duration of 1 s or more, e.g. 90s or 10m, got '%s'", opt, v);
+        return ms / 1000;
+}
+
+static void print_or_json(json_t *m, const char *key) {
+        if (json_out)
+                return;
+        json_t *v = json_object_get(m, key);
+        if (json_is_string(v))
+                printf("%s\n", json_string_value(v));
+        else {
+                char *s = json_dumps(v ? v : m, JSON_INDENT(2) | JSON_SORT_KEYS);
+                if (s)
+                        printf("%s\n", s);
+                free(s);
+        }
+}
+
+static void sleep_ms(long ms) {
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+        nanosleep(&ts, NULL);
+}
+
+/* create [--ttl D] [--idle D] [run's options]: prints the id once ready. */
+static int session_create(int argc, char **argv) {
+        char **rest = calloc((size_t) argc + 3, sizeof(char *));
+        int n = 0;
+        uint64_t ttl = 0, idle = 0;
+        if (!rest)
+                die("out of memory");
+        rest[n++] = argv[0];
+        for (int i = 1; i < argc; i++) {
+                if ((streq(argv[i], "--ttl") || streq(argv[i], "--idle")) && i + 1 < argc) {
+                        uint64_t s = seconds_of(argv[i], argv[i + 1]);
+                        *(streq(argv[i], "--ttl") ? &ttl : &idle) = s;
+                        i++;
+                } else if (streq(argv[i], "--"))
+                        usage_error("session create: takes no command (run one with sbxctl session exec)");
+                else
+                        rest[n++] = argv[i];
+        }
+        /* run's parser wants a command: the agent stands for it. */
+        rest[n++] = (char *) "--";
+        rest[n++] = (char *) "sbx-init";
+        json_t *req = sbxctl_build_run(n, rest, false);
+        free(rest);
+        json_object_set_new(req, "op", json_string("session.create"));
+        json_object_del(req, "command");
+        if (ttl)
+                json_object_set_new(req, "ttl_s", json_integer((json_int_t) ttl));
+        if (idle)
+                json_object_set_new(req, "idle_s", json_integer((json_int_t) idle));
+        connect_daemon();
+        json_t *m = request(req);
+        char id[PROTO_SESSION_ID_LEN + 1];
+        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(m, "session")) ?: "");
+        /* Ready when its agent has said so. */
+        for (int waited = 0; waited < READY_WAIT_MS; waited += 5) {
+                json_t *q = new_req("session.show");
+                json_object_set_new(q, "session", json_string(id));
+                json_t *s = request(q);
+                if (streq(json_string_value(json_object_get(s, "state")) ?: "", "ready")) {
+                        print_or_json(s, "session");
+                        return 0;
+                }
+                sleep_ms(5);
+        }
+        die("session %s: not ready after %d s", id, READY_WAIT_MS / 1000);
+}
+
+/* exec SESSION [--cwd DIR] [run's options] -- CMD...: follows it. */
+static int session_exec(int argc, char **argv) {
+        if (argc < 2)
+                usage_error("session exec: missing session id");
+        const char *sid = argv[1], *cwd = NULL;
+        char **rest = calloc((size_t) argc + 1, sizeof(char *));
+        int n = 0;
+        if (!rest)
+                die("out of memory");
+        rest[n++] = argv[0];
+        int i = 2;
+        for (; i < argc && !streq(argv[i], "--"); i++) {
+                if (streq(argv[i], "--cwd") && i + 1 < argc)
+                        cwd = argv[++i];
+                else
+                        rest[n++] = argv[i];
+        }
+        for (; i < argc; i++)
+                rest[n++] = argv[i];
+        json_t *req = sbxctl_build_run(n, rest, true);
+        free(rest);
+        json_object_set_new(req, "op", json_string("session.exec"));
+        json_object_set_new(req, "session", json_string(sid));
+        if (cwd)
+                json_object_set_new(req, "cwd", json_string(cwd));
+        connect_daemon();
+        request(req);
+        return sbxctl_follow_to_end(true);
+}
+
+static json_t *session_req(const char *op, const char *sid) {
+        json_t *q = new_req(op);
+        json_object_set_new(q, "session", json_string(sid));
+        return q;
+}
+
+static unsigned char *read_file(const char *path, size_t *ret_len) {
+        FILE *f = streq(path, "-") ? stdin : fopen(path, "re");
+        if (!f)
+                die("%s: %s", path, strerror(errno));
+        size_t cap = 65536, len = 0;
+        unsigned char *buf = malloc(cap);
+        for (;;) {
+                if (!buf)
+                        die("out of memory");
+                size_t r = fread(buf + len, 1, cap - len, f);
+                len += r;
+                if (r == 0)
+                        break;
+                if (len == cap)
+                        buf = realloc(buf, cap *= 2);
+        }
+        if (ferror(f))
+                die("%s: read error", path);
+        if (f != stdin)
+                fclose(f);
+        *ret_len = len;
+        return buf;
+}
+
+static int session_put(const char *sid, const char *local, const char *path) {
+        size_t len;
+        unsigned char *d = read_file(local, &len);
+        size_t bl = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+        char *b = malloc(bl);
+        if (!b)
+                die("out of memory");
+        sodium_bin2base64(b, bl, d, len, sodium_base64_VARIANT_ORIGINAL);
+        json_t *q = session_req("session.put", sid);
+        json_object_set_new(q, "path", json_string(path));
+        json_object_set_new(q, "data_b64", json_string(b));
+        if (!streq(local, "-") && access(local, X_OK) == 0)
+                json_object_set_new(q, "mode", json_integer(0755));
+        free(b);
+        free(d);
+        connect_daemon();
+        request(q);
+        return 0;
+}
+
+/* The file in chunks, each answer's data decoded to out. */
+static int session_get(const char *sid, const char *path, const char *out_path) {
+        FILE *out = out_path ? fopen(out_path, "we") : stdout;
+        if (!out)
+                die("%s: %s", out_path, strerror(errno));
+        connect_daemon();
+        uint64_t off = 0;
+        for (;;) {
+                json_t *q = session_req("session.get", sid);
+                json_object_set_new(q, "path", json_string(path));
+                json_object_set_new(q, "offset", json_integer((json_int_t) off));
+                json_t *m = request(q);
+                const char *s = json_string_value(json_object_get(m, "data"));
+                const char *b = json_string_value(json_object_get(m, "data_b64"));
+                size_t n = 0;
+                if (s) {
+                        n = strlen(s);
+                        fwrite(s, 1, n, out);
+                } else if (b) {
+                        size_t bl = strlen(b);
+                        unsigned char *buf = malloc(bl ? bl : 1);
+                        if (!buf || sodium_base642bin(buf, bl, b, bl, NULL, &n, NULL, sodium_base64_VARIANT_ORIGINAL) < 0)
+                                die("bad data from the daemon");
+                        fwrite(buf, 1, n, out);
+                        free(buf);
+                }
+                off += n;
+                if (json_is_true(json_object_get(m, "eof")) || n == 0)
+                        break;
+        }
+        if (out_path && fclose(out) != 0)
+                die("%s: %s", out_path, strerror(errno));
+        return 0;
+}
+
+static void print_entries(json_t *m) {
+        if (json_out)
+                return;
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(m, "entries"), i, e) {
+                const char *t = json_string_value(json_object_get(e, "type")) ?: "";
+                printf("%s%s\n", json_string_value(json_object_get(e, "name")) ?: "?", streq(t, "directory") ? "/" : "");
+        }
+}
+
+int sbxctl_session(int argc, char **argv) {
+        if (argc < 2)
+                usage_error("session: expected create, exec, put, get, ls, signal, extend, close, show or list");
+        const char *sub = argv[1];
+        char **av = argv + 1;
+        int ac = argc - 1;
+        if (streq(sub, "create"))
+                return session_create(ac, av);
+        if (streq(sub, "exec"))
+                return session_exec(ac, av);
+        if (streq(sub, "list")) {
+                if (ac != 1)
+                        usage_error("session list: takes no argument");
+                connect_daemon();
+                json_t *m = request(new_req("session.list"));
+                size_t i;
+                json_t *s;
+                if (!json_out)
+                        json_array_foreach(json_object_get(m, "sessions"), i, s)
+                                printf("%s  %-8s  expires %s\n", json_string_value(json_object_get(s, "session")) ?: "?",
+                                       json_string_value(json_object_get(s, "state")) ?: "?",
+                                       json_string_value(json_object_get(s, "expires")) ?: "-");
+                return 0;
+        }
+        if (ac < 2)
+                usage_error("session %s: missing session id", sub);
+        const char *sid = av[1];
+        if (streq(sub, "show") || streq(sub, "close")) {
+                if (ac != 2)
+                        usage_error("session %s: unexpected argument '%s'", sub, av[2]);
+                connect_daemon();
+                json_t *m = request(session_req(streq(sub, "show") ? "session.show" : "session.close", sid));
+                if (streq(sub, "show"))
+                        print_or_json(m, "");
+                return 0;
+        }
+        if (streq(sub, "extend")) {
+                if (ac != 3)
+                        usage_error("session extend SESSION DURATION");
+                json_t *q = session_req("session.extend", sid);
+                json_object_set_new(q, "ttl_s", json_integer((json_int_t) seconds_of("extend", av[2])));
+                connect_daemon();
+                print_or_json(request(q), "expires");
+                return 0;
+        }
+        if (streq(sub, "signal")) {
+                if (ac != 4)
+                        usage_error("session signal SESSION JOB SIGNAL");
+                json_t *q = session_req("session.signal", sid);
+                json_object_set_new(q, "job", json_string(av[2]));
+                uint64_t n;
+                if (parse_uint64(av[3], 64, &n) == 0)
+                        json_object_set_new(q, "signal", json_integer((json_int_t) n));
+                else
+                        json_object_set_new(q, "signal", json_string(av[3]));
+                connect_daemon();
+                request(q);
+                return 0;
+        }
+        if (streq(sub, "put")) {
+                if (ac != 4)
+                        usage_error("session put SESSION FILE PATH");
+                return session_put(sid, av[2], av[3]);
+        }
+        if (streq(sub, "get")) {
+                const char *out = NULL;
+                if (ac == 5 && streq(av[3], "-o"))
+                        out = av[4];
+                else if (ac != 3)
+                        usage_error("session get SESSION PATH [-o FILE]");
+                return session_get(sid, av[2], out);
+        }
+        if (streq(sub, "ls")) {
+                if (ac > 3)
+                        usage_error("session ls SESSION [PATH]");
+                json_t *q = session_req("session.ls", sid);
+                if (ac == 3)
+                        json_object_set_new(q, "path", json_string(av[2]));
+                connect_daemon();
+                print_entries(request(q));
+                return 0;
+        }
+        usage_error("session: unknown command '%s' (create, exec, put, get, ls, signal, extend, close, show or list)", sub);
+}

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The session requests (sbx-protocol(7), SESSIONS): each computes its
+ * answer or its refusal, and session_op replies once. session.create goes
+ * through the run path (accept.c) with the session's own bounds checked
+ * here first. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "audit.h"
+#include "conn.h"
+#include "daemon.h"
+#include "dispatch.h"
+#include "session.h"
+#include "subscribe.h"
+
+/* Session defaults where the request names none: within the tenant's
+ * maxima. */
+#define TTL_DEFAULT_S 600
+#define IDLE_DEFAULT_S 300
+
+struct answer {
+        json_t *ok;              /* the reply's members, or NULL */
+        const char *code;        /* refused: the error code */
+        char msg[SBX_ERROR_MAX];
+        bool held;               /* the reply waits for the journal's sync */
+        bool sent;               /* replied already (a followed exec) */
+};
+
+static void refuse(struct answer *a, const char *code, const char *fmt, ...) _printf_(3, 4);
+
+static void refuse(struct answer *a, const char *code, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(a->msg, sizeof(a->msg), fmt, ap);
+        va_end(ap);
+        a->code = code;
+}
+
+static const char *errno_code(int e) {
+        switch (e) {
+        case ENOENT:
+        case ENOTDIR:
+                return E_NOT_FOUND;
+        case EEXIST:
+        case EISDIR:
+        case ENOTEMPTY:
+                return E_CONFLICT;
+        case EXDEV:
+        case ELOOP:
+        case EINVAL:
+        case ENAMETOOLONG:
+        case EBADMSG:
+                return E_BAD_REQUEST;
+        case ENOSPC:
+        case EDQUOT:
+        case E2BIG:
+                return E_LIMIT;
+        case ESHUTDOWN:
+                return E_SESSION_ENDED;
+        case EACCES:
+        case EPERM:
+                return E_FORBIDDEN;
+        default:
+                return E_INTERNAL;
+        }
+}
+
+/* Bounds the run path does not know: how many, how long, how idle. */
+static bool create_admit(struct conn *c, struct request *req, struct answer *a) {
+        struct daemon *d = c->d;
+        const struct tenant *t = c->tenant;
+        if (privc_on(&d->privc)) {
+                refuse(a, E_UNSUPPORTED, "sessions are not available with 'user' set yet: this daemon starts its jobs through "
+                                         "sbx-privd, which cannot hand a session's agent its socket");
+                return false;
+        }
+        unsigned n = sessions_count(&d->sessions, t);
+        if (n >= t->max_sessions) {
+                refuse(a, E_LIMIT, "tenant '%s' has %u sessions, its max_sessions", t->name, n);
+                return false;
+        }
+        uint64_t ttl_max = t->session_ttl_max_ms / 1000, idle_max = t->session_idle_max_ms / 1000;
+        if (req->ttl_s == PROTO_UNSET)
+                req->ttl_s = TTL_DEFAULT_S < ttl_max ? TTL_DEFAULT_S : ttl_max;
+        else if (req->ttl_s > ttl_max) {
+                refuse(a, E_LIMIT, "field 'ttl_s': %" PRIu64 " is above the tenant's session_ttl_max (%" PRIu64 " s)", req->ttl_s,
+                       ttl_max);
+                return false;
+        }
+        if (req->idle_s == PROTO_UNSET)
+                req->idle_s = IDLE_DEFAULT_S < idle_max ? IDLE_DEFAULT_S : idle_max;
+        else if (req->idle_s > idle_max) {
+                refuse(a, E_LIMIT, "field 'idle_s': %" PRIu64 " is above the tenant's session_idle_max (%" PRIu64 " s)",
+                       req->idle_s, idle_max);
+                return false;
+        }
+        /* Its command, as its record and journal say: the agent. */
+        struct run_request *run = &req->run;
+        run->argv = calloc(2, sizeof(char *));
+        if (!run->argv || !(run->argv[0] = strdup("sbx-init"))) {
+                refuse(a, E_INTERNAL, "out of memory");
+                return false;
+        }
+        run->argc = 1;
+        return true;
+}
+
+static void op_exec(struct conn *c, struct request *req, struct session *s, struct answer *a) {
+        struct daemon *d = c->d;
+        bool follow = req->run.follow;
+        json_t *tag = req->tag ? json_incref(req->tag) : NULL;
+        struct rjob *rj = session_exec(s, req, c->cred.uid, &a->code, a->msg, sizeof(a->msg));
+        if (!rj) {
+                json_decref(tag);
+                return;
+        }
+        audit_request(c, "session.exec", "accepted", &rj->j, NULL, NULL, false);
+        /* Like a run: it follows, and the reply waits for the journal. */
+        if (follow)
+                subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, tag);
+        a->ok = json_pack("{s:s, s:s, s:s}", "job", rj->j.id, "session", rj->session_id, "state",
+                          rj->j.state == JOB_DONE ? job_outcome_name(rj->j.outcome) : job_state_name(rj->j.state));
+        json_decref(tag);
+        a->held = true;
+        (void) d;
+}
+
+static void op_files(struct session *s, struct request *req, struct answer *a) {
+        struct sbx_error err;
+        sbx_error_clear(&err);
+        int r;
+        json_t *o = NULL;
+        switch (req->op) {
+        case REQ_SESSION_PUT:
+                r = session_put(s, req->path, req->data, req->data_len, req->mode, &err);
+                if (r == 0)
+                        o = json_pack("{s:s, s:I}", "path", req->path, "size", (json_int_t) req->data_len);
+                break;
+        case REQ_SESSION_GET:
+                r = session_get(s, req->path, req->offset, req->max_bytes, &o, &err);
+                break;
+        default:
+                r = session_ls(s, req->path, &o, &err);
+                break;
+        }
+        if (r < 0) {
+                refuse(a, errno_code(-r), "%s", err.msg);
+                return;
+        }
+        a->ok = o;
+}
+
+static void answer_for(struct conn *c, struct request *req, struct answer *a) {
+        struct daemon *d = c->d;
+        if (req->op == REQ_SESSION_LIST) {
+                a->ok = json_pack("{s:o}", "sessions", sessions_list(&d->sessions, c->tenant));
+                return;
+        }
+        struct session *s = session_find(&d->sessions, c->tenant, req->session, &a->code, a->msg, sizeof(a->msg));
+        if (!s)
+                return;
+        switch (req->op) {
+        case REQ_SESSION_SHOW:
+                a->ok = session_describe(s);
+                break;
+        case REQ_SESSION_CLOSE:
+                audit_request(c, "session.close", "accepted", NULL, NULL, NULL, false);
+                session_close(s);
+                a->ok = json_pack("{s:s, s:s}", "session", req->session, "state", "ending");
+                break;
+        case REQ_SESSION_EXTEND: {
+                uint64_t until;
+                int r = session_extend(s, req->ttl_s * 1000, &until);
+                if (r == -E2BIG)
+                        refuse(a, E_LIMIT, "field 'ttl_s': the session would live longer than the tenant's session_ttl_max "
+                                           "(%" PRIu64 " s from its start)",
+                               c->tenant->session_ttl_max_ms / 1000);
+                else if (r < 0)
+                        refuse(a, E_NOT_DONE, "session %s is not running yet", req->session);
+                else
+                        a->ok = json_pack("{s:s, s:o}", "session", req->session, "expires", proto_time(until));
+                break;
+        }
+        case REQ_SESSION_EXEC:
+                op_exec(c, req, s, a);
+                break;
+        case REQ_SESSION_SIGNAL: {
+                int r = session_signal(s, req->job, req->signo);
+                if (r == -ENOENT)
+                        refuse(a, E_NOT_FOUND, "no job %s in session %s", req->job, req->session);
+                else if (r == -ESRCH)
+                        refuse(a, E_CONFLICT, "job %s is not running", req->job);
+                else if (r < 0)
+                        refuse(a, errno_code(-r), "signal: %s", strerror(-r));
+                else
+                        a->ok = json_pack("{s:s, s:i}", "job", req->job, "signal", req->signo);
+                break;
+        }
+        default:
+                op_files(s, req, a);
+                break;
+        }
+}
+
+void session_op(struct conn *c, struct request *req) {
+        struct answer a = { 0 };
+        if (req->op == REQ_SESSION_CREATE) {
+                if (create_admit(c, req, &a)) {
+                        accept_run(c, req);
+                        return;
+                }
+                audit_request(c, "session.create", "rejected", NULL, a.code, a.msg, true);
+        } else
+                answer_for(c, req, &a);
+        if (a.code) {
+                conn_send(c, proto_error(req->tag, a.code, "%s", a.msg));
+                return;
+        }
+        if (a.held)
+                commit_hold(c->d, c);
+        conn_send(c, proto_ok(req->tag, a.ok));
+}

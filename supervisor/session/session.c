@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "fileio.h"
+#include "initc.h"
+#include "jobs.h"
+#include "journal.h"
+#include "launch-abi.h"
+#include "log.h"
+#include "loop.h"
+#include "recover.h"
+#include "runner.h"
+#include "sched.h"
+#include "session.h"
+#include "trace.h"
+
+/* How long a request to the agent may take. The agent answers in
+ * microseconds; one that does not (stopped, flooded by its own sandbox)
+ * ends its session, and holds the daemon this long at most, once. */
+#define AGENT_TIMEOUT_MS 250
+/* Ended sessions remembered, to say when and why. */
+#define GONE_MAX 1024
+/* The most stdin one exec takes (it goes into the pipe at once). */
+#define EXEC_STDIN_MAX (1u << 20)
+/* Entries in one session.ls answer. */
+#define LS_MAX 10000
+
+enum session_state {
+        S_STARTING, /* the box is queued or starting */
+        S_READY,    /* its agent said READY */
+        S_ENDING,   /* asked to end, or its agent failed */
+};
+
+struct exec_ref {
+        struct list link;       /* in session.execs */
+        struct rjob *rj;
+        struct session *s;
+        uint32_t handle;        /* the agent's; 0 before SPAWN answered */
+        bool ended;             /* its end was reported to the capture */
+};
+
+struct session {
+        struct list link;
+        struct sessions *ss;
+        char id[PROTO_SESSION_ID_LEN + 1];
+        const struct tenant *tenant;
+        char tenant_name[64];
+        struct rjob *box;       /* NULL once it ended */
+        enum session_state state;
+        struct initc ic;        /* fd -1 until connected */
+        struct source ic_src;
+        int idle_fd;
+        struct source idle_src;
+        uint64_t idle_ms;
+        uint64_t created_ms;    /* real */
+        uint64_t ended_ms;
+        const char *end_reason;
+        struct list execs;      /* struct exec_ref.link */
+        unsigned n_execs;
+        /* EXIT events that came during a call, handled after it */
+        struct sbx_init_exit held[16];
+        unsigned n_held;
+        bool in_call;
+};
+
+static struct initc_msg msg_loop, msg_call;
+
+static int arm(int fd, uint64_t ms) {
+        struct itimerspec its = { 0 };
+        its.it_value.tv_sec = (time_t) (ms / 1000);
+        its.it_value.tv_nsec = (long) (ms % 1000) * 1000000;
+        if (ms == 0)
+                its.it_value.tv_nsec = 1;
+        return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+static void id_hex(char out[static PROTO_SESSION_ID_LEN + 1]) {
+        uint8_t b[PROTO_SESSION_ID_LEN / 2];
+        /* getrandom without flags blocks only before the pool is ready,
+         * long past at any daemon's start. */
+        if (getrandom(b, sizeof(b), 0) != (ssize_t) sizeof(b))
+                abort();
+        for (size_t i = 0; i < sizeof(b); i++)
+                snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* The socket's path through the directory's descriptor: short whatever the
+ * state directory's path, and not looked up through it again. */
+static void sock_path(const struct sessions *ss, const char *id, struct sockaddr_un *sa) {
+        memset(sa, 0, sizeof(*sa));
+        sa->sun_family = AF_UNIX;
+        snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", ss->dir_fd, id);
+}
+
+int sessions_init(struct sessions *ss, struct daemon *d, struct jobs *jobs, struct journal *journal, struct scheduler *sched,
+                  const struct config *cfg, int state_fd, struct sbx_error *err) {
+        memset(ss, 0, sizeof(*ss));
+        ss->d = d;
+        ss->jobs = jobs;
+        ss->journal = journal;
+        ss->sched = sched;
+        ss->cfg = cfg;
+        ss->dir_fd = -1;
+        list_init(&ss->live);
+        list_init(&ss->gone);
+        /* Sockets of sessions from before a restart lead nowhere now. */
+        (void) rm_rf_at(state_fd, "sessions");
+        if (mkdirat(state_fd, "sessions", 0700) < 0 && errno != EEXIST)
+                return sbx_error_set(err, errno, "STATE/sessions");
+        ss->dir_fd = openat(state_fd, "sessions", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ss->dir_fd < 0)
+                return sbx_error_set(err, errno, "STATE/sessions");
+        return 0;
+}
+
+static void gone_free(struct session *s) {
+        list_del(&s->link);
+        free(s);
+}
+
+void sessions_done(struct sessions *ss) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &ss->gone) gone_free(list_entry(pos, struct session, link));
+        if (ss->dir_fd >= 0)
+                close(ss->dir_fd);
+        ss->dir_fd = -1;
+}
+
+unsigned sessions_count(const struct sessions *ss, const struct tenant *t) {
+        unsigned n = 0;
+        for (const struct list *p = ss->live.next; p != &ss->live; p = p->next)
+                if (list_entry(p, struct session, link)->tenant == t)
+                        n++;
+        return n;
+}
+
+static void on_idle(struct source *src, uint32_t events);
+
+int session_new(struct sessions *ss, struct rjob *box, uint64_t idle_ms, struct sbx_error *err) {
+        struct session *s = calloc(1, sizeof(*s));
+        if (!s)
+                return sbx_error_set(err, ENOMEM, "session");
+        s->ss = ss;
+        id_hex(s->id);
+        s->tenant = box->j.tenant;
+        snprintf(s->tenant_name, sizeof(s->tenant_name), "%s", box->j.tenant->name);
+        s->box = box;
+        s->ic.fd = -1;
+        s->idle_ms = idle_ms;
+        s->created_ms = now_real_ms();
+        list_init(&s->execs);
+
+        struct sockaddr_un sa;
+        sock_path(ss, s->id, &sa);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                unlinkat(ss->dir_fd, s->id, 0);
+                free(s);
+                return sbx_error_set(err, e, "the session's socket");
+        }
+        s->idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (s->idle_fd < 0 || loop_add(&s->idle_src, s->idle_fd, EPOLLIN, on_idle) < 0) {
+                int e = errno;
+                if (s->idle_fd >= 0)
+                        close(s->idle_fd);
+                close(fd);
+                unlinkat(ss->dir_fd, s->id, 0);
+                free(s);
+                return sbx_error_set(err, e, "the session's idle timer");
+        }
+        box->session_fd = fd;
+        box->session_box = true;
+        box->session = s;
+        memcpy(box->session_id, s->id, sizeof(s->id));
+        list_add_tail(&ss->live, &s->link);
+        return 0;
+}
+
+/* Everything of a live session but its entry: the agent's connection, the
+ * timer, the socket's file. */
+static void release(struct session *s) {
+        if (s->ic.fd >= 0) {
+                loop_del(&s->ic_src);
+                close(s->ic.fd);
+                s->ic.fd = -1;
+        }
+        if (s->idle_fd >= 0) {
+                loop_del(&s->idle_src);
+                close(s->idle_fd);
+                s->idle_fd = -1;
+        }
+        unlinkat(s->ss->dir_fd, s->id, 0);
+}
+
+void session_abandon(struct rjob *box) {
+        struct session *s = box->session;
+        if (!s)
+                return;
+        release(s);
+        list_del(&s->link);
+        box->session = NULL;
+        free(s);
+}
+
+/* ---- execs ------------------------------------------------------------- */
+
+static struct exec_ref *exec_by_handle(struct session *s, uint32_t handle) {
+        for (struct list *p = s->execs.next; p != &s->execs; p = p->next) {
+                struct exec_ref *x = list_entry(p, struct exec_ref, link);
+                if (x->handle == handle && !x->ended)
+                        return x;
+        }
+        return NULL;
+}
+
+/* Its end, as the agent told it (ex) or as the session's end made it (ex
+ * NULL: killed with the sandbox). The record gets the command's status,
+ * CPU time and peak RSS as sbx-init measured them. */
+static void exec_ended(struct exec_ref *x, const struct sbx_init_exit *ex) {
+        if (x->ended)
+                return;
+        x->ended = true;
+        struct rjob *rj = x->rj;
+        int st = ex ? ex->status : W_EXITCODE(0, SIGKILL);
+        json_t *end = json_pack("{s:o, s:o}", SBX_STATUS_EXIT_CODE, WIFEXITED(st) ? json_integer(WEXITSTATUS(st)) : json_integer(-1),
+                                SBX_STATUS_SIGNAL, WIFSIGNALED(st) ? json_integer(WTERMSIG(st)) : json_null());
+        if (end && ex) {
+                json_object_set_new(end, SBX_STATUS_CPU_MS, json_integer((json_int_t) ((ex->utime_us + ex->stime_us) / 1000)));
+                json_object_set_new(end, SBX_STATUS_PEAK_RSS_KB, json_integer((json_int_t) ex->maxrss_kb));
+        }
+        json_decref(rj->cap.status_end);
+        rj->cap.status_end = end;
+        capture_exec_exited(rj, st);
+}
+
+static void handle_exit(struct session *s, const struct sbx_init_exit *ex) {
+        struct exec_ref *x = exec_by_handle(s, ex->handle);
+        if (x)
+                exec_ended(x, ex);
+}
+
+/* ---- the agent ------------------------------------------------------------ */
+
+static void session_fail(struct session *s, const char *why);
+
+static void end_execs(struct session *s) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &s->execs) {
+                struct exec_ref *x = list_entry(pos, struct exec_ref, link);
+                if (x->rj->j.state == JOB_RUNNING || x->rj->j.state == JOB_STOPPING)
+                        exec_ended(x, NULL);
+        }
+}
+
+/* Ask the box to end: its launcher's SIGTERM reaches the agent and every
+ * command, the grace period, then the cgroup is killed. */
+static void end_box(struct session *s, const char *reason) {
+        if (s->state == S_ENDING)
+                return;
+        s->state = S_ENDING;
+        /* A box the runner is stopping already (its TTL) keeps that
+         * reason: its agent's end is a consequence. */
+        if (s->box && !s->box->session_end && s->box->j.state != JOB_STOPPING)
+                s->box->session_end = reason;
+        if (s->ic.fd >= 0) {
+                loop_del(&s->ic_src);
+                close(s->ic.fd);
+                s->ic.fd = -1;
+        }
+        end_execs(s);
+        if (!s->box)
+                return;
+        struct rjob *box = s->box;
+        if (box->j.state == JOB_QUEUED) {
+                sched_remove_queued(s->ss->sched, &box->j);
+                job_transition(&box->j, JEV_CANCEL, NULL);
+                runner_end(box);
+        } else
+                runner_stop(box, JEV_CANCEL);
+}
+
+static void session_fail(struct session *s, const char *why) {
+        if (s->state == S_ENDING)
+                return;
+        log_warning("session %s (tenant %s): %s: it ends", s->id, s->tenant_name, why);
+        end_box(s, "crashed");
+}
+
+static void on_call_event(const struct initc_msg *ev, void *userdata) {
+        struct session *s = userdata;
+        if (ev->hdr.type == SBX_INIT_EV_EXIT && s->n_held < ARRAY_SIZE(s->held))
+                memcpy(&s->held[s->n_held++], ev->payload, sizeof(s->held[0]));
+        else if (ev->hdr.type == SBX_INIT_EV_EXIT)
+                session_fail(s, "its agent reported more ends at once than a call can hold");
+}
+
+/* One request to the agent and its reply (msg_call), within the deadline.
+ * A transport failure ends the session. The agent's own answer: 0 or a
+ * positive errno in msg_call.hdr.error. */
+static int agent_call(struct session *s, uint32_t type, const void *payload, size_t len) {
+        if (s->state != S_READY || s->ic.fd < 0)
+                return -ESHUTDOWN;
+        initc_msg_clear(&msg_call);
+        s->in_call = true;
+        int r = initc_call(&s->ic, type, payload, len, AGENT_TIMEOUT_MS, &msg_call, on_call_event, s);
+        s->in_call = false;
+        unsigned n = s->n_held;
+        s->n_held = 0;
+        for (unsigned i = 0; i < n; i++)
+                handle_exit(s, &s->held[i]);
+        if (r < 0) {
+                char why[96];
+                snprintf(why, sizeof(why), "its agent did not answer (%s)", strerror(-r));
+                session_fail(s, why);
+                return -ESHUTDOWN;
+        }
+        return 0;
+}
+
+static void on_agent(struct source *src, uint32_t events) {
+        struct session *s = container_of(src, struct session, ic_src);
+        for (int i = 0; i < 64 && s->ic.fd >= 0; i++) {
+                initc_msg_clear(&msg_loop);
+                int r = initc_recv(&s->ic, &msg_loop, 0);
+                if (r == -ETIMEDOUT)
+                        return;
+                if (r < 0) {
+                        session_fail(s, r == -EPIPE ? "its agent is gone" : "its agent sent what it may not");
+                        return;
+                }
+                const struct sbx_init_hdr *h = &msg_loop.hdr;
+                if (h->type == SBX_INIT_EV_READY) {
+                        if (s->state == S_STARTING) {
+                                s->state = S_READY;
+                                arm(s->idle_fd, s->idle_ms);
+                                log_info("session %s (tenant %s): ready", s->id, s->tenant_name);
+                        }
+                } else if (h->type == SBX_INIT_EV_EXIT) {
+                        struct sbx_init_exit ex;
+                        memcpy(&ex, msg_loop.payload, sizeof(ex));
+                        handle_exit(s, &ex);
+                } else {
+                        /* A reply nobody waits for: late, or made up. */
+                        session_fail(s, "its agent sent a reply to no request");
+                        return;
+                }
+        }
+        initc_msg_clear(&msg_loop);
+}
+
+/* The box's launcher started: its agent listens on the socket. */
+static void connect_agent(struct session *s) {
+        struct sockaddr_un sa;
+        sock_path(s->ss, s->id, &sa);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                char why[96];
+                snprintf(why, sizeof(why), "cannot connect to its agent (%s)", strerror(e));
+                session_fail(s, why);
+                return;
+        }
+        int r = initc_init(&s->ic, fd);
+        if (r == 0)
+                r = loop_add(&s->ic_src, fd, EPOLLIN, on_agent);
+        if (r < 0) {
+                close(fd);
+                s->ic.fd = -1;
+                session_fail(s, "cannot watch its agent's socket");
+        }
+}
+
+static void on_idle(struct source *src, uint32_t events) {
+        struct session *s = container_of(src, struct session, idle_src);
+        uint64_t n;
+        if (read(src->fd, &n, sizeof(n)) < 0)
+                return;
+        log_info("session %s (tenant %s): idle for %" PRIu64 " ms: it ends", s->id, s->tenant_name, s->idle_ms);
+        end_box(s, "idle");
+}
+
+/* ---- the job listener ------------------------------------------------------ */
+
+static void remember_gone(struct session *s) {
+        struct sessions *ss = s->ss;
+        release(s);
+        list_del(&s->link);
+        s->ended_ms = now_real_ms();
+        if (!s->end_reason)
+                s->end_reason = "crashed";
+        s->box = NULL;
+        list_add_tail(&ss->gone, &s->link);
+        if (++ss->n_gone > GONE_MAX) {
+                gone_free(list_entry(ss->gone.next, struct session, link));
+                ss->n_gone--;
+        }
+}
+
+static void on_job_event(struct rjob *rj, json_t *ev, unsigned stream, size_t len) {
+        if (!rj->session_box || !rj->session || stream)
+                return;
+        const char *e = json_string_value(json_object_get(ev, "event"));
+        struct session *s = rj->session;
+        if (e && streq(e, "started") && s->state == S_STARTING)
+                connect_agent(s);
+}
+
+static void job_gone(struct rjob *rj) {
+        if (rj->session_exec && rj->session) {
+                struct exec_ref *x = rj->session;
+                list_del(&x->link);
+                if (x->s)
+                        x->s->n_execs--;
+                rj->session = NULL;
+                rj->session_signal = NULL;
+                free(x);
+                return;
+        }
+        if (!rj->session_box || !rj->session)
+                return;
+        struct session *s = rj->session;
+        rj->session = NULL;
+        s->end_reason = rjob_session_end(rj);
+        if (s->state != S_ENDING) {
+                /* It ended on its own (TTL, a limit, its agent's end). */
+                s->state = S_ENDING;
+                end_execs(s);
+        }
+        /* Execs still listed end on their own records; they forget us. */
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &s->execs) {
+                struct exec_ref *x = list_entry(pos, struct exec_ref, link);
+                x->s = NULL;
+                list_del(&x->link);
+                list_init(&x->link);
+        }
+        log_info("session %s (tenant %s): ended (%s)", s->id, s->tenant_name, s->end_reason ? s->end_reason : "crashed");
+        remember_gone(s);
+}
+
+static void on_job_end(struct rjob *rj, json_t *rec) {
+        job_gone(rj);
+}
+
+static void on_job_fail(struct rjob *rj, const char *code, const char *msg) {
+        job_gone(rj);
+}
+
+const struct job_listener session_listener = { .event = on_job_event, .end = on_job_end, .fail = on_job_fail };
+
+/* ---- requests -------------------------------------------------------------- */
+
+struct session *session_find(struct sessions *ss, const struct tenant *t, const char *id, const char **ret_code, char *msg,
+                             size_t len) {
+        for (struct list *p = ss->live.next; p != &ss->live; p = p->next) {
+                struct session *s = list_entry(p, struct session, link);
+                if (s->tenant != t || !streq(s->id, id))
+                        continue;
+                if (s->state == S_ENDING) {
+                        *ret_code = E_SESSION_ENDED;
+                        snprintf(msg, len, "session %s is ending (%s)", id,
+                                 s->box && s->box->session_end ? s->box->session_end : "crashed");
+                        return NULL;
+                }
+                if (s->state == S_READY)
+                        arm(s->idle_fd, s->idle_ms);
+                return s;
+        }
+        for (struct list *p = ss->gone.prev; p != &ss->gone; p = p->prev) {
+                struct session *s = list_entry(p, struct session, link);
+                if (!streq(s->id, id) || !streq(s->tenant_name, t->name))
+                        continue;
+                char when[40];
+                *ret_code = E_SESSION_ENDED;
+                snprintf(msg, len, "session %s ended at %s: %s", id, format_rfc3339(s->ended_ms, when, sizeof(when)),
+                         s->end_reason);
+                return NULL;
+        }
+        *ret_code = E_NOT_FOUND;
+        snprintf(msg, len, "no session %s", id);
+        return NULL;
+}
+
+static uint64_t expires_ms(const struct session *s) {
+        const struct job *b = &s->box->j;
+        uint64_t from = b->started_ms ? b->started_ms : s->created_ms;
+        return from + b->pol.timeout_ms;
+}
+
+json_t *session_describe(const struct session *s) {
+        static const char *const states[] = { [S_STARTING] = "starting", [S_READY] = "ready", [S_ENDING] = "ending" };
+        json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I}", "session", s->id, "tenant", s->tenant_name, "state", states[s->state],
+                              "created", proto_time(s->created_ms), "idle_s", (json_int_t) (s->idle_ms / 1000));
+        if (!o || !s->box)
+                return o;
+        json_object_set_new(o, "job", json_string(s->box->j.id));
+        json_object_set_new(o, "expires", proto_time(expires_ms(s)));
+        json_t *execs = json_array();
+        for (const struct list *p = s->execs.next; p != &s->execs; p = p->next) {
+                const struct exec_ref *x = list_entry(p, struct exec_ref, link);
+                if (!x->ended)
+                        json_array_append_new(execs, json_string(x->rj->j.id));
+        }
+        json_object_set_new(o, "running", execs);
+        return o;
+}
+
+json_t *sessions_list(struct sessions *ss, const struct tenant *t) {
+        json_t *arr = json_array();
+        for (struct list *p = ss->live.next; arr && p != &ss->live; p = p->next) {
+                struct session *s = list_entry(p, struct session, link);
+                if (s->tenant == t)
+                        json_array_append_new(arr, session_describe(s));
+        }
+        return arr;
+}
+
+void session_close(struct session *s) {
+        log_info("session %s (tenant %s): closed", s->id, s->tenant_name);
+        end_box(s, "closed");
+}
+
+int session_extend(struct session *s, uint64_t ttl_ms, uint64_t *ret_expires_ms) {
+        struct rjob *box = s->box;
+        if (!box || box->j.state != JOB_RUNNING)
+                return -EAGAIN;
+        uint64_t now = now_real_ms(), started = box->j.started_ms;
+        uint64_t want = now - started + ttl_ms, most = s->tenant->session_ttl_max_ms;
+        if (want > most)
+                return -E2BIG;
+        int r = runner_rearm(box, ttl_ms);
+        if (r < 0)
+                return r;
+        box->j.pol.timeout_ms = want;
+        *ret_expires_ms = started + want;
+        return 0;
+}
+
+static void exec_signal(struct rjob *rj, int signo) {
+        struct exec_ref *x = rj->session;
+        if (!x || !x->s || x->ended || !x->handle)
+                return;
+        struct session *s = x->s;
+        if (s->in_call || s->state != S_READY)
+                return;
+        struct sbx_init_signal m = { .handle = x->handle, .signo = signo, .flags = SBX_INIT_SIGNAL_GROUP };
+        (void) agent_call(s, SBX_INIT_SIGNAL, &m, sizeof(m));
+}
+
+/* The exec's stdin, all at once, then closed: the pipe is made big enough. */
+static int feed_stdin(int fd, const unsigned char *data, size_t len) {
+        if (len == 0)
+                return 0;
+        if (len > 65536 && fcntl(fd, F_SETPIPE_SZ, (int) len) < 0)
+                return -errno;
+        if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+        ssize_t n = write(fd, data, len);
+        if (n < 0)
+                return -errno;
+        return (size_t) n == len ? 0 : -EAGAIN;
+}
+
+static int exec_spawn(struct session *s, struct exec_ref *x, const struct request *req, struct sbx_error *err) {
+        const struct run_request *run = &x->rj->j.req.run;
+        _cleanup_free_ char *payload = malloc(SBX_INIT_MSG_MAX);
+        _cleanup_free_ const char **env = calloc(run->n_env + 1, sizeof(char *));
+        _cleanup_free_ char **owned = calloc(run->n_env + 1, sizeof(char *));
+        if (!payload || !env || !owned)
+                return sbx_error_set(err, ENOMEM, "exec");
+        for (size_t i = 0; i < run->n_env; i++) {
+                if (asprintf(&owned[i], "%s=%s", run->env[i].name, run->env[i].value) < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                free(owned[k]);
+                        return sbx_error_set(err, ENOMEM, "exec");
+                }
+                env[i] = owned[i];
+        }
+        size_t len = 0;
+        int r = initc_encode_spawn(payload, SBX_INIT_MSG_MAX, 0, req->cwd ? req->cwd : ".", (const char *const *) run->argv,
+                                   env, &len);
+        for (size_t i = 0; i < run->n_env; i++)
+                free(owned[i]);
+        if (r < 0)
+                return sbx_error_msg(err, E2BIG, "the command and its environment are larger than the agent takes in one message "
+                                                 "(%d bytes)",
+                                     SBX_INIT_MSG_MAX);
+        r = agent_call(s, SBX_INIT_SPAWN, payload, len);
+        if (r < 0)
+                return sbx_error_msg(err, -r, "the session's agent failed; the session ends");
+        if (msg_call.hdr.error)
+                return sbx_error_msg(err, msg_call.hdr.error, "the agent could not start it: %s", strerror(msg_call.hdr.error));
+        struct sbx_init_spawned sp;
+        memcpy(&sp, msg_call.payload, sizeof(sp));
+        x->handle = sp.handle;
+        r = feed_stdin(msg_call.fds[0], run->stdin_data, run->stdin_len);
+        close(msg_call.fds[0]);
+        msg_call.fds[0] = -1;
+        if (r < 0) {
+                /* It runs already: it must not run unwatched. */
+                struct sbx_init_signal k = { .handle = x->handle, .signo = SIGKILL, .flags = SBX_INIT_SIGNAL_GROUP };
+                int f1 = msg_call.fds[1], f2 = msg_call.fds[2];
+                msg_call.n_fds = 0;
+                (void) agent_call(s, SBX_INIT_SIGNAL, &k, sizeof(k));
+                close(f1);
+                close(f2);
+                return sbx_error_set(err, r, "its stdin");
+        }
+        r = runner_exec_start(x->rj, msg_call.fds[1], msg_call.fds[2], err);
+        /* The capture owns them now, even when it failed (it closed them). */
+        msg_call.n_fds = 0;
+        return r;
+}
+
+struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, const char **ret_code, char *msg, size_t len) {
+        struct sessions *ss = s->ss;
+        const struct tenant *t = s->tenant;
+        struct sbx_error err;
+        char tp[TRACEPARENT_LEN + 1];
+        sbx_error_clear(&err);
+        if (s->state != S_READY) {
+                *ret_code = E_NOT_DONE;
+                snprintf(msg, len, "session %s is starting; ask again", s->id);
+                return NULL;
+        }
+        if (req->run.stdin_len > EXEC_STDIN_MAX) {
+                *ret_code = E_LIMIT;
+                snprintf(msg, len, "field 'stdin': an exec takes at most %u bytes", EXEC_STDIN_MAX);
+                return NULL;
+        }
+        uint64_t timeout = req->run.timeout_ms == PROTO_UNSET ? t->default_timeout_ms : req->run.timeout_ms;
+        if (timeout > t->max_timeout_ms) {
+                *ret_code = E_LIMIT;
+                snprintf(msg, len, "field 'timeout_ms': %" PRIu64 " is above the tenant's max_timeout (%" PRIu64 " ms)", timeout,
+                         t->max_timeout_ms);
+                return NULL;
+        }
+        struct rjob *rj = rjob_new(ss->d);
+        struct exec_ref *x = calloc(1, sizeof(*x));
+        if (!rj || !x) {
+                free(x);
+                if (rj)
+                        rjob_free(rj);
+                *ret_code = E_INTERNAL;
+                snprintf(msg, len, "out of memory");
+                return NULL;
+        }
+        struct job *j = &rj->j;
+        jobs_new_id(j->id);
+        j->tenant = t;
+        j->caller_uid = caller;
+        j->pol = s->box->j.pol;
+        j->pol.timeout_ms = timeout;
+        j->job_uid = s->box->j.job_uid;
+        j->job_gid = s->box->j.job_gid;
+        j->created_ms = now_real_ms();
+        j->req = *req;
+        request_init(req);
+        req->tag = j->req.tag ? json_incref(j->req.tag) : NULL;
+        trace_child(s->box->j.req.run.traceparent, tp);
+        free(j->req.run.traceparent);
+        j->req.run.traceparent = strdup(tp);
+        rj->session_exec = true;
+        memcpy(rj->session_id, s->id, sizeof(s->id));
+        rj->session = x;
+        rj->session_signal = exec_signal;
+        x->rj = rj;
+        x->s = s;
+        /* Durable before acknowledged, as a run is (the caller holds the
+         * reply for the journal's sync). */
+        json_t *jr = accept_record(rj);
+        int r = jr ? journal_append(ss->journal, jr, false) : -ENOMEM;
+        json_decref(jr);
+        if (r < 0) {
+                rj->session = NULL;
+                rjob_free(rj);
+                free(x);
+                *ret_code = E_STORAGE;
+                snprintf(msg, len, "cannot journal the exec: %s", strerror(-r));
+                return NULL;
+        }
+        jobs_add(ss->jobs, rj);
+        list_add_tail(&s->execs, &x->link);
+        s->n_execs++;
+        if (exec_spawn(s, x, &j->req, &err) < 0) {
+                x->ended = true;
+                runner_exec_failed(rj, err.msg);
+        }
+        return rj;
+}
+
+int session_signal(struct session *s, const char *job, int signo) {
+        for (struct list *p = s->execs.next; p != &s->execs; p = p->next) {
+                struct exec_ref *x = list_entry(p, struct exec_ref, link);
+                if (!streq(x->rj->j.id, job))
+                        continue;
+                if (x->ended || !x->handle)
+                        return -ESRCH;
+                struct sbx_init_signal m = { .handle = x->handle, .signo = signo, .flags = SBX_INIT_SIGNAL_GROUP };
+                int r = agent_call(s, SBX_INIT_SIGNAL, &m, sizeof(m));
+                if (r < 0)
+                        return r;
+                return -(int) msg_call.hdr.error;
+        }
+        return -ENOENT;
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+static int path_call(struct session *s, uint32_t type, uint32_t arg, uint32_t arg2, const char *path, struct sbx_error *err) {
+        char buf[sizeof(struct sbx_init_path) + SBX_INIT_PATH_MAX];
+        size_t len;
+        if (initc_encode_path(buf, sizeof(buf), arg, arg2, path, &len) < 0)
+                return sbx_error_msg(err, ENAMETOOLONG, "field 'path': too long");
+        int r = agent_call(s, type, buf, len);
+        if (r < 0)
+                return sbx_error_msg(err, ESHUTDOWN, "the session's agent failed; the session ends");
+        if (msg_call.hdr.error)
+                return sbx_error_msg(err, msg_call.hdr.error, "%s: %s", path, strerror(msg_call.hdr.error));
+        return 0;
+}
+
+int session_put(struct session *s, const char *path, const void *data, size_t len, unsigned mode, struct sbx_error *err) {
+        int r = path_call(s, SBX_INIT_OPEN, SBX_INIT_OPEN_WRITE, mode, path, err);
+        if (r < 0)
+                return r;
+        int fd = msg_call.fds[0];
+        msg_call.fds[0] = -1;
+        msg_call.n_fds = 0;
+        /* A regular file of the sandbox: a full one (its tmpfs' size) says
+         * ENOSPC. */
+        int flags = fcntl(fd, F_GETFL);
+        if (flags >= 0)
+                (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        r = write_all(fd, data, len);
+        close(fd);
+        return r < 0 ? sbx_error_set(err, r, "%s", path) : 0;
+}
+
+int session_get(struct session *s, const char *path, uint64_t offset, uint64_t max, json_t **ret, struct sbx_error *err) {
+        int r = path_call(s, SBX_INIT_OPEN, SBX_INIT_OPEN_READ, 0, path, err);
+        if (r < 0)
+                return r;
+        struct sbx_init_stat st;
+        memcpy(&st, msg_call.payload, sizeof(st));
+        int fd = msg_call.fds[0];
+        msg_call.fds[0] = -1;
+        msg_call.n_fds = 0;
+        _cleanup_free_ char *buf = malloc(max ? max : 1);
+        if (!buf) {
+                close(fd);
+                return sbx_error_set(err, ENOMEM, "%s", path);
+        }
+        size_t got = 0;
+        while (got < max) {
+                ssize_t n = pread(fd, buf + got, max - got, (off_t) (offset + got));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        int e = errno;
+                        close(fd);
+                        return sbx_error_set(err, e, "%s", path);
+                }
+                if (n == 0)
+                        break;
+                got += (size_t) n;
+        }
+        close(fd);
+        json_t *o = json_pack("{s:s, s:I, s:I, s:b}", "path", path, "size", (json_int_t) st.size, "offset", (json_int_t) offset, "eof",
+                              offset + got >= st.size);
+        if (!o || proto_set_data(o, "data", buf, got) < 0) {
+                json_decref(o);
+                return sbx_error_set(err, ENOMEM, "%s", path);
+        }
+        *ret = o;
+        return 0;
+}
+
+static const char *type_name(uint8_t t) {
+        switch (t) {
+        case DT_REG: return "file";
+        case DT_DIR: return "directory";
+        case DT_LNK: return "symlink";
+        default: return "other";
+        }
+}
+
+int session_ls(struct session *s, const char *path, json_t **ret, struct sbx_error *err) {
+        json_t *arr = json_array();
+        uint32_t skip = 0;
+        bool more = true;
+        if (!arr)
+                return sbx_error_set(err, ENOMEM, "%s", path);
+        while (more && skip < LS_MAX) {
+                int r = path_call(s, SBX_INIT_LIST, skip, 0, path, err);
+                if (r < 0) {
+                        json_decref(arr);
+                        return r;
+                }
+                struct sbx_init_list l;
+                memcpy(&l, msg_call.payload, sizeof(l));
+                size_t pos = 0;
+                uint8_t type;
+                const char *name;
+                while (initc_list_next(&msg_call, &pos, &type, &name))
+                        json_array_append_new(arr, json_pack("{s:s, s:s}", "name", name, "type", type_name(type)));
+                skip += l.count;
+                more = (l.flags & SBX_INIT_LIST_MORE) && l.count > 0;
+        }
+        *ret = json_pack("{s:s, s:o, s:b}", "path", path, "entries", arr, "truncated", more);
+        return *ret ? 0 : sbx_error_set(err, ENOMEM, "%s", path);
+}

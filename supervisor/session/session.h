@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Sessions (sbx-protocol(7), SESSIONS): a sandbox that lives across
+ * requests. Its sandbox is a job whose command is sbx-init(8) (the box: a
+ * uid, cgroup and workspace of its own, the job's limits, its TTL the
+ * job's timeout); each command run in it is a job of its own (an exec)
+ * that the agent starts, whose output the capture reads and whose record
+ * is written like any job's. The daemon speaks to the agent over a socket
+ * it connects to by path (STATE/sessions/ID, listening in the agent):
+ * every message from it is hostile input (lib/initc.h), and an agent that
+ * misbehaves ends its own session only. On the event loop. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "conf.h"
+#include "error.h"
+#include "jobevents.h"
+#include "proto.h"
+#include "util.h"
+
+struct daemon;
+struct jobs;
+struct journal;
+struct rjob;
+struct scheduler;
+struct session;
+
+struct sessions {
+        struct daemon *d;       /* opaque: the jobs are made with it */
+        struct jobs *jobs;
+        struct journal *journal;
+        struct scheduler *sched;
+        const struct config *cfg;
+        int dir_fd;             /* STATE/sessions */
+        struct list live;       /* struct session.link */
+        struct list gone;       /* ended ones, newest last, for E_SESSION_ENDED */
+        unsigned n_gone;
+};
+
+/* What the job code tells the sessions: the box started (connect to its
+ * agent), a box or exec ended. Registered once by the daemon. */
+extern const struct job_listener session_listener;
+
+int sessions_init(struct sessions *ss, struct daemon *d, struct jobs *jobs, struct journal *journal, struct scheduler *sched,
+                  const struct config *cfg, int state_fd, struct sbx_error *err);
+void sessions_done(struct sessions *ss);
+unsigned sessions_count(const struct sessions *ss, const struct tenant *t);
+
+/* session.create, for its box before it is queued: a new id, the agent's
+ * listening socket (the box's session_fd), its idle timeout. */
+int session_new(struct sessions *ss, struct rjob *box, uint64_t idle_ms, struct sbx_error *err);
+/* The box was refused after session_new: the session never was. */
+void session_abandon(struct rjob *box);
+
+/* A live session of tenant t, or NULL with *ret_code (E_NOT_FOUND for an
+ * unknown id or another tenant's, E_SESSION_ENDED saying when and why) and
+ * msg. Every request that finds one counts as traffic (idle timer). */
+struct session *session_find(struct sessions *ss, const struct tenant *t, const char *id, const char **ret_code, char *msg,
+                             size_t len);
+
+json_t *session_describe(const struct session *s);
+json_t *sessions_list(struct sessions *ss, const struct tenant *t);
+void session_close(struct session *s);
+/* The TTL from now, at most the tenant's session_ttl_max from its start:
+ * the new expiry in *ret_expires_ms (real time). */
+int session_extend(struct session *s, uint64_t ttl_ms, uint64_t *ret_expires_ms);
+
+/* session.exec: the exec's job (req's run request taken), started or
+ * already ended with why it could not start; NULL with code and msg when
+ * it was refused before it became a job. */
+struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, const char **ret_code, char *msg, size_t len);
+/* session.signal to one of its execs: 0, -ESRCH (not running), -ENOENT
+ * (not this session's), or -errno (the agent failed: the session ends). */
+int session_signal(struct session *s, const char *job, int signo);
+
+/* Files beneath its workspace, through the agent. -errno with err set. */
+int session_put(struct session *s, const char *path, const void *data, size_t len, unsigned mode, struct sbx_error *err);
+int session_get(struct session *s, const char *path, uint64_t offset, uint64_t max, json_t **ret, struct sbx_error *err);
+int session_ls(struct session *s, const char *path, json_t **ret, struct sbx_error *err);

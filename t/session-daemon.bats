@@ -1,0 +1,247 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# Sessions through a real daemon (sbx-protocol(7), SESSIONS): a sandbox
+# whose command is sbx-init, commands run in it one after another keeping
+# its files and processes, files moved in and out, its TTL and idle
+# timeout, its end and the records that say why, and what a hostile
+# caller or a hostile sandbox can do to it.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        sup_config "socket_mode = 0666"
+        cat >> "$SUP_DIR/sup.conf" <<EOC
+max_sessions = 3
+session_ttl_max = 10m
+session_idle_max = 5m
+
+[tenant.other]
+uids = $(id -u nobody)
+profiles = default shell
+EOC
+        sup_start
+}
+
+teardown_file() {
+        sup_fini
+}
+
+setup() {
+        require_userns
+        [ "$(id -u)" = 0 ] || skip "the daemon must run as root to give sessions uids and workspaces of their own"
+}
+
+# live_sessions: the ids of tenant admin's live sessions.
+live_sessions() {
+        ctl --json session list | jq -r '.sessions[].session'
+}
+
+teardown() {
+        # every session of a test ends with it (max_sessions is small)
+        local s
+        for s in $(live_sessions); do
+                ctl session close "$s" >/dev/null 2>&1 || true
+        done
+        wait_until 10 sh -c "[ -z \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session list | jq -r '.sessions[]')\" ]"
+}
+
+# other_ctl ARGS...: sbxctl as nobody, in tenant "other".
+other_ctl() {
+        as_user "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" "$@"
+}
+
+@test "files and processes are kept from one exec to the next; each exec has its own record naming the session" {
+        run -0 ctl session create --ttl 2m
+        sid=$output
+        [[ "$sid" =~ ^[0-9a-f]{32}$ ]]
+        run -0 ctl session exec "$sid" -- sh -c 'echo 41 > n; sleep 1001 & echo started'
+        [ "$output" = started ]
+        run -0 ctl session exec "$sid" -- sh -c 'echo $(( $(cat n) + 1 )); pgrep -x sleep >/dev/null && echo still-running'
+        [ "${lines[0]}" = 42 ]
+        [ "${lines[1]}" = still-running ]
+        run -3 ctl session exec "$sid" -- sh -c 'echo to-err >&2; exit 3'
+        [[ "$output" == *to-err* ]]
+        # the exec's record
+        run -0 ctl --json session exec "$sid" -- true
+        job=$(json_get job <<<"${lines[0]}")
+        run -0 ctl --json result "$job"
+        [ "$(json_get result.session.id <<<"$output")" = "$sid" ]
+        [ "$(json_get result.session.role <<<"$output")" = exec ]
+        [ "$(json_get result.state <<<"$output")" = succeeded ]
+        # closing ends its processes: nothing of it is left on the host
+        run -0 ctl --json session show "$sid"
+        box=$(json_get job <<<"$output")
+        run -0 ctl session close "$sid"
+        run ctl --json wait "$box"
+        [ "$(json_get result.session.role <<<"$output")" = sandbox ]
+        [ "$(json_get result.session.ended <<<"$output")" = closed ]
+        ! pgrep -f 'sleep 1001' || false
+}
+
+@test "a Python interpreter's variables live across execs (it reads code from a fifo in the workspace)" {
+        run -0 ctl session create
+        sid=$output
+        run -0 ctl session exec "$sid" -- sh -c 'mkfifo in; python3 -c "
+g = {}
+while True:
+    with open(\"in\") as f:
+        for line in f:
+            exec(line, g)
+" >log 2>&1 & echo up'
+        run -0 ctl session exec "$sid" -- sh -c 'echo "x = 41" > in'
+        run -0 ctl session exec "$sid" -- sh -c 'echo "open(\"out\", \"w\").write(str(x + 1))" > in
+                for i in $(seq 100); do [ -s out ] && break; sleep 0.05; done; cat out'
+        [ "$output" = 42 ]
+}
+
+@test "put and get move files in and out, binary ones too; ls lists the workspace" {
+        run -0 ctl session create
+        sid=$output
+        head -c 300000 /dev/urandom > "$BATS_TEST_TMPDIR/blob"
+        # a path whose directory is missing is refused, then made by a command
+        run -125 ctl session put "$sid" "$BATS_TEST_TMPDIR/blob" nodir/blob
+        [[ "$output" == *E_NOT_FOUND* ]]
+        run -0 ctl session exec "$sid" -- mkdir nodir
+        run -0 ctl session put "$sid" "$BATS_TEST_TMPDIR/blob" nodir/blob
+        run -0 ctl session exec "$sid" -- sha256sum nodir/blob
+        [ "${output%% *}" = "$(sha256sum < "$BATS_TEST_TMPDIR/blob" | cut -d' ' -f1)" ]
+        run -0 ctl session get "$sid" nodir/blob -o "$BATS_TEST_TMPDIR/back"
+        cmp "$BATS_TEST_TMPDIR/blob" "$BATS_TEST_TMPDIR/back"
+        run -0 ctl session ls "$sid"
+        [[ "$output" == *nodir/* ]]
+}
+
+@test "no path leads out of the workspace: '..', absolute paths and symlinks are refused" {
+        run -0 ctl session create
+        sid=$output
+        run -0 ctl session exec "$sid" -- ln -s /etc/passwd pw
+        run -125 ctl session get "$sid" pw
+        [[ "$output" == *E_BAD_REQUEST* || "$output" == *E_NOT_FOUND* ]]
+        [[ "$output" != *root:* ]]
+        run -125 ctl session get "$sid" ../../../etc/passwd
+        [[ "$output" == *E_BAD_REQUEST* ]]
+        run -125 ctl session get "$sid" /etc/passwd
+        [[ "$output" == *E_BAD_REQUEST* ]]
+        # a put through the symlink does not write its target
+        echo x > "$BATS_TEST_TMPDIR/x"
+        run -125 ctl session put "$sid" "$BATS_TEST_TMPDIR/x" pw
+        grep -q '^root:' /etc/passwd
+}
+
+@test "the TTL ends the session on time, the record says ttl, and requests after get E_SESSION_ENDED" {
+        run -0 ctl session create --ttl 2s
+        sid=$output
+        run -0 ctl --json session show "$sid"
+        box=$(json_get job <<<"$output")
+        run ctl --json wait "$box"
+        [ "$(json_get result.session.ended <<<"$output")" = ttl ]
+        wall=$(json_get result.wall_ms <<<"$output")
+        [ "$wall" -ge 2000 ]
+        # its timer fires at 2 s; the sandbox then takes its end in SIGTERM
+        limit=100
+        ldd "$SBX_STAGE/bin/sbx-supervisord" | grep -q libasan && limit=1000
+        [ $((wall - 2000)) -lt "$limit" ] || { echo "ended $((wall - 2000)) ms late"; false; }
+        run -125 ctl session exec "$sid" -- true
+        [[ "$output" == *E_SESSION_ENDED*"ttl"* ]]
+}
+
+@test "the idle timeout ends a session nobody spoke to; a request resets it" {
+        run -0 ctl session create --idle 1s
+        sid=$output
+        run -0 ctl --json session show "$sid"
+        box=$(json_get job <<<"$output")
+        # requests every 0.5 s keep it alive past 1 s
+        for i in 1 2 3 4; do
+                sleep 0.5
+                run -0 ctl session show "$sid"
+        done
+        run ctl --json wait "$box"
+        [ "$(json_get result.session.ended <<<"$output")" = idle ]
+        run -125 ctl session show "$sid"
+        [[ "$output" == *E_SESSION_ENDED*idle* ]]
+}
+
+@test "another tenant's session, a made-up id and a malformed one are not found" {
+        run -0 ctl session create
+        sid=$output
+        run -125 other_ctl session show "$sid"
+        [[ "$output" == *E_NOT_FOUND* ]]
+        run -125 other_ctl session exec "$sid" -- true
+        [[ "$output" == *E_NOT_FOUND* ]]
+        run -125 other_ctl session close "$sid"
+        run -0 ctl session show "$sid"
+        run -125 ctl session show 0123456789abcdef0123456789abcdef
+        [[ "$output" == *E_NOT_FOUND* ]]
+        run -125 ctl session show not-an-id
+        [[ "$output" == *E_BAD_REQUEST* ]]
+        # an exec's id is not a session's
+        run -0 ctl --json session exec "$sid" -- true
+        job=$(json_get job <<<"${lines[0]}")
+        run -125 other_ctl result "$job"
+        [[ "$output" == *E_NOT_FOUND* ]]
+}
+
+@test "a sandbox that kills or stops its agent ends its own session only" {
+        run -0 ctl session create
+        victim=$output
+        run -0 ctl session create
+        other=$output
+        # the agent is pid 2 of the sandbox
+        run ctl session exec "$victim" -- sh -c 'kill -KILL 2; sleep 1'
+        run -125 ctl session exec "$victim" -- true
+        [[ "$output" == *E_SESSION_ENDED* ]]
+        run -0 ctl session exec "$other" -- echo alive
+        [ "$output" = alive ]
+        # a stopped agent: the next request finds it mute and ends it
+        run -0 ctl session create
+        stopped=$output
+        run ctl session exec "$stopped" --timeout 2s -- sh -c 'kill -STOP 2'
+        run -125 ctl session exec "$stopped" -- true
+        [[ "$output" == *E_SESSION_ENDED* || "$output" == *"agent failed"* ]]
+        run -0 ctl session exec "$other" -- echo still
+        [ "$output" = still ]
+        run -0 ctl ping
+}
+
+@test "max_sessions caps a tenant's sessions; ttl and idle past the tenant's maxima are refused" {
+        for i in 1 2 3; do
+                run -0 ctl session create
+        done
+        run -125 ctl session create
+        [[ "$output" == *E_LIMIT*max_sessions* ]]
+        run -125 ctl session create --ttl 11m
+        [[ "$output" == *E_LIMIT* ]]
+}
+
+@test "an exec's timeout stops it; session.signal reaches a running one" {
+        run -0 ctl session create
+        sid=$output
+        run ctl --json session exec "$sid" --timeout 1s -- sleep 30
+        [ "$(json_get result.error.code <<<"${lines[-1]}")" = E_TIMEOUT ]
+        ctl session exec "$sid" -- sh -c 'echo go; sleep 30' >/dev/null 2>&1 &
+        running() { ctl --json session show "$sid" | jq -r '.running[0] // empty'; }
+        wait_until 10 sh -c "[ -n \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session show $sid | jq -r '.running[0] // empty')\" ]"
+        job=$(running)
+        run -0 ctl session signal "$sid" "$job" TERM
+        run ctl --json wait "$job"
+        [ "$(json_get result.signal <<<"$output")" = 15 ]
+        # it has ended: nothing to signal
+        run -125 ctl session signal "$sid" "$job" KILL
+        [[ "$output" == *E_CONFLICT* || "$output" == *E_NOT_FOUND* ]]
+        wait
+}
+
+@test "a killed daemon's sessions end: their records say restarted, nothing of them is left running" {
+        run -0 ctl session create
+        sid=$output
+        run -0 ctl --json session show "$sid"
+        box=$(json_get job <<<"$output")
+        run -0 ctl session exec "$sid" -- sh -c 'sleep 1002 & echo ok'
+        kill -KILL "$SUP_PID"
+        sup_start
+        run ctl --json wait "$box"
+        [ "$(json_get result.session.ended <<<"$output")" = restarted ]
+        wait_until 10 sh -c "! pgrep -f 'sleep 100[2]'"
+}
