@@ -55,3 +55,8 @@ EXTRA_DIST += bench/init.sh
 .PHONY: bench-init
 bench-init: launcher/sbx-launch init/sbx-init t/helpers/init-client
 	$(SHELL) $(srcdir)/bench/init.sh
+
+EXTRA_DIST += bench/session.sh bench/session.py
+.PHONY: bench-session
+bench-session: launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init
+	$(SHELL) $(srcdir)/bench/session.sh

@@ -98,9 +98,11 @@ candidates() {
 
 @test "sbxctl: commands, global options, command options and their values" {
         [ "$(candidates sbxctl ca)" = "cache callbacks cancel" ]
-        [ "$(candidates sbxctl s)" = "status submit" ]
+        [ "$(candidates sbxctl s)" = "session status submit" ]
         [ "$(candidates sbxctl m)" = metrics ]
         [ "$(candidates sbxctl callbacks r)" = retry ]
+        [ "$(candidates sbxctl session e)" = "exec extend" ]
+        [ "$(candidates sbxctl session create --t)" = "--timeout --traceparent --ttl" ]
         [ "$(candidates sbxctl callbacks ls --state d)" = "dead dropped" ]
         [ "$(candidates sbxctl callbacks ls --l)" = --limit ]
         [ "$(candidates sbxctl --so)" = --socket ]
@@ -127,7 +129,7 @@ candidates() {
         for o in $opts; do
                 complete_line sbxctl run "--$o" | grep -qxF -- "--$o" || { echo "--$o is not completed" >&2; false; }
         done
-        for c in run submit status wait logs cancel result ls ping bundle cache download metrics callbacks; do
+        for c in run submit status wait logs cancel result ls ping bundle cache download metrics callbacks session; do
                 complete_line sbxctl "$c" | grep -qxF "$c" || { echo "$c is not completed" >&2; false; }
         done
 }

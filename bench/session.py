@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+# The client half of bench/session.sh: times sessions on the daemon's
+# socket (argv[1]) and prints one line per figure.
+import json
+import os
+import socket
+import sys
+import time
+
+sock_path, runs, idle_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+
+class Conn:
+    def __init__(self):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(sock_path)
+        self.f = self.s.makefile("rw")
+
+    def send(self, o):
+        o["v"] = 1
+        self.f.write(json.dumps(o) + "\n")
+        self.f.flush()
+
+    def recv(self):
+        m = json.loads(self.f.readline())
+        if m.get("ok") is False:
+            raise SystemExit("bench: daemon said %s" % m["error"])
+        return m
+
+    def req(self, o):
+        self.send(o)
+        return self.recv()
+
+    def follow_end(self):
+        while True:
+            m = self.recv()
+            if m.get("event") == "end":
+                return m
+
+
+def pct(xs):
+    xs = sorted(xs)
+    at = lambda p: xs[min(len(xs) - 1, int(len(xs) * p))]
+    return "p50 %.2f  p95 %.2f  p99 %.2f  (n %d)" % (at(0.50), at(0.95), at(0.99), len(xs))
+
+
+def ready(c, sid):
+    while c.req({"op": "session.show", "session": sid})["state"] != "ready":
+        time.sleep(0.0005)
+
+
+c = Conn()
+
+# 1. create to ready
+creates = []
+for i in range(max(10, runs // 20)):
+    t0 = time.perf_counter()
+    sid = c.req({"op": "session.create", "ttl_s": 600})["session"]
+    ready(c, sid)
+    creates.append((time.perf_counter() - t0) * 1000)
+    c.req({"op": "session.close", "session": sid})
+print("session create to ready, ms: " + pct(creates))
+
+sid = c.req({"op": "session.create", "ttl_s": 600})["session"]
+ready(c, sid)
+
+# 2. request to the command's first instruction: the command reads the
+# clock first thing (date), on the same CLOCK_REALTIME as ours.
+first = []
+for i in range(runs):
+    t0 = time.time_ns()
+    c.send({"op": "session.exec", "session": sid, "command": ["date", "+%s%N"], "follow": True})
+    out = ""
+    while True:
+        m = c.recv()
+        if m.get("event") == "output":
+            out += m.get("data", "")
+        if m.get("event") == "end":
+            break
+    first.append((int(out.strip()) - t0) / 1e6)
+print("exec, request to the command's first clock read (date +%%s%%N), ms: %s" % pct(first))
+
+# 3. round trip of true, and the same as a one-shot job
+rt, one = [], []
+for i in range(runs):
+    t0 = time.perf_counter()
+    c.send({"op": "session.exec", "session": sid, "command": ["true"], "follow": True})
+    c.follow_end()
+    rt.append((time.perf_counter() - t0) * 1000)
+    if i % 2 == 0:
+        t0 = time.perf_counter()
+        c.send({"op": "run", "command": ["true"], "follow": True})
+        c.follow_end()
+        one.append((time.perf_counter() - t0) * 1000)
+print("exec of true in a live session, request to its end event, ms: " + pct(rt))
+print("one-shot job of true (run), request to its end event, ms: " + pct(one))
+c.req({"op": "session.close", "session": sid})
+
+
+# 4. memory: the daemon's RSS with idle sessions, and an agent's own
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+daemon = int(sys.argv[4])
+time.sleep(0.5)
+before = rss_kb(daemon)
+sids = []
+for i in range(idle_n):
+    sids.append(c.req({"op": "session.create", "ttl_s": 600, "idle_s": 600})["session"])
+for s in sids:
+    ready(c, s)
+after = rss_kb(daemon)
+agents = []
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                if f.read().startswith(b"/.sbx-init"):
+                    agents.append(rss_kb(int(p)))
+        except OSError:
+            pass
+print("daemon RSS: %d kB before, %d kB with %d idle sessions: %.1f kB more per session"
+      % (before, after, idle_n, (after - before) / max(1, idle_n)))
+if agents:
+    print("sbx-init RSS per session, kB: min %d  max %d  (n %d)" % (min(agents), max(agents), len(agents)))
+for s in sids:
+    c.req({"op": "session.close", "session": s})

@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Sessions (sbx-protocol(7), SESSIONS) against one-shot jobs, through a
+# real daemon as root (jobs as their own uids), one client on its socket
+# (bench/session.py, under /usr/bin/python3):
+#   - session.create to ready (its agent answered), p50/p95/p99;
+#   - session.exec: request to the command's first clock read (it runs
+#     `date +%s%N`, whose first act is to read the clock; the client's
+#     clock is the same CLOCK_REALTIME);
+#   - session.exec of `true`, request to its end event (its record is
+#     durable), against a one-shot `run` of `true` the same way;
+#   - the daemon's RSS before and with IDLE idle sessions, and each
+#     sbx-init's own RSS.
+# Goals (issue: sessions): exec p50 <= 1 ms, p99 <= 5 ms to the first
+# instruction; <= 64 KB of daemon RSS per idle session; sbx-init <= 1 MB.
+#
+# Usage: bench/session.sh [RUNS] [IDLE]   (defaults 300 and 50; as root, after make)
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+runs=${1:-300}
+idle=${2:-50}
+[ "$(id -u)" = 0 ] || { echo "bench: run as root (sessions run as uids of their own)" >&2; exit 77; }
+for f in launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init; do
+        [ -x "$top/$f" ] || { echo "bench: $top/$f not built (run make)" >&2; exit 1; }
+done
+
+stage=$(mktemp -d /tmp/sbx-bench.XXXXXX)
+chmod 0755 "$stage"
+mkdir -p "$stage/bin" "$stage/profiles" "$stage/work"
+cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/init/sbx-init" "$stage/bin/"
+cp "$top"/profiles/*.ini "$stage/profiles/"
+chmod -R a+rX "$stage"
+mount -t tmpfs -o size=512m,mode=0711 sbx-bench-work "$stage/work"
+slots=$((idle + 8))
+cat > "$stage/sup.conf" <<EOC
+[daemon]
+socket = $stage/sock
+state_dir = $stage/state
+workspace_dir = $stage/work
+launcher = $stage/bin/sbx-launch
+init = $stage/bin/sbx-init
+profile_path = $stage/profiles
+cgroup = none
+max_jobs = $slots
+audit_log = $stage/audit.log
+
+[tenant.bench]
+uids = root
+max_jobs = $slots
+max_sessions = $slots
+max_disk = 16M
+EOC
+"$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
+pid=$!
+cleanup() {
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        umount "$stage/work" 2>/dev/null || true
+        rm -rf "$stage"
+}
+trap cleanup EXIT INT TERM
+for i in $(seq 200); do [ -S "$stage/sock" ] && break; sleep 0.05; done
+[ -S "$stage/sock" ] || { cat "$stage/daemon.log" >&2; exit 1; }
+
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/python3 "$top/bench/session.py" "$stage/sock" "$runs" "$idle" "$pid"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
