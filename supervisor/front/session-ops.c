@@ -71,11 +71,6 @@ static const char *errno_code(int e) {
 static bool create_admit(struct conn *c, struct request *req, struct answer *a) {
         struct daemon *d = c->d;
         const struct tenant *t = c->tenant;
-        if (privc_on(&d->privc)) {
-                refuse(a, E_UNSUPPORTED, "sessions are not available with 'user' set yet: this daemon starts its jobs through "
-                                         "sbx-privd, which cannot hand a session's agent its socket");
-                return false;
-        }
         unsigned n = sessions_count(&d->sessions, t);
         if (n >= t->max_sessions) {
                 refuse(a, E_LIMIT, "tenant '%s' has %u sessions, its max_sessions", t->name, n);
