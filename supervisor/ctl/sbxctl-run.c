@@ -19,7 +19,7 @@
 
 #define MAX_UPLOAD (256u << 20)
 
-static unsigned char *slurp(const char *path, size_t *ret_len) {
+unsigned char *sbxctl_slurp(const char *path, size_t *ret_len) {
         FILE *f = streq(path, "-") ? stdin : fopen(path, "re");
         if (!f)
                 die("%s: %s", path, strerror(errno));
@@ -119,7 +119,7 @@ static void add_upload(json_t *files, char *arg) {
                 dest = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
         }
         size_t len;
-        unsigned char *d = slurp(arg, &len);
+        unsigned char *d = sbxctl_slurp(arg, &len);
         char *b = b64(d, len);
         json_array_append_new(files, json_pack("{s:s, s:s, s:i}", "path", dest, "data_b64", b, "mode",
                                                access(arg, X_OK) == 0 ? 0755 : 0644));
@@ -129,7 +129,7 @@ static void add_upload(json_t *files, char *arg) {
 
 static void stdin_option(json_t *req, const char *arg) {
         size_t len;
-        unsigned char *d = slurp(arg, &len);
+        unsigned char *d = sbxctl_slurp(arg, &len);
         char *b = b64(d, len);
         json_object_set_new(req, "stdin_b64", json_string(b));
         free(b);

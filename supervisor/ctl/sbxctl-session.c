@@ -127,33 +127,9 @@ static json_t *session_req(const char *op, const char *sid) {
         return q;
 }
 
-static unsigned char *read_file(const char *path, size_t *ret_len) {
-        FILE *f = streq(path, "-") ? stdin : fopen(path, "re");
-        if (!f)
-                die("%s: %s", path, strerror(errno));
-        size_t cap = 65536, len = 0;
-        unsigned char *buf = malloc(cap);
-        for (;;) {
-                if (!buf)
-                        die("out of memory");
-                size_t r = fread(buf + len, 1, cap - len, f);
-                len += r;
-                if (r == 0)
-                        break;
-                if (len == cap)
-                        buf = realloc(buf, cap *= 2);
-        }
-        if (ferror(f))
-                die("%s: read error", path);
-        if (f != stdin)
-                fclose(f);
-        *ret_len = len;
-        return buf;
-}
-
 static int session_put(const char *sid, const char *local, const char *path) {
         size_t len;
-        unsigned char *d = read_file(local, &len);
+        unsigned char *d = sbxctl_slurp(local, &len);
         size_t bl = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
         char *b = malloc(bl);
         if (!b)

@@ -55,6 +55,9 @@ int sbxctl_bundle(int argc, char **argv);
 /* The result record's bundle, a line of print_result. */
 void print_bundle(json_t *b);
 
+/* sbxctl-run.c: a file's bytes (FILE "-": standard input), at most
+ * 256 MiB; dies naming it on an error. */
+unsigned char *sbxctl_slurp(const char *path, size_t *ret_len);
 /* sbxctl-run.c: the run request of run/submit's command line (options
  * from argv[0], the command after them); follow asks for its events. */
 json_t *sbxctl_build_run(int argc, char **argv, bool follow);

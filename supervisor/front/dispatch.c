@@ -227,6 +227,11 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
         if (c->anonymous)
                 log_warning("allow_unauthenticated: uid %u (pid %d) not in any tenant, '%s' let through as tenant 'anonymous'",
                             (unsigned) c->cred.uid, (int) c->cred.pid, req_op_name(req.op));
+        if (req_op_is_session(req.op)) {
+                session_op(c, &req);
+                request_free(&req);
+                return;
+        }
         switch (req.op) {
         case REQ_PING:
                 op_ping(c, &req);
@@ -250,18 +255,6 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
         case REQ_CB_RETRY:
         case REQ_CB_DROP:
                 callbacks_op(c, &req);
-                break;
-        case REQ_SESSION_CREATE:
-        case REQ_SESSION_EXEC:
-        case REQ_SESSION_SIGNAL:
-        case REQ_SESSION_EXTEND:
-        case REQ_SESSION_CLOSE:
-        case REQ_SESSION_SHOW:
-        case REQ_SESSION_LIST:
-        case REQ_SESSION_PUT:
-        case REQ_SESSION_GET:
-        case REQ_SESSION_LS:
-                session_op(c, &req);
                 break;
         case REQ_CACHE_GC:
                 audit_request(c, "cache.gc", "accepted", NULL, NULL, NULL, false);

@@ -599,6 +599,10 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
         }
         r->op = (enum req_op) i;
 
+        if (req_op_is_session(r->op)) {
+                rc = proto_parse_session(root, r, err);
+                goto out;
+        }
         switch (r->op) {
         case REQ_RUN:
                 rc = parse_run(root, &r->run, err);
@@ -632,18 +636,6 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
         case REQ_CB_RETRY:
         case REQ_CB_DROP:
                 rc = proto_parse_callbacks(root, r, err);
-                break;
-        case REQ_SESSION_CREATE:
-        case REQ_SESSION_EXEC:
-        case REQ_SESSION_SIGNAL:
-        case REQ_SESSION_EXTEND:
-        case REQ_SESSION_CLOSE:
-        case REQ_SESSION_SHOW:
-        case REQ_SESSION_LIST:
-        case REQ_SESSION_PUT:
-        case REQ_SESSION_GET:
-        case REQ_SESSION_LS:
-                rc = proto_parse_session(root, r, err);
                 break;
         case REQ_CACHE_GC:
                 rc = proto_check_fields(root, cache_gc_fields, ARRAY_SIZE(cache_gc_fields), "", err);

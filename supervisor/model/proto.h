@@ -106,6 +106,10 @@ enum req_op {
         REQ_SESSION_LS,
 };
 
+static inline bool req_op_is_session(enum req_op op) {
+        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_LS;
+}
+
 /* A session's id: 128 random bits in 32 lowercase hex digits. */
 #define PROTO_SESSION_ID_LEN 32
 /* session.get: bytes of a file in one response (the default and the most). */
