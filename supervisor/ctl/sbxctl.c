@@ -73,55 +73,6 @@ static void usage(FILE *f) {
 }
 
 
-/* Print output events until the end event; return the job's status. */
-int sbxctl_follow_to_end(bool show_result) {
-        for (;;) {
-                json_t *m = recv_message();
-                const char *ev = json_string_value(json_object_get(m, "event"));
-                if (!ev) {
-                        expect_ok(m);
-                        json_decref(m);
-                        continue;
-                }
-                if (streq(ev, "lagged") && !json_out) {
-                        fprintf(stderr, "sbxctl: %lld bytes of %s not shown (this client fell behind); "
-                                        "sbxctl logs %s has all of it\n",
-                                (long long) json_integer_value(json_object_get(m, "skipped")),
-                                json_string_value(json_object_get(m, "stream")) ?: "output",
-                                json_string_value(json_object_get(m, "job")) ?: "JOB");
-                } else if (streq(ev, "network") && !json_out) {
-                        sbxctl_print_net_event(stderr, "sbxctl: network: ", m);
-                } else if (streq(ev, "output") && !json_out) {
-                        const char *s = json_string_value(json_object_get(m, "stream"));
-                        sbxctl_write_data(s && streq(s, "stderr") ? stderr : stdout, m);
-                } else if (streq(ev, "end")) {
-                        json_t *res = json_object_get(m, "result");
-                        int st = sbxctl_exit_status(res);
-                        if (!json_out && show_result) {
-                                json_t *err = json_object_get(res, "error");
-                                if (json_is_object(err))
-                                        fprintf(stderr, "sbxctl: job %s: %s: %s\n", json_string_value(json_object_get(m, "job")) ?: "",
-                                                json_string_value(json_object_get(err, "code")) ?: "",
-                                                json_string_value(json_object_get(err, "message")) ?: "");
-                                for (int i = 0; i < 2; i++)
-                                        if (json_is_true(json_object_get(json_object_get(res, i ? "stderr" : "stdout"), "truncated")))
-                                                fprintf(stderr, "sbxctl: job %s: %s was truncated at the output limit\n",
-                                                        json_string_value(json_object_get(m, "job")) ?: "", i ? "stderr" : "stdout");
-                                size_t i;
-                                json_t *a;
-                                json_array_foreach(json_object_get(res, "artifacts"), i, a)
-                                        fprintf(stderr, "sbxctl: artifact %s (%lld bytes, sha256 %s)\n",
-                                                json_string_value(json_object_get(a, "path")) ?: "?",
-                                                (long long) json_integer_value(json_object_get(a, "size")),
-                                                json_string_value(json_object_get(a, "sha256")) ?: "?");
-                        }
-                        json_decref(m);
-                        return st;
-                }
-                json_decref(m);
-        }
-}
-
 static const char *need_job(int argc, char **argv, int i) {
         if (i >= argc)
                 usage_error("%s: missing job id", argv[0]);

@@ -47,7 +47,8 @@ int sbxctl_download(int argc, char **argv);
 
 /* sbxctl session ... (sbxctl-session.c) */
 int sbxctl_session(int argc, char **argv);
-/* Print a followed job's output events until its end; its status. */
+/* sbxctl-print.c: print a followed job's output events until its end;
+ * its status. */
 int sbxctl_follow_to_end(bool show_result);
 
 /* sbxctl bundle show REF | cache ls | cache gc [--all] */
