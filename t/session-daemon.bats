@@ -74,7 +74,7 @@ other_ctl() {
         run -0 ctl --json session show "$sid"
         box=$(json_get job <<<"$output")
         run -0 ctl session close "$sid"
-        run ctl --json wait "$box"
+        run ! ctl --json wait "$box"
         [ "$(json_get result.session.role <<<"$output")" = sandbox ]
         [ "$(json_get result.session.ended <<<"$output")" = closed ]
         ! pgrep -f 'sleep 1001' || false
@@ -135,7 +135,7 @@ while True:
         sid=$output
         run -0 ctl --json session show "$sid"
         box=$(json_get job <<<"$output")
-        run ctl --json wait "$box"
+        run ! ctl --json wait "$box"
         [ "$(json_get result.session.ended <<<"$output")" = ttl ]
         wall=$(json_get result.wall_ms <<<"$output")
         [ "$wall" -ge 2000 ]
@@ -162,7 +162,7 @@ while True:
                 sleep 0.5
                 run -0 ctl session show "$sid"
         done
-        run ctl --json wait "$box"
+        run ! ctl --json wait "$box"
         [ "$(json_get result.session.ended <<<"$output")" = idle ]
         run -125 ctl session show "$sid"
         [[ "$output" == *E_SESSION_ENDED*idle* ]]
@@ -194,7 +194,7 @@ while True:
         run -0 ctl session create
         other=$output
         # the agent is pid 2 of the sandbox
-        run ctl session exec "$victim" -- sh -c 'kill -KILL 2; sleep 1'
+        run ! ctl session exec "$victim" -- sh -c 'kill -KILL 2; sleep 1'
         run -125 ctl session exec "$victim" -- true
         [[ "$output" == *E_SESSION_ENDED* ]]
         run -0 ctl session exec "$other" -- echo alive
@@ -202,7 +202,7 @@ while True:
         # a stopped agent: the next request finds it mute and ends it
         run -0 ctl session create
         stopped=$output
-        run ctl session exec "$stopped" --timeout 2s -- sh -c 'kill -STOP 2'
+        run ! ctl session exec "$stopped" --timeout 2s -- sh -c 'kill -STOP 2'
         run -125 ctl session exec "$stopped" -- true
         [[ "$output" == *E_SESSION_ENDED* || "$output" == *"agent failed"* ]]
         run -0 ctl session exec "$other" -- echo still
@@ -223,14 +223,14 @@ while True:
 @test "an exec's timeout stops it; session.signal reaches a running one" {
         run -0 ctl session create
         sid=$output
-        run ctl --json session exec "$sid" --timeout 1s -- sleep 30
+        run ! ctl --json session exec "$sid" --timeout 1s -- sleep 30
         [ "$(json_get result.error.code <<<"${lines[-1]}")" = E_TIMEOUT ]
         ctl session exec "$sid" -- sh -c 'echo go; sleep 30' >/dev/null 2>&1 &
         running() { ctl --json session show "$sid" | jq -r '.running[0] // empty'; }
         wait_until 10 sh -c "[ -n \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session show $sid | jq -r '.running[0] // empty')\" ]"
         job=$(running)
         run -0 ctl session signal "$sid" "$job" TERM
-        run ctl --json wait "$job"
+        run ! ctl --json wait "$job"
         [ "$(json_get result.signal <<<"$output")" = 15 ]
         # it has ended: nothing to signal
         run -125 ctl session signal "$sid" "$job" KILL
@@ -246,7 +246,7 @@ while True:
         run -0 ctl session exec "$sid" -- sh -c 'sleep 1002 & echo ok'
         kill -KILL "$SUP_PID"
         sup_start
-        run ctl --json wait "$box"
+        run ! ctl --json wait "$box"
         [ "$(json_get result.session.ended <<<"$output")" = restarted ]
         wait_until 10 sh -c "! pgrep -f 'sleep 100[2]'"
 }

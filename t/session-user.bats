@@ -43,6 +43,6 @@ teardown() {
         run -0 ctl --json session show "$sid"
         box=$(json_get job <<<"$output")
         run -0 ctl session close "$sid"
-        run ctl --json wait "$box"
+        run ! ctl --json wait "$box"
         [ "$(json_get result.session.ended <<<"$output")" = closed ]
 }

@@ -473,7 +473,7 @@ names() {
                 sleep 0.05
         done
         sup_start
-        run ctl --json wait "$id"
+        run ! ctl --json wait "$id"
         [ "$(json_get result.error.code <<<"$output")" = E_RESTARTED ]
         ! ip -o link show | grep -q " $prefix" || false
         ! ip -o addr show | grep -q "inet 10\.213\.\($POOL_X\|$((POOL_X + 1))\)\." || false
