@@ -80,7 +80,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/subscribe.h supervisor/front/subscribe.c \
 	supervisor/job/commit.h supervisor/job/commit.c \
 	supervisor/job/recover.h supervisor/job/recover.c \
-	supervisor/session/session.h supervisor/session/session.c \
+	supervisor/session/session.h supervisor/session/session-internal.h supervisor/session/session.c \
+	supervisor/session/session-files.c \
 	supervisor/front/session-ops.c \
 	supervisor/core/loop.h supervisor/core/loop.c \
 	supervisor/core/pool.h supervisor/core/pool.c \

@@ -12,12 +12,10 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
-#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "capture.h"
-#include "fileio.h"
 #include "initc.h"
 #include "jobs.h"
 #include "journal.h"
@@ -27,6 +25,7 @@
 #include "recover.h"
 #include "runner.h"
 #include "sched.h"
+#include "session-internal.h"
 #include "session.h"
 #include "trace.h"
 
@@ -38,48 +37,9 @@
 #define GONE_MAX 1024
 /* The most stdin one exec takes (it goes into the pipe at once). */
 #define EXEC_STDIN_MAX (1u << 20)
-/* Entries in one session.ls answer. */
-#define LS_MAX 10000
 
-enum session_state {
-        S_STARTING, /* the box is queued or starting */
-        S_READY,    /* its agent said READY */
-        S_ENDING,   /* asked to end, or its agent failed */
-};
-
-struct exec_ref {
-        struct list link;       /* in session.execs */
-        struct rjob *rj;
-        struct session *s;
-        uint32_t handle;        /* the agent's; 0 before SPAWN answered */
-        bool ended;             /* its end was reported to the capture */
-};
-
-struct session {
-        struct list link;
-        struct sessions *ss;
-        char id[PROTO_SESSION_ID_LEN + 1];
-        const struct tenant *tenant;
-        char tenant_name[64];
-        struct rjob *box;       /* NULL once it ended */
-        enum session_state state;
-        struct initc ic;        /* fd -1 until connected */
-        struct source ic_src;
-        int idle_fd;
-        struct source idle_src;
-        uint64_t idle_ms;
-        uint64_t created_ms;    /* real */
-        uint64_t ended_ms;
-        const char *end_reason;
-        struct list execs;      /* struct exec_ref.link */
-        unsigned n_execs;
-        /* EXIT events that came during a call, handled after it */
-        struct sbx_init_exit held[16];
-        unsigned n_held;
-        bool in_call;
-};
-
-static struct initc_msg msg_loop, msg_call;
+static struct initc_msg msg_loop;
+struct initc_msg msg_call;
 
 static int arm(int fd, uint64_t ms) {
         struct itimerspec its = { 0 };
@@ -313,10 +273,7 @@ static void on_call_event(const struct initc_msg *ev, void *userdata) {
                 session_fail(s, "its agent reported more ends at once than a call can hold");
 }
 
-/* One request to the agent and its reply (msg_call), within the deadline.
- * A transport failure ends the session. The agent's own answer: 0 or a
- * positive errno in msg_call.hdr.error. */
-static int agent_call(struct session *s, uint32_t type, const void *payload, size_t len) {
+int agent_call(struct session *s, uint32_t type, const void *payload, size_t len) {
         if (s->state != S_READY || s->ic.fd < 0)
                 return -ESHUTDOWN;
         initc_msg_clear(&msg_call);
@@ -724,110 +681,4 @@ int session_signal(struct session *s, const char *job, int signo) {
                 return -(int) msg_call.hdr.error;
         }
         return -ENOENT;
-}
-
-/* ---- files ----------------------------------------------------------------- */
-
-static int path_call(struct session *s, uint32_t type, uint32_t arg, uint32_t arg2, const char *path, struct sbx_error *err) {
-        char buf[sizeof(struct sbx_init_path) + SBX_INIT_PATH_MAX];
-        size_t len;
-        if (initc_encode_path(buf, sizeof(buf), arg, arg2, path, &len) < 0)
-                return sbx_error_msg(err, ENAMETOOLONG, "field 'path': too long");
-        int r = agent_call(s, type, buf, len);
-        if (r < 0)
-                return sbx_error_msg(err, ESHUTDOWN, "the session's agent failed; the session ends");
-        if (msg_call.hdr.error)
-                return sbx_error_msg(err, msg_call.hdr.error, "%s: %s", path, strerror(msg_call.hdr.error));
-        return 0;
-}
-
-int session_put(struct session *s, const char *path, const void *data, size_t len, unsigned mode, struct sbx_error *err) {
-        int r = path_call(s, SBX_INIT_OPEN, SBX_INIT_OPEN_WRITE, mode, path, err);
-        if (r < 0)
-                return r;
-        int fd = msg_call.fds[0];
-        msg_call.fds[0] = -1;
-        msg_call.n_fds = 0;
-        /* A regular file of the sandbox: a full one (its tmpfs' size) says
-         * ENOSPC. */
-        int flags = fcntl(fd, F_GETFL);
-        if (flags >= 0)
-                (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-        r = write_all(fd, data, len);
-        close(fd);
-        return r < 0 ? sbx_error_set(err, r, "%s", path) : 0;
-}
-
-int session_get(struct session *s, const char *path, uint64_t offset, uint64_t max, json_t **ret, struct sbx_error *err) {
-        int r = path_call(s, SBX_INIT_OPEN, SBX_INIT_OPEN_READ, 0, path, err);
-        if (r < 0)
-                return r;
-        struct sbx_init_stat st;
-        memcpy(&st, msg_call.payload, sizeof(st));
-        int fd = msg_call.fds[0];
-        msg_call.fds[0] = -1;
-        msg_call.n_fds = 0;
-        _cleanup_free_ char *buf = malloc(max ? max : 1);
-        if (!buf) {
-                close(fd);
-                return sbx_error_set(err, ENOMEM, "%s", path);
-        }
-        size_t got = 0;
-        while (got < max) {
-                ssize_t n = pread(fd, buf + got, max - got, (off_t) (offset + got));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        int e = errno;
-                        close(fd);
-                        return sbx_error_set(err, e, "%s", path);
-                }
-                if (n == 0)
-                        break;
-                got += (size_t) n;
-        }
-        close(fd);
-        json_t *o = json_pack("{s:s, s:I, s:I, s:b}", "path", path, "size", (json_int_t) st.size, "offset", (json_int_t) offset, "eof",
-                              offset + got >= st.size);
-        if (!o || proto_set_data(o, "data", buf, got) < 0) {
-                json_decref(o);
-                return sbx_error_set(err, ENOMEM, "%s", path);
-        }
-        *ret = o;
-        return 0;
-}
-
-static const char *type_name(uint8_t t) {
-        switch (t) {
-        case DT_REG: return "file";
-        case DT_DIR: return "directory";
-        case DT_LNK: return "symlink";
-        default: return "other";
-        }
-}
-
-int session_ls(struct session *s, const char *path, json_t **ret, struct sbx_error *err) {
-        json_t *arr = json_array();
-        uint32_t skip = 0;
-        bool more = true;
-        if (!arr)
-                return sbx_error_set(err, ENOMEM, "%s", path);
-        while (more && skip < LS_MAX) {
-                int r = path_call(s, SBX_INIT_LIST, skip, 0, path, err);
-                if (r < 0) {
-                        json_decref(arr);
-                        return r;
-                }
-                struct sbx_init_list l;
-                memcpy(&l, msg_call.payload, sizeof(l));
-                size_t pos = 0;
-                uint8_t type;
-                const char *name;
-                while (initc_list_next(&msg_call, &pos, &type, &name))
-                        json_array_append_new(arr, json_pack("{s:s, s:s}", "name", name, "type", type_name(type)));
-                skip += l.count;
-                more = (l.flags & SBX_INIT_LIST_MORE) && l.count > 0;
-        }
-        *ret = json_pack("{s:s, s:o, s:b}", "path", path, "entries", arr, "truncated", more);
-        return *ret ? 0 : sbx_error_set(err, ENOMEM, "%s", path);
 }

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What session.c and session-files.c share: a session as the daemon holds
+ * it, and the one way to ask its agent something. Not for other folders. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "initc.h"
+#include "loop.h"
+#include "session.h"
+#include "util.h"
+
+enum session_state {
+        S_STARTING, /* the box is queued or starting */
+        S_READY,    /* its agent said READY */
+        S_ENDING,   /* asked to end, or its agent failed */
+};
+
+struct exec_ref {
+        struct list link;       /* in session.execs */
+        struct rjob *rj;
+        struct session *s;
+        uint32_t handle;        /* the agent's; 0 before SPAWN answered */
+        bool ended;             /* its end was reported to the capture */
+};
+
+struct session {
+        struct list link;
+        struct sessions *ss;
+        char id[PROTO_SESSION_ID_LEN + 1];
+        const struct tenant *tenant;
+        char tenant_name[64];
+        struct rjob *box;       /* NULL once it ended */
+        enum session_state state;
+        struct initc ic;        /* fd -1 until connected */
+        struct source ic_src;
+        int idle_fd;
+        struct source idle_src;
+        uint64_t idle_ms;
+        uint64_t created_ms;    /* real */
+        uint64_t ended_ms;
+        const char *end_reason;
+        struct list execs;      /* struct exec_ref.link */
+        unsigned n_execs;
+        /* EXIT events that came during a call, handled after it */
+        struct sbx_init_exit held[16];
+        unsigned n_held;
+        bool in_call;
+};
+
+/* The reply of the last agent_call (its descriptors are the caller's to
+ * take or leave for initc_msg_clear). */
+extern struct initc_msg msg_call;
+
+/* One request to the agent and its reply (msg_call), within the deadline.
+ * A transport failure ends the session (-ESHUTDOWN). The agent's own
+ * answer: 0 or a positive errno in msg_call.hdr.error. */
+int agent_call(struct session *s, uint32_t type, const void *payload, size_t len);
