@@ -255,8 +255,7 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
                 bundle_ref_parse(j->req.run.bundle, &j->bundle.ref, &err);
         }
 
-        uint64_t idle_ms = j->req.idle_s * 1000;
-        if (j->req.op == REQ_SESSION_CREATE && session_new(&d->sessions, rj, idle_ms, &err) < 0) {
+        if (j->req.op == REQ_SESSION_CREATE && session_new(&d->sessions, rj, j->req.idle_s * 1000, &err) < 0) {
                 deny(v, E_INTERNAL, "cannot make the session: %s", err.msg);
                 return NULL;
         }

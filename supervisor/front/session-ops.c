@@ -103,7 +103,6 @@ static bool create_admit(struct conn *c, struct request *req, struct answer *a) 
 }
 
 static void op_exec(struct conn *c, struct request *req, struct session *s, struct answer *a) {
-        struct daemon *d = c->d;
         bool follow = req->run.follow;
         json_t *tag = req->tag ? json_incref(req->tag) : NULL;
         struct rjob *rj = session_exec(s, req, c->cred.uid, &a->code, a->msg, sizeof(a->msg));
@@ -119,7 +118,6 @@ static void op_exec(struct conn *c, struct request *req, struct session *s, stru
                           rj->j.state == JOB_DONE ? job_outcome_name(rj->j.outcome) : job_state_name(rj->j.state));
         json_decref(tag);
         a->held = true;
-        (void) d;
 }
 
 static void op_files(struct session *s, struct request *req, struct answer *a) {
