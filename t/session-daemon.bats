@@ -237,16 +237,3 @@ while True:
         [[ "$output" == *E_CONFLICT* || "$output" == *E_NOT_FOUND* ]]
         wait
 }
-
-@test "a killed daemon's sessions end: their records say restarted, nothing of them is left running" {
-        run -0 ctl session create
-        sid=$output
-        run -0 ctl --json session show "$sid"
-        box=$(json_get job <<<"$output")
-        run -0 ctl session exec "$sid" -- sh -c 'sleep 1002 & echo ok'
-        kill -KILL "$SUP_PID"
-        sup_start
-        run ! ctl --json wait "$box"
-        [ "$(json_get result.session.ended <<<"$output")" = restarted ]
-        wait_until 10 sh -c "! pgrep -f 'sleep 100[2]'"
-}

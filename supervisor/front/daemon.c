@@ -421,6 +421,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         r = recover_run(d, err);
         if (r < 0)
                 return r;
+        sessions_adopt(&d->sessions);
         if ((r = metrics_http_start(d, err)) < 0)
                 return r;
         listener_start(d);

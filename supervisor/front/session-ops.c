@@ -170,8 +170,10 @@ static void answer_for(struct conn *c, struct request *req, struct answer *a) {
                         refuse(a, E_LIMIT, "field 'ttl_s': the session would live longer than the tenant's session_ttl_max "
                                            "(%" PRIu64 " s from its start)",
                                c->tenant->session_ttl_max_ms / 1000);
-                else if (r < 0)
+                else if (r == -EAGAIN)
                         refuse(a, E_NOT_DONE, "session %s is not running yet", req->session);
+                else if (r < 0)
+                        refuse(a, E_STORAGE, "session %s: the new expiry cannot be journaled: %s", req->session, strerror(-r));
                 else
                         a->ok = json_pack("{s:s, s:o}", "session", req->session, "expires", proto_time(until));
                 break;

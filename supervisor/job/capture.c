@@ -281,6 +281,13 @@ static void on_pidfd(struct source *s, uint32_t events) {
                 si.si_pid = rj->pid;
                 si.si_code = WIFEXITED(st) ? CLD_EXITED : CLD_KILLED;
                 si.si_status = WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st);
+        } else if (cap->adopted) {
+                /* Its parent is someone else, who reaps it: its status is
+                 * not known here. Said as what ended it: the SIGTERM of a
+                 * stop, or else something the daemon did not do. */
+                si.si_pid = rj->pid;
+                si.si_code = CLD_KILLED;
+                si.si_status = rj->j.state == JOB_STOPPING ? SIGTERM : SIGKILL;
         } else if (waitid((idtype_t) P_PIDFD, (id_t) cap->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
                 return;
         cap->exited = true;
@@ -309,6 +316,13 @@ static void on_pidfd(struct source *s, uint32_t events) {
         close_src(&cap->status_src, &cap->status_fd);
         read_spawn_error(cap);
         runner_exited(rj);
+}
+
+int capture_adopt(struct rjob *rj, int pidfd) {
+        struct capture *cap = &rj->cap;
+        cap->pidfd = pidfd;
+        cap->adopted = true;
+        return loop_add(&cap->pid_src, pidfd, EPOLLIN, on_pidfd);
 }
 
 int capture_start_exec(struct rjob *rj, int out_fd, int err_fd) {

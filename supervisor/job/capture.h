@@ -29,6 +29,7 @@ struct capture {
         int spawn_err_fd;        /* the daemon child's report before exec */
         char *spawn_error;       /* what it reported */
         int pidfd;
+        bool adopted;            /* the launcher is not the daemon's child (runner_adopt) */
         bool exited;
         int exit_status;         /* the launcher's, or -1 */
         int exit_signal;
@@ -38,6 +39,9 @@ struct capture {
 void capture_init(struct capture *cap);
 /* Watch the pipes (their write ends already handed to the launcher). */
 int capture_start(struct rjob *rj, int out_fd, int err_fd, int status_fd, int spawn_err_fd, int pidfd);
+/* A launcher that is not the daemon's child (a session's box after a
+ * restart): its pidfd only; its end is the runner's guess (capture.c). */
+int capture_adopt(struct rjob *rj, int pidfd);
 /* A session's exec: its stdout and stderr only (the agent reports its
  * end, capture_exec_exited). */
 int capture_start_exec(struct rjob *rj, int out_fd, int err_fd);

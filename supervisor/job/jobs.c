@@ -43,6 +43,7 @@ void rjob_free(void *p) {
                 close(rj->cgroup_fd);
         if (rj->session_fd >= 0)
                 close(rj->session_fd);
+        free(rj->session_orphans);
         free(rj->profile_path);
         free(rj->prep_error);
         json_decref(rj->artifacts);

@@ -73,6 +73,11 @@ struct rjob {
         bool session_exec;
         const char *session_end;  /* the box: why the session ended (its record), NULL while it lives */
         int session_fd;           /* the box: the agent's listening socket, the launcher's fd 8 until spawned */
+        uint64_t session_idle_ms; /* the box: its idle timeout (journaled with it) */
+        bool session_adopt;       /* the box: it outlived the last daemon, which recovery found running */
+        uint32_t *session_orphans; /* ... and the agent's handles of its execs that the restart interrupted */
+        unsigned n_session_orphans;
+        uint32_t session_handle;  /* an exec: its handle in the agent (0 until it started) */
         /* An exec: signal its process group (set by session/, which speaks
          * to the agent); the runner calls it to stop or kill it. */
         void (*session_signal)(struct rjob *rj, int signo);

@@ -9,19 +9,22 @@
 #include <sys/stat.h>
 
 #include "bundle.h"
+#include "cgroup.h"
 #include "daemon.h"
 #include "log.h"
 #include "prepare.h"
+#include "privc.h"
 #include "profile.h"
 #include "proto.h"
 #include "record.h"
 #include "recover.h"
 #include "runner.h"
 #include "tenant.h"
+#include "uidpool.h"
 #include "workspace.h"
 
 struct tally {
-        unsigned requeued, ended, rejected, kept;
+        unsigned requeued, ended, rejected, kept, adopted;
 };
 
 /* The accept line: everything needed to run the job again after a crash
@@ -36,8 +39,9 @@ json_t *accept_record(const struct rjob *rj) {
                               "request_sha256", rj->req_digest, "attempt", (int) j->attempt);
         /* A session's: recovery ends it rather than running it again. */
         if (o && rj->session_id[0])
-                json_object_set_new(o, "session", json_pack("{s:s, s:s}", "id", rj->session_id, "role",
-                                                            rj->session_box ? "sandbox" : "exec"));
+                json_object_set_new(o, "session", json_pack("{s:s, s:s, s:I}", "id", rj->session_id, "role",
+                                                            rj->session_box ? "sandbox" : "exec", "idle_ms",
+                                                            (json_int_t) rj->session_idle_ms));
         return o;
 }
 
@@ -209,6 +213,108 @@ static bool recover_kept(struct daemon *d, struct rjob *rj, json_t *rec) {
         return true;
 }
 
+/* What a running job's start line says of it. */
+static void restore_started(struct daemon *d, struct rjob *rj, const struct journal_entry *x) {
+        struct job *j = &rj->j;
+        json_t *cg = json_object_get(x->start, "cg_limits");
+        rj->cg_limits = json_is_integer(cg) ? (unsigned) json_integer_value(cg) : 0;
+        rj->had_cgroup = json_is_true(json_object_get(x->start, "cgroup"));
+        rj->ws_mounted = json_is_true(json_object_get(x->start, "disk_quota"));
+        rj->ws_noswap = json_is_true(json_object_get(x->start, "ws_noswap"));
+        rj->ws_encrypted = json_is_true(json_object_get(x->start, "ws_encrypted"));
+        json_t *u = json_object_get(x->start, "job_uid"), *g = json_object_get(x->start, "job_gid");
+        j->job_uid = json_is_integer(u) ? (uid_t) json_integer_value(u) : j->tenant->job_uid;
+        j->job_gid = json_is_integer(g) ? (gid_t) json_integer_value(g) : j->tenant->job_gid;
+        j->started_ms = parse_rfc3339_ms(json_string_value(json_object_get(x->start, "started")));
+        rj->pid = x->pid;
+        rj->starttime = x->starttime_ticks;
+}
+
+/* A session's sandbox that may have outlived the daemon: it started and
+ * did not end, its tenant is still configured, and it needs nothing only
+ * the last daemon held (a restricted network's veth and DNS proxy, the
+ * network audit's ring). With sbx-privd, the helper ends a front's jobs
+ * when the front goes. */
+static bool box_may_go_on(const struct daemon *d, const struct journal_entry *x) {
+        json_t *sess = json_object_get(x->accept, "session");
+        return x->pid > 0 && !x->end && !privc_on(&d->privc) && tenant_find(d->cfg, x->tenant) &&
+               streq(json_string_value(json_object_get(sess, "role")) ?: "", "sandbox");
+}
+
+static bool box_net_kept(const struct policy_decision *pol) {
+        return pol->net != NET_RESTRICTED && !pol->net_audit;
+}
+
+/* Its cgroup was kept for it (cgroup_reap_orphans); it is not adopted
+ * after all: every process of it goes. */
+static void kill_kept_cgroup(struct daemon *d, struct rjob *rj) {
+        int fd;
+        if (!d->cg.enabled || cgroup_job_open(&d->cg, rj->j.id, &fd) < 0)
+                return;
+        cgroup_job_kill(&d->cg, fd);
+        close(fd);
+        cgroup_job_release(&d->cg, rj->j.id, NULL, NULL);
+}
+
+struct keep_boxes {
+        const struct daemon *d;
+        const struct journal_entry *e;
+        size_t n;
+};
+
+/* The cgroups of sessions' sandboxes that may go on are not reaped. */
+static bool keep_box_cgroup(const char *id, void *arg) {
+        const struct keep_boxes *k = arg;
+        for (size_t i = 0; i < k->n; i++)
+                if (streq(k->e[i].id, id))
+                        return !k->e[i].done && box_may_go_on(k->d, &k->e[i]);
+        return false;
+}
+
+/* The session's box goes on: the job runs again as far as the daemon is
+ * concerned, and the session is made again around it (sessions_adopt).
+ * 0; -ESRCH when the sandbox ended while the daemon was away. */
+static int adopt_box(struct daemon *d, struct rjob *rj, const struct journal_entry *x) {
+        struct job *j = &rj->j;
+        json_t *sess = json_object_get(x->accept, "session");
+        json_t *idle = json_object_get(sess, "idle_ms"), *ttl = json_object_get(x->start, "timeout_ms");
+        restore_started(d, rj, x);
+        if (json_is_integer(ttl) && json_integer_value(ttl) > 0)
+                j->pol.timeout_ms = (uint64_t) json_integer_value(ttl);
+        rj->session_idle_ms = json_is_integer(idle) && json_integer_value(idle) > 0 ? (uint64_t) json_integer_value(idle)
+                                                                                     : j->tenant->session_idle_max_ms;
+        if (uidpool_contains(&d->uids, j->job_uid)) {
+                uidpool_claim(&d->uids, j->job_uid);
+                rj->own_uid = true;
+        }
+        job_transition(j, JEV_PREPARE, NULL);
+        job_transition(j, JEV_START, NULL);
+        int r = runner_adopt(rj);
+        if (r < 0)
+                return r;
+        rj->session_adopt = true;
+        return 0;
+}
+
+/* An exec that a restart interrupted, in a box that goes on: its process
+ * is stopped once the agent is reached again (sessions_adopt). */
+static void orphan_exec(struct daemon *d, const char *sid, const struct journal_entry *x) {
+        json_t *h = json_object_get(x->start, "handle");
+        if (!json_is_integer(h) || json_integer_value(h) <= 0 || json_integer_value(h) > UINT32_MAX)
+                return;
+        for (struct list *p = d->jobs.all.next; p != &d->jobs.all; p = p->next) {
+                struct rjob *box = list_entry(p, struct rjob, link);
+                if (!box->session_adopt || !streq(box->session_id, sid))
+                        continue;
+                uint32_t *n = realloc(box->session_orphans, (box->n_session_orphans + 1) * sizeof(*n));
+                if (!n)
+                        return;
+                n[box->n_session_orphans++] = (uint32_t) json_integer_value(h);
+                box->session_orphans = n;
+                return;
+        }
+}
+
 static void recover_one(struct daemon *d, const struct journal_entry *x, struct tally *t) {
         bool whole;
         struct rjob *rj = rebuild(d, x, &whole);
@@ -224,8 +330,10 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 t->kept++;
                 return;
         }
-        /* A session's sandbox or exec does not outlive the daemon that ran
-         * it: it ends now, whether it had started or not. */
+        /* A session's sandbox goes on after the restart when it can (it
+         * never runs again: a new one would be a new session); its execs
+         * that ran are interrupted, and the rest never run. */
+        const char *restarted = NULL;
         json_t *sess = json_object_get(x->accept, "session");
         const char *sid = json_string_value(json_object_get(sess, "id"));
         if (sid && strlen(sid) == PROTO_SESSION_ID_LEN) {
@@ -234,23 +342,40 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 rj->session_exec = !rj->session_box;
                 rj->session_end = "restarted";
                 whole = false;
+                /* An exec has no launcher: it started when it was given a handle. */
+                started = started || (rj->session_exec && x->start);
+                if (rj->session_box && box_may_go_on(d, x)) {
+                        if (box_net_kept(&j->pol)) {
+                                int r = adopt_box(d, rj, x);
+                                if (r == 0) {
+                                        rj->session_end = NULL;
+                                        log_info("recovery: session %s: its sandbox (job %s) goes on", sid, j->id);
+                                        t->adopted++;
+                                        return;
+                                }
+                                rj->session_end = r == -ESRCH ? "crashed" : "restarted";
+                                restarted = r == -ESRCH ? "its sandbox ended while the supervisor was not running"
+                                                        : "supervisor restarted, and its sandbox could not be watched again";
+                                if (r != -ESRCH)
+                                        log_warning("recovery: session %s: its sandbox cannot be watched again (%s): it ends", sid,
+                                                    strerror(-r));
+                        } else
+                                restarted = "supervisor restarted: a session with a restricted network or a network audit "
+                                            "does not outlive it";
+                        kill_kept_cgroup(d, rj);
+                }
+                if (rj->session_exec && started)
+                        orphan_exec(d, sid, x);
         }
         if (started) {
-                kill_leftover(x);
-                json_t *cg = json_object_get(x->start, "cg_limits");
-                rj->cg_limits = json_is_integer(cg) ? (unsigned) json_integer_value(cg) : 0;
-                rj->had_cgroup = json_is_true(json_object_get(x->start, "cgroup"));
-                rj->ws_mounted = json_is_true(json_object_get(x->start, "disk_quota"));
-                rj->ws_noswap = json_is_true(json_object_get(x->start, "ws_noswap"));
-                rj->ws_encrypted = json_is_true(json_object_get(x->start, "ws_encrypted"));
-                json_t *u = json_object_get(x->start, "job_uid"), *g = json_object_get(x->start, "job_gid");
-                j->job_uid = json_is_integer(u) ? (uid_t) json_integer_value(u) : j->tenant->job_uid;
-                j->job_gid = json_is_integer(g) ? (gid_t) json_integer_value(g) : j->tenant->job_gid;
+                if (!rj->session_exec)
+                        kill_leftover(x);
+                restore_started(d, rj, x);
                 /* Without a cgroup, anything left of the job runs as its
-                 * uid: all of it is killed. */
-                if (!rj->had_cgroup)
+                 * uid: all of it is killed (an exec's uid is its box's,
+                 * which sees to its own). */
+                if (!rj->had_cgroup && !rj->session_exec)
                         prepare_reap_uid(d, j->job_uid);
-                j->started_ms = parse_rfc3339_ms(json_string_value(json_object_get(x->start, "started")));
                 job_transition(j, JEV_PREPARE, NULL);
                 job_transition(j, JEV_START, NULL);
         }
@@ -262,12 +387,12 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 if (requeue(d, rj, t) == 0)
                         return;
         } else if (started) {
-                job_transition(j, JEV_RESTARTED, NULL);
+                job_transition(j, JEV_RESTARTED, restarted);
                 capture_sizes(d, rj);
                 t->ended++;
         } else {
                 job_transition(j, JEV_REJECTED,
-                               rj->session_id[0] ? "a session's, accepted before a restart: a session ends with the daemon"
+                               rj->session_id[0] ? "a session's command accepted before a restart and not started: it is not run after one"
                                : own_tenant ? "accepted before a restart, and the journal has too little of it to run it again"
                                             : "accepted before a restart; its tenant is no longer configured");
                 t->rejected++;
@@ -303,7 +428,8 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
         if (r < 0)
                 return sbx_error_set(err, r, "journal in %s", d->cfg->state_dir);
         if (d->cg.enabled) {
-                int k = cgroup_reap_orphans(&d->cg);
+                struct keep_boxes keep = { .d = d, .e = e, .n = n };
+                int k = cgroup_reap_orphans(&d->cg, keep_box_cgroup, &keep);
                 if (k > 0)
                         log_notice("recovery: killed the processes of %d leftover job cgroups", k);
         }
@@ -324,6 +450,8 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
                 log_notice("recovery: %u jobs accepted before a restart are queued to run", t.requeued);
                 runner_schedule(d);
         }
+        if (t.adopted)
+                log_notice("recovery: %u sessions go on: their sandboxes outlived the last daemon", t.adopted);
         if (t.kept)
                 log_notice("recovery: %u jobs that ended before a restart get the records the journal kept for them", t.kept);
         if (t.ended)

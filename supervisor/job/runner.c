@@ -4,10 +4,12 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include "prepare.h"
 #include "privjob.h"
 #include "runner.h"
+#include "sched.h"
 #include "spawn.h"
 #include "workspace.h"
 
@@ -200,6 +203,7 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
                 .gid = rj->j.job_gid,
                 .cgroup_fd = rj->cgroup_fd,
                 .err_fd = p->report[1],
+                .outlive = rj->session_box,
         };
         if (privc_on(&d->privc))
                 return privjob_spawn(&d->privc, rj, ls, sp.fds, ret_pidfd);
@@ -223,6 +227,12 @@ json_t *runner_start_record(const struct rjob *rj) {
                               "cg_limits", (int) rj->cg_limits, "cgroup", rj->had_cgroup, "attempt", (int) rj->j.attempt,
                               "job_uid", (json_int_t) rj->j.job_uid, "job_gid", (json_int_t) rj->j.job_gid, "disk_quota",
                               rj->ws_mounted, "ws_noswap", rj->ws_noswap, "ws_encrypted", rj->ws_encrypted);
+        /* A session's TTL, extended or not, counts from the start. */
+        if (o && rj->session_box)
+                json_object_set_new(o, "timeout_ms", json_integer((json_int_t) rj->j.pol.timeout_ms));
+        /* An exec's handle in its agent: after a restart, it is stopped. */
+        if (o && rj->session_exec && rj->session_handle)
+                json_object_set_new(o, "handle", json_integer(rj->session_handle));
         /* A bundle job's resolution and grant are known only now: a record
          * written after a restart needs them. */
         if (o && rj->j.bundle.set) {
@@ -385,10 +395,60 @@ int runner_exec_start(struct rjob *rj, int out_fd, int err_fd, struct sbx_error 
         return 0;
 }
 
-int runner_rearm(struct rjob *rj, uint64_t ms) {
+int runner_extend(struct rjob *rj, uint64_t timeout_ms) {
         if (rj->j.state != JOB_RUNNING || rj->timer_fd < 0)
                 return -EAGAIN;
-        return arm_timer(rj, ms);
+        uint64_t now = now_real_ms(), end = rj->j.started_ms + timeout_ms;
+        uint64_t before = rj->j.pol.timeout_ms;
+        rj->j.pol.timeout_ms = timeout_ms;
+        /* Durable before it is told: a restart keeps the new deadline. */
+        json_t *jr = runner_start_record(rj);
+        int r = jr ? journal_append(&rj->d->journal, jr, true) : -ENOMEM;
+        json_decref(jr);
+        if (r == 0)
+                r = arm_timer(rj, end > now ? end - now : 0);
+        if (r < 0)
+                rj->j.pol.timeout_ms = before;
+        return r;
+}
+
+int runner_adopt(struct rjob *rj) {
+        struct daemon *d = rj->d;
+        struct sbx_error err;
+        unsigned long long st;
+        int pidfd = (int) syscall(SYS_pidfd_open, rj->pid, 0);
+        if (pidfd < 0)
+                return errno == ESRCH ? -ESRCH : -errno;
+        /* The pid names the launcher if the process has its start time;
+         * the pidfd, taken before, is of that process if it still runs
+         * after the look. */
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        if (proc_starttime(rj->pid, &st) < 0 || st != rj->starttime || poll(&pfd, 1, 0) != 0) {
+                close(pidfd);
+                return -ESRCH;
+        }
+        int r = 0;
+        if (rj->had_cgroup && (r = cgroup_job_open(&d->cg, rj->j.id, &rj->cgroup_fd)) < 0)
+                log_warning(JOB_LOG ": its cgroup cannot be opened again (%s): it is ended through its launcher",
+                            JOB_LOG_ARGS(&rj->j), strerror(-r));
+        r = timer_start(rj, &err);
+        if (r == 0) {
+                uint64_t now = now_real_ms(), end = rj->j.started_ms + rj->j.pol.timeout_ms;
+                r = arm_timer(rj, end > now ? end - now : 0);
+        }
+        if (r == 0)
+                r = capture_adopt(rj, pidfd);
+        else
+                close(pidfd);
+        if (r < 0)
+                return r;
+        rj->slot = true;
+        sched_adopt(&d->sched, &rj->j);
+        if (rj->cgroup_fd >= 0 && rj->j.pol.cpu_s != PROTO_UNSET) {
+                rj->cpu_watched = true;
+                daemon_cpu_watch(d, 1);
+        }
+        return 0;
 }
 
 void runner_exec_failed(struct rjob *rj, const char *why) {

@@ -42,6 +42,13 @@ void runner_end(struct rjob *rj);
 int runner_exec_start(struct rjob *rj, int out_fd, int err_fd, struct sbx_error *err);
 /* It could not be started: it ends with E_SPAWN and why. */
 void runner_exec_failed(struct rjob *rj, const char *why);
-/* A running job's wall clock ends ms from now instead (a session's TTL
- * extended): 0, -EAGAIN when it is not running, or -errno. */
-int runner_rearm(struct rjob *rj, uint64_t ms);
+/* A running job's wall clock is timeout_ms from its start instead (a
+ * session's TTL extended), journaled (synced) before it counts: 0, -EAGAIN
+ * when it is not running, or -errno. */
+int runner_extend(struct rjob *rj, uint64_t timeout_ms);
+/* A session's box that outlived the daemon (recovery: rj->pid and
+ * rj->starttime from the journal, its cgroup and workspace kept): watched
+ * again through a pidfd — its launcher is not the daemon's child any more,
+ * so its exit status is not known — with its wall clock counting from its
+ * start. 0; -ESRCH when that launcher is gone; -errno. */
+int runner_adopt(struct rjob *rj);

@@ -185,7 +185,7 @@ static int from_running(struct job *j, enum job_event ev, const char *detail) {
                 j->state = JOB_STOPPING;
                 return 0;
         case JEV_RESTARTED:
-                end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
+                end(j, OUTCOME_ERROR, E_RESTARTED, detail ? detail : "supervisor restarted");
                 return 0;
         case JEV_RETRY:
                 j->state = JOB_QUEUED;
@@ -211,7 +211,7 @@ static int from_stopping(struct job *j, enum job_event ev, const char *detail) {
                 set_error(j, E_CPU_TIME, detail);
                 return 0;
         case JEV_RESTARTED:
-                end(j, OUTCOME_ERROR, E_RESTARTED, "supervisor restarted");
+                end(j, OUTCOME_ERROR, E_RESTARTED, detail ? detail : "supervisor restarted");
                 return 0;
         default:
                 return -EINVAL;

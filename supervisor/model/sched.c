@@ -78,6 +78,11 @@ void sched_remove_queued(struct scheduler *s, struct job *j) {
         tc->queued--;
 }
 
+void sched_adopt(struct scheduler *s, const struct job *j) {
+        s->all.running++;
+        count_of(s, j->tenant)->running++;
+}
+
 void sched_finished(struct scheduler *s, const struct job *j) {
         struct sched_count *tc = count_of(s, j->tenant);
         s->all.running--;

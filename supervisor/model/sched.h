@@ -55,6 +55,10 @@ struct job *sched_next(struct scheduler *s);
 /* Remove a queued job (cancelled, or its preparation failed). */
 void sched_remove_queued(struct scheduler *s, struct job *j);
 
+/* A job that kept running across a restart (a session's box) is counted
+ * as running again. */
+void sched_adopt(struct scheduler *s, const struct job *j);
+
 /* A running job finished: free its slot. */
 void sched_finished(struct scheduler *s, const struct job *j);
 

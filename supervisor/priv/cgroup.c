@@ -357,7 +357,17 @@ static void wait_unpopulated(int fd) {
         }
 }
 
-int cgroup_reap_orphans(struct cgroup_ctx *c) {
+int cgroup_job_open(struct cgroup_ctx *c, const char *id, int *ret_fd) {
+        char name[64];
+        snprintf(name, sizeof(name), "job-%s", id);
+        int fd = openat(c->root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+int cgroup_reap_orphans(struct cgroup_ctx *c, bool (*keep)(const char *id, void *arg), void *arg) {
         int n = 0;
         _cleanup_closedir_ DIR *d = NULL;
         int r = opendir_dup(c->root_fd, &d);
@@ -365,7 +375,7 @@ int cgroup_reap_orphans(struct cgroup_ctx *c) {
                 return r;
         struct dirent *de;
         while ((de = readdir(d))) {
-                if (strncmp(de->d_name, "job-", 4) != 0)
+                if (strncmp(de->d_name, "job-", 4) != 0 || (keep && keep(de->d_name + 4, arg)))
                         continue;
                 _cleanup_close_ int fd = openat(c->root_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0)

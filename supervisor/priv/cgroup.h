@@ -36,6 +36,8 @@ void cgroup_teardown(struct cgroup_ctx *c);
 /* Create job-ID, apply what the controllers allow; returns an O_DIRECTORY
  * fd for CLONE_INTO_CGROUP and the CG_LIMIT_* bits it enforces. */
 int cgroup_job_create(struct cgroup_ctx *c, const char *id, const struct policy_decision *d, int *ret_fd, unsigned *ret_limits);
+/* job-ID as it is (after a restart: a session's box kept it). */
+int cgroup_job_open(struct cgroup_ctx *c, const char *id, int *ret_fd);
 /* Kill every process in the job's cgroup. */
 int cgroup_job_kill(struct cgroup_ctx *c, int fd);
 /* cpu.stat usage_usec. */
@@ -54,6 +56,7 @@ int cgroup_job_remove(struct cgroup_ctx *c, const char *id);
  * process of the job is left: at once, or when the cgroup is removed. If
  * that cannot be watched, it is never called. */
 void cgroup_job_release(struct cgroup_ctx *c, const char *id, void (*gone)(void *arg), void *arg);
-/* After a restart: kill and remove every leftover job-* cgroup; returns how
- * many were found. */
-int cgroup_reap_orphans(struct cgroup_ctx *c);
+/* After a restart: kill and remove every leftover job-* cgroup but those
+ * keep(ID, arg) keeps (sessions' boxes to be adopted; keep may be NULL);
+ * returns how many were killed. */
+int cgroup_reap_orphans(struct cgroup_ctx *c, bool (*keep)(const char *id, void *arg), void *arg);

@@ -105,8 +105,11 @@ _noreturn_ static void child(const struct spawn_params *p, pid_t parent) {
                 fail(p, SPAWN_STEP_IDS, EPERM, SBX_EXIT_SETUP);
         }
         /* Credential changes clear the parent-death signal, so set it now;
-         * then make sure the daemon did not die before we asked. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+         * then make sure the daemon did not die before we asked. A
+         * session's box goes on without the daemon, which finds it again
+         * after a restart (its agent's socket, the journal's pid). */
+        if (!p->outlive)
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
                 fail(p, SPAWN_STEP_PARENT, ESRCH, SBX_EXIT_SETUP);
         if (chdir("/") < 0)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* The launcher's descriptors 0..8: stdin, stdout, stderr, the status pipe,
@@ -23,6 +24,7 @@ struct spawn_params {
         gid_t gid;
         int cgroup_fd;       /* -1: stay in the daemon's cgroup */
         int err_fd;          /* the child reports a failure before exec here (struct spawn_report); -1: none */
+        bool outlive;        /* a session's box: it outlives the daemon (no parent-death signal) */
 };
 
 /* What the child writes to err_fd when it cannot exec the launcher: exec

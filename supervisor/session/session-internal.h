@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/un.h>
 
 #include "initc.h"
 #include "loop.h"
@@ -48,6 +49,20 @@ struct session {
         unsigned n_held;
         bool in_call;
 };
+
+/* A live session around box: with a new id (id NULL) or the one it had
+ * before a restart; its idle timer made, not armed. NULL with err set. */
+struct session *session_alloc(struct sessions *ss, struct rjob *box, const char *id, uint64_t idle_ms, struct sbx_error *err);
+/* Connect to its agent (listening at STATE/sessions/ID); READY follows on
+ * the loop. A failure ends the session. */
+void session_connect(struct session *s);
+void sock_path(const struct sessions *ss, const char *id, struct sockaddr_un *sa);
+/* It ended: out of the live list, its socket's file gone, remembered for
+ * E_SESSION_ENDED (the newest GONE_MAX). */
+void session_forget(struct session *s);
+/* Its agent answered again after a restart: the execs the restart
+ * interrupted (box->session_orphans) are killed (session-adopt.c). */
+void session_stop_orphans(struct session *s);
 
 /* The reply of the last agent_call (its descriptors are the caller's to
  * take or leave for initc_msg_clear). */

@@ -62,7 +62,7 @@ static void id_hex(char out[static PROTO_SESSION_ID_LEN + 1]) {
 
 /* The socket's path through the directory's descriptor: short whatever the
  * state directory's path, and not looked up through it again. */
-static void sock_path(const struct sessions *ss, const char *id, struct sockaddr_un *sa) {
+void sock_path(const struct sessions *ss, const char *id, struct sockaddr_un *sa) {
         memset(sa, 0, sizeof(*sa));
         sa->sun_family = AF_UNIX;
         snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", ss->dir_fd, id);
@@ -79,8 +79,8 @@ int sessions_init(struct sessions *ss, struct daemon *d, struct jobs *jobs, stru
         ss->dir_fd = -1;
         list_init(&ss->live);
         list_init(&ss->gone);
-        /* Sockets of sessions from before a restart lead nowhere now. */
-        (void) rm_rf_at(state_fd, "sessions");
+        /* Sockets of sessions from before a restart: those whose sandboxes
+         * go on are connected to again (sessions_adopt), the rest removed. */
         if (mkdirat(state_fd, "sessions", 0700) < 0 && errno != EEXIST)
                 return sbx_error_set(err, errno, "STATE/sessions");
         ss->dir_fd = openat(state_fd, "sessions", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -112,12 +112,17 @@ unsigned sessions_count(const struct sessions *ss, const struct tenant *t) {
 
 static void on_idle(struct source *src, uint32_t events);
 
-int session_new(struct sessions *ss, struct rjob *box, uint64_t idle_ms, struct sbx_error *err) {
+struct session *session_alloc(struct sessions *ss, struct rjob *box, const char *id, uint64_t idle_ms, struct sbx_error *err) {
         struct session *s = calloc(1, sizeof(*s));
-        if (!s)
-                return sbx_error_set(err, ENOMEM, "session");
+        if (!s) {
+                sbx_error_set(err, ENOMEM, "session");
+                return NULL;
+        }
         s->ss = ss;
-        id_hex(s->id);
+        if (id)
+                snprintf(s->id, sizeof(s->id), "%s", id);
+        else
+                id_hex(s->id);
         s->tenant = box->j.tenant;
         snprintf(s->tenant_name, sizeof(s->tenant_name), "%s", box->j.tenant->name);
         s->box = box;
@@ -125,7 +130,26 @@ int session_new(struct sessions *ss, struct rjob *box, uint64_t idle_ms, struct 
         s->idle_ms = idle_ms;
         s->created_ms = now_real_ms();
         list_init(&s->execs);
+        s->idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (s->idle_fd < 0 || loop_add(&s->idle_src, s->idle_fd, EPOLLIN, on_idle) < 0) {
+                sbx_error_set(err, errno, "the session's idle timer");
+                if (s->idle_fd >= 0)
+                        close(s->idle_fd);
+                free(s);
+                return NULL;
+        }
+        box->session_box = true;
+        box->session_idle_ms = idle_ms;
+        box->session = s;
+        memcpy(box->session_id, s->id, sizeof(s->id));
+        list_add_tail(&ss->live, &s->link);
+        return s;
+}
 
+int session_new(struct sessions *ss, struct rjob *box, uint64_t idle_ms, struct sbx_error *err) {
+        struct session *s = session_alloc(ss, box, NULL, idle_ms, err);
+        if (!s)
+                return -err->code;
         struct sockaddr_un sa;
         sock_path(ss, s->id, &sa);
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -133,25 +157,10 @@ int session_new(struct sessions *ss, struct rjob *box, uint64_t idle_ms, struct 
                 int e = errno;
                 if (fd >= 0)
                         close(fd);
-                unlinkat(ss->dir_fd, s->id, 0);
-                free(s);
+                session_abandon(box);
                 return sbx_error_set(err, e, "the session's socket");
         }
-        s->idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (s->idle_fd < 0 || loop_add(&s->idle_src, s->idle_fd, EPOLLIN, on_idle) < 0) {
-                int e = errno;
-                if (s->idle_fd >= 0)
-                        close(s->idle_fd);
-                close(fd);
-                unlinkat(ss->dir_fd, s->id, 0);
-                free(s);
-                return sbx_error_set(err, e, "the session's idle timer");
-        }
         box->session_fd = fd;
-        box->session_box = true;
-        box->session = s;
-        memcpy(box->session_id, s->id, sizeof(s->id));
-        list_add_tail(&ss->live, &s->link);
         return 0;
 }
 
@@ -267,9 +276,16 @@ static void session_fail(struct session *s, const char *why) {
 
 static void on_call_event(const struct initc_msg *ev, void *userdata) {
         struct session *s = userdata;
-        if (ev->hdr.type == SBX_INIT_EV_EXIT && s->n_held < ARRAY_SIZE(s->held))
-                memcpy(&s->held[s->n_held++], ev->payload, sizeof(s->held[0]));
-        else if (ev->hdr.type == SBX_INIT_EV_EXIT)
+        struct sbx_init_exit ex;
+        if (ev->hdr.type != SBX_INIT_EV_EXIT)
+                return;
+        /* Ends of no exec of ours (one a restart interrupted) are dropped. */
+        memcpy(&ex, ev->payload, sizeof(ex));
+        if (!exec_by_handle(s, ex.handle))
+                return;
+        if (s->n_held < ARRAY_SIZE(s->held))
+                s->held[s->n_held++] = ex;
+        else
                 session_fail(s, "its agent reported more ends at once than a call can hold");
 }
 
@@ -310,6 +326,7 @@ static void on_agent(struct source *src, uint32_t events) {
                                 s->state = S_READY;
                                 arm(s->idle_fd, s->idle_ms);
                                 log_info("session %s (tenant %s): ready", s->id, s->tenant_name);
+                                session_stop_orphans(s);
                         }
                 } else if (h->type == SBX_INIT_EV_EXIT) {
                         struct sbx_init_exit ex;
@@ -324,8 +341,7 @@ static void on_agent(struct source *src, uint32_t events) {
         initc_msg_clear(&msg_loop);
 }
 
-/* The box's launcher started: its agent listens on the socket. */
-static void connect_agent(struct session *s) {
+void session_connect(struct session *s) {
         struct sockaddr_un sa;
         sock_path(s->ss, s->id, &sa);
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -359,7 +375,7 @@ static void on_idle(struct source *src, uint32_t events) {
 
 /* ---- the job listener ------------------------------------------------------ */
 
-static void remember_gone(struct session *s) {
+void session_forget(struct session *s) {
         struct sessions *ss = s->ss;
         release(s);
         list_del(&s->link);
@@ -380,7 +396,7 @@ static void on_job_event(struct rjob *rj, json_t *ev, unsigned stream, size_t le
         const char *e = json_string_value(json_object_get(ev, "event"));
         struct session *s = rj->session;
         if (e && streq(e, "started") && s->state == S_STARTING)
-                connect_agent(s);
+                session_connect(s);
 }
 
 static void job_gone(struct rjob *rj) {
@@ -413,7 +429,7 @@ static void job_gone(struct rjob *rj) {
                 list_init(&x->link);
         }
         log_info("session %s (tenant %s): ended (%s)", s->id, s->tenant_name, s->end_reason ? s->end_reason : "crashed");
-        remember_gone(s);
+        session_forget(s);
 }
 
 static void on_job_end(struct rjob *rj, json_t *rec) {
@@ -506,10 +522,9 @@ int session_extend(struct session *s, uint64_t ttl_ms, uint64_t *ret_expires_ms)
         uint64_t want = now - started + ttl_ms, most = s->tenant->session_ttl_max_ms;
         if (want > most)
                 return -E2BIG;
-        int r = runner_rearm(box, ttl_ms);
+        int r = runner_extend(box, want);
         if (r < 0)
                 return r;
-        box->j.pol.timeout_ms = want;
         *ret_expires_ms = started + want;
         return 0;
 }
@@ -571,6 +586,7 @@ static int exec_spawn(struct session *s, struct exec_ref *x, const struct reques
         struct sbx_init_spawned sp;
         memcpy(&sp, msg_call.payload, sizeof(sp));
         x->handle = sp.handle;
+        x->rj->session_handle = sp.handle;
         r = feed_stdin(msg_call.fds[0], run->stdin_data, run->stdin_len);
         close(msg_call.fds[0]);
         msg_call.fds[0] = -1;

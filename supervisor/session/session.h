@@ -47,6 +47,10 @@ extern const struct job_listener session_listener;
 int sessions_init(struct sessions *ss, struct daemon *d, struct jobs *jobs, struct journal *journal, struct scheduler *sched,
                   const struct config *cfg, int state_fd, struct sbx_error *err);
 void sessions_done(struct sessions *ss);
+/* After recovery: the sessions whose sandboxes outlived the last daemon
+ * (job/recover.c found their launchers running) are made again and their
+ * agents connected to; sockets of the others are removed. */
+void sessions_adopt(struct sessions *ss);
 unsigned sessions_count(const struct sessions *ss, const struct tenant *t);
 
 /* session.create, for its box before it is queued: a new id, the agent's
