@@ -15,7 +15,7 @@
 /* ---- framing ----------------------------------------------------------------- */
 
 #define PRIVD_MAGIC 0x70786273u   /* "sbxp", little-endian */
-#define PRIVD_VERSION 2u
+#define PRIVD_VERSION 3u
 
 /* Requests, front to helper. A reply carries the request's type with
  * PRIVD_REPLY set and the request's sequence number. */
@@ -43,6 +43,7 @@ enum privd_type {
         PRIVD_JOB_TERM,        /* struct privd_job         -> struct privd_reply */
         PRIVD_JOB_WAIT,        /* struct privd_job         -> struct privd_reply (.status) */
         PRIVD_HOST_ADDR,       /* struct privd_host_addr   -> struct privd_reply (.addr, .count) */
+        PRIVD_JOB_ADOPT,       /* struct privd_job_adopt   -> struct privd_reply (.job, .pid, .limits) + 3 fds */
         PRIVD_TYPE_MAX,
 };
 #define PRIVD_REPLY 0x8000u
@@ -156,7 +157,26 @@ struct privd_spawn {
         struct privd_hdr h;
         struct privd_handle job;
         uint32_t fds;          /* PRIVD_FD_BIT()s of the descriptors sent */
-        uint32_t reserved;     /* 0 */
+        uint32_t flags;        /* PRIVD_SPAWN_* */
+};
+/* The job outlives its front (a session's sandbox; only with PRIVD_FD_PASS):
+ * when the front's connection ends, a listening helper keeps it, parked,
+ * rather than closing it, if its launcher still runs and it has neither a
+ * network nor an audit of the helper's; the next front takes it back with
+ * JOB_ADOPT. A parked job is closed when its launcher exits, when
+ * --park-timeout (PRIVD_PARK_MS unless given) passes without an adoption,
+ * or when the helper stops; no request but JOB_ADOPT reaches it. */
+#define PRIVD_SPAWN_OUTLIVE 1u
+#define PRIVD_PARK_MS 120000u
+
+/* JOB_ADOPT: the parked job of this uid whose launcher has this pid (what
+ * the last front's journal holds) becomes this front's, with the handle it
+ * had. The reply carries, in this order, a pidfd of its launcher, its
+ * cgroup directory and its workspace's root, as SPAWN and JOB_OPEN did. */
+struct privd_job_adopt {
+        struct privd_hdr h;
+        uint32_t uid;
+        int32_t pid;
 };
 
 /* NET_OPEN: a veth pair for a spawned job, once per job. pid and
@@ -320,5 +340,7 @@ struct privd_hello_reply {
 
 /* The largest message either side sends; a bigger one is refused. */
 #define PRIVD_MSG_MAX 128u
+/* The most descriptors one reply carries (JOB_ADOPT). */
+#define PRIVD_REPLY_FDS_MAX 3u
 /* The most descriptors one message carries. */
 #define PRIVD_FDS_MAX PRIVD_FD_COUNT

@@ -122,6 +122,55 @@ hold() {
         grep -qx 'R exit-code 0' <<<"$output"
 }
 
+# park_job: a front that spawns job P to outlive it and hangs up; P_UID,
+# P_PID, P_SLOT and P_GEN say which.
+park_job() {
+        (front "$NOBODY" park) > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/log" || true
+        cat "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/log"
+        grep -q '^attacks done' "$BATS_TEST_TMPDIR/out"
+        ! grep '^ACCEPTED' "$BATS_TEST_TMPDIR/out" || false
+        P_UID=$(field "P uid")
+        P_PID=$(field "P pid")
+        read -r P_SLOT P_GEN <<<"$(field "P handle")"
+        wait_until 10 logged "parked (the front went away)"
+}
+
+@test "sbx-privd --socket: a job spawned to outlive its front is parked when the front goes, and only JOB_ADOPT takes it back" {
+        park_job
+        alive "$P_PID"
+        P_CG=$(ls -d "$PRIVD_CG"/job-p"$P_SLOT"-"$P_GEN")
+        [ -d "$P_CG" ]
+        run -0 env PARK_UID="$P_UID" PARK_PID="$P_PID" PARK_SLOT="$P_SLOT" PARK_GEN="$P_GEN" \
+                "$CLIENT" --as "$NOBODY" --profile "$SBX_STAGE/profiles/default.ini" --connect "$SOCK" adopt
+        echo "$output"
+        ! grep '^ACCEPTED' <<<"$output" || false
+        grep -qx adopted <<<"$output"
+        grep -q "^refused JOB_KILL of a parked job's handle" <<<"$output"
+        grep -q "^refused a second JOB_ADOPT" <<<"$output"
+        logged "taken back by the front"
+        wait_until 10 gone "$P_PID"
+        [ ! -e "$P_CG" ]
+}
+
+@test "sbx-privd --socket: a parked job is closed when its launcher exits, and when no front takes it back in time" {
+        park_job
+        P_CG=$PRIVD_CG/job-p$P_SLOT-$P_GEN
+        kill -KILL "$P_PID"
+        wait_until 10 logged "job job-p$P_SLOT-$P_GEN: closed (parked, and its launcher exited)"
+        [ ! -e "$P_CG" ]
+        # a helper that waits 1 s only
+        kill "$LPID"
+        wait "$LPID" || true
+        "$PRIVD" --socket "$SOCK" --front "$NOBODY" --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" \
+                --launcher "$SBX_LAUNCH" --park-timeout 1 2> "$BATS_TEST_TMPDIR/helper.log" &
+        LPID=$!
+        wait_until 30 test -S "$SOCK"
+        park_job
+        wait_until 10 logged "job job-p$P_SLOT-$P_GEN: closed (parked, and no front took it back in time)"
+        wait_until 10 gone "$P_PID"
+        [ ! -e "$PRIVD_CG/job-p$P_SLOT-$P_GEN" ]
+}
+
 @test "sbx-privd --socket: a hostile front's broken frames leave nothing for the next front (sequence and HELLO start over)" {
         front "$NOBODY" --hold frames > "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/log" &
         CPID=$!

@@ -96,6 +96,30 @@ status_of() { # PID FIELD
         [ "$output" = again ]
 }
 
+@test "helper_socket: a session outlives a SIGKILLed front: sbx-privd parks its sandbox and the next front takes it back" {
+        front_start
+        run -0 ctl session create --ttl 5m
+        sid=$output
+        run -0 ctl session exec "$sid" -- sh -c 'echo 41 > n; sleep 1200 & echo ok'
+        run -0 ctl --json session show "$sid"
+        box=$(json_get job <<<"$output")
+        kill -KILL "$SUP_PID"
+        wait "$SUP_PID" 2>/dev/null || true
+        SUP_PID=
+        wait_until 30 grep -q "parked (the front went away)" "$SUP_DIR/privd.log"
+        pgrep -f 'sleep 1200'
+        front_start
+        wait_until 10 sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session show $sid | jq -e '.state == \"ready\"'"
+        grep -q "taken back by the front" "$SUP_DIR/privd.log"
+        run -0 ctl session exec "$sid" -- sh -c 'echo $(( $(cat n) + 1 )); pgrep -x sleep >/dev/null && echo still-running'
+        [ "${lines[0]}" = 42 ]
+        [ "${lines[1]}" = still-running ]
+        run -0 ctl session close "$sid"
+        run ! ctl --json wait "$box"
+        [ "$(json_get result.session.ended <<<"$output")" = closed ]
+        wait_until 10 sh -c "! pgrep -f 'sleep 120[0]'"
+}
+
 @test "helper_socket: started as root the daemon refuses, naming the key" {
         run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf"
         [ "$status" -ne 0 ]

@@ -171,7 +171,7 @@ t_helpers_gate_records_so_LDFLAGS = -shared
 # with the front's credentials.
 check_PROGRAMS += t/helpers/privd-client
 t_helpers_privd_client_SOURCES = t/helpers/privd-client.c t/helpers/privd-client.h t/helpers/privd-client-fs.c \
-	t/helpers/privd-client-net.c t/helpers/privd-client-audit.c t/helpers/privd-client-passfd.c lib/privd-abi.h \
+	t/helpers/privd-client-net.c t/helpers/privd-client-audit.c t/helpers/privd-client-passfd.c t/helpers/privd-client-park.c lib/privd-abi.h \
 	supervisor/net/auditring.h supervisor/net/auditring.c
 t_helpers_privd_client_CFLAGS = $(AM_CFLAGS) -iquote $(top_srcdir)/supervisor/net -I$(top_srcdir)/bpf
 TESTS += t/privd-hostile.bats t/privd-fs.bats t/privd-net.bats t/privd-audit.bats t/privd-listen.bats t/supervisor-helper-socket.bats

@@ -138,6 +138,23 @@ int privc_job_open(struct privc *c, struct privd_job_open *m, struct privd_handl
         return 0;
 }
 
+int privc_job_adopt(struct privc *c, uid_t uid, pid_t pid, struct privd_handle *ret_job, unsigned *ret_limits, int ret_fds[3]) {
+        struct privd_job_adopt m = { .uid = (uint32_t) uid, .pid = (int32_t) pid };
+        struct privd_reply rep;
+        unsigned n;
+        int r = call(c, &m.h, PRIVD_JOB_ADOPT, sizeof(m), NULL, 0, &rep, ret_fds, 3, &n);
+        if (r < 0)
+                return r;
+        if (n != 3) {
+                for (unsigned i = 0; i < n; i++)
+                        close(ret_fds[i]);
+                return -EPROTO;
+        }
+        *ret_job = rep.job;
+        *ret_limits = rep.limits;
+        return 0;
+}
+
 static int job_call(struct privc *c, uint16_t type, struct privd_handle job, struct privd_reply *rep) {
         struct privd_job m = { .job = job };
         return call(c, &m.h, type, sizeof(m), NULL, 0, rep, NULL, 0, NULL);
@@ -178,8 +195,9 @@ int privc_job_close(struct privc *c, struct privd_handle job) {
         return call(c, &m.h, PRIVD_JOB_CLOSE, sizeof(m), NULL, 0, &rep, NULL, 0, NULL);
 }
 
-int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD_COUNT], pid_t *ret_pid, int *ret_pidfd) {
-        struct privd_spawn m = { .job = job };
+int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD_COUNT], uint32_t flags, pid_t *ret_pid,
+                int *ret_pidfd) {
+        struct privd_spawn m = { .job = job, .flags = flags };
         struct privd_reply rep;
         int sent[PRIVD_FD_COUNT], pidfd;
         unsigned k = 0, n;

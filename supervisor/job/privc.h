@@ -45,7 +45,11 @@ int privc_job_kill(struct privc *c, struct privd_handle job);
 int privc_job_wait(struct privc *c, struct privd_handle job, int *ret_status);
 int privc_job_close(struct privc *c, struct privd_handle job);
 /* fds: one per enum privd_fd, -1 where none; they stay the caller's. */
-int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD_COUNT], pid_t *ret_pid, int *ret_pidfd);
+int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD_COUNT], uint32_t flags, pid_t *ret_pid,
+                int *ret_pidfd);
+/* A parked job of the last front (privd-abi.h, JOB_ADOPT): its handle and
+ * limits, and the launcher's pidfd, the cgroup and the workspace. */
+int privc_job_adopt(struct privc *c, uid_t uid, pid_t pid, struct privd_handle *ret_job, unsigned *ret_limits, int ret_fds[3]);
 
 /* The job's network (NET_OPEN: the launcher's sandbox pid and network
  * namespace inode; the DNS proxy's UDP and TCP sockets come back). */

@@ -23,6 +23,28 @@ int privjob_uid(struct privc *c, struct rjob *rj) {
         return 0;
 }
 
+static void take_limits(struct rjob *rj, unsigned limits) {
+        rj->ws_noswap = (limits & PRIVD_WS_NOSWAP) != 0;
+        rj->cg_limits = ((limits & PRIVD_LIMIT_MEMORY) ? CG_LIMIT_MEMORY : 0) | ((limits & PRIVD_LIMIT_PIDS) ? CG_LIMIT_PIDS : 0) |
+                        ((limits & PRIVD_LIMIT_CPU) ? CG_LIMIT_CPU : 0);
+}
+
+int privjob_adopt(struct privc *c, struct rjob *rj, int *ret_pidfd) {
+        unsigned limits = 0;
+        int fds[3];
+        int r = privc_job_adopt(c, rj->j.job_uid, rj->pid, &rj->ph, &limits, fds);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        rj->ph_open = true;
+        rj->own_uid = true;
+        *ret_pidfd = fds[0];
+        rj->cgroup_fd = fds[1];
+        rj->ws_fd = fds[2];
+        rj->ws_mounted = true;
+        take_limits(rj, limits);
+        return 0;
+}
+
 static uint64_t or_zero(uint64_t v) {
         return v == PROTO_UNSET ? 0 : v;
 }
@@ -45,9 +67,7 @@ int privjob_open(struct privc *c, struct rjob *rj, struct sbx_error *err) {
         rj->cgroup_fd = cg;
         rj->ws_fd = ws;
         rj->ws_mounted = true;
-        rj->ws_noswap = (limits & PRIVD_WS_NOSWAP) != 0;
-        rj->cg_limits = ((limits & PRIVD_LIMIT_MEMORY) ? CG_LIMIT_MEMORY : 0) | ((limits & PRIVD_LIMIT_PIDS) ? CG_LIMIT_PIDS : 0) |
-                        ((limits & PRIVD_LIMIT_CPU) ? CG_LIMIT_CPU : 0);
+        take_limits(rj, limits);
         /* The workspace is the front's until it is handed over: the
          * uploads go in as the front's files, then become the job's. */
         r = workspace_write_uploads(ws, &rj->j.req.run, err);
@@ -99,7 +119,8 @@ int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls,
                 all[i] = i < SPAWN_FDS ? fds[i] : -1;
         all[PRIVD_FD_ARGV] = argv_fd;
         pid_t pid = 0;
-        r = privc_spawn(c, rj->ph, all, &pid, ret_pidfd);
+        /* A session's box outlives the front: the helper parks it. */
+        r = privc_spawn(c, rj->ph, all, rj->session_box ? PRIVD_SPAWN_OUTLIVE : 0, &pid, ret_pidfd);
         if (r == 0)
                 rj->pid = pid;
         return r;

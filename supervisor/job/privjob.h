@@ -24,6 +24,11 @@ int privjob_open(struct privc *c, struct rjob *rj, struct sbx_error *err);
 void privjob_workspace(const struct rjob *rj, const char *dir, char *buf, size_t len);
 /* The launcher, as the job's uid in its cgroup; fds as spawn_params'. */
 int privjob_spawn(struct privc *c, struct rjob *rj, const struct launchspec *ls, const int fds[SPAWN_FDS], int *ret_pidfd);
+/* A session's box that a front before this one started (recovery:
+ * rj->j.job_uid and rj->pid from the journal), parked by the helper: taken
+ * back, with its cgroup and workspace; its launcher's pidfd in *ret_pidfd.
+ * -ESRCH when the helper holds no such job. */
+int privjob_adopt(struct privc *c, struct rjob *rj, int *ret_pidfd);
 /* The workspace's files the job made become the front's (its end: the
  * artifacts), once no process of the job is left. */
 int privjob_reclaim(struct privc *c, struct rjob *rj);

@@ -233,11 +233,11 @@ static void restore_started(struct daemon *d, struct rjob *rj, const struct jour
 /* A session's sandbox that may have outlived the daemon: it started and
  * did not end, its tenant is still configured, and it needs nothing only
  * the last daemon held (a restricted network's veth and DNS proxy, the
- * network audit's ring). With sbx-privd, the helper ends a front's jobs
- * when the front goes. */
+ * network audit's ring: box_net_kept). With "user" set, only a listening
+ * sbx-privd (helper_socket) keeps a front's jobs when the front goes. */
 static bool box_may_go_on(const struct daemon *d, const struct journal_entry *x) {
         json_t *sess = json_object_get(x->accept, "session");
-        return x->pid > 0 && !x->end && !privc_on(&d->privc) && tenant_find(d->cfg, x->tenant) &&
+        return x->pid > 0 && !x->end && tenant_find(d->cfg, x->tenant) &&
                streq(json_string_value(json_object_get(sess, "role")) ?: "", "sandbox");
 }
 
@@ -345,7 +345,10 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 /* An exec has no launcher: it started when it was given a handle. */
                 started = started || (rj->session_exec && x->start);
                 if (rj->session_box && box_may_go_on(d, x)) {
-                        if (box_net_kept(&j->pol)) {
+                        if (privc_on(&d->privc) && !d->cfg->helper_socket)
+                                restarted = "supervisor restarted: the sbx-privd it starts itself ends the front's jobs with it "
+                                            "(one of its own, helper_socket, keeps a session's sandbox)";
+                        else if (box_net_kept(&j->pol)) {
                                 int r = adopt_box(d, rj, x);
                                 if (r == 0) {
                                         rj->session_end = NULL;
@@ -354,8 +357,11 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                                         return;
                                 }
                                 rj->session_end = r == -ESRCH ? "crashed" : "restarted";
-                                restarted = r == -ESRCH ? "its sandbox ended while the supervisor was not running"
-                                                        : "supervisor restarted, and its sandbox could not be watched again";
+                                restarted = r != -ESRCH ? "supervisor restarted, and its sandbox could not be watched again"
+                                            : privc_on(&d->privc)
+                                                    ? "its sandbox ended while the supervisor was not running (sbx-privd holds "
+                                                      "it no more: it exited, or no front took it back in time)"
+                                                    : "its sandbox ended while the supervisor was not running";
                                 if (r != -ESRCH)
                                         log_warning("recovery: session %s: its sandbox cannot be watched again (%s): it ends", sid,
                                                     strerror(-r));

@@ -412,10 +412,14 @@ int runner_extend(struct rjob *rj, uint64_t timeout_ms) {
         return r;
 }
 
-int runner_adopt(struct rjob *rj) {
+/* The launcher of a box the last daemon started, if it is still that
+ * process: a pidfd of it, its cgroup open again. */
+static int find_launcher(struct rjob *rj, int *ret_pidfd) {
         struct daemon *d = rj->d;
-        struct sbx_error err;
         unsigned long long st;
+        /* sbx-privd parked it, and knows it is its child. */
+        if (privc_on(&d->privc))
+                return privjob_adopt(&d->privc, rj, ret_pidfd);
         int pidfd = (int) syscall(SYS_pidfd_open, rj->pid, 0);
         if (pidfd < 0)
                 return errno == ESRCH ? -ESRCH : -errno;
@@ -427,10 +431,21 @@ int runner_adopt(struct rjob *rj) {
                 close(pidfd);
                 return -ESRCH;
         }
+        *ret_pidfd = pidfd;
         int r = 0;
         if (rj->had_cgroup && (r = cgroup_job_open(&d->cg, rj->j.id, &rj->cgroup_fd)) < 0)
                 log_warning(JOB_LOG ": its cgroup cannot be opened again (%s): it is ended through its launcher",
                             JOB_LOG_ARGS(&rj->j), strerror(-r));
+        return 0;
+}
+
+int runner_adopt(struct rjob *rj) {
+        struct daemon *d = rj->d;
+        struct sbx_error err;
+        int pidfd = -1;
+        int r = find_launcher(rj, &pidfd);
+        if (r < 0)
+                return r;
         r = timer_start(rj, &err);
         if (r == 0) {
                 uint64_t now = now_real_ms(), end = rj->j.started_ms + rj->j.pol.timeout_ms;

@@ -8,8 +8,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +53,10 @@ struct pjob *privd_job_lookup(struct privd *p, const struct privd_hdr *h, struct
         }
         if (j->gen != hd.gen) {
                 *ret_err = privd_refuse(h, -ESTALE, "generation %u is not that of slot %u's job", hd.gen, hd.slot);
+                return NULL;
+        }
+        if (j->parked) {
+                *ret_err = privd_refuse(h, -ENOENT, "job %s is parked: only JOB_ADOPT takes it", j->name);
                 return NULL;
         }
         return j;
@@ -192,8 +198,9 @@ int privd_job_open(struct privd *p, const struct privd_job_open *m, struct privd
                 goto fail;
         }
         j->state = PJOB_OPEN;
+        j->limits = limits | (noswap ? PRIVD_WS_NOSWAP : 0);
         rep->job = (struct privd_handle){ .slot = slot, .gen = gen };
-        rep->limits = limits | (noswap ? PRIVD_WS_NOSWAP : 0);
+        rep->limits = j->limits;
         ret_fds[0] = cg;
         ret_fds[1] = ws;
         return 0;
@@ -312,19 +319,40 @@ int privd_ws_reclaim(struct privd *p, const struct privd_job *m) {
         return 0;
 }
 
-void privd_close_all(struct privd *p) {
+static uint64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+static void close_job(struct privd *p, struct pjob *j, const char *why) {
+        privd_net_job_end(p, j);
+        privd_audit_job_end(p, j);
+        int r = job_teardown(p, j, true);
+        if (r < 0)
+                privd_log("job %s: not all gone: %s", j->name, strerror(-r));
+        else
+                privd_log("job %s: closed (%s)", j->name, why);
+        *j = PJOB_EMPTY;
+}
+
+void privd_close_all(struct privd *p, bool park) {
         for (uint32_t i = 0; i < p->conf->max_jobs; i++) {
                 struct pjob *j = &p->jobs[i];
                 if (j->state == PJOB_FREE)
                         continue;
-                privd_net_job_end(p, j);
-                privd_audit_job_end(p, j);
-                int r = job_teardown(p, j, true);
-                if (r < 0)
-                        privd_log("job %s: not all gone: %s", j->name, strerror(-r));
-                else
-                        privd_log("job %s: closed (the front went away)", j->name);
-                *j = PJOB_EMPTY;
+                /* Parked by an earlier front's going: its deadline holds. */
+                if (park && j->parked)
+                        continue;
+                if (park && p->conf->park_ms && j->outlive && j->state == PJOB_SPAWNED && !j->reaped && j->pid > 0 &&
+                    !j->net_slot1 && !j->audit) {
+                        j->parked = true;
+                        j->park_until_ms = mono_ms() + p->conf->park_ms;
+                        privd_log("job %s: parked (the front went away): the next front may take it back within %u s", j->name,
+                                  p->conf->park_ms / 1000);
+                        continue;
+                }
+                close_job(p, j, park ? "the front went away" : "the front went away, or the helper stops");
         }
 }
 
@@ -333,8 +361,58 @@ void privd_reap(struct privd *p) {
         int st;
         while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
                 for (uint32_t i = 0; i < p->conf->max_jobs; i++)
-                        if (p->jobs[i].pid == pid)
+                        if (p->jobs[i].pid == pid) {
                                 reaped(&p->jobs[i], st);
+                                if (p->jobs[i].parked)
+                                        close_job(p, &p->jobs[i], "parked, and its launcher exited");
+                        }
+}
+
+int privd_park_timeout(const struct privd *p) {
+        uint64_t now = mono_ms(), next = UINT64_MAX;
+        for (uint32_t i = 0; i < p->conf->max_jobs; i++)
+                if (p->jobs[i].parked && p->jobs[i].park_until_ms < next)
+                        next = p->jobs[i].park_until_ms;
+        if (next == UINT64_MAX)
+                return -1;
+        return next <= now ? 0 : (int) (next - now);
+}
+
+void privd_park_expire(struct privd *p) {
+        uint64_t now = mono_ms();
+        for (uint32_t i = 0; i < p->conf->max_jobs; i++)
+                if (p->jobs[i].parked && p->jobs[i].park_until_ms <= now)
+                        close_job(p, &p->jobs[i], "parked, and no front took it back in time");
+}
+
+int privd_job_adopt(struct privd *p, const struct privd_job_adopt *m, struct privd_reply *rep, int ret_fds[3]) {
+        const struct privd_hdr *h = &m->h;
+        struct pjob *j = NULL;
+        if (m->uid == 0 || m->pid <= 0)
+                return privd_refuse(h, -EINVAL, "uid %u, pid %d", m->uid, (int) m->pid);
+        for (uint32_t i = 0; i < p->conf->max_jobs && !j; i++)
+                if (p->jobs[i].parked && p->jobs[i].uid == m->uid && p->jobs[i].pid == m->pid)
+                        j = &p->jobs[i];
+        if (!j)
+                return privd_refuse(h, -ENOENT, "no parked job of uid %u with launcher %d", m->uid, (int) m->pid);
+        /* Not reaped (it would have been closed): the pid is still its. */
+        int fds[3] = { (int) syscall(SYS_pidfd_open, j->pid, 0), fcntl(j->cgroup_fd, F_DUPFD_CLOEXEC, 3),
+                       fcntl(j->ws_fd, F_DUPFD_CLOEXEC, 3) };
+        for (int i = 0; i < 3; i++)
+                if (fds[i] < 0) {
+                        int e = -errno;
+                        for (int k = 0; k < 3; k++)
+                                if (fds[k] >= 0)
+                                        close(fds[k]);
+                        return privd_refuse(h, e, "job %s: its descriptors", j->name);
+                }
+        j->parked = false;
+        rep->job = (struct privd_handle){ .slot = (uint32_t) (j - p->jobs), .gen = j->gen };
+        rep->pid = j->pid;
+        rep->limits = j->limits;
+        memcpy(ret_fds, fds, sizeof(fds));
+        privd_log("job %s: taken back by the front", j->name);
+        return 0;
 }
 
 int privd_job_wait(struct privd *p, const struct privd_job *m, struct privd_reply *rep) {
@@ -504,9 +582,14 @@ int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned
         }
         const uint32_t need = PRIVD_FD_BIT(PRIVD_FD_STATUS) | PRIVD_FD_BIT(PRIVD_FD_PROFILE) | PRIVD_FD_BIT(PRIVD_FD_ARGV);
         const uint32_t hs = PRIVD_FD_BIT(PRIVD_FD_INFO) | PRIVD_FD_BIT(PRIVD_FD_BLOCK);
-        if (m->reserved || (m->fds & ~(PRIVD_FD_BIT(PRIVD_FD_COUNT) - 1)) || (m->fds & need) != need ||
+        if ((m->fds & ~(PRIVD_FD_BIT(PRIVD_FD_COUNT) - 1)) || (m->fds & need) != need ||
             ((m->fds & hs) != 0 && (m->fds & hs) != hs)) {
                 r = privd_refuse(h, -EINVAL, "descriptor set 0x%x lacks one required or names an unknown one", m->fds);
+                goto out;
+        }
+        if ((m->flags & ~PRIVD_SPAWN_OUTLIVE) ||
+            ((m->flags & PRIVD_SPAWN_OUTLIVE) && !(m->fds & PRIVD_FD_BIT(PRIVD_FD_PASS)))) {
+                r = privd_refuse(h, -EINVAL, "flags 0x%x: unknown, or OUTLIVE without a session's descriptor", m->flags);
                 goto out;
         }
         if ((unsigned) __builtin_popcount(m->fds) != n_fds) {
@@ -541,6 +624,7 @@ int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned
         r = launch(p, j, h, slots, ret_pidfd);
         if (r == 0) {
                 j->state = PJOB_SPAWNED;
+                j->outlive = (m->flags & PRIVD_SPAWN_OUTLIVE) != 0;
                 rep->pid = j->pid;
         }
 out:

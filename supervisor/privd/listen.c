@@ -77,11 +77,12 @@ static int take(int listen_fd, struct ucred *ret) {
 int privd_accept(struct privd *p) {
         for (;;) {
                 struct pollfd pf[2] = { { .fd = p->conf->listen_fd, .events = POLLIN }, { .fd = p->sig_fd, .events = POLLIN } };
-                if (poll(pf, 2, -1) < 0) {
+                if (poll(pf, 2, privd_park_timeout(p)) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return -errno;
                 }
+                privd_park_expire(p);
                 if (pf[1].revents && privd_signal_read(p) == -ECANCELED)
                         return -ECANCELED;
                 if (!pf[0].revents)

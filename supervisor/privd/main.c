@@ -31,7 +31,7 @@ static _noreturn_ void usage(int code) {
         fputs("Usage: sbx-privd {--fd N | --socket PATH | --listen N} --front {UID:GID | USER} --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
               "                 --launcher PATH [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
               "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]] [--net-audit RING_BYTES]\n"
-              "                 [--bundle-cache DIR]\n",
+              "                 [--bundle-cache DIR] [--park-timeout SECONDS]\n",
               code ? stderr : stdout);
         exit(code);
 }
@@ -155,11 +155,13 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 { "net-state", required_argument, NULL, 's' }, { "front", required_argument, NULL, 'F' },
                 { "socket", required_argument, NULL, 'S' },    { "listen", required_argument, NULL, 'L' },
                 { "bundle-cache", required_argument, NULL, 'B' }, { "net-audit", required_argument, NULL, 'a' },
-                { "help", no_argument, NULL, 'h' },            {},
+                { "park-timeout", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+                {},
         };
         int o;
         c->fd = c->listen_fd = -1;
         c->workspace_max = DEFAULT_WORKSPACE_MAX;
+        c->park_ms = PRIVD_PARK_MS;
         while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
                 switch (o) {
                 case 'f': c->fd = (int) number("--fd", optarg, 1 << 20); break;
@@ -183,6 +185,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 case 'S': c->socket_path = abs_path("--socket", optarg); break;
                 case 'L': c->listen_fd = (int) number("--listen", optarg, 1 << 20); break;
                 case 'B': c->bundle_cache = abs_path("--bundle-cache", optarg); break;
+                case 'P': c->park_ms = (uint32_t) number("--park-timeout", optarg, 86400) * 1000u; break;
                 case 'a':
                         /* The ring buffer map's size: a power of two, a
                          * page at least; its reply field is 32 bits. */
@@ -208,6 +211,8 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 c->max_jobs = c->uid_count < MAX_JOBS_LIMIT ? c->uid_count : MAX_JOBS_LIMIT;
         int type;
         socklen_t len = sizeof(type);
+        if (c->park_ms && c->fd >= 0)
+                c->park_ms = 0; /* with --fd the helper ends with its one front */
         if (c->fd >= 0 && (getsockopt(c->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET))
                 die("--fd %d: not a SOCK_SEQPACKET socket", c->fd);
         if (access(c->launcher, X_OK) < 0)
@@ -292,13 +297,16 @@ int main(int argc, char **argv) {
                         privd_log("socket: %s", strerror(-r));
                 /* The front is gone (or the socket failed): no job outlives it. */
                 privd_log_flush();
-                privd_close_all(&p);
+                /* A listening helper keeps what may outlive its front
+                 * (sessions' sandboxes) for the next one. */
+                privd_close_all(&p, conf.fd < 0 && r != -ECANCELED);
                 privd_audit_front_gone(&p);
                 close(p.fd);
                 if (conf.fd >= 0 || r == -ECANCELED)
                         break;
-                privd_log("front gone, every job closed; waiting for the next front");
+                privd_log("front gone, its jobs closed but those parked; waiting for the next front");
         }
+        privd_close_all(&p, false);
         privd_net_teardown(&p);
         privd_audit_teardown(&p);
         privd_log(r == -ECANCELED ? "stopped, every job closed" : "front gone, every job closed");

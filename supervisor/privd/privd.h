@@ -50,6 +50,10 @@ struct pjob {
         bool net_opened;          /* net.c: NET_OPEN done (once per job) */
         struct nacore_att *audit; /* audit.c: attached (NET_AUDIT until NET_UNAUDIT) */
         bool audit_done;          /* audit.c: NET_AUDIT done (once per job) */
+        uint32_t limits;          /* JOB_OPEN's reply: PRIVD_LIMIT_*, PRIVD_WS_NOSWAP */
+        bool outlive;             /* SPAWN asked PRIVD_SPAWN_OUTLIVE */
+        bool parked;              /* its front went away: kept for the next one (JOB_ADOPT) */
+        uint64_t park_until_ms;   /* CLOCK_MONOTONIC: closed then if not adopted */
         char name[32];            /* "job-p<slot>-<gen>": cgroup and workspace */
 };
 
@@ -75,6 +79,7 @@ struct privd_conf {
         unsigned net_pool6_prefix; /* 48 to 110, or 0: IPv4 only */
         const char *net_state;    /* the directory of the forwarding record */
         uint64_t audit_ring;      /* --net-audit: the ring buffer's bytes; 0: no audit */
+        uint32_t park_ms;         /* --park-timeout: how long a parked job waits for a front; 0: none is parked */
 };
 
 struct privd_net;
@@ -120,8 +125,17 @@ int privd_ws_handover(struct privd *p, const struct privd_job *m);
 int privd_ws_reclaim(struct privd *p, const struct privd_job *m);
 /* fds: the received descriptors, in the order of m->fds' bits; taken. */
 int privd_spawn(struct privd *p, const struct privd_spawn *m, int *fds, unsigned n_fds, struct privd_reply *rep, int *ret_pidfd);
-/* The front is gone: kill and close every job. */
-void privd_close_all(struct privd *p);
+/* The front is gone: kill and close every job; with park (a listening
+ * helper that waits for the next front), a spawned job whose SPAWN asked
+ * PRIVD_SPAWN_OUTLIVE, whose launcher runs and which has no network or
+ * audit is parked instead (privd-abi.h). */
+void privd_close_all(struct privd *p, bool park);
+/* JOB_ADOPT: fds are the launcher's pidfd, the cgroup and the workspace. */
+int privd_job_adopt(struct privd *p, const struct privd_job_adopt *m, struct privd_reply *rep, int ret_fds[3]);
+/* Milliseconds until the next parked job's deadline, or -1 (a poll timeout). */
+int privd_park_timeout(const struct privd *p);
+/* Close the parked jobs whose deadline has passed. */
+void privd_park_expire(struct privd *p);
 /* Reap exited launchers (SIGCHLD). */
 void privd_reap(struct privd *p);
 

@@ -30,6 +30,7 @@ static const char *const type_names[PRIVD_TYPE_MAX] = {
         [PRIVD_NET_RING] = "NET_RING",   [PRIVD_NET_AUDIT] = "NET_AUDIT", [PRIVD_NET_ALLOW] = "NET_ALLOW",
         [PRIVD_NET_DENY] = "NET_DENY",   [PRIVD_NET_UNAUDIT] = "NET_UNAUDIT",
         [PRIVD_JOB_TERM] = "JOB_TERM",   [PRIVD_JOB_WAIT] = "JOB_WAIT",   [PRIVD_HOST_ADDR] = "HOST_ADDR",
+        [PRIVD_JOB_ADOPT] = "JOB_ADOPT",
 };
 
 /* The exact size of each request. */
@@ -44,7 +45,7 @@ static const uint32_t type_sizes[PRIVD_TYPE_MAX] = {
         [PRIVD_NET_ALLOW] = sizeof(struct privd_net_allow), [PRIVD_NET_DENY] = sizeof(struct privd_net_deny),
         [PRIVD_NET_UNAUDIT] = sizeof(struct privd_job),
         [PRIVD_JOB_TERM] = sizeof(struct privd_job),     [PRIVD_JOB_WAIT] = sizeof(struct privd_job),
-        [PRIVD_HOST_ADDR] = sizeof(struct privd_host_addr),
+        [PRIVD_HOST_ADDR] = sizeof(struct privd_host_addr), [PRIVD_JOB_ADOPT] = sizeof(struct privd_job_adopt),
 };
 
 _Static_assert(sizeof(struct privd_job_open) <= PRIVD_MSG_MAX, "PRIVD_MSG_MAX");
@@ -179,6 +180,7 @@ static int serve_one(struct privd *p, short revents) {
                 struct privd_net_allow allow;
                 struct privd_net_deny deny;
                 struct privd_host_addr host;
+                struct privd_job_adopt adopt;
                 char raw[PRIVD_MSG_MAX];
         } m;
         union {
@@ -224,7 +226,7 @@ static int serve_one(struct privd *p, short revents) {
         memset(&rep, 0, sizeof(rep));
         memset(&hrep, 0, sizeof(hrep));
         memset(&nrep, 0, sizeof(nrep));
-        int out[2] = { -1, -1 };
+        int out[PRIVD_REPLY_FDS_MAX] = { -1, -1, -1 };
         unsigned n_out = 0;
         int r = check_frame(p, &m.h, n, mh.msg_flags, n_recv);
         if (r == 0) {
@@ -292,6 +294,10 @@ static int serve_one(struct privd *p, short revents) {
                 case PRIVD_HOST_ADDR:
                         r = privd_host_addr(&m.host, &rep);
                         break;
+                case PRIVD_JOB_ADOPT:
+                        r = privd_job_adopt(p, &m.adopt, &rep, out);
+                        n_out = r == 0 ? 3 : 0;
+                        break;
                 default:
                         r = privd_refuse(&m.h, -EOPNOTSUPP, "not implemented by this helper");
                         break;
@@ -317,7 +323,7 @@ static int serve_one(struct privd *p, short revents) {
                 rep.err = r;
                 s = fd_send_with(p->fd, &rep, sizeof(rep), out, n_out);
         }
-        close_fds(out, 2);
+        close_fds(out, PRIVD_REPLY_FDS_MAX);
         return s == -EPIPE || s == -ECONNRESET ? s : 0;
 }
 
@@ -349,11 +355,12 @@ int privd_serve(struct privd *p) {
                 struct pollfd pf[3] = { { .fd = p->fd, .events = POLLIN },
                                         { .fd = p->sig_fd, .events = POLLIN },
                                         { .fd = p->conf->listen_fd, .events = POLLIN } };
-                if (poll(pf, p->conf->listen_fd >= 0 ? 3 : 2, -1) < 0) {
+                if (poll(pf, p->conf->listen_fd >= 0 ? 3 : 2, privd_park_timeout(p)) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return -errno;
                 }
+                privd_park_expire(p);
                 if (pf[1].revents && privd_signal_read(p) == -ECANCELED)
                         return -ECANCELED;
                 if (p->conf->listen_fd >= 0 && pf[2].revents)

@@ -17,7 +17,7 @@
  * "uploads", "states", "reclaim" and "bundle" (--bundle DIR: a directory
  * of the front's) are in privd-client-fs.c; "net", "net-attacks" and
  * "net-reuse" (--v6: with IPv6) in privd-client-net.c; "passfd" in
- * privd-client-passfd.c.
+ * privd-client-passfd.c; "park" and "adopt" in privd-client-park.c.
  *
  * With --connect PATH, no helper is started: the client drops to --as
  * and connects to a helper listening there (sbx-privd --socket), and
@@ -48,6 +48,7 @@ int sock = -1;
 uint32_t seq;
 int accepted;
 const char *profile_file;
+uint32_t spawn_flags;
 
 _Noreturn void fail(const char *what) {
         fprintf(stderr, "privd-client: %s: %s\n", what, strerror(errno));
@@ -211,7 +212,7 @@ int32_t spawn_opts(struct job *j, const char *opts, size_t opts_len, const char 
                 fds[n++] = pass;
         }
         fds[n++] = memfd_with("argv", line, opts_len + argv_len);
-        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h, .fds = bits };
+        struct privd_spawn m = { .h = hdr(PRIVD_SPAWN, sizeof(m)), .job = j->h, .fds = bits, .flags = spawn_flags };
         struct privd_reply rep;
         int pidfd = -1;
         int32_t r = call(&m, sizeof(m), fds, n, &rep, &pidfd, 1);
@@ -488,6 +489,10 @@ hello:;
                 return audit_main(scenario);
         if (!strncmp(scenario, "net", 3))
                 return net_main(scenario, net_flags, hold, &usr1);
+        if (!strcmp(scenario, "park"))
+                return park_main();
+        if (!strcmp(scenario, "adopt"))
+                return adopt_main();
 
         struct job a;
         open_job("A", &a);

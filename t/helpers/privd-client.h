@@ -22,6 +22,7 @@ extern int sock;
 extern uint32_t seq;
 extern int accepted;          /* attacks the helper accepted: the exit status is 1 */
 extern const char *profile_file;
+extern uint32_t spawn_flags;   /* SPAWN's flags (PRIVD_SPAWN_*), 0 unless a scenario sets them */
 
 _Noreturn void fail(const char *what);
 struct privd_hdr hdr(uint16_t type, uint32_t len);
@@ -68,3 +69,7 @@ int net_main(const char *scenario, uint32_t flags, bool hold, sigset_t *usr1);
 
 /* privd-client-audit.c: the network audit (t/privd-audit.bats). */
 int audit_main(const char *scenario);
+
+/* privd-client-park.c: jobs that outlive their front (t/privd-listen.bats). */
+int park_main(void);
+int adopt_main(void);
