@@ -149,6 +149,8 @@ static int do_open(struct agent *a, const char *path, const struct sbx_init_path
                 flags = O_RDONLY | O_NONBLOCK | O_NOCTTY;
         else if (pa->arg == SBX_INIT_OPEN_WRITE)
                 flags = O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY;
+        else if (pa->arg == SBX_INIT_OPEN_MORE)
+                flags = O_WRONLY | O_NONBLOCK | O_NOCTTY;
         else
                 return -EINVAL;
         _cleanup_close_ int fd = files_open_beneath(a, path, flags, pa->arg2 & 0777);

@@ -94,9 +94,11 @@ struct sbx_init_signal {
  * "..", and none is followed if it is a symbolic link. "." alone names the
  * workspace itself (LIST and STAT only).
  *
- * OPEN   arg: SBX_INIT_OPEN_READ (a regular file only) or
+ * OPEN   arg: SBX_INIT_OPEN_READ (a regular file only),
  *        SBX_INIT_OPEN_WRITE (created with mode arg2 & 0777, or truncated;
- *        a regular file only). Reply: struct sbx_init_stat, one descriptor.
+ *        a regular file only) or SBX_INIT_OPEN_MORE (an existing regular
+ *        file, for writing, neither created nor truncated: the next piece
+ *        of an upload). Reply: struct sbx_init_stat, one descriptor.
  * LIST   arg: entries to skip. Reply: struct sbx_init_list, then count
  *        entries, each one byte of type (DT_*) and a name with NUL.
  * STAT   Reply: struct sbx_init_stat (the entry itself, not a link's target).
@@ -104,6 +106,7 @@ struct sbx_init_signal {
  * MKDIR  mode arg2 & 0777. Reply: no payload. */
 #define SBX_INIT_OPEN_READ 1u
 #define SBX_INIT_OPEN_WRITE 2u
+#define SBX_INIT_OPEN_MORE 3u
 struct sbx_init_path {
         uint32_t arg;
         uint32_t arg2;

@@ -113,6 +113,28 @@ while True:
         [[ "$output" == *nodir/* ]]
 }
 
+@test "put and get move 100 MB in pieces; a piece out of order is refused; past the disk limit is E_LIMIT" {
+        run -0 ctl session create --disk 160M
+        sid=$output
+        head -c 100000000 /dev/urandom > "$BATS_TEST_TMPDIR/big"
+        run -0 ctl session put "$sid" "$BATS_TEST_TMPDIR/big" big
+        run -0 ctl session exec "$sid" -- sh -c 'wc -c < big'
+        [ "$output" = 100000000 ]
+        run -0 ctl session get "$sid" big -o "$BATS_TEST_TMPDIR/back"
+        [ "$(sha256sum < "$BATS_TEST_TMPDIR/big")" = "$(sha256sum < "$BATS_TEST_TMPDIR/back")" ]
+        # a piece that does not follow on where the file ends
+        run -0 raw "{\"v\":1,\"op\":\"session.put\",\"session\":\"$sid\",\"path\":\"big\",\"offset\":5,\"data\":\"x\"}"
+        [[ "$output" == *E_CONFLICT* ]]
+        [[ "$output" == *"not 5"* ]]
+        run -0 ctl session exec "$sid" -- sh -c 'wc -c < big'
+        [ "$output" = 100000000 ]
+        # 100 MB more does not fit in 160M
+        run ! ctl session put "$sid" "$BATS_TEST_TMPDIR/big" big2
+        [[ "$output" == *E_LIMIT* ]]
+        [[ "$output" == *"no space left in the session's workspace"* ]]
+        rm -f "$BATS_TEST_TMPDIR/big" "$BATS_TEST_TMPDIR/back"
+}
+
 @test "no path leads out of the workspace: '..', absolute paths and symlinks are refused" {
         run -0 ctl session create
         sid=$output

@@ -127,23 +127,47 @@ static json_t *session_req(const char *op, const char *sid) {
         return q;
 }
 
+/* Bytes of the file in one session.put: its base64 (4/3 of it) stays well
+ * under the daemon's default max_request (4 MiB). */
+#define PUT_PIECE (1u << 20)
+
+/* The file in pieces, each at the offset where the last one ended (the
+ * daemon refuses a piece that does not follow on). */
 static int session_put(const char *sid, const char *local, const char *path) {
-        size_t len;
-        unsigned char *d = sbxctl_slurp(local, &len);
-        size_t bl = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+        FILE *in = streq(local, "-") ? stdin : fopen(local, "re");
+        if (!in)
+                die("%s: %s", local, strerror(errno));
+        bool exec = !streq(local, "-") && access(local, X_OK) == 0;
+        unsigned char *d = malloc(PUT_PIECE);
+        size_t bl = sodium_base64_ENCODED_LEN(PUT_PIECE, sodium_base64_VARIANT_ORIGINAL);
         char *b = malloc(bl);
-        if (!b)
+        if (!d || !b)
                 die("out of memory");
-        sodium_bin2base64(b, bl, d, len, sodium_base64_VARIANT_ORIGINAL);
-        json_t *q = session_req("session.put", sid);
-        json_object_set_new(q, "path", json_string(path));
-        json_object_set_new(q, "data_b64", json_string(b));
-        if (!streq(local, "-") && access(local, X_OK) == 0)
-                json_object_set_new(q, "mode", json_integer(0755));
+        connect_daemon();
+        uint64_t off = 0;
+        for (;;) {
+                size_t n = fread(d, 1, PUT_PIECE, in);
+                if (ferror(in))
+                        die("%s: %s", local, strerror(errno));
+                /* An empty file is still made: one piece of nothing. */
+                if (n == 0 && off > 0)
+                        break;
+                sodium_bin2base64(b, bl, d, n, sodium_base64_VARIANT_ORIGINAL);
+                json_t *q = session_req("session.put", sid);
+                json_object_set_new(q, "path", json_string(path));
+                json_object_set_new(q, "data_b64", json_string(b));
+                json_object_set_new(q, "offset", json_integer((json_int_t) off));
+                if (exec)
+                        json_object_set_new(q, "mode", json_integer(0755));
+                request(q);
+                off += n;
+                if (n < PUT_PIECE && feof(in))
+                        break;
+        }
         free(b);
         free(d);
-        connect_daemon();
-        request(q);
+        if (in != stdin)
+                fclose(in);
         return 0;
 }
 

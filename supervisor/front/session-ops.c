@@ -127,9 +127,9 @@ static void op_files(struct session *s, struct request *req, struct answer *a) {
         json_t *o = NULL;
         switch (req->op) {
         case REQ_SESSION_PUT:
-                r = session_put(s, req->path, req->data, req->data_len, req->mode, &err);
+                r = session_put(s, req->path, req->offset, req->data, req->data_len, req->mode, &err);
                 if (r == 0)
-                        o = json_pack("{s:s, s:I}", "path", req->path, "size", (json_int_t) req->data_len);
+                        o = json_pack("{s:s, s:I}", "path", req->path, "size", (json_int_t) (req->offset + req->data_len));
                 break;
         case REQ_SESSION_GET:
                 r = session_get(s, req->path, req->offset, req->max_bytes, &o, &err);

@@ -39,7 +39,7 @@ static const struct field list_fields[] = { COMMON_FIELDS };
 static const struct field put_fields[] = {
         COMMON_FIELDS, SESSION_FIELD,          { "path", K_STRING, true },
         { "data", K_STRING, false },           { "data_b64", K_STRING, false },
-        { "mode", K_UINT, false },
+        { "mode", K_UINT, false },             { "offset", K_UINT, false },
 };
 static const struct field get_fields[] = {
         COMMON_FIELDS, SESSION_FIELD, { "path", K_STRING, true }, { "offset", K_UINT, false }, { "max_bytes", K_UINT, false },
@@ -168,6 +168,8 @@ static int parse_put(json_t *root, struct request *r, struct sbx_error *err) {
         json_t *m = json_object_get(root, "mode");
         if (m)
                 r->mode = (json_integer_value(m) & 0111) ? 0755 : 0644;
+        m = json_object_get(root, "offset");
+        r->offset = m ? (uint64_t) json_integer_value(m) : 0;
         return 0;
 }
 

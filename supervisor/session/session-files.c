@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,13 +31,28 @@ static int path_call(struct session *s, uint32_t type, uint32_t arg, uint32_t ar
         return 0;
 }
 
-int session_put(struct session *s, const char *path, const void *data, size_t len, unsigned mode, struct sbx_error *err) {
-        int r = path_call(s, SBX_INIT_OPEN, SBX_INIT_OPEN_WRITE, mode, path, err);
+int session_put(struct session *s, const char *path, uint64_t offset, const void *data, size_t len, unsigned mode,
+                struct sbx_error *err) {
+        int r = path_call(s, SBX_INIT_OPEN, offset ? SBX_INIT_OPEN_MORE : SBX_INIT_OPEN_WRITE, mode, path, err);
         if (r < 0)
                 return r;
         int fd = msg_call.fds[0];
         msg_call.fds[0] = -1;
         msg_call.n_fds = 0;
+        /* The next piece goes where the last one ended, or nowhere: a lost
+         * or repeated piece is said, not written over. */
+        struct sbx_init_stat st;
+        memcpy(&st, msg_call.payload, sizeof(st));
+        if (offset && st.size != offset) {
+                close(fd);
+                return sbx_error_msg(err, EEXIST, "%s is %" PRIu64 " bytes, not %" PRIu64 ": the pieces of an upload come in order",
+                                     path, st.size, offset);
+        }
+        if (offset && lseek(fd, (off_t) offset, SEEK_SET) < 0) {
+                r = -errno;
+                close(fd);
+                return sbx_error_set(err, r, "%s", path);
+        }
         /* A regular file of the sandbox: a full one (its tmpfs' size) says
          * ENOSPC. */
         int flags = fcntl(fd, F_GETFL);
@@ -44,6 +60,8 @@ int session_put(struct session *s, const char *path, const void *data, size_t le
                 (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         r = write_all(fd, data, len);
         close(fd);
+        if (r == -ENOSPC)
+                return sbx_error_msg(err, ENOSPC, "%s: no space left in the session's workspace (its disk limit)", path);
         return r < 0 ? sbx_error_set(err, r, "%s", path) : 0;
 }
 

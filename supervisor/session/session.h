@@ -81,6 +81,9 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
 int session_signal(struct session *s, const char *job, int signo);
 
 /* Files beneath its workspace, through the agent. -errno with err set. */
-int session_put(struct session *s, const char *path, const void *data, size_t len, unsigned mode, struct sbx_error *err);
+/* put: at offset 0 the file is created or truncated; past 0 it must hold
+ * exactly offset bytes (the next piece of an upload, EEXIST otherwise). */
+int session_put(struct session *s, const char *path, uint64_t offset, const void *data, size_t len, unsigned mode,
+                struct sbx_error *err);
 int session_get(struct session *s, const char *path, uint64_t offset, uint64_t max, json_t **ret, struct sbx_error *err);
 int session_ls(struct session *s, const char *path, json_t **ret, struct sbx_error *err);
