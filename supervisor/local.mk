@@ -81,7 +81,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/job/commit.h supervisor/job/commit.c \
 	supervisor/job/recover.h supervisor/job/recover.c \
 	supervisor/session/session.h supervisor/session/session-internal.h supervisor/session/session.c \
-	supervisor/session/session-files.c supervisor/session/session-adopt.c \
+	supervisor/session/session-files.c supervisor/session/session-adopt.c supervisor/session/session-show.c \
 	supervisor/front/session-ops.c \
 	supervisor/core/loop.h supervisor/core/loop.c \
 	supervisor/core/pool.h supervisor/core/pool.c \

@@ -20,6 +20,7 @@ session_idle_max = 5m
 [tenant.other]
 uids = $(id -u nobody)
 profiles = default shell
+session_memory_max = 1G
 EOC
         sup_start
 }
@@ -240,6 +241,24 @@ while True:
         [[ "$output" == *E_LIMIT*max_sessions* ]]
         run -125 ctl session create --ttl 11m
         [[ "$output" == *E_LIMIT* ]]
+}
+
+@test "session_memory_max caps the memory limits of a tenant's live sessions together" {
+        run -0 other_ctl session create --memory 600M
+        first=$output
+        run ! other_ctl session create --memory 600M
+        [[ "$output" == *E_LIMIT* ]]
+        [[ "$output" == *"session_memory_max is 1073741824 bytes; its live sessions' memory limits take 629145600"* ]]
+        run -0 other_ctl session create --memory 400M
+        second=$output
+        # an ended session gives its share back
+        run -0 other_ctl --json session show "$first"
+        box=$(json_get job <<<"$output")
+        run -0 other_ctl session close "$first"
+        run ! other_ctl --json wait "$box"
+        run -0 other_ctl session create --memory 600M
+        run -0 other_ctl session close "$output"
+        run -0 other_ctl session close "$second"
 }
 
 @test "an exec's timeout stops it; session.signal reaches a running one" {

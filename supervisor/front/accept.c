@@ -7,6 +7,7 @@
  * the event loop (runner.c). A bundle job's policy is decided once its
  * manifest is known (bundle-job.c). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -255,6 +256,22 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
                 bundle_ref_parse(j->req.run.bundle, &j->bundle.ref, &err);
         }
 
+        /* The tenant's sessions' memory together, as their limits say. */
+        if (j->req.op == REQ_SESSION_CREATE && c->tenant->session_memory_max != CONFIG_UNSET) {
+                uint64_t used = sessions_memory(&d->sessions, c->tenant), cap = c->tenant->session_memory_max;
+                if (pol.memory == PROTO_UNSET || used == UINT64_MAX) {
+                        deny(v, E_LIMIT, "tenant '%s' has a session_memory_max: a session without a memory limit cannot be counted in it",
+                             c->tenant->name);
+                        return NULL;
+                }
+                if (used > cap || pol.memory > cap - used) {
+                        deny(v, E_LIMIT,
+                             "tenant '%s': session_memory_max is %" PRIu64 " bytes; its live sessions' memory limits take %" PRIu64
+                             " and this one asks %" PRIu64,
+                             c->tenant->name, cap, used, pol.memory);
+                        return NULL;
+                }
+        }
         if (j->req.op == REQ_SESSION_CREATE && session_new(&d->sessions, rj, j->req.idle_s * 1000, &err) < 0) {
                 deny(v, E_INTERNAL, "cannot make the session: %s", err.msg);
                 return NULL;

@@ -88,6 +88,7 @@ struct tenant {
         uint64_t max_sessions;    /* sessions alive at once (0: none) */
         uint64_t session_ttl_max_ms;  /* the longest a session may live */
         uint64_t session_idle_max_ms; /* the longest it may go without a request */
+        uint64_t session_memory_max;  /* bytes: the memory limits of its live sessions together; CONFIG_UNSET: no cap */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
         struct np_allow *net_allow; /* network_allow: the most a restricted job may be allowed */
         size_t n_net_allow;

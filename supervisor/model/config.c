@@ -60,6 +60,7 @@ void tenant_defaults(struct tenant *t) {
         t->max_sessions = 4;
         t->session_ttl_max_ms = 60 * 60 * 1000;
         t->session_idle_max_ms = 15 * 60 * 1000;
+        t->session_memory_max = CONFIG_UNSET;
         t->net_modes = NET_MODE_BIT(NET_NONE);
         t->net_max_names = 256;
         t->over_limit = OVER_LIMIT_REJECT;
@@ -409,6 +410,7 @@ static const struct inikey keys[] = {
         TENANT("max_sessions", ONCE, config_kind_count, IN_TENANT(max_sessions)),
         TENANT("session_ttl_max", ONCE, config_kind_duration, IN_TENANT(session_ttl_max_ms), .min = 1000),
         TENANT("session_idle_max", ONCE, config_kind_duration, IN_TENANT(session_idle_max_ms), .min = 1000),
+        TENANT("session_memory_max", ONCE, config_kind_size, IN_TENANT(session_memory_max), .arg = CONF_UNLIMITED),
         TENANT("network", APPEND, config_net_modes),
         TENANT("network_allow", APPEND, config_net_allow),
         TENANT("network_deny_ports", APPEND, config_net_deny_ports),

@@ -102,14 +102,6 @@ void sessions_done(struct sessions *ss) {
         ss->dir_fd = -1;
 }
 
-unsigned sessions_count(const struct sessions *ss, const struct tenant *t) {
-        unsigned n = 0;
-        for (const struct list *p = ss->live.next; p != &ss->live; p = p->next)
-                if (list_entry(p, struct session, link)->tenant == t)
-                        n++;
-        return n;
-}
-
 static void on_idle(struct source *src, uint32_t events);
 
 struct session *session_alloc(struct sessions *ss, struct rjob *box, const char *id, uint64_t idle_ms, struct sbx_error *err) {
@@ -473,40 +465,6 @@ struct session *session_find(struct sessions *ss, const struct tenant *t, const 
         *ret_code = E_NOT_FOUND;
         snprintf(msg, len, "no session %s", id);
         return NULL;
-}
-
-static uint64_t expires_ms(const struct session *s) {
-        const struct job *b = &s->box->j;
-        uint64_t from = b->started_ms ? b->started_ms : s->created_ms;
-        return from + b->pol.timeout_ms;
-}
-
-json_t *session_describe(const struct session *s) {
-        static const char *const states[] = { [S_STARTING] = "starting", [S_READY] = "ready", [S_ENDING] = "ending" };
-        json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I}", "session", s->id, "tenant", s->tenant_name, "state", states[s->state],
-                              "created", proto_time(s->created_ms), "idle_s", (json_int_t) (s->idle_ms / 1000));
-        if (!o || !s->box)
-                return o;
-        json_object_set_new(o, "job", json_string(s->box->j.id));
-        json_object_set_new(o, "expires", proto_time(expires_ms(s)));
-        json_t *execs = json_array();
-        for (const struct list *p = s->execs.next; p != &s->execs; p = p->next) {
-                const struct exec_ref *x = list_entry(p, struct exec_ref, link);
-                if (!x->ended)
-                        json_array_append_new(execs, json_string(x->rj->j.id));
-        }
-        json_object_set_new(o, "running", execs);
-        return o;
-}
-
-json_t *sessions_list(struct sessions *ss, const struct tenant *t) {
-        json_t *arr = json_array();
-        for (struct list *p = ss->live.next; arr && p != &ss->live; p = p->next) {
-                struct session *s = list_entry(p, struct session, link);
-                if (s->tenant == t)
-                        json_array_append_new(arr, session_describe(s));
-        }
-        return arr;
 }
 
 void session_close(struct session *s) {

@@ -52,6 +52,9 @@ void sessions_done(struct sessions *ss);
  * agents connected to; sockets of the others are removed. */
 void sessions_adopt(struct sessions *ss);
 unsigned sessions_count(const struct sessions *ss, const struct tenant *t);
+/* The memory limits of t's live sessions together (bytes); UINT64_MAX
+ * when one of them has none. */
+uint64_t sessions_memory(const struct sessions *ss, const struct tenant *t);
 
 /* session.create, for its box before it is queued: a new id, the agent's
  * listening socket (the box's session_fd), its idle timeout. */
