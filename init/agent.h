@@ -57,6 +57,9 @@ void spawn_reap(struct agent *a);
 /* The connection is over (the other end closed it or a send failed). */
 void agent_disconnect(struct agent *a);
 
+/* connect.c: CONNECT (a service's port on the sandbox's loopback). */
+void connect_request(struct agent *a, const struct request *rq);
+
 /* files.c: each answers the request itself. */
 void files_request(struct agent *a, const struct request *rq);
 /* Resolve a relative, checked path beneath the workspace and open it with

@@ -10,6 +10,7 @@ init_sbx_init_SOURCES = \
 	init/wire.c \
 	init/spawn.c \
 	init/files.c \
+	init/connect.c \
 	lib/init-abi.h \
 	lib/fd-util.h lib/fd-util.c \
 	lib/env-name.h lib/env-name.c \

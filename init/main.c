@@ -61,6 +61,9 @@ static void dispatch(struct agent *a, const struct request *rq) {
         case SBX_INIT_MKDIR:
                 files_request(a, rq);
                 break;
+        case SBX_INIT_CONNECT:
+                connect_request(a, rq);
+                break;
         default:
                 agent_reply_error(a, rq, EOPNOTSUPP);
         }

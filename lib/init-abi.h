@@ -47,6 +47,7 @@ enum sbx_init_type {
         SBX_INIT_STAT = 5,
         SBX_INIT_REMOVE = 6,
         SBX_INIT_MKDIR = 7,
+        SBX_INIT_CONNECT = 8,
         /* A reply to a datagram whose header could not be read (shorter
          * than the header): id 0, error EBADMSG. */
         SBX_INIT_BAD = SBX_INIT_REPLY | 0xffffu,
@@ -125,6 +126,17 @@ struct sbx_init_stat {
 struct sbx_init_list {
         uint32_t count;
         uint32_t flags;
+};
+
+/* ---- CONNECT ----------------------------------------------------------------
+ * A TCP connection to port on the sandbox's loopback (127.0.0.1 for family
+ * 4, ::1 for 6), started and not waited for. Reply: no payload, the socket
+ * (its connect may still be in progress: writable, then SO_ERROR, says how
+ * it went). */
+struct sbx_init_connect {
+        uint16_t port;
+        uint16_t family;   /* 4 or 6 */
+        uint32_t reserved; /* 0 */
 };
 
 /* ---- events ----------------------------------------------------------------

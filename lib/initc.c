@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -135,6 +137,10 @@ static int expect(uint32_t type, size_t *ret_size, bool *ret_at_least, unsigned 
         case SBX_INIT_STAT | SBX_INIT_REPLY:
                 *ret_size = sizeof(struct sbx_init_stat);
                 return 0;
+        case SBX_INIT_CONNECT | SBX_INIT_REPLY:
+                *ret_size = 0;
+                *ret_fds = 1;
+                return 0;
         case SBX_INIT_LIST | SBX_INIT_REPLY:
                 *ret_size = sizeof(struct sbx_init_list);
                 *ret_at_least = true;
@@ -155,9 +161,24 @@ static int expect(uint32_t type, size_t *ret_size, bool *ret_at_least, unsigned 
         }
 }
 
+/* A CONNECT reply's socket: a TCP stream, nothing the daemon could be
+ * fooled into treating as another kind (a Unix socket passing more). */
+static bool sock_is_tcp(int fd) {
+        int v;
+        socklen_t l = sizeof(v);
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &l) < 0 || (v != AF_INET && v != AF_INET6))
+                return false;
+        l = sizeof(v);
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 || v != SOCK_STREAM)
+                return false;
+        l = sizeof(v);
+        return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) == 0 && v == IPPROTO_TCP;
+}
+
 /* Every descriptor must be what its reply says: pipes or a terminal for a
- * command's stdio, a regular file for OPEN. Anything else (a FIFO to block
- * on, a socket, a directory to walk) is refused before a caller holds it. */
+ * command's stdio, a regular file for OPEN, a TCP socket for CONNECT.
+ * Anything else (a FIFO to block on, another socket, a directory to walk)
+ * is refused before a caller holds it. */
 static int check_fds(const struct initc_msg *m) {
         for (unsigned i = 0; i < m->n_fds; i++) {
                 struct stat st;
@@ -166,6 +187,8 @@ static int check_fds(const struct initc_msg *m) {
                 bool ok;
                 if (m->hdr.type == (SBX_INIT_OPEN | SBX_INIT_REPLY))
                         ok = S_ISREG(st.st_mode);
+                else if (m->hdr.type == (SBX_INIT_CONNECT | SBX_INIT_REPLY))
+                        ok = S_ISSOCK(st.st_mode) && sock_is_tcp(m->fds[i]);
                 else if (i == 0)
                         ok = S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode);
                 else

@@ -219,7 +219,7 @@ static void print_entries(json_t *m) {
 
 int sbxctl_session(int argc, char **argv) {
         if (argc < 2)
-                usage_error("session: expected create, exec, put, get, ls, signal, extend, close, show or list");
+                usage_error("session: expected create, exec, put, get, ls, signal, extend, expose, unexpose, close, show or list");
         const char *sub = argv[1];
         char **av = argv + 1;
         int ac = argc - 1;
@@ -262,6 +262,34 @@ int sbxctl_session(int argc, char **argv) {
                 print_or_json(request(q), "expires");
                 return 0;
         }
+        if (streq(sub, "expose") || streq(sub, "unexpose")) {
+                bool ex = streq(sub, "expose");
+                uint64_t port, ttl = 0;
+                if (ex && ac == 5 && streq(av[3], "--signed"))
+                        ttl = seconds_of("--signed", av[4]);
+                else if (ac != 3)
+                        usage_error(ex ? "session expose SESSION PORT [--signed DURATION]" : "session unexpose SESSION PORT");
+                if (parse_uint64(av[2], 65535, &port) < 0 || port == 0)
+                        usage_error("session %s: PORT: expected 1 to 65535, got '%s'", sub, av[2]);
+                json_t *q = session_req(ex ? "session.expose" : "session.unexpose", sid);
+                json_object_set_new(q, "port", json_integer((json_int_t) port));
+                if (ttl)
+                        json_object_set_new(q, "signed_ttl_s", json_integer((json_int_t) ttl));
+                connect_daemon();
+                json_t *m = request(q);
+                if (ex && !json_out) {
+                        const char *listen = json_string_value(json_object_get(m, "listen")) ?: "?";
+                        printf("host   %s\ntoken  %s\nurl    http://%s/ (with Host: %s and X-Sbx-Token: the token)\n",
+                               json_string_value(json_object_get(m, "host")) ?: "?", json_string_value(json_object_get(m, "token")) ?: "?",
+                               listen, json_string_value(json_object_get(m, "host")) ?: "?");
+                        if (json_object_get(m, "signed_query"))
+                                printf("signed http://%s/?%s (with Host: %s; until %s)\n", listen,
+                                       json_string_value(json_object_get(m, "signed_query")),
+                                       json_string_value(json_object_get(m, "host")) ?: "?",
+                                       json_string_value(json_object_get(m, "signed_expires")) ?: "?");
+                }
+                return 0;
+        }
         if (streq(sub, "signal")) {
                 if (ac != 4)
                         usage_error("session signal SESSION JOB SIGNAL");
@@ -299,5 +327,6 @@ int sbxctl_session(int argc, char **argv) {
                 print_entries(request(q));
                 return 0;
         }
-        usage_error("session: unknown command '%s' (create, exec, put, get, ls, signal, extend, close, show or list)", sub);
+        usage_error("session: unknown command '%s' (create, exec, put, get, ls, signal, extend, expose, unexpose, close, show or list)",
+                    sub);
 }

@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "privsep.h"
 #include "metrics-http.h"
+#include "service.h"
 #include "dnsproxy.h"
 #include "netjob.h"
 #include "netveth.h"
@@ -374,7 +375,8 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         jobs_init(&d->jobs);
         /* What jobs tell (jobevents.h): the metrics count an end before
          * its waiters hear of it. */
-        if (job_listen(&metrics_listener) < 0 || job_listen(&session_listener) < 0 || job_listen(&subscribe_listener) < 0)
+        if (job_listen(&metrics_listener) < 0 || job_listen(&session_listener) < 0 || job_listen(&subscribe_listener) < 0 ||
+            job_listen(&service_listener) < 0)
                 return sbx_error_msg(err, ENOSPC, "too many job listeners");
         if (conns_init(&d->conns, cfg) < 0)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
@@ -424,6 +426,8 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         sessions_adopt(&d->sessions);
         if ((r = metrics_http_start(d, err)) < 0)
                 return r;
+        if ((r = service_start(d, err)) < 0)
+                return r;
         listener_start(d);
         if (cfg->allow_unauthenticated)
                 log_warning("allow_unauthenticated is ON: callers in no tenant run jobs as tenant 'anonymous' (job uid %u). "
@@ -446,6 +450,7 @@ void daemon_done(struct daemon *d) {
         struct list *pos, *tmp;
         listener_close(&d->listener, d->cfg);
         metrics_http_stop(d);
+        service_stop(d);
         /* Clients first: work still in flight for them then ends as for a
          * client that went away. */
         conns_close_all(&d->conns);

@@ -39,6 +39,8 @@ struct ghost_tenant {
         struct ghost_tenant *next;
 };
 
+struct services;
+
 struct daemon {
         struct config *cfg;
         struct statedir dirs;
@@ -71,6 +73,7 @@ struct daemon {
         struct metrics metrics;   /* counters of finished jobs */
         struct callbacks cb;      /* callbacks.c */
         struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
+        struct services *services; /* service_listen's proxy, or NULL (service.c) */
         struct source http_src;
         struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
         /* with "user" set: the network's privileged steps are sbx-privd's

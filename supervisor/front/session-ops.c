@@ -7,11 +7,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "audit.h"
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
+#include "service.h"
 #include "session.h"
 #include "subscribe.h"
 
@@ -145,6 +147,49 @@ static void op_files(struct session *s, struct request *req, struct answer *a) {
         a->ok = o;
 }
 
+/* session.expose: the tenant may, the daemon has a proxy; the answer says
+ * how to reach the port (its Host, the token, a signed URL on request). */
+static void op_expose(struct conn *c, struct request *req, struct session *s, struct answer *a) {
+        struct daemon *d = c->d;
+        if (req->op == REQ_SESSION_UNEXPOSE) {
+                if (session_unexpose(s, req->port) < 0) {
+                        refuse(a, E_NOT_FOUND, "session %s does not expose port %u", req->session, (unsigned) req->port);
+                        return;
+                }
+                service_close_session(d, req->session, req->port);
+                audit_request(c, "session.unexpose", "accepted", NULL, NULL, NULL, false);
+                a->ok = json_pack("{s:s, s:i}", "session", req->session, "port", (int) req->port);
+                return;
+        }
+        if (!c->tenant->session_services) {
+                refuse(a, E_FORBIDDEN, "tenant '%s' may not expose services (session_services)", c->tenant->name);
+                return;
+        }
+        if (!service_on(d)) {
+                refuse(a, E_FORBIDDEN, "the daemon has no service proxy (service_listen)");
+                return;
+        }
+        const char *token;
+        if (session_expose(s, req->port, &token) < 0) {
+                refuse(a, E_LIMIT, "a session exposes at most %d ports", SESSION_PORTS_MAX);
+                return;
+        }
+        audit_request(c, "session.expose", "accepted", NULL, NULL, NULL, false);
+        const char *domain = d->cfg->service_domain ? d->cfg->service_domain : "localhost";
+        char host[300];
+        snprintf(host, sizeof(host), "%u-%s.%s", (unsigned) req->port, req->session, domain);
+        a->ok = json_pack("{s:s, s:i, s:s, s:s, s:s}", "session", req->session, "port", (int) req->port, "host", host, "token", token,
+                          "listen", d->cfg->service_listen);
+        if (a->ok && req->signed_ttl_s) {
+                uint64_t exp = (uint64_t) time(NULL) + req->signed_ttl_s;
+                char sig[65], query[128];
+                service_sign(d, req->session, req->port, exp, sig);
+                snprintf(query, sizeof(query), "sbx_exp=%" PRIu64 "&sbx_sig=%s", exp, sig);
+                json_object_set_new(a->ok, "signed_query", json_string(query));
+                json_object_set_new(a->ok, "signed_expires", proto_time(exp * 1000));
+        }
+}
+
 static void answer_for(struct conn *c, struct request *req, struct answer *a) {
         struct daemon *d = c->d;
         if (req->op == REQ_SESSION_LIST) {
@@ -193,6 +238,10 @@ static void answer_for(struct conn *c, struct request *req, struct answer *a) {
                         a->ok = json_pack("{s:s, s:i}", "job", req->job, "signal", req->signo);
                 break;
         }
+        case REQ_SESSION_EXPOSE:
+        case REQ_SESSION_UNEXPOSE:
+                op_expose(c, req, s, a);
+                break;
         default:
                 op_files(s, req, a);
                 break;

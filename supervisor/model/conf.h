@@ -89,6 +89,8 @@ struct tenant {
         uint64_t session_ttl_max_ms;  /* the longest a session may live */
         uint64_t session_idle_max_ms; /* the longest it may go without a request */
         uint64_t session_memory_max;  /* bytes: the memory limits of its live sessions together; CONFIG_UNSET: no cap */
+        bool session_services;    /* its sessions may expose ports through the proxy */
+        uint64_t service_connections; /* open through the proxy at once, per session */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
         struct np_allow *net_allow; /* network_allow: the most a restricted job may be allowed */
         size_t n_net_allow;
@@ -143,6 +145,9 @@ struct config {
         bool log_json;
         char *audit_log;           /* NULL: no audit log */
         char *metrics_listen;      /* HOST:PORT of the metrics listener; NULL: none */
+        char *service_listen;      /* HOST:PORT of the sessions' service proxy; NULL: none */
+        char *service_domain;      /* Host: PORT-SESSION.DOMAIN */
+        uint64_t service_timeout_ms; /* to send a request's head through the proxy */
         enum audit_fsync audit_fsync;
         bool allow_unauthenticated;
         uint64_t network_ring;     /* bytes of the network audit's eBPF ring buffer */

@@ -56,6 +56,7 @@ int config_kind_duration(struct inikey_ctx *c);
 int config_kind_log_format(struct inikey_ctx *c);
 int config_kind_audit_fsync(struct inikey_ctx *c);
 int config_kind_bool(struct inikey_ctx *c);
+int config_kind_domain(struct inikey_ctx *c);
 
 /* config-net.c: the network keys of [daemon] and of tenants. */
 int config_net_modes(struct inikey_ctx *c);

@@ -82,6 +82,19 @@ int config_kind_job_uids(struct inikey_ctx *c) {
         return 0;
 }
 
+/* A DNS name of lowercase labels: the proxy's hosts are PORT-SESSION.NAME. */
+int config_kind_domain(struct inikey_ctx *c) {
+        const char *v = c->value;
+        size_t n = strlen(v);
+        bool ok = n > 0 && n <= 200 && v[0] != '.' && v[0] != '-' && v[n - 1] != '.';
+        for (size_t i = 0; ok && i < n; i++)
+                ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '-' ||
+                     (v[i] == '.' && v[i + 1] != '.');
+        if (!ok)
+                return FAIL(c, "%s: expected a DNS name in lowercase (sbx.example.com), got '%s'", c->def->key, c->value);
+        return config_set_str(inikey_field(c), c->value);
+}
+
 int config_kind_cgroup(struct inikey_ctx *c) {
         if (!streq(c->value, "auto") && !streq(c->value, "none") && c->value[0] != '/')
                 return FAIL(c, "cgroup: expected auto, none or an absolute path");

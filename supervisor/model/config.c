@@ -61,6 +61,7 @@ void tenant_defaults(struct tenant *t) {
         t->session_ttl_max_ms = 60 * 60 * 1000;
         t->session_idle_max_ms = 15 * 60 * 1000;
         t->session_memory_max = CONFIG_UNSET;
+        t->service_connections = 16;
         t->net_modes = NET_MODE_BIT(NET_NONE);
         t->net_max_names = 256;
         t->over_limit = OVER_LIMIT_REJECT;
@@ -107,6 +108,7 @@ void config_init(struct config *c) {
         c->network_events = 1000;
         c->dns_upstream_timeout_ms = 2000;
         c->request_timeout_ms = 30000;
+        c->service_timeout_ms = 10000;
         c->retention_ms = 7ull * 24 * 3600 * 1000;
         c->audit_fsync = AUDIT_FSYNC_ALWAYS;
         tenant_defaults(&c->anonymous);
@@ -129,6 +131,8 @@ void config_free(struct config *c) {
         free(c->cgroup_root);
         free(c->audit_log);
         free(c->metrics_listen);
+        free(c->service_listen);
+        free(c->service_domain);
         free(c->net_deny);
         for (size_t i = 0; i < c->n_tenants; i++)
                 tenant_free(&c->tenants[i]);
@@ -387,6 +391,9 @@ static const struct inikey keys[] = {
         DAEMON("audit_log", ONCE, config_kind_abs_path, IN_CONFIG(audit_log)),
         DAEMON("audit_fsync", ONCE, config_kind_audit_fsync),
         DAEMON("metrics_listen", ONCE, config_kind_listen, IN_CONFIG(metrics_listen)),
+        DAEMON("service_listen", ONCE, config_kind_listen, IN_CONFIG(service_listen)),
+        DAEMON("service_domain", ONCE, config_kind_domain, IN_CONFIG(service_domain)),
+        DAEMON("service_timeout", ONCE, config_kind_duration, IN_CONFIG(service_timeout_ms), .min = 100),
         DAEMON("allow_unauthenticated", ONCE, config_kind_bool, IN_CONFIG(allow_unauthenticated)),
 
         TENANT("uids", APPEND, k_uids),
@@ -411,6 +418,8 @@ static const struct inikey keys[] = {
         TENANT("session_ttl_max", ONCE, config_kind_duration, IN_TENANT(session_ttl_max_ms), .min = 1000),
         TENANT("session_idle_max", ONCE, config_kind_duration, IN_TENANT(session_idle_max_ms), .min = 1000),
         TENANT("session_memory_max", ONCE, config_kind_size, IN_TENANT(session_memory_max), .arg = CONF_UNLIMITED),
+        TENANT("session_services", ONCE, config_kind_bool, IN_TENANT(session_services)),
+        TENANT("service_connections", ONCE, config_kind_count, IN_TENANT(service_connections)),
         TENANT("network", APPEND, config_net_modes),
         TENANT("network_allow", APPEND, config_net_allow),
         TENANT("network_deny_ports", APPEND, config_net_deny_ports),

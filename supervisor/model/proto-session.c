@@ -45,6 +45,23 @@ static const struct field get_fields[] = {
         COMMON_FIELDS, SESSION_FIELD, { "path", K_STRING, true }, { "offset", K_UINT, false }, { "max_bytes", K_UINT, false },
 };
 static const struct field ls_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "path", K_STRING, false } };
+static const struct field expose_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "port", K_UINT, true }, { "signed_ttl_s", K_UINT, false } };
+static const struct field unexpose_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "port", K_UINT, true } };
+
+/* A signed URL lives a day at most. */
+#define SIGNED_TTL_MAX_S 86400
+
+static int parse_port(json_t *root, struct request *r, struct sbx_error *err) {
+        json_int_t p = json_integer_value(json_object_get(root, "port"));
+        if (p < 1 || p > 65535)
+                return sbx_error_msg(err, EINVAL, "field 'port': 1 to 65535");
+        r->port = (uint16_t) p;
+        json_t *t = json_object_get(root, "signed_ttl_s");
+        if (t && (json_integer_value(t) < 1 || json_integer_value(t) > SIGNED_TTL_MAX_S))
+                return sbx_error_msg(err, EINVAL, "field 'signed_ttl_s': 1 to %d", SIGNED_TTL_MAX_S);
+        r->signed_ttl_s = t ? (uint64_t) json_integer_value(t) : 0;
+        return 0;
+}
 
 static bool session_id_valid(const char *s) {
         if (!s || strlen(s) != PROTO_SESSION_ID_LEN)
@@ -201,6 +218,8 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
         case REQ_SESSION_PUT: spec = put_fields; n = ARRAY_SIZE(put_fields); break;
         case REQ_SESSION_GET: spec = get_fields; n = ARRAY_SIZE(get_fields); break;
         case REQ_SESSION_LS: spec = ls_fields; n = ARRAY_SIZE(ls_fields); break;
+        case REQ_SESSION_EXPOSE: spec = expose_fields; n = ARRAY_SIZE(expose_fields); break;
+        case REQ_SESSION_UNEXPOSE: spec = unexpose_fields; n = ARRAY_SIZE(unexpose_fields); break;
         default: spec = session_fields; n = ARRAY_SIZE(session_fields); break;
         }
         int rc = proto_check_fields(root, spec, n, "", err);
@@ -236,6 +255,9 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
                 return parse_get(root, r, err);
         case REQ_SESSION_LS:
                 return parse_path(root, "path", true, &r->path, err);
+        case REQ_SESSION_EXPOSE:
+        case REQ_SESSION_UNEXPOSE:
+                return parse_port(root, r, err);
         default:
                 return 0;
         }

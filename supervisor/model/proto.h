@@ -104,10 +104,12 @@ enum req_op {
         REQ_SESSION_PUT,
         REQ_SESSION_GET,
         REQ_SESSION_LS,
+        REQ_SESSION_EXPOSE,
+        REQ_SESSION_UNEXPOSE,
 };
 
 static inline bool req_op_is_session(enum req_op op) {
-        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_LS;
+        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_UNEXPOSE;
 }
 
 /* A session's id: 128 random bits in 32 lowercase hex digits. */
@@ -192,6 +194,8 @@ struct request {
         char *cwd;             /* session.exec: relative to the workspace; NULL: the workspace */
         char *path;            /* session.put, .get, .ls: relative to the workspace */
         int signo;             /* session.signal */
+        uint16_t port;         /* session.expose, .unexpose */
+        uint64_t signed_ttl_s; /* session.expose: a signed URL valid this long; 0: none */
         unsigned mode;         /* session.put: 0644 or 0755 */
         unsigned char *data;   /* session.put */
         size_t data_len;

@@ -44,6 +44,10 @@ struct session {
         const char *end_reason;
         struct list execs;      /* struct exec_ref.link */
         unsigned n_execs;
+        /* ports exposed through the service proxy, and their token */
+        uint16_t exposed[SESSION_PORTS_MAX];
+        unsigned n_exposed;
+        char token[SESSION_TOKEN_LEN + 1]; /* "" until the first expose */
         /* EXIT events that came during a call, handled after it */
         struct sbx_init_exit held[16];
         unsigned n_held;

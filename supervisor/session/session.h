@@ -28,6 +28,10 @@ struct rjob;
 struct scheduler;
 struct session;
 
+/* Ports one session may expose at once, and its services' token (hex). */
+#define SESSION_PORTS_MAX 8
+#define SESSION_TOKEN_LEN 64
+
 struct sessions {
         struct daemon *d;       /* opaque: the jobs are made with it */
         struct jobs *jobs;
@@ -82,6 +86,25 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
 /* session.signal to one of its execs: 0, -ESRCH (not running), -ENOENT
  * (not this session's), or -errno (the agent failed: the session ends). */
 int session_signal(struct session *s, const char *job, int signo);
+
+/* Services (session-service.c): a port of the sandbox's loopback exposed
+ * through the daemon's proxy. expose: 0 (also when it already was), -E2BIG
+ * past SESSION_PORTS_MAX; the session's token in *ret_token (made at the
+ * first expose, 256 random bits). unexpose: 0 or -ENOENT. */
+int session_expose(struct session *s, uint16_t port, const char **ret_token);
+int session_unexpose(struct session *s, uint16_t port);
+/* For the proxy, which authenticates by token, not by tenant: a live,
+ * ready session by id, or NULL. */
+struct session *session_by_id(struct sessions *ss, const char *id);
+bool session_exposes(const struct session *s, uint16_t port);
+const char *session_token(const struct session *s);
+const char *session_id(const struct session *s);
+const struct tenant *session_tenant(const struct session *s);
+/* A TCP connection to the exposed port on the sandbox's loopback, made by
+ * its agent (CONNECT): its socket, non-blocking, the connect perhaps still
+ * in progress, in *ret_fd. -errno (the agent's answer, or ESHUTDOWN: the
+ * agent failed and the session ends). */
+int session_connect_port(struct session *s, uint16_t port, int *ret_fd);
 
 /* Files beneath its workspace, through the agent. -errno with err set. */
 /* put: at offset 0 the file is created or truncated; past 0 it must hold

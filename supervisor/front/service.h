@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sessions' service proxy (service.c; sbx-supervisord(8), SERVICES):
+ * a listener on service_listen that reaches the ports sessions exposed. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "jobevents.h"
+
+struct daemon;
+
+/* Listen when service_listen is set (0 without it). */
+int service_start(struct daemon *d, struct sbx_error *err);
+void service_stop(struct daemon *d);
+bool service_on(const struct daemon *d);
+/* End the proxied connections to a session (port -1: all of its ports). */
+void service_close_session(struct daemon *d, const char *session, int port);
+/* The signed URL's signature for session's port until expires_s (Unix
+ * time), hex: HMAC-SHA-256 with a key made at the daemon's start. */
+void service_sign(struct daemon *d, const char *session, uint16_t port, uint64_t expires_s, char out[static 65]);
+
+/* Ends a session's connections with its sandbox. */
+extern const struct job_listener service_listener;
