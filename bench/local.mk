@@ -56,7 +56,7 @@ EXTRA_DIST += bench/init.sh
 bench-init: launcher/sbx-launch init/sbx-init t/helpers/init-client
 	$(SHELL) $(srcdir)/bench/init.sh
 
-EXTRA_DIST += bench/session.sh bench/session.py
+EXTRA_DIST += bench/session.sh bench/session.py bench/service-client.py bench/service-server.py
 .PHONY: bench-session
 bench-session: launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init
 	$(SHELL) $(srcdir)/bench/session.sh

@@ -97,6 +97,55 @@ print("exec of true in a live session, request to its end event, ms: " + pct(rt)
 print("one-shot job of true (run), request to its end event, ms: " + pct(one))
 c.req({"op": "session.close", "session": sid})
 
+# 5. a service's round trip through the proxy against the same client
+# inside the sandbox, straight to the server: a 1 KiB answer, on one
+# keep-alive connection and on a new connection each time.
+svc_port = int(sys.argv[5])
+here = os.path.dirname(os.path.abspath(__file__))
+sid = c.req({"op": "session.create", "ttl_s": 600})["session"]
+ready(c, sid)
+for name in ("service-server.py", "service-client.py"):
+    with open(os.path.join(here, name)) as f:
+        c.req({"op": "session.put", "session": sid, "path": name, "data": f.read()})
+c.send({"op": "session.exec", "session": sid, "command": ["sh", "-c", "python3 service-server.py 8000 >srv.log 2>&1 &"], "follow": True})
+c.follow_end()
+ex = c.req({"op": "session.expose", "session": sid, "port": 8000})
+n = max(50, runs // 2)
+
+
+def stats(lines):
+    out = {}
+    for line in lines.strip().splitlines():
+        name, *xs = line.split()
+        out[name] = [float(x) for x in xs]
+    return out
+
+
+def exec_out(cmd):
+    c.send({"op": "session.exec", "session": sid, "command": cmd, "follow": True})
+    out = ""
+    while True:
+        m = c.recv()
+        if m.get("event") == "output" and m.get("stream") == "stdout":
+            out += m.get("data", "")
+        if m.get("event") == "end":
+            return out
+
+
+# the server is up once a request inside answers
+exec_out(["python3", "-c", "import socket, time\nfor i in range(400):\n    try:\n        socket.create_connection(('127.0.0.1', 8000)).close(); break\n    except OSError: time.sleep(0.025)"])
+inside = stats(exec_out(["python3", "service-client.py", "127.0.0.1", "8000", "localhost", "-", str(n)]))
+import subprocess
+proxied = stats(subprocess.run(["/usr/bin/python3", os.path.join(here, "service-client.py"), "127.0.0.1", str(svc_port), ex["host"],
+                                ex["token"], str(n)], check=True, capture_output=True, text=True).stdout)
+for kind in ("keepalive", "fresh"):
+    a, b = inside[kind], proxied[kind]
+    p50 = lambda xs: xs[len(xs) // 2]
+    print("service GET of 1 KiB, %s connection, ms: direct in the sandbox p50 %.3f p95 %.3f; through the proxy p50 %.3f p95 %.3f;"
+          " ratio of p50s %.2f" % ("one keep-alive" if kind == "keepalive" else "a new", p50(a), a[int(len(a) * 0.95)], p50(b),
+                                   b[int(len(b) * 0.95)], p50(b) / p50(a)))
+c.req({"op": "session.close", "session": sid})
+
 
 # 4. memory: the daemon's RSS with idle sessions, and an agent's own
 def rss_kb(pid):

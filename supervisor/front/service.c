@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,6 +437,8 @@ static void head_done(struct svc_conn *sc, size_t head_end) {
                 refuse(sc, 502, why);
                 return;
         }
+        int one = 1;
+        (void) setsockopt(sc->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (loop_add(&sc->usrc, sc->ufd, EPOLLOUT, on_upstream) < 0) {
                 close(sc->ufd);
                 sc->ufd = -1;
@@ -525,6 +528,9 @@ static void on_accept(struct source *s, uint32_t events) {
                         close(fd);
                         return;
                 }
+                /* Bytes go on as they come: no wait for more to fill a segment. */
+                int one = 1;
+                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 sc->sv = sv;
                 sc->cfd = fd;
                 sc->ufd = sc->tfd = -1;
