@@ -65,8 +65,10 @@ other_ctl() {
         run -3 ctl session exec "$sid" -- sh -c 'echo to-err >&2; exit 3'
         [[ "$output" == *to-err* ]]
         # the exec's record
-        run -0 ctl --json session exec "$sid" -- true
+        run -0 ctl --json session exec "$sid" -- echo hi
         job=$(json_get job <<<"${lines[0]}")
+        # its follower hears it start, then its output, then its end
+        [ "$(jq -r 'select(.event) | .event' <<<"$output" | tr '\n' ' ')" = "started output end " ]
         run -0 ctl --json result "$job"
         [ "$(json_get result.session.id <<<"$output")" = "$sid" ]
         [ "$(json_get result.session.role <<<"$output")" = exec ]

@@ -114,8 +114,10 @@ static void op_exec(struct conn *c, struct request *req, struct session *s, stru
         }
         audit_request(c, "session.exec", "accepted", &rj->j, NULL, NULL, false);
         /* Like a run: it follows, and the reply waits for the journal. */
-        if (follow)
-                subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, tag);
+        /* Its "started" was told before anyone could follow it: the
+         * follower hears it now, as a run's follower does. */
+        if (follow && subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, tag) && rj->j.state == JOB_RUNNING)
+                job_tell_event(rj, proto_ev_started(rj->j.id), 0, 0);
         a->ok = json_pack("{s:s, s:s, s:s}", "job", rj->j.id, "session", rj->session_id, "state",
                           rj->j.state == JOB_DONE ? job_outcome_name(rj->j.outcome) : job_state_name(rj->j.state));
         json_decref(tag);
