@@ -99,6 +99,73 @@ while True:
         [ "$output" = 42 ]
 }
 
+@test "an exec's stdin kept open takes input as it comes: a Python interpreter answers each line before the next" {
+        run -0 ctl session create
+        sid=$output
+        run -0 /usr/bin/python3 - "$SUP_SOCK" "$sid" <<'EOF'
+import json, socket, sys
+def conn():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    return s, s.makefile("rw")
+def send(f, o):
+    o["v"] = 1
+    f.write(json.dumps(o) + "\n")
+    f.flush()
+a, fa = conn()
+b, fb = conn()
+sid = sys.argv[2]
+code = "import sys\nfor line in sys.stdin:\n    exec(line)\n"
+send(fa, {"op": "session.exec", "session": sid, "command": ["python3", "-u", "-c", code], "follow": True, "stdin_open": True})
+job = json.loads(fa.readline())["job"]
+def until_output(want):
+    got = ""
+    while want not in got:
+        m = json.loads(fa.readline())
+        assert m.get("event") != "end", m
+        if m.get("event") == "output":
+            got += m.get("data", "")
+    return got
+def stdin(data, eof=False):
+    send(fb, {"op": "session.stdin", "session": sid, "job": job, "data": data, "eof": eof})
+    return json.loads(fb.readline())
+assert stdin("x = 41\n")["written"] == 7
+assert stdin("print(x + 1)\n")["ok"]
+print("first", until_output("42").strip())
+assert stdin("x = 100\n")["ok"]
+assert stdin("print(x * 2)\n", eof=True)["closed"] is True
+print("second", until_output("200").strip())
+while True:
+    m = json.loads(fa.readline())
+    if m.get("event") == "end":
+        print("exit", m["result"]["exit_code"])
+        break
+r = stdin("print(1)\n")
+print("after", r["error"]["code"])
+EOF
+        echo "$output"
+        [ "${lines[0]}" = "first 42" ]
+        [ "${lines[1]}" = "second 200" ]
+        [ "${lines[2]}" = "exit 0" ]
+        # ended: not running (E_CONFLICT), or already gone from the session (E_NOT_FOUND)
+        [[ "${lines[3]}" == "after E_CONFLICT" || "${lines[3]}" == "after E_NOT_FOUND" ]]
+        # without stdin_open there is nothing to write to
+        run -0 ctl session exec "$sid" --detach -- sleep 30
+        job=$output
+        run -0 raw "{\"v\":1,\"op\":\"session.stdin\",\"session\":\"$sid\",\"job\":\"$job\",\"data\":\"x\"}"
+        [[ "$output" == *E_CONFLICT* ]]
+        [[ "$output" == *"was not kept open"* ]]
+        # a detached exec is followed again by its job id
+        run -0 ctl session exec "$sid" --detach -- sh -c 'echo one; sleep 0.3; echo two'
+        run -0 ctl logs -f "$output"
+        [ "$output" = "one
+two" ]
+        # sbxctl -i: standard input as it comes
+        run -0 sh -c "printf 'hello\nworld\n' | '$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' session exec $sid -i -- cat"
+        [ "$output" = "hello
+world" ]
+}
+
 @test "put and get move files in and out, binary ones too; ls lists the workspace" {
         run -0 ctl session create
         sid=$output

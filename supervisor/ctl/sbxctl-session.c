@@ -3,11 +3,13 @@
  * exec take run's options (sbxctl-run.c) and add their own. */
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -92,10 +94,52 @@ static int session_create(int argc, char **argv) {
 }
 
 /* exec SESSION [--cwd DIR] [run's options] -- CMD...: follows it. */
+static json_t *session_req(const char *op, const char *sid);
+
+/* -i: standard input goes to the command as it comes (session.stdin, on a
+ * connection of its own, from a child process); its end is the command's
+ * stdin's end. */
+static pid_t feed_stdin(const char *sid, const char *job) {
+        pid_t pid = fork();
+        if (pid < 0)
+                die("fork: %s", strerror(errno));
+        if (pid > 0)
+                return pid;
+        connect_daemon();
+        static unsigned char buf[65536];
+        size_t bl = sodium_base64_ENCODED_LEN(sizeof(buf), sodium_base64_VARIANT_ORIGINAL);
+        char *b = malloc(bl);
+        if (!b)
+                die("out of memory");
+        for (;;) {
+                ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                size_t off = 0, len = n > 0 ? (size_t) n : 0;
+                do {
+                        sodium_bin2base64(b, bl, buf + off, len - off, sodium_base64_VARIANT_ORIGINAL);
+                        json_t *q = session_req("session.stdin", sid);
+                        json_object_set_new(q, "job", json_string(job));
+                        if (len > off)
+                                json_object_set_new(q, "data_b64", json_string(b));
+                        if (n <= 0)
+                                json_object_set_new(q, "eof", json_true());
+                        json_t *m = request(q);
+                        off += (size_t) json_integer_value(json_object_get(m, "written"));
+                        /* Its pipe is full: the command reads slower than we do. */
+                        if (off < len)
+                                usleep(10000);
+                } while (off < len);
+                if (n <= 0)
+                        _exit(0);
+        }
+}
+
 static int session_exec(int argc, char **argv) {
         if (argc < 2)
                 usage_error("session exec: missing session id");
         const char *sid = argv[1], *cwd = NULL;
+        bool detach = false, interactive = false;
         char **rest = calloc((size_t) argc + 1, sizeof(char *));
         int n = 0;
         if (!rest)
@@ -105,6 +149,10 @@ static int session_exec(int argc, char **argv) {
         for (; i < argc && !streq(argv[i], "--"); i++) {
                 if (streq(argv[i], "--cwd") && i + 1 < argc)
                         cwd = argv[++i];
+                else if (streq(argv[i], "--detach"))
+                        detach = true;
+                else if (streq(argv[i], "-i") || streq(argv[i], "--interactive"))
+                        interactive = true;
                 else
                         rest[n++] = argv[i];
         }
@@ -116,9 +164,27 @@ static int session_exec(int argc, char **argv) {
         json_object_set_new(req, "session", json_string(sid));
         if (cwd)
                 json_object_set_new(req, "cwd", json_string(cwd));
+        if (detach && interactive)
+                usage_error("session exec: --detach and -i do not go together");
+        if (detach)
+                json_object_set_new(req, "follow", json_false());
+        if (interactive)
+                json_object_set_new(req, "stdin_open", json_true());
         connect_daemon();
-        request(req);
-        return sbxctl_follow_to_end(true);
+        json_t *m = request(req);
+        if (detach) {
+                /* Its output can be followed again: sbxctl logs -f JOB. */
+                if (!json_out)
+                        printf("%s\n", json_string_value(json_object_get(m, "job")) ?: "?");
+                return 0;
+        }
+        pid_t feeder = interactive ? feed_stdin(sid, json_string_value(json_object_get(m, "job")) ?: "") : 0;
+        int st = sbxctl_follow_to_end(true);
+        if (feeder > 0) {
+                kill(feeder, SIGTERM);
+                waitpid(feeder, NULL, 0);
+        }
+        return st;
 }
 
 static json_t *session_req(const char *op, const char *sid) {

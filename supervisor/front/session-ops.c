@@ -244,6 +244,24 @@ static void answer_for(struct conn *c, struct request *req, struct answer *a) {
         case REQ_SESSION_UNEXPOSE:
                 op_expose(c, req, s, a);
                 break;
+        case REQ_SESSION_STDIN: {
+                size_t n = 0;
+                int r = session_stdin(s, req->job, req->data, req->data_len, req->eof, &n);
+                if (r == -ENOENT)
+                        refuse(a, E_NOT_FOUND, "no running job %s in session %s", req->job, req->session);
+                else if (r == -ESRCH)
+                        refuse(a, E_CONFLICT, "job %s is not running", req->job);
+                else if (r == -EBADF)
+                        refuse(a, E_CONFLICT, "job %s: its stdin was not kept open (stdin_open), or was closed", req->job);
+                else if (r == -EPIPE)
+                        refuse(a, E_CONFLICT, "job %s closed its stdin", req->job);
+                else if (r < 0)
+                        refuse(a, E_INTERNAL, "job %s: stdin: %s", req->job, strerror(-r));
+                else
+                        a->ok = json_pack("{s:s, s:I, s:b}", "job", req->job, "written", (json_int_t) n, "closed",
+                                          req->eof && n == req->data_len);
+                break;
+        }
         default:
                 op_files(s, req, a);
                 break;

@@ -31,6 +31,7 @@ static const struct field exec_fields[] = {
         { "stdin_b64", K_STRING, false },
         { "timeout_ms", K_UINT, false },
         { "follow", K_BOOL, false },
+        { "stdin_open", K_BOOL, false },
 };
 static const struct field signal_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "job", K_STRING, true }, { "signal", K_TAG, true } };
 static const struct field extend_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "ttl_s", K_UINT, true } };
@@ -46,6 +47,10 @@ static const struct field get_fields[] = {
 };
 static const struct field ls_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "path", K_STRING, false } };
 static const struct field expose_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "port", K_UINT, true }, { "signed_ttl_s", K_UINT, false } };
+static const struct field stdin_fields[] = {
+        COMMON_FIELDS, SESSION_FIELD, { "job", K_STRING, true }, { "data", K_STRING, false }, { "data_b64", K_STRING, false },
+        { "eof", K_BOOL, false },
+};
 static const struct field unexpose_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "port", K_UINT, true } };
 
 /* A signed URL lives a day at most. */
@@ -165,6 +170,22 @@ static int parse_exec(json_t *root, struct request *r, struct sbx_error *err) {
                 run->timeout_ms = (uint64_t) json_integer_value(v);
         }
         run->follow = json_is_true(json_object_get(root, "follow"));
+        r->stdin_open = json_is_true(json_object_get(root, "stdin_open"));
+        return 0;
+}
+
+/* data or data_b64 (need: exactly one; else at most one). */
+static int parse_data(json_t *root, struct request *r, bool need, struct sbx_error *err) {
+        const char *data = json_string_value(json_object_get(root, "data"));
+        const char *b64 = json_string_value(json_object_get(root, "data_b64"));
+        if ((data && b64) || (need && !data && !b64))
+                return sbx_error_msg(err, EINVAL, "exactly one of fields 'data' and 'data_b64' is needed");
+        if (data) {
+                r->data_len = strlen(data);
+                if (!(r->data = (unsigned char *) strdup(data)))
+                        return sbx_error_set(err, ENOMEM, "data");
+        } else if (b64)
+                return proto_decode_b64("data_b64", b64, &r->data, &r->data_len, err);
         return 0;
 }
 
@@ -172,15 +193,7 @@ static int parse_put(json_t *root, struct request *r, struct sbx_error *err) {
         int rc = parse_path(root, "path", false, &r->path, err);
         if (rc < 0)
                 return rc;
-        const char *data = json_string_value(json_object_get(root, "data"));
-        const char *b64 = json_string_value(json_object_get(root, "data_b64"));
-        if (!!data == !!b64)
-                return sbx_error_msg(err, EINVAL, "exactly one of fields 'data' and 'data_b64' is needed");
-        if (data) {
-                r->data_len = strlen(data);
-                if (!(r->data = (unsigned char *) strdup(data)))
-                        return sbx_error_set(err, ENOMEM, "data");
-        } else if ((rc = proto_decode_b64("data_b64", b64, &r->data, &r->data_len, err)) < 0)
+        if ((rc = parse_data(root, r, true, err)) < 0)
                 return rc;
         json_t *m = json_object_get(root, "mode");
         if (m)
@@ -220,6 +233,7 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
         case REQ_SESSION_LS: spec = ls_fields; n = ARRAY_SIZE(ls_fields); break;
         case REQ_SESSION_EXPOSE: spec = expose_fields; n = ARRAY_SIZE(expose_fields); break;
         case REQ_SESSION_UNEXPOSE: spec = unexpose_fields; n = ARRAY_SIZE(unexpose_fields); break;
+        case REQ_SESSION_STDIN: spec = stdin_fields; n = ARRAY_SIZE(stdin_fields); break;
         default: spec = session_fields; n = ARRAY_SIZE(session_fields); break;
         }
         int rc = proto_check_fields(root, spec, n, "", err);
@@ -258,6 +272,11 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
         case REQ_SESSION_EXPOSE:
         case REQ_SESSION_UNEXPOSE:
                 return parse_port(root, r, err);
+        case REQ_SESSION_STDIN:
+                if ((rc = proto_parse_job_field(root, r, err)) < 0)
+                        return rc;
+                r->eof = json_is_true(json_object_get(root, "eof"));
+                return parse_data(root, r, false, err);
         default:
                 return 0;
         }

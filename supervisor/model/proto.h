@@ -106,10 +106,11 @@ enum req_op {
         REQ_SESSION_LS,
         REQ_SESSION_EXPOSE,
         REQ_SESSION_UNEXPOSE,
+        REQ_SESSION_STDIN,
 };
 
 static inline bool req_op_is_session(enum req_op op) {
-        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_UNEXPOSE;
+        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_STDIN;
 }
 
 /* A session's id: 128 random bits in 32 lowercase hex digits. */
@@ -196,6 +197,8 @@ struct request {
         int signo;             /* session.signal */
         uint16_t port;         /* session.expose, .unexpose */
         uint64_t signed_ttl_s; /* session.expose: a signed URL valid this long; 0: none */
+        bool stdin_open;       /* session.exec: its stdin stays open for session.stdin */
+        bool eof;              /* session.stdin: close it after the data */
         unsigned mode;         /* session.put: 0644 or 0755 */
         unsigned char *data;   /* session.put */
         size_t data_len;

@@ -24,6 +24,7 @@ struct exec_ref {
         struct session *s;
         uint32_t handle;        /* the agent's; 0 before SPAWN answered */
         bool ended;             /* its end was reported to the capture */
+        int stdin_fd;           /* its stdin kept open (stdin_open) for session.stdin, or -1 */
 };
 
 struct session {
@@ -61,6 +62,8 @@ struct session *session_alloc(struct sessions *ss, struct rjob *box, const char 
  * the loop. A failure ends the session. */
 void session_connect(struct session *s);
 void sock_path(const struct sessions *ss, const char *id, struct sockaddr_un *sa);
+/* Close an exec's kept stdin (its command sees the end of it). */
+void exec_stdin_close(struct exec_ref *x);
 /* It ended: out of the live list, its socket's file gone, remembered for
  * E_SESSION_ENDED (the newest GONE_MAX). */
 void session_forget(struct session *s);

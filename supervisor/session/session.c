@@ -37,6 +37,8 @@
 #define GONE_MAX 1024
 /* The most stdin one exec takes (it goes into the pipe at once). */
 #define EXEC_STDIN_MAX (1u << 20)
+/* The pipe of a stdin kept open: what session.stdin may have in flight. */
+#define EXEC_STDIN_PIPE (1 << 20)
 
 static struct initc_msg msg_loop;
 struct initc_msg msg_call;
@@ -196,10 +198,17 @@ static struct exec_ref *exec_by_handle(struct session *s, uint32_t handle) {
 /* Its end, as the agent told it (ex) or as the session's end made it (ex
  * NULL: killed with the sandbox). The record gets the command's status,
  * CPU time and peak RSS as sbx-init measured them. */
+void exec_stdin_close(struct exec_ref *x) {
+        if (x->stdin_fd >= 0)
+                close(x->stdin_fd);
+        x->stdin_fd = -1;
+}
+
 static void exec_ended(struct exec_ref *x, const struct sbx_init_exit *ex) {
         if (x->ended)
                 return;
         x->ended = true;
+        exec_stdin_close(x);
         struct rjob *rj = x->rj;
         int st = ex ? ex->status : W_EXITCODE(0, SIGKILL);
         json_t *end = json_pack("{s:o, s:o}", SBX_STATUS_EXIT_CODE, WIFEXITED(st) ? json_integer(WEXITSTATUS(st)) : json_integer(-1),
@@ -399,6 +408,7 @@ static void job_gone(struct rjob *rj) {
                         x->s->n_execs--;
                 rj->session = NULL;
                 rj->session_signal = NULL;
+                exec_stdin_close(x);
                 free(x);
                 return;
         }
@@ -546,7 +556,13 @@ static int exec_spawn(struct session *s, struct exec_ref *x, const struct reques
         x->handle = sp.handle;
         x->rj->session_handle = sp.handle;
         r = feed_stdin(msg_call.fds[0], run->stdin_data, run->stdin_len);
-        close(msg_call.fds[0]);
+        /* Kept for session.stdin, or closed: the command sees its end. */
+        if (r == 0 && req->stdin_open) {
+                (void) fcntl(msg_call.fds[0], F_SETPIPE_SZ, EXEC_STDIN_PIPE);
+                r = fcntl(msg_call.fds[0], F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
+                x->stdin_fd = msg_call.fds[0];
+        } else
+                close(msg_call.fds[0]);
         msg_call.fds[0] = -1;
         if (r < 0) {
                 /* It runs already: it must not run unwatched. */
@@ -597,6 +613,7 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
                 snprintf(msg, len, "out of memory");
                 return NULL;
         }
+        x->stdin_fd = -1;
         struct job *j = &rj->j;
         jobs_new_id(j->id);
         j->tenant = t;
@@ -639,6 +656,26 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
                 runner_exec_failed(rj, err.msg);
         }
         return rj;
+}
+
+int session_stdin(struct session *s, const char *job, const void *data, size_t len, bool eof, size_t *ret_written) {
+        struct exec_ref *x = NULL;
+        for (struct list *p = s->execs.next; p != &s->execs && !x; p = p->next)
+                if (streq(list_entry(p, struct exec_ref, link)->rj->j.id, job))
+                        x = list_entry(p, struct exec_ref, link);
+        if (!x)
+                return -ENOENT;
+        if (x->ended)
+                return -ESRCH;
+        if (x->stdin_fd < 0)
+                return -EBADF;
+        ssize_t n = len ? write(x->stdin_fd, data, len) : 0;
+        if (n < 0 && errno != EAGAIN)
+                return errno == EPIPE ? -EPIPE : -errno;
+        *ret_written = n < 0 ? 0 : (size_t) n;
+        if (eof && *ret_written == len)
+                exec_stdin_close(x);
+        return 0;
 }
 
 int session_signal(struct session *s, const char *job, int signo) {

@@ -83,6 +83,12 @@ int session_extend(struct session *s, uint64_t ttl_ms, uint64_t *ret_expires_ms)
  * already ended with why it could not start; NULL with code and msg when
  * it was refused before it became a job. */
 struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, const char **ret_code, char *msg, size_t len);
+/* session.stdin: data to an exec's stdin kept open (stdin_open), as much
+ * as its pipe takes now (*ret_written; 1 MiB in flight at most), closed
+ * after it with eof once all went. -ENOENT (not this session's), -ESRCH
+ * (ended), -EBADF (not kept open, or closed), -EPIPE (the command closed
+ * it). */
+int session_stdin(struct session *s, const char *job, const void *data, size_t len, bool eof, size_t *ret_written);
 /* session.signal to one of its execs: 0, -ESRCH (not running), -ENOENT
  * (not this session's), or -errno (the agent failed: the session ends). */
 int session_signal(struct session *s, const char *job, int signo);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# 200 sessions of one tenant at once (sbx-supervisord(8), SESSIONS): all
+# become ready, each keeps its own files and runs its own commands, the
+# tenant's max_sessions holds at 200, and they all end.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        # a session's sandbox holds one of max_jobs for its life
+        sup_config "socket_mode = 0666
+max_jobs = 210"
+        sed -i 's/^max_jobs = 32$/max_jobs = 210/' "$SUP_DIR/sup.conf"
+        cat >> "$SUP_DIR/sup.conf" <<EOC
+max_sessions = 200
+session_ttl_max = 10m
+EOC
+        sup_start
+}
+
+teardown_file() {
+        sup_fini
+}
+
+setup() {
+        require_userns
+        [ "$(id -u)" = 0 ] || skip "the daemon must run as root to give sessions uids and workspaces of their own"
+}
+
+@test "200 sessions at once: every one ready, each with its own files, the 201st refused, all ended by close" {
+        local k sids=()
+        for k in $(seq 0 199); do
+                run -0 ctl session create --ttl 5m
+                sids+=("$output")
+        done
+        [ "$(ctl --json session list | jq '[.sessions[] | select(.state == "ready")] | length')" = 200 ]
+        run ! ctl session create
+        [[ "$output" == *E_LIMIT* ]]
+        [[ "$output" == *"has 200 sessions, its max_sessions"* ]]
+        for k in $(seq 0 199); do
+                run -0 ctl session exec "${sids[$k]}" -- sh -c "echo $k > mine; cat mine; id -u"
+                [ "${lines[0]}" = "$k" ]
+                echo "${lines[1]}" >> "$BATS_TEST_TMPDIR/uids"
+        done
+        # each its own uid
+        [ "$(sort -u "$BATS_TEST_TMPDIR/uids" | wc -l)" = 200 ]
+        for k in $(seq 0 199); do
+                run -0 ctl session close "${sids[$k]}"
+        done
+        wait_until 60 sh -c "[ \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session list | jq '.sessions | length')\" = 0 ]"
+        # nothing of them is left running (other files' sessions may be)
+        wait_until 30 sh -c "! pgrep -U '$(paste -sd, "$BATS_TEST_TMPDIR/uids")' >/dev/null"
+}
