@@ -61,6 +61,41 @@ refused() {
         ! grep -E "Sanitizer|runtime error" <<<"$output" || false
 }
 
+@test "with --config, NET_ALLOW lies within the tenants' network_allow or is refused and logged" {
+        cat > "$BATS_TEST_TMPDIR/sup.conf" <<EOC
+[daemon]
+socket = /run/sbx-test-none.sock
+
+[tenant.a]
+uids = root
+network_allow = 192.0.2.0/24:80
+
+[tenant.b]
+uids = nobody
+network_allow = api.example:443
+EOC
+        chmod a+r "$BATS_TEST_TMPDIR/sup.conf"
+        audit_client audit-caps --net-audit=64K --config "$BATS_TEST_TMPDIR/sup.conf"
+        [ "$status" = 0 ]
+        grep -q '^sbx-privd: network caps: 2 network_allow entries' <<<"$output"
+        grep -qx 'within the caps: admitted' <<<"$output"
+        refused "an address within no cap" "lies within no tenant's network_allow"
+        refused "a port of no cap" "lies within no tenant's network_allow"
+        refused "the port of a cap, UDP only in none" "lies within no tenant's network_allow"
+        refused "a /24 on a hostname cap's port" "lies within no tenant's network_allow"
+        refused "a prefix wider than the cap's" "lies within no tenant's network_allow"
+        a_events_right
+        ! grep -q '^ACCEPTED' <<<"$output" || false
+}
+
+@test "sbx-privd --config that does not parse is refused at start, naming the file and line" {
+        printf '[tenant.a]\nnetwork_allow = 10.0.0.0/99:80\n' > "$BATS_TEST_TMPDIR/bad.conf"
+        run "$PRIVD" --fd 3 --front 65534:65534 --uids "$PRIVD_UIDS" --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" \
+                --launcher "$SBX_LAUNCH" --config "$BATS_TEST_TMPDIR/bad.conf" 3<&-
+        [ "$status" = 2 ]
+        [[ "$output" == *"--config $BATS_TEST_TMPDIR/bad.conf"*"bad.conf:2"*network_allow* ]]
+}
+
 @test "--net-audit with a ring that is no power of two is refused at start, naming the option" {
         run "$PRIVD" --fd 3 --front 65534:65534 --uids 1880100000-1880100015 --cgroup "$PRIVD_CG" --workspace "$PRIVD_WS" \
                 --launcher "$SBX_LAUNCH" --net-audit 100000 3<&-

@@ -106,6 +106,13 @@ static int start_helper(const struct config *cfg, const char *cgroup_dir, const 
                 argv[n++] = "--profile-path";
                 argv[n++] = cfg->profile_path;
         }
+        /* The helper reads the tenants' network caps itself, from the
+         * file the daemon read (root's, as the daemon is still root). */
+        _cleanup_free_ char *conf_abs = cfg->path ? realpath(cfg->path, NULL) : NULL;
+        if (conf_abs) {
+                argv[n++] = "--config";
+                argv[n++] = conf_abs;
+        }
         argv[n] = NULL;
         pid_t pid = fork();
         if (pid < 0) {

@@ -202,6 +202,9 @@ int privd_net_allow(struct privd *p, const struct privd_net_allow *m) {
                 return privd_refuse(h, -EINVAL, "protocol %u (TCP, UDP or 0)", m->proto);
         if (m->port_first > m->port_last)
                 return privd_refuse(h, -EINVAL, "ports %u-%u", m->port_first, m->port_last);
+        if (!privd_caps_admit(p, m->addr, m->prefix, m->proto, m->port_first, m->port_last))
+                return privd_refuse(h, -EPERM, "job %s: /%u ports %u-%u lies within no tenant's network_allow (--config)", j->name,
+                                    m->prefix, m->port_first, m->port_last);
         struct netaudit_rule rule = {
                 .lo = m->port_first,
                 .hi = m->port_last,

@@ -31,7 +31,7 @@ static _noreturn_ void usage(int code) {
         fputs("Usage: sbx-privd {--fd N | --socket PATH | --listen N} --front {UID:GID | USER} --uids FIRST-LAST --cgroup DIR --workspace DIR\n"
               "                 --launcher PATH [--profile-path DIRS] [--workspace-max SIZE] [--max-jobs N]\n"
               "                 [--net-pool A.B.C.D/N --net-state DIR [--net-pool6 X:Y::/N]] [--net-audit RING_BYTES]\n"
-              "                 [--bundle-cache DIR] [--park-timeout SECONDS]\n",
+              "                 [--bundle-cache DIR] [--park-timeout SECONDS] [--config FILE]\n",
               code ? stderr : stdout);
         exit(code);
 }
@@ -155,7 +155,8 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 { "net-state", required_argument, NULL, 's' }, { "front", required_argument, NULL, 'F' },
                 { "socket", required_argument, NULL, 'S' },    { "listen", required_argument, NULL, 'L' },
                 { "bundle-cache", required_argument, NULL, 'B' }, { "net-audit", required_argument, NULL, 'a' },
-                { "park-timeout", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+                { "park-timeout", required_argument, NULL, 'P' }, { "config", required_argument, NULL, 'C' },
+                { "help", no_argument, NULL, 'h' },
                 {},
         };
         int o;
@@ -185,6 +186,7 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 case 'S': c->socket_path = abs_path("--socket", optarg); break;
                 case 'L': c->listen_fd = (int) number("--listen", optarg, 1 << 20); break;
                 case 'B': c->bundle_cache = abs_path("--bundle-cache", optarg); break;
+                case 'C': c->config = abs_path("--config", optarg); break;
                 case 'P': c->park_ms = (uint32_t) number("--park-timeout", optarg, 86400) * 1000u; break;
                 case 'a':
                         /* The ring buffer map's size: a power of two, a
@@ -209,12 +211,8 @@ static void parse_args(int argc, char **argv, struct privd_conf *c) {
                 die("--net-pool needs --net-state: the directory where the helper records the forwarding it switches on");
         if (!c->max_jobs)
                 c->max_jobs = c->uid_count < MAX_JOBS_LIMIT ? c->uid_count : MAX_JOBS_LIMIT;
-        int type;
-        socklen_t len = sizeof(type);
         if (c->park_ms && c->fd >= 0)
                 c->park_ms = 0; /* with --fd the helper ends with its one front */
-        if (c->fd >= 0 && (getsockopt(c->fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET))
-                die("--fd %d: not a SOCK_SEQPACKET socket", c->fd);
         if (access(c->launcher, X_OK) < 0)
                 die("--launcher %s: %s", c->launcher, strerror(errno));
 }
@@ -225,6 +223,15 @@ int main(int argc, char **argv) {
         parse_args(argc, argv, &conf);
         if (geteuid() != 0)
                 die("must run as root (it makes cgroups, mounts and switches uids)");
+        char why[512] = "";
+        /* The caps first: a configuration that does not parse stops it
+         * before it serves anyone. */
+        if (conf.config && privd_caps_load(&p, conf.config, why, sizeof(why)) < 0)
+                die("--config %s: %s", conf.config, why);
+        int type;
+        socklen_t tl = sizeof(type);
+        if (conf.fd >= 0 && (getsockopt(conf.fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET))
+                die("--fd %d: not a SOCK_SEQPACKET socket", conf.fd);
         /* The front's descriptors stay the front's: keep only stdio and
          * the socket, close-on-exec so no launcher inherits it. */
         for (int fd = 3; fd < 1024; fd++)
@@ -232,7 +239,6 @@ int main(int argc, char **argv) {
                         close(fd);
         if (conf.fd >= 0 && fcntl(conf.fd, F_SETFD, FD_CLOEXEC) < 0)
                 die("--fd: %s", strerror(errno));
-        char why[512] = "";
         int lr = conf.fd < 0 ? privd_listen_open(&conf, why, sizeof(why)) : 0;
         if (lr < 0)
                 die("%s %s: %s: %s", conf.socket_path ? "--socket" : "--listen", conf.socket_path ? conf.socket_path : "", why,
@@ -274,6 +280,10 @@ int main(int argc, char **argv) {
                 if (nr < 0)
                         privd_log("network: set-up failed, NET_OPEN will be refused: %s", why);
         }
+        if (conf.config)
+                privd_log("network caps: %zu network_allow entries of the tenants in %s", p.n_caps, conf.config);
+        else if (conf.audit_ring)
+                privd_log("network caps: no --config, so NET_ALLOW is not checked against the tenants' network_allow");
         if (conf.audit_ring) {
                 if (privd_audit_setup(&p, why, sizeof(why)) < 0)
                         privd_log("network audit: cannot load it, NET_RING and the rest will be refused: %s", why);
@@ -313,6 +323,7 @@ int main(int argc, char **argv) {
         if (conf.socket_path)
                 (void) unlink(conf.socket_path);
         free(p.jobs);
+        free(p.caps);
         uidpool_done(&p.uids);
         free(p.profile_env);
         return r < 0 && r != -ECANCELED ? 1 : 0;

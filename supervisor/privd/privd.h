@@ -80,10 +80,12 @@ struct privd_conf {
         const char *net_state;    /* the directory of the forwarding record */
         uint64_t audit_ring;      /* --net-audit: the ring buffer's bytes; 0: no audit */
         uint32_t park_ms;         /* --park-timeout: how long a parked job waits for a front; 0: none is parked */
+        const char *config;       /* --config: the daemon's configuration, for the tenants' network caps */
 };
 
 struct privd_net;
 struct privd_audit;
+struct np_allow;
 struct nacore_att;
 
 struct privd {
@@ -100,6 +102,9 @@ struct privd {
         bool hello;               /* HELLO seen */
         struct privd_net *net;    /* NULL: no network (NET_* answer -EOPNOTSUPP) */
         struct privd_audit *audit; /* NULL: no audit (NET_RING and the rest answer -EOPNOTSUPP) */
+        struct np_allow *caps;    /* caps.c: the tenants' network_allow entries (--config) */
+        size_t n_caps;
+        bool caps_loaded;         /* --config given: NET_ALLOW is checked against caps */
 };
 
 /* A refusal or failure: one line on stderr naming the request and the
@@ -138,6 +143,12 @@ int privd_park_timeout(const struct privd *p);
 void privd_park_expire(struct privd *p);
 /* Reap exited launchers (SIGCHLD). */
 void privd_reap(struct privd *p);
+
+/* caps.c: read the tenants' network caps from the daemon's configuration
+ * (--config); privd_caps_admit: does one of them hold this NET_ALLOW rule
+ * (always, without --config)? */
+int privd_caps_load(struct privd *p, const char *path, char *why, size_t len);
+bool privd_caps_admit(const struct privd *p, const uint8_t addr[16], unsigned prefix, unsigned proto, uint16_t lo, uint16_t hi);
 
 /* The job a handle names, or NULL (refused and logged, *ret_err set). */
 struct pjob *privd_job_lookup(struct privd *p, const struct privd_hdr *h, struct privd_handle hd, int *ret_err);

@@ -312,6 +312,25 @@ static void deny_bpf(void) {
         printf("bpf(): %s\n", r < 0 ? strerror(errno) : "allowed");
 }
 
+/* With --config: NET_ALLOW within the tenants' network_allow only
+ * (192.0.2.0/24:80 and api.example:443 in t/privd-audit.bats). */
+static void caps(struct job *a) {
+        uint8_t addr[16];
+        if (net_allow(a->h, "192.0.2.9", 80) < 0)
+                fail("192.0.2.9:80, within 192.0.2.0/24:80, refused");
+        if (net_allow(a->h, "198.51.100.7", 443) < 0)
+                fail("198.51.100.7:443, one address on the ports of api.example:443, refused");
+        printf("within the caps: admitted\n");
+        expect_refused("an address within no cap", net_allow(a->h, "10.9.9.9", 80));
+        expect_refused("a port of no cap", net_allow(a->h, "198.51.100.7", 22));
+        expect_refused("the port of a cap, UDP only in none", net_allow_raw(a->h, (mapped4(addr, "192.0.2.9"), addr), 128, IPPROTO_UDP,
+                                                                           80, 80, 0));
+        mapped4(addr, "198.51.100.0");
+        expect_refused("a /24 on a hostname cap's port", net_allow_raw(a->h, addr, 120, IPPROTO_TCP, 443, 443, 0));
+        mapped4(addr, "192.0.0.0");
+        expect_refused("a prefix wider than the cap's", net_allow_raw(a->h, addr, 112, IPPROTO_TCP, 80, 80, 0));
+}
+
 int audit_main(const char *scenario) {
         struct job a;
         deny_bpf();
@@ -322,6 +341,8 @@ int audit_main(const char *scenario) {
         audit_a(&a);
         if (!strcmp(scenario, "audit-attacks"))
                 attacks(&a);
+        if (!strcmp(scenario, "audit-caps"))
+                caps(&a);
         run_and_read(&a);
         uint32_t uid;
         if (uid_take(&uid) == 0 && uid_release(uid) == 0)
