@@ -30,22 +30,12 @@ teardown_file() {
 }
 
 setup() {
-        require_userns
-        [ "$(id -u)" = 0 ] || skip "the daemon must run as root to give sessions uids and workspaces of their own"
-}
-
-# live_sessions: the ids of tenant admin's live sessions.
-live_sessions() {
-        ctl --json session list | jq -r '.sessions[].session'
+        session_setup
 }
 
 teardown() {
         # every session of a test ends with it (max_sessions is small)
-        local s
-        for s in $(live_sessions); do
-                ctl session close "$s" >/dev/null 2>&1 || true
-        done
-        wait_until 10 sh -c "[ -z \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session list | jq -r '.sessions[]')\" ]"
+        sessions_close_all
 }
 
 # other_ctl ARGS...: sbxctl as nobody, in tenant "other".

@@ -28,16 +28,11 @@ teardown_file() {
 }
 
 setup() {
-        require_userns
-        [ "$(id -u)" = 0 ] || skip "the daemon must run as root to give sessions uids and workspaces of their own"
+        session_setup
 }
 
 teardown() {
-        local s
-        for s in $(ctl --json session list | jq -r '.sessions[].session'); do
-                ctl session close "$s" >/dev/null 2>&1 || true
-        done
-        wait_until 20 sh -c "[ -z \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session list | jq -r '.sessions[]')\" ]"
+        sessions_close_all
 }
 
 # crash_and_restart: SIGKILL the daemon, start a new one.

@@ -190,6 +190,22 @@ sup_user_mode() {
 helper = $SBX_STAGE/bin/sbx-privd"
 }
 
+# session_setup: what a test of sessions needs (a daemon as root).
+session_setup() {
+        require_userns
+        [ "$(id -u)" = 0 ] || skip "the daemon must run as root to give sessions uids and workspaces of their own"
+}
+
+# sessions_close_all: close every live session of tenant admin, and wait
+# until they have ended (a test's sessions end with it).
+sessions_close_all() {
+        local s
+        for s in $(ctl --json session list | jq -r '.sessions[].session'); do
+                ctl session close "$s" >/dev/null 2>&1 || true
+        done
+        wait_until 20 sh -c "[ -z \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session list | jq -r '.sessions[]')\" ]"
+}
+
 # A job's workspace is a tmpfs, mounted noswap on Linux 6.4 and later, as
 # the job sees it in its mountinfo and as its record says.
 workspace_is_noswap_tmpfs() {
