@@ -20,6 +20,7 @@ service_timeout = 1s"
         cat >> "$SUP_DIR/sup.conf" <<EOC
 session_services = yes
 service_connections = 3
+service_bandwidth = 1M
 
 [tenant.other]
 uids = $(id -u nobody)
@@ -220,4 +221,30 @@ EOF
         run -0 ctl session close "$sid"
         wait_until 30 grep -qx 'ended 3' "$BATS_TEST_TMPDIR/out"
         wait
+}
+
+@test "service_bandwidth paces a session's traffic: 3 MB at 1 MB a second take two seconds past the first second's burst" {
+        serving 8005
+        run -0 ctl session exec "$sid" -- sh -c 'head -c 3000000 /dev/urandom > big; sha256sum < big'
+        sum=${output%% *}
+        # a plain file server on another port of the same session
+        run -0 ctl session exec "$sid" -- sh -c 'python3 -m http.server 8006 --bind 127.0.0.1 >/dev/null 2>&1 & echo ok'
+        run -0 ctl session exec "$sid" -- python3 -c "
+import socket, time
+for i in range(200):
+    try:
+        socket.create_connection(('127.0.0.1', 8006)).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+"
+        run -0 ctl session expose "$sid" 8006
+        run curl -sf -o "$BATS_TEST_TMPDIR/big" -w '%{time_total}' -H "Host: 8006-$sid.sbx.test" -H "X-Sbx-Token: $token" \
+                "http://127.0.0.1:$SVC_PORT/big"
+        echo "took $output s"
+        [ "$status" = 0 ]
+        [ "$(sha256sum < "$BATS_TEST_TMPDIR/big" | cut -d' ' -f1)" = "$sum" ]
+        # unpaced it takes a few tens of milliseconds here
+        awk -v t="$output" 'BEGIN { exit !(t >= 1.5 && t < 10) }'
+        wait_until 10 grep -qE '"bytes_out":300[0-9]{4},.*"port":8006' "$SUP_DIR/audit.log"
 }

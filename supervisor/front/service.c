@@ -44,6 +44,20 @@
 
 enum sc_state { SC_HEAD, SC_CONNECTING, SC_PIPE };
 
+/* A session's bandwidth (its tenant's service_bandwidth, both ways
+ * together): a bucket of a second's worth of bytes, refilled as time
+ * passes; a connection that finds it empty stops reading until the
+ * proxy's tick refills it. */
+#define TICK_MS 50
+struct bucket {
+        struct list link;
+        char session[PROTO_SESSION_ID_LEN + 1];
+        uint64_t rate;            /* bytes a second */
+        uint64_t tokens;
+        uint64_t at_ms;           /* last refill */
+        unsigned users;           /* connections that use it */
+};
+
 struct svc_conn {
         struct list link;
         struct services *sv;
@@ -62,6 +76,8 @@ struct svc_conn {
         uint64_t started_ms;
         uint64_t bytes[2];        /* [0] to the service, [1] to the client */
         bool by_url;              /* let in by a signed URL, not the token */
+        struct bucket *bucket;    /* its session's bandwidth, or NULL: none */
+        bool starved;             /* the bucket was empty: waiting for the tick */
 };
 
 struct services {
@@ -73,6 +89,10 @@ struct services {
         uint8_t key[crypto_auth_hmacsha256_KEYBYTES];
         time_t refusal_second;
         unsigned refusals, refusals_dropped;
+        struct list buckets;
+        int tick_fd;              /* refills buckets while a connection is starved */
+        struct source tick_src;
+        bool ticking;
 };
 
 static struct services *sv_of(struct daemon *d) {
@@ -136,8 +156,17 @@ static void close_src(struct source *s, int *fd) {
         *fd = -1;
 }
 
+static void bucket_put(struct bucket *b) {
+        if (b && --b->users == 0) {
+                list_del(&b->link);
+                free(b);
+        }
+}
+
 static void conn_end(struct svc_conn *sc, int status, const char *why) {
         audit_conn(sc, status, why);
+        bucket_put(sc->bucket);
+        sc->bucket = NULL;
         close_src(&sc->csrc, &sc->cfd);
         close_src(&sc->usrc, &sc->ufd);
         close_src(&sc->tsrc, &sc->tfd);
@@ -174,14 +203,14 @@ static void refuse(struct svc_conn *sc, int status, const char *why) {
 
 static void update_interest(struct svc_conn *sc) {
         uint32_t c = 0, u = 0;
-        if (!sc->len[0] && !sc->eof[0])
+        if (!sc->len[0] && !sc->eof[0] && !sc->starved)
                 c |= EPOLLIN;
         if (sc->len[1])
                 c |= EPOLLOUT;
         if (sc->state == SC_CONNECTING)
                 u = EPOLLOUT;
         else {
-                if (!sc->len[1] && !sc->eof[1])
+                if (!sc->len[1] && !sc->eof[1] && !sc->starved)
                         u |= EPOLLIN;
                 if (sc->len[0])
                         u |= EPOLLOUT;
@@ -192,13 +221,74 @@ static void update_interest(struct svc_conn *sc) {
                 loop_mod(&sc->usrc, u);
 }
 
+static void pump_both(struct svc_conn *sc);
+
+static void bucket_refill(struct bucket *b) {
+        uint64_t now = now_mono_us() / 1000;
+        if (now > b->at_ms) {
+                uint64_t add = (now - b->at_ms) * b->rate / 1000;
+                b->tokens = b->tokens + add > b->rate ? b->rate : b->tokens + add;
+                b->at_ms = now;
+        }
+}
+
+static void starve(struct svc_conn *sc) {
+        struct services *sv = sc->sv;
+        sc->starved = true;
+        if (!sv->ticking) {
+                struct itimerspec its = { .it_value = { .tv_nsec = TICK_MS * 1000000L }, .it_interval = { .tv_nsec = TICK_MS * 1000000L } };
+                if (timerfd_settime(sv->tick_fd, 0, &its, NULL) == 0)
+                        sv->ticking = true;
+        }
+}
+
+/* Every tick while some connection is starved: those whose bucket has
+ * refilled read again. */
+static void on_tick(struct source *s, uint32_t events) {
+        struct services *sv = container_of(s, struct services, tick_src);
+        uint64_t n;
+        (void) !read(sv->tick_fd, &n, sizeof(n));
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &sv->conns) {
+                struct svc_conn *sc = list_entry(pos, struct svc_conn, link);
+                if (!sc->starved)
+                        continue;
+                bucket_refill(sc->bucket);
+                if (sc->bucket->tokens == 0)
+                        continue;
+                sc->starved = false;
+                pump_both(sc);
+        }
+        /* (one that read again may have emptied its bucket again) */
+        bool any = false;
+        for (struct list *p = sv->conns.next; p != &sv->conns && !any; p = p->next)
+                any = list_entry(p, struct svc_conn, link)->starved;
+        if (!any) {
+                struct itimerspec off = { 0 };
+                timerfd_settime(sv->tick_fd, 0, &off, NULL);
+                sv->ticking = false;
+        }
+}
+
 /* One direction: read from `from` while its buffer is empty, write what it
  * holds to `to`. false: the connection ended (an error). */
 static bool pump(struct svc_conn *sc, int dir) {
         int from = dir == 0 ? sc->cfd : sc->ufd, to = dir == 0 ? sc->ufd : sc->cfd;
         for (int rounds = 0; rounds < 16; rounds++) {
                 if (!sc->len[dir] && !sc->eof[dir]) {
-                        ssize_t n = recv(from, sc->buf[dir], BUF_SIZE, MSG_DONTWAIT);
+                        size_t want = BUF_SIZE;
+                        if (sc->bucket) {
+                                bucket_refill(sc->bucket);
+                                if (sc->bucket->tokens == 0) {
+                                        starve(sc);
+                                        return true;
+                                }
+                                if (want > sc->bucket->tokens)
+                                        want = (size_t) sc->bucket->tokens;
+                        }
+                        ssize_t n = recv(from, sc->buf[dir], want, MSG_DONTWAIT);
+                        if (n > 0 && sc->bucket)
+                                sc->bucket->tokens -= (uint64_t) n;
                         if (n < 0)
                                 return errno == EAGAIN || errno == EINTR;
                         if (n == 0) {
@@ -388,6 +478,26 @@ static void forward_head(struct svc_conn *sc, size_t head_end) {
         sc->off[0] = 0;
 }
 
+/* The session's bucket, shared by its connections (made at the first). */
+static struct bucket *bucket_get(struct services *sv, const char *session, uint64_t rate) {
+        for (struct list *p = sv->buckets.next; p != &sv->buckets; p = p->next) {
+                struct bucket *b = list_entry(p, struct bucket, link);
+                if (streq(b->session, session)) {
+                        b->users++;
+                        return b;
+                }
+        }
+        struct bucket *b = calloc(1, sizeof(*b));
+        if (!b)
+                return NULL;
+        snprintf(b->session, sizeof(b->session), "%s", session);
+        b->rate = b->tokens = rate;
+        b->at_ms = now_mono_us() / 1000;
+        b->users = 1;
+        list_add_tail(&sv->buckets, &b->link);
+        return b;
+}
+
 static unsigned conns_of(const struct services *sv, const char *session) {
         unsigned n = 0;
         for (const struct list *p = sv->conns.next; p != &sv->conns; p = p->next) {
@@ -448,6 +558,11 @@ static void head_done(struct svc_conn *sc, size_t head_end) {
         sc->buf[0] = malloc(BUF_SIZE);
         sc->buf[1] = malloc(BUF_SIZE);
         if (!sc->buf[0] || !sc->buf[1]) {
+                refuse(sc, 503, "out of memory");
+                return;
+        }
+        uint64_t rate = session_tenant(s)->service_bandwidth;
+        if (rate != CONFIG_UNSET && !(sc->bucket = bucket_get(sv, sc->session, rate))) {
                 refuse(sc, 503, "out of memory");
                 return;
         }
@@ -570,6 +685,15 @@ int service_start(struct daemon *d, struct sbx_error *err) {
                 return sbx_error_set(err, ENOMEM, "service_listen");
         sv->d = d;
         list_init(&sv->conns);
+        list_init(&sv->buckets);
+        sv->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (sv->tick_fd < 0 || loop_add(&sv->tick_src, sv->tick_fd, EPOLLIN, on_tick) < 0) {
+                int e = errno;
+                if (sv->tick_fd >= 0)
+                        close(sv->tick_fd);
+                free(sv);
+                return sbx_error_set(err, e, "service_listen: a timer");
+        }
         /* Signed URLs hold for this daemon's life only. */
         crypto_auth_hmacsha256_keygen(sv->key);
         sv->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -580,6 +704,7 @@ int service_start(struct daemon *d, struct sbx_error *err) {
                 int e = errno;
                 if (sv->fd >= 0)
                         close(sv->fd);
+                close_src(&sv->tick_src, &sv->tick_fd);
                 free(sv);
                 return sbx_error_set(err, e, "service_listen %s", addr);
         }
@@ -611,6 +736,7 @@ void service_stop(struct daemon *d) {
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &sv->conns) conn_end(list_entry(pos, struct svc_conn, link), 0, "the daemon stopped");
         close_src(&sv->src, &sv->fd);
+        close_src(&sv->tick_src, &sv->tick_fd);
         free(sv);
         d->services = NULL;
 }

@@ -91,6 +91,7 @@ struct tenant {
         uint64_t session_memory_max;  /* bytes: the memory limits of its live sessions together; CONFIG_UNSET: no cap */
         bool session_services;    /* its sessions may expose ports through the proxy */
         uint64_t service_connections; /* open through the proxy at once, per session */
+        uint64_t service_bandwidth;   /* bytes a second through the proxy, per session, both ways; CONFIG_UNSET: no cap */
         unsigned net_modes;       /* NET_MODE_BIT()s allowed */
         struct np_allow *net_allow; /* network_allow: the most a restricted job may be allowed */
         size_t n_net_allow;

@@ -62,6 +62,7 @@ void tenant_defaults(struct tenant *t) {
         t->session_idle_max_ms = 15 * 60 * 1000;
         t->session_memory_max = CONFIG_UNSET;
         t->service_connections = 16;
+        t->service_bandwidth = CONFIG_UNSET;
         t->net_modes = NET_MODE_BIT(NET_NONE);
         t->net_max_names = 256;
         t->over_limit = OVER_LIMIT_REJECT;
@@ -420,6 +421,8 @@ static const struct inikey keys[] = {
         TENANT("session_memory_max", ONCE, config_kind_size, IN_TENANT(session_memory_max), .arg = CONF_UNLIMITED),
         TENANT("session_services", ONCE, config_kind_bool, IN_TENANT(session_services)),
         TENANT("service_connections", ONCE, config_kind_count, IN_TENANT(service_connections)),
+        TENANT("service_bandwidth", ONCE, config_kind_size, IN_TENANT(service_bandwidth), .arg = CONF_UNLIMITED,
+               .min = 1024, .max = 1ull << 40),
         TENANT("network", APPEND, config_net_modes),
         TENANT("network_allow", APPEND, config_net_allow),
         TENANT("network_deny_ports", APPEND, config_net_deny_ports),
