@@ -29,23 +29,32 @@ setup() {
 }
 
 @test "200 sessions at once: every one ready, each with its own files, the 201st refused, all ended by close" {
-        local k sids=()
-        for k in $(seq 0 199); do
+        local k sids=() n=200
+        # Under a sanitizer build (the CI's second run) its point is memory
+        # errors, not scale: 50, and max_sessions that many.
+        if grep -q -- '--enable-sanitizers' "$SBX_BUILDDIR/config.log" 2>/dev/null; then
+                n=50
+                sup_stop
+                sed -i "s/^max_sessions = 200$/max_sessions = $n/" "$SUP_DIR/sup.conf"
+                sup_start
+        fi
+        echo "# $n sessions" >&3
+        for k in $(seq 0 $((n - 1))); do
                 run -0 ctl session create --ttl 5m
                 sids+=("$output")
         done
-        [ "$(ctl --json session list | jq '[.sessions[] | select(.state == "ready")] | length')" = 200 ]
+        [ "$(ctl --json session list | jq '[.sessions[] | select(.state == "ready")] | length')" = "$n" ]
         run ! ctl session create
         [[ "$output" == *E_LIMIT* ]]
-        [[ "$output" == *"has 200 sessions, its max_sessions"* ]]
-        for k in $(seq 0 199); do
+        [[ "$output" == *"has $n sessions, its max_sessions"* ]]
+        for k in $(seq 0 $((n - 1))); do
                 run -0 ctl session exec "${sids[$k]}" -- sh -c "echo $k > mine; cat mine; id -u"
                 [ "${lines[0]}" = "$k" ]
                 echo "${lines[1]}" >> "$BATS_TEST_TMPDIR/uids"
         done
         # each its own uid
-        [ "$(sort -u "$BATS_TEST_TMPDIR/uids" | wc -l)" = 200 ]
-        for k in $(seq 0 199); do
+        [ "$(sort -u "$BATS_TEST_TMPDIR/uids" | wc -l)" = "$n" ]
+        for k in $(seq 0 $((n - 1))); do
                 run -0 ctl session close "${sids[$k]}"
         done
         wait_until 60 sh -c "[ \"\$('$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session list | jq '.sessions | length')\" = 0 ]"

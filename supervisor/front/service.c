@@ -351,50 +351,6 @@ static void on_client(struct source *s, uint32_t events);
 
 /* ---- the request's head ----------------------------------------------------- */
 
-/* The value of header `name` (lowercase, with its colon) in the head, or
- * NULL; *ret_len its length without surrounding blanks. */
-static const char *header(const char *head, size_t len, const char *name, size_t *ret_len) {
-        size_t nl = strlen(name);
-        const char *p = memchr(head, '\n', len), *end = head + len;
-        while (p && p + 1 < end) {
-                p++;
-                if ((size_t) (end - p) > nl && strncasecmp(p, name, nl) == 0) {
-                        const char *v = p + nl, *e = memchr(v, '\n', (size_t) (end - v));
-                        if (!e)
-                                return NULL;
-                        while (v < e && (*v == ' ' || *v == '\t'))
-                                v++;
-                        while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-                                e--;
-                        *ret_len = (size_t) (e - v);
-                        return v;
-                }
-                p = memchr(p, '\n', (size_t) (end - p));
-        }
-        return NULL;
-}
-
-/* The query parameter `name` (with its "=") of the request target. */
-static bool query_param(const char *target, size_t tlen, const char *name, char *out, size_t out_len) {
-        const char *q = memchr(target, '?', tlen), *end = target + tlen;
-        size_t nl = strlen(name);
-        while (q && q < end) {
-                q++;
-                if ((size_t) (end - q) >= nl && memcmp(q, name, nl) == 0) {
-                        const char *v = q + nl, *e = v;
-                        while (e < end && *e != '&' && *e != '#')
-                                e++;
-                        if ((size_t) (e - v) >= out_len)
-                                return false;
-                        memcpy(out, v, (size_t) (e - v));
-                        out[e - v] = '\0';
-                        return true;
-                }
-                q = memchr(q, '&', (size_t) (end - q));
-        }
-        return false;
-}
-
 void service_sign(struct daemon *d, const char *session, uint16_t port, uint64_t expires_s, char out[static 65]) {
         char msg[96];
         uint8_t mac[crypto_auth_hmacsha256_BYTES];
@@ -403,45 +359,16 @@ void service_sign(struct daemon *d, const char *session, uint16_t port, uint64_t
         sodium_bin2hex(out, 65, mac, sizeof(mac));
 }
 
-/* Host: PORT-SESSION.DOMAIN[:N] */
-static bool parse_host(const char *v, size_t len, const char *domain, uint16_t *ret_port, char sid[static PROTO_SESSION_ID_LEN + 1]) {
-        const char *colon = memchr(v, ':', len);
-        if (colon)
-                len = (size_t) (colon - v);
-        size_t i = 0;
-        unsigned long port = 0;
-        while (i < len && i < 5 && v[i] >= '0' && v[i] <= '9')
-                port = port * 10 + (unsigned long) (v[i++] - '0');
-        if (i == 0 || port == 0 || port > 65535 || i >= len || v[i] != '-')
-                return false;
-        i++;
-        if (len - i < PROTO_SESSION_ID_LEN + 2 || v[i + PROTO_SESSION_ID_LEN] != '.')
-                return false;
-        for (size_t k = 0; k < PROTO_SESSION_ID_LEN; k++) {
-                char ch = v[i + k];
-                if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-                        return false;
-                sid[k] = ch;
-        }
-        sid[PROTO_SESSION_ID_LEN] = '\0';
-        const char *dom = v + i + PROTO_SESSION_ID_LEN + 1;
-        size_t dl = len - (i + PROTO_SESSION_ID_LEN + 1);
-        if (dl != strlen(domain) || strncasecmp(dom, domain, dl) != 0)
-                return false;
-        *ret_port = (uint16_t) port;
-        return true;
-}
-
 /* Access: the session's token in X-Sbx-Token, or a signed URL that has
  * not expired. Compared in constant time. */
 static bool allowed(struct svc_conn *sc, struct session *s, const char *target, size_t tlen) {
         size_t tl;
-        const char *tok = header(sc->head, sc->head_len, "x-sbx-token:", &tl);
+        const char *tok = http_header(sc->head, sc->head_len, "x-sbx-token:", &tl);
         const char *want = session_token(s);
         if (tok && want[0] && tl == strlen(want) && sodium_memcmp(tok, want, tl) == 0)
                 return true;
         char exp[24], sig[80], good[65];
-        if (!query_param(target, tlen, "sbx_exp=", exp, sizeof(exp)) || !query_param(target, tlen, "sbx_sig=", sig, sizeof(sig)))
+        if (!http_query_param(target, tlen, "sbx_exp=", exp, sizeof(exp)) || !http_query_param(target, tlen, "sbx_sig=", sig, sizeof(sig)))
                 return false;
         char *e;
         unsigned long long x = strtoull(exp, &e, 10);
@@ -452,30 +379,6 @@ static bool allowed(struct svc_conn *sc, struct session *s, const char *target, 
                 return false;
         sc->by_url = true;
         return true;
-}
-
-/* The head, less its X-Sbx-Token line (the service never sees the
- * token), then whatever came after it, into the buffer to the service. */
-static void forward_head(struct svc_conn *sc, size_t head_end) {
-        size_t tl;
-        const char *tok = header(sc->head, head_end, "x-sbx-token:", &tl);
-        size_t n = 0;
-        if (tok) {
-                const char *line = tok;
-                while (line > sc->head && line[-1] != '\n')
-                        line--;
-                const char *next = memchr(tok, '\n', (size_t) (sc->head + head_end - tok));
-                next = next ? next + 1 : sc->head + head_end;
-                memcpy(sc->buf[0], sc->head, (size_t) (line - sc->head));
-                n = (size_t) (line - sc->head);
-                memcpy(sc->buf[0] + n, next, (size_t) (sc->head + sc->head_len - next));
-                n += (size_t) (sc->head + sc->head_len - next);
-        } else {
-                memcpy(sc->buf[0], sc->head, sc->head_len);
-                n = sc->head_len;
-        }
-        sc->len[0] = n;
-        sc->off[0] = 0;
 }
 
 /* The session's bucket, shared by its connections (made at the first). */
@@ -518,9 +421,9 @@ static void head_done(struct svc_conn *sc, size_t head_end) {
                 return;
         }
         size_t hl;
-        const char *host = header(sc->head, head_end, "host:", &hl);
+        const char *host = http_header(sc->head, head_end, "host:", &hl);
         const char *domain = d->cfg->service_domain ? d->cfg->service_domain : "localhost";
-        if (!host || !parse_host(host, hl, domain, &sc->port, sc->session)) {
+        if (!host || !service_parse_host(host, hl, domain, &sc->port, sc->session)) {
                 char why[300];
                 snprintf(why, sizeof(why), "the Host header must be PORT-SESSION.%s", domain);
                 refuse(sc, 400, why);
@@ -566,7 +469,8 @@ static void head_done(struct svc_conn *sc, size_t head_end) {
                 refuse(sc, 503, "out of memory");
                 return;
         }
-        forward_head(sc, head_end);
+        sc->len[0] = service_strip_token(sc->head, head_end, sc->head_len, sc->buf[0]);
+        sc->off[0] = 0;
         sc->state = SC_CONNECTING;
         update_interest(sc);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -20,6 +21,16 @@ void service_close_session(struct daemon *d, const char *session, int port);
 /* The signed URL's signature for session's port until expires_s (Unix
  * time), hex: HMAC-SHA-256 with a key made at the daemon's start. */
 void service_sign(struct daemon *d, const char *session, uint16_t port, uint64_t expires_s, char out[static 65]);
+
+/* service-http.c: the value of header name (lowercase, with its colon)
+ * in head, or NULL (*ret_len its length, blanks trimmed); the query
+ * parameter name (with its "=") of a request target into out; the port
+ * and session of a Host PORT-SESSION.DOMAIN[:N]; the head less its
+ * X-Sbx-Token line, with what followed it, into out (its length). */
+const char *http_header(const char *head, size_t len, const char *name, size_t *ret_len);
+bool http_query_param(const char *target, size_t tlen, const char *name, char *out, size_t out_len);
+bool service_parse_host(const char *v, size_t len, const char *domain, uint16_t *ret_port, char *sid);
+size_t service_strip_token(const char *head, size_t head_end, size_t len, char *out);
 
 /* Ends a session's connections with its sandbox. */
 extern const struct job_listener service_listener;

@@ -60,7 +60,9 @@ t/fuzz/fuzz-net: $(srcdir)/t/fuzz/fuzz-net.c $(FUZZ_NET_SRC) $(srcdir)/superviso
 	$(AM_V_CC)$(MKDIR_P) t/fuzz && $(CLANG) $(FUZZ_FLAGS) $(AM_CPPFLAGS) $(SUP_IQUOTE) $(LDNS_CFLAGS) \
 		-o $@ $(srcdir)/t/fuzz/fuzz-net.c $(FUZZ_NET_SRC) $(LDNS_LIBS)
 
-# fuzz_one TARGET DICT SEEDS...: run TARGET over a copy of the seeds.
+# fuzz_one TARGET DICT SEEDS...: run TARGET over a copy of the seeds. The
+# fuzzers run two at a time (each takes one CPU); a failure of either fails
+# the target.
 FUZZ_RUN = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: fuzz fuzz-need-clang
 fuzz: $(FUZZ_TARGETS)
@@ -72,7 +74,9 @@ fuzz: $(FUZZ_TARGETS)
 		$(FUZZ_RUN) ./$$target -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
 			-dict=$$dict -artifact_prefix=t/fuzz/ -print_final_stats=1 "$$corpus" || { rm -rf "$$corpus"; exit 1; }; \
 		rm -rf "$$corpus"; }; \
-	run $(FUZZ_TARGET) $(srcdir)/t/fuzz/profile.dict $(srcdir)/t/fuzz/corpus/* $(srcdir)/profiles/*.ini; \
-	run t/fuzz/fuzz-manifest $(srcdir)/t/fuzz/manifest.dict $(srcdir)/t/fuzz/corpus-manifest/* $(srcdir)/contrib/bundles/*/manifest.ini; \
-	run t/fuzz/fuzz-index $(srcdir)/t/fuzz/index.dict $(srcdir)/t/fuzz/corpus-index/*; \
-	run t/fuzz/fuzz-net $(srcdir)/t/fuzz/net.dict $(srcdir)/t/fuzz/corpus-net/*
+	run $(FUZZ_TARGET) $(srcdir)/t/fuzz/profile.dict $(srcdir)/t/fuzz/corpus/* $(srcdir)/profiles/*.ini & a=$$!; \
+	run t/fuzz/fuzz-manifest $(srcdir)/t/fuzz/manifest.dict $(srcdir)/t/fuzz/corpus-manifest/* $(srcdir)/contrib/bundles/*/manifest.ini & b=$$!; \
+	wait $$a; wait $$b; \
+	run t/fuzz/fuzz-index $(srcdir)/t/fuzz/index.dict $(srcdir)/t/fuzz/corpus-index/* & a=$$!; \
+	run t/fuzz/fuzz-net $(srcdir)/t/fuzz/net.dict $(srcdir)/t/fuzz/corpus-net/* & b=$$!; \
+	wait $$a; wait $$b
