@@ -99,7 +99,10 @@ static json_t *session_req(const char *op, const char *sid);
 /* -i: standard input goes to the command as it comes (session.stdin, on a
  * connection of its own, from a child process); its end is the command's
  * stdin's end. */
-static pid_t feed_stdin(const char *sid, const char *job) {
+static pid_t feed_stdin(const char *sid, const char *job_of_reply) {
+        /* A copy: the reply it points into is freed by the next request. */
+        char job[64];
+        snprintf(job, sizeof(job), "%s", job_of_reply);
         pid_t pid = fork();
         if (pid < 0)
                 die("fork: %s", strerror(errno));
