@@ -55,6 +55,9 @@ struct session {
         bool in_call;
 };
 
+/* bytes random bytes as 2 * bytes lowercase hex digits and a NUL (ids,
+ * tokens); bytes at most 64. */
+void session_random_hex(char *out, size_t bytes);
 /* A live session around box: with a new id (id NULL) or the one it had
  * before a restart; its idle timer made, not armed. NULL with err set. */
 struct session *session_alloc(struct sessions *ss, struct rjob *box, const char *id, uint64_t idle_ms, struct sbx_error *err);

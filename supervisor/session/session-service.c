@@ -3,21 +3,10 @@
  * it exposes, its token, and a connection to one of them made by its
  * agent inside the sandbox (sbx-init(8), CONNECT). */
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "session-internal.h"
 #include "session.h"
-
-static void token_new(char out[static SESSION_TOKEN_LEN + 1]) {
-        uint8_t b[SESSION_TOKEN_LEN / 2];
-        if (getrandom(b, sizeof(b), 0) != (ssize_t) sizeof(b))
-                abort();
-        for (size_t i = 0; i < sizeof(b); i++)
-                snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
 
 bool session_exposes(const struct session *s, uint16_t port) {
         for (unsigned i = 0; i < s->n_exposed; i++)
@@ -33,7 +22,7 @@ int session_expose(struct session *s, uint16_t port, const char **ret_token) {
                 s->exposed[s->n_exposed++] = port;
         }
         if (!s->token[0])
-                token_new(s->token);
+                session_random_hex(s->token, SESSION_TOKEN_LEN / 2);
         *ret_token = s->token;
         return 0;
 }

@@ -52,13 +52,15 @@ static int arm(int fd, uint64_t ms) {
         return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
-static void id_hex(char out[static PROTO_SESSION_ID_LEN + 1]) {
-        uint8_t b[PROTO_SESSION_ID_LEN / 2];
+void session_random_hex(char *out, size_t bytes) {
+        uint8_t b[64];
+        if (bytes > sizeof(b))
+                abort();
         /* getrandom without flags blocks only before the pool is ready,
          * long past at any daemon's start. */
-        if (getrandom(b, sizeof(b), 0) != (ssize_t) sizeof(b))
+        if (getrandom(b, bytes, 0) != (ssize_t) bytes)
                 abort();
-        for (size_t i = 0; i < sizeof(b); i++)
+        for (size_t i = 0; i < bytes; i++)
                 snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
@@ -116,7 +118,7 @@ struct session *session_alloc(struct sessions *ss, struct rjob *box, const char 
         if (id)
                 snprintf(s->id, sizeof(s->id), "%s", id);
         else
-                id_hex(s->id);
+                session_random_hex(s->id, PROTO_SESSION_ID_LEN / 2);
         s->tenant = box->j.tenant;
         snprintf(s->tenant_name, sizeof(s->tenant_name), "%s", box->j.tenant->name);
         s->box = box;
