@@ -57,6 +57,10 @@ bench-init: launcher/sbx-launch init/sbx-init t/helpers/init-client
 	$(SHELL) $(srcdir)/bench/init.sh
 
 EXTRA_DIST += bench/session.sh bench/session.py bench/service-client.py bench/service-server.py
+# Linked as sbx-init is (static where the toolchain can).
+check_PROGRAMS += bench/clock-first
+bench_clock_first_SOURCES = bench/clock-first.c
+bench_clock_first_LDFLAGS = $(INIT_LDFLAGS)
 .PHONY: bench-session
-bench-session: launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init
+bench-session: launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init bench/clock-first
 	$(SHELL) $(srcdir)/bench/session.sh

@@ -66,20 +66,29 @@ sid = c.req({"op": "session.create", "ttl_s": 600})["session"]
 ready(c, sid)
 
 # 2. request to the command's first instruction: the command reads the
-# clock first thing (date), on the same CLOCK_REALTIME as ours.
-first = []
-for i in range(runs):
-    t0 = time.time_ns()
-    c.send({"op": "session.exec", "session": sid, "command": ["date", "+%s%N"], "follow": True})
-    out = ""
-    while True:
-        m = c.recv()
-        if m.get("event") == "output":
-            out += m.get("data", "")
-        if m.get("event") == "end":
-            break
-    first.append((int(out.strip()) - t0) / 1e6)
-print("exec, request to the command's first clock read (date +%%s%%N), ms: %s" % pct(first))
+# clock first thing, on the same CLOCK_REALTIME as ours: clock-first
+# (static, in a session of the profile that binds it) and date (dynamic).
+def first_clock(sid, cmd):
+    xs = []
+    for i in range(runs):
+        t0 = time.time_ns()
+        c.send({"op": "session.exec", "session": sid, "command": cmd, "follow": True})
+        out = ""
+        while True:
+            m = c.recv()
+            if m.get("event") == "output":
+                out += m.get("data", "")
+            if m.get("event") == "end":
+                break
+        xs.append((int(out.strip()) - t0) / 1e6)
+    return pct(xs)
+
+
+csid = c.req({"op": "session.create", "ttl_s": 600, "profile": "clock"})["session"]
+ready(c, csid)
+print("exec, request to the command's first clock read (clock-first, static), ms: %s" % first_clock(csid, ["/clock-first"]))
+c.req({"op": "session.close", "session": csid})
+print("exec, request to the command's first clock read (date +%%s%%N, dynamic), ms: %s" % first_clock(sid, ["date", "+%s%N"]))
 
 # 3. round trip of true, and the same as a one-shot job
 rt, one = [], []

@@ -4,9 +4,12 @@
 # real daemon as root (jobs as their own uids), one client on its socket
 # (bench/session.py, under /usr/bin/python3):
 #   - session.create to ready (its agent answered), p50/p95/p99;
-#   - session.exec: request to the command's first clock read (it runs
-#     `date +%s%N`, whose first act is to read the clock; the client's
-#     clock is the same CLOCK_REALTIME);
+#   - session.exec: request to the command's first clock read, for
+#     bench/clock-first (static: its first act is to read the clock) and
+#     for `date +%s%N` (dynamic: the loader runs first); the client's clock
+#     is the same CLOCK_REALTIME. Beside it the floor: clock-first started
+#     by posix_spawn straight from a process on the host, no sandbox, no
+#     daemon;
 #   - session.exec of `true`, request to its end event (its record is
 #     durable), against a one-shot `run` of `true` the same way;
 #   - a service's GET of 1 KiB through the daemon's proxy against the same
@@ -25,15 +28,16 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-300}
 idle=${2:-50}
 [ "$(id -u)" = 0 ] || { echo "bench: run as root (sessions run as uids of their own)" >&2; exit 77; }
-for f in launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init; do
+for f in launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init bench/clock-first; do
         [ -x "$top/$f" ] || { echo "bench: $top/$f not built (run make)" >&2; exit 1; }
 done
 
 stage=$(mktemp -d /tmp/sbx-bench.XXXXXX)
 chmod 0755 "$stage"
 mkdir -p "$stage/bin" "$stage/profiles" "$stage/work"
-cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/init/sbx-init" "$stage/bin/"
+cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/init/sbx-init" "$top/bench/clock-first" "$stage/bin/"
 cp "$top"/profiles/*.ini "$stage/profiles/"
+{ cat "$top/profiles/default.ini"; printf '[fs]\nro-bind = %s /clock-first\n' "$stage/bin/clock-first"; } >"$stage/profiles/clock.ini"
 chmod -R a+rX "$stage"
 mount -t tmpfs -o size=512m,mode=0711 sbx-bench-work "$stage/work"
 slots=$((idle + 8))
@@ -57,6 +61,7 @@ max_jobs = $slots
 max_sessions = $slots
 max_disk = 16M
 session_services = yes
+profiles = default clock
 EOC
 "$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
 pid=$!
@@ -71,5 +76,6 @@ for i in $(seq 200); do [ -S "$stage/sock" ] && break; sleep 0.05; done
 [ -S "$stage/sock" ] || { cat "$stage/daemon.log" >&2; exit 1; }
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "floor: posix_spawn of clock-first on the host, to its clock read, ms: $("$stage/bin/clock-first" --spawn "$runs")"
 /usr/bin/python3 "$top/bench/session.py" "$stage/sock" "$runs" "$idle" "$pid" "$svc_port"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -7,6 +7,7 @@
  * signal never reaches a pid the kernel has given to someone else. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,16 +140,27 @@ static int make_stdio(uint32_t flags, int ours[3], int theirs[3]) {
         return 0;
 }
 
-static void move_fd(int fd, int to) {
-        if (fd == to)
-                fcntl(fd, F_SETFD, 0);
-        else if (dup2(fd, to) < 0)
-                _exit(127);
-}
+/* What the child needs, and where it leaves why its exec failed: it runs
+ * in our memory (CLONE_VM) while we wait (CLONE_VFORK), as posix_spawn's
+ * children do, so that no page table is copied for a process that is about
+ * to exec. It must not allocate or write our memory but its own stack,
+ * err and environ (which we put back). */
+struct child_args {
+        const struct spawn_req *s;
+        int *theirs;
+        int cwd;
+        char **envp;
+        int err;
+};
 
-static _noreturn_ void child(const struct spawn_req *s, int theirs[3], int cwd, char **envp, int errpipe) {
+static int child(void *p) {
+        struct child_args *c = p;
+        const struct spawn_req *s = c->s;
+        int theirs[3];
+        memcpy(theirs, c->theirs, sizeof(theirs));
         sigset_t none;
         sigemptyset(&none);
+        /* Our handlers are all default but SIGPIPE's, which is ignored. */
         signal(SIGPIPE, SIG_DFL);
         sigprocmask(SIG_SETMASK, &none, NULL);
         int e = 0;
@@ -156,26 +168,29 @@ static _noreturn_ void child(const struct spawn_req *s, int theirs[3], int cwd, 
                 e = errno;
         if (!e && (s->flags & SBX_INIT_SPAWN_PTY) && ioctl(theirs[0], TIOCSCTTY, 0) < 0)
                 e = errno;
-        if (!e && fchdir(cwd) < 0)
+        if (!e && fchdir(c->cwd) < 0)
                 e = errno;
         if (!e) {
                 /* Above 2 first, so that moving one does not overwrite
                  * another. */
-                for (int i = 0; i < 3; i++)
+                for (int i = 0; i < 3 && !e; i++)
                         if (theirs[i] < 3) {
                                 int d = fcntl(theirs[i], F_DUPFD_CLOEXEC, 3);
                                 if (d < 0)
-                                        _exit(127);
+                                        e = errno;
                                 theirs[i] = d;
                         }
-                for (int i = 0; i < 3; i++)
-                        move_fd(theirs[i], i);
-                environ = envp;
-                execvp(s->argv[0], (char *const *) s->argv);
-                e = errno;
+                for (int i = 0; i < 3 && !e; i++)
+                        if (theirs[i] == i ? fcntl(i, F_SETFD, 0) < 0 : dup2(theirs[i], i) < 0)
+                                e = errno;
+                if (!e) {
+                        /* execvp searches the command's PATH, not ours. */
+                        environ = c->envp;
+                        execvp(s->argv[0], (char *const *) s->argv);
+                        e = errno;
+                }
         }
-        ssize_t n = write(errpipe, &e, sizeof(e));
-        (void) n;
+        c->err = e ? e : EIO;
         _exit(127);
 }
 
@@ -197,7 +212,6 @@ static int do_spawn(struct agent *a, const struct spawn_req *s, int ours[3], str
         int theirs[3] = { -1, -1, -1 };
         _cleanup_close_ int cwd = -1;
         _cleanup_free_ char **envp = NULL;
-        int ep[2] = { -1, -1 };
         int r;
 
         if (a->n_procs >= SBX_INIT_PROCS_MAX)
@@ -211,32 +225,26 @@ static int do_spawn(struct agent *a, const struct spawn_req *s, int ours[3], str
         if (!envp)
                 return -ENOMEM;
         r = make_stdio(s->flags, ours, theirs);
-        if (r < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-                r = r < 0 ? r : -errno;
+        if (r < 0) {
                 close_all(theirs, 3);
                 return r;
         }
-        pid_t pid = fork();
-        if (pid == 0)
-                child(s, theirs, cwd, envp, ep[1]);
+        /* One child at a time runs on it, and we wait while it does. */
+        static _Alignas(16) char stack[64 * 1024];
+        struct child_args c = { .s = s, .theirs = theirs, .cwd = cwd, .envp = envp };
+        char **our_env = environ;
+        pid_t pid = clone(child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
         r = pid < 0 ? -errno : 0;
+        environ = our_env;
         close_all(theirs, 3);
-        close(ep[1]);
-        if (r < 0) {
-                close(ep[0]);
+        if (r < 0)
                 return r;
-        }
-        /* The error pipe closes on a successful exec: until then the
+        /* Back here when it exec'd or exited: until its exec succeeded the
          * command is not started and its failure is this request's. */
-        int e = 0;
-        ssize_t n;
-        while ((n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
-                ;
-        close(ep[0]);
-        if (n == (ssize_t) sizeof(e)) {
+        if (c.err) {
                 while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                         ;
-                return -(e ? e : EIO);
+                return -c.err;
         }
         slot->pid = pid;
         slot->handle = a->next_handle++;

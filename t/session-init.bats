@@ -59,6 +59,22 @@ EOF2
         [ "${lines[6]}" = "error ENOENT" ]
 }
 
+@test "spawn: a PATH given with the command is the one searched; the agent's own environment is unchanged after it" {
+        run session <<'EOF2'
+run -- sh -c 'mkdir -p bin2 && printf "#!/bin/sh\necho found-in-bin2\n" > bin2/tool && chmod 755 bin2/tool'
+run -e PATH=/work/bin2:/usr/bin -- tool
+run -- tool
+run -- sh -c 'echo "$PATH"'
+EOF2
+        [ "$status" -eq 0 ]
+        [[ "${lines[1]}" == "exit code=0 "* ]]
+        [ "${lines[2]}" = found-in-bin2 ]
+        [[ "${lines[3]}" == "exit code=0 "* ]]
+        # without the addition the agent's PATH is searched again
+        [ "${lines[4]}" = "error ENOENT" ]
+        [[ "${lines[5]}" != *bin2* ]]
+}
+
 @test "state is kept between spawns: a file written by one is read by the next; a background process lives on" {
         run session <<'EOF2'
 run -- sh -c 'echo kept > state.txt'
