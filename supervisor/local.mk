@@ -82,7 +82,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/job/recover.h supervisor/job/recover.c \
 	supervisor/session/session.h supervisor/session/session-internal.h supervisor/session/session.c \
 	supervisor/session/session-files.c supervisor/session/session-adopt.c supervisor/session/session-show.c supervisor/session/session-service.c \
-	supervisor/front/session-ops.c supervisor/front/service.h supervisor/front/service.c supervisor/front/service-http.c \
+	supervisor/front/session-ops.c supervisor/front/service.h supervisor/front/service.c supervisor/front/service-pump.c supervisor/front/service-conn.h supervisor/front/service-http.c \
 	supervisor/core/loop.h supervisor/core/loop.c \
 	supervisor/core/pool.h supervisor/core/pool.c \
 	supervisor/core/worker.h supervisor/core/worker.c \
@@ -119,7 +119,7 @@ supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(AR
 supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c
+supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c supervisor/ctl/sbxctl-forward.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

@@ -103,6 +103,8 @@ candidates() {
         [ "$(candidates sbxctl callbacks r)" = retry ]
         [ "$(candidates sbxctl session e)" = "exec expose extend" ]
         [ "$(candidates sbxctl session u)" = unexpose ]
+        [ "$(candidates sbxctl session f)" = forward ]
+        [ "$(candidates sbxctl session forward 0123 80 --l)" = --listen ]
         [ "$(candidates sbxctl session create --t)" = "--timeout --traceparent --ttl" ]
         [ "$(candidates sbxctl callbacks ls --state d)" = "dead dropped" ]
         [ "$(candidates sbxctl callbacks ls --l)" = --limit ]

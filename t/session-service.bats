@@ -53,7 +53,31 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 EOF
-        chmod a+r "$SBX_STAGE/echo.py"
+        # A raw TCP server: each line back in capitals, and at the client's
+        # end of sending, "bye N" (the bytes it got) before it closes.
+        cat > "$SBX_STAGE/tcpecho.py" <<'EOF'
+import socket, sys, threading
+def serve(c):
+    n, rest = 0, b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        n += len(b)
+        rest += b
+        while b"\n" in rest:
+            line, rest = rest.split(b"\n", 1)
+            c.sendall(line.upper() + b"\n")
+    c.sendall(b"bye %d\n" % n)
+    c.close()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+EOF
+        chmod a+r "$SBX_STAGE/echo.py" "$SBX_STAGE/tcpecho.py"
         sup_start
 }
 
@@ -69,12 +93,14 @@ teardown() {
         sessions_close_all
 }
 
-# serving PORT: a session ($sid) running echo.py on PORT, exposed ($host, $token).
+# serving PORT [SERVER]: a session ($sid) running SERVER (echo.py) on
+# PORT, exposed ($host, $token).
 serving() {
+        local server=${2:-echo.py}
         run -0 ctl session create
         sid=$output
-        run -0 ctl session put "$sid" "$SBX_STAGE/echo.py" echo.py
-        run -0 ctl session exec "$sid" -- sh -c "python3 echo.py $1 >srv.log 2>&1 & echo started"
+        run -0 ctl session put "$sid" "$SBX_STAGE/$server" "$server"
+        run -0 ctl session exec "$sid" -- sh -c "python3 $server $1 >srv.log 2>&1 & echo started"
         run -0 ctl session exec "$sid" -- python3 -c "
 import socket, time
 for i in range(200):
@@ -247,4 +273,114 @@ for i in range(200):
         # unpaced it takes a few tens of milliseconds here
         awk -v t="$output" 'BEGIN { exit !(t >= 1.5 && t < 10) }'
         wait_until 10 grep -qE '"bytes_out":300[0-9]{4},.*"port":8006' "$SUP_DIR/audit.log"
+}
+
+@test "session forward: a raw TCP stream to an exposed port, both ways, the client's end passed on as a half-close; audited as a forward" {
+        serving 8010 tcpecho.py
+        printf 'hello\nworld\n' > "$BATS_TEST_TMPDIR/in"
+        run -0 ctl session forward "$sid" 8010 < "$BATS_TEST_TMPDIR/in"
+        [ "$output" = "$(printf 'HELLO\nWORLD\nbye 12')" ]
+        wait_until 10 grep -q '"access":"forward"' "$SUP_DIR/audit.log"
+        line=$(grep '"access":"forward"' "$SUP_DIR/audit.log" | tail -1)
+        [[ "$line" == *"\"session\":\"$sid\""* ]]
+        [[ "$line" == *'"port":8010'* ]]
+        [[ "$line" == *'"bytes_in":12'* ]]
+        [[ "$line" == *'"bytes_out":19'* ]]
+        [[ "$line" == *"\"peer\":\"uid $(id -u)\""* ]]
+}
+
+@test "session forward --listen: each local connection is a forward of its own, several at once" {
+        serving 8011 tcpecho.py
+        lport=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" session forward "$sid" 8011 --listen "127.0.0.1:$lport" 2>"$BATS_TEST_TMPDIR/fwd.err" &
+        fwd=$!
+        wait_until 10 grep -q "forwarding 127.0.0.1 port $lport" "$BATS_TEST_TMPDIR/fwd.err"
+        run -0 /usr/bin/python3 - "$lport" <<'EOF'
+import socket, sys
+cs = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for i in range(3)]
+for i, c in enumerate(cs):
+    c.sendall(b"client %d\n" % i)
+for i, c in enumerate(cs):
+    c.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = c.recv(4096)
+        if not b:
+            break
+        got += b
+    print(got.decode().replace("\n", "|"))
+EOF
+        kill "$fwd"
+        wait "$fwd" || true
+        [ "${lines[0]}" = "CLIENT 0|bye 9|" ]
+        [ "${lines[1]}" = "CLIENT 1|bye 9|" ]
+        [ "${lines[2]}" = "CLIENT 2|bye 9|" ]
+        run -2 ctl session forward "$sid" 8011 --listen "127.0.0.1:0x10"
+        [[ "$output" == *"--listen: expected [ADDR:]PORT"* ]]
+        run -2 ctl session forward "$sid" 0
+        [[ "$output" == *"PORT: expected 1 to 65535"* ]]
+}
+
+@test "session forward refused: a port not exposed, nothing listening, another tenant's session, past service_connections; bytes sent with the request reach the service; unexpose ends it" {
+        serving 8012 tcpecho.py
+        run -125 ctl session forward "$sid" 8013
+        [[ "$output" == *E_NOT_FOUND*"does not expose port 8013"* ]]
+        run -0 ctl session expose "$sid" 8013
+        run -125 ctl session forward "$sid" 8013
+        [[ "$output" == *E_NOT_FOUND*"nothing answers on port 8013"* ]]
+        # a caller in no tenant, and one of another tenant
+        run -125 ctl_nobody session forward "$sid" 8012
+        [[ "$output" == *E_* ]]
+        run -125 as_user "$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK" session forward "$sid" 8012
+        [[ "$output" == *E_NOT_FOUND* ]]
+        # a client that sends its bytes with the request, before the
+        # reply; then three held forwards, a fourth refused, and unexpose
+        # ends the held ones
+        /usr/bin/python3 - "$SUP_SOCK" "$sid" > "$BATS_TEST_TMPDIR/out" 2>&1 <<'EOF' &
+import json, socket, sys
+path, sid = sys.argv[1], sys.argv[2]
+def say(*a):
+    print(*a, flush=True)
+def forward(extra=b""):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(json.dumps({"v": 1, "op": "session.forward", "session": sid, "port": 8012}).encode() + b"\n" + extra)
+    line = b""
+    while not line.endswith(b"\n"):
+        b = s.recv(1)
+        if not b:
+            break
+        line += b
+    return s, json.loads(line)
+s, r = forward(b"early bytes\n")
+s.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    got += b
+say("early", r["ok"], got.decode().replace("\n", "|"))
+held = [forward() for i in range(3)]
+say("held", *[r["ok"] for s, r in held])
+s, r = forward()
+say("fourth", r.get("error", {}).get("code"))
+say("waiting")
+ended = 0
+for s, r in held:
+    s.settimeout(30)
+    while s.recv(65536):
+        pass
+    ended += 1
+say("ended", ended)
+EOF
+        wait_until 30 grep -q '^waiting' "$BATS_TEST_TMPDIR/out"
+        cat "$BATS_TEST_TMPDIR/out"
+        grep -qx 'early True EARLY BYTES|bye 12|' "$BATS_TEST_TMPDIR/out"
+        grep -qx 'held True True True' "$BATS_TEST_TMPDIR/out"
+        grep -qx 'fourth E_LIMIT' "$BATS_TEST_TMPDIR/out"
+        run -0 ctl session unexpose "$sid" 8012
+        wait_until 30 grep -qx 'ended 3' "$BATS_TEST_TMPDIR/out"
+        wait
+        grep -q '"end":"the port was unexposed"' "$SUP_DIR/audit.log"
 }

@@ -288,7 +288,7 @@ static void print_entries(json_t *m) {
 
 int sbxctl_session(int argc, char **argv) {
         if (argc < 2)
-                usage_error("session: expected create, exec, put, get, ls, signal, extend, expose, unexpose, close, show or list");
+                usage_error("session: expected create, exec, put, get, ls, signal, extend, expose, unexpose, forward, close, show or list");
         const char *sub = argv[1];
         char **av = argv + 1;
         int ac = argc - 1;
@@ -359,6 +359,8 @@ int sbxctl_session(int argc, char **argv) {
                 }
                 return 0;
         }
+        if (streq(sub, "forward"))
+                return sbxctl_session_forward(ac, av);
         if (streq(sub, "signal")) {
                 if (ac != 4)
                         usage_error("session signal SESSION JOB SIGNAL");
@@ -396,6 +398,6 @@ int sbxctl_session(int argc, char **argv) {
                 print_entries(request(q));
                 return 0;
         }
-        usage_error("session: unknown command '%s' (create, exec, put, get, ls, signal, extend, expose, unexpose, close, show or list)",
+        usage_error("session: unknown command '%s' (create, exec, put, get, ls, signal, extend, expose, unexpose, forward, close, show or list)",
                     sub);
 }

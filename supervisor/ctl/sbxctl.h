@@ -47,6 +47,9 @@ int sbxctl_download(int argc, char **argv);
 
 /* sbxctl session ... (sbxctl-session.c) */
 int sbxctl_session(int argc, char **argv);
+/* sbxctl session forward SESSION PORT [--listen [ADDR:]LPORT] (argv[0]
+ * is "forward"; sbxctl-forward.c) */
+int sbxctl_session_forward(int argc, char **argv);
 /* sbxctl-print.c: print a followed job's output events until its end;
  * its status. */
 int sbxctl_follow_to_end(bool show_result);

@@ -93,7 +93,7 @@ static bool reply_unsent(const struct conn *c);
 /* A request is being served, or its reply's bytes are still queued: the
  * next request waits (in the socket, where it costs the daemon nothing). */
 static bool replying(const struct conn *c) {
-        return c->busy || reply_unsent(c);
+        return c->busy || reply_unsent(c) || c->handing_off;
 }
 
 static void update_events(struct conn *c) {
@@ -284,7 +284,35 @@ void conn_unbusy(struct conn *c) {
         conn_unref(c);
 }
 
+static void conn_end(struct conn *c, bool close_fd);
+
 void conn_close(struct conn *c) {
+        conn_end(c, true);
+}
+
+void conn_hand_off(struct conn *c, void (*cb)(struct conn *c), void *arg) {
+        c->handing_off = true;
+        conn_when_room(c, cb, arg);
+}
+
+int conn_detach(struct conn *c, char **ret_extra, size_t *ret_len) {
+        *ret_extra = NULL;
+        *ret_len = 0;
+        if (c->closed)
+                return -1;
+        int fd = c->src.fd;
+        if (c->in_len) {
+                *ret_extra = c->in;
+                *ret_len = c->in_len;
+                c->in = NULL;
+                set_in_cap(c, 0);
+                c->in_len = 0;
+        }
+        conn_end(c, false);
+        return fd;
+}
+
+static void conn_end(struct conn *c, bool close_fd) {
         if (c->closed)
                 return;
         c->closed = true;
@@ -296,7 +324,8 @@ void conn_close(struct conn *c) {
                 cb(c);
         }
         loop_del(&c->src);
-        close(c->src.fd);
+        if (close_fd)
+                close(c->src.fd);
         list_del(&c->link);
         c->d->conns.n--;
         if (c->tenant_count)

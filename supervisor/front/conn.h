@@ -55,6 +55,7 @@ struct conn {
         bool closed;
         void (*on_drained)(struct conn *c); /* all output is out and the socket has room (conn_when_room) */
         void *drain_arg;
+        bool handing_off;          /* conn_hand_off(): no request is read any more */
 };
 
 struct conns {
@@ -102,6 +103,16 @@ bool conn_lagging(const struct conn *c);
  * made only then, so a client that does not read holds at most one piece
  * in the daemon, whatever the reply's size. */
 void conn_when_room(struct conn *c, void (*cb)(struct conn *c), void *arg);
+
+/* The socket goes to another owner (session.forward) once everything
+ * queued is out: no further request is read; cb runs then, or when the
+ * client went away first (c->closed), and takes the socket with
+ * conn_detach(). */
+void conn_hand_off(struct conn *c, void (*cb)(struct conn *c), void *arg);
+/* The socket, still non-blocking, and in *ret_extra (malloc'd, or NULL)
+ * the bytes read past the last request taken; the connection is closed
+ * without closing the socket. -1 when it was closed already. */
+int conn_detach(struct conn *c, char **ret_extra, size_t *ret_len);
 
 /* Replies queued from now on wait until conn_release() (the group commit). */
 void conn_hold(struct conn *c);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 #include "jobevents.h"
@@ -18,6 +19,23 @@ void service_stop(struct daemon *d);
 bool service_on(const struct daemon *d);
 /* End the proxied connections to a session (port -1: all of its ports). */
 void service_close_session(struct daemon *d, const char *session, int port);
+/* session.forward: the client's socket (cfd, taken from its connection
+ * with the bytes it sent past the request in extra) joined to the
+ * agent's connection to port in the session (ufd, connected or still
+ * connecting); both are taken, and closed if it cannot be done. */
+struct service_forward {
+        int cfd, ufd;
+        bool connected;
+        const char *extra;
+        size_t extra_len;
+        const char *session, *tenant;
+        uint16_t port;
+        uid_t uid;
+        uint64_t rate; /* the tenant's service_bandwidth, or CONFIG_UNSET */
+};
+void service_forward(struct daemon *d, const struct service_forward *f);
+/* The proxied connections (HTTP and forwards) of a session. */
+unsigned service_connections(struct daemon *d, const char *session);
 /* The signed URL's signature for session's port until expires_s (Unix
  * time), hex: HMAC-SHA-256 with a key made at the daemon's start. */
 void service_sign(struct daemon *d, const char *session, uint16_t port, uint64_t expires_s, char out[static 65]);

@@ -5,9 +5,13 @@
  * here first. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "conn.h"
@@ -192,6 +196,94 @@ static void op_expose(struct conn *c, struct request *req, struct session *s, st
         }
 }
 
+/* A forward granted, until its reply is out and the socket can be taken. */
+struct forward_pending {
+        int ufd;
+        bool connected;
+        char session[PROTO_SESSION_ID_LEN + 1];
+        char tenant[64];
+        uint16_t port;
+        uint64_t rate;
+};
+
+static void forward_go(struct conn *c) {
+        struct forward_pending *p = c->drain_arg;
+        char *extra;
+        size_t n;
+        uid_t uid = c->cred.uid;
+        int cfd = conn_detach(c, &extra, &n);
+        if (cfd < 0)
+                close(p->ufd);
+        else {
+                struct service_forward f = { .cfd = cfd, .ufd = p->ufd, .connected = p->connected, .extra = extra, .extra_len = n,
+                                             .session = p->session, .tenant = p->tenant, .port = p->port, .uid = uid, .rate = p->rate };
+                service_forward(c->d, &f);
+        }
+        free(extra);
+        free(p);
+}
+
+/* session.forward: the connection becomes a byte stream to an exposed
+ * port in the session once the reply is out. */
+static void op_forward(struct conn *c, struct request *req, struct session *s, struct answer *a) {
+        const struct tenant *t = session_tenant(s);
+        if (!c->tenant->session_services) {
+                refuse(a, E_FORBIDDEN, "tenant '%s' may not use services (session_services)", c->tenant->name);
+                return;
+        }
+        if (!service_on(c->d) || !session_exposes(s, req->port)) {
+                refuse(a, E_NOT_FOUND, "session %s does not expose port %u (session.expose first)", req->session, (unsigned) req->port);
+                return;
+        }
+        if (!list_empty(&c->watches)) {
+                refuse(a, E_CONFLICT, "this connection follows jobs: a forward takes a connection of its own");
+                return;
+        }
+        if (service_connections(c->d, req->session) >= t->service_connections) {
+                refuse(a, E_LIMIT, "the session has as many service connections as its tenant's service_connections (%" PRIu64 ")",
+                       (uint64_t) t->service_connections);
+                return;
+        }
+        struct forward_pending *p = calloc(1, sizeof(*p));
+        if (!p) {
+                refuse(a, E_INTERNAL, "out of memory");
+                return;
+        }
+        int r = session_connect_port(s, req->port, &p->ufd);
+        if (r < 0) {
+                free(p);
+                if (r == -ESHUTDOWN)
+                        refuse(a, E_NOT_DONE, "session %s is not ready", req->session);
+                else
+                        refuse(a, E_INTERNAL, "the session's agent could not connect to port %u: %s", (unsigned) req->port,
+                               strerror(-r));
+                return;
+        }
+        /* On the loopback a connect is over before the agent answers: a
+         * port nobody listens on is refused here, not after the reply. */
+        struct pollfd pf = { .fd = p->ufd, .events = POLLOUT };
+        int err = 0;
+        socklen_t el = sizeof(err);
+        if (poll(&pf, 1, 0) == 1) {
+                if (getsockopt(p->ufd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+                        err = errno;
+                p->connected = !err;
+        }
+        if (err) {
+                close(p->ufd);
+                free(p);
+                refuse(a, E_NOT_FOUND, "nothing answers on port %u in session %s (%s)", (unsigned) req->port, req->session, strerror(err));
+                return;
+        }
+        snprintf(p->session, sizeof(p->session), "%s", req->session);
+        snprintf(p->tenant, sizeof(p->tenant), "%s", t->name);
+        p->port = req->port;
+        p->rate = t->service_bandwidth;
+        audit_request(c, "session.forward", "accepted", NULL, NULL, NULL, false);
+        a->ok = json_pack("{s:s, s:i, s:b}", "session", req->session, "port", (int) req->port, "forwarding", true);
+        conn_hand_off(c, forward_go, p);
+}
+
 static void answer_for(struct conn *c, struct request *req, struct answer *a) {
         struct daemon *d = c->d;
         if (req->op == REQ_SESSION_LIST) {
@@ -243,6 +335,9 @@ static void answer_for(struct conn *c, struct request *req, struct answer *a) {
         case REQ_SESSION_EXPOSE:
         case REQ_SESSION_UNEXPOSE:
                 op_expose(c, req, s, a);
+                break;
+        case REQ_SESSION_FORWARD:
+                op_forward(c, req, s, a);
                 break;
         case REQ_SESSION_STDIN: {
                 size_t n = 0;

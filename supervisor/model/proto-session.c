@@ -232,7 +232,8 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
         case REQ_SESSION_GET: spec = get_fields; n = ARRAY_SIZE(get_fields); break;
         case REQ_SESSION_LS: spec = ls_fields; n = ARRAY_SIZE(ls_fields); break;
         case REQ_SESSION_EXPOSE: spec = expose_fields; n = ARRAY_SIZE(expose_fields); break;
-        case REQ_SESSION_UNEXPOSE: spec = unexpose_fields; n = ARRAY_SIZE(unexpose_fields); break;
+        case REQ_SESSION_UNEXPOSE:
+        case REQ_SESSION_FORWARD: spec = unexpose_fields; n = ARRAY_SIZE(unexpose_fields); break;
         case REQ_SESSION_STDIN: spec = stdin_fields; n = ARRAY_SIZE(stdin_fields); break;
         default: spec = session_fields; n = ARRAY_SIZE(session_fields); break;
         }
@@ -271,6 +272,7 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
                 return parse_path(root, "path", true, &r->path, err);
         case REQ_SESSION_EXPOSE:
         case REQ_SESSION_UNEXPOSE:
+        case REQ_SESSION_FORWARD:
                 return parse_port(root, r, err);
         case REQ_SESSION_STDIN:
                 if ((rc = proto_parse_job_field(root, r, err)) < 0)

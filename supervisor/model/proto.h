@@ -107,10 +107,11 @@ enum req_op {
         REQ_SESSION_EXPOSE,
         REQ_SESSION_UNEXPOSE,
         REQ_SESSION_STDIN,
+        REQ_SESSION_FORWARD,
 };
 
 static inline bool req_op_is_session(enum req_op op) {
-        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_STDIN;
+        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_FORWARD;
 }
 
 /* A session's id: 128 random bits in 32 lowercase hex digits. */
