@@ -118,7 +118,8 @@ void service_forward(struct daemon *d, const struct service_forward *f) {
         snprintf(sc->session, sizeof(sc->session), "%s", f->session);
         snprintf(sc->tenant, sizeof(sc->tenant), "%s", f->tenant);
         snprintf(sc->peer, sizeof(sc->peer), "uid %u", (unsigned) f->uid);
-        memcpy(sc->buf[0], f->extra, f->extra_len);
+        if (f->extra_len)
+                memcpy(sc->buf[0], f->extra, f->extra_len);
         sc->len[0] = f->extra_len;
         list_add_tail(&sv->conns, &sc->link);
         sv->n++;
