@@ -41,7 +41,8 @@ static int parse_spawn(const struct request *rq, struct spawn_req *s) {
         if (rq->len < sizeof(h))
                 return -EBADMSG;
         memcpy(&h, rq->payload, sizeof(h));
-        if (h.flags & ~SBX_INIT_SPAWN_PTY)
+        if ((h.flags & ~(SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) ||
+            (h.flags & (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) == (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY))
                 return -EINVAL;
         if (h.argc < 1 || h.argc > SBX_INIT_ARGV_MAX || h.envc > SBX_INIT_ENV_MAX)
                 return -E2BIG;
@@ -118,7 +119,7 @@ static void close_all(int *fds, size_t n) {
 /* ours[0..2]: what the daemon gets; theirs[0..2]: the command's 0, 1, 2. */
 static int make_stdio(uint32_t flags, int ours[3], int theirs[3]) {
         int p[2];
-        if (flags & SBX_INIT_SPAWN_PTY) {
+        if (flags & (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) {
                 ours[0] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
                 if (ours[0] < 0 || unlockpt(ours[0]) < 0)
                         return -errno;
@@ -130,6 +131,17 @@ static int make_stdio(uint32_t flags, int ours[3], int theirs[3]) {
                         return -errno;
                 theirs[0] = p[0];
                 ours[0] = p[1];
+        }
+        if (flags & SBX_INIT_SPAWN_TTY) {
+                struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+                if (ioctl(ours[0], TIOCSWINSZ, &ws) < 0 || (ours[1] = fcntl(ours[0], F_DUPFD_CLOEXEC, 3)) < 0 ||
+                    (theirs[1] = fcntl(theirs[0], F_DUPFD_CLOEXEC, 3)) < 0 || (theirs[2] = fcntl(theirs[0], F_DUPFD_CLOEXEC, 3)) < 0 ||
+                    pipe2(p, O_CLOEXEC) < 0)
+                        return -errno;
+                /* stderr is the terminal: its stream has nothing, ever. */
+                ours[2] = p[0];
+                close(p[1]);
+                return 0;
         }
         for (int i = 1; i < 3; i++) {
                 if (pipe2(p, O_CLOEXEC) < 0)
@@ -166,7 +178,7 @@ static int child(void *p) {
         int e = 0;
         if (setsid() < 0)
                 e = errno;
-        if (!e && (s->flags & SBX_INIT_SPAWN_PTY) && ioctl(theirs[0], TIOCSCTTY, 0) < 0)
+        if (!e && (s->flags & (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) && ioctl(theirs[0], TIOCSCTTY, 0) < 0)
                 e = errno;
         if (!e && fchdir(c->cwd) < 0)
                 e = errno;

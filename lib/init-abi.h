@@ -65,8 +65,14 @@ enum sbx_init_type {
  * Reply: struct sbx_init_spawned and SBX_INIT_FDS_MAX descriptors, in this
  * order: the command's stdin (a pipe's write end, or with
  * SBX_INIT_SPAWN_PTY the master of a pseudo-terminal that is its stdin and
- * controlling terminal), its stdout's read end, its stderr's read end. */
+ * controlling terminal), its stdout's read end, its stderr's read end.
+ * SBX_INIT_SPAWN_TTY: stdin, stdout and stderr are all one pseudo-terminal
+ * (its controlling terminal, 24 rows of 80 columns): the descriptors are
+ * its master (to write the terminal's input), the master again (to read
+ * everything the command writes, echo included; EIO once no process holds
+ * the terminal) and the read end of a pipe that is at its end already. */
 #define SBX_INIT_SPAWN_PTY 0x1u
+#define SBX_INIT_SPAWN_TTY 0x2u
 struct sbx_init_spawn {
         uint32_t flags;
         uint16_t argc;    /* 1 .. SBX_INIT_ARGV_MAX */

@@ -5,8 +5,10 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,9 +177,16 @@ static bool sock_is_tcp(int fd) {
         return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) == 0 && v == IPPROTO_TCP;
 }
 
+/* The master of a pseudo-terminal (ptmx, 5:2), the only device a command's
+ * stdio may be. */
+static bool is_pty_master(const struct stat *st) {
+        return S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2;
+}
+
 /* Every descriptor must be what its reply says: pipes or a terminal for a
  * command's stdio, a regular file for OPEN, a TCP socket for CONNECT.
- * Anything else (a FIFO to block on, another socket, a directory to walk)
+ * Anything else (a FIFO to block on, another socket, a directory to walk,
+ * a device that never ends)
  * is refused before a caller holds it. */
 static int check_fds(const struct initc_msg *m) {
         for (unsigned i = 0; i < m->n_fds; i++) {
@@ -190,8 +199,16 @@ static int check_fds(const struct initc_msg *m) {
                 else if (m->hdr.type == (SBX_INIT_CONNECT | SBX_INIT_REPLY))
                         ok = S_ISSOCK(st.st_mode) && sock_is_tcp(m->fds[i]);
                 else if (i == 0)
-                        ok = S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode);
-                else
+                        ok = S_ISFIFO(st.st_mode) || is_pty_master(&st);
+                else if (i == 1 && is_pty_master(&st)) {
+                        /* a terminal's output: the same terminal as stdin
+                         * (every master is the one ptmx inode: the pty's
+                         * number tells them apart) */
+                        struct stat st0;
+                        unsigned n0, n1;
+                        ok = fstat(m->fds[0], &st0) == 0 && is_pty_master(&st0) && st0.st_dev == st.st_dev &&
+                             ioctl(m->fds[0], TIOCGPTN, &n0) == 0 && ioctl(m->fds[1], TIOCGPTN, &n1) == 0 && n0 == n1;
+                } else
                         ok = S_ISFIFO(st.st_mode);
                 if (!ok)
                         return -EPROTO;

@@ -156,6 +156,27 @@ two" ]
 world" ]
 }
 
+@test "a terminal for a command (tty, sbxctl -t): its stdin, stdout and stderr are one pseudo-terminal, 24x80; the end of input is its EOF character" {
+        run -0 ctl session create
+        sid=$output
+        sbx=("$SBX_STAGE/bin/sbxctl" --socket "$SUP_SOCK")
+        run -3 sh -c "printf 'tty; stty size; echo to-err >&2; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo all-three; exit 3\n' |
+                '${sbx[0]}' --socket '$SUP_SOCK' session exec $sid -t -- sh"
+        out=$(printf '%s' "$output" | tr -d '\r')
+        grep -qx '/dev/pts/[0-9]*' <<<"$out"
+        grep -qx '24 80' <<<"$out"
+        grep -qx 'to-err' <<<"$out"
+        grep -qx 'all-three' <<<"$out"
+        # cat ends at the terminal's end of input (^D, sent at sbxctl's)
+        run -0 sh -c "printf 'hello\n' | '${sbx[0]}' --socket '$SUP_SOCK' session exec $sid -t -- cat"
+        [ "$(printf '%s' "$output" | tr -d '\r')" = "hello
+hello" ]
+        # without a terminal it has none
+        run -0 ctl session exec "$sid" -- sh -c '[ -t 0 ] || [ -t 1 ] || echo none'
+        [ "$output" = none ]
+        run -0 ctl session close "$sid"
+}
+
 @test "put and get move files in and out, binary ones too; ls lists the workspace" {
         run -0 ctl session create
         sid=$output

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,7 +100,7 @@ static json_t *session_req(const char *op, const char *sid);
 /* -i: standard input goes to the command as it comes (session.stdin, on a
  * connection of its own, from a child process); its end is the command's
  * stdin's end. */
-static pid_t feed_stdin(const char *sid, const char *job_of_reply) {
+static pid_t feed_stdin(const char *sid, const char *job_of_reply, bool tty) {
         /* A copy: the reply it points into is freed by the next request. */
         char job[64];
         snprintf(job, sizeof(job), "%s", job_of_reply);
@@ -125,6 +126,10 @@ static pid_t feed_stdin(const char *sid, const char *job_of_reply) {
                         json_object_set_new(q, "job", json_string(job));
                         if (len > off)
                                 json_object_set_new(q, "data_b64", json_string(b));
+                        else if (n <= 0 && tty)
+                                /* A terminal's end of input is its EOF
+                                 * character, not a closed descriptor. */
+                                json_object_set_new(q, "data", json_string("\004"));
                         if (n <= 0)
                                 json_object_set_new(q, "eof", json_true());
                         json_t *m = request(q);
@@ -138,11 +143,32 @@ static pid_t feed_stdin(const char *sid, const char *job_of_reply) {
         }
 }
 
+/* -t at a terminal: ours is raw while the command has one of its own
+ * (keys go to it as typed, ^C included), and restored at exit. */
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void restore_tty(void) {
+        if (tio_saved)
+                tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_tio);
+}
+
+static void raw_tty(void) {
+        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_tio) < 0)
+                return;
+        struct termios raw = saved_tio;
+        cfmakeraw(&raw);
+        if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0) {
+                tio_saved = true;
+                atexit(restore_tty);
+        }
+}
+
 static int session_exec(int argc, char **argv) {
         if (argc < 2)
                 usage_error("session exec: missing session id");
         const char *sid = argv[1], *cwd = NULL;
-        bool detach = false, interactive = false;
+        bool detach = false, interactive = false, tty = false;
         char **rest = calloc((size_t) argc + 1, sizeof(char *));
         int n = 0;
         if (!rest)
@@ -156,6 +182,8 @@ static int session_exec(int argc, char **argv) {
                         detach = true;
                 else if (streq(argv[i], "-i") || streq(argv[i], "--interactive"))
                         interactive = true;
+                else if (streq(argv[i], "-t") || streq(argv[i], "--tty"))
+                        interactive = tty = true;
                 else
                         rest[n++] = argv[i];
         }
@@ -168,11 +196,13 @@ static int session_exec(int argc, char **argv) {
         if (cwd)
                 json_object_set_new(req, "cwd", json_string(cwd));
         if (detach && interactive)
-                usage_error("session exec: --detach and -i do not go together");
+                usage_error("session exec: --detach and -i or -t do not go together");
         if (detach)
                 json_object_set_new(req, "follow", json_false());
         if (interactive)
                 json_object_set_new(req, "stdin_open", json_true());
+        if (tty)
+                json_object_set_new(req, "tty", json_true());
         connect_daemon();
         json_t *m = request(req);
         if (detach) {
@@ -181,7 +211,9 @@ static int session_exec(int argc, char **argv) {
                         printf("%s\n", json_string_value(json_object_get(m, "job")) ?: "?");
                 return 0;
         }
-        pid_t feeder = interactive ? feed_stdin(sid, json_string_value(json_object_get(m, "job")) ?: "") : 0;
+        if (tty)
+                raw_tty();
+        pid_t feeder = interactive ? feed_stdin(sid, json_string_value(json_object_get(m, "job")) ?: "", tty) : 0;
         int st = sbxctl_follow_to_end(true);
         if (feeder > 0) {
                 kill(feeder, SIGTERM);

@@ -167,7 +167,7 @@ static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
         char buf[READ_CHUNK];
         while (max_reads-- > 0 && cap->out_fd[i] >= 0) {
                 ssize_t n;
-                if (list_empty(&rj->watches) && rj->d->null_fd >= 0) {
+                if (list_empty(&rj->watches) && rj->d->null_fd >= 0 && !cap->no_splice[i]) {
                         n = splice_out(rj, i);
                         if (n < 0 && errno == EINTR)
                                 continue;
@@ -331,6 +331,11 @@ int capture_start_exec(struct rjob *rj, int out_fd, int err_fd) {
         cap->out_fd[1] = err_fd;
         if (fcntl(out_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(err_fd, F_SETFL, O_NONBLOCK) < 0)
                 return -errno;
+        /* splice(2) needs a pipe at one end: a terminal's master is read. */
+        for (int i = 0; i < 2; i++) {
+                struct stat st;
+                cap->no_splice[i] = fstat(cap->out_fd[i], &st) < 0 || !S_ISFIFO(st.st_mode);
+        }
         int r = loop_add(&cap->out_src[0], out_fd, EPOLLIN, on_stdout);
         return r == 0 ? loop_add(&cap->out_src[1], err_fd, EPOLLIN, on_stderr) : r;
 }

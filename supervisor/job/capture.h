@@ -22,6 +22,7 @@ struct capture {
         uint64_t kept[2];        /* bytes in the files */
         bool truncated[2];       /* the output cap was reached */
         int write_err[2];        /* the file could not be written (-errno), 0 */
+        bool no_splice[2];       /* not a pipe (an exec's terminal): read, never spliced */
         int status_fd;           /* read end of the launcher's status record */
         char *status_buf;
         size_t status_len;

@@ -32,6 +32,7 @@ static const struct field exec_fields[] = {
         { "timeout_ms", K_UINT, false },
         { "follow", K_BOOL, false },
         { "stdin_open", K_BOOL, false },
+        { "tty", K_BOOL, false },
 };
 static const struct field signal_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "job", K_STRING, true }, { "signal", K_TAG, true } };
 static const struct field extend_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "ttl_s", K_UINT, true } };
@@ -171,6 +172,7 @@ static int parse_exec(json_t *root, struct request *r, struct sbx_error *err) {
         }
         run->follow = json_is_true(json_object_get(root, "follow"));
         r->stdin_open = json_is_true(json_object_get(root, "stdin_open"));
+        r->tty = json_is_true(json_object_get(root, "tty"));
         return 0;
 }
 

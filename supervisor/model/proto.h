@@ -199,6 +199,7 @@ struct request {
         uint16_t port;         /* session.expose, .unexpose */
         uint64_t signed_ttl_s; /* session.expose: a signed URL valid this long; 0: none */
         bool stdin_open;       /* session.exec: its stdin stays open for session.stdin */
+        bool tty;              /* session.exec: stdin, stdout and stderr are one terminal */
         bool eof;              /* session.stdin: close it after the data */
         unsigned mode;         /* session.put: 0644 or 0755 */
         unsigned char *data;   /* session.put */

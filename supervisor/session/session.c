@@ -540,8 +540,8 @@ static int exec_spawn(struct session *s, struct exec_ref *x, const struct reques
                 env[i] = owned[i];
         }
         size_t len = 0;
-        int r = initc_encode_spawn(payload, SBX_INIT_MSG_MAX, 0, req->cwd ? req->cwd : ".", (const char *const *) run->argv,
-                                   env, &len);
+        int r = initc_encode_spawn(payload, SBX_INIT_MSG_MAX, req->tty ? SBX_INIT_SPAWN_TTY : 0, req->cwd ? req->cwd : ".",
+                                   (const char *const *) run->argv, env, &len);
         for (size_t i = 0; i < run->n_env; i++)
                 free(owned[i]);
         if (r < 0)

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -142,6 +143,27 @@ static void test_descriptors_checked_and_never_leaked(void **state) {
         int bad[3] = { pp[1], dirfd, pp[0] };
         agent_says(&p, SBX_INIT_SPAWN | SBX_INIT_REPLY, 1, 0, &sp, sizeof(sp), sizeof(sp), bad, 3);
         assert_int_equal(initc_recv(&p.c, &M, 1000), -EPROTO);
+        /* a device as stdin or stdout: only a terminal's master, and
+         * stdout only the same one as stdin (sbx-init's SPAWN_TTY) */
+        int zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+        int m1 = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), m2 = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        assert_true(zero >= 0 && m1 >= 0 && m2 >= 0);
+        int m1b = fcntl(m1, F_DUPFD_CLOEXEC, 3);
+        int dev_in[3] = { zero, pp[0], pp[0] }, dev_out[3] = { m1, zero, pp[0] }, other_master[3] = { m1, m2, pp[0] },
+            in_pipe_out_master[3] = { pp[1], m1, pp[0] }, dev_err[3] = { m1, m1b, m2 };
+        int *bads[] = { dev_in, dev_out, other_master, in_pipe_out_master, dev_err };
+        for (size_t k = 0; k < sizeof(bads) / sizeof(bads[0]); k++) {
+                agent_says(&p, SBX_INIT_SPAWN | SBX_INIT_REPLY, 1, 0, &sp, sizeof(sp), sizeof(sp), bads[k], 3);
+                assert_int_equal(initc_recv(&p.c, &M, 1000), -EPROTO);
+        }
+        int tty[3] = { m1, m1b, pp[0] };
+        agent_says(&p, SBX_INIT_SPAWN | SBX_INIT_REPLY, 1, 0, &sp, sizeof(sp), sizeof(sp), tty, 3);
+        assert_int_equal(initc_recv(&p.c, &M, 1000), 0);
+        initc_msg_clear(&M);
+        close(zero);
+        close(m1);
+        close(m1b);
+        close(m2);
         assert_int_equal(lowest_free(), before);
 
         /* and a good one: pipes, made non-blocking for the caller */
