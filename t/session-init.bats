@@ -310,12 +310,17 @@ EOF2
 }
 
 @test "a command holds nothing of the agent's: not the socket, not the workspace's descriptor" {
+        # (ls straight to the command's stdout: a pipe or a redirection
+        # would give the shell descriptors of its own while ls looks)
         run session <<'EOF2'
-run -- sh -c 'ls -l /proc/$$/fd | grep -c socket; ls /proc/$$/fd | xargs'
+run -- sh -c 'ls /proc/$$/fd'
+run -- sh -c 'ls -l /proc/$$/fd'
 EOF2
         [ "$status" -eq 0 ]
-        [ "${lines[1]}" = 0 ]
-        [ "${lines[2]}" = "0 1 2" ]
+        [ "$(printf '%s\n' "${lines[1]}" "${lines[2]}" "${lines[3]}" | xargs)" = "0 1 2" ]
+        [[ "${lines[4]}" == "exit code=0 "* ]]
+        [[ "$output" == *"0 -> "*"1 -> "*"2 -> "* ]]
+        [[ "$output" != *socket:* ]]
 }
 
 @test "at most 256 commands run at once: the next spawn is EAGAIN until one ends" {
