@@ -13,9 +13,14 @@ bats_require_minimum_version 1.5.0
 setup_file() {
         sup_init
         # a session's sandbox holds one of max_jobs for its life
+        SVC_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        export SVC_PORT
         sup_config "socket_mode = 0666
-max_jobs = 64"
+max_jobs = 64
+service_listen = 127.0.0.1:$SVC_PORT
+service_domain = sbx.test"
         cat >> "$SUP_DIR/sup.conf" <<EOC
+session_services = yes
 max_sessions = 24
 session_ttl_max = 10m
 session_idle_max = 5m
@@ -147,4 +152,32 @@ launcher_pid() {
         run ! ctl session exec "$sid" -- true
         echo "$output"
         [[ "$output" == *E_SESSION_ENDED* ]]
+}
+
+@test "exposed ports and their token outlive the restart; an unexposed one stays unexposed" {
+        run -0 ctl session create --ttl 5m
+        sid=$output
+        run -0 ctl session exec "$sid" -- sh -c 'python3 -m http.server 8020 --bind 127.0.0.1 >srv.log 2>&1 & echo started'
+        run -0 ctl session exec "$sid" -- python3 -c "
+import socket, time
+for i in range(200):
+    try:
+        socket.create_connection(('127.0.0.1', 8020)).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+"
+        run -0 ctl --json session expose "$sid" 8020
+        token=$(json_get token <<<"$output")
+        run -0 ctl session expose "$sid" 8021
+        run -0 ctl session unexpose "$sid" 8021
+        code() { curl -s -o /dev/null -w '%{http_code}' -H "Host: $1-$sid.sbx.test" -H "X-Sbx-Token: $token" "http://127.0.0.1:$SVC_PORT/"; }
+        [ "$(code 8020)" = 200 ]
+        crash_and_restart
+        wait_until 10 all_ready 1
+        [ "$(code 8020)" = 200 ]
+        [ "$(code 8021)" = 404 ]
+        # the same token: exposing again answers it
+        run -0 ctl --json session expose "$sid" 8020
+        [ "$(json_get token <<<"$output")" = "$token" ]
 }

@@ -158,12 +158,19 @@ static void op_files(struct session *s, struct request *req, struct answer *a) {
 static void op_expose(struct conn *c, struct request *req, struct session *s, struct answer *a) {
         struct daemon *d = c->d;
         if (req->op == REQ_SESSION_UNEXPOSE) {
-                if (session_unexpose(s, req->port) < 0) {
+                int r = session_unexpose(s, req->port);
+                if (r == -ENOENT) {
                         refuse(a, E_NOT_FOUND, "session %s does not expose port %u", req->session, (unsigned) req->port);
                         return;
                 }
                 service_close_session(d, req->session, req->port);
                 audit_request(c, "session.unexpose", "accepted", NULL, NULL, NULL, false);
+                if (r < 0) {
+                        refuse(a, E_STORAGE, "port %u is no longer exposed, but the journal did not take it (%s): a restart "
+                                             "would expose it again",
+                               (unsigned) req->port, strerror(-r));
+                        return;
+                }
                 a->ok = json_pack("{s:s, s:i}", "session", req->session, "port", (int) req->port);
                 return;
         }
@@ -176,8 +183,13 @@ static void op_expose(struct conn *c, struct request *req, struct session *s, st
                 return;
         }
         const char *token;
-        if (session_expose(s, req->port, &token) < 0) {
+        int r = session_expose(s, req->port, &token);
+        if (r == -E2BIG) {
                 refuse(a, E_LIMIT, "a session exposes at most %d ports", SESSION_PORTS_MAX);
+                return;
+        }
+        if (r < 0) {
+                refuse(a, E_STORAGE, "cannot journal the exposure: %s", strerror(-r));
                 return;
         }
         audit_request(c, "session.expose", "accepted", NULL, NULL, NULL, false);

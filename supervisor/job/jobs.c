@@ -44,6 +44,7 @@ void rjob_free(void *p) {
         if (rj->session_fd >= 0)
                 close(rj->session_fd);
         free(rj->session_orphans);
+        json_decref(rj->session_service);
         free(rj->profile_path);
         free(rj->prep_error);
         json_decref(rj->artifacts);

@@ -78,6 +78,7 @@ struct rjob {
         uint32_t *session_orphans; /* ... and the agent's handles of its execs that the restart interrupted */
         unsigned n_session_orphans;
         uint32_t session_handle;  /* an exec: its handle in the agent (0 until it started) */
+        json_t *session_service;  /* the box: its exposed ports and token (session/'s), journaled with its start */
         /* An exec: signal its process group (set by session/, which speaks
          * to the agent); the runner calls it to stop or kill it. */
         void (*session_signal)(struct rjob *rj, int signo);

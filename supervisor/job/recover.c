@@ -278,11 +278,14 @@ static int adopt_box(struct daemon *d, struct rjob *rj, const struct journal_ent
         struct job *j = &rj->j;
         json_t *sess = json_object_get(x->accept, "session");
         json_t *idle = json_object_get(sess, "idle_ms"), *ttl = json_object_get(x->start, "timeout_ms");
+        json_t *svc = json_object_get(x->start, "service");
         restore_started(d, rj, x);
         if (json_is_integer(ttl) && json_integer_value(ttl) > 0)
                 j->pol.timeout_ms = (uint64_t) json_integer_value(ttl);
         rj->session_idle_ms = json_is_integer(idle) && json_integer_value(idle) > 0 ? (uint64_t) json_integer_value(idle)
                                                                                      : j->tenant->session_idle_max_ms;
+        if (json_is_object(svc))
+                rj->session_service = json_incref(svc);
         if (uidpool_contains(&d->uids, j->job_uid)) {
                 uidpool_claim(&d->uids, j->job_uid);
                 rj->own_uid = true;

@@ -230,6 +230,9 @@ json_t *runner_start_record(const struct rjob *rj) {
         /* A session's TTL, extended or not, counts from the start. */
         if (o && rj->session_box)
                 json_object_set_new(o, "timeout_ms", json_integer((json_int_t) rj->j.pol.timeout_ms));
+        /* Its services: exposed again after a restart, with the same token. */
+        if (o && rj->session_box && rj->session_service)
+                json_object_set(o, "service", rj->session_service);
         /* An exec's handle in its agent: after a restart, it is stopped. */
         if (o && rj->session_exec && rj->session_handle)
                 json_object_set_new(o, "handle", json_integer(rj->session_handle));
@@ -395,6 +398,13 @@ int runner_exec_start(struct rjob *rj, int out_fd, int err_fd, struct sbx_error 
         return 0;
 }
 
+int runner_journal_start(struct rjob *rj) {
+        json_t *jr = runner_start_record(rj);
+        int r = jr ? journal_append(&rj->d->journal, jr, true) : -ENOMEM;
+        json_decref(jr);
+        return r;
+}
+
 int runner_extend(struct rjob *rj, uint64_t timeout_ms) {
         if (rj->j.state != JOB_RUNNING || rj->timer_fd < 0)
                 return -EAGAIN;
@@ -402,9 +412,7 @@ int runner_extend(struct rjob *rj, uint64_t timeout_ms) {
         uint64_t before = rj->j.pol.timeout_ms;
         rj->j.pol.timeout_ms = timeout_ms;
         /* Durable before it is told: a restart keeps the new deadline. */
-        json_t *jr = runner_start_record(rj);
-        int r = jr ? journal_append(&rj->d->journal, jr, true) : -ENOMEM;
-        json_decref(jr);
+        int r = runner_journal_start(rj);
         if (r == 0)
                 r = arm_timer(rj, end > now ? end - now : 0);
         if (r < 0)

@@ -46,6 +46,8 @@ void runner_exec_failed(struct rjob *rj, const char *why);
  * session's TTL extended), journaled (synced) before it counts: 0, -EAGAIN
  * when it is not running, or -errno. */
 int runner_extend(struct rjob *rj, uint64_t timeout_ms);
+/* A running job's start line again, synced (what it records changed). */
+int runner_journal_start(struct rjob *rj);
 /* A session's box that outlived the daemon (recovery: rj->pid and
  * rj->starttime from the journal, its cgroup and workspace kept): watched
  * again through a pidfd — its launcher is not the daemon's child any more,

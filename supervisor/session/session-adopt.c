@@ -32,6 +32,7 @@ static void adopt_one(struct sessions *ss, struct rjob *box) {
                 return;
         }
         s->created_ms = box->j.created_ms;
+        session_restore_service(s);
         log_info("session %s (tenant %s): its sandbox outlived the restart; connecting to its agent again", s->id,
                  s->tenant_name);
         session_connect(s);

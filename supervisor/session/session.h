@@ -99,6 +99,8 @@ int session_signal(struct session *s, const char *job, int signo);
  * first expose, 256 random bits). unexpose: 0 or -ENOENT. */
 int session_expose(struct session *s, uint16_t port, const char **ret_token);
 int session_unexpose(struct session *s, uint16_t port);
+/* After a restart: the ports and token its box's start line journaled. */
+void session_restore_service(struct session *s);
 /* For the proxy, which authenticates by token, not by tenant: a live,
  * ready session by id, or NULL. */
 struct session *session_by_id(struct sessions *ss, const char *id);
