@@ -4,7 +4,9 @@
 TEST_EXTENSIONS = .bats .test .sh
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 BATS_LOG_DRIVER = $(LOG_DRIVER)
-BATS_LOG_COMPILER = $(BATS) --tap
+# --timing: each result line ends "in N ms", so a log shows where the
+# suite's time goes.
+BATS_LOG_COMPILER = $(BATS) --tap --timing
 TEST_LOG_DRIVER = $(LOG_DRIVER)
 SH_LOG_DRIVER = $(LOG_DRIVER)
 SH_LOG_COMPILER = $(SHELL)
