@@ -166,7 +166,8 @@ int spawn_launcher(const struct spawn_params *p, pid_t *ret_pid, int *ret_pidfd)
 struct kill_uid {
         uid_t uid;
         gid_t gid;
-        char *stack; /* KILL_UID_STACK bytes */
+        pid_t parent; /* the daemon */
+        char *stack;  /* KILL_UID_STACK bytes */
 };
 
 static int probe_child(void *arg) {
@@ -206,6 +207,13 @@ static int kill_uid_child(void *arg) {
         if (syscall(SYS_setgroups, 1, &k->gid) < 0 || syscall(SYS_setresgid, k->gid, k->gid, k->gid) < 0 ||
             syscall(SYS_setresuid, k->uid, k->uid, k->uid) < 0)
                 syscall(SYS_exit, 2);
+        /* It ends with the daemon: it holds a copy of every descriptor,
+         * the state directory's lock among them, and a daemon restarted
+         * at once would find it taken for up to two seconds. (Set after
+         * the uid change, which clears it; the parent may be gone
+         * already.) */
+        if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || syscall(SYS_getppid) != k->parent)
+                syscall(SYS_exit, 1);
         long pause_ms = 1;
         for (int i = 0; i < KILL_UID_ROUNDS; i++) {
                 syscall(SYS_kill, -1, SIGKILL);
@@ -231,7 +239,7 @@ int spawn_kill_uid(uid_t uid, gid_t gid) {
         void *stack = mmap(NULL, KILL_UID_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (stack == MAP_FAILED)
                 return -errno;
-        struct kill_uid k = { .uid = uid, .gid = gid, .stack = stack };
+        struct kill_uid k = { .uid = uid, .gid = gid, .parent = getpid(), .stack = stack };
         pid_t pid = clone(kill_uid_child, k.stack + KILL_UID_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &k);
         int r = pid < 0 ? -errno : 0;
         munmap(stack, KILL_UID_STACK);

@@ -73,14 +73,18 @@ EOC
 # its threads share its descriptors, so the state lock is held until the
 # last of them is gone, even while its leader is already a zombie.
 sup_wait_gone() {
-        local pid=$1 i st
+        local pid=$1 i st cmd
         for i in $(seq 600); do
                 st=$(awk '/^State:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
                 [ -z "$st" ] && return 0
                 if [ "$st" = Z ]; then
                         [ "$(ls "/proc/$pid/task" 2>/dev/null | wc -l)" -le 1 ] && return 0
-                elif ! tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "$SUP_DIR/sup.conf"; then
-                        return 0 # the pid is another process's now
+                else
+                        # An exiting process has no command line any more
+                        # (its memory goes before its descriptors): only a
+                        # command line of another is another process.
+                        cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null || true)
+                        [ -n "$cmd" ] && [[ "$cmd" != *"$SUP_DIR/sup.conf"* ]] && return 0
                 fi
                 sleep 0.05
         done
@@ -194,6 +198,20 @@ helper = $SBX_STAGE/bin/sbx-privd"
 session_setup() {
         require_userns
         [ "$(id -u)" = 0 ] || skip "the daemon must run as root to give sessions uids and workspaces of their own"
+}
+
+# session_wait_port SESSION PORT: until something accepts on PORT of the
+# session's loopback (tried from inside for up to 10 s).
+session_wait_port() {
+        ctl session exec "$1" -- python3 -c "
+import socket, time
+for i in range(200):
+    try:
+        socket.create_connection(('127.0.0.1', $2)).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+"
 }
 
 # sessions_close_all: close every live session of tenant admin, and wait
