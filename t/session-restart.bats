@@ -158,15 +158,7 @@ launcher_pid() {
         run -0 ctl session create --ttl 5m
         sid=$output
         run -0 ctl session exec "$sid" -- sh -c 'python3 -m http.server 8020 --bind 127.0.0.1 >srv.log 2>&1 & echo started'
-        run -0 ctl session exec "$sid" -- python3 -c "
-import socket, time
-for i in range(200):
-    try:
-        socket.create_connection(('127.0.0.1', 8020)).close()
-        break
-    except OSError:
-        time.sleep(0.05)
-"
+        run -0 session_wait_port "$sid" 8020
         run -0 ctl --json session expose "$sid" 8020
         token=$(json_get token <<<"$output")
         run -0 ctl session expose "$sid" 8021

@@ -101,15 +101,7 @@ serving() {
         sid=$output
         run -0 ctl session put "$sid" "$SBX_STAGE/$server" "$server"
         run -0 ctl session exec "$sid" -- sh -c "python3 $server $1 >srv.log 2>&1 & echo started"
-        run -0 ctl session exec "$sid" -- python3 -c "
-import socket, time
-for i in range(200):
-    try:
-        socket.create_connection(('127.0.0.1', $1)).close()
-        break
-    except OSError:
-        time.sleep(0.05)
-"
+        run -0 session_wait_port "$sid" $1
         run -0 ctl --json session expose "$sid" "$1"
         host=$(json_get host <<<"$output")
         token=$(json_get token <<<"$output")
@@ -255,15 +247,7 @@ EOF
         sum=${output%% *}
         # a plain file server on another port of the same session
         run -0 ctl session exec "$sid" -- sh -c 'python3 -m http.server 8006 --bind 127.0.0.1 >/dev/null 2>&1 & echo ok'
-        run -0 ctl session exec "$sid" -- python3 -c "
-import socket, time
-for i in range(200):
-    try:
-        socket.create_connection(('127.0.0.1', 8006)).close()
-        break
-    except OSError:
-        time.sleep(0.05)
-"
+        run -0 session_wait_port "$sid" 8006
         run -0 ctl session expose "$sid" 8006
         run curl -sf -o "$BATS_TEST_TMPDIR/big" -w '%{time_total}' -H "Host: 8006-$sid.sbx.test" -H "X-Sbx-Token: $token" \
                 "http://127.0.0.1:$SVC_PORT/big"
