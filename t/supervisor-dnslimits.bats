@@ -121,13 +121,22 @@ for e in json.load(sys.stdin)["result"]["network_events"]:
         [[ "$output" == *"beyond tenant"* ]]
 }
 
-@test "a bad dns_upstream_timeout or network_max_names is a configuration error naming the key" {
+@test "a bad dns_upstream_timeout, dns_tcp_idle_timeout or network_max_names is a configuration error naming the key" {
         for bad in 0 50ms 31s soon; do
                 printf '[daemon]\nsocket = %s\nstate_dir = %s\ndns_upstream_timeout = %s\n' "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
                 run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
                 [ "$status" -ne 0 ]
                 [[ "$output" == *"dns_upstream_timeout"*"'$bad'"* ]] || { echo "$output"; false; }
         done
+        for bad in 0 999ms 301s -1s idle; do
+                printf '[daemon]\nsocket = %s\nstate_dir = %s\ndns_tcp_idle_timeout = %s\n' "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
+                run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
+                [ "$status" -ne 0 ]
+                [[ "$output" == *"bad.conf:4: dns_tcp_idle_timeout"*"'$bad'"* ]] || { echo "$output"; false; }
+        done
+        printf '[daemon]\nsocket = %s\nstate_dir = %s\ndns_tcp_idle_timeout = 300s\n' "$SUP_DIR/x.sock" "$SUP_DIR/x" > "$SUP_DIR/good.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/good.conf" --check-config
+        [ "$status" -eq 0 ] || { echo "$output"; false; }
         for bad in 0 65537 many; do
                 printf '[daemon]\nsocket = %s\nstate_dir = %s\n[tenant.x]\nuids = root\nnetwork_max_names = %s\n' "$SUP_DIR/x.sock" "$SUP_DIR/x" "$bad" > "$SUP_DIR/bad.conf"
                 run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config

@@ -160,6 +160,7 @@ struct config {
         char dns_upstream[64];     /* dns_upstream as given; "" : the host's resolv.conf */
         struct sockaddr_in6 dns_upstream_addr; /* an IPv4 one as a sockaddr_in */
         uint64_t dns_upstream_timeout_ms; /* the proxy answers SERVFAIL when the upstream has not answered in this long */
+        uint64_t dns_tcp_idle_ms;         /* a job's TCP connection to its proxy idle this long is closed */
         struct netdeny_net *net_deny; /* network_deny: prefixes no restricted job reaches */
         size_t n_net_deny;
         /* bundles (config-bundle.c) */

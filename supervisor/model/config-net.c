@@ -147,6 +147,16 @@ int config_net_dns_timeout(struct inikey_ctx *c) {
         return 0;
 }
 
+/* dns_tcp_idle_timeout: a job's TCP connection to its proxy that completes
+ * no query and no answer in this long is closed (its slot is one of 8). */
+int config_net_dns_tcp_idle(struct inikey_ctx *c) {
+        uint64_t ms;
+        if (parse_duration_ms(c->value, &ms) < 0 || ms < 1000 || ms > 300000)
+                return FAIL(c, "dns_tcp_idle_timeout: expected a duration from 1s to 300s (e.g. 10s), got '%s'", c->value);
+        config_of(c)->dns_tcp_idle_ms = ms;
+        return 0;
+}
+
 static int add_deny_net(struct inikey_ctx *c, const char *w) {
         struct config *cf = config_of(c);
         struct netdeny_net e = { .reason = ND_CONFIGURED };

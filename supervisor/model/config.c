@@ -108,6 +108,7 @@ void config_init(struct config *c) {
         c->network_ring = 256u << 10;
         c->network_events = 1000;
         c->dns_upstream_timeout_ms = 2000;
+        c->dns_tcp_idle_ms = 10000;
         c->request_timeout_ms = 30000;
         c->service_timeout_ms = 10000;
         c->retention_ms = 7ull * 24 * 3600 * 1000;
@@ -385,6 +386,7 @@ static const struct inikey keys[] = {
         DAEMON("network_pool6", ONCE, config_net_pool6),
         DAEMON("dns_upstream", ONCE, config_net_dns_upstream),
         DAEMON("dns_upstream_timeout", ONCE, config_net_dns_timeout, IN_CONFIG(dns_upstream_timeout_ms)),
+        DAEMON("dns_tcp_idle_timeout", ONCE, config_net_dns_tcp_idle, IN_CONFIG(dns_tcp_idle_ms)),
         DAEMON("network_deny", APPEND, config_net_deny),
         DAEMON("request_timeout", ONCE, config_kind_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", ONCE, config_kind_duration, IN_CONFIG(retention_ms)),

@@ -44,7 +44,7 @@ enum metrics_dns_outcome {
 enum metrics_dnstcp_outcome {
         MDNSTCP_CLOSED,      /* the job closed it between queries */
         MDNSTCP_REFUSED,     /* DNSTCP_CONNS of the job's were open already: closed at once */
-        MDNSTCP_TIMED_OUT,   /* no query and no answer in DNSTCP_IDLE_MS: closed */
+        MDNSTCP_TIMED_OUT,   /* no query and no answer in dns_tcp_idle_timeout: closed */
         MDNSTCP_MALFORMED,   /* a length of 0 or past DNSMSG_MAX, or not a DNS query: closed */
         MDNSTCP_ENDED,       /* closed mid-query, a write failed, or the job ended */
         MDNSTCP_OUTCOMES

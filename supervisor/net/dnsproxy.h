@@ -27,7 +27,6 @@
 #define DNSPROXY_RATE 100     /* queries of one job read a second (and a burst of as many) */
 #define DNSPROXY_NAMES 1024   /* addresses of one job whose name is remembered */
 #define DNSTCP_CONNS 8        /* TCP connections of one job at once */
-#define DNSTCP_IDLE_MS 10000  /* a TCP connection without a query or answer this long is closed */
 
 struct daemon;
 struct rjob;

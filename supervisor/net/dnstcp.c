@@ -11,7 +11,7 @@
  * over a TCP connection of its own to the upstream resolver, whose answer
  * (at most 65535 bytes, as its length prefix says) is checked and admitted
  * as over UDP. A connection that completes no query and no answer in
- * DNSTCP_IDLE_MS (its query upstream aside) is closed; an upstream that
+ * dns_tcp_idle_timeout (its query upstream aside) is closed; an upstream that
  * has not answered in dns_upstream_timeout gets the job a SERVFAIL (the
  * proxy's timer, dnstcp_expire()). */
 #include <errno.h>
@@ -444,11 +444,12 @@ void dnstcp_stop(struct dnsproxy *px) {
  * connections and upstreams end. */
 static void tick_proxy(struct dnsproxy *px, uint64_t now) {
         struct list *pos, *tmp;
+        uint64_t idle_ms = px->rj->d->cfg->dns_tcp_idle_ms;
         if (px->tcp_paused && loop_mod(&px->tcp_src, EPOLLIN) == 0)
                 px->tcp_paused = false;
         list_for_each_safe(pos, tmp, &px->conns) {
                 struct dnstcp_conn *c = list_entry(pos, struct dnstcp_conn, link);
-                if (!c->up && !c->rate_paused && now - c->since_ms >= DNSTCP_IDLE_MS)
+                if (!c->up && !c->rate_paused && now - c->since_ms >= idle_ms)
                         tconn_close(c, MDNSTCP_TIMED_OUT);
                 else if (c->rate_paused) {
                         c->rate_paused = false;
