@@ -30,6 +30,7 @@ extern char **environ;
 /* A SPAWN's payload, checked: pointers into the request. */
 struct spawn_req {
         uint32_t flags;
+        struct sbx_init_winsize ws;
         const char *cwd;
         const char *argv[SBX_INIT_ARGV_MAX + 1];
         const char *env[SBX_INIT_ENV_MAX];
@@ -41,12 +42,22 @@ static int parse_spawn(const struct request *rq, struct spawn_req *s) {
         if (rq->len < sizeof(h))
                 return -EBADMSG;
         memcpy(&h, rq->payload, sizeof(h));
-        if ((h.flags & ~(SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) ||
-            (h.flags & (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) == (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY))
+        if ((h.flags & ~(SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY | SBX_INIT_SPAWN_WINSIZE)) ||
+            (h.flags & (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) == (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY) ||
+            ((h.flags & SBX_INIT_SPAWN_WINSIZE) && !(h.flags & SBX_INIT_SPAWN_TTY)))
                 return -EINVAL;
         if (h.argc < 1 || h.argc > SBX_INIT_ARGV_MAX || h.envc > SBX_INIT_ENV_MAX)
                 return -E2BIG;
         const char *p = rq->payload + sizeof(h), *end = rq->payload + rq->len;
+        s->ws = (struct sbx_init_winsize) { .rows = 24, .cols = 80 };
+        if (h.flags & SBX_INIT_SPAWN_WINSIZE) {
+                if (rq->len < sizeof(h) + sizeof(s->ws))
+                        return -EBADMSG;
+                memcpy(&s->ws, p, sizeof(s->ws));
+                p += sizeof(s->ws);
+                if (s->ws.rows < 1 || s->ws.rows > SBX_INIT_WINSIZE_MAX || s->ws.cols < 1 || s->ws.cols > SBX_INIT_WINSIZE_MAX)
+                        return -EINVAL;
+        }
         unsigned want = 1u + h.argc + h.envc, got = 0;
         while (p < end && got < want) {
                 const char *nul = memchr(p, '\0', (size_t) (end - p));
@@ -117,7 +128,8 @@ static void close_all(int *fds, size_t n) {
 }
 
 /* ours[0..2]: what the daemon gets; theirs[0..2]: the command's 0, 1, 2. */
-static int make_stdio(uint32_t flags, int ours[3], int theirs[3]) {
+static int make_stdio(const struct spawn_req *s, int ours[3], int theirs[3]) {
+        uint32_t flags = s->flags;
         int p[2];
         if (flags & (SBX_INIT_SPAWN_PTY | SBX_INIT_SPAWN_TTY)) {
                 ours[0] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -133,7 +145,7 @@ static int make_stdio(uint32_t flags, int ours[3], int theirs[3]) {
                 ours[0] = p[1];
         }
         if (flags & SBX_INIT_SPAWN_TTY) {
-                struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+                struct winsize ws = { .ws_row = s->ws.rows, .ws_col = s->ws.cols };
                 if (ioctl(ours[0], TIOCSWINSZ, &ws) < 0 || (ours[1] = fcntl(ours[0], F_DUPFD_CLOEXEC, 3)) < 0 ||
                     (theirs[1] = fcntl(theirs[0], F_DUPFD_CLOEXEC, 3)) < 0 || (theirs[2] = fcntl(theirs[0], F_DUPFD_CLOEXEC, 3)) < 0 ||
                     pipe2(p, O_CLOEXEC) < 0)
@@ -236,7 +248,7 @@ static int do_spawn(struct agent *a, const struct spawn_req *s, int ours[3], str
         envp = build_env(s);
         if (!envp)
                 return -ENOMEM;
-        r = make_stdio(s->flags, ours, theirs);
+        r = make_stdio(s, ours, theirs);
         if (r < 0) {
                 close_all(theirs, 3);
                 return r;

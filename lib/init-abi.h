@@ -70,13 +70,23 @@ enum sbx_init_type {
  * (its controlling terminal, 24 rows of 80 columns): the descriptors are
  * its master (to write the terminal's input), the master again (to read
  * everything the command writes, echo included; EIO once no process holds
- * the terminal) and the read end of a pipe that is at its end already. */
+ * the terminal) and the read end of a pipe that is at its end already.
+ * SBX_INIT_SPAWN_WINSIZE (with SBX_INIT_SPAWN_TTY only): struct
+ * sbx_init_winsize follows struct sbx_init_spawn, the terminal's size in
+ * place of 24 rows of 80 columns. */
 #define SBX_INIT_SPAWN_PTY 0x1u
 #define SBX_INIT_SPAWN_TTY 0x2u
+#define SBX_INIT_SPAWN_WINSIZE 0x4u
 struct sbx_init_spawn {
         uint32_t flags;
         uint16_t argc;    /* 1 .. SBX_INIT_ARGV_MAX */
         uint16_t envc;    /* 0 .. SBX_INIT_ENV_MAX */
+};
+
+#define SBX_INIT_WINSIZE_MAX 1000
+struct sbx_init_winsize {
+        uint16_t rows;    /* 1 .. SBX_INIT_WINSIZE_MAX */
+        uint16_t cols;    /* 1 .. SBX_INIT_WINSIZE_MAX */
 };
 
 struct sbx_init_spawned {

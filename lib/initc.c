@@ -39,14 +39,16 @@ static int put_str(char *buf, size_t size, size_t *used, const char *s) {
         return 0;
 }
 
-int initc_encode_spawn(void *buf, size_t size, uint32_t flags, const char *cwd, const char *const *argv,
-                       const char *const *env, size_t *ret_len) {
-        struct sbx_init_spawn h = { .flags = flags };
-        size_t used = sizeof(h), argc = 0, envc = 0;
+int initc_encode_spawn(void *buf, size_t size, uint32_t flags, const struct sbx_init_winsize *ws, const char *cwd,
+                       const char *const *argv, const char *const *env, size_t *ret_len) {
+        struct sbx_init_spawn h = { .flags = flags | (ws ? SBX_INIT_SPAWN_WINSIZE : 0) };
+        size_t used = sizeof(h) + (ws ? sizeof(*ws) : 0), argc = 0, envc = 0;
         if (size > SBX_INIT_MSG_MAX - sizeof(struct sbx_init_hdr))
                 size = SBX_INIT_MSG_MAX - sizeof(struct sbx_init_hdr);
         if (size < used || strlen(cwd) + 1 > SBX_INIT_PATH_MAX)
                 return -E2BIG;
+        if (ws)
+                memcpy((char *) buf + sizeof(h), ws, sizeof(*ws));
         int r = put_str(buf, size, &used, cwd);
         for (; r == 0 && argv[argc]; argc++)
                 r = argc < SBX_INIT_ARGV_MAX ? put_str(buf, size, &used, argv[argc]) : -E2BIG;

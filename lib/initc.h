@@ -34,8 +34,9 @@ void initc_msg_clear(struct initc_msg *m);
 
 /* Payloads. ret_len: the payload's size. -E2BIG when it does not fit in
  * size or breaks a bound of init-abi.h. */
-int initc_encode_spawn(void *buf, size_t size, uint32_t flags, const char *cwd, const char *const *argv,
-                       const char *const *env, size_t *ret_len);
+/* ws: the terminal's size (SBX_INIT_SPAWN_WINSIZE), or NULL. */
+int initc_encode_spawn(void *buf, size_t size, uint32_t flags, const struct sbx_init_winsize *ws, const char *cwd,
+                       const char *const *argv, const char *const *env, size_t *ret_len);
 int initc_encode_path(void *buf, size_t size, uint32_t arg, uint32_t arg2, const char *path, size_t *ret_len);
 
 /* Send one request within timeout_ms; its id in ret_id. */

@@ -180,6 +180,49 @@ world" ]
         run -0 ctl session close "$sid"
 }
 
+@test "a terminal's size: sbxctl -t passes its own, session.resize changes it (the command gets SIGWINCH); bad sizes and other jobs are refused" {
+        run -0 ctl session create
+        sid=$output
+        sbx="$SBX_STAGE/bin/sbxctl --socket $SUP_SOCK"
+        # sbxctl at a terminal of 40x100 (script(1) makes one)
+        run -0 script -q -e -c "stty rows 40 cols 100; $sbx session exec $sid -t -- stty size" /dev/null </dev/null
+        [[ "$(tr -d '\r' <<<"$output")" == *"40 100"* ]] || { echo "$output"; false; }
+        # a command that says its size at the start and at each SIGWINCH
+        req() { printf '{"v":1,"op":"%s","session":"%s"%s}' "$1" "$sid" "$2"; }
+        run -0 raw "$(req session.exec ',"command":["sh","-c","trap \"stty size\" WINCH; stty size; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"],"tty":true,"rows":30,"cols":90')"
+        job=$(json_get job <<<"$output")
+        wait_until 10 sh -c "$sbx logs $job | grep -q '30 90'"
+        run -0 raw "$(req session.resize ',"job":"'"$job"'","rows":50,"cols":132')"
+        [ "$(json_get rows <<<"$output") $(json_get cols <<<"$output")" = "50 132" ]
+        wait_until 10 sh -c "$sbx logs $job | grep -q '50 132'"
+        # bad sizes, a size without a terminal, a job without one, a job
+        # of no session, an unknown field
+        for bad in ',"job":"'"$job"'","rows":0,"cols":80' ',"job":"'"$job"'","rows":24,"cols":1001' \
+                   ',"job":"'"$job"'","rows":24' ',"job":"'"$job"'","rows":"24","cols":80' ',"job":"'"$job"'","rows":24,"cols":80,"x":1'; do
+                run -0 raw "$(req session.resize "$bad")"
+                [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ] || { echo "$bad: $output"; false; }
+        done
+        run -0 raw "$(req session.exec ',"command":["true"],"rows":30')"
+        [ "$(json_get error.code <<<"$output")" = E_BAD_REQUEST ]
+        [[ "$(json_get error.message <<<"$output")" == *"need 'tty'"* ]]
+        run -0 raw "$(req session.exec ',"command":["true"],"tty":true,"cols":5000')"
+        [[ "$(json_get error.message <<<"$output")" == *"'cols': 1 to 1000"* ]]
+        run -0 ctl --json session exec "$sid" --detach -- sleep 30
+        plain=$(json_get job <<<"$output")
+        run -0 raw "$(req session.resize ',"job":"'"$plain"'","rows":50,"cols":132')"
+        [ "$(json_get error.code <<<"$output")" = E_CONFLICT ]
+        [[ "$(json_get error.message <<<"$output")" == *"no terminal"* ]]
+        run -0 raw "$(req session.resize ',"job":"j00000000000000000000","rows":50,"cols":132')"
+        [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ] || { echo "$output"; false; }
+        # another tenant's caller does not reach it
+        run -0 sh -c "printf '%s\n' '$(req session.resize ',"job":"'"$job"'","rows":10,"cols":10')' | setpriv --reuid=nobody --regid=nogroup --clear-groups -- '$SBX_STAGE/bin/sup-client' '$SUP_SOCK'"
+        [ "$(json_get error.code <<<"$output")" = E_NOT_FOUND ]
+        run -0 ctl session close "$sid"
+        # once it ended: the session says so
+        run -0 raw "$(req session.resize ',"job":"'"$job"'","rows":50,"cols":132')"
+        [ "$(json_get error.code <<<"$output")" = E_SESSION_ENDED ]
+}
+
 @test "put and get move files in and out, binary ones too; ls lists the workspace" {
         run -0 ctl session create
         sid=$output

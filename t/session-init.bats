@@ -123,6 +123,27 @@ EOF2
         [[ "${lines[2]}" == "exit code=0 "* ]]
 }
 
+@test "a terminal for all three: 24x80 unless a size is given; a bad size, or a size without a terminal, is refused" {
+        run session <<'EOF2'
+run -t -- stty size
+run -t -w 50 132 -- stty size
+run -t -w 1 1000 -- stty size
+run -t -w 0 80 -- stty size
+run -t -w 24 1001 -- stty size
+run -w 30 100 -- stty size
+run -p -w 30 100 -- stty size
+EOF2
+        [ "$status" -eq 0 ]
+        # (a terminal's lines end in CR LF)
+        [ "$(printf '%s\n' "${lines[@]}" | tr -d '\r' | grep -v '^exit ' | tail -n +2)" = "24 80
+50 132
+1 1000
+error EINVAL
+error EINVAL
+error EINVAL
+error EINVAL" ] || { printf '%s\n' "${lines[@]}"; false; }
+}
+
 @test "put and get through the handed descriptors; ls, stat, mkdir and rm in the workspace" {
         local d
         d=$(user_dir)

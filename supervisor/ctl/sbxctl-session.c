@@ -10,6 +10,7 @@
 #include <string.h>
 #include <termios.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,9 +98,40 @@ static int session_create(int argc, char **argv) {
 /* exec SESSION [--cwd DIR] [run's options] -- CMD...: follows it. */
 static json_t *session_req(const char *op, const char *sid);
 
+static volatile sig_atomic_t winch;
+
+static void on_winch(int sig) {
+        (void) sig;
+        winch = 1;
+}
+
+/* The largest terminal the daemon takes, rows and columns. */
+#define TERM_SIZE_MAX 1000
+
+/* Our terminal's size, where stdin is one, into q's rows and cols: true. */
+static bool put_winsize(json_t *q) {
+        struct winsize ws;
+        if (!isatty(STDIN_FILENO) || ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0 || ws.ws_col == 0)
+                return false;
+        json_object_set_new(q, "rows", json_integer(ws.ws_row > TERM_SIZE_MAX ? TERM_SIZE_MAX : ws.ws_row));
+        json_object_set_new(q, "cols", json_integer(ws.ws_col > TERM_SIZE_MAX ? TERM_SIZE_MAX : ws.ws_col));
+        return true;
+}
+
+/* -t at a terminal: its new size goes to the command's (session.resize). */
+static void send_winsize(const char *sid, const char *job) {
+        json_t *q = session_req("session.resize", sid);
+        json_object_set_new(q, "job", json_string(job));
+        if (put_winsize(q))
+                request(q);
+        else
+                json_decref(q);
+}
+
 /* -i: standard input goes to the command as it comes (session.stdin, on a
  * connection of its own, from a child process); its end is the command's
- * stdin's end. */
+ * stdin's end. With -t, a change of our terminal's size (SIGWINCH, which
+ * interrupts the read) is sent too. */
 static pid_t feed_stdin(const char *sid, const char *job_of_reply, bool tty) {
         /* A copy: the reply it points into is freed by the next request. */
         char job[64];
@@ -109,6 +141,11 @@ static pid_t feed_stdin(const char *sid, const char *job_of_reply, bool tty) {
                 die("fork: %s", strerror(errno));
         if (pid > 0)
                 return pid;
+        if (tty) {
+                struct sigaction sa = { .sa_handler = on_winch };
+                sigemptyset(&sa.sa_mask);
+                sigaction(SIGWINCH, &sa, NULL);
+        }
         connect_daemon();
         static unsigned char buf[65536];
         size_t bl = sodium_base64_ENCODED_LEN(sizeof(buf), sodium_base64_VARIANT_ORIGINAL);
@@ -116,6 +153,10 @@ static pid_t feed_stdin(const char *sid, const char *job_of_reply, bool tty) {
         if (!b)
                 die("out of memory");
         for (;;) {
+                if (winch) {
+                        winch = 0;
+                        send_winsize(sid, job);
+                }
                 ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -201,8 +242,10 @@ static int session_exec(int argc, char **argv) {
                 json_object_set_new(req, "follow", json_false());
         if (interactive)
                 json_object_set_new(req, "stdin_open", json_true());
-        if (tty)
+        if (tty) {
                 json_object_set_new(req, "tty", json_true());
+                put_winsize(req);
+        }
         connect_daemon();
         json_t *m = request(req);
         if (detach) {

@@ -344,6 +344,20 @@ static void answer_for(struct conn *c, struct request *req, struct answer *a) {
                         a->ok = json_pack("{s:s, s:i}", "job", req->job, "signal", req->signo);
                 break;
         }
+        case REQ_SESSION_RESIZE: {
+                int r = session_resize(s, req->job, req->rows, req->cols);
+                if (r == -ENOENT)
+                        refuse(a, E_NOT_FOUND, "no job %s in session %s", req->job, req->session);
+                else if (r == -ESRCH)
+                        refuse(a, E_CONFLICT, "job %s is not running", req->job);
+                else if (r == -ENOTTY)
+                        refuse(a, E_CONFLICT, "job %s has no terminal (it was not started with tty)", req->job);
+                else if (r < 0)
+                        refuse(a, E_INTERNAL, "job %s: its terminal's size: %s", req->job, strerror(-r));
+                else
+                        a->ok = json_pack("{s:s, s:i, s:i}", "job", req->job, "rows", req->rows, "cols", req->cols);
+                break;
+        }
         case REQ_SESSION_EXPOSE:
         case REQ_SESSION_UNEXPOSE:
                 op_expose(c, req, s, a);

@@ -33,6 +33,11 @@ static const struct field exec_fields[] = {
         { "follow", K_BOOL, false },
         { "stdin_open", K_BOOL, false },
         { "tty", K_BOOL, false },
+        { "rows", K_UINT, false },
+        { "cols", K_UINT, false },
+};
+static const struct field resize_fields[] = {
+        COMMON_FIELDS, SESSION_FIELD, { "job", K_STRING, true }, { "rows", K_UINT, true }, { "cols", K_UINT, true },
 };
 static const struct field signal_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "job", K_STRING, true }, { "signal", K_TAG, true } };
 static const struct field extend_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "ttl_s", K_UINT, true } };
@@ -53,6 +58,25 @@ static const struct field stdin_fields[] = {
         { "eof", K_BOOL, false },
 };
 static const struct field unexpose_fields[] = { COMMON_FIELDS, SESSION_FIELD, { "port", K_UINT, true } };
+
+/* A terminal's rows and columns (sbx-init takes as many). */
+#define WINSIZE_MAX 1000
+
+/* rows and cols, each 1 to WINSIZE_MAX when given. */
+static int parse_winsize(json_t *root, struct request *r, struct sbx_error *err) {
+        const char *names[] = { "rows", "cols" };
+        uint16_t *to[] = { &r->rows, &r->cols };
+        for (int i = 0; i < 2; i++) {
+                json_t *v = json_object_get(root, names[i]);
+                if (!v)
+                        continue;
+                json_int_t n = json_integer_value(v);
+                if (n < 1 || n > WINSIZE_MAX)
+                        return sbx_error_msg(err, EINVAL, "field '%s': 1 to %d", names[i], WINSIZE_MAX);
+                *to[i] = (uint16_t) n;
+        }
+        return 0;
+}
 
 /* A signed URL lives a day at most. */
 #define SIGNED_TTL_MAX_S 86400
@@ -173,7 +197,9 @@ static int parse_exec(json_t *root, struct request *r, struct sbx_error *err) {
         run->follow = json_is_true(json_object_get(root, "follow"));
         r->stdin_open = json_is_true(json_object_get(root, "stdin_open"));
         r->tty = json_is_true(json_object_get(root, "tty"));
-        return 0;
+        if ((json_object_get(root, "rows") || json_object_get(root, "cols")) && !r->tty)
+                return sbx_error_msg(err, EINVAL, "fields 'rows' and 'cols' are the size of a terminal: they need 'tty'");
+        return parse_winsize(root, r, err);
 }
 
 /* data or data_b64 (need: exactly one; else at most one). */
@@ -237,6 +263,7 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
         case REQ_SESSION_UNEXPOSE:
         case REQ_SESSION_FORWARD: spec = unexpose_fields; n = ARRAY_SIZE(unexpose_fields); break;
         case REQ_SESSION_STDIN: spec = stdin_fields; n = ARRAY_SIZE(stdin_fields); break;
+        case REQ_SESSION_RESIZE: spec = resize_fields; n = ARRAY_SIZE(resize_fields); break;
         default: spec = session_fields; n = ARRAY_SIZE(session_fields); break;
         }
         int rc = proto_check_fields(root, spec, n, "", err);
@@ -281,6 +308,10 @@ int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err) 
                         return rc;
                 r->eof = json_is_true(json_object_get(root, "eof"));
                 return parse_data(root, r, false, err);
+        case REQ_SESSION_RESIZE:
+                if ((rc = proto_parse_job_field(root, r, err)) < 0)
+                        return rc;
+                return parse_winsize(root, r, err);
         default:
                 return 0;
         }

@@ -108,10 +108,11 @@ enum req_op {
         REQ_SESSION_UNEXPOSE,
         REQ_SESSION_STDIN,
         REQ_SESSION_FORWARD,
+        REQ_SESSION_RESIZE,
 };
 
 static inline bool req_op_is_session(enum req_op op) {
-        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_FORWARD;
+        return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_RESIZE;
 }
 
 /* A session's id: 128 random bits in 32 lowercase hex digits. */
@@ -200,6 +201,7 @@ struct request {
         uint64_t signed_ttl_s; /* session.expose: a signed URL valid this long; 0: none */
         bool stdin_open;       /* session.exec: its stdin stays open for session.stdin */
         bool tty;              /* session.exec: stdin, stdout and stderr are one terminal */
+        uint16_t rows, cols;   /* session.exec (0: 24 and 80), session.resize: the terminal's size */
         bool eof;              /* session.stdin: close it after the data */
         unsigned mode;         /* session.put: 0644 or 0755 */
         unsigned char *data;   /* session.put */

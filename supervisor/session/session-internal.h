@@ -25,6 +25,7 @@ struct exec_ref {
         uint32_t handle;        /* the agent's; 0 before SPAWN answered */
         bool ended;             /* its end was reported to the capture */
         int stdin_fd;           /* its stdin kept open (stdin_open) for session.stdin, or -1 */
+        int tty_fd;             /* tty: its terminal's master, for session.resize, or -1 */
 };
 
 struct session {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -206,11 +207,18 @@ void exec_stdin_close(struct exec_ref *x) {
         x->stdin_fd = -1;
 }
 
+static void exec_tty_close(struct exec_ref *x) {
+        if (x->tty_fd >= 0)
+                close(x->tty_fd);
+        x->tty_fd = -1;
+}
+
 static void exec_ended(struct exec_ref *x, const struct sbx_init_exit *ex) {
         if (x->ended)
                 return;
         x->ended = true;
         exec_stdin_close(x);
+        exec_tty_close(x);
         struct rjob *rj = x->rj;
         int st = ex ? ex->status : W_EXITCODE(0, SIGKILL);
         json_t *end = json_pack("{s:o, s:o}", SBX_STATUS_EXIT_CODE, WIFEXITED(st) ? json_integer(WEXITSTATUS(st)) : json_integer(-1),
@@ -411,6 +419,7 @@ static void job_gone(struct rjob *rj) {
                 rj->session = NULL;
                 rj->session_signal = NULL;
                 exec_stdin_close(x);
+                exec_tty_close(x);
                 free(x);
                 return;
         }
@@ -540,8 +549,11 @@ static int exec_spawn(struct session *s, struct exec_ref *x, const struct reques
                 env[i] = owned[i];
         }
         size_t len = 0;
-        int r = initc_encode_spawn(payload, SBX_INIT_MSG_MAX, req->tty ? SBX_INIT_SPAWN_TTY : 0, req->cwd ? req->cwd : ".",
-                                   (const char *const *) run->argv, env, &len);
+        /* 24x80 goes without a size: an agent from before sizes takes it. */
+        struct sbx_init_winsize ws = { .rows = req->rows ? req->rows : 24, .cols = req->cols ? req->cols : 80 };
+        bool sized = req->tty && (ws.rows != 24 || ws.cols != 80);
+        int r = initc_encode_spawn(payload, SBX_INIT_MSG_MAX, req->tty ? SBX_INIT_SPAWN_TTY : 0, sized ? &ws : NULL,
+                                   req->cwd ? req->cwd : ".", (const char *const *) run->argv, env, &len);
         for (size_t i = 0; i < run->n_env; i++)
                 free(owned[i]);
         if (r < 0)
@@ -558,6 +570,9 @@ static int exec_spawn(struct session *s, struct exec_ref *x, const struct reques
         x->handle = sp.handle;
         x->rj->session_handle = sp.handle;
         r = feed_stdin(msg_call.fds[0], run->stdin_data, run->stdin_len);
+        /* The terminal's master, kept for its size. */
+        if (r == 0 && req->tty && (x->tty_fd = fcntl(msg_call.fds[0], F_DUPFD_CLOEXEC, 3)) < 0)
+                r = -errno;
         /* Kept for session.stdin, or closed: the command sees its end. */
         if (r == 0 && req->stdin_open) {
                 (void) fcntl(msg_call.fds[0], F_SETPIPE_SZ, EXEC_STDIN_PIPE);
@@ -616,6 +631,7 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
                 return NULL;
         }
         x->stdin_fd = -1;
+        x->tty_fd = -1;
         struct job *j = &rj->j;
         jobs_new_id(j->id);
         j->tenant = t;
@@ -678,6 +694,23 @@ int session_stdin(struct session *s, const char *job, const void *data, size_t l
         if (eof && *ret_written == len)
                 exec_stdin_close(x);
         return 0;
+}
+
+int session_resize(struct session *s, const char *job, uint16_t rows, uint16_t cols) {
+        for (struct list *p = s->execs.next; p != &s->execs; p = p->next) {
+                struct exec_ref *x = list_entry(p, struct exec_ref, link);
+                if (!streq(x->rj->j.id, job))
+                        continue;
+                if (x->ended || !x->handle)
+                        return -ESRCH;
+                if (x->tty_fd < 0)
+                        return -ENOTTY;
+                /* The kernel sends SIGWINCH to the terminal's foreground
+                 * process group. */
+                struct winsize ws = { .ws_row = rows, .ws_col = cols };
+                return ioctl(x->tty_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
+        }
+        return -ENOENT;
 }
 
 int session_signal(struct session *s, const char *job, int signo) {

@@ -92,6 +92,9 @@ int session_stdin(struct session *s, const char *job, const void *data, size_t l
 /* session.signal to one of its execs: 0, -ESRCH (not running), -ENOENT
  * (not this session's), or -errno (the agent failed: the session ends). */
 int session_signal(struct session *s, const char *job, int signo);
+/* session.resize: an exec's terminal (tty) is now rows x cols. 0, -ENOENT
+ * (not this session's), -ESRCH (not running), -ENOTTY (no terminal). */
+int session_resize(struct session *s, const char *job, uint16_t rows, uint16_t cols);
 
 /* Services (session-service.c): a port of the sandbox's loopback exposed
  * through the daemon's proxy. expose: 0 (also when it already was), -E2BIG

@@ -117,10 +117,12 @@ static void wait_exit(uint32_t handle, struct sbx_init_exit *ret) {
         }
 }
 
-/* Spawn from "[-p] [-C DIR] [-e K=V]... [-i TEXT] -- ARGV..." */
+/* Spawn from "[-p | -t] [-w ROWS COLS] [-C DIR] [-e K=V]... [-i TEXT] --
+ * ARGV..." (-t: SBX_INIT_SPAWN_TTY; -w: its size, sent as given). */
 static int spawn(char **w, int n, int fds[3], uint32_t *ret_handle, const char **ret_input) {
         const char *env[MAX_ARGS + 1] = { 0 }, *cwd = ".";
         uint32_t flags = 0;
+        struct sbx_init_winsize ws, *wsp = NULL;
         int i = 0, ne = 0;
         char buf[SBX_INIT_MSG_MAX];
         size_t len;
@@ -128,6 +130,13 @@ static int spawn(char **w, int n, int fds[3], uint32_t *ret_handle, const char *
         for (; i < n && !streq(w[i], "--"); i++) {
                 if (streq(w[i], "-p"))
                         flags |= SBX_INIT_SPAWN_PTY;
+                else if (streq(w[i], "-t"))
+                        flags |= SBX_INIT_SPAWN_TTY;
+                else if (streq(w[i], "-w") && i + 2 < n) {
+                        ws.rows = (uint16_t) atoi(w[++i]);
+                        ws.cols = (uint16_t) atoi(w[++i]);
+                        wsp = &ws;
+                }
                 else if (streq(w[i], "-C") && i + 1 < n)
                         cwd = w[++i];
                 else if (streq(w[i], "-e") && i + 1 < n && ne < MAX_ARGS)
@@ -138,7 +147,7 @@ static int spawn(char **w, int n, int fds[3], uint32_t *ret_handle, const char *
         if (i >= n - 1)
                 return EINVAL;
         w[n] = NULL;
-        if (initc_encode_spawn(buf, sizeof(buf), flags, cwd, (const char *const *) w + i + 1, env, &len) < 0)
+        if (initc_encode_spawn(buf, sizeof(buf), flags, wsp, cwd, (const char *const *) w + i + 1, env, &len) < 0)
                 return E2BIG;
         int e = call(SBX_INIT_SPAWN, buf, len);
         if (e)

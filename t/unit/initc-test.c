@@ -242,10 +242,22 @@ static void test_encoders_bound(void **state) {
         size_t len;
         const char *argv[] = { "sh", "-c", "true", NULL };
         const char *none[] = { NULL };
-        assert_int_equal(initc_encode_spawn(buf, sizeof(buf), 0, ".", argv, NULL, &len), 0);
+        assert_int_equal(initc_encode_spawn(buf, sizeof(buf), 0, NULL, ".", argv, NULL, &len), 0);
         assert_int_equal(len, sizeof(struct sbx_init_spawn) + 2 + 3 + 3 + 5);
-        assert_int_equal(initc_encode_spawn(buf, sizeof(buf), 0, ".", none, NULL, &len), -EINVAL);
-        assert_int_equal(initc_encode_spawn(buf, 16, 0, ".", argv, NULL, &len), -E2BIG);
+        /* a terminal's size: its flag, right after the header */
+        const struct sbx_init_winsize ws = { .rows = 50, .cols = 132 };
+        assert_int_equal(initc_encode_spawn(buf, sizeof(buf), SBX_INIT_SPAWN_TTY, &ws, ".", argv, NULL, &len), 0);
+        assert_int_equal(len, sizeof(struct sbx_init_spawn) + sizeof(ws) + 2 + 3 + 3 + 5);
+        struct sbx_init_spawn h;
+        struct sbx_init_winsize back;
+        memcpy(&h, buf, sizeof(h));
+        memcpy(&back, buf + sizeof(h), sizeof(back));
+        assert_int_equal(h.flags, SBX_INIT_SPAWN_TTY | SBX_INIT_SPAWN_WINSIZE);
+        assert_int_equal(back.rows, 50);
+        assert_int_equal(back.cols, 132);
+        assert_string_equal(buf + sizeof(h) + sizeof(ws), ".");
+        assert_int_equal(initc_encode_spawn(buf, sizeof(buf), 0, NULL, ".", none, NULL, &len), -EINVAL);
+        assert_int_equal(initc_encode_spawn(buf, 16, 0, NULL, ".", argv, NULL, &len), -E2BIG);
         memset(big, 'a', sizeof(big) - 1);
         assert_int_equal(initc_encode_path(buf, sizeof(buf), 0, 0, big, &len), -E2BIG);
 }
