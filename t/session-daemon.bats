@@ -187,6 +187,19 @@ world" ]
         # sbxctl at a terminal of 40x100 (script(1) makes one)
         run -0 script -q -e -c "stty rows 40 cols 100; $sbx session exec $sid -t -- stty size" /dev/null </dev/null
         [[ "$(tr -d '\r' <<<"$output")" == *"40 100"* ]] || { echo "$output"; false; }
+        # ... and once its terminal is 40x150, so is the command's (stdin
+        # given explicitly: a background command's is /dev/null)
+        out=$BATS_TEST_TMPDIR/out
+        cat > "$BATS_TEST_TMPDIR/at-terminal" <<EOS
+stty rows 40 cols 100
+exec 3<&0
+$sbx session exec $sid -t -- sh -c 'trap "stty size; exit 0" WINCH; stty size; i=0; while [ \$i -lt 200 ]; do sleep 0.05; i=\$((i+1)); done' <&3 >$out &
+until grep -q '40 100' $out; do sleep 0.05; done
+stty cols 150
+wait
+EOS
+        run -0 timeout 30 script -q -e -c "sh $BATS_TEST_TMPDIR/at-terminal" /dev/null </dev/null
+        [[ "$(tr -d '\r' < "$out")" == *"40 150"* ]] || { cat "$out"; false; }
         # a command that says its size at the start and at each SIGWINCH
         req() { printf '{"v":1,"op":"%s","session":"%s"%s}' "$1" "$sid" "$2"; }
         run -0 raw "$(req session.exec ',"command":["sh","-c","trap \"stty size\" WINCH; stty size; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"],"tty":true,"rows":30,"cols":90')"
