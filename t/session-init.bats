@@ -98,8 +98,9 @@ EOF2
 
 @test "signal: to the command, or to its whole process group; a handle never given is ESRCH" {
         run session <<'EOF2'
-bg -- sh -c 'trap "exit 42" TERM; while :; do sleep 0.05; done'
+bg -- sh -c 'trap "exit 42" TERM; : > trapped; while :; do sleep 0.05; done'
 bg -- sh -c 'sleep 1000 & sleep 1000 & wait'
+await trapped
 signal 1 15
 wait 1
 signal 2 15 group
@@ -108,10 +109,12 @@ signal 77 15
 signal 1 99
 EOF2
         [ "$status" -eq 0 ]
-        [[ "${lines[4]}" == "exit code=42 "* ]]
-        [[ "${lines[6]}" == "exit signal=15 "* ]]
-        [ "${lines[7]}" = "error ESRCH" ]
-        [ "${lines[8]}" = "error EINVAL" ]
+        # (the signal goes once the trap is set)
+        [ "${lines[3]}" = found ]
+        [[ "${lines[5]}" == "exit code=42 "* ]] || { printf '%s\n' "${lines[@]}"; false; }
+        [[ "${lines[7]}" == "exit signal=15 "* ]]
+        [ "${lines[8]}" = "error ESRCH" ]
+        [ "${lines[9]}" = "error EINVAL" ]
 }
 
 @test "a pseudo-terminal as stdin: the command's controlling terminal" {

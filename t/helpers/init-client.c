@@ -11,7 +11,7 @@
  * session. With --listen, COMMAND also gets a listening socket bound at
  * PATH on fd 4 (for sbx-init --listen-fd 4), and the commands "drop",
  * "reconnect", "pause MS" and "launcher-end MS" try the agent's life
- * across connections. */
+ * across connections. "await PATH" waits for a command to make PATH. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -316,6 +316,19 @@ static void cmd_stat(const char *path) {
         printf("stat %s %04o %llu\n", t, st.mode & 07777, (unsigned long long) st.size);
 }
 
+/* "await PATH": until the workspace has PATH (a command made it), within
+ * the timeout, asking every 10 ms. */
+static void cmd_await(const char *path) {
+        int64_t deadline = now_us() + (int64_t) timeout_ms * 1000;
+        int e;
+        while ((e = path_call(SBX_INIT_STAT, 0, 0, path)) == ENOENT && now_us() < deadline)
+                usleep(10000);
+        if (e)
+                printf("error %s\n", ename(e));
+        else
+                printf("found\n");
+}
+
 /* Datagrams the client library would never send. */
 static void cmd_raw(const char *what) {
         char buf[70000] = { 0 };
@@ -551,6 +564,8 @@ static void run_line(char *line) {
                 cmd_ls(w[1]);
         else if (streq(w[0], "stat") && n == 2)
                 cmd_stat(w[1]);
+        else if (streq(w[0], "await") && n == 2)
+                cmd_await(w[1]);
         else if (streq(w[0], "rm") && n == 2)
                 reply_ok(path_call(SBX_INIT_REMOVE, 0, 0, w[1]));
         else if (streq(w[0], "mkdir") && n == 2)
