@@ -315,9 +315,15 @@ need_ipv6() {
 }
 
 @test "100 restricted jobs at once: each reaches its own allowed host and never the other's" {
+        # Under a sanitizer build (the CI's second run) its point is memory
+        # errors, not scale: 30 jobs.
+        local n=100
+        if grep -q -- '--enable-sanitizers' "$SBX_BUILDDIR/config.log" 2>/dev/null; then
+                n=30
+        fi
         ctl metrics > "$BATS_TEST_TMPDIR/before"
         ids=()
-        for i in $(seq 100); do
+        for i in $(seq $n); do
                 h=$((i % 2 ? 1 : 2))
                 run ctl --json submit --network restricted --allow "${TH}.$h:8080" -- bash -c '
                         for h in "$@"; do
@@ -328,7 +334,7 @@ need_ipv6() {
                 [ "$status" -eq 0 ]
                 ids+=("$(json_get job <<<"$output")")
         done
-        for i in $(seq 100); do
+        for i in $(seq $n); do
                 id=${ids[$((i - 1))]}
                 h=$((i % 2 ? 1 : 2)) o=$((i % 2 ? 2 : 1))
                 res=$(ctl --json wait "$id")
@@ -339,15 +345,15 @@ need_ipv6() {
                 [[ "$output" == *"${TH}.$h ok ${TH}.$h:8080"* ]] || { echo "job $i: $output"; echo "$res"; false; }
                 [[ "$output" == *"connect: Operation not permitted"*"${TH}.$o refused"* ]] || { echo "job $i: $output"; echo "$res"; false; }
         done
-        # the metrics agree with the 100 records, event for event; every
+        # the metrics agree with the records, event for event; every
         # block of the pool is free again
         ctl metrics > "$BATS_TEST_TMPDIR/after"
         net_metrics_check "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after" DNS < "$BATS_TEST_TMPDIR/records"
         b=$(cat "$BATS_TEST_TMPDIR/before") a=$(cat "$BATS_TEST_TMPDIR/after")
         started='sbx_jobs_started_total{network="restricted",audit="true"}'
-        [ $(( $(metric "$started" <<<"$a") - $(metric "$started" <<<"$b") )) -eq 100 ]
+        [ $(( $(metric "$started" <<<"$a") - $(metric "$started" <<<"$b") )) -eq $n ]
         denied='sbx_network_events_total{kind="connect",verdict="deny"}'
-        [ $(( $(metric "$denied" <<<"$a") - $(metric "$denied" <<<"$b") )) -ge 100 ]
+        [ $(( $(metric "$denied" <<<"$a") - $(metric "$denied" <<<"$b") )) -ge $n ]
         [ "$(metric sbx_network_pool_used <<<"$a")" = 0 ]
         [ "$(metric sbx_network_pool_size <<<"$a")" = 128 ]
         # every veth went with its job
