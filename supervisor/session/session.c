@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -674,57 +673,4 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
                 runner_exec_failed(rj, err.msg);
         }
         return rj;
-}
-
-int session_stdin(struct session *s, const char *job, const void *data, size_t len, bool eof, size_t *ret_written) {
-        struct exec_ref *x = NULL;
-        for (struct list *p = s->execs.next; p != &s->execs && !x; p = p->next)
-                if (streq(list_entry(p, struct exec_ref, link)->rj->j.id, job))
-                        x = list_entry(p, struct exec_ref, link);
-        if (!x)
-                return -ENOENT;
-        if (x->ended)
-                return -ESRCH;
-        if (x->stdin_fd < 0)
-                return -EBADF;
-        ssize_t n = len ? write(x->stdin_fd, data, len) : 0;
-        if (n < 0 && errno != EAGAIN)
-                return errno == EPIPE ? -EPIPE : -errno;
-        *ret_written = n < 0 ? 0 : (size_t) n;
-        if (eof && *ret_written == len)
-                exec_stdin_close(x);
-        return 0;
-}
-
-int session_resize(struct session *s, const char *job, uint16_t rows, uint16_t cols) {
-        for (struct list *p = s->execs.next; p != &s->execs; p = p->next) {
-                struct exec_ref *x = list_entry(p, struct exec_ref, link);
-                if (!streq(x->rj->j.id, job))
-                        continue;
-                if (x->ended || !x->handle)
-                        return -ESRCH;
-                if (x->tty_fd < 0)
-                        return -ENOTTY;
-                /* The kernel sends SIGWINCH to the terminal's foreground
-                 * process group. */
-                struct winsize ws = { .ws_row = rows, .ws_col = cols };
-                return ioctl(x->tty_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
-        }
-        return -ENOENT;
-}
-
-int session_signal(struct session *s, const char *job, int signo) {
-        for (struct list *p = s->execs.next; p != &s->execs; p = p->next) {
-                struct exec_ref *x = list_entry(p, struct exec_ref, link);
-                if (!streq(x->rj->j.id, job))
-                        continue;
-                if (x->ended || !x->handle)
-                        return -ESRCH;
-                struct sbx_init_signal m = { .handle = x->handle, .signo = signo, .flags = SBX_INIT_SIGNAL_GROUP };
-                int r = agent_call(s, SBX_INIT_SIGNAL, &m, sizeof(m));
-                if (r < 0)
-                        return r;
-                return -(int) msg_call.hdr.error;
-        }
-        return -ENOENT;
 }
