@@ -72,8 +72,7 @@ static const char *const op_names[] = {
         [REQ_SESSION_CLOSE] = "session.close", [REQ_SESSION_SHOW] = "session.show", [REQ_SESSION_LIST] = "session.list",
         [REQ_SESSION_PUT] = "session.put", [REQ_SESSION_GET] = "session.get", [REQ_SESSION_LS] = "session.ls",
         [REQ_SESSION_EXPOSE] = "session.expose", [REQ_SESSION_UNEXPOSE] = "session.unexpose",
-        [REQ_SESSION_STDIN] = "session.stdin", [REQ_SESSION_FORWARD] = "session.forward",
-        [REQ_SESSION_RESIZE] = "session.resize",
+        [REQ_SESSION_STDIN] = "session.stdin", [REQ_SESSION_FORWARD] = "session.forward", [REQ_SESSION_RESIZE] = "session.resize",
 };
 
 const char *req_op_name(enum req_op op) {

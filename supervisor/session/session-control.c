@@ -12,11 +12,16 @@
 #include "session.h"
 #include "util.h"
 
-int session_stdin(struct session *s, const char *job, const void *data, size_t len, bool eof, size_t *ret_written) {
-        struct exec_ref *x = NULL;
-        for (struct list *p = s->execs.next; p != &s->execs && !x; p = p->next)
+/* The session's command that is job, or NULL. */
+static struct exec_ref *exec_by_job(struct session *s, const char *job) {
+        for (struct list *p = s->execs.next; p != &s->execs; p = p->next)
                 if (streq(list_entry(p, struct exec_ref, link)->rj->j.id, job))
-                        x = list_entry(p, struct exec_ref, link);
+                        return list_entry(p, struct exec_ref, link);
+        return NULL;
+}
+
+int session_stdin(struct session *s, const char *job, const void *data, size_t len, bool eof, size_t *ret_written) {
+        struct exec_ref *x = exec_by_job(s, job);
         if (!x)
                 return -ENOENT;
         if (x->ended)
@@ -33,34 +38,28 @@ int session_stdin(struct session *s, const char *job, const void *data, size_t l
 }
 
 int session_resize(struct session *s, const char *job, uint16_t rows, uint16_t cols) {
-        for (struct list *p = s->execs.next; p != &s->execs; p = p->next) {
-                struct exec_ref *x = list_entry(p, struct exec_ref, link);
-                if (!streq(x->rj->j.id, job))
-                        continue;
-                if (x->ended || !x->handle)
-                        return -ESRCH;
-                if (x->tty_fd < 0)
-                        return -ENOTTY;
-                /* The kernel sends SIGWINCH to the terminal's foreground
-                 * process group. */
-                struct winsize ws = { .ws_row = rows, .ws_col = cols };
-                return ioctl(x->tty_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
-        }
-        return -ENOENT;
+        struct exec_ref *x = exec_by_job(s, job);
+        if (!x)
+                return -ENOENT;
+        if (x->ended || !x->handle)
+                return -ESRCH;
+        if (x->tty_fd < 0)
+                return -ENOTTY;
+        /* The kernel sends SIGWINCH to the terminal's foreground process
+         * group. */
+        struct winsize ws = { .ws_row = rows, .ws_col = cols };
+        return ioctl(x->tty_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
 }
 
 int session_signal(struct session *s, const char *job, int signo) {
-        for (struct list *p = s->execs.next; p != &s->execs; p = p->next) {
-                struct exec_ref *x = list_entry(p, struct exec_ref, link);
-                if (!streq(x->rj->j.id, job))
-                        continue;
-                if (x->ended || !x->handle)
-                        return -ESRCH;
-                struct sbx_init_signal m = { .handle = x->handle, .signo = signo, .flags = SBX_INIT_SIGNAL_GROUP };
-                int r = agent_call(s, SBX_INIT_SIGNAL, &m, sizeof(m));
-                if (r < 0)
-                        return r;
-                return -(int) msg_call.hdr.error;
-        }
-        return -ENOENT;
+        struct exec_ref *x = exec_by_job(s, job);
+        if (!x)
+                return -ENOENT;
+        if (x->ended || !x->handle)
+                return -ESRCH;
+        struct sbx_init_signal m = { .handle = x->handle, .signo = signo, .flags = SBX_INIT_SIGNAL_GROUP };
+        int r = agent_call(s, SBX_INIT_SIGNAL, &m, sizeof(m));
+        if (r < 0)
+                return r;
+        return -(int) msg_call.hdr.error;
 }
