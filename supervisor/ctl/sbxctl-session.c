@@ -11,6 +11,7 @@
 #include <termios.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <sys/select.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,8 +131,9 @@ static void send_winsize(const char *sid, const char *job) {
 
 /* -i: standard input goes to the command as it comes (session.stdin, on a
  * connection of its own, from a child process); its end is the command's
- * stdin's end. With -t, a change of our terminal's size (SIGWINCH, which
- * interrupts the read) is sent too. */
+ * stdin's end. With -t, a change of our terminal's size (SIGWINCH) is sent
+ * too: the signal is blocked but while we wait for input, so that it never
+ * interrupts a request to the daemon. */
 static pid_t feed_stdin(const char *sid, const char *job_of_reply, bool tty) {
         /* A copy: the reply it points into is freed by the next request. */
         char job[64];
@@ -141,10 +143,15 @@ static pid_t feed_stdin(const char *sid, const char *job_of_reply, bool tty) {
                 die("fork: %s", strerror(errno));
         if (pid > 0)
                 return pid;
+        sigset_t winch_set, waiting;
+        sigemptyset(&winch_set);
+        sigaddset(&winch_set, SIGWINCH);
         if (tty) {
                 struct sigaction sa = { .sa_handler = on_winch };
                 sigemptyset(&sa.sa_mask);
                 sigaction(SIGWINCH, &sa, NULL);
+                sigprocmask(SIG_BLOCK, &winch_set, &waiting);
+                sigdelset(&waiting, SIGWINCH);
         }
         connect_daemon();
         static unsigned char buf[65536];
@@ -156,6 +163,14 @@ static pid_t feed_stdin(const char *sid, const char *job_of_reply, bool tty) {
                 if (winch) {
                         winch = 0;
                         send_winsize(sid, job);
+                }
+                if (tty) {
+                        fd_set in;
+                        FD_ZERO(&in);
+                        FD_SET(STDIN_FILENO, &in);
+                        /* (another error: the read says it) */
+                        if (pselect(STDIN_FILENO + 1, &in, NULL, NULL, NULL, &waiting) < 0 && errno == EINTR)
+                                continue;
                 }
                 ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
