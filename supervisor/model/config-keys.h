@@ -65,8 +65,6 @@ int config_net_deny_ports(struct inikey_ctx *c);
 int config_net_pool(struct inikey_ctx *c);
 int config_net_pool6(struct inikey_ctx *c);
 int config_net_dns_upstream(struct inikey_ctx *c);
-int config_net_dns_timeout(struct inikey_ctx *c);
-int config_net_dns_tcp_idle(struct inikey_ctx *c);
 int config_net_deny(struct inikey_ctx *c);
 int config_net_max_names(struct inikey_ctx *c);
 /* Once the file is read: a tenant's network_allow entry that reaches only

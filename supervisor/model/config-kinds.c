@@ -151,9 +151,12 @@ int config_kind_ring(struct inikey_ctx *c) {
 
 int config_kind_duration(struct inikey_ctx *c) {
         uint64_t *dst = inikey_field(c), ms;
-        char lo[32];
+        char lo[32], hi[32];
         if (parse_duration_ms(c->value, &ms) < 0)
                 return FAIL(c, "%s: invalid duration '%s'", c->def->key, c->value);
+        if (c->def->max && (ms < c->def->min || ms > c->def->max))
+                return FAIL(c, "%s: expected a duration from %s to %s, got '%s'", c->def->key,
+                            format_duration_ms(c->def->min, lo, sizeof(lo)), format_duration_ms(c->def->max, hi, sizeof(hi)), c->value);
         if (ms < c->def->min)
                 return FAIL(c, "%s: at least %s", c->def->key, format_duration_ms(c->def->min, lo, sizeof(lo)));
         *dst = ms;

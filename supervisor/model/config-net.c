@@ -136,27 +136,6 @@ int config_net_dns_upstream(struct inikey_ctx *c) {
         return 0;
 }
 
-/* dns_upstream_timeout: past it the proxy answers SERVFAIL, so that the
- * job's resolver fails at once instead of at its own timeouts (glibc's:
- * 5 s, twice). */
-int config_net_dns_timeout(struct inikey_ctx *c) {
-        uint64_t ms;
-        if (parse_duration_ms(c->value, &ms) < 0 || ms < 100 || ms > 30000)
-                return FAIL(c, "dns_upstream_timeout: expected a duration from 100ms to 30s (e.g. 2s), got '%s'", c->value);
-        config_of(c)->dns_upstream_timeout_ms = ms;
-        return 0;
-}
-
-/* dns_tcp_idle_timeout: a job's TCP connection to its proxy that completes
- * no query and no answer in this long is closed (its slot is one of 8). */
-int config_net_dns_tcp_idle(struct inikey_ctx *c) {
-        uint64_t ms;
-        if (parse_duration_ms(c->value, &ms) < 0 || ms < 1000 || ms > 300000)
-                return FAIL(c, "dns_tcp_idle_timeout: expected a duration from 1s to 300s (e.g. 10s), got '%s'", c->value);
-        config_of(c)->dns_tcp_idle_ms = ms;
-        return 0;
-}
-
 static int add_deny_net(struct inikey_ctx *c, const char *w) {
         struct config *cf = config_of(c);
         struct netdeny_net e = { .reason = ND_CONFIGURED };

@@ -385,8 +385,13 @@ static const struct inikey keys[] = {
         DAEMON("network_pool", ONCE, config_net_pool),
         DAEMON("network_pool6", ONCE, config_net_pool6),
         DAEMON("dns_upstream", ONCE, config_net_dns_upstream),
-        DAEMON("dns_upstream_timeout", ONCE, config_net_dns_timeout, IN_CONFIG(dns_upstream_timeout_ms)),
-        DAEMON("dns_tcp_idle_timeout", ONCE, config_net_dns_tcp_idle, IN_CONFIG(dns_tcp_idle_ms)),
+        /* dns_upstream_timeout: past it the proxy answers SERVFAIL, so that
+         * the job's resolver fails at once instead of at its own timeouts
+         * (glibc's: 5 s, twice). dns_tcp_idle_timeout: a job's TCP
+         * connection to its proxy idle this long is closed (it holds one of
+         * the job's 8). */
+        DAEMON("dns_upstream_timeout", ONCE, config_kind_duration, IN_CONFIG(dns_upstream_timeout_ms), .min = 100, .max = 30000),
+        DAEMON("dns_tcp_idle_timeout", ONCE, config_kind_duration, IN_CONFIG(dns_tcp_idle_ms), .min = 1000, .max = 300000),
         DAEMON("network_deny", APPEND, config_net_deny),
         DAEMON("request_timeout", ONCE, config_kind_duration, IN_CONFIG(request_timeout_ms), .min = 1000),
         DAEMON("retention", ONCE, config_kind_duration, IN_CONFIG(retention_ms)),
