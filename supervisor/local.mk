@@ -26,7 +26,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/core/util.h supervisor/core/util.c supervisor/core/fileio.h supervisor/core/fileio.c \
 	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
 	supervisor/core/log.h supervisor/core/log.c \
-	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c \
+	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c \
 	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c supervisor/model/proto-session.c \
 	supervisor/core/trace.h supervisor/core/trace.c \
 	supervisor/model/metrics.h supervisor/model/metrics.c \
@@ -69,6 +69,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/download.c \
 	supervisor/front/paced.h supervisor/front/paced.c \
 	supervisor/front/metrics-http.h supervisor/front/metrics-http.c \
+	supervisor/front/http-api.h supervisor/front/http-api.c supervisor/front/http-internal.h supervisor/front/http-serve.c supervisor/front/http-gate.h supervisor/front/http-gate.c \
+	supervisor/front/http-routes.h supervisor/front/http-routes.c \
 	supervisor/callback/callbacks.h supervisor/callback/callbacks-internal.h supervisor/callback/callbacks.c supervisor/callback/callbacks-ops.c supervisor/callback/callback-queue.c supervisor/callback/callback-progress.c supervisor/callback/callback-lane.c \
 	supervisor/callback/callback-thread.h supervisor/callback/callback-thread.c \
 	supervisor/job/jobs.h supervisor/job/jobs.c \
@@ -103,7 +105,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/priv/veth.h supervisor/priv/veth.c supervisor/priv/nft.h supervisor/priv/nft.c supervisor/priv/nft-run.h supervisor/priv/nft-lib.c supervisor/priv/netfwd.h supervisor/priv/netfwd.c \
 	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c \
 	supervisor/net/auditring.h supervisor/net/auditring.c supervisor/net/netremote.h supervisor/net/netremote.c
-nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h
+nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h supervisor/front/openapi.c
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS) -DSBX_LIBEXECDIR='"$(libexecdir)"' -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(CURL_CFLAGS) $(MHD_CFLAGS)
 supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SECCOMP_LIBS) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(CURL_LIBS) $(MHD_LIBS)
@@ -129,3 +131,12 @@ supervisor_sbx_bundle_SOURCES = supervisor/tool/sbx-bundle.c supervisor/tool/bun
 	supervisor/bundle/extract.h supervisor/bundle/extract.c supervisor/bundle/tree-check.h supervisor/bundle/tree-check.c
 supervisor_sbx_bundle_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(ARCHIVE_CFLAGS)
 supervisor_sbx_bundle_LDADD = $(LIBSUP) $(ARCHIVE_LIBS)
+
+# The HTTP API's OpenAPI document, built into the daemon as a C string
+# (served at /v1/openapi.json; t/unit/http-routes-test.c checks it against
+# the routes).
+EXTRA_DIST += supervisor/front/openapi.json supervisor/front/embed.awk
+CLEANFILES += supervisor/front/openapi.c
+supervisor/front/openapi.c: $(srcdir)/supervisor/front/openapi.json $(srcdir)/supervisor/front/embed.awk
+	$(AM_V_GEN)$(MKDIR_P) supervisor/front && $(AWK) -v name=http_openapi -f $(srcdir)/supervisor/front/embed.awk \
+		$(srcdir)/supervisor/front/openapi.json > $@.tmp && mv $@.tmp $@

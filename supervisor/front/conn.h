@@ -56,6 +56,8 @@ struct conn {
         void (*on_drained)(struct conn *c); /* all output is out and the socket has room (conn_when_room) */
         void *drain_arg;
         bool handing_off;          /* conn_hand_off(): no request is read any more */
+        const struct http_token *token; /* a request of the HTTP API made with it (http-gate.c), or NULL */
+        char peer[56];             /* the HTTP client's address, for the audit log */
 };
 
 struct conns {

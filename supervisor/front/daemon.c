@@ -19,6 +19,7 @@
 #include "bundle.h"
 #include "daemon.h"
 #include "privsep.h"
+#include "http-api.h"
 #include "metrics-http.h"
 #include "service.h"
 #include "dnsproxy.h"
@@ -98,6 +99,7 @@ static void begin_stop(struct daemon *d, const char *why) {
         sd_notify(0, "STOPPING=1");
 #endif
         listener_stop(d);
+        http_api_stopping(d);
         bundles_stop(d);
         list_for_each_safe(pos, tmp, &d->jobs.all) {
                 struct rjob *rj = list_entry(pos, struct rjob, link);
@@ -305,6 +307,9 @@ static int timers_setup(struct daemon *d, struct sbx_error *err) {
 static int open_state(struct daemon *d, struct sbx_error *err) {
         struct config *cfg = d->cfg;
         int r;
+        /* The HTTP API's TLS key is root's file: read before the line. */
+        if ((r = http_api_prepare(d, err)) < 0)
+                return r;
         /* The line is drawn before anything else is opened. */
         if (cfg->user && cfg->helper_socket) {
                 r = privsep_connect(cfg, &d->privc, err);
@@ -428,6 +433,8 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return r;
         if ((r = service_start(d, err)) < 0)
                 return r;
+        if ((r = http_api_start(d, err)) < 0)
+                return r;
         listener_start(d);
         if (cfg->allow_unauthenticated)
                 log_warning("allow_unauthenticated is ON: callers in no tenant run jobs as tenant 'anonymous' (job uid %u). "
@@ -454,6 +461,7 @@ void daemon_done(struct daemon *d) {
         /* Clients first: work still in flight for them then ends as for a
          * client that went away. */
         conns_close_all(&d->conns);
+        http_api_stop(d);
         results_rest_abandon(d);
         worker_stop();
         results_rest_done(d);

@@ -75,6 +75,7 @@ struct daemon {
         struct MHD_Daemon *http;  /* metrics_listen's listener, or NULL (metrics-http.c) */
         struct services *services; /* service_listen's proxy, or NULL (service.c) */
         struct source http_src;
+        struct http_api *api;     /* [http] listen's API, or NULL (http-api.c) */
         struct netaudit *netaudit; /* netaudit.c: NULL when there is no network audit */
         /* with "user" set: the network's privileged steps are sbx-privd's
          * (netpriv NULL: this process does them), the audit is netremote.c */

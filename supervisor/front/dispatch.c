@@ -49,8 +49,13 @@ static json_t *done_summary(const struct done_entry *e) {
 }
 
 static void op_ping(struct conn *c, struct request *req) {
-        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:I, s:b}", "version", PACKAGE_VERSION, "tenant", c->tenant->name,
-                                                  "uid", (json_int_t) c->cred.uid, "anonymous", c->anonymous)));
+        json_t *o = json_pack("{s:s, s:s, s:I, s:b}", "version", PACKAGE_VERSION, "tenant", c->tenant->name, "uid",
+                              (json_int_t) c->cred.uid, "anonymous", c->anonymous);
+        if (o && c->peer[0]) { /* the HTTP API's caller has a token, not a uid */
+                json_object_set_new(o, "uid", json_null());
+                json_object_set_new(o, "token", c->token ? json_string(c->token->name) : json_null());
+        }
+        conn_send(c, proto_ok(req->tag, o));
 }
 
 static void op_status(struct conn *c, struct request *req, struct rjob *rj, struct done_entry *e) {
@@ -224,7 +229,10 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
                 request_free(&req);
                 return;
         }
-        if (c->anonymous)
+        if (c->anonymous && c->peer[0])
+                log_warning("allow_unauthenticated: HTTP client %s without a token, '%s' let through as tenant 'anonymous'", c->peer,
+                            req_op_name(req.op));
+        else if (c->anonymous)
                 log_warning("allow_unauthenticated: uid %u (pid %d) not in any tenant, '%s' let through as tenant 'anonymous'",
                             (unsigned) c->cred.uid, (int) c->cred.pid, req_op_name(req.op));
         if (req_op_is_session(req.op)) {

@@ -187,6 +187,11 @@ static void accept_one(struct daemon *d, int fd) {
                 refuse_unknown(c);
                 return;
         }
+        listener_admit(d, c);
+}
+
+void listener_admit(struct daemon *d, struct conn *c) {
+        const struct config *cfg = d->cfg;
         /* One tenant's idle connections must not lock the others out. */
         unsigned *count = conns_of_tenant(&d->conns, cfg, c->tenant);
         if (count && *count >= cfg->max_tenant_connections) {

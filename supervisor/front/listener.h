@@ -28,3 +28,8 @@ void listener_stop(struct daemon *d);
 /* Accept again after a pause for descriptors, once some are free. */
 void listener_maybe_resume(struct daemon *d);
 void listener_close(struct listener *l, const struct config *cfg);
+struct conn;
+/* A connection whose tenant is known (c->tenant set): counted against its
+ * tenant's max_tenant_connections, or told it is over and closed once
+ * that is out. Connections of the HTTP API come in here too. */
+void listener_admit(struct daemon *d, struct conn *c);

@@ -115,6 +115,22 @@ struct tenant {
         uint64_t cb_progress_s;   /* default seconds between progress heartbeats; 0: none */
 };
 
+#define CONFIG_HTTP_MAX_LISTEN 8
+
+/* A bearer token of the HTTP API: only its SHA-256 is configured. */
+struct http_token {
+        char *name;
+        char *origin;              /* "FILE:LINE" of its section */
+        char *tenant_name;
+        const struct tenant *tenant; /* set once the file is read */
+        uint8_t sha256[32];
+        bool has_sha256;
+        uint64_t expires_s;        /* seconds since the epoch; 0: never */
+        bool read_only;            /* scope = read */
+        uint64_t rate;             /* requests a second; 0: unlimited */
+        uint64_t burst;            /* requests at once above the rate */
+};
+
 struct config {
         char *path;
         char *socket_path;
@@ -180,6 +196,19 @@ struct config {
         uint64_t cb_concurrency;    /* attempts in flight at once */
         uint64_t cb_memory_max;     /* pending deliveries of a tenant held in memory */
 
+        /* the HTTP API (config-http.c) */
+        char *http_listen[CONFIG_HTTP_MAX_LISTEN]; /* ADDRESS:PORT each */
+        bool http_listen_tls[CONFIG_HTTP_MAX_LISTEN]; /* given as listen_tls */
+        size_t n_http_listen;
+        char *http_tls_cert;        /* PEM files; both or neither */
+        char *http_tls_key;
+        uint64_t http_max_connections; /* over all listeners */
+        uint64_t http_ip_connections;  /* from one client address */
+        uint64_t http_idle_timeout_ms; /* a connection silent this long is closed */
+        uint64_t http_max_headers;     /* bytes of one request's head */
+        struct http_token *tokens;
+        size_t n_tokens;
+
         struct tenant *tenants;
         size_t n_tenants;
         /* the tenant unknown callers get when allow_unauthenticated is on */
@@ -195,6 +224,13 @@ int config_load(struct config *c, const char *path, struct sbx_error *err);
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err);
 
 #define CONFIG_REGISTRY_PREFIX "registry."
+#define CONFIG_TOKEN_PREFIX "token."
+
+/* config-http.c: the keys of the HTTP API ([http] and [token.NAME]). */
+void config_http_defaults(struct config *c);
+void config_http_free(struct config *c);
+/* After the file is read: every token complete and of a tenant. */
+int config_http_check(struct config *c, struct sbx_error *err);
 
 /* config-bundle.c: the keys of bundles (the table is in config-keys.h). */
 void config_bundle_defaults(struct config *c);

@@ -29,9 +29,11 @@ static inline struct tenant *config_tenant(const struct inikey_ctx *c) {
 
 /* The keys of bundles and registries (config-bundle.c) and of callbacks
  * (config-callback.c). */
-extern const struct inikey_table config_bundle_table, config_callback_table;
+extern const struct inikey_table config_bundle_table, config_callback_table, config_http_table;
 /* The registry of a [registry.NAME] section, made on its first key. */
 int config_registry_object(struct inikey_ctx *c, const char *name, void **ret);
+/* The token of a [token.NAME] section (config-http.c), made on its first key. */
+int config_token_object(struct inikey_ctx *c, const char *name, void **ret);
 
 int config_set_str(char **dst, const char *v);
 int config_lookup_uid(const char *v, uid_t *ret);

@@ -109,6 +109,9 @@ int config_kind_count(struct inikey_ctx *c) {
         }
         if (parse_uint64(c->value, UINT32_MAX, &n) < 0)
                 return FAIL(c, "%s: invalid number '%s'", c->def->key, c->value);
+        if (n < c->def->min || (c->def->max && n > c->def->max))
+                return FAIL(c, "%s: expected a number from %llu to %llu, got '%s'", c->def->key, (unsigned long long) c->def->min,
+                            (unsigned long long) (c->def->max ? c->def->max : UINT32_MAX), c->value);
         *dst = n;
         return 0;
 }

@@ -117,6 +117,7 @@ void config_init(struct config *c) {
         c->anonymous.name = strdup("anonymous");
         config_bundle_defaults(c);
         config_callback_defaults(c);
+        config_http_defaults(c);
 }
 
 void config_free(struct config *c) {
@@ -141,6 +142,7 @@ void config_free(struct config *c) {
         free(c->tenants);
         tenant_free(&c->anonymous);
         config_bundle_free(c);
+        config_http_free(c);
         memset(c, 0, sizeof(*c));
 }
 
@@ -476,6 +478,8 @@ static int section_object(struct inikey_ctx *c, void **ret) {
                 return section_tenant(c, c->section + strlen(TENANT_PREFIX), (struct tenant **) ret);
         if (strncmp(c->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
                 return config_registry_object(c, c->section + strlen(CONFIG_REGISTRY_PREFIX), ret);
+        if (strncmp(c->section, CONFIG_TOKEN_PREFIX, strlen(CONFIG_TOKEN_PREFIX)) == 0)
+                return config_token_object(c, c->section + strlen(CONFIG_TOKEN_PREFIX), ret);
         *ret = c->user;
         return 0;
 }
@@ -511,15 +515,18 @@ static int config_validate(struct config *c, struct sbx_error *err) {
         if (r < 0)
                 return r;
         r = config_bundle_check(c, err);
-        return r < 0 ? r : config_callback_check(c, err);
+        if (r >= 0)
+                r = config_callback_check(c, err);
+        return r < 0 ? r : config_http_check(c, err);
 }
 
 static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {
-        const struct inikey_table tables[] = { INIKEY_TABLE(keys), config_bundle_table, config_callback_table };
+        const struct inikey_table tables[] = { INIKEY_TABLE(keys), config_bundle_table, config_callback_table,
+                                               config_http_table };
         const struct inikey_format fmt = {
                 .tables = tables,
                 .n_tables = ARRAY_SIZE(tables),
-                .sections = "daemon, " TENANT_PREFIX "NAME, " CONFIG_REGISTRY_PREFIX "NAME",
+                .sections = "daemon, http, " TENANT_PREFIX "NAME, " CONFIG_REGISTRY_PREFIX "NAME, " CONFIG_TOKEN_PREFIX "NAME",
                 .last_wins = true,
                 .object = section_object,
         };

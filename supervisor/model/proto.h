@@ -52,6 +52,7 @@
 #define E_SHUTTING_DOWN "E_SHUTTING_DOWN"
 #define E_TOO_MANY_CONNECTIONS "E_TOO_MANY_CONNECTIONS"
 #define E_BUSY "E_BUSY"
+#define E_RATE_LIMITED "E_RATE_LIMITED" /* an HTTP API token over its rate */
 #define E_UNSUPPORTED "E_UNSUPPORTED" /* asked for what this daemon cannot provide here (no eBPF, no job cgroups) */
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"

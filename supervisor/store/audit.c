@@ -149,6 +149,13 @@ void audit_request(const struct conn *c, const char *op, const char *decision, c
                                 "message", msg ? json_string(msg) ?: json_null() : json_null());
         if (rec && job && job->req.run.traceparent)
                 json_object_set_new(rec, "trace_id", json_stringn(job->req.run.traceparent + 3, 32));
+        if (rec && (c->token || c->peer[0])) {
+                json_object_set_new(rec, "via", json_string("http"));
+                json_object_set_new(rec, "uid", json_null());
+                json_object_set_new(rec, "pid", json_null());
+                json_object_set_new(rec, "token", c->token ? json_string(c->token->name) : json_null());
+                json_object_set_new(rec, "peer", json_string(c->peer));
+        }
         if (rec && suppressed)
                 json_object_set_new(rec, "suppressed", json_integer((json_int_t) suppressed));
         audit_emit(rec);

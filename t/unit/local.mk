@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # cmocka unit tests; they print TAP (CMOCKA_MESSAGE_OUTPUT=TAP from t/local.mk).
 UNIT_TESTS = t/unit/parse-test t/unit/profile-test t/unit/inikeys-test t/unit/json-string-test t/unit/urlmatch-test t/unit/auditring-test \
-	t/unit/initc-test
+	t/unit/initc-test t/unit/http-routes-test
 if HAVE_CMOCKA
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -45,3 +45,10 @@ t_unit_initc_test_LDADD = $(UNIT_LDADD)
 t_unit_auditring_test_SOURCES = t/unit/auditring-test.c supervisor/net/auditring.h supervisor/net/auditring.c
 t_unit_auditring_test_CFLAGS = $(UNIT_CFLAGS) -iquote $(top_srcdir)/supervisor/net
 t_unit_auditring_test_LDADD = $(CMOCKA_LIBS)
+
+# supervisor/front/http-routes.c, against the OpenAPI document that
+# describes its routes (read from $SBX_SRCDIR when set, else OPENAPI_JSON).
+t_unit_http_routes_test_SOURCES = t/unit/http-routes-test.c supervisor/front/http-routes.c supervisor/front/http-routes.h
+t_unit_http_routes_test_CFLAGS = $(UNIT_CFLAGS) $(JANSSON_CFLAGS) $(SUP_IQUOTE) -iquote $(top_srcdir)/supervisor/front \
+	-DOPENAPI_JSON='"$(abs_top_srcdir)/supervisor/front/openapi.json"'
+t_unit_http_routes_test_LDADD = $(LIBSUP) $(CMOCKA_LIBS)

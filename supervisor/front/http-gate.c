@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "daemon.h"
+#include "http-gate.h"
+#include "listener.h"
+#include "log.h"
+#include "proto.h"
+
+/* What the gate carries with each descriptor. */
+struct gate_msg {
+        int32_t token; /* index in the configuration's tokens; -1: anonymous */
+        char peer[56];
+};
+
+struct http_gate {
+        struct daemon *d;
+        struct source src;
+        int fds[2]; /* [0] the loop's, [1] the HTTP threads' */
+        atomic_bool stopping;
+};
+
+#define GATE_PER_WAKEUP 64
+
+static void refuse(int fd, const char *code, const char *msg) {
+        char line[256];
+        int n = snprintf(line, sizeof(line), "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\n", code, msg);
+        (void) !send(fd, line, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+}
+
+static void admit(struct http_gate *g, int fd, const struct gate_msg *m) {
+        struct daemon *d = g->d;
+        const struct config *cfg = d->cfg;
+        if (d->stopping || atomic_load(&g->stopping)) {
+                refuse(fd, E_SHUTTING_DOWN, "the daemon is stopping");
+                return;
+        }
+        if (d->conns.n >= cfg->max_connections) {
+                refuse(fd, E_TOO_MANY_CONNECTIONS, "too many connections");
+                return;
+        }
+        if (m->token < -1 || (m->token >= 0 && (size_t) m->token >= cfg->n_tokens) || (m->token < 0 && !cfg->allow_unauthenticated)) {
+                refuse(fd, E_INTERNAL, "bad gate message");
+                return;
+        }
+        struct ucred cred = { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        struct conn *c = conn_new(d, fd, &cred);
+        if (!c) {
+                refuse(fd, E_BUSY, "out of memory; retry later");
+                return;
+        }
+        memcpy(c->peer, m->peer, sizeof(c->peer));
+        c->peer[sizeof(c->peer) - 1] = '\0';
+        if (m->token >= 0) {
+                c->token = &cfg->tokens[m->token];
+                c->tenant = c->token->tenant;
+        } else {
+                c->tenant = &cfg->anonymous;
+                c->anonymous = true;
+        }
+        listener_admit(d, c);
+}
+
+static void on_gate(struct source *s, uint32_t events) {
+        struct http_gate *g = container_of(s, struct http_gate, src);
+        (void) events;
+        for (int i = 0; i < GATE_PER_WAKEUP; i++) {
+                struct gate_msg m;
+                union {
+                        struct cmsghdr h;
+                        char buf[CMSG_SPACE(sizeof(int))];
+                } cm;
+                struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+                ssize_t n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+                if (n < 0)
+                        return;
+                int fd = -1;
+                struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+                if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(&fd, CMSG_DATA(h), sizeof(int));
+                if (fd < 0)
+                        continue;
+                if ((size_t) n != sizeof(m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+                        close(fd);
+                        continue;
+                }
+                if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+                        close(fd);
+                        continue;
+                }
+                admit(g, fd, &m);
+        }
+}
+
+int http_gate_open(struct daemon *d, struct http_gate **ret) {
+        struct http_gate *g = calloc(1, sizeof(*g));
+        if (!g)
+                return -ENOMEM;
+        g->d = d;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g->fds) < 0) {
+                int r = -errno;
+                free(g);
+                return r;
+        }
+        int r = loop_add(&g->src, g->fds[0], EPOLLIN, on_gate);
+        if (r < 0) {
+                close(g->fds[0]);
+                close(g->fds[1]);
+                free(g);
+                return r;
+        }
+        *ret = g;
+        return 0;
+}
+
+void http_gate_stopping(struct http_gate *g) {
+        atomic_store(&g->stopping, true);
+}
+
+void http_gate_close(struct http_gate *g) {
+        if (g->fds[0] < 0)
+                return;
+        atomic_store(&g->stopping, true);
+        loop_del(&g->src);
+        close(g->fds[0]);
+        g->fds[0] = -1;
+}
+
+void http_gate_free(struct http_gate *g) {
+        if (!g)
+                return;
+        http_gate_close(g);
+        close(g->fds[1]);
+        free(g);
+}
+
+int http_gate_call(struct http_gate *g, const struct http_token *tok, const char *peer) {
+        if (atomic_load(&g->stopping))
+                return -ESHUTDOWN;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        struct gate_msg m;
+        memset(&m, 0, sizeof(m));
+        m.token = tok ? (int32_t) (tok - g->d->cfg->tokens) : -1;
+        snprintf(m.peer, sizeof(m.peer), "%s", peer);
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } cm;
+        memset(&cm, 0, sizeof(cm));
+        struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+        struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &sv[1], sizeof(int));
+        ssize_t n = sendmsg(g->fds[1], &mh, MSG_NOSIGNAL);
+        int r = n < 0 ? -errno : 0;
+        close(sv[1]);
+        if (r < 0) {
+                close(sv[0]);
+                return r == -EPIPE || r == -ECONNRESET ? -ESHUTDOWN : r;
+        }
+        return sv[0];
+}
+
+void gate_reader_init(struct gate_reader *r, int fd, int client_fd, size_t max) {
+        memset(r, 0, sizeof(*r));
+        r->fd = fd;
+        r->client_fd = client_fd;
+        r->max = max;
+}
+
+void gate_reader_done(struct gate_reader *r) {
+        free(r->buf);
+        r->buf = NULL;
+}
+
+/* Wait until fd is readable; -EPIPE when the client went away first. */
+static int wait_readable(struct gate_reader *r) {
+        struct pollfd p[2] = { { .fd = r->fd, .events = POLLIN }, { .fd = r->client_fd, .events = POLLRDHUP } };
+        for (;;) {
+                int n = poll(p, r->client_fd >= 0 ? 2 : 1, -1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (p[0].revents)
+                        return 0;
+                if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+                        return -EPIPE;
+        }
+}
+
+int gate_read_line(struct gate_reader *r, const char **ret, size_t *ret_len) {
+        size_t scanned = r->start;
+        for (;;) {
+                char *nl = r->len > scanned ? memchr(r->buf + scanned, '\n', r->len - scanned) : NULL;
+                if (nl) {
+                        *nl = '\0';
+                        *ret = r->buf + r->start;
+                        *ret_len = (size_t) (nl - (r->buf + r->start));
+                        r->start = (size_t) (nl - r->buf) + 1;
+                        return 0;
+                }
+                scanned = r->len;
+                if (r->len - r->start > r->max)
+                        return -E2BIG;
+                if (r->start > 0) { /* what was handed out before is done with */
+                        memmove(r->buf, r->buf + r->start, r->len - r->start);
+                        r->len -= r->start;
+                        scanned -= r->start;
+                        r->start = 0;
+                }
+                if (r->cap - r->len < 65536) {
+                        size_t cap = r->cap ? r->cap * 2 : 131072;
+                        char *b = realloc(r->buf, cap + 1);
+                        if (!b)
+                                return -ENOMEM;
+                        r->buf = b;
+                        r->cap = cap;
+                }
+                int w = wait_readable(r);
+                if (w < 0)
+                        return w;
+                ssize_t n = read(r->fd, r->buf + r->len, r->cap - r->len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -EPIPE;
+                r->len += (size_t) n;
+        }
+}
+
+int gate_write_all(int fd, const char *buf, size_t len) {
+        while (len) {
+                ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                buf += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}

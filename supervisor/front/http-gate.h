@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* How a request of the HTTP API reaches the daemon: each one gets a
+ * connection of its own, exactly as a client of the socket does (its
+ * tenant's bounds, its replies' back-pressure, its events), made from a
+ * socket pair whose far end is handed to the event loop over a gate
+ * socket with the caller's token. The HTTP thread then writes the
+ * request's line to its end and reads the reply's lines from it.
+ *
+ * The gate carries the descriptor in SCM_RIGHTS: one the loop never
+ * takes (it stopped) is closed with the gate, so an HTTP thread waiting
+ * on its end sees the end of the stream and is never stranded. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct daemon;
+struct http_gate;
+struct http_token;
+
+/* On the loop: the gate, its receiving end on the loop. */
+int http_gate_open(struct daemon *d, struct http_gate **ret);
+/* Refuse every request from now on (the daemon stops): they hear
+ * E_SHUTTING_DOWN. */
+void http_gate_stopping(struct http_gate *g);
+/* Close the loop's end: requests in flight see their stream end. */
+void http_gate_close(struct http_gate *g);
+void http_gate_free(struct http_gate *g);
+
+/* From an HTTP thread: a blocking socket on which the daemon serves one
+ * caller of tok's tenant (tok NULL: the anonymous tenant) from peer; or
+ * -errno. */
+int http_gate_call(struct http_gate *g, const struct http_token *tok, const char *peer);
+
+/* Reading a reply's lines from a gate socket, in an HTTP thread. A line
+ * is at most max bytes; client_fd, the HTTP client's socket, is watched
+ * so that a client that went away does not keep the thread waiting. */
+struct gate_reader {
+        int fd;
+        int client_fd;
+        size_t max;
+        char *buf;
+        size_t len, cap, start;
+};
+void gate_reader_init(struct gate_reader *r, int fd, int client_fd, size_t max);
+void gate_reader_done(struct gate_reader *r);
+/* The next line (without its newline, NUL-terminated, valid until the
+ * next call) in *ret and its length; -EPIPE at the end of the stream or
+ * when the client went away, -E2BIG for a line over max. */
+int gate_read_line(struct gate_reader *r, const char **ret, size_t *ret_len);
+/* Write all of buf to fd. */
+int gate_write_all(int fd, const char *buf, size_t len);
