@@ -64,3 +64,8 @@ bench_clock_first_LDFLAGS = $(INIT_LDFLAGS)
 .PHONY: bench-session
 bench-session: launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init bench/clock-first
 	$(SHELL) $(srcdir)/bench/session.sh
+
+EXTRA_DIST += bench/http.sh bench/http-client.py
+.PHONY: bench-http
+bench-http: launcher/sbx-launch supervisor/sbx-supervisord
+	$(SHELL) $(srcdir)/bench/http.sh
