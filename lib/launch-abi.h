@@ -121,6 +121,8 @@
 #define SBX_ENV_JOB_ID "SBX_JOB_ID"
 #define SBX_ENV_TENANT "SBX_TENANT"
 #define SBX_ENV_WORKSPACE "SBX_WORKSPACE"
+/* The file a job may write its structured result to (sbx-supervisord). */
+#define SBX_ENV_RESULT "SBX_RESULT"
 /* A bundle job's: its bundle's name and version, and where its tree is
  * (/bundle). */
 #define SBX_ENV_BUNDLE "SBX_BUNDLE"

@@ -174,3 +174,21 @@ privd_pid() {
         [ "$status" -ne 0 ]
         [ "$(stat -c %u /etc/shadow)" = 0 ]
 }
+
+@test "a job's \$SBX_RESULT comes back across the uid line as its record's value; a link to a root file is refused" {
+        sup_start
+        j=$(ctl submit -- sh -c 'echo "{\"made_by\": $(id -u)}" > "$SBX_RESULT"')
+        ctl wait "$j" >/dev/null
+        run -0 ctl result --value "$j"
+        [ "$(jq .made_by <<< "$output")" -ne "$SBX_UID" ]
+        [ "$(jq .made_by <<< "$output")" -ne 0 ]
+        j=$(ctl submit -- sh -c 'ln -s /etc/shadow "$SBX_RESULT"')
+        ctl wait "$j" >/dev/null
+        run -1 ctl result --value "$j"
+        [[ "$output" == *"its value was refused: .sbx-result.json: a symbolic link (not followed)"* ]]
+        # a job that wrote none: its value is null
+        j=$(ctl submit -- true)
+        ctl wait "$j" >/dev/null
+        run -0 ctl --json result "$j"
+        [ "$(json_get result.value <<< "$output")" = null ]
+}

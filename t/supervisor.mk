@@ -133,6 +133,7 @@ SUP_BATS = \
 	t/supervisor-trace.bats \
 	t/supervisor-metrics.bats \
 	t/http-api.bats \
+	t/supervisor-value.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
 	t/supervisor-callback-outbox-fault.bats \

@@ -33,10 +33,10 @@ static void usage(FILE *f) {
                 "  run [OPTION]... -- CMD [ARG]...   run a job, stream its output, exit with its status\n"
                 "  submit [OPTION]... -- CMD [ARG]... queue a job and print its id\n"
                 "  status JOB          state of a job\n"
-                "  wait [--json] JOB   wait for a job to end; exit with its status\n"
+                "  wait [--json|--value] JOB   wait for a job to end; exit with its status\n"
                 "  logs [-f] [--stream S] JOB   captured output (-f: follow until the end)\n"
                 "  cancel JOB          stop a job (SIGTERM, then kill after the grace period)\n"
-                "  result [--json] JOB the job's result record\n"
+                "  result [--json|--value] JOB the job's result record (--value: the JSON it left in $SBX_RESULT)\n"
                 "  ls [--state S] [--limit N]   your jobs, newest first\n"
                 "  ping                check the daemon and show who you are to it\n"
                 "  metrics             the daemon's metrics (Prometheus text; your tenant's series)\n"
@@ -86,7 +86,7 @@ static const char *need_job(int argc, char **argv, int i) {
 /* What the commands other than run and submit take after their name. */
 struct cmd_args {
         const char *name;
-        bool follow, res_json;
+        bool follow, res_json, value;
         const char *stream, *state, *job;
         long limit;
 };
@@ -174,7 +174,21 @@ static int cmd_status(const struct cmd_args *a) {
 static int cmd_result(const struct cmd_args *a) {
         json_t *m = request(job_req(a->name, a));
         json_t *res = json_object_get(m, "result"), *cbs = json_object_get(m, "callback");
-        if (a->res_json && !json_out) {
+        if (a->value && !json_out) {
+                /* the job's structured result ($SBX_RESULT), as JSON */
+                json_t *v = json_object_get(res, "value");
+                const char *why = json_string_value(json_object_get(res, "value_error"));
+                if (!v || json_is_null(v)) {
+                        if (why)
+                                fprintf(stderr, "sbxctl: %s: its value was refused: %s\n", a->job, why);
+                        else
+                                fprintf(stderr, "sbxctl: %s: the job wrote no value ($SBX_RESULT)\n", a->job);
+                        return 1;
+                }
+                char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+                printf("%s\n", s ? s : "null");
+                free(s);
+        } else if (a->res_json && !json_out) {
                 char *s = json_dumps(res, JSON_INDENT(2) | JSON_SORT_KEYS);
                 printf("%s\n", s ? s : "null");
                 free(s);
@@ -244,8 +258,8 @@ static const struct command {
         int (*fn)(const struct cmd_args *);
 } commands[] = {
         { "run", NULL, false, NULL },      { "submit", NULL, false, NULL },   { "status", "", true, cmd_status },
-        { "wait", "j", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
-        { "result", "j", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
+        { "wait", "jv", true, cmd_result }, { "logs", "fS", true, cmd_logs },  { "cancel", "", true, cmd_cancel },
+        { "result", "jv", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
         { "metrics", "", false, cmd_metrics }, { "callbacks", NULL, false, NULL }, { "session", NULL, false, NULL },
 };
@@ -271,6 +285,9 @@ static void cmd_option(struct cmd_args *a, int o, const char *arg, const char *w
         case 'j':
                 a->res_json = true;
                 break;
+        case 'v':
+                a->value = true;
+                break;
         case 't':
                 a->state = arg;
                 break;
@@ -290,14 +307,15 @@ static void cmd_options(const struct command *c, int ac, char **av, struct cmd_a
         static const struct option sub[] = {
                 { "follow", no_argument, NULL, 'f' }, { "stream", required_argument, NULL, 'S' },
                 { "json", no_argument, NULL, 'j' },   { "state", required_argument, NULL, 't' },
-                { "limit", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
+                { "limit", required_argument, NULL, 'n' }, { "value", no_argument, NULL, 'v' },
+                { NULL, 0, NULL, 0 },
         };
         char where[16];
         int o;
         snprintf(where, sizeof(where), "%s: ", c->name);
         a->name = c->name;
         optind = 1;
-        while ((o = getopt_long(ac, av, "+:fjS:t:n:", sub, NULL)) >= 0) {
+        while ((o = getopt_long(ac, av, "+:fjvS:t:n:", sub, NULL)) >= 0) {
                 if (o != '?' && o != ':' && !strchr(c->opts, o)) {
                         const struct option *so = sub;
                         while (so->val != o)

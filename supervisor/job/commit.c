@@ -157,6 +157,8 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .limit_hit = rj->limit_hit,
                 .artifacts_truncated = rj->artifacts_truncated,
                 .artifacts_error = rj->artifacts_error,
+                .value = rj->value,
+                .value_error = rj->value_error,
                 .launcher_end = cap->status_end,
                 .cgroup_cpu_us = rj->cgroup_cpu_us,
                 .cgroup = rj->had_cgroup,

@@ -50,6 +50,8 @@ void rjob_free(void *p) {
         json_decref(rj->artifacts);
         json_decref(rj->limit_hit);
         free(rj->artifacts_error);
+        json_decref(rj->value);
+        free(rj->value_error);
         json_decref(rj->rec);
         json_decref(rj->rec_kept);
         free(rj->rec_text);

@@ -104,6 +104,9 @@ struct rjob {
         bool artifacts_truncated;
         bool collect;             /* artifacts to copy out (runner_end) */
         char *artifacts_error;
+        bool want_value;          /* its $SBX_RESULT is read at its end (runner_end) */
+        json_t *value;            /* what it held */
+        char *value_error;        /* or why it is not the value */
         json_t *rec;
         char *rec_text;           /* as stored, until synced */
         size_t rec_len;

@@ -548,13 +548,6 @@ void runner_exited(struct rjob *rj) {
 
 static void collect(struct rjob *rj) {
         struct sbx_error e;
-        if (privc_on(&rj->d->privc)) {
-                int r = privjob_reclaim(&rj->d->privc, rj);
-                if (r < 0) {
-                        rj->artifacts_error = strdup("artifacts: sbx-privd could not give the workspace back (its log says why)");
-                        return;
-                }
-        }
         const struct run_request *run = &rj->j.req.run;
         sbx_error_clear(&e);
         int dir = rj->cap.result_dir_fd;
@@ -575,12 +568,43 @@ static void collect(struct rjob *rj) {
                 rj->artifacts_error = strdup(e.msg);
 }
 
-/* The artifacts out, then (a front without privilege) the job's uid,
- * cgroup and workspace given back to sbx-privd. */
+/* The value of $SBX_RESULT, when the job wrote one. */
+static void read_value(struct rjob *rj) {
+        int r = workspace_read_value(rj->ws_fd >= 0 ? rj->ws_fd : rj->d->dirs.work_fd, rj->ws_fd >= 0 ? "." : rj->j.id,
+                                     JOB_RESULT_FILE, rj->d->cfg->max_result_value, &rj->value, &rj->value_error);
+        if (r == -EINVAL && !rj->value_error)
+                rj->value_error = strdup(JOB_RESULT_FILE ": out of memory");
+        else if (r < 0 && r != -EINVAL && !rj->value_error && asprintf(&rj->value_error, "the workspace: %s", strerror(-r)) < 0)
+                rj->value_error = NULL;
+}
+
+/* Did the job leave a result file? Where the daemon cannot look (a front
+ * without privilege, before sbx-privd gives the workspace back) it may
+ * have. */
+static bool value_present(struct rjob *rj) {
+        char path[64];
+        struct stat st;
+        if (privc_on(&rj->d->privc))
+                return true;
+        snprintf(path, sizeof(path), "%s/" JOB_RESULT_FILE, rj->ws_fd >= 0 ? "." : rj->j.id);
+        return fstatat(rj->ws_fd >= 0 ? rj->ws_fd : rj->d->dirs.work_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The artifacts and the value out, then (a front without privilege) the
+ * job's uid, cgroup and workspace given back to sbx-privd. */
 static void artifacts_run(struct work *w) {
         struct rjob *rj = container_of(w, struct rjob, work);
-        if (rj->collect)
-                collect(rj);
+        if (privc_on(&rj->d->privc) && (rj->collect || rj->want_value) && privjob_reclaim(&rj->d->privc, rj) < 0) {
+                if (rj->collect)
+                        rj->artifacts_error = strdup("artifacts: sbx-privd could not give the workspace back (its log says why)");
+                if (rj->want_value)
+                        rj->value_error = strdup(JOB_RESULT_FILE ": sbx-privd could not give the workspace back (its log says why)");
+        } else {
+                if (rj->collect)
+                        collect(rj);
+                if (rj->want_value)
+                        read_value(rj);
+        }
         if (privc_on(&rj->d->privc))
                 privjob_close(&rj->d->privc, rj);
 }
@@ -645,7 +669,8 @@ void runner_end(struct rjob *rj) {
         /* Copying artifacts may take long, and so may the helper's
          * removal of a job: off the loop. */
         rj->collect = rj->j.req.run.n_artifacts > 0 && was_running && capture_result_dir(rj) >= 0;
-        if (rj->collect || privc_on(&d->privc)) {
+        rj->want_value = was_running && !rj->session_id[0] && value_present(rj);
+        if (rj->collect || rj->want_value || privc_on(&d->privc)) {
                 rj->work.run = artifacts_run;
                 rj->work.done = artifacts_done;
                 worker_submit(&rj->work);

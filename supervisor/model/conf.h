@@ -156,6 +156,7 @@ struct config {
         uint64_t request_memory;   /* bytes of unfinished request lines over all clients */
         uint64_t max_request;      /* bytes in one request line */
         uint64_t client_buffer;    /* bytes queued to one slow client before it is dropped */
+        uint64_t max_result_value; /* bytes of a job's $SBX_RESULT file */
         uint64_t kill_grace_ms;
         uint64_t request_timeout_ms; /* to finish a request line once begun */
         uint64_t retention_ms;

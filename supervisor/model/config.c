@@ -104,6 +104,7 @@ void config_init(struct config *c) {
         c->request_memory = 64u << 20;
         c->max_request = 4u << 20;
         c->client_buffer = 8u << 20;
+        c->max_result_value = 1u << 20;
         c->kill_grace_ms = 5000;
         c->network_ring = 256u << 10;
         c->network_events = 1000;
@@ -381,6 +382,7 @@ static const struct inikey keys[] = {
         DAEMON("job_uids", ONCE, config_kind_job_uids),
         DAEMON("max_request", ONCE, config_kind_size, IN_CONFIG(max_request), .min = 1024, .max = 256u << 20),
         DAEMON("client_buffer", ONCE, config_kind_size, IN_CONFIG(client_buffer), .min = 64 * 1024),
+        DAEMON("max_result_value", ONCE, config_kind_size, IN_CONFIG(max_result_value), .min = 1024, .max = 64u << 20),
         DAEMON("kill_grace", ONCE, config_kind_duration, IN_CONFIG(kill_grace_ms)),
         DAEMON("network_ring", ONCE, config_kind_ring, IN_CONFIG(network_ring), .min = 4096, .max = 1u << 30),
         DAEMON("network_events", ONCE, config_kind_count, IN_CONFIG(network_events)),

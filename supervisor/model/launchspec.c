@@ -76,6 +76,7 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         /* The task context comes last and from us: the request cannot set
          * SBX_* (proto.c refuses it), and later settings win anyway. */
         if ((r = write_env(f, SBX_ENV_JOB_ID, j->id)) < 0 || (r = write_env(f, SBX_ENV_TENANT, j->tenant->name)) < 0 ||
+            (r = write_env(f, SBX_ENV_RESULT, JOB_WORKSPACE "/" JOB_RESULT_FILE)) < 0 ||
             (r = write_env(f, SBX_ENV_WORKSPACE, JOB_WORKSPACE)) < 0)
                 return r;
         if (j->req.run.traceparent && (r = write_env(f, SBX_ENV_TRACEPARENT, j->req.run.traceparent)) < 0)

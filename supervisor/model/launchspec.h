@@ -36,5 +36,9 @@ struct launchspec {
         size_t profile_len;
 };
 
+/* The job's structured result: $SBX_RESULT is this file at the top of its
+ * workspace, read at its end (runner.c). */
+#define JOB_RESULT_FILE ".sbx-result.json"
+
 int launchspec_build(const struct launchspec_input *in, struct launchspec *ret, struct sbx_error *err);
 void launchspec_free(struct launchspec *ls);

@@ -162,6 +162,9 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "artifacts_truncated", json_boolean(in->artifacts_truncated));
         if (in->artifacts_error)
                 json_object_set_new(rec, "artifacts_error", json_string(in->artifacts_error));
+        json_object_set_new(rec, "value", in->value ? json_incref(in->value) : json_null());
+        if (in->value_error)
+                json_object_set_new(rec, "value_error", json_string(in->value_error));
         json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->cgroup, in->disk_quota));
         json_object_set_new(rec, "limit_hit", in->limit_hit ? json_incref(in->limit_hit) : json_null());
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));

@@ -32,6 +32,8 @@ struct record_input {
         json_t *limit_hit;          /* borrowed: which limit stopped the job, with evidence; NULL: none */
         bool artifacts_truncated;
         const char *artifacts_error;
+        json_t *value;              /* borrowed: the job's structured result ($SBX_RESULT), or NULL */
+        const char *value_error;    /* why the file it wrote is not the record's value, or NULL */
         json_t *launcher_end;       /* borrowed: the launcher's end record, or NULL */
         int64_t cgroup_cpu_us;      /* the job cgroup's usage, or -1 */
         bool cgroup;                /* the job had a cgroup */

@@ -366,6 +366,42 @@ int workspace_collect(int work_dirfd, const char *id, char *const *globs, size_t
         return r;
 }
 
+int workspace_read_value(int dirfd, const char *id, const char *name, uint64_t max, json_t **ret, char **ret_why) {
+        *ret = NULL;
+        *ret_why = NULL;
+        _cleanup_close_ int dir = openat(dirfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0)
+                return -errno;
+        _cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                return 0;
+        struct stat st;
+        int r = 0;
+        if (fd < 0)
+                r = asprintf(ret_why, "%s: %s", name, errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno));
+        else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                r = asprintf(ret_why, "%s: not a regular file", name);
+        else if ((uint64_t) st.st_size > max)
+                r = asprintf(ret_why, "%s: %llu bytes, more than max_result_value (%llu)", name, (unsigned long long) st.st_size,
+                             (unsigned long long) max);
+        else {
+                _cleanup_free_ char *buf = malloc((size_t) st.st_size + 1);
+                ssize_t n = buf ? pread(fd, buf, (size_t) st.st_size + 1, 0) : -1;
+                json_error_t je;
+                if (n < 0)
+                        r = asprintf(ret_why, "%s: %s", name, buf ? strerror(errno) : "out of memory");
+                else if ((uint64_t) n > (uint64_t) st.st_size) /* it grew: the job is gone, so it cannot; a size is a size */
+                        r = asprintf(ret_why, "%s: it changed while it was read", name);
+                else if (!(*ret = json_loadb(buf, (size_t) n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je)))
+                        r = asprintf(ret_why, "%s: not valid JSON: line %d column %d: %s", name, je.line, je.column, je.text);
+                else
+                        return 0;
+        }
+        if (r < 0)
+                *ret_why = NULL;
+        return -EINVAL;
+}
+
 int workspace_remove(int work_dirfd, const char *work_path, const char *id) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s", work_path, id);

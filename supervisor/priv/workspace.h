@@ -48,6 +48,12 @@ int workspace_write_uploads(int fd, const struct run_request *run, struct sbx_er
  * files and cap bytes; *ret is a JSON array of {path, size, sha256}. The
  * copies are not synced: the caller syncs them (syncfs) before the record
  * that lists them. */
+/* The structured result a job left in file name of its workspace (dirfd,
+ * sub-directory id): 0 with *ret NULL when there is none; 0 with *ret the
+ * JSON value; -EINVAL with *ret_why (malloc'd) saying why it is not one:
+ * not a regular file (a link is not followed, a FIFO not waited for),
+ * more than max bytes, not JSON. */
+int workspace_read_value(int dirfd, const char *id, const char *name, uint64_t max, json_t **ret, char **ret_why);
 int workspace_collect(int work_dirfd, const char *id, char *const *globs, size_t n_globs, uint64_t cap, int dest_dirfd,
                       json_t **ret, bool *ret_truncated, struct sbx_error *err);
 

@@ -104,6 +104,7 @@ static void test_profile_round_trip(void **state) {
         assert_string_equal(env_value(&p, SBX_ENV_JOB_ID), "j0123456789abcdef0123");
         assert_string_equal(env_value(&p, SBX_ENV_TENANT), "acme");
         assert_string_equal(env_value(&p, SBX_ENV_WORKSPACE), "/workspace");
+        assert_string_equal(env_value(&p, SBX_ENV_RESULT), "/workspace/.sbx-result.json");
         /* The task context comes after the caller's variables. */
         assert_string_equal(p.env[p.n_env - 1].name, SBX_ENV_WORKSPACE);
         assert_int_equal(p.n_fs, 2); /* the bind, then the chdir */
