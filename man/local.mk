@@ -11,6 +11,7 @@ MAN_SCD = \
 	man/sbx-supervisord.conf.5.scd \
 	man/sbx-protocol.7.scd \
 	man/sbxctl.1.scd \
+	man/sbx-mcp.1.scd \
 	man/sbx-profile.5.scd \
 	man/sbx-manifest.5.scd \
 	man/sbx-bundle.1.scd
@@ -29,6 +30,7 @@ man/sbx-init.8: man/sbx-init.8.in
 man/sbx-supervisord.conf.5: man/sbx-supervisord.conf.5.in
 man/sbx-protocol.7: man/sbx-protocol.7.in
 man/sbxctl.1: man/sbxctl.1.in
+man/sbx-mcp.1: man/sbx-mcp.1.in
 man/sbx-profile.5: man/sbx-profile.5.in
 man/sbx-manifest.5: man/sbx-manifest.5.in
 man/sbx-bundle.1: man/sbx-bundle.1.in

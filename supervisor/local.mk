@@ -125,6 +125,13 @@ supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supe
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 
+# sbx-mcp(1): the Model Context Protocol server on stdio (a client of the
+# daemon's socket, like sbxctl).
+bin_PROGRAMS += supervisor/sbx-mcp
+supervisor_sbx_mcp_SOURCES = supervisor/mcp/mcp.h supervisor/mcp/mcp-main.c supervisor/mcp/mcp-tools.c supervisor/mcp/mcp-daemon.c
+supervisor_sbx_mcp_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
+supervisor_sbx_mcp_LDADD = $(JANSSON_LIBS) $(SODIUM_LIBS)
+
 # sbx-bundle(1): the publisher's tool (pack, check, index).
 bin_PROGRAMS += supervisor/sbx-bundle
 supervisor_sbx_bundle_SOURCES = supervisor/tool/sbx-bundle.c supervisor/tool/bundle-tool.h supervisor/tool/bundle-pack.c supervisor/tool/tool-util.c \

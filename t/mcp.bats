@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-mcp(1): the Model Context Protocol server on stdio, against a real
+# daemon. Its JSON-RPC in both revisions it speaks (the initialize
+# handshake of 2025-11-25, and 2026-07-28's per-request _meta with
+# server/discover) and its refusals, from a Python driver; then the
+# official TypeScript SDK's client (from npm): tools listed, Python and
+# Node.js run, an artifact read, a failing program as isError, a long run
+# cancelled.
+
+load sup-unit/daemon
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        cp "$SBX_BUILDDIR/supervisor/sbx-mcp" "$SBX_STAGE/bin/"
+        sup_config "socket_mode = 0666"
+        sup_start
+}
+
+teardown_file() {
+        sup_fini
+}
+
+setup() {
+        require_userns
+}
+
+# mcp LINE...: each argument one message to sbx-mcp; prints what it answers
+mcp() {
+        printf '%s\n' "$@" | timeout 60 "$SBX_STAGE/bin/sbx-mcp" --socket "$SUP_SOCK"
+}
+
+@test "the initialize handshake: a version it speaks is kept, another gets 2025-11-25; tools/list has schemas" {
+        run -0 mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+                '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+                '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+                '{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{}}}' \
+                '{"jsonrpc":"2.0","id":4,"method":"ping"}'
+        [ "${#lines[@]}" = 4 ]
+        [ "$(jq -r .result.protocolVersion <<< "${lines[0]}")" = 2025-06-18 ]
+        [ "$(jq -r .result.serverInfo.name <<< "${lines[0]}")" = sbx-mcp ]
+        [ "$(jq -c '[.result.tools[].name]' <<< "${lines[1]}")" = '["run_code","run_bundle","get_artifact","session_create","session_exec","session_put_file","session_get_file","session_close"]' ]
+        [ "$(jq -r '.result.tools[0].inputSchema.required | join(",")' <<< "${lines[1]}")" = language,code ]
+        [ "$(jq -r '.result.tools[0].outputSchema.type' <<< "${lines[1]}")" = object ]
+        [ "$(jq -r .result.protocolVersion <<< "${lines[2]}")" = 2025-11-25 ]
+        [ "$(jq -c .result <<< "${lines[3]}")" = '{}' ]
+}
+
+@test "2026-07-28: server/discover and per-request _meta; results say resultType; another version is -32022" {
+        m='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+        run -0 mcp "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"server/discover\",\"params\":{$m}}" \
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{$m}}" \
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{$m,\"name\":\"run_code\",\"arguments\":{\"language\":\"sh\",\"code\":\"echo modern\"}}}" \
+                '{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2030-01-01"}}}'
+        [ "$(jq -c .result.supportedVersions <<< "${lines[0]}")" = '["2026-07-28"]' ]
+        [ "$(jq -r .result.resultType <<< "${lines[0]}")" = complete ]
+        [ "$(jq -r .result.cacheScope <<< "${lines[0]}")" = public ]
+        [ "$(jq -r .result.resultType <<< "${lines[1]}")" = complete ]
+        [ "$(jq -r .result.ttlMs <<< "${lines[1]}")" -gt 0 ]
+        # the unsupported version is answered at once; the run ends after
+        [ "$(jq -r .error.code <<< "${lines[2]}")" = -32022 ]
+        [ "$(jq -c .error.data.supported <<< "${lines[2]}")" = '["2026-07-28"]' ]
+        [ "$(jq -r .result.structuredContent.stdout <<< "${lines[3]}")" = modern ]
+        [ "$(jq -r .result.resultType <<< "${lines[3]}")" = complete ]
+}
+
+@test "run_code: stdout, stderr, exit, the \$SBX_RESULT value and artifacts; a failing program is isError, not a protocol error" {
+        run -0 mcp '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"import sys, json, os\nprint(\"out\")\nprint(\"err\", file=sys.stderr)\nopen(\"r.txt\",\"w\").write(\"x\")\njson.dump([1,2], open(os.environ[\"SBX_RESULT\"], \"w\"))","artifacts":["r.txt"],"files":[{"path":"in.txt","content":"given"}]}}}' \
+                '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"sh","code":"cat in.txt; exit 7","files":[{"path":"in.txt","content":"given"}]}}}'
+        r1=$(jq -c 'select(.id == 1)' <<< "$output")
+        r2=$(jq -c 'select(.id == 2)' <<< "$output")
+        [ "$(jq -r .result.isError <<< "$r1")" = false ]
+        [ "$(jq -r .result.structuredContent.stdout <<< "$r1")" = out ]
+        [ "$(jq -r .result.structuredContent.stderr <<< "$r1")" = err ]
+        [ "$(jq -r .result.structuredContent.exit_code <<< "$r1")" = 0 ]
+        [ "$(jq -c .result.structuredContent.value <<< "$r1")" = '[1,2]' ]
+        [ "$(jq -r '.result.structuredContent.artifacts[0].path' <<< "$r1")" = r.txt ]
+        # the text content is the same object, for clients without structuredContent
+        [ "$(jq -r '.result.content[0].text | fromjson | .stdout' <<< "$r1")" = out ]
+        [ "$(jq -r .result.isError <<< "$r2")" = true ]
+        [ "$(jq -r .result.structuredContent.exit_code <<< "$r2")" = 7 ]
+        [ "$(jq -r .result.structuredContent.stdout <<< "$r2")" = given ]
+}
+
+@test "refusals: bad params are -32602, an unknown method -32601, junk -32700, the daemon's refusal an isError result" {
+        run -0 mcp '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"cobol","code":"x"}}}' \
+                '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}' \
+                '{"jsonrpc":"2.0","id":3,"method":"resources/list"}' \
+                'this is not json' \
+                '[1,2]' \
+                '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_artifact","arguments":{"job":"j00000000000000000000","path":"a"}}}' \
+                '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"sh","code":"true","timeout_s":999999}}}'
+        [ "$(jq -r 'select(.id == 1) | .error.code' <<< "$output")" = -32602 ]
+        [ "$(jq -r 'select(.id == 2) | .error.message' <<< "$output")" = "unknown tool 'nope'" ]
+        [ "$(jq -r 'select(.id == 3) | .error.code' <<< "$output")" = -32601 ]
+        [ "$(jq -r 'select(.id == null) | .error.code' <<< "$output" | sort | tr '\n' ' ')" = "-32600 -32700 " ]
+        [ "$(jq -r 'select(.id == 4) | .result.isError' <<< "$output")" = true ]
+        [[ "$(jq -r 'select(.id == 4) | .result.content[0].text' <<< "$output")" == E_NOT_FOUND:* ]]
+        # the daemon still decides its limits: an isError the model can read
+        [ "$(jq -r 'select(.id == 5) | .result.isError' <<< "$output")" = true ]
+}
+
+@test "sessions: create, put a file, exec in it, read the file back, close" {
+        run -0 mcp '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_create","arguments":{}}}'
+        s=$(jq -r .result.structuredContent.session <<< "$output")
+        [ "$(jq -r .result.structuredContent.state <<< "$output")" = ready ]
+        run -0 mcp "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"session_put_file\",\"arguments\":{\"session\":\"$s\",\"path\":\"a.txt\",\"content\":\"abc\"}}}" \
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"session_exec\",\"arguments\":{\"session\":\"$s\",\"language\":\"sh\",\"code\":\"tr a-c A-C < a.txt > b.txt; cat b.txt\"}}}"
+        [ "$(jq -r 'select(.id == 3) | .result.structuredContent.stdout' <<< "$output")" = ABC ]
+        run -0 mcp "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"session_get_file\",\"arguments\":{\"session\":\"$s\",\"path\":\"b.txt\"}}}" \
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"session_close\",\"arguments\":{\"session\":\"$s\"}}}"
+        [ "$(jq -r 'select(.id == 4) | .result.structuredContent.content' <<< "$output")" = ABC ]
+        [ "$(jq -r 'select(.id == 5) | .result.isError' <<< "$output")" = false ]
+}
+
+@test "the official TypeScript SDK client: tools, Python and Node.js, an artifact, isError, a cancelled run" {
+        command -v node >/dev/null && command -v npm >/dev/null || skip "node and npm are not installed (Debian packages nodejs npm)"
+        local sdk="$SBX_STAGE/npm"
+        mkdir -p "$sdk"
+        if ! timeout 180 npm install --prefix "$sdk" --no-audit --no-fund '@modelcontextprotocol/sdk@1' > "$sdk/install.log" 2>&1; then
+                tail -5 "$sdk/install.log"
+                skip "npm could not install @modelcontextprotocol/sdk (registry unreachable?)"
+        fi
+        cp "$SBX_SRCDIR/t/helpers/mcp-sdk-client.mjs" "$sdk/"
+        run -0 timeout 120 node "$sdk/mcp-sdk-client.mjs" "$SBX_STAGE/bin/sbx-mcp" "$SUP_SOCK"
+        echo "$output"
+        r=${lines[-1]}
+        [ "$(jq -r .server.name <<< "$r")" = sbx-mcp ]
+        [ "$(jq -r '.tools | length' <<< "$r")" = 8 ]
+        [ "$(jq -r .python.isError <<< "$r")" = false ]
+        [ "$(jq -r .python.structured.stdout <<< "$r")" = 42 ]
+        [ "$(jq -r .python.structured.value.answer <<< "$r")" = 42 ]
+        [ "$(jq -r .node.structured.stdout <<< "$r")" = 42 ]
+        [ "$(jq -r .artifact.content <<< "$r")" = "made in the sandbox" ]
+        [ "$(jq -r .fail.isError <<< "$r")" = true ]
+        [ "$(jq -r .fail.exit_code <<< "$r")" = 3 ]
+        [ "$(jq -r .missing.isError <<< "$r")" = true ]
+        [ "$(jq -r .unknown <<< "$r")" = -32602 ]
+        [ "$(jq -r .cancel <<< "$r")" = cancelled ]
+        [ "$(jq -r '.progress[0]' <<< "$r")" = started ]
+        # the cancelled run's job was killed, not left to sleep
+        for i in $(seq 100); do
+                st=$(ctl ls --limit 1 | awk 'NR == 2 { print $2 }')
+                [ "$st" = killed ] && break
+                sleep 0.1
+        done
+        [ "$st" = killed ]
+}
