@@ -89,6 +89,9 @@ result_of() {
         [[ "$(json_get result.network_events.0.time <<<"$res")" == 20*T*Z ]]
         # the audit log has the job's events in a line of their own
         grep -F "\"job\":\"$id\"" "$SUP_DIR/audit.log" | grep -F '"event":"network"' | grep -qF "\"port\":$port"
+        # and its job_end line counts them by verdict
+        end=$(grep -F "\"job\":\"$id\"" "$SUP_DIR/audit.log" | grep -F '"event":"job_end"')
+        [ "$(jq -c .network_events <<< "$end")" = '{"allow":1,"deny":0,"dropped":0,"lost":0}' ]
 }
 
 @test "a follower sees each network event live, and sbxctl result shows them" {
@@ -162,6 +165,9 @@ for proto, kind in ((136, socket.SOCK_DGRAM), (262, socket.SOCK_STREAM)):
                 [ "$(json_get result.network_events.1.protocol <<<"$res")" = mptcp ]
                 [ "$(json_get result.network_events.1.verdict <<<"$res")" = deny ]
         fi
+        end=$(grep -F "\"job\":\"$id\"" "$SUP_DIR/audit.log" | grep -F '"event":"job_end"')
+        [ "$(jq .network_events.allow <<< "$end")" = 0 ]
+        [ "$(jq .network_events.deny <<< "$end")" = "$(json_get result.network.events_kept <<<"$res")" ]
 }
 
 @test "a profile with [net] audit = yes is audited by the daemon; sbx-launch alone refuses it" {

@@ -90,3 +90,18 @@ record() {
         run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/bad.conf" --check-config
         [[ "$output" == *"bad.conf:2: max_result_value"* ]]
 }
+
+@test "the audit log's job_end line alone says what the job made: output sizes, artifacts and digests, the value's digest, memory, network" {
+        j=$(ctl submit --artifact 'a.txt' -- sh -c 'printf hello; printf oops >&2; printf abc > a.txt; echo "{\"k\": [1, 2]}" > "$SBX_RESULT"')
+        ctl wait "$j" >/dev/null
+        end=$(grep -F "\"job\":\"$j\"" "$SUP_DIR/audit.log" | grep -F '"event":"job_end"')
+        [ "$(jq -c .stdout <<< "$end")" = '{"size":5,"produced":5,"truncated":false}' ]
+        [ "$(jq -c .stderr <<< "$end")" = '{"size":4,"produced":4,"truncated":false}' ]
+        [ "$(jq -r '.artifacts[0].path' <<< "$end")" = a.txt ]
+        [ "$(jq -r '.artifacts[0].sha256' <<< "$end")" = "$(printf abc | sha256sum | cut -c1-64)" ]
+        # the value's digest is of its compact form with sorted keys
+        [ "$(jq -r .value_sha256 <<< "$end")" = "$(printf '{"k":[1,2]}' | sha256sum | cut -c1-64)" ]
+        [ "$(jq -r .peak_rss_kb <<< "$end")" -gt 0 ]
+        [ "$(jq -c .network_events <<< "$end")" = '{"allow":0,"deny":0,"dropped":0,"lost":0}' ]
+        [ "$(jq -r .cpu_ms <<< "$end")" != null ]
+}

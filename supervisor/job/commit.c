@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <sodium.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -105,18 +106,68 @@ static void storage_works(struct daemon *d) {
         cm->retry_at_ms = 0;
 }
 
+/* What the audit log's job_end line says of the job's outputs and use,
+ * so that the log alone answers what it made and what it took: each
+ * stream's size, what it wrote and whether it was cut, its artifacts with
+ * their digests, the SHA-256 of its value, its peak memory, and its
+ * network attempts by verdict. */
+static void audit_end_outputs(json_t *line, json_t *rec) {
+        if (!line || !rec)
+                return;
+        for (int i = 0; i < 2; i++) {
+                json_t *st = json_object_get(rec, proto_stream_name(i));
+                json_object_set_new(line, proto_stream_name(i),
+                                    json_pack("{s:O, s:O, s:O}", "size", json_object_get(st, "size") ?: json_null(), "produced",
+                                              json_object_get(st, "produced") ?: json_null(), "truncated",
+                                              json_object_get(st, "truncated") ?: json_false()));
+        }
+        json_t *arts = json_array(), *a;
+        size_t i;
+        json_array_foreach(json_object_get(rec, "artifacts"), i, a)
+                json_array_append_new(arts, json_pack("{s:O, s:O, s:O}", "path", json_object_get(a, "path"), "size",
+                                                      json_object_get(a, "size"), "sha256", json_object_get(a, "sha256")));
+        json_object_set_new(line, "artifacts", arts);
+        json_t *v = json_object_get(rec, "value");
+        char *vs = v && !json_is_null(v) ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS) : NULL;
+        if (vs) {
+                unsigned char h[crypto_hash_sha256_BYTES];
+                char hex[2 * sizeof(h) + 1];
+                crypto_hash_sha256(h, (const unsigned char *) vs, strlen(vs));
+                sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+                json_object_set_new(line, "value_sha256", json_string(hex));
+                free(vs);
+        } else
+                json_object_set_new(line, "value_sha256", json_null());
+        json_object_set(line, "peak_rss_kb", json_object_get(rec, "peak_rss_kb") ?: json_null());
+        json_t *net = json_object_get(rec, "network"), *ev;
+        json_int_t allow = 0, deny = 0;
+        json_array_foreach(json_object_get(rec, "network_events"), i, ev) {
+                const char *verdict = json_string_value(json_object_get(ev, "verdict"));
+                if (verdict && !strcmp(verdict, "allow"))
+                        allow++;
+                else if (verdict)
+                        deny++;
+        }
+        json_object_set_new(line, "network_events",
+                            json_pack("{s:I, s:I, s:O, s:O}", "allow", allow, "deny", deny, "dropped",
+                                      json_object_get(net, "events_dropped") ?: json_null(), "lost",
+                                      json_object_get(net, "events_lost") ?: json_null()));
+}
+
 static void audit_end(const struct rjob *rj, json_t *rec) {
         const struct job *j = &rj->j;
         char digest[65];
         proto_inputs_digest(&j->req.run, digest);
-        audit_write_deferred(json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "event", "job_end", "job",
+        json_t *line = json_pack("{s:s, s:s, s:s, s:I, s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "event", "job_end", "job",
                                        j->id, "tenant", j->tenant->name, "uid", (json_int_t) j->caller_uid, "command",
                                        record_command(j), "inputs_sha256", digest, "state", job_outcome_name(j->outcome),
                                        "exit_code", j->exit_code >= 0 ? json_integer(j->exit_code) : json_null(), "signal",
                                        j->term_signal > 0 ? json_integer(j->term_signal) : json_null(), "wall_ms",
                                        rec ? json_incref(json_object_get(rec, "wall_ms")) : json_null(), "cpu_ms",
                                        rec ? json_incref(json_object_get(rec, "cpu_ms")) : json_null(), "trace_id",
-                                       j->req.run.traceparent ? json_stringn(j->req.run.traceparent + 3, 32) : json_null()));
+                                       j->req.run.traceparent ? json_stringn(j->req.run.traceparent + 3, 32) : json_null());
+        audit_end_outputs(line, rec);
+        audit_write_deferred(line);
         /* An audited job's attempts go to the audit log too, in a line of
          * their own (bounded like the record's). */
         if (j->pol.net_audit && rec)
