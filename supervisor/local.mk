@@ -128,7 +128,7 @@ supervisor_sbxctl_LDADD = $(LIBSUP)
 # sbx-mcp(1): the Model Context Protocol server on stdio (a client of the
 # daemon's socket, like sbxctl).
 bin_PROGRAMS += supervisor/sbx-mcp
-supervisor_sbx_mcp_SOURCES = supervisor/mcp/mcp.h supervisor/mcp/mcp-main.c supervisor/mcp/mcp-tools.c supervisor/mcp/mcp-daemon.c
+supervisor_sbx_mcp_SOURCES = supervisor/mcp/mcp.h supervisor/mcp/mcp-main.c supervisor/mcp/mcp-rpc.c supervisor/mcp/mcp-tools.c supervisor/mcp/mcp-daemon.c
 supervisor_sbx_mcp_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbx_mcp_LDADD = $(JANSSON_LIBS) $(SODIUM_LIBS)
 

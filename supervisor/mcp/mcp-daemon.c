@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "mcp.h"
@@ -14,25 +13,10 @@
  * more than any of its defaults. */
 #define MAX_LINE (64u << 20)
 
-int dconn_open(struct dconn *c, const char *path) {
+int dconn_open(struct dconn *c) {
         memset(c, 0, sizeof(*c));
-        c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (c->fd < 0)
-                return -errno;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (strlen(path) >= sizeof(sa.sun_path)) {
-                close(c->fd);
-                c->fd = -1;
-                return -ENAMETOOLONG;
-        }
-        strcpy(sa.sun_path, path);
-        if (connect(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                int r = -errno;
-                close(c->fd);
-                c->fd = -1;
-                return r;
-        }
-        return 0;
+        c->fd = mcp_io->connect(mcp_io);
+        return c->fd < 0 ? c->fd : 0;
 }
 
 void dconn_close(struct dconn *c) {
@@ -101,12 +85,12 @@ int dconn_fill(struct dconn *c) {
         return 0;
 }
 
-json_t *dconn_call(const char *path, json_t *req, char *why, size_t why_len) {
+json_t *dconn_call(json_t *req, char *why, size_t why_len) {
         struct dconn c;
-        int r = dconn_open(&c, path);
+        int r = dconn_open(&c);
         if (r < 0) {
                 json_decref(req);
-                snprintf(why, why_len, "cannot connect to sbx-supervisord at %s: %s", path, strerror(-r));
+                snprintf(why, why_len, "cannot reach sbx-supervisord (%s): %s", mcp_io->where, strerror(-r));
                 return NULL;
         }
         json_t *m = NULL;
@@ -114,7 +98,7 @@ json_t *dconn_call(const char *path, json_t *req, char *why, size_t why_len) {
         while (r >= 0 && !(m = dconn_next(&c)))
                 r = dconn_fill(&c);
         if (!m)
-                snprintf(why, why_len, "sbx-supervisord at %s: %s", path, r == -EPIPE ? "it closed the connection" : strerror(-r));
+                snprintf(why, why_len, "sbx-supervisord (%s): %s", mcp_io->where, r == -EPIPE ? "it closed the connection" : strerror(-r));
         dconn_close(&c);
         return m;
 }

@@ -1,36 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sbx-mcp: JSON-RPC 2.0 messages, one a line, on stdin and stdout (the
- * MCP stdio transport); diagnostics on stderr. Two revisions of the
- * protocol are spoken, chosen by what each request carries: 2026-07-28
- * (every request names its version in _meta; server/discover; results
- * say resultType) and the revisions with the initialize handshake
- * (2025-11-25 and the two before it). Tool calls that run a job go on
- * while other requests are served: one poll() over stdin and each call's
- * connection to the daemon. */
+/* sbx-mcp: the Model Context Protocol on stdin and stdout (JSON-RPC, one
+ * message a line; diagnostics on stderr), the daemon through its socket
+ * as the user who started it. Tool calls that run a job go on while other
+ * requests are served: one poll() over stdin and each call's connection
+ * to the daemon. */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "mcp.h"
 
-#define MODERN "2026-07-28"
 #define MAX_MESSAGE (16u << 20)
 #define DEFAULT_SOCKET SBX_RUNSTATEDIR "/sbx/sbx-supervisord.sock"
 
-static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26" };
-
-const char *mcp_socket;
+static const char *socket_path;
 static struct call calls[MCP_MAX_CALLS];
 
-void mcp_send(json_t *msg) {
-        char *s = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+static void out_send(struct mcp_io *io, json_t *msg) {
+        (void) io;
+        char *s = json_dumps(msg, JSON_COMPACT);
         json_decref(msg);
         if (!s)
                 return;
@@ -41,45 +37,27 @@ void mcp_send(json_t *msg) {
         free(s);
 }
 
-void mcp_result(json_t *id, json_t *result, bool modern) {
-        if (!result)
-                result = json_object();
-        if (modern)
-                json_object_set_new(result, "resultType", json_string("complete"));
-        mcp_send(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+static int out_connect(struct mcp_io *io) {
+        (void) io;
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(socket_path) >= sizeof(sa.sun_path)) {
+                close(fd);
+                return -ENAMETOOLONG;
+        }
+        strcpy(sa.sun_path, socket_path);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
 }
 
-static void error_data(json_t *id, int code, json_t *data, const char *fmt, va_list ap) {
-        char msg[512];
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        json_t *e = json_pack("{s:i, s:s}", "code", code, "message", msg);
-        if (e && data)
-                json_object_set_new(e, "data", data);
-        else
-                json_decref(data);
-        mcp_send(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", e));
-}
-
-void mcp_error(json_t *id, int code, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        error_data(id, code, NULL, fmt, ap);
-        va_end(ap);
-}
-
-static void mcp_error_data(json_t *id, int code, json_t *data, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void mcp_error_data(json_t *id, int code, json_t *data, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        error_data(id, code, data, fmt, ap);
-        va_end(ap);
-}
-
-void mcp_notify(const char *method, json_t *params) {
-        mcp_send(json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params ? params : json_object()));
-}
-
-struct call *mcp_call_new(void) {
+static struct call *out_call_new(struct mcp_io *io) {
+        (void) io;
         for (size_t i = 0; i < MCP_MAX_CALLS; i++)
                 if (!calls[i].used) {
                         memset(&calls[i], 0, sizeof(calls[i]));
@@ -90,109 +68,17 @@ struct call *mcp_call_new(void) {
         return NULL;
 }
 
-void mcp_call_free(struct call *c) {
-        dconn_close(&c->conn);
-        json_decref(c->id);
-        json_decref(c->progress);
-        free(c->out[0]);
-        free(c->out[1]);
-        memset(c, 0, sizeof(*c));
-        c->conn.fd = -1;
-}
-
-static json_t *server_info(void) {
-        return json_pack("{s:s, s:s, s:s}", "name", "sbx-mcp", "title", "sbx sandboxes", "version", PACKAGE_VERSION);
-}
-
-static const char instructions[] =
-        "Runs code in sbx sandboxes: run_code runs a program in a fresh sandbox and returns its output, exit status and "
-        "artifacts; sessions keep one sandbox and its files across calls. Sandboxes have no network unless the tenant's "
-        "policy allows it and the call asks.";
-
-static json_t *capabilities(void) {
-        return json_pack("{s:{s:b}}", "tools", "listChanged", 0);
-}
-
-static void on_initialize(json_t *id, json_t *params) {
-        const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
-        const char *v = legacy_versions[0];
-        for (size_t i = 0; asked && i < sizeof(legacy_versions) / sizeof(legacy_versions[0]); i++)
-                if (!strcmp(asked, legacy_versions[i]))
-                        v = asked;
-        mcp_result(id,
-                   json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities", capabilities(), "serverInfo",
-                             server_info(), "instructions", instructions),
-                   false);
-}
-
-static void on_discover(json_t *id) {
-        mcp_result(id,
-                   json_pack("{s:[s], s:o, s:o, s:s, s:i, s:s}", "supportedVersions", MODERN, "capabilities", capabilities(),
-                             "serverInfo", server_info(), "instructions", instructions, "ttlMs", 3600000, "cacheScope", "public"),
-                   true);
-}
-
-static struct call *call_of(json_t *request_id) {
+static struct call *out_call_find(struct mcp_io *io, json_t *request_id) {
+        (void) io;
         for (size_t i = 0; i < MCP_MAX_CALLS; i++)
                 if (calls[i].used && request_id && json_equal(calls[i].id, request_id))
                         return &calls[i];
         return NULL;
 }
 
-static void on_message(json_t *m) {
-        json_t *id = json_object_get(m, "id");
-        const char *method = json_string_value(json_object_get(m, "method"));
-        json_t *params = json_object_get(m, "params");
-        if (!method) {
-                /* a response to us (we send no requests) or junk */
-                if (!json_object_get(m, "result") && !json_object_get(m, "error"))
-                        mcp_error(NULL, -32600, "not a JSON-RPC request: no method");
-                return;
-        }
-        if (params && !json_is_object(params)) {
-                if (id)
-                        mcp_error(id, JSONRPC_INVALID_PARAMS, "params must be an object");
-                return;
-        }
-        /* The 2026-07-28 revision: the version in every request's _meta. */
-        json_t *meta = json_object_get(params, "_meta");
-        const char *version = json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
-        bool modern = version != NULL;
-        if (!id) { /* notifications */
-                if (!strcmp(method, "notifications/cancelled")) {
-                        struct call *c = call_of(json_object_get(params, "requestId"));
-                        if (c)
-                                mcp_call_cancel(c);
-                }
-                return; /* notifications/initialized and any other: nothing to do */
-        }
-        if (modern && strcmp(version, MODERN) != 0) {
-                mcp_error_data(id, -32022, json_pack("{s:[s], s:s}", "supported", MODERN, "requested", version),
-                               "unsupported protocol version '%s' (this server speaks %s, or the initialize handshake)", version,
-                               MODERN);
-                return;
-        }
-        if (!strcmp(method, "initialize"))
-                on_initialize(id, params);
-        else if (!strcmp(method, "server/discover"))
-                on_discover(id);
-        else if (!strcmp(method, "ping"))
-                mcp_result(id, NULL, modern);
-        else if (!strcmp(method, "tools/list")) {
-                json_t *r = json_pack("{s:o}", "tools", mcp_tools_list());
-                if (modern) {
-                        json_object_set_new(r, "ttlMs", json_integer(3600000));
-                        json_object_set_new(r, "cacheScope", json_string("public"));
-                }
-                mcp_result(id, r, modern);
-        } else if (!strcmp(method, "tools/call")) {
-                if (call_of(id))
-                        mcp_error(id, -32600, "a request with this id is still in progress");
-                else
-                        mcp_tools_call(id, params ? params : json_object(), modern);
-        } else
-                mcp_error(id, -32601, "method not found: %s", method);
-}
+static struct mcp_io stdio_io = {
+        .send = out_send, .connect = out_connect, .call_new = out_call_new, .call_find = out_call_find, .watch_fd = -1,
+};
 
 /* Lines of stdin, each a message (a batch, an array, is not part of MCP). */
 static int read_stdin(char **buf, size_t *len, size_t *cap) {
@@ -223,7 +109,7 @@ static int read_stdin(char **buf, size_t *len, size_t *cap) {
                         else if (!json_is_object(m))
                                 mcp_error(NULL, -32600, "a message must be a JSON object");
                         else
-                                on_message(m);
+                                mcp_handle(m);
                         json_decref(m);
                 }
                 start = nl + 1;
@@ -250,11 +136,11 @@ int main(int argc, char **argv) {
                 { NULL, 0, NULL, 0 },
         };
         int o;
-        mcp_socket = getenv("SBX_SOCKET") ? getenv("SBX_SOCKET") : DEFAULT_SOCKET;
+        socket_path = getenv("SBX_SOCKET") ? getenv("SBX_SOCKET") : DEFAULT_SOCKET;
         while ((o = getopt_long(argc, argv, "s:hV", opts, NULL)) >= 0) {
                 switch (o) {
                 case 's':
-                        mcp_socket = optarg;
+                        socket_path = optarg;
                         break;
                 case 'h':
                         usage(stdout);
@@ -273,6 +159,8 @@ int main(int argc, char **argv) {
                 return 2;
         }
         signal(SIGPIPE, SIG_IGN);
+        stdio_io.where = socket_path;
+        mcp_io = &stdio_io;
         char *buf = NULL;
         size_t len = 0, cap = 0;
         bool in_open = true;

@@ -211,7 +211,7 @@ static void add_timeout(json_t *r, json_t *args) {
 /* ---- calls that follow a job ---- */
 
 static void start_followed(json_t *id, json_t *params, bool modern, json_t *r) {
-        struct call *c = mcp_call_new();
+        struct call *c = mcp_io->call_new(mcp_io);
         if (!c) {
                 json_decref(r);
                 tool_error(id, modern, "too many tool calls in progress at once; retry when one has ended");
@@ -222,16 +222,19 @@ static void start_followed(json_t *id, json_t *params, bool modern, json_t *r) {
         json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
         c->progress = tok ? json_incref(tok) : NULL;
         json_object_set_new(r, "follow", json_true());
-        int e = dconn_open(&c->conn, mcp_socket);
+        int e = dconn_open(&c->conn);
         if (e < 0 || (e = dconn_send(&c->conn, r)) < 0) {
                 char msg[512];
-                snprintf(msg, sizeof(msg), "cannot reach sbx-supervisord at %s: %s", mcp_socket, strerror(-e));
+                snprintf(msg, sizeof(msg), "cannot reach sbx-supervisord (%s): %s", mcp_io->where, strerror(-e));
                 if (e < 0 && c->conn.fd < 0)
                         json_decref(r);
                 mcp_error(id, JSONRPC_INTERNAL, "%s", msg);
                 mcp_call_free(c);
                 return;
         }
+        if (mcp_io->sync)
+                while (!mcp_call_feed(c))
+                        ;
 }
 
 static void keep_output(struct call *c, int s, json_t *ev) {
@@ -324,7 +327,7 @@ void mcp_call_cancel(struct call *c) {
         char why[256];
         json_t *r = req("cancel");
         json_object_set_new(r, "job", json_string(c->job));
-        json_t *m = dconn_call(mcp_socket, r, why, sizeof(why));
+        json_t *m = dconn_call(r, why, sizeof(why));
         if (!m)
                 fprintf(stderr, "sbx-mcp: cancelling %s: %s\n", c->job, why);
         json_decref(m);
@@ -399,7 +402,7 @@ static void session_exec(json_t *id, json_t *params, json_t *args, bool modern) 
 /* One request; its ok reply, or NULL with the error answered. */
 static json_t *one(json_t *id, bool modern, json_t *r) {
         char why[512];
-        json_t *m = dconn_call(mcp_socket, r, why, sizeof(why));
+        json_t *m = dconn_call(r, why, sizeof(why));
         if (!m) {
                 mcp_error(id, JSONRPC_INTERNAL, "%s", why);
                 return NULL;
@@ -443,11 +446,11 @@ static void get_artifact(json_t *id, json_t *args, bool modern) {
         json_t *r = req("download");
         json_object_set_new(r, "job", json_string(job));
         json_object_set_new(r, path ? "artifact" : "stream", json_string(path ? path : stream));
-        int e = dconn_open(&c, mcp_socket);
+        int e = dconn_open(&c);
         if (e < 0 || (e = dconn_send(&c, r)) < 0) {
                 if (c.fd < 0)
                         json_decref(r);
-                mcp_error(id, JSONRPC_INTERNAL, "cannot reach sbx-supervisord at %s: %s", mcp_socket, strerror(-e));
+                mcp_error(id, JSONRPC_INTERNAL, "cannot reach sbx-supervisord (%s): %s", mcp_io->where, strerror(-e));
                 dconn_close(&c);
                 return;
         }
