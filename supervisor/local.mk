@@ -11,6 +11,7 @@ SUP_IQUOTE = -iquote $(top_srcdir)/supervisor/core \
 	-iquote $(top_srcdir)/supervisor/bundle \
 	-iquote $(top_srcdir)/supervisor/net \
 	-iquote $(top_srcdir)/supervisor/callback \
+	-iquote $(top_srcdir)/supervisor/mcp \
 	-iquote $(top_srcdir)/supervisor/job \
 	-iquote $(top_srcdir)/supervisor/session \
 	-iquote $(top_srcdir)/supervisor/front \
@@ -70,7 +71,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/paced.h supervisor/front/paced.c \
 	supervisor/front/metrics-http.h supervisor/front/metrics-http.c \
 	supervisor/front/http-api.h supervisor/front/http-api.c supervisor/front/http-internal.h supervisor/front/http-serve.c supervisor/front/http-gate.h supervisor/front/http-gate.c \
-	supervisor/front/http-routes.h supervisor/front/http-routes.c \
+	supervisor/front/http-routes.h supervisor/front/http-routes.c supervisor/front/http-mcp.c \
+	supervisor/mcp/mcp.h supervisor/mcp/mcp-rpc.c supervisor/mcp/mcp-tools.c supervisor/mcp/mcp-daemon.c \
 	supervisor/callback/callbacks.h supervisor/callback/callbacks-internal.h supervisor/callback/callbacks.c supervisor/callback/callbacks-ops.c supervisor/callback/callback-queue.c supervisor/callback/callback-progress.c supervisor/callback/callback-lane.c \
 	supervisor/callback/callback-thread.h supervisor/callback/callback-thread.c \
 	supervisor/job/jobs.h supervisor/job/jobs.c \

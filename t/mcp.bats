@@ -1,12 +1,13 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: Apache-2.0
-# sbx-mcp(1): the Model Context Protocol server on stdio, against a real
-# daemon. Its JSON-RPC in both revisions it speaks (the initialize
-# handshake of 2025-11-25, and 2026-07-28's per-request _meta with
-# server/discover) and its refusals, from a Python driver; then the
-# official TypeScript SDK's client (from npm): tools listed, Python and
-# Node.js run, an artifact read, a failing program as isError, a long run
-# cancelled.
+# sbx-mcp(1), the Model Context Protocol server on stdio, and the same
+# protocol at the daemon's /mcp (Streamable HTTP, sbx-supervisord(8) HTTP
+# API), against a real daemon. The JSON-RPC of both revisions it speaks
+# (the initialize handshake of 2025-11-25, and 2026-07-28's per-request
+# _meta with server/discover) and its refusals; then the official
+# TypeScript SDK's client (from npm) over stdio and over HTTP: tools
+# listed, Python and Node.js run, an artifact read, a failing program as
+# isError, a long run cancelled.
 
 load sup-unit/daemon
 bats_require_minimum_version 1.5.0
@@ -14,7 +15,26 @@ bats_require_minimum_version 1.5.0
 setup_file() {
         sup_init
         cp "$SBX_BUILDDIR/supervisor/sbx-mcp" "$SBX_STAGE/bin/"
+        PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        TOK=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+        TOK_RO=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+        export PORT TOK TOK_RO
         sup_config "socket_mode = 0666"
+        cat >> "$SUP_DIR/sup.conf" <<EOC
+
+[http]
+listen = 127.0.0.1:$PORT
+mcp_origin = http://localhost:6274
+
+[token.agent]
+tenant = admin
+sha256 = $(printf %s "$TOK" | sha256sum | cut -d' ' -f1)
+
+[token.reader]
+tenant = admin
+sha256 = $(printf %s "$TOK_RO" | sha256sum | cut -d' ' -f1)
+scope = read
+EOC
         sup_start
 }
 
@@ -114,16 +134,24 @@ mcp() {
         [ "$(jq -r 'select(.id == 5) | .result.isError' <<< "$output")" = false ]
 }
 
-@test "the official TypeScript SDK client: tools, Python and Node.js, an artifact, isError, a cancelled run" {
+# sdk: the MCP SDK installed from npm into the stage (once per file), or a
+# skip saying why not
+sdk() {
         command -v node >/dev/null && command -v npm >/dev/null || skip "node and npm are not installed (Debian packages nodejs npm)"
-        local sdk="$SBX_STAGE/npm"
-        mkdir -p "$sdk"
-        if ! timeout 180 npm install --prefix "$sdk" --no-audit --no-fund '@modelcontextprotocol/sdk@1' > "$sdk/install.log" 2>&1; then
-                tail -5 "$sdk/install.log"
-                skip "npm could not install @modelcontextprotocol/sdk (registry unreachable?)"
+        SDK="$SBX_STAGE/npm"
+        if [ ! -f "$SDK/ok" ]; then
+                mkdir -p "$SDK"
+                if ! timeout 180 npm install --prefix "$SDK" --no-audit --no-fund '@modelcontextprotocol/sdk@1' > "$SDK/install.log" 2>&1; then
+                        tail -5 "$SDK/install.log"
+                        skip "npm could not install @modelcontextprotocol/sdk (registry unreachable?)"
+                fi
+                touch "$SDK/ok"
         fi
-        cp "$SBX_SRCDIR/t/helpers/mcp-sdk-client.mjs" "$sdk/"
-        run -0 timeout 120 node "$sdk/mcp-sdk-client.mjs" "$SBX_STAGE/bin/sbx-mcp" "$SUP_SOCK"
+        cp "$SBX_SRCDIR/t/helpers/mcp-sdk-client.mjs" "$SDK/"
+}
+
+# check_sdk_run: what mcp-sdk-client.mjs printed ($output) holds
+check_sdk_run() {
         echo "$output"
         r=${lines[-1]}
         [ "$(jq -r .server.name <<< "$r")" = sbx-mcp ]
@@ -138,8 +166,67 @@ mcp() {
         [ "$(jq -r .missing.isError <<< "$r")" = true ]
         [ "$(jq -r .unknown <<< "$r")" = -32602 ]
         [ "$(jq -r .cancel <<< "$r")" = cancelled ]
-        [ "$(jq -r '.progress[0]' <<< "$r")" = started ]
         # the cancelled run's job was killed, not left to sleep
+        for i in $(seq 100); do
+                st=$(ctl ls --limit 1 | awk 'NR == 2 { print $2 }')
+                [ "$st" = killed ] && break
+                sleep 0.1
+        done
+        [ "$st" = killed ]
+}
+
+@test "the official TypeScript SDK client over stdio: tools, Python and Node.js, an artifact, isError, a cancelled run" {
+        sdk
+        run -0 timeout 120 node "$SDK/mcp-sdk-client.mjs" stdio "$SBX_STAGE/bin/sbx-mcp" "$SUP_SOCK"
+        check_sdk_run
+        # progress came as the job started and wrote
+        [ "$(jq -r '.progress[0]' <<< "$r")" = started ]
+}
+
+@test "the official TypeScript SDK client over Streamable HTTP at /mcp: the same, as the token's tenant" {
+        sdk
+        run -0 timeout 120 node "$SDK/mcp-sdk-client.mjs" http "http://127.0.0.1:$PORT/mcp" "$TOK"
+        check_sdk_run
+        # the jobs are the token's: the audit log says so
+        grep '"event":"request"' "$SUP_DIR/audit.log" | grep '"via":"http"' | grep -q '"token":"agent"'
+}
+
+# post TOKEN BODY [CURL ARGS]: POST /mcp; the body, then "HTTP CODE"
+post() {
+        local tok=$1 body=$2
+        shift 2
+        curl -sS -w '\nHTTP %{http_code}' ${tok:+-H "Authorization: Bearer $tok"} -H 'Content-Type: application/json' \
+                -H 'Accept: application/json, text/event-stream' --data-binary "$body" "$@" "http://127.0.0.1:$PORT/mcp"
+}
+
+@test "/mcp: JSON answers, 202 for notifications; no token 401, a read token 403, a foreign Origin 403, GET 405, batches 400" {
+        run -0 post "$TOK" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}'
+        [ "$(jq -r .result.protocolVersion <<< "${lines[0]}")" = 2025-11-25 ]
+        [ "${lines[-1]}" = "HTTP 200" ]
+        run -0 post "$TOK" '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        [ "${lines[-1]}" = "HTTP 202" ]
+        run -0 post "$TOK" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"print(2**10)"}}}'
+        [ "$(jq -r .result.structuredContent.stdout <<< "${lines[0]}")" = 1024 ]
+        run -0 post "" '{"jsonrpc":"2.0","id":3,"method":"tools/list"}'
+        [ "${lines[-1]}" = "HTTP 401" ]
+        run -0 post "$TOK_RO" '{"jsonrpc":"2.0","id":3,"method":"tools/list"}'
+        [ "${lines[-1]}" = "HTTP 403" ]
+        run -0 post "$TOK" '{"jsonrpc":"2.0","id":4,"method":"tools/list"}' -H 'Origin: http://evil.example'
+        [[ "$output" == *"Origin 'http://evil.example' is not an mcp_origin"*"HTTP 403" ]]
+        run -0 post "$TOK" '{"jsonrpc":"2.0","id":5,"method":"tools/list"}' -H 'Origin: http://localhost:6274'
+        [ "${lines[-1]}" = "HTTP 200" ]
+        run -0 post "$TOK" '[{"jsonrpc":"2.0","id":6,"method":"tools/list"}]'
+        [[ "$output" == *'"code":-32600'*"HTTP 400" ]]
+        run -0 post "$TOK" '{"jsonrpc":'
+        [[ "$output" == *'"code":-32700'*"HTTP 400" ]]
+        run -0 curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOK" "http://127.0.0.1:$PORT/mcp"
+        [ "$output" = 405 ]
+}
+
+@test "/mcp: a caller that hangs up during a tool call has its job cancelled" {
+        run -0 timeout 10 curl -sS -m 2 -H "Authorization: Bearer $TOK" -H 'Content-Type: application/json' --data-binary \
+                '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"sh","code":"sleep 60"}}}' \
+                "http://127.0.0.1:$PORT/mcp" || true
         for i in $(seq 100); do
                 st=$(ctl ls --limit 1 | awk 'NR == 2 { print $2 }')
                 [ "$st" = killed ] && break

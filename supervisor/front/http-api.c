@@ -201,7 +201,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *mc, const char *
         q->answered = true;
         if (q->too_big)
                 return http_queue_error(mc, E_BAD_REQUEST, "the body is larger than max_request (%" PRIu64 " bytes)", h->cfg->max_request);
-        return http_serve(q, mc);
+        return q->rt->reply == HR_MCP ? http_mcp_serve(q, mc) : http_serve(q, mc);
 }
 
 static void completed(void *cls, struct MHD_Connection *mc, void **ctx, enum MHD_RequestTerminationCode why) {

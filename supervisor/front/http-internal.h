@@ -67,3 +67,5 @@ enum MHD_Result http_queue_not_allowed(struct MHD_Connection *mc, const char *me
 /* The request's operation, served by the daemon through the gate: its
  * reply, or its stream. */
 enum MHD_Result http_serve(struct hreq *q, struct MHD_Connection *mc);
+/* POST /mcp: one message of the Model Context Protocol (http-mcp.c). */
+enum MHD_Result http_mcp_serve(struct hreq *q, struct MHD_Connection *mc);

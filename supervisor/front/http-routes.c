@@ -13,6 +13,7 @@ const struct http_route http_routes[] = {
         { "GET", "/readyz", NULL, HR_TEXT, false, NULL },
         { "GET", "/v1/openapi.json", NULL, HR_JSON, false, NULL },
         { "GET", "/v1/ping", "ping", HR_JSON, false, NULL },
+        { "POST", "/mcp", "mcp", HR_MCP, true, NULL },
         { "POST", "/v1/jobs", "run", HR_FOLLOW, true, NULL },
         { "GET", "/v1/jobs", "list", HR_JSON, false, NULL },
         { "GET", "/v1/jobs/{job}", "status", HR_JSON, false, NULL },

@@ -18,6 +18,7 @@ enum http_reply {
         HR_FOLLOW, /* with "follow": true, the reply then its events, as NDJSON */
         HR_BYTES,  /* a download: the file's bytes */
         HR_TEXT,   /* the metrics' text */
+        HR_MCP,    /* the Model Context Protocol (http-mcp.c): op is "mcp" */
 };
 
 struct http_route {

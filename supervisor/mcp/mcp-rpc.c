@@ -150,9 +150,12 @@ void mcp_handle(json_t *m) {
         bool modern = version != NULL;
         if (!id) { /* notifications */
                 if (!strcmp(method, "notifications/cancelled")) {
-                        struct call *c = mcp_io->call_find(mcp_io, json_object_get(params, "requestId"));
+                        json_t *rid = json_object_get(params, "requestId");
+                        struct call *c = mcp_io->call_find(mcp_io, rid);
                         if (c)
                                 mcp_call_cancel(c);
+                        else if (rid && mcp_io->cancel_other)
+                                mcp_io->cancel_other(mcp_io, rid);
                 }
                 return; /* notifications/initialized and any other: nothing to do */
         }

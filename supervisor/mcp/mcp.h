@@ -24,6 +24,9 @@ struct mcp_io {
         int (*connect)(struct mcp_io *io);                 /* a connected socket, or -errno */
         struct call *(*call_new)(struct mcp_io *io);       /* room for a call, or NULL */
         struct call *(*call_find)(struct mcp_io *io, json_t *request_id);
+        /* notifications/cancelled for a call call_find does not know (it
+         * runs elsewhere); NULL: nothing to do */
+        void (*cancel_other)(struct mcp_io *io, json_t *request_id);
         const char *where;                                 /* the daemon, for messages */
         int watch_fd;   /* the caller's connection: its hangup cancels a sync call; -1 */
         /* with sync, a call that follows a job runs to its end in

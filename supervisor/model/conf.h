@@ -207,6 +207,8 @@ struct config {
         uint64_t http_ip_connections;  /* from one client address */
         uint64_t http_idle_timeout_ms; /* a connection silent this long is closed */
         uint64_t http_max_headers;     /* bytes of one request's head */
+        char **http_mcp_origins;       /* Origin values /mcp accepts (browsers'); others are refused */
+        size_t n_http_mcp_origins;
         struct http_token *tokens;
         size_t n_tokens;
 

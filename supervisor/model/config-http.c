@@ -38,6 +38,11 @@ void config_http_free(struct config *c) {
         free(c->http_tls_cert);
         free(c->http_tls_key);
         c->http_tls_cert = c->http_tls_key = NULL;
+        for (size_t i = 0; i < c->n_http_mcp_origins; i++)
+                free(c->http_mcp_origins[i]);
+        free(c->http_mcp_origins);
+        c->http_mcp_origins = NULL;
+        c->n_http_mcp_origins = 0;
         for (size_t i = 0; i < c->n_tokens; i++)
                 token_free(&c->tokens[i]);
         free(c->tokens);
@@ -94,6 +99,24 @@ static int k_listen(struct inikey_ctx *c) {
                 return -ENOMEM;
         cf->http_listen_tls[cf->n_http_listen] = streq(key, "listen_tls");
         cf->n_http_listen++;
+        return 0;
+}
+
+/* An origin as browsers send it: SCHEME://HOST[:PORT], nothing after. */
+static int k_mcp_origin(struct inikey_ctx *c) {
+        struct config *cf = config_of(c);
+        const char *v = c->value, *host = strstr(v, "://");
+        if (!host || (strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) || !host[3] || strpbrk(host + 3, "/?# \t"))
+                return FAIL(c, "mcp_origin: expected http://HOST[:PORT] or https://HOST[:PORT], got '%s'", v);
+        if (cf->n_http_mcp_origins >= 64)
+                return FAIL(c, "mcp_origin: more than 64 origins");
+        char **n = realloc(cf->http_mcp_origins, (cf->n_http_mcp_origins + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        cf->http_mcp_origins = n;
+        if (!(n[cf->n_http_mcp_origins] = strdup(v)))
+                return -ENOMEM;
+        cf->n_http_mcp_origins++;
         return 0;
 }
 
@@ -176,6 +199,8 @@ static const struct inikey keys[] = {
              .max = 3600000),
         HTTP("max_headers", ONCE, config_kind_size, .off = offsetof(struct config, http_max_headers), .min = 4096,
              .max = 1u << 20),
+
+        HTTP("mcp_origin", APPEND, k_mcp_origin),
 
         TOKEN("tenant", ONCE, k_tenant),
         TOKEN("sha256", ONCE, k_sha256),

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// t/mcp.bats: sbx-mcp driven by the official MCP TypeScript SDK's client
-// over stdio. Prints one JSON object of what each call returned.
-// Usage: node mcp-sdk-client.mjs SBX_MCP SOCKET   (NODE_PATH: the SDK)
+// t/mcp.bats: sbx-mcp over stdio, or the daemon's /mcp over Streamable
+// HTTP, driven by the official MCP TypeScript SDK's client. Prints one
+// JSON object of what each call returned.
+// Usage: node mcp-sdk-client.mjs stdio SBX_MCP SOCKET
+//        node mcp-sdk-client.mjs http URL TOKEN
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [bin, sock] = process.argv.slice(2);
-const transport = new StdioClientTransport({ command: bin, args: ["--socket", sock], stderr: "inherit" });
+const [mode, a, b] = process.argv.slice(2);
+const transport =
+        mode === "http"
+                ? new StreamableHTTPClientTransport(new URL(a), { requestInit: { headers: { Authorization: "Bearer " + b } } })
+                : new StdioClientTransport({ command: a, args: ["--socket", b], stderr: "inherit" });
 const client = new Client({ name: "sbx-test", version: "1.0.0" });
 await client.connect(transport);
 const out = { server: client.getServerVersion(), protocol: transport._protocolVersion ?? null };
@@ -47,6 +53,9 @@ try {
 // notifications/cancelled.
 const ac = new AbortController();
 const progress = [];
+// Over HTTP the answer is one JSON reply: no progress comes, the run is
+// cancelled after a while instead.
+const timer = mode === "http" ? setTimeout(() => ac.abort("enough"), 1500) : null;
 try {
         await client.callTool({ name: "run_code", arguments: { language: "sh", code: "echo begun; sleep 60" } }, undefined, {
                 signal: ac.signal,
@@ -60,6 +69,7 @@ try {
 } catch (e) {
         out.cancel = "cancelled";
 }
+clearTimeout(timer);
 out.progress = progress;
 await client.close();
 console.log(JSON.stringify(out));
