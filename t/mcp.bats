@@ -7,7 +7,7 @@
 # _meta with server/discover) and its refusals; then the official
 # TypeScript SDK's client (from npm) over stdio and over HTTP: tools
 # listed, Python and Node.js run, an artifact read, a failing program as
-# isError, a long run cancelled.
+# isError, a long run cancelled; and the MCP Inspector's CLI mode.
 
 load sup-unit/daemon
 bats_require_minimum_version 1.5.0
@@ -141,9 +141,10 @@ sdk() {
         SDK="$SBX_STAGE/npm"
         if [ ! -f "$SDK/ok" ]; then
                 mkdir -p "$SDK"
-                if ! timeout 180 npm install --prefix "$SDK" --no-audit --no-fund '@modelcontextprotocol/sdk@1' > "$SDK/install.log" 2>&1; then
+                if ! timeout 300 npm install --prefix "$SDK" --no-audit --no-fund '@modelcontextprotocol/sdk@1' \
+                        '@modelcontextprotocol/inspector' > "$SDK/install.log" 2>&1; then
                         tail -5 "$SDK/install.log"
-                        skip "npm could not install @modelcontextprotocol/sdk (registry unreachable?)"
+                        skip "npm could not install @modelcontextprotocol/sdk and inspector (registry unreachable?)"
                 fi
                 touch "$SDK/ok"
         fi
@@ -233,4 +234,16 @@ post() {
                 sleep 0.1
         done
         [ "$st" = killed ]
+}
+
+@test "the MCP Inspector's CLI mode lists the tools and runs Python through sbx-mcp" {
+        sdk
+        insp="$SDK/node_modules/.bin/mcp-inspector"
+        [ -x "$insp" ]
+        run -0 timeout 120 "$insp" --cli "$SBX_STAGE/bin/sbx-mcp" --socket "$SUP_SOCK" --method tools/list
+        [ "$(jq -r '[.tools[].name] | join(" ")' <<< "$output")" = "run_code run_bundle get_artifact session_create session_exec session_put_file session_get_file session_close" ]
+        run -0 timeout 120 "$insp" --cli "$SBX_STAGE/bin/sbx-mcp" --socket "$SUP_SOCK" --method tools/call --tool-name run_code \
+                --tool-arg language=python --tool-arg 'code=print(6*7)'
+        [ "$(jq -r .structuredContent.stdout <<< "$output")" = 42 ]
+        [ "$(jq -r .isError <<< "$output")" = false ]
 }
