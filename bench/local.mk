@@ -69,3 +69,8 @@ EXTRA_DIST += bench/http.sh bench/http-client.py
 .PHONY: bench-http
 bench-http: launcher/sbx-launch supervisor/sbx-supervisord
 	$(SHELL) $(srcdir)/bench/http.sh
+
+EXTRA_DIST += bench/mcp.sh bench/mcp-client.mjs
+.PHONY: bench-mcp
+bench-mcp: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbx-mcp supervisor/sbxctl
+	$(SHELL) $(srcdir)/bench/mcp.sh
