@@ -409,7 +409,8 @@ EOF
         threads=$(awk '/^threads/ { print $2 }' "$BATS_TEST_TMPDIR/flood")
         # max_connections 40 and max_ip_connections 30: a thread each for
         # at most 30 of them, beside the daemon's own
-        [ -n "$threads" ] && [ "$threads" -lt 60 ]
+        [ -n "$threads" ]
+        [ "$threads" -lt 60 ]
         # while the flood's sockets stay open, the silent ones are dropped
         # after idle_timeout (2 s) and a caller gets through
         for i in $(seq 100); do
