@@ -365,8 +365,10 @@ enum MHD_Result http_serve(struct hreq *q, struct MHD_Connection *mc) {
         json_t *o = NULL;
         if (r == 0)
                 r = read_reply(q, &reply, &len, &o);
-        if (r < 0)
+        if (r < 0) {
+                http_busy(q, false);
                 return r == -EPIPE ? MHD_NO : http_queue_error(mc, E_INTERNAL, "reading the daemon's reply: %s", strerror(-r));
+        }
         enum MHD_Result ret;
         bool stream = json_is_true(json_object_get(o, "ok")) &&
                       (q->rt->reply == HR_BYTES || (q->rt->reply == HR_FOLLOW && follow));
