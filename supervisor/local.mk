@@ -132,7 +132,7 @@ supervisor_sbxctl_LDADD = $(LIBSUP)
 bin_PROGRAMS += supervisor/sbx-mcp
 supervisor_sbx_mcp_SOURCES = supervisor/mcp/mcp.h supervisor/mcp/mcp-main.c supervisor/mcp/mcp-rpc.c supervisor/mcp/mcp-tools.c supervisor/mcp/mcp-daemon.c
 supervisor_sbx_mcp_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
-supervisor_sbx_mcp_LDADD = $(JANSSON_LIBS) $(SODIUM_LIBS)
+supervisor_sbx_mcp_LDADD = $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS)
 
 # sbx-bundle(1): the publisher's tool (pack, check, index).
 bin_PROGRAMS += supervisor/sbx-bundle

@@ -26,6 +26,7 @@
 #include "fileio.h"
 #include "http-api.h"
 #include "http-internal.h"
+#include "listener.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
@@ -263,7 +264,7 @@ int http_api_start(struct daemon *d, struct sbx_error *err) {
         const struct config *cfg = d->cfg;
         if (!h)
                 return 0;
-        int r = http_gate_open(d, &h->gate);
+        int r = http_gate_open(cfg->tokens, cfg->n_tokens, listener_admit_http, d, &h->gate);
         if (r < 0)
                 return sbx_error_set(err, r, "[http] gate");
         for (size_t i = 0; i < cfg->n_http_listen; i++) {

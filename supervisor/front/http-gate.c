@@ -10,12 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "conn.h"
-#include "daemon.h"
+#include "conf.h"
 #include "http-gate.h"
-#include "listener.h"
-#include "log.h"
+#include "loop.h"
 #include "proto.h"
+#include "util.h"
 
 /* What the gate carries with each descriptor. */
 struct gate_msg {
@@ -24,7 +23,10 @@ struct gate_msg {
 };
 
 struct http_gate {
-        struct daemon *d;
+        const struct http_token *tokens; /* the configuration's, which messages index */
+        size_t n_tokens;
+        http_gate_admit_fn admit;
+        void *admit_ctx;
         struct source src;
         int fds[2]; /* [0] the loop's, [1] the HTTP threads' */
         atomic_bool stopping;
@@ -32,44 +34,12 @@ struct http_gate {
 
 #define GATE_PER_WAKEUP 64
 
+/* Said on a socket the loop will not serve, which is then closed. */
 static void refuse(int fd, const char *code, const char *msg) {
         char line[256];
         int n = snprintf(line, sizeof(line), "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\n", code, msg);
         (void) !send(fd, line, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);
-}
-
-static void admit(struct http_gate *g, int fd, const struct gate_msg *m) {
-        struct daemon *d = g->d;
-        const struct config *cfg = d->cfg;
-        if (d->stopping || atomic_load(&g->stopping)) {
-                refuse(fd, E_SHUTTING_DOWN, "the daemon is stopping");
-                return;
-        }
-        if (d->conns.n >= cfg->max_connections) {
-                refuse(fd, E_TOO_MANY_CONNECTIONS, "too many connections");
-                return;
-        }
-        if (m->token < -1 || (m->token >= 0 && (size_t) m->token >= cfg->n_tokens) || (m->token < 0 && !cfg->allow_unauthenticated)) {
-                refuse(fd, E_INTERNAL, "bad gate message");
-                return;
-        }
-        struct ucred cred = { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
-        struct conn *c = conn_new(d, fd, &cred);
-        if (!c) {
-                refuse(fd, E_BUSY, "out of memory; retry later");
-                return;
-        }
-        memcpy(c->peer, m->peer, sizeof(c->peer));
-        c->peer[sizeof(c->peer) - 1] = '\0';
-        if (m->token >= 0) {
-                c->token = &cfg->tokens[m->token];
-                c->tenant = c->token->tenant;
-        } else {
-                c->tenant = &cfg->anonymous;
-                c->anonymous = true;
-        }
-        listener_admit(d, c);
 }
 
 static void on_gate(struct source *s, uint32_t events) {
@@ -100,15 +70,28 @@ static void on_gate(struct source *s, uint32_t events) {
                         close(fd);
                         continue;
                 }
-                admit(g, fd, &m);
+                if (atomic_load(&g->stopping)) {
+                        refuse(fd, E_SHUTTING_DOWN, "the daemon is stopping");
+                        continue;
+                }
+                m.peer[sizeof(m.peer) - 1] = '\0';
+                if (m.token < -1 || (m.token >= 0 && (size_t) m.token >= g->n_tokens)) {
+                        refuse(fd, E_INTERNAL, "bad gate message");
+                        continue;
+                }
+                g->admit(g->admit_ctx, fd, m.token >= 0 ? &g->tokens[m.token] : NULL, m.peer);
         }
 }
 
-int http_gate_open(struct daemon *d, struct http_gate **ret) {
+int http_gate_open(const struct http_token *tokens, size_t n_tokens, http_gate_admit_fn admit, void *ctx,
+                   struct http_gate **ret) {
         struct http_gate *g = calloc(1, sizeof(*g));
         if (!g)
                 return -ENOMEM;
-        g->d = d;
+        g->tokens = tokens;
+        g->n_tokens = n_tokens;
+        g->admit = admit;
+        g->admit_ctx = ctx;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g->fds) < 0) {
                 int r = -errno;
                 free(g);
@@ -154,7 +137,7 @@ int http_gate_call(struct http_gate *g, const struct http_token *tok, const char
                 return -errno;
         struct gate_msg m;
         memset(&m, 0, sizeof(m));
-        m.token = tok ? (int32_t) (tok - g->d->cfg->tokens) : -1;
+        m.token = tok ? (int32_t) (tok - g->tokens) : -1;
         snprintf(m.peer, sizeof(m.peer), "%s", peer);
         union {
                 struct cmsghdr h;
@@ -246,17 +229,4 @@ int gate_read_line(struct gate_reader *r, const char **ret, size_t *ret_len) {
                         return -EPIPE;
                 r->len += (size_t) n;
         }
-}
-
-int gate_write_all(int fd, const char *buf, size_t len) {
-        while (len) {
-                ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                buf += n;
-                len -= (size_t) n;
-        }
-        return 0;
 }

@@ -14,12 +14,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct daemon;
 struct http_gate;
 struct http_token;
 
-/* On the loop: the gate, its receiving end on the loop. */
-int http_gate_open(struct daemon *d, struct http_gate **ret);
+/* On the loop: a socket handed over by an HTTP thread, for a caller of
+ * tok's tenant (NULL: the anonymous one) at peer. It takes the socket. */
+typedef void (*http_gate_admit_fn)(void *ctx, int fd, const struct http_token *tok, const char *peer);
+
+/* On the loop: the gate, its receiving end on the loop; messages name
+ * tokens by their index in tokens[]. */
+int http_gate_open(const struct http_token *tokens, size_t n_tokens, http_gate_admit_fn admit, void *ctx,
+                   struct http_gate **ret);
 /* Refuse every request from now on (the daemon stops): they hear
  * E_SHUTTING_DOWN. */
 void http_gate_stopping(struct http_gate *g);
@@ -48,5 +53,3 @@ void gate_reader_done(struct gate_reader *r);
  * next call) in *ret and its length; -EPIPE at the end of the stream or
  * when the client went away, -E2BIG for a line over max. */
 int gate_read_line(struct gate_reader *r, const char **ret, size_t *ret_len);
-/* Write all of buf to fd. */
-int gate_write_all(int fd, const char *buf, size_t len);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "http-internal.h"
 #include "proto.h"
 #include "util.h"
@@ -209,6 +210,16 @@ static bool is_last_event(json_t *ev) {
         return e && (streq(e, "end") || streq(e, "error") || streq(e, "download_end"));
 }
 
+/* Up to max of the stream's pending bytes, to MHD. */
+static ssize_t hand_out(struct hreq *q, char *buf, size_t max) {
+        size_t n = q->pending_len - q->pending_off;
+        if (n > max)
+                n = max;
+        memcpy(buf, q->pending + q->pending_off, n);
+        q->pending_off += n;
+        return (ssize_t) n;
+}
+
 static ssize_t read_follow(void *cls, uint64_t pos, char *buf, size_t max) {
         struct hreq *q = cls;
         (void) pos;
@@ -233,12 +244,7 @@ static ssize_t read_follow(void *cls, uint64_t pos, char *buf, size_t max) {
                 q->pending_len = len + 1;
                 q->pending_off = 0;
         }
-        size_t n = q->pending_len - q->pending_off;
-        if (n > max)
-                n = max;
-        memcpy(buf, q->pending + q->pending_off, n);
-        q->pending_off += n;
-        return (ssize_t) n;
+        return hand_out(q, buf, max);
 }
 
 /* A download's bytes: its data events decoded, until download_end. */
@@ -280,12 +286,7 @@ static ssize_t read_bytes(void *cls, uint64_t pos, char *buf, size_t max) {
                 if (q->sent > q->size)
                         return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        size_t n = q->pending_len - q->pending_off;
-        if (n > max)
-                n = max;
-        memcpy(buf, q->pending + q->pending_off, n);
-        q->pending_off += n;
-        return (ssize_t) n;
+        return hand_out(q, buf, max);
 }
 
 static enum MHD_Result queue_stream(struct hreq *q, struct MHD_Connection *mc, uint64_t size, const char *type,
@@ -356,7 +357,7 @@ enum MHD_Result http_serve(struct hreq *q, struct MHD_Connection *mc) {
         http_busy(q, true);
         size_t n = strlen(line);
         line[n] = '\n'; /* over the NUL: the line is sent with its length */
-        int r = gate_write_all(fd, line, n + 1);
+        int r = write_all(fd, line, n + 1);
         free(line);
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
         gate_reader_init(&q->rd, fd, ci ? ci->connect_fd : -1, h->cfg->client_buffer + 65536);

@@ -208,6 +208,42 @@ void listener_admit(struct daemon *d, struct conn *c) {
         c->share = conns_share_of_tenant(&d->conns, cfg, c->tenant);
 }
 
+/* One line, then the socket closed: a request the daemon will not serve. */
+static void refuse_fd(int fd, const char *code, const char *msg) {
+        char line[256];
+        int n = snprintf(line, sizeof(line), "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}\n", code, msg);
+        (void) !send(fd, line, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+}
+
+void listener_admit_http(void *ctx, int fd, const struct http_token *tok, const char *peer) {
+        struct daemon *d = ctx;
+        const struct config *cfg = d->cfg;
+        if (d->stopping) {
+                refuse_fd(fd, E_SHUTTING_DOWN, "the daemon is stopping");
+                return;
+        }
+        if (d->conns.n >= cfg->max_connections) {
+                refuse_fd(fd, E_TOO_MANY_CONNECTIONS, "too many connections");
+                return;
+        }
+        if (!tok && !cfg->allow_unauthenticated) {
+                refuse_fd(fd, E_INTERNAL, "a request without a token");
+                return;
+        }
+        struct ucred cred = { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        struct conn *c = conn_new(d, fd, &cred);
+        if (!c) {
+                refuse_fd(fd, E_BUSY, "out of memory; retry later");
+                return;
+        }
+        snprintf(c->peer, sizeof(c->peer), "%s", peer);
+        c->token = tok;
+        c->tenant = tok ? tok->tenant : &cfg->anonymous;
+        c->anonymous = !tok;
+        listener_admit(d, c);
+}
+
 static void on_listen(struct source *s, uint32_t events) {
         struct daemon *d = container_of(s, struct daemon, listener.src);
         for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {

@@ -33,3 +33,9 @@ struct conn;
  * tenant's max_tenant_connections, or told it is over and closed once
  * that is out. Connections of the HTTP API come in here too. */
 void listener_admit(struct daemon *d, struct conn *c);
+struct http_token;
+/* A request of the HTTP API on fd, handed over by its gate
+ * (http_gate_admit_fn; ctx the daemon): a connection of tok's tenant
+ * (NULL: the anonymous tenant, when allow_unauthenticated), then as
+ * listener_admit(). */
+void listener_admit_http(void *ctx, int fd, const struct http_token *tok, const char *peer);

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd-util.h"
 #include "mcp.h"
 
 /* A reply line of the daemon is bounded by its client_buffer; this is
@@ -35,20 +36,7 @@ int dconn_send(struct dconn *c, json_t *req) {
                 return -ENOMEM;
         size_t n = strlen(s);
         s[n] = '\n'; /* over its NUL: sent with its length */
-        const char *p = s;
-        size_t left = n + 1;
-        int r = 0;
-        while (left) {
-                ssize_t w = send(c->fd, p, left, MSG_NOSIGNAL);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0) {
-                        r = -errno;
-                        break;
-                }
-                p += w;
-                left -= (size_t) w;
-        }
+        int r = fd_write_all(c->fd, s, n + 1);
         free(s);
         return r;
 }

@@ -5,6 +5,7 @@
  * and rate). The token itself is never in the file. The certificate and
  * key are read when the daemon starts listening (front/http-api.c). */
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,16 +127,6 @@ static int k_tenant(struct inikey_ctx *c) {
         return config_set_str(&((struct http_token *) c->obj)->tenant_name, c->value);
 }
 
-static int hexval(char ch) {
-        if (ch >= '0' && ch <= '9')
-                return ch - '0';
-        if (ch >= 'a' && ch <= 'f')
-                return ch - 'a' + 10;
-        if (ch >= 'A' && ch <= 'F')
-                return ch - 'A' + 10;
-        return -1;
-}
-
 static int k_sha256(struct inikey_ctx *c) {
         struct http_token *t = c->obj;
         const char *v = c->value;
@@ -144,12 +135,10 @@ static int k_sha256(struct inikey_ctx *c) {
         if (strlen(v) != 64)
                 return FAIL(c, "sha256: expected 64 hexadecimal digits (the SHA-256 of the token, as sha256sum prints it), got %zu "
                             "characters", strlen(v));
-        for (size_t i = 0; i < 32; i++) {
-                int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
-                if (hi < 0 || lo < 0)
-                        return FAIL(c, "sha256: '%c' is not a hexadecimal digit", hi < 0 ? v[2 * i] : v[2 * i + 1]);
-                t->sha256[i] = (uint8_t) (hi << 4 | lo);
-        }
+        size_t bad = strspn(v, "0123456789abcdefABCDEF");
+        if (bad < 64)
+                return FAIL(c, "sha256: '%c' is not a hexadecimal digit", v[bad]);
+        (void) !sodium_hex2bin(t->sha256, sizeof(t->sha256), v, 64, NULL, NULL, NULL); /* checked above */
         t->has_sha256 = true;
         return 0;
 }
