@@ -311,8 +311,8 @@ static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user
         };
         if (fmt->object) {
                 int r = fmt->object(&c, &c.obj);
-                if (r < 0)
-                        return r;
+                if (r != 0)
+                        return r < 0 ? r : 0; /* > 0: the front-end skips this line */
         }
         int r = inikeys_apply(fmt, &c);
         if (r < 0 && (!run->err || !run->err->code))

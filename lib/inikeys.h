@@ -94,7 +94,8 @@ struct inikey_format {
         bool last_wins;           /* a one-line key given again replaces (else: an error) */
         bool sections_once;       /* a section header may not be repeated */
         /* The object a key of section writes into; NULL: user. Called for
-         * every key, so it may make the object on first use. */
+         * every key, so it may make the object on first use. A return
+         * above 0 skips the line (the front-end has its value elsewhere). */
         int (*object)(struct inikey_ctx *c, void **ret);
         /* Run on every value before its key sees it; optional. */
         int (*check)(const struct inikey_ctx *c);

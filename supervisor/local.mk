@@ -27,8 +27,8 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/core/util.h supervisor/core/util.c supervisor/core/fileio.h supervisor/core/fileio.c \
 	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
 	supervisor/core/log.h supervisor/core/log.c \
-	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c \
-	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c supervisor/model/proto-session.c \
+	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c supervisor/model/config-reload.c \
+	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c supervisor/model/proto-session.c supervisor/model/proto-admin.c \
 	supervisor/core/trace.h supervisor/core/trace.c \
 	supervisor/model/metrics.h supervisor/model/metrics.c \
 	supervisor/store/outbox.h supervisor/store/outbox.c \
@@ -59,7 +59,7 @@ LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS) $(LDNS_LIB
 sbin_PROGRAMS += supervisor/sbx-supervisord
 supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/main.c \
-	supervisor/front/daemon.h supervisor/front/daemon.c \
+	supervisor/front/daemon.h supervisor/front/daemon.c supervisor/front/reload.h supervisor/front/reload.c supervisor/front/policy-ops.h supervisor/front/policy-ops.c \
 	supervisor/front/privsep.h supervisor/front/privsep.c \
 	supervisor/store/statedir.h supervisor/store/statedir.c \
 	supervisor/front/listener.h supervisor/front/listener.c \
@@ -85,7 +85,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/job/commit.h supervisor/job/commit.c \
 	supervisor/job/recover.h supervisor/job/recover.c \
 	supervisor/session/session.h supervisor/session/session-internal.h supervisor/session/session.c \
-	supervisor/session/session-files.c supervisor/session/session-adopt.c supervisor/session/session-show.c supervisor/session/session-service.c supervisor/session/session-control.c \
+	supervisor/session/session-files.c supervisor/session/session-adopt.c supervisor/session/session-show.c supervisor/session/session-policy.c supervisor/session/session-service.c supervisor/session/session-control.c \
 	supervisor/front/session-ops.c supervisor/front/service.h supervisor/front/service.c supervisor/front/service-pump.c supervisor/front/service-conn.h supervisor/front/service-http.c \
 	supervisor/core/loop.h supervisor/core/loop.c \
 	supervisor/core/pool.h supervisor/core/pool.c \
@@ -96,7 +96,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/priv/cgroup.h supervisor/priv/cgroup.c \
 	supervisor/priv/workspace.h supervisor/priv/workspace.c \
 	supervisor/priv/wscrypt.h supervisor/priv/wscrypt.c \
-	supervisor/store/audit.h supervisor/store/audit.c \
+	supervisor/store/audit.h supervisor/store/audit.c supervisor/store/policy-store.h supervisor/store/policy-store.c \
 	supervisor/bundle/extract.h supervisor/bundle/unpack.h supervisor/bundle/unpack.c supervisor/bundle/tree-check.h supervisor/bundle/tree-check.c \
 	supervisor/bundle/fetch.h supervisor/bundle/fetch.c \
 	supervisor/bundle/cachefs.h supervisor/bundle/cachefs.c \
@@ -123,7 +123,7 @@ supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(AR
 supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c supervisor/ctl/sbxctl-forward.c
+supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c supervisor/ctl/sbxctl-forward.c supervisor/ctl/sbxctl-policy.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

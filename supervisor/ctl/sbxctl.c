@@ -50,7 +50,10 @@ static void usage(FILE *f) {
                 "  session create [--ttl DUR] [--idle DUR] [OPTION]...   a sandbox that lives across calls; prints its id\n"
                 "  session exec SESSION [--cwd DIR] [OPTION]... -- CMD [ARG]...   run CMD in it, stream its output\n"
                 "  session put SESSION FILE PATH | get SESSION PATH [-o FILE] | ls SESSION [PATH]   its files\n"
-                "  session signal SESSION JOB SIGNAL | extend SESSION DUR | close SESSION | show SESSION | list\n\n"
+                "  session signal SESSION JOB SIGNAL | extend SESSION DUR | close SESSION | show SESSION | list\n"
+                "  reload              (admin) read the daemon's configuration again: tenants, tokens, admins\n"
+                "  policy show [TENANT] | history [TENANT] [--limit N]   a tenant's policy (yours, or any: admin)\n"
+                "  policy set TENANT KEY=VALUE... | reset TENANT KEY... [--reason R]   (admin) change it, durably\n\n"
                 "run/submit options:\n"
                 "  --bundle NAME[@VERSION|@sha256:HEX]  run a bundle; what follows -- are its arguments\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
@@ -262,6 +265,7 @@ static const struct command {
         { "result", "jv", true, cmd_result }, { "ls", "tn", false, cmd_ls }, { "ping", "", false, cmd_ping },
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
         { "metrics", "", false, cmd_metrics }, { "callbacks", NULL, false, NULL }, { "session", NULL, false, NULL },
+        { "reload", NULL, false, NULL },   { "policy", NULL, false, NULL },
 };
 
 static const struct command *find_command(const char *name) {
@@ -375,6 +379,10 @@ int main(int argc, char **argv) {
                 return sbxctl_callbacks(ac, av);
         if (streq(av[0], "session"))
                 return sbxctl_session(ac, av);
+        if (streq(av[0], "reload"))
+                return sbxctl_reload(ac, av);
+        if (streq(av[0], "policy"))
+                return sbxctl_policy(ac, av);
         if (!command->fn)
                 return cmd_run(ac, av);
         struct cmd_args a = { 0 };

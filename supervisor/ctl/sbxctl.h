@@ -45,6 +45,10 @@ void print_callback(json_t *cb);
 /* sbxctl download [-o FILE] JOB PATH | --stream S JOB */
 int sbxctl_download(int argc, char **argv);
 
+int sbxctl_reload(int argc, char **argv);
+int sbxctl_policy(int argc, char **argv);
+void sbxctl_print_reload(json_t *r);
+
 /* sbxctl session ... (sbxctl-session.c) */
 int sbxctl_session(int argc, char **argv);
 /* sbxctl session forward SESSION PORT [--listen [ADDR:]LPORT] (argv[0]

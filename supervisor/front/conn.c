@@ -23,37 +23,51 @@ int conns_init(struct conns *cs, const struct config *cfg) {
         list_init(&cs->all);
         cs->n = 0;
         cs->in_bytes = 0;
-        cs->n_tenants = cfg->n_tenants;
-        cs->per_tenant = calloc(cfg->n_tenants + 1, sizeof(*cs->per_tenant));
-        cs->shares = calloc(cfg->n_tenants + 1, sizeof(*cs->shares));
-        if (!cs->per_tenant || !cs->shares)
+        cs->slots = NULL;
+        cs->n_slots = 0;
+        return conns_grow(cs, cfg->n_slots);
+}
+
+int conns_grow(struct conns *cs, size_t n_slots) {
+        if (n_slots <= cs->n_slots)
+                return 0;
+        /* each slot's own allocation: connections point into it */
+        struct conn_tenant **n = realloc(cs->slots, n_slots * sizeof(*n));
+        if (!n)
                 return -ENOMEM;
-        for (size_t i = 0; i <= cfg->n_tenants; i++)
-                paced_share_init(&cs->shares[i]);
+        cs->slots = n;
+        for (; cs->n_slots < n_slots; cs->n_slots++) {
+                struct conn_tenant *t = calloc(1, sizeof(*t));
+                if (!t)
+                        return -ENOMEM;
+                paced_share_init(&t->share);
+                n[cs->n_slots] = t;
+        }
         return 0;
 }
 
 void conns_done(struct conns *cs) {
-        free(cs->per_tenant);
-        cs->per_tenant = NULL;
-        free(cs->shares);
-        cs->shares = NULL;
+        for (size_t i = 0; i < cs->n_slots; i++)
+                free(cs->slots[i]);
+        free(cs->slots);
+        cs->slots = NULL;
+        cs->n_slots = 0;
 }
 
-unsigned *conns_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t) {
-        if (!t || !cs->per_tenant)
+static struct conn_tenant *slot_of(struct conns *cs, const struct tenant *t) {
+        if (!t || !cs->n_slots)
                 return NULL;
-        if (t >= cfg->tenants && t < cfg->tenants + cfg->n_tenants)
-                return &cs->per_tenant[t - cfg->tenants];
-        return &cs->per_tenant[cs->n_tenants];
+        return cs->slots[t->slot < cs->n_slots ? t->slot : 0];
 }
 
-struct paced_share *conns_share_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t) {
-        if (!t || !cs->shares)
-                return NULL;
-        if (t >= cfg->tenants && t < cfg->tenants + cfg->n_tenants)
-                return &cs->shares[t - cfg->tenants];
-        return &cs->shares[cs->n_tenants];
+unsigned *conns_of_tenant(struct conns *cs, const struct tenant *t) {
+        struct conn_tenant *x = slot_of(cs, t);
+        return x ? &x->count : NULL;
+}
+
+struct paced_share *conns_share_of_tenant(struct conns *cs, const struct tenant *t) {
+        struct conn_tenant *x = slot_of(cs, t);
+        return x ? &x->share : NULL;
 }
 
 /* Buffer memory of unfinished requests is counted over all clients. */
@@ -64,6 +78,8 @@ static void set_in_cap(struct conn *c, size_t cap) {
 
 static void conn_free(void *p) {
         struct conn *c = p;
+        if (c->closed)
+                c->d->conns.closing--;
         set_in_cap(c, 0);
         free(c->in);
         free(c->out);
@@ -316,6 +332,7 @@ static void conn_end(struct conn *c, bool close_fd) {
         if (c->closed)
                 return;
         c->closed = true;
+        c->d->conns.closing++;
         subscribe_conn_closed(c);
         /* Whoever waited for the client to read on is told it never will. */
         if (c->on_drained) {

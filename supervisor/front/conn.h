@@ -20,6 +20,7 @@
 
 #include "conf.h"
 #include "loop.h"
+#include "paced.h"
 #include "util.h"
 
 struct daemon;
@@ -60,22 +61,30 @@ struct conn {
         char peer[56];             /* the HTTP client's address, for the audit log */
 };
 
+/* What one tenant slot's connections share. */
+struct conn_tenant {
+        unsigned count;
+        struct paced_share share; /* their replies */
+};
+
 struct conns {
         struct list all;      /* struct conn.link */
         unsigned n;
-        unsigned *per_tenant; /* one per configured tenant, then the anonymous one */
-        struct paced_share *shares; /* the same, their replies */
-        size_t n_tenants;
+        struct conn_tenant **slots; /* one per tenant slot (struct tenant.slot) */
+        size_t n_slots;
+        unsigned closing;     /* closed, not yet freed (a step off the loop still holds them) */
         uint64_t in_bytes;    /* held for unfinished request lines, all clients */
 };
 
 int conns_init(struct conns *cs, const struct config *cfg);
 void conns_done(struct conns *cs);
+/* Room for n_slots tenant slots (after a reload added some). */
+int conns_grow(struct conns *cs, size_t n_slots);
 /* The connection count of tenant t (NULL: callers in no tenant are not
  * counted: they are refused at once). */
-unsigned *conns_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t);
+unsigned *conns_of_tenant(struct conns *cs, const struct tenant *t);
 /* The queue of tenant t's reply pieces (NULL: no tenant). */
-struct paced_share *conns_share_of_tenant(struct conns *cs, const struct config *cfg, const struct tenant *t);
+struct paced_share *conns_share_of_tenant(struct conns *cs, const struct tenant *t);
 /* Close every connection (daemon shutdown). */
 void conns_close_all(struct conns *cs);
 

@@ -29,6 +29,8 @@
 #include "jobevents.h"
 #include "log.h"
 #include "recover.h"
+#include "policy-ops.h"
+#include "reload.h"
 #include "session.h"
 #include "results-rest.h"
 #include "runner.h"
@@ -123,12 +125,16 @@ static void on_signal(struct source *s, uint32_t events) {
                         begin_stop(d, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
                         break;
                 case SIGHUP: {
-                        /* logrotate moved the audit log: write a new one. */
+                        /* logrotate moved the audit log: write a new one;
+                         * and the tenants and tokens are read again. */
                         int r = audit_reopen();
                         if (r < 0)
                                 log_error("SIGHUP: cannot reopen the audit log: %s; writing on to the old one", strerror(-r));
                         else
-                                log_notice("SIGHUP: audit log reopened (the configuration is read only at start)");
+                                log_notice("SIGHUP: audit log reopened");
+                        struct sbx_error err = { 0 };
+                        if (!d->stopping)
+                                (void) daemon_reload(d, "SIGHUP", NULL, &err);
                         break;
                 }
                 default:
@@ -162,6 +168,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         bundles_housekeeping(d);
         dnsproxy_tick(d);
         netjob_tick(d);
+        reload_sweep(d, false);
 }
 
 #define CPU_CHECK_MS 250
@@ -351,6 +358,9 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         r = sessions_init(&d->sessions, d, &d->jobs, &d->journal, &d->sched, cfg, d->dirs.state_fd, err);
         if (r < 0)
                 return r;
+        r = policy_open(d, err);
+        if (r < 0)
+                return r;
         r = results_open(d);
         if (r < 0)
                 return sbx_error_set(err, r, "results in %s", cfg->state_dir);
@@ -439,7 +449,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         if (cfg->allow_unauthenticated)
                 log_warning("allow_unauthenticated is ON: callers in no tenant run jobs as tenant 'anonymous' (job uid %u). "
                             "Never use this in production.",
-                            (unsigned) cfg->anonymous.job_uid);
+                            (unsigned) cfg->anonymous->job_uid);
         log_notice("ready on %s: %zu tenants, max_jobs %" PRIu64 ", max_queue %" PRIu64 ", launcher %s", cfg->socket_path,
                    cfg->n_tenants, cfg->max_jobs, cfg->max_queue, cfg->launcher);
         return 0;
@@ -493,6 +503,8 @@ void daemon_done(struct daemon *d) {
                 tenant_free(&g->t);
                 free(g);
         }
+        reload_sweep(d, true);
+        json_decref(d->policy);
         if (d->null_fd >= 0)
                 close(d->null_fd);
         metrics_done(&d->metrics);

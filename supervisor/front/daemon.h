@@ -69,6 +69,8 @@ struct daemon {
         bool starting;            /* runner_start_ready() is starting jobs */
         uint64_t next_retention_ms;
         struct ghost_tenant *ghosts;
+        struct retired *retired;  /* tenants of earlier configurations, still held (reload.c) */
+        json_t *policy;           /* STATE/policy.json (policy-store.h) */
         struct bundles *bundles;  /* bundle.c */
         struct metrics metrics;   /* counters of finished jobs */
         struct callbacks cb;      /* callbacks.c */

@@ -8,9 +8,11 @@
 #include "dispatch.h"
 #include "log.h"
 #include "metrics-http.h"
+#include "policy-ops.h"
 #include "results-rest.h"
 #include "runner.h"
 #include "subscribe.h"
+#include "tenant.h"
 
 /* A finished or live job this tenant owns, or an E_NOT_FOUND reply. Jobs
  * of other tenants are reported as not found: their existence is not ours
@@ -20,7 +22,7 @@ static bool lookup(struct conn *c, const struct request *req, struct rjob **ret_
         *ret_live = NULL;
         *ret_done = NULL;
         struct rjob *rj = jobs_find(&d->jobs, req->job);
-        if (rj && rj->j.tenant == c->tenant) {
+        if (rj && tenant_same(rj->j.tenant, c->tenant)) {
                 *ret_live = rj;
                 return true;
         }
@@ -144,7 +146,7 @@ static void op_list(struct conn *c, struct request *req) {
         /* newest first: live jobs, then finished ones from the end */
         list_for_each_safe(pos, tmp, &d->jobs.all) {
                 struct rjob *rj = list_entry(pos, struct rjob, link);
-                if (rj->j.tenant != c->tenant || !job_state_filter_matches(req->state, job_state_name(rj->j.state), true))
+                if (!tenant_same(rj->j.tenant, c->tenant) || !job_state_filter_matches(req->state, job_state_name(rj->j.state), true))
                         continue;
                 if (n++ >= req->limit)
                         break;
@@ -235,6 +237,11 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
         else if (c->anonymous)
                 log_warning("allow_unauthenticated: uid %u (pid %d) not in any tenant, '%s' let through as tenant 'anonymous'",
                             (unsigned) c->cred.uid, (int) c->cred.pid, req_op_name(req.op));
+        if (req_op_is_admin(req.op)) {
+                policy_op(c, &req);
+                request_free(&req);
+                return;
+        }
         if (req_op_is_session(req.op)) {
                 session_op(c, &req);
                 request_free(&req);

@@ -57,13 +57,14 @@ static const struct http_token *token_of(const struct config *cfg, const char *b
         return found;
 }
 
+/* Under tokens_lock. */
 static bool rate_allows(struct http_api *h, const struct http_token *t) {
         if (!t->rate)
                 return true;
-        struct rate *r = &h->rates[t - h->cfg->tokens];
         uint64_t now = now_mono_ms();
         bool ok;
         pthread_mutex_lock(&h->lock);
+        struct rate *r = &h->rates[t - h->cfg->tokens];
         r->tokens += (double) (now - r->at_ms) * (double) t->rate / 1000.0;
         if (r->tokens > (double) t->burst)
                 r->tokens = (double) t->burst;
@@ -75,8 +76,10 @@ static bool rate_allows(struct http_api *h, const struct http_token *t) {
         return ok;
 }
 
-/* 0 when the request may go on (q->tok set, or NULL for the anonymous
- * tenant), or a refusal queued. */
+static int check_token(struct hreq *q, struct MHD_Connection *mc, const char *bearer, enum MHD_Result *ret);
+
+/* 0 when the request may go on (q->tok its token's name, or "" for the
+ * anonymous tenant), or a refusal queued. */
 static int authenticate(struct hreq *q, struct MHD_Connection *mc, enum MHD_Result *ret) {
         struct http_api *h = q->h;
         const struct config *cfg = h->cfg;
@@ -93,7 +96,16 @@ static int authenticate(struct hreq *q, struct MHD_Connection *mc, enum MHD_Resu
                 *ret = http_queue_error(mc, E_UNAUTHORIZED, "the Authorization header is not 'Bearer TOKEN'");
                 return -1;
         }
-        const struct http_token *t = token_of(cfg, auth + 7);
+        pthread_rwlock_rdlock(&h->tokens_lock);
+        int r = check_token(q, mc, auth + 7, ret);
+        pthread_rwlock_unlock(&h->tokens_lock);
+        return r;
+}
+
+/* Under tokens_lock: the configuration's tokens stay while it is held. */
+static int check_token(struct hreq *q, struct MHD_Connection *mc, const char *bearer, enum MHD_Result *ret) {
+        struct http_api *h = q->h;
+        const struct http_token *t = token_of(h->cfg, bearer);
         if (!t) {
                 log_refusal(h, q->peer, "an unknown token");
                 *ret = http_queue_error(mc, E_UNAUTHORIZED, "unknown token");
@@ -119,7 +131,7 @@ static int authenticate(struct hreq *q, struct MHD_Connection *mc, enum MHD_Resu
                                    t->rate);
                 return -1;
         }
-        q->tok = t;
+        snprintf(q->tok, sizeof(q->tok), "%s", t->name);
         return 0;
 }
 
@@ -243,7 +255,9 @@ int http_api_prepare(struct daemon *d, struct sbx_error *err) {
         h->d = d;
         h->cfg = cfg;
         pthread_mutex_init(&h->lock, NULL);
-        h->rates = calloc(cfg->n_tokens ? cfg->n_tokens : 1, sizeof(*h->rates));
+        pthread_rwlock_init(&h->tokens_lock, NULL);
+        h->n_rates = cfg->n_tokens ? cfg->n_tokens : 1;
+        h->rates = calloc(h->n_rates, sizeof(*h->rates));
         if (!h->rates)
                 return sbx_error_msg(err, ENOMEM, "out of memory");
         uint64_t now = now_mono_ms();
@@ -264,7 +278,7 @@ int http_api_start(struct daemon *d, struct sbx_error *err) {
         const struct config *cfg = d->cfg;
         if (!h)
                 return 0;
-        int r = http_gate_open(cfg->tokens, cfg->n_tokens, listener_admit_http, d, &h->gate);
+        int r = http_gate_open(cfg, listener_admit_http, d, &h->gate);
         if (r < 0)
                 return sbx_error_set(err, r, "[http] gate");
         for (size_t i = 0; i < cfg->n_http_listen; i++) {
@@ -299,6 +313,41 @@ int http_api_start(struct daemon *d, struct sbx_error *err) {
         return 0;
 }
 
+int http_api_reserve(struct daemon *d, size_t n_tokens) {
+        struct http_api *h = d->api;
+        int r = 0;
+        if (!h)
+                return 0;
+        pthread_mutex_lock(&h->lock);
+        if (n_tokens > h->n_rates) {
+                struct rate *n = realloc(h->rates, n_tokens * sizeof(*n));
+                if (n) {
+                        h->rates = n;
+                        h->n_rates = n_tokens;
+                } else
+                        r = -ENOMEM;
+        }
+        pthread_mutex_unlock(&h->lock);
+        return r;
+}
+
+void http_api_reload_begin(struct daemon *d) {
+        if (d->api)
+                pthread_rwlock_wrlock(&d->api->tokens_lock);
+}
+
+void http_api_reload_end(struct daemon *d) {
+        struct http_api *h = d->api;
+        if (!h)
+                return;
+        uint64_t now = now_mono_ms();
+        pthread_mutex_lock(&h->lock);
+        for (size_t i = 0; i < h->cfg->n_tokens && i < h->n_rates; i++)
+                h->rates[i] = (struct rate){ .tokens = (double) h->cfg->tokens[i].burst, .at_ms = now };
+        pthread_mutex_unlock(&h->lock);
+        pthread_rwlock_unlock(&h->tokens_lock);
+}
+
 void http_api_stopping(struct daemon *d) {
         struct http_api *h = d->api;
         if (!h)
@@ -321,6 +370,7 @@ void http_api_stop(struct daemon *d) {
                 MHD_stop_daemon(h->mhd[i]);
         http_gate_free(h->gate);
         pthread_mutex_destroy(&h->lock);
+        pthread_rwlock_destroy(&h->tokens_lock);
         if (h->key)
                 explicit_bzero(h->key, strlen(h->key));
         free(h->key);

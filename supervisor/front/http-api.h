@@ -22,3 +22,9 @@ int http_api_start(struct daemon *d, struct sbx_error *err);
 void http_api_stopping(struct daemon *d);
 /* After the daemon's connections are closed: the threads are joined. */
 void http_api_stop(struct daemon *d);
+/* Room for the rates of n_tokens tokens, before a reload: -ENOMEM. */
+int http_api_reserve(struct daemon *d, size_t n_tokens);
+/* A reload swaps the configuration's tokens between these two, while no
+ * request is being authenticated; every token's rate starts full again. */
+void http_api_reload_begin(struct daemon *d);
+void http_api_reload_end(struct daemon *d);

@@ -18,13 +18,12 @@
 
 /* What the gate carries with each descriptor. */
 struct gate_msg {
-        int32_t token; /* index in the configuration's tokens; -1: anonymous */
+        char token[HTTP_TOKEN_NAME_MAX + 1]; /* its name; "": anonymous */
         char peer[56];
 };
 
 struct http_gate {
-        const struct http_token *tokens; /* the configuration's, which messages index */
-        size_t n_tokens;
+        const struct config *cfg; /* the live one, whose tokens messages name */
         http_gate_admit_fn admit;
         void *admit_ctx;
         struct source src;
@@ -75,21 +74,24 @@ static void on_gate(struct source *s, uint32_t events) {
                         continue;
                 }
                 m.peer[sizeof(m.peer) - 1] = '\0';
-                if (m.token < -1 || (m.token >= 0 && (size_t) m.token >= g->n_tokens)) {
-                        refuse(fd, E_INTERNAL, "bad gate message");
+                m.token[sizeof(m.token) - 1] = '\0';
+                const struct http_token *tok = NULL;
+                for (size_t k = 0; m.token[0] && k < g->cfg->n_tokens; k++)
+                        if (streq(g->cfg->tokens[k].name, m.token))
+                                tok = &g->cfg->tokens[k];
+                if (m.token[0] && !tok) {
+                        refuse(fd, E_UNAUTHORIZED, "the token was withdrawn by a reload of the configuration");
                         continue;
                 }
-                g->admit(g->admit_ctx, fd, m.token >= 0 ? &g->tokens[m.token] : NULL, m.peer);
+                g->admit(g->admit_ctx, fd, tok, m.peer);
         }
 }
 
-int http_gate_open(const struct http_token *tokens, size_t n_tokens, http_gate_admit_fn admit, void *ctx,
-                   struct http_gate **ret) {
+int http_gate_open(const struct config *cfg, http_gate_admit_fn admit, void *ctx, struct http_gate **ret) {
         struct http_gate *g = calloc(1, sizeof(*g));
         if (!g)
                 return -ENOMEM;
-        g->tokens = tokens;
-        g->n_tokens = n_tokens;
+        g->cfg = cfg;
         g->admit = admit;
         g->admit_ctx = ctx;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g->fds) < 0) {
@@ -129,7 +131,7 @@ void http_gate_free(struct http_gate *g) {
         free(g);
 }
 
-int http_gate_call(struct http_gate *g, const struct http_token *tok, const char *peer) {
+int http_gate_call(struct http_gate *g, const char *tok, const char *peer) {
         if (atomic_load(&g->stopping))
                 return -ESHUTDOWN;
         int sv[2];
@@ -137,7 +139,7 @@ int http_gate_call(struct http_gate *g, const struct http_token *tok, const char
                 return -errno;
         struct gate_msg m;
         memset(&m, 0, sizeof(m));
-        m.token = tok ? (int32_t) (tok - g->tokens) : -1;
+        snprintf(m.token, sizeof(m.token), "%s", tok);
         snprintf(m.peer, sizeof(m.peer), "%s", peer);
         union {
                 struct cmsghdr h;

@@ -17,14 +17,19 @@
 struct http_gate;
 struct http_token;
 
+struct config;
+
+/* Bytes of a token's name (name_valid()). */
+#define HTTP_TOKEN_NAME_MAX 64
+
 /* On the loop: a socket handed over by an HTTP thread, for a caller of
  * tok's tenant (NULL: the anonymous one) at peer. It takes the socket. */
 typedef void (*http_gate_admit_fn)(void *ctx, int fd, const struct http_token *tok, const char *peer);
 
 /* On the loop: the gate, its receiving end on the loop; messages name
- * tokens by their index in tokens[]. */
-int http_gate_open(const struct http_token *tokens, size_t n_tokens, http_gate_admit_fn admit, void *ctx,
-                   struct http_gate **ret);
+ * tokens, found in cfg's as the loop has them then (a reload may have
+ * withdrawn one since the request was authenticated: it is refused). */
+int http_gate_open(const struct config *cfg, http_gate_admit_fn admit, void *ctx, struct http_gate **ret);
 /* Refuse every request from now on (the daemon stops): they hear
  * E_SHUTTING_DOWN. */
 void http_gate_stopping(struct http_gate *g);
@@ -33,9 +38,9 @@ void http_gate_close(struct http_gate *g);
 void http_gate_free(struct http_gate *g);
 
 /* From an HTTP thread: a blocking socket on which the daemon serves one
- * caller of tok's tenant (tok NULL: the anonymous tenant) from peer; or
- * -errno. */
-int http_gate_call(struct http_gate *g, const struct http_token *tok, const char *peer);
+ * caller of the tenant of the token called tok ("": the anonymous tenant)
+ * from peer; or -errno. */
+int http_gate_call(struct http_gate *g, const char *tok, const char *peer);
 
 /* Reading a reply's lines from a gate socket, in an HTTP thread. A line
  * is at most max bytes; client_fd, the HTTP client's socket, is watched

@@ -28,7 +28,11 @@ struct http_api {
         size_t n_mhd;
         char *cert, *key;
         pthread_mutex_t lock; /* rates */
-        struct rate *rates;   /* one per token */
+        /* cfg's tokens and rates: read by each request's authentication,
+         * written by a reload (http_api_reload) */
+        pthread_rwlock_t tokens_lock;
+        struct rate *rates;   /* one per token (room for n_rates) */
+        size_t n_rates;
         atomic_bool ready;
         atomic_uint_fast64_t warned_ms; /* the last refusal logged */
 };
@@ -38,7 +42,7 @@ struct hreq {
         struct http_api *h;
         const struct http_route *rt;
         struct http_captures caps;
-        const struct http_token *tok;
+        char tok[HTTP_TOKEN_NAME_MAX + 1]; /* its token's name; "": anonymous */
         char peer[56];
         bool answered; /* refused at its head: its body is skipped */
         char *body;

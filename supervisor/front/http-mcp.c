@@ -65,7 +65,7 @@ static void cancel_elsewhere(struct mcp_http_io *me, json_t *id) {
         char job[32] = "";
         pthread_mutex_lock(&live_lock);
         for (struct mcp_http_io *x = live; x; x = x->next)
-                if (x != me && x->q->tok == me->q->tok && same_client(x->q->peer, me->q->peer) && x->one.used &&
+                if (x != me && streq(x->q->tok, me->q->tok) && same_client(x->q->peer, me->q->peer) && x->one.used &&
                     json_equal(x->one.id, id)) {
                         x->one.cancelled = true;
                         snprintf(job, sizeof(job), "%s", x->one.job);

@@ -45,6 +45,10 @@ const struct http_route http_routes[] = {
         { "GET", "/v1/sessions/{session}/ls", "session.ls", HR_JSON, false, NULL },
         { "POST", "/v1/sessions/{session}/expose", "session.expose", HR_JSON, true, NULL },
         { "POST", "/v1/sessions/{session}/unexpose", "session.unexpose", HR_JSON, true, NULL },
+        { "POST", "/v1/reload", "reload", HR_JSON, true, NULL },
+        { "GET", "/v1/policies/{tenant}", "policy.show", HR_JSON, false, NULL },
+        { "POST", "/v1/policies/{tenant}", "policy.set", HR_JSON, true, NULL },
+        { "GET", "/v1/policies/{tenant}/history", "policy.history", HR_JSON, false, NULL },
 };
 const size_t http_n_routes = ARRAY_SIZE(http_routes);
 

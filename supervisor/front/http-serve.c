@@ -38,7 +38,7 @@ static unsigned status_of(const char *code) {
                 { E_NOT_FOUND, 404 },     { E_NOT_DONE, 409 },       { E_CONFLICT, 409 },
                 { E_SESSION_ENDED, 410 }, { E_LIMIT, 422 },          { E_NO_PROFILE, 422 },
                 { E_BUNDLE_INTEGRITY, 422 }, { E_BUNDLE_SIGNATURE, 422 }, { E_BUNDLE_ROLLBACK, 422 },
-                { E_BUNDLE_INVALID, 422 }, { E_QUEUE_FULL, 429 },    { E_TOO_MANY_CONNECTIONS, 429 },
+                { E_BUNDLE_INVALID, 422 }, { E_CONFIG, 422 }, { E_QUEUE_FULL, 429 },    { E_TOO_MANY_CONNECTIONS, 429 },
                 { E_RATE_LIMITED, 429 },  { E_INTERNAL, 500 },       { E_UNSUPPORTED, 501 },
                 { E_REGISTRY_UNAVAILABLE, 502 }, { E_BUSY, 503 },    { E_SHUTTING_DOWN, 503 },
                 { E_STORAGE, 503 },       { E_CACHE_FULL, 507 },

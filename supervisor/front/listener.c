@@ -178,7 +178,7 @@ static void accept_one(struct daemon *d, int fd) {
                 ng = gl / sizeof(gid_t);
         c->tenant = tenant_lookup(cfg, cred.uid, cred.gid, groups, ng);
         if (!c->tenant && cfg->allow_unauthenticated) {
-                c->tenant = &cfg->anonymous;
+                c->tenant = cfg->anonymous;
                 c->anonymous = true;
                 log_warning("allow_unauthenticated: accepted uid %u (pid %d) as tenant 'anonymous'", (unsigned) cred.uid,
                             (int) cred.pid);
@@ -193,7 +193,7 @@ static void accept_one(struct daemon *d, int fd) {
 void listener_admit(struct daemon *d, struct conn *c) {
         const struct config *cfg = d->cfg;
         /* One tenant's idle connections must not lock the others out. */
-        unsigned *count = conns_of_tenant(&d->conns, cfg, c->tenant);
+        unsigned *count = conns_of_tenant(&d->conns, c->tenant);
         if (count && *count >= cfg->max_tenant_connections) {
                 c->read_eof = true; /* close once this is out */
                 conn_send(c, proto_error(NULL, E_TOO_MANY_CONNECTIONS,
@@ -205,7 +205,7 @@ void listener_admit(struct daemon *d, struct conn *c) {
                 (*count)++;
                 c->tenant_count = count;
         }
-        c->share = conns_share_of_tenant(&d->conns, cfg, c->tenant);
+        c->share = conns_share_of_tenant(&d->conns, c->tenant);
 }
 
 /* One line, then the socket closed: a request the daemon will not serve. */
@@ -239,7 +239,7 @@ void listener_admit_http(void *ctx, int fd, const struct http_token *tok, const 
         }
         snprintf(c->peer, sizeof(c->peer), "%s", peer);
         c->token = tok;
-        c->tenant = tok ? tok->tenant : &cfg->anonymous;
+        c->tenant = tok ? tok->tenant : cfg->anonymous;
         c->anonymous = !tok;
         listener_admit(d, c);
 }

@@ -7,6 +7,7 @@
 
 #include "daemon.h"
 #include "jobs.h"
+#include "tenant.h"
 
 void jobs_init(struct jobs *js) {
         list_init(&js->all);
@@ -85,7 +86,7 @@ struct rjob *jobs_find_key(struct jobs *js, const struct tenant *t, const char *
         list_for_each_safe(pos, tmp, &js->all) {
                 struct rjob *rj = list_entry(pos, struct rjob, link);
                 const char *k = rj->j.req.run.idempotency_key;
-                if (rj->j.tenant == t && k && streq(k, key))
+                if (tenant_same(rj->j.tenant, t) && k && streq(k, key))
                         return rj;
         }
         return NULL;

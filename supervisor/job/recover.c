@@ -63,6 +63,10 @@ static const struct tenant *ghost(struct daemon *d, const struct journal_entry *
                 free(g);
                 return NULL;
         }
+        /* counted under its name's slot (a reload may bring the name back) */
+        if (config_slot_of(d->cfg, g->t.name, &g->t.slot) < 0 || sched_grow(&d->sched, d->cfg->n_slots) < 0 ||
+            conns_grow(&d->conns, d->cfg->n_slots) < 0)
+                g->t.slot = 0;
         g->next = d->ghosts;
         d->ghosts = g;
         return &g->t;

@@ -61,6 +61,7 @@ struct registry_conf {
 struct tenant {
         char *name;
         char *origin;         /* "file:line" of the section header */
+        unsigned slot;        /* the same for one name across reloads (config_slot_of); 0: anonymous */
         uid_t *uids;
         size_t n_uids;
         gid_t *gids;
@@ -127,6 +128,7 @@ struct http_token {
         bool has_sha256;
         uint64_t expires_s;        /* seconds since the epoch; 0: never */
         bool read_only;            /* scope = read */
+        bool admin;                /* scope = admin: also reload and policies */
         uint64_t rate;             /* requests a second; 0: unlimited */
         uint64_t burst;            /* requests at once above the rate */
 };
@@ -168,6 +170,8 @@ struct config {
         uint64_t service_timeout_ms; /* to send a request's head through the proxy */
         enum audit_fsync audit_fsync;
         bool allow_unauthenticated;
+        uid_t *admins;             /* admins: callers of the socket who may reload and change policies (and root) */
+        size_t n_admins;
         uint64_t network_ring;     /* bytes of the network audit's eBPF ring buffer */
         uint64_t network_events;   /* network events kept per job (more are counted) */
         uint32_t net_pool;         /* network_pool, network order; 0: none (no restricted jobs) */
@@ -215,7 +219,25 @@ struct config {
         struct tenant *tenants;
         size_t n_tenants;
         /* the tenant unknown callers get when allow_unauthenticated is on */
-        struct tenant anonymous;
+        struct tenant *anonymous;
+
+        /* Every key as written, in order: what a reload compares
+         * (config_reload_swap). */
+        struct config_entry *entries;
+        size_t n_entries;
+        /* Tenant names by slot, kept across reloads: slot 0 is the
+         * anonymous tenant's, a name never moves to another slot. */
+        char **slots;
+        size_t n_slots;
+        /* While the file is read: keys set by policy.set, { TENANT: { KEY:
+         * VALUE } }, which replace the file's (config_load_policy). */
+        const struct json_t *policy;
+        const char *policy_name;
+        bool policy_pass;
+};
+
+struct config_entry {
+        char *section, *key, *value;
 };
 
 void config_init(struct config *c);
@@ -225,6 +247,29 @@ void config_free(struct config *c);
 int config_load(struct config *c, const char *path, struct sbx_error *err);
 /* Same, from text already in memory (unit tests). */
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err);
+/* config_load, and then the keys policy.set gave ({ TENANT: { KEY: VALUE
+ * } } from policy_name, or NULL), which replace the file's lines of the
+ * same keys in [tenant.TENANT]; a tenant the file lacks is an error. */
+int config_load_policy(struct config *c, const char *path, const struct json_t *policy, const char *policy_name,
+                       struct sbx_error *err);
+
+/* The slot of tenant name: its own, or a new one at the end. -ENOMEM. */
+int config_slot_of(struct config *c, const char *name, unsigned *ret);
+
+/* A reload: fresh (read whole, validated) may change only tenants, tokens
+ * and admins: -EINVAL with err naming every other key that differs (they
+ * take effect at a restart); -ENOMEM. Its tenants get live's slots and
+ * registries. */
+int config_reload_check(struct config *live, struct config *fresh, struct sbx_error *err);
+/* Then live takes fresh's tenants, tokens and admins, and fresh keeps
+ * live's old ones (to be freed with it once nothing points at them). */
+void config_reload_swap(struct config *live, struct config *fresh);
+/* May a caller of the socket with uid reload and change policies? */
+bool config_is_admin(const struct config *c, uid_t uid);
+/* Is t one of c's tenants (its anonymous one included)? */
+bool config_has_tenant(const struct config *c, const struct tenant *t);
+/* The keys of [tenant.NAME] in a and b differ (or it is in only one). */
+bool config_tenant_changed(const struct config *a, const struct config *b, const char *name);
 
 #define CONFIG_REGISTRY_PREFIX "registry."
 #define CONFIG_TOKEN_PREFIX "token."

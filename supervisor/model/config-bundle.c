@@ -284,5 +284,5 @@ int config_bundle_check(struct config *c, struct sbx_error *err) {
                 if (r < 0)
                         return r;
         }
-        return check_tenant(c, &c->anonymous, err);
+        return check_tenant(c, c->anonymous, err);
 }

@@ -145,12 +145,10 @@ static int k_sha256(struct inikey_ctx *c) {
 
 static int k_scope(struct inikey_ctx *c) {
         struct http_token *t = c->obj;
-        if (streq(c->value, "read"))
-                t->read_only = true;
-        else if (streq(c->value, "run"))
-                t->read_only = false;
-        else
-                return FAIL(c, "scope: expected 'read' or 'run', got '%s'", c->value);
+        t->read_only = streq(c->value, "read");
+        t->admin = streq(c->value, "admin");
+        if (!t->read_only && !t->admin && !streq(c->value, "run"))
+                return FAIL(c, "scope: expected 'read', 'run' or 'admin', got '%s'", c->value);
         return 0;
 }
 

@@ -114,8 +114,11 @@ void config_init(struct config *c) {
         c->service_timeout_ms = 10000;
         c->retention_ms = 7ull * 24 * 3600 * 1000;
         c->audit_fsync = AUDIT_FSYNC_ALWAYS;
-        tenant_defaults(&c->anonymous);
-        c->anonymous.name = strdup("anonymous");
+        c->anonymous = malloc(sizeof(*c->anonymous));
+        if (c->anonymous) {
+                tenant_defaults(c->anonymous);
+                c->anonymous->name = strdup("anonymous");
+        }
         config_bundle_defaults(c);
         config_callback_defaults(c);
         config_http_defaults(c);
@@ -138,10 +141,22 @@ void config_free(struct config *c) {
         free(c->service_listen);
         free(c->service_domain);
         free(c->net_deny);
+        free(c->admins);
         for (size_t i = 0; i < c->n_tenants; i++)
                 tenant_free(&c->tenants[i]);
         free(c->tenants);
-        tenant_free(&c->anonymous);
+        if (c->anonymous)
+                tenant_free(c->anonymous);
+        free(c->anonymous);
+        for (size_t i = 0; i < c->n_entries; i++) {
+                free(c->entries[i].section);
+                free(c->entries[i].key);
+                free(c->entries[i].value);
+        }
+        free(c->entries);
+        for (size_t i = 0; i < c->n_slots; i++)
+                free(c->slots[i]);
+        free(c->slots);
         config_bundle_free(c);
         config_http_free(c);
         memset(c, 0, sizeof(*c));
@@ -215,6 +230,25 @@ static int add_uid(struct inikey_ctx *c, const char *w) {
         n[t->n_uids++] = u;
         t->uids = n;
         return 0;
+}
+
+static int add_admin(struct inikey_ctx *c, const char *w) {
+        struct config *cf = config_of(c);
+        uid_t u;
+        if (config_lookup_uid(w, &u) < 0)
+                return FAIL(c, "admins: unknown user '%s'", w);
+        if (cf->n_admins >= CONFIG_MAX_IDS)
+                return FAIL(c, "admins: too many (at most %d)", CONFIG_MAX_IDS);
+        uid_t *n = realloc(cf->admins, (cf->n_admins + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        n[cf->n_admins++] = u;
+        cf->admins = n;
+        return 0;
+}
+
+static int k_admins(struct inikey_ctx *c) {
+        return config_each_word(c, add_admin);
 }
 
 static int add_gid(struct inikey_ctx *c, const char *w) {
@@ -363,6 +397,7 @@ static int k_over_limit(struct inikey_ctx *c) {
 
 static const struct inikey keys[] = {
         DAEMON("socket", ONCE, config_kind_socket, IN_CONFIG(socket_path)),
+        DAEMON("admins", APPEND, k_admins),
         DAEMON("socket_mode", ONCE, config_kind_socket_mode, IN_CONFIG(socket_mode)),
         DAEMON("socket_group", ONCE, config_kind_group, IN_CONFIG(socket_gid)),
         DAEMON("state_dir", ONCE, config_kind_abs_path, IN_CONFIG(state_dir)),
@@ -447,7 +482,7 @@ static const struct inikey keys[] = {
 static int section_tenant(struct inikey_ctx *c, const char *tn, struct tenant **ret) {
         struct config *cf = config_of(c);
         if (streq(tn, "anonymous")) {
-                *ret = &cf->anonymous;
+                *ret = cf->anonymous;
                 return 0;
         }
         for (size_t i = 0; i < cf->n_tenants; i++)
@@ -474,8 +509,31 @@ static int section_tenant(struct inikey_ctx *c, const char *tn, struct tenant **
         return 0;
 }
 
+/* Each line of a key as written, for a reload to compare. */
+static int remember(struct config *cf, const struct inikey_ctx *c) {
+        struct config_entry *n = realloc(cf->entries, (cf->n_entries + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        cf->entries = n;
+        struct config_entry *e = &n[cf->n_entries];
+        e->section = strdup(c->section);
+        e->key = strdup(c->def->key);
+        e->value = strdup(c->value ? c->value : "");
+        cf->n_entries++;
+        return e->section && e->key && e->value ? 0 : -ENOMEM;
+}
+
 /* What a section's keys fill: the configuration, a tenant or a registry. */
 static int section_object(struct inikey_ctx *c, void **ret) {
+        struct config *cf = config_of(c);
+        /* a key policy.set gave replaces the file's lines of it */
+        if (cf->policy && !cf->policy_pass && strncmp(c->section, TENANT_PREFIX, strlen(TENANT_PREFIX)) == 0) {
+                json_t *tkeys = json_object_get((json_t *) cf->policy, c->section + strlen(TENANT_PREFIX));
+                if (json_object_get(tkeys, c->def->key))
+                        return 1;
+        }
+        if (remember(cf, c) < 0)
+                return -ENOMEM;
         if (strncmp(c->section, TENANT_PREFIX, strlen(TENANT_PREFIX)) == 0)
                 return section_tenant(c, c->section + strlen(TENANT_PREFIX), (struct tenant **) ret);
         if (strncmp(c->section, CONFIG_REGISTRY_PREFIX, strlen(CONFIG_REGISTRY_PREFIX)) == 0)
@@ -522,6 +580,40 @@ static int config_validate(struct config *c, struct sbx_error *err) {
         return r < 0 ? r : config_http_check(c, err);
 }
 
+/* The keys of policy.set, as lines of their tenants' sections. */
+static int load_policy(struct config *c, const struct inikey_format *fmt, struct sbx_error *err) {
+        const char *tn, *key;
+        json_t *tkeys, *v;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return sbx_error_set(err, ENOMEM, "%s", c->policy_name);
+        json_object_foreach ((json_t *) c->policy, tn, tkeys) {
+                bool known = false;
+                for (size_t i = 0; i < c->n_tenants && !known; i++)
+                        known = streq(c->tenants[i].name, tn);
+                if (!known && !streq(tn, "anonymous")) {
+                        fclose(f);
+                        free(text);
+                        return sbx_error_msg(err, EINVAL, "%s: tenant '%s' has keys set by policy.set, but %s has no [tenant.%s]",
+                                             c->policy_name, tn, c->path, tn);
+                }
+                fprintf(f, "[" TENANT_PREFIX "%s]\n", tn);
+                json_object_foreach (tkeys, key, v)
+                        fprintf(f, "%s = %s\n", key, json_string_value(v));
+        }
+        if (fclose(f) != 0) {
+                free(text);
+                return sbx_error_set(err, ENOMEM, "%s", c->policy_name);
+        }
+        c->policy_pass = true;
+        int r = inikeys_parse(fmt, c->policy_name, text, len, c, err);
+        c->policy_pass = false;
+        free(text);
+        return r;
+}
+
 static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {
         const struct inikey_table tables[] = { INIKEY_TABLE(keys), config_bundle_table, config_callback_table,
                                                config_http_table };
@@ -534,12 +626,35 @@ static int load_text(struct config *c, const char *name, const char *text, size_
         };
         if (config_set_str(&c->path, name) < 0)
                 return sbx_error_set(err, ENOMEM, "%s", name);
+        if (!c->anonymous || !c->anonymous->name)
+                return sbx_error_set(err, ENOMEM, "%s", name);
         int r = inikeys_parse(&fmt, name, text, len, c, err);
-        return r < 0 ? r : config_validate(c, err);
+        if (r >= 0 && c->policy)
+                r = load_policy(c, &fmt, err);
+        c->policy = NULL;
+        if (r >= 0)
+                r = config_validate(c, err);
+        if (r < 0)
+                return r;
+        /* slot 0 is the anonymous tenant's, then the file's in order */
+        unsigned slot;
+        if (config_slot_of(c, c->anonymous->name, &slot) < 0)
+                return sbx_error_set(err, ENOMEM, "%s", name);
+        for (size_t i = 0; i < c->n_tenants; i++)
+                if (config_slot_of(c, c->tenants[i].name, &c->tenants[i].slot) < 0)
+                        return sbx_error_set(err, ENOMEM, "%s", name);
+        return 0;
 }
 
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err) {
         return load_text(c, name, text, strlen(text), err);
+}
+
+int config_load_policy(struct config *c, const char *path, const struct json_t *policy, const char *policy_name,
+                       struct sbx_error *err) {
+        c->policy = json_object_size((json_t *) policy) ? policy : NULL;
+        c->policy_name = policy_name;
+        return config_load(c, path, err);
 }
 
 int config_load(struct config *c, const char *path, struct sbx_error *err) {

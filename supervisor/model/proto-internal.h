@@ -56,5 +56,7 @@ int proto_parse_network(json_t *net, struct run_request *run, struct sbx_error *
 int proto_parse_files(json_t *files, struct run_request *run, struct sbx_error *err);
 int proto_decode_b64(const char *field, const char *s, unsigned char **ret, size_t *ret_len, struct sbx_error *err);
 
+/* A reload or policy.* request (proto-admin.c). */
+int proto_parse_admin(json_t *root, struct request *r, struct sbx_error *err);
 /* proto-session.c */
 int proto_parse_session(json_t *root, struct request *r, struct sbx_error *err);

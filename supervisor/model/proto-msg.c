@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The messages the daemon sends besides plain responses: events, job
- * summaries, and the digests that identify a request. */
+/* The messages the daemon sends: replies, events, job summaries, and the
+ * digests that identify a request. */
 #include <inttypes.h>
 #include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "profile.h"
@@ -289,4 +291,47 @@ void proto_request_digest(const struct run_request *run, char hex[65]) {
                 put_str(&h, run->artifacts[i]);
         put_u64(&h, run->retries);
         finish(&h, hex);
+}
+
+json_t *proto_ok(json_t *tag, json_t *extra) {
+        json_t *o = json_pack("{s:i, s:b}", "v", PROTO_VERSION, "ok", 1);
+        if (!o)
+                return NULL;
+        if (tag)
+                json_object_set(o, "id", tag);
+        if (extra) {
+                json_object_update(o, extra);
+                json_decref(extra);
+        }
+        return o;
+}
+
+json_t *proto_error(json_t *tag, const char *code, const char *fmt, ...) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        /* Messages may quote client bytes; keep them valid UTF-8. */
+        json_t *m = json_string(msg);
+        if (!m)
+                m = json_string("(message not representable)");
+        json_t *o = json_pack("{s:i, s:b, s:{s:s, s:o}}", "v", PROTO_VERSION, "ok", 0, "error", "code", code, "message", m);
+        if (o && tag)
+                json_object_set(o, "id", tag);
+        return o;
+}
+
+int proto_set_data(json_t *obj, const char *key, const char *data, size_t len) {
+        json_t *s = json_stringn(data, len);
+        if (s)
+                return json_object_set_new(obj, key, s) < 0 ? -ENOMEM : 0;
+        size_t blen = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+        _cleanup_free_ char *b = malloc(blen);
+        if (!b)
+                return -ENOMEM;
+        sodium_bin2base64(b, blen, (const unsigned char *) data, len, sodium_base64_VARIANT_ORIGINAL);
+        char k[64];
+        snprintf(k, sizeof(k), "%s_b64", key);
+        return json_object_set_new(obj, k, json_string(b)) < 0 ? -ENOMEM : 0;
 }

@@ -73,6 +73,8 @@ static const char *const op_names[] = {
         [REQ_SESSION_PUT] = "session.put", [REQ_SESSION_GET] = "session.get", [REQ_SESSION_LS] = "session.ls",
         [REQ_SESSION_EXPOSE] = "session.expose", [REQ_SESSION_UNEXPOSE] = "session.unexpose",
         [REQ_SESSION_STDIN] = "session.stdin", [REQ_SESSION_FORWARD] = "session.forward", [REQ_SESSION_RESIZE] = "session.resize",
+        [REQ_RELOAD] = "reload", [REQ_POLICY_SHOW] = "policy.show", [REQ_POLICY_SET] = "policy.set",
+        [REQ_POLICY_HISTORY] = "policy.history",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -102,6 +104,9 @@ void request_free(struct request *r) {
         free(r->cwd);
         free(r->path);
         free(r->data);
+        free(r->tenant);
+        json_decref(r->policy);
+        free(r->reason);
         free(run->traceparent);
         free(run->callback);
         free(run->netpol);
@@ -601,8 +606,8 @@ int proto_parse_request(const char *line, size_t len, struct request *r, struct 
         }
         r->op = (enum req_op) i;
 
-        if (req_op_is_session(r->op)) {
-                rc = proto_parse_session(root, r, err);
+        if (req_op_is_session(r->op) || req_op_is_admin(r->op)) {
+                rc = req_op_is_admin(r->op) ? proto_parse_admin(root, r, err) : proto_parse_session(root, r, err);
                 goto out;
         }
         switch (r->op) {
@@ -654,47 +659,4 @@ out:
                 r->tag = t;
         }
         return rc;
-}
-
-json_t *proto_ok(json_t *tag, json_t *extra) {
-        json_t *o = json_pack("{s:i, s:b}", "v", PROTO_VERSION, "ok", 1);
-        if (!o)
-                return NULL;
-        if (tag)
-                json_object_set(o, "id", tag);
-        if (extra) {
-                json_object_update(o, extra);
-                json_decref(extra);
-        }
-        return o;
-}
-
-json_t *proto_error(json_t *tag, const char *code, const char *fmt, ...) {
-        char msg[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        /* Messages may quote client bytes; keep them valid UTF-8. */
-        json_t *m = json_string(msg);
-        if (!m)
-                m = json_string("(message not representable)");
-        json_t *o = json_pack("{s:i, s:b, s:{s:s, s:o}}", "v", PROTO_VERSION, "ok", 0, "error", "code", code, "message", m);
-        if (o && tag)
-                json_object_set(o, "id", tag);
-        return o;
-}
-
-int proto_set_data(json_t *obj, const char *key, const char *data, size_t len) {
-        json_t *s = json_stringn(data, len);
-        if (s)
-                return json_object_set_new(obj, key, s) < 0 ? -ENOMEM : 0;
-        size_t blen = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
-        _cleanup_free_ char *b = malloc(blen);
-        if (!b)
-                return -ENOMEM;
-        sodium_bin2base64(b, blen, (const unsigned char *) data, len, sodium_base64_VARIANT_ORIGINAL);
-        char k[64];
-        snprintf(k, sizeof(k), "%s_b64", key);
-        return json_object_set_new(obj, k, json_string(b)) < 0 ? -ENOMEM : 0;
 }

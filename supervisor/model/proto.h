@@ -54,6 +54,7 @@
 #define E_BUSY "E_BUSY"
 #define E_RATE_LIMITED "E_RATE_LIMITED" /* an HTTP API token over its rate */
 #define E_UNSUPPORTED "E_UNSUPPORTED" /* asked for what this daemon cannot provide here (no eBPF, no job cgroups) */
+#define E_CONFIG "E_CONFIG" /* a reload or policy change refused: the configuration it would make is not valid */
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"
 #define E_SETUP "E_SETUP"
@@ -110,7 +111,17 @@ enum req_op {
         REQ_SESSION_STDIN,
         REQ_SESSION_FORWARD,
         REQ_SESSION_RESIZE,
+        /* the daemon's configuration (proto-admin.c) */
+        REQ_RELOAD,
+        REQ_POLICY_SHOW,
+        REQ_POLICY_SET,
+        REQ_POLICY_HISTORY,
 };
+
+static inline bool req_op_is_admin(enum req_op op) {
+        return op >= REQ_RELOAD && op <= REQ_POLICY_HISTORY;
+}
+
 
 static inline bool req_op_is_session(enum req_op op) {
         return op >= REQ_SESSION_CREATE && op <= REQ_SESSION_RESIZE;
@@ -207,6 +218,10 @@ struct request {
         unsigned mode;         /* session.put: 0644 or 0755 */
         unsigned char *data;   /* session.put */
         size_t data_len;
+        /* policy.show, .set, .history */
+        char *tenant;          /* NULL: the caller's own */
+        json_t *policy;        /* policy.set: { key: "value" | null } */
+        char *reason;          /* policy.set: why, for the history; may be NULL */
         struct run_request run;
 };
 

@@ -1,18 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched.h"
 
 int sched_init(struct scheduler *s, const struct config *cfg) {
         list_init(&s->queue);
-        s->cfg = cfg;
+        s->n_tenant = 0;
         s->all = (struct sched_count) { 0 };
         s->gate = (struct sched_gate) { 0 }; /* none until the daemon sets one */
         s->max_running = cfg->max_jobs;
         s->max_queued = cfg->max_queue;
-        s->tenant = calloc(cfg->n_tenants + 1, sizeof(*s->tenant));
-        return s->tenant ? 0 : -ENOMEM;
+        s->tenant = NULL;
+        return sched_grow(s, cfg->n_slots);
+}
+
+int sched_grow(struct scheduler *s, size_t n_slots) {
+        if (n_slots <= s->n_tenant)
+                return 0;
+        struct sched_count *n = realloc(s->tenant, n_slots * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        memset(n + s->n_tenant, 0, (n_slots - s->n_tenant) * sizeof(*n));
+        s->tenant = n;
+        s->n_tenant = n_slots;
+        return 0;
 }
 
 void sched_done(struct scheduler *s) {
@@ -21,10 +34,8 @@ void sched_done(struct scheduler *s) {
 }
 
 static struct sched_count *count_of(const struct scheduler *s, const struct tenant *t) {
-        const struct config *c = s->cfg;
-        if (t >= c->tenants && t < c->tenants + c->n_tenants)
-                return &s->tenant[t - c->tenants];
-        return &s->tenant[c->n_tenants];
+        /* a slot past the table (none should be) counts as the anonymous one's */
+        return &s->tenant[t->slot < s->n_tenant ? t->slot : 0];
 }
 
 const struct sched_count *sched_tenant(const struct scheduler *s, const struct tenant *t) {

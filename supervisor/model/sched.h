@@ -29,9 +29,9 @@ struct sched_gate {
 
 struct scheduler {
         struct list queue;            /* struct job.queue_link, FIFO */
-        const struct config *cfg;     /* the tenants the counters belong to */
         struct sched_count all;
-        struct sched_count *tenant;   /* one per cfg->tenants, then the anonymous tenant */
+        struct sched_count *tenant;   /* one per tenant slot (struct tenant.slot) */
+        size_t n_tenant;
         uint64_t max_running;
         uint64_t max_queued;
         struct sched_gate gate;       /* none: take is NULL */
@@ -39,6 +39,8 @@ struct scheduler {
 
 int sched_init(struct scheduler *s, const struct config *cfg);
 void sched_done(struct scheduler *s);
+/* Counters for n_slots tenant slots (after a reload added some). */
+int sched_grow(struct scheduler *s, size_t n_slots);
 
 /* Admit j to the queue: 0, or -EAGAIN with err saying whose queue is full
  * (E_QUEUE_FULL). */

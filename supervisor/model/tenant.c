@@ -25,7 +25,11 @@ const struct tenant *tenant_find(const struct config *c, const char *name) {
         for (size_t i = 0; i < c->n_tenants; i++)
                 if (streq(c->tenants[i].name, name))
                         return &c->tenants[i];
-        if (c->allow_unauthenticated && c->anonymous.name && streq(c->anonymous.name, name))
-                return &c->anonymous;
+        if (c->allow_unauthenticated && c->anonymous && streq(c->anonymous->name, name))
+                return c->anonymous;
         return NULL;
+}
+
+bool tenant_same(const struct tenant *a, const struct tenant *b) {
+        return a == b || (a && b && streq(a->name, b->name));
 }

@@ -3,6 +3,7 @@
  * request. Pure, unit-tested. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -14,3 +15,7 @@ const struct tenant *tenant_lookup(const struct config *c, uid_t uid, gid_t gid,
 
 /* The tenant called name, or NULL (the anonymous tenant included). */
 const struct tenant *tenant_find(const struct config *c, const char *name);
+
+/* One tenant, perhaps as two reloads of the configuration have it: its
+ * name is what stays. */
+bool tenant_same(const struct tenant *a, const struct tenant *b);

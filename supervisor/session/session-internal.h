@@ -71,6 +71,9 @@ void exec_stdin_close(struct exec_ref *x);
 /* It ended: out of the live list, its socket's file gone, remembered for
  * E_SESSION_ENDED (the newest GONE_MAX). */
 void session_forget(struct session *s);
+/* End it: its sandbox is stopped, and its record says reason (a static
+ * string: "policy"...). */
+void session_end(struct session *s, const char *reason);
 /* Its agent answered again after a restart: the execs the restart
  * interrupted (box->session_orphans) are killed (session-adopt.c). */
 void session_stop_orphans(struct session *s);

@@ -27,6 +27,7 @@
 #include "sched.h"
 #include "session-internal.h"
 #include "session.h"
+#include "tenant.h"
 #include "trace.h"
 
 /* How long a request to the agent may take. The agent answers in
@@ -393,6 +394,7 @@ void session_forget(struct session *s) {
         if (!s->end_reason)
                 s->end_reason = "crashed";
         s->box = NULL;
+        s->tenant = NULL; /* its tenant_name stays; the tenant may be reloaded away */
         list_add_tail(&ss->gone, &s->link);
         if (++ss->n_gone > GONE_MAX) {
                 gone_free(list_entry(ss->gone.next, struct session, link));
@@ -460,7 +462,7 @@ struct session *session_find(struct sessions *ss, const struct tenant *t, const 
                              size_t len) {
         for (struct list *p = ss->live.next; p != &ss->live; p = p->next) {
                 struct session *s = list_entry(p, struct session, link);
-                if (s->tenant != t || !streq(s->id, id))
+                if (!tenant_same(s->tenant, t) || !streq(s->id, id))
                         continue;
                 if (s->state == S_ENDING) {
                         *ret_code = E_SESSION_ENDED;
@@ -490,6 +492,10 @@ struct session *session_find(struct sessions *ss, const struct tenant *t, const 
 void session_close(struct session *s) {
         log_info("session %s (tenant %s): closed", s->id, s->tenant_name);
         end_box(s, "closed");
+}
+
+void session_end(struct session *s, const char *reason) {
+        end_box(s, reason);
 }
 
 int session_extend(struct session *s, uint64_t ttl_ms, uint64_t *ret_expires_ms) {

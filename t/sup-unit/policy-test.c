@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tenant lookup and policy: caps reject or clamp, defaults fill in, and the
  * configuration parser names file:line for every bad key. */
+#include <errno.h>
+#include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -335,6 +337,82 @@ static void test_config_pool6(void **state) {
         config_free(&c);
 }
 
+/* A reload (config-reload.c): only tenants, tokens and admins may change;
+ * a tenant keeps its name's slot; keys policy.set gave replace the file's
+ * lines of them, lists too. */
+static void test_config_reload(void **state) {
+        static const char base[] = "[daemon]\nmax_jobs = 4\n\n[tenant.a]\nuids = 1001\nnetwork = none host\n"
+                                   "\n[tenant.b]\nuids = 1002\n";
+        struct config live, fresh;
+        struct sbx_error e;
+        (void) state;
+        config_init(&live);
+        assert_int_equal(config_load_string(&live, "r.conf", base, &e), 0);
+        assert_int_equal(live.tenants[0].slot, 1);
+        assert_int_equal(live.tenants[1].slot, 2);
+        assert_int_equal(live.n_slots, 3);
+
+        /* a daemon key changed: refused, naming it */
+        config_init(&fresh);
+        assert_int_equal(config_load_string(&fresh, "r.conf", "[daemon]\nmax_jobs = 5\n\n[tenant.a]\nuids = 1001\n", &e), 0);
+        assert_int_equal(config_reload_check(&live, &fresh, &e), -EINVAL);
+        assert_non_null(strstr(e.msg, "restart the daemon for: daemon.max_jobs"));
+        config_free(&fresh);
+
+        /* b gone, c new, a moved in the file, admins added: a keeps slot 1 */
+        config_init(&fresh);
+        assert_int_equal(config_load_string(&fresh, "r.conf",
+                                            "[daemon]\nmax_jobs = 4\nadmins = 1003\n\n[tenant.c]\nuids = 1004\n\n[tenant.a]\n"
+                                            "uids = 1001\nmax_jobs = 1\n",
+                                            &e),
+                         0);
+        assert_int_equal(config_reload_check(&live, &fresh, &e), 0);
+        assert_int_equal(fresh.tenants[0].slot, 3); /* c: a new slot */
+        assert_int_equal(fresh.tenants[1].slot, 1);
+        assert_true(config_tenant_changed(&live, &fresh, "a"));
+        assert_false(config_is_admin(&live, 1003));
+        config_reload_swap(&live, &fresh);
+        assert_true(config_is_admin(&live, 1003));
+        assert_true(config_is_admin(&live, 0));
+        assert_false(config_is_admin(&live, 1001));
+        assert_null(tenant_find(&live, "b"));
+        assert_int_equal(tenant_find(&live, "a")->max_jobs, 1);
+        /* the old tenants stay in fresh, for jobs admitted under them */
+        assert_true(config_has_tenant(&fresh, tenant_find(&fresh, "b")));
+        assert_false(config_has_tenant(&fresh, tenant_find(&live, "a")));
+        assert_false(config_tenant_changed(&live, &live, "a"));
+        config_free(&fresh);
+
+        /* policy.set's keys: network replaced (not added to), max_jobs set */
+        json_t *pol = json_pack("{s:{s:s, s:s}}", "a", "network", "none", "max_jobs", "2");
+        config_init(&fresh);
+        fresh.policy = pol;
+        fresh.policy_name = "policy.json";
+        assert_int_equal(config_load_string(&fresh, "r.conf", base, &e), 0);
+        assert_int_equal(fresh.tenants[0].net_modes, NET_MODE_BIT(NET_NONE));
+        assert_int_equal(fresh.tenants[0].max_jobs, 2);
+        config_free(&fresh);
+        json_decref(pol);
+        /* ... a bad value is the policy's error; a tenant the file lacks too */
+        pol = json_pack("{s:{s:s}}", "a", "max_jobs", "lots");
+        config_init(&fresh);
+        fresh.policy = pol;
+        fresh.policy_name = "policy.json";
+        assert_int_equal(config_load_string(&fresh, "r.conf", base, &e), -EINVAL);
+        assert_non_null(strstr(e.msg, "policy.json:2"));
+        config_free(&fresh);
+        json_decref(pol);
+        pol = json_pack("{s:{s:s}}", "zz", "max_jobs", "1");
+        config_init(&fresh);
+        fresh.policy = pol;
+        fresh.policy_name = "policy.json";
+        assert_int_equal(config_load_string(&fresh, "r.conf", base, &e), -EINVAL);
+        assert_non_null(strstr(e.msg, "tenant 'zz' has keys set by policy.set, but r.conf has no [tenant.zz]"));
+        config_free(&fresh);
+        json_decref(pol);
+        config_free(&live);
+}
+
 static void test_config_values(void **state) {
         assert_int_equal(cfg.max_jobs, 4);
         assert_int_equal(cfg.n_tenants, 2);
@@ -355,6 +433,7 @@ int main(void) {
                 cmocka_unit_test(test_policy_json_round_trip),
                 cmocka_unit_test(test_config_errors), cmocka_unit_test(test_config_values),
                 cmocka_unit_test(test_config_pool6),
+                cmocka_unit_test(test_config_reload),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,6 +4,7 @@
  * counters, which nothing else changes. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,15 +13,17 @@
 #include "sched.h"
 
 static struct tenant tenants[2];
+static struct tenant anon;
 static struct config cfg;
 
 static int setup(void **state) {
         memset(&cfg, 0, sizeof(cfg));
         memset(tenants, 0, sizeof(tenants));
-        tenants[0] = (struct tenant) { .name = "a", .max_jobs = 1, .max_queue = 3 };
-        tenants[1] = (struct tenant) { .name = "b", .max_jobs = 2, .max_queue = 3 };
+        tenants[0] = (struct tenant) { .name = "a", .slot = 1, .max_jobs = 1, .max_queue = 3 };
+        tenants[1] = (struct tenant) { .name = "b", .slot = 2, .max_jobs = 2, .max_queue = 3 };
         cfg.tenants = tenants;
         cfg.n_tenants = 2;
+        cfg.n_slots = 3; /* slot 0: the anonymous tenant's */
         cfg.max_jobs = 2;
         cfg.max_queue = 5;
         return 0;
@@ -207,12 +210,37 @@ static void test_anonymous(void **state) {
         struct scheduler s;
         struct job j;
         struct sbx_error e;
-        cfg.anonymous = (struct tenant) { .name = "anonymous", .max_jobs = 1, .max_queue = 1 };
+        anon = (struct tenant) { .name = "anonymous", .slot = 0, .max_jobs = 1, .max_queue = 1 };
+        cfg.anonymous = &anon;
         assert_int_equal(sched_init(&s, &cfg), 0);
-        mk(&j, &cfg.anonymous);
+        mk(&j, cfg.anonymous);
         assert_int_equal(sched_enqueue(&s, &j, &e), 0);
-        assert_int_equal(sched_tenant(&s, &cfg.anonymous)->queued, 1);
+        assert_int_equal(sched_tenant(&s, cfg.anonymous)->queued, 1);
         assert_int_equal(sched_tenant(&s, &tenants[0])->queued, 0);
+        sched_done(&s);
+}
+
+/* A reload: tenant a as the new file has it (another struct, its name's
+ * slot) shares the counters of a as it was; a new tenant's slot starts
+ * empty, and the counters already there stay. */
+static void test_reloaded(void **state) {
+        struct scheduler s;
+        struct job j1, j2;
+        struct sbx_error e;
+        assert_int_equal(sched_init(&s, &cfg), 0);
+        mk(&j1, &tenants[0]);
+        assert_int_equal(sched_enqueue(&s, &j1, &e), 0);
+        struct tenant a2 = { .name = "a", .slot = 1, .max_jobs = 5, .max_queue = 1 };
+        assert_ptr_equal(sched_tenant(&s, &a2), sched_tenant(&s, &tenants[0]));
+        /* its new max_queue (1) counts the job queued before */
+        mk(&j2, &a2);
+        assert_int_equal(sched_enqueue(&s, &j2, &e), -EAGAIN);
+        struct tenant c = { .name = "c", .slot = 3, .max_jobs = 1, .max_queue = 1 };
+        assert_int_equal(sched_grow(&s, 4), 0);
+        assert_int_equal(sched_tenant(&s, &c)->queued, 0);
+        assert_int_equal(sched_tenant(&s, &a2)->queued, 1);
+        assert_ptr_equal(sched_next(&s), &j1);
+        sched_finished(&s, &j1);
         sched_done(&s);
 }
 
@@ -223,6 +251,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_fetching_skipped, setup),
                 cmocka_unit_test_setup(test_requeue, setup),
                 cmocka_unit_test_setup(test_anonymous, setup),
+                cmocka_unit_test_setup(test_reloaded, setup),
                 cmocka_unit_test_setup(test_gate, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

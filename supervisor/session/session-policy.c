@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Sessions and a reload of the configuration: a session lives across
+ * calls, so it follows its tenant's policy as it is now, and one that the
+ * policy no longer allows is ended and says so. */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "jobs.h"
+#include "log.h"
+#include "session-internal.h"
+#include "tenant.h"
+
+/* Why t (as the configuration has it now) no longer allows s, or NULL. */
+static const char *withdrawn(const struct session *s, const struct tenant *t, char *buf, size_t len) {
+        if (!t)
+                return "its tenant is no longer in the configuration";
+        int net = s->box ? s->box->j.pol.net : NET_NONE;
+        if (!(t->net_modes & NET_MODE_BIT(net))) {
+                snprintf(buf, len, "its tenant no longer allows network mode '%s'", net_mode_name(net));
+                return buf;
+        }
+        if (s->n_exposed && !t->session_services)
+                return "its tenant no longer allows services (session_services)";
+        return NULL;
+}
+
+unsigned sessions_reloaded(struct sessions *ss, const struct config *cfg, json_t *ended) {
+        unsigned n = 0;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &ss->live) {
+                struct session *s = list_entry(pos, struct session, link);
+                if (s->state == S_ENDING)
+                        continue;
+                const struct tenant *t = tenant_find(cfg, s->tenant_name);
+                char buf[160];
+                const char *why = withdrawn(s, t, buf, sizeof(buf));
+                if (!why) {
+                        s->tenant = t;
+                        continue;
+                }
+                log_notice("session %s (tenant %s): ended by a reload of the configuration: %s", s->id, s->tenant_name, why);
+                json_array_append_new(ended, json_pack("{s:s, s:s, s:s}", "session", s->id, "tenant", s->tenant_name, "why", why));
+                n++;
+                session_end(s, "policy");
+        }
+        return n;
+}
+
+bool sessions_hold(const struct sessions *ss, const struct config *old) {
+        for (const struct list *p = ss->live.next; p != &ss->live; p = p->next)
+                if (config_has_tenant(old, list_entry(p, struct session, link)->tenant))
+                        return true;
+        return false;
+}
