@@ -482,7 +482,7 @@ sha256 = $(printf %064d 0 | sed 's/0$/g/')" "sha256: 'g' is not a hexadecimal di
         check "[token.x]
 expires = soon" "bad.conf:4: expires: expected a UTC date YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, got 'soon'"
         check "[token.x]
-scope = admin" "scope: expected 'read' or 'run', got 'admin'"
+scope = root" "scope: expected 'read', 'run' or 'admin', got 'root'"
         check "[token.x]
 tenant = t
 sha256 = $h

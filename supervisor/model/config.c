@@ -397,7 +397,6 @@ static int k_over_limit(struct inikey_ctx *c) {
 
 static const struct inikey keys[] = {
         DAEMON("socket", ONCE, config_kind_socket, IN_CONFIG(socket_path)),
-        DAEMON("admins", APPEND, k_admins),
         DAEMON("socket_mode", ONCE, config_kind_socket_mode, IN_CONFIG(socket_mode)),
         DAEMON("socket_group", ONCE, config_kind_group, IN_CONFIG(socket_gid)),
         DAEMON("state_dir", ONCE, config_kind_abs_path, IN_CONFIG(state_dir)),
@@ -442,6 +441,7 @@ static const struct inikey keys[] = {
         DAEMON("service_domain", ONCE, config_kind_domain, IN_CONFIG(service_domain)),
         DAEMON("service_timeout", ONCE, config_kind_duration, IN_CONFIG(service_timeout_ms), .min = 100),
         DAEMON("allow_unauthenticated", ONCE, config_kind_bool, IN_CONFIG(allow_unauthenticated)),
+        DAEMON("admins", APPEND, k_admins),
 
         TENANT("uids", APPEND, k_uids),
         TENANT("gids", APPEND, k_gids),
