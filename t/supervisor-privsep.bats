@@ -192,3 +192,19 @@ privd_pid() {
         run -0 ctl --json result "$j"
         [ "$(json_get result.value <<< "$output")" = null ]
 }
+
+@test "the front without privilege reloads its configuration and keeps a policy change across a restart" {
+        sup_start
+        printf '\n[tenant.t1]\nuids = nobody\nmax_jobs = 3\n' >> "$SUP_DIR/sup.conf"
+        run -0 ctl reload
+        [[ "$output" == *"added: t1"* ]]
+        run -0 ctl policy set t1 max_jobs=2 --reason privsep
+        [[ "$output" == *"policy version 1"* ]]
+        # written by the front, its user's
+        [ "$(stat -c %U "$SUP_DIR/state/policy.json")" = sbx ]
+        sup_stop
+        sup_start
+        run -0 ctl --json policy show t1
+        [ "$(jq -r .policy.effective.max_jobs <<< "$output")" = 2 ]
+        [ "$(jq -r .policy.set.max_jobs <<< "$output")" = 2 ]
+}

@@ -37,7 +37,6 @@ service_domain = sbx.test"
 }
 
 teardown_file() {
-        cp "$SUP_DIR/daemon.log" /tmp/rl-daemon.log
         sup_fini
 }
 
@@ -251,6 +250,19 @@ audit_last() {
         run -0 api "$TOK_ADMIN" GET '/v1/policies/t1/history?limit=1'
         [[ "$output" == *'"by": "token boss"'* || "$output" == *'"by":"token boss"'* ]]
         ctl_nobody wait "$a" >/dev/null
+        # keys of a tenant taken out of the file wait for it: the reload is
+        # not refused, and they may be reset (not set)
+        run -0 ctl policy set t1 max_jobs=3
+        sed -i '/^\[tenant.t1\]/,/^$/d; /^\[token.worker\]/,/^$/d' "$SUP_DIR/sup.conf"
+        run -0 ctl reload
+        [[ "$output" == *"removed: t1"* ]]
+        run -125 ctl policy set t1 max_jobs=4
+        [[ "$output" == *E_NOT_FOUND* ]]
+        run -0 ctl policy reset t1 max_jobs
+        write_conf
+        run -0 ctl reload
+        run -0 ctl --json policy show t1
+        [ "$(jq -r .policy.effective.max_jobs <<< "$output")" = 8 ]
 }
 
 @test "a policy file tampered with: the daemon refuses to start and names it" {
@@ -259,10 +271,10 @@ audit_last() {
         printf '{"version": 3, "tenants": {"t1": {"max_jobs": 1}}, "history": []}' > "$SUP_DIR/state/policy.json"
         run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf"
         [[ "$output" == *"state/policy.json: not a policy file"* ]]
-        # keys the file no longer fits: named too
-        printf '{"version": 3, "tenants": {"gone": {"max_jobs": "1"}}, "history": []}' > "$SUP_DIR/state/policy.json"
+        # a value the configuration refuses: named too
+        printf '{"version": 3, "tenants": {"t1": {"max_jobs": "lots"}}, "history": []}' > "$SUP_DIR/state/policy.json"
         run -1 "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/sup.conf"
-        [[ "$output" == *"tenant 'gone' has keys set by policy.set, but"*"sup.conf has no [tenant.gone]"* ]]
+        [[ "$output" == *"state/policy.json (the keys policy.set gave;"*"state/policy.json:2: max_jobs: invalid number 'lots'"* ]]
         mv "$SUP_DIR/policy.good" "$SUP_DIR/state/policy.json"
         sup_start
         run -0 ctl ping

@@ -136,9 +136,21 @@ static void op_reload(struct conn *c, struct request *req, const char *by) {
         conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "reload", what)));
 }
 
+/* Keys of a tenant the file no longer has may still be reset. */
+static bool only_resets(const struct daemon *d, const struct request *req) {
+        if (!json_object_get(json_object_get(d->policy, "tenants"), req->tenant))
+                return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach (req->policy, k, v)
+                if (!json_is_null(v))
+                        return false;
+        return true;
+}
+
 static void op_set(struct conn *c, struct request *req, const char *by) {
         struct daemon *d = c->d;
-        if (!tenant_find(d->cfg, req->tenant) && !streq(req->tenant, "anonymous")) {
+        if (!tenant_find(d->cfg, req->tenant) && !streq(req->tenant, "anonymous") && !only_resets(d, req)) {
                 refuse(c, req, E_NOT_FOUND, "no tenant '%s' in the configuration (policy.set changes a tenant's keys; "
                        "a new tenant is added to the file)", req->tenant);
                 return;
@@ -212,6 +224,13 @@ int policy_open(struct daemon *d, struct sbx_error *err) {
                 return r;
         if (!json_object_size(json_object_get(d->policy, "tenants")))
                 return 0;
+        const char *tn;
+        json_t *keys;
+        json_object_foreach (json_object_get(d->policy, "tenants"), tn, keys)
+                if (!tenant_find(d->cfg, tn) && !streq(tn, "anonymous"))
+                        log_notice("%s/%s: tenant %s is not in %s: its %zu keys set by policy set wait for it (sbxctl policy "
+                                   "reset drops them)",
+                                   d->cfg->state_dir, POLICY_FILE, tn, d->cfg->path, json_object_size(keys));
         /* keys policy.set gave before: in force from the start */
         r = daemon_reload(d, "start", NULL, err);
         if (r < 0)

@@ -100,10 +100,11 @@ static json_t *tenant_changes(const struct config *now, const struct config *bef
         return json_pack("{s:o, s:o, s:o}", "added", added, "removed", removed, "changed", changed);
 }
 
-static void audit_reload(const char *by, const char *decision, json_t *what) {
+/* what: borrowed */
+static void audit_reload(const char *by, const char *decision, const json_t *what) {
         json_t *rec = json_pack("{s:s, s:s, s:s}", "event", "reload", "by", by, "decision", decision);
         if (rec && what)
-                json_object_update(rec, what);
+                json_object_update(rec, (json_t *) what);
         audit_write_deferred(rec);
 }
 
@@ -164,7 +165,9 @@ int daemon_reload(struct daemon *d, const char *by, json_t **ret, struct sbx_err
         struct retired *x = reload_prepare(d, d->policy, err);
         if (!x) {
                 log_error("reload (%s) refused, nothing changed: %s", by, err->msg);
-                audit_reload(by, "refused", json_pack("{s:s}", "message", err->msg));
+                json_t *m = json_pack("{s:s}", "message", err->msg);
+                audit_reload(by, "refused", m);
+                json_decref(m);
                 return -err->code;
         }
         json_t *what = reload_apply(d, x, by);

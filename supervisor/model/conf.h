@@ -249,7 +249,8 @@ int config_load(struct config *c, const char *path, struct sbx_error *err);
 int config_load_string(struct config *c, const char *name, const char *text, struct sbx_error *err);
 /* config_load, and then the keys policy.set gave ({ TENANT: { KEY: VALUE
  * } } from policy_name, or NULL), which replace the file's lines of the
- * same keys in [tenant.TENANT]; a tenant the file lacks is an error. */
+ * same keys in [tenant.TENANT]; those of a tenant the file lacks are left
+ * aside until it has it again. */
 int config_load_policy(struct config *c, const char *path, const struct json_t *policy, const char *policy_name,
                        struct sbx_error *err);
 

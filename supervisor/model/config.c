@@ -593,12 +593,10 @@ static int load_policy(struct config *c, const struct inikey_format *fmt, struct
                 bool known = false;
                 for (size_t i = 0; i < c->n_tenants && !known; i++)
                         known = streq(c->tenants[i].name, tn);
-                if (!known && !streq(tn, "anonymous")) {
-                        fclose(f);
-                        free(text);
-                        return sbx_error_msg(err, EINVAL, "%s: tenant '%s' has keys set by policy.set, but %s has no [tenant.%s]",
-                                             c->policy_name, tn, c->path, tn);
-                }
+                /* a tenant the file no longer has: its keys wait for it
+                 * (no tenant at all allows less than any of them) */
+                if (!known && !streq(tn, "anonymous"))
+                        continue;
                 fprintf(f, "[" TENANT_PREFIX "%s]\n", tn);
                 json_object_foreach (tkeys, key, v)
                         fprintf(f, "%s = %s\n", key, json_string_value(v));
