@@ -197,6 +197,9 @@ check_sdk_run() {
         check_sdk_run
         # the jobs are the token's: the audit log says so
         grep '"event":"request"' "$SUP_DIR/audit.log" | grep '"via":"http"' | grep -q '"token":"agent"'
+        # the long run's progress came on its stream (text/event-stream)
+        [ "$(jq -r '.progress[0]' <<< "$r")" = started ]
+        [ "$(jq -r '.progress | index("output")' <<< "$r")" != null ]
 }
 
 # post TOKEN BODY [CURL ARGS]: POST /mcp; the body, then "HTTP CODE"
@@ -229,6 +232,32 @@ post() {
         [[ "$output" == *'"code":-32700'*"HTTP 400" ]]
         run -0 curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOK" "http://127.0.0.1:$PORT/mcp"
         [ "$output" = 405 ]
+}
+
+@test "/mcp: a tool call with a progressToken is an event stream: progress as the job goes, then its result" {
+        run -0 post "$TOK" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"progressToken":"p7"},"name":"run_code","arguments":{"language":"sh","code":"echo one; sleep 0.3; echo two"}}}' -D "$SUP_DIR/sse.headers"
+        grep -qi '^content-type: text/event-stream' "$SUP_DIR/sse.headers"
+        [ "${lines[-1]}" = "HTTP 200" ]
+        # each event a data line: progress (token p7) first, the response (id 7) last
+        data=$(grep '^data: ' <<< "$output" | sed 's/^data: //')
+        [ "$(head -1 <<< "$data" | jq -r .method)" = notifications/progress ]
+        [ "$(head -1 <<< "$data" | jq -r .params.progressToken)" = p7 ]
+        [ "$(head -1 <<< "$data" | jq -r .params.message)" = started ]
+        [ "$(tail -1 <<< "$data" | jq -r .id)" = 7 ]
+        [ "$(tail -1 <<< "$data" | jq -r .result.structuredContent.stdout)" = "one
+two" ]
+        # without text/event-stream in Accept: one JSON answer, as before
+        run -0 curl -sS -w '\nHTTP %{http_code}' -H "Authorization: Bearer $TOK" -H 'Content-Type: application/json' \
+                -H 'Accept: application/json' --data-binary '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"_meta":{"progressToken":"p8"},"name":"run_code","arguments":{"language":"sh","code":"echo x"}}}' \
+                "http://127.0.0.1:$PORT/mcp"
+        [ "$(jq -r .result.structuredContent.stdout <<< "${lines[0]}")" = x ]
+        # a client that hangs up on the stream has its job cancelled
+        run -28 timeout 10 curl -sS -m 2 -H "Authorization: Bearer $TOK" -H 'Content-Type: application/json' \
+                -H 'Accept: text/event-stream, application/json' --data-binary \
+                '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"_meta":{"progressToken":9},"name":"run_code","arguments":{"language":"sh","code":"sleep 60"}}}' \
+                "http://127.0.0.1:$PORT/mcp"
+        [[ "$output" == *"data: "*'"progressToken":9'* ]]
+        newest_job_killed
 }
 
 @test "/mcp: a caller that hangs up during a tool call has its job cancelled" {

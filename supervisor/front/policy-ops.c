@@ -111,19 +111,24 @@ static void op_show(struct conn *c, struct request *req) {
 }
 
 static void op_history(struct conn *c, struct request *req) {
-        const struct tenant *t = target(c, req);
-        if (!t)
-                return;
+        /* an admin may read the changes of a tenant taken out of the file */
+        const char *name = req->tenant && is_admin(c) ? req->tenant : NULL;
+        if (!name) {
+                const struct tenant *t = target(c, req);
+                if (!t)
+                        return;
+                name = t->name;
+        }
         json_t *all = json_object_get(c->d->policy, "history"), *out = json_array();
         size_t i;
         json_t *e;
         json_array_foreach (all, i, e)
-                if (streq(json_string_value(json_object_get(e, "tenant")) ?: "", t->name))
+                if (streq(json_string_value(json_object_get(e, "tenant")) ?: "", name))
                         json_array_append(out, e);
         /* the newest limit ones */
         while (json_array_size(out) > req->limit)
                 json_array_remove(out, 0);
-        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:o}", "tenant", t->name, "history", out)));
+        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:o}", "tenant", name, "history", out)));
 }
 
 static void op_reload(struct conn *c, struct request *req, const char *by) {
