@@ -217,34 +217,29 @@ int config_each_word(struct inikey_ctx *c, int (*fn)(struct inikey_ctx *, const 
 
 /* ---- tenant keys ---- */
 
-static int add_uid(struct inikey_ctx *c, const char *w) {
-        struct tenant *t = config_tenant(c);
+/* A user name or uid appended to a list of at most CONFIG_MAX_IDS. */
+static int append_uid(struct inikey_ctx *c, const char *w, const char *what, uid_t **ids, size_t *n) {
         uid_t u;
         if (config_lookup_uid(w, &u) < 0)
-                return FAIL(c, "unknown user '%s'", w);
-        if (t->n_uids >= CONFIG_MAX_IDS)
-                return FAIL(c, "too many uids (at most %d)", CONFIG_MAX_IDS);
-        uid_t *n = realloc(t->uids, (t->n_uids + 1) * sizeof(*n));
-        if (!n)
+                return FAIL(c, "%sunknown user '%s'", what, w);
+        if (*n >= CONFIG_MAX_IDS)
+                return FAIL(c, "%stoo many uids (at most %d)", what, CONFIG_MAX_IDS);
+        uid_t *a = realloc(*ids, (*n + 1) * sizeof(*a));
+        if (!a)
                 return -ENOMEM;
-        n[t->n_uids++] = u;
-        t->uids = n;
+        a[(*n)++] = u;
+        *ids = a;
         return 0;
+}
+
+static int add_uid(struct inikey_ctx *c, const char *w) {
+        struct tenant *t = config_tenant(c);
+        return append_uid(c, w, "", &t->uids, &t->n_uids);
 }
 
 static int add_admin(struct inikey_ctx *c, const char *w) {
         struct config *cf = config_of(c);
-        uid_t u;
-        if (config_lookup_uid(w, &u) < 0)
-                return FAIL(c, "admins: unknown user '%s'", w);
-        if (cf->n_admins >= CONFIG_MAX_IDS)
-                return FAIL(c, "admins: too many (at most %d)", CONFIG_MAX_IDS);
-        uid_t *n = realloc(cf->admins, (cf->n_admins + 1) * sizeof(*n));
-        if (!n)
-                return -ENOMEM;
-        n[cf->n_admins++] = u;
-        cf->admins = n;
-        return 0;
+        return append_uid(c, w, "admins: ", &cf->admins, &cf->n_admins);
 }
 
 static int k_admins(struct inikey_ctx *c) {
