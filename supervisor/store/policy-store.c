@@ -112,5 +112,7 @@ json_t *policy_store_commit(json_t *doc, json_t *tenants, const char *tenant, co
         json_array_append_new(history, entry);
         while (json_array_size(history) > POLICY_HISTORY_MAX)
                 json_array_remove(history, 0);
+        while (json_array_size(history) > 1 && json_dumpb(doc, NULL, 0, JSON_INDENT(1) | JSON_SORT_KEYS) > POLICY_FILE_BUDGET)
+                json_array_remove(history, 0);
         return entry;
 }

@@ -9,8 +9,11 @@
 #include "error.h"
 
 #define POLICY_FILE "policy.json"
-/* Changes kept in the history, the newest. */
+/* Changes kept in the history, the newest: at most this many, and fewer
+ * when the file would grow past POLICY_FILE_BUDGET (it is read back at
+ * start, up to 16 MiB). */
 #define POLICY_HISTORY_MAX 1000
+#define POLICY_FILE_BUDGET (8u << 20)
 
 /* The document: { "version": N, "tenants": { TENANT: { KEY: VALUE } },
  * "history": [ change... ] }; an empty one when there is no file yet. A
