@@ -24,6 +24,7 @@ struct show {
         struct conn *c;
         json_t *tag;
         struct sbx_error err;
+        char tenant[65]; /* w.tenant: a reload may free the tenant while it waits */
 };
 
 /* The profile a job of this bundle would be given (its generated part;
@@ -129,7 +130,8 @@ void bundle_op_show(struct conn *c, struct request *req) {
         s->c = c;
         s->tag = req->tag ? json_incref(req->tag) : NULL;
         s->w.reg = c->tenant->registry;
-        s->w.tenant = c->tenant->name;
+        snprintf(s->tenant, sizeof(s->tenant), "%s", c->tenant->name);
+        s->w.tenant = s->tenant;
         bundle_ref_parse(req->bundle, &s->w.ref, &err);
         s->w.t0_us = now_mono_us();
         s->w.ready = show_ready;
