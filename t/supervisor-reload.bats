@@ -280,7 +280,7 @@ audit_last() {
         run -0 ctl ping
 }
 
-@test "a change that withdraws network or services ends the sessions that use them, as recorded" {
+@test "a change that withdraws network ends the sessions that use it, as recorded; one that withdraws services takes their ports" {
         write_conf
         run -0 ctl reload
         run -0 ctl_nobody session create --network host
@@ -294,10 +294,18 @@ audit_last() {
         [[ "$output" == *E_SESSION_ENDED*policy* ]]
         run -0 ctl_nobody session show "$plain"
         run -0 ctl policy set t1 session_services=no
-        [[ "$output" == *"sessions ended: $plain"* ]]
-        wait_until 20 sh -c "setpriv --reuid=nobody --regid=nogroup --clear-groups -- '$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' session show '$plain' 2>&1 | grep -q 'ended at.*policy'"
-        # their sandboxes' records say why
-        run -0 grep -rl "\"$plain\"" "$SUP_DIR/state/results"
+        [[ "$output" == *"services withdrawn: $plain"* ]]
+        # the session lives on, without its port, and may expose none
+        run -0 ctl_nobody --json session show "$plain"
+        [ "$(jq -r .state <<< "$output")" = ready ]
+        run -125 ctl_nobody session unexpose "$plain" 8000
+        [[ "$output" == *E_NOT_FOUND*"does not expose port 8000"* ]]
+        run -125 ctl_nobody session expose "$plain" 8000
+        [[ "$output" == *E_FORBIDDEN*session_services* ]]
+        run -0 ctl_nobody session close "$plain"
+        # the ended sandbox's record says why
+        wait_until 20 sh -c "grep -rl '\"$host\"' '$SUP_DIR/state/results' | grep -q ."
+        run -0 grep -rl "\"$host\"" "$SUP_DIR/state/results"
         run -0 grep -h -o '"ended": *"policy"' $output
         run -0 ctl policy reset t1 network session_services
 }

@@ -29,6 +29,7 @@ void sbxctl_print_reload(json_t *r) {
         print_names("removed", json_object_get(r, "removed"));
         print_names("changed", json_object_get(r, "changed"));
         print_names("sessions ended", json_object_get(r, "sessions_ended"));
+        print_names("services withdrawn", json_object_get(r, "services_withdrawn"));
         size_t closed = json_array_size(json_object_get(r, "connections_closed"));
         if (closed)
                 printf("connections closed: %zu\n", closed);

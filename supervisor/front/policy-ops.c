@@ -102,11 +102,9 @@ static void op_show(struct conn *c, struct request *req) {
         if (!t)
                 return;
         json_t *set = json_object_get(json_object_get(d->policy, "tenants"), t->name);
-        json_t *o = json_pack("{s:s, s:s?, s:I, s:o, s:O, s:o}", "tenant", t->name, "origin", t->origin, "version",
+        json_t *o = json_pack("{s:s, s:s?, s:I, s:o, s:o, s:o}", "tenant", t->name, "origin", t->origin, "version",
                               json_integer_value(json_object_get(d->policy, "version")), "keys", keys_of(d->cfg, t->name), "set",
-                              set ? set : json_object(), "effective", effective(t));
-        if (!set)
-                json_decref(json_object_get(o, "set"));
+                              set ? json_incref(set) : json_object(), "effective", effective(t));
         conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "policy", o)));
 }
 

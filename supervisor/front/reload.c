@@ -10,7 +10,8 @@
  *   again from their peer's credentials or their HTTP token; one whose
  *   tenant is gone or is now another is closed;
  * - sessions go on under the new policy, or end ("policy") when it
- *   withdrew what they use (session-policy.c).
+ *   withdrew their network mode or their tenant; withdrawn services lose
+ *   their ports and connections, the session lives on (session-policy.c).
  *
  * The old tenants stay in memory, held by their jobs, until none is left
  * (reload_sweep at housekeeping). */
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "policy-store.h"
 #include "reload.h"
+#include "service.h"
 #include "tenant.h"
 #include "util.h"
 
@@ -143,11 +145,20 @@ json_t *reload_apply(struct daemon *d, struct retired *old, const char *by) {
         if (sched_grow(&d->sched, d->cfg->n_slots) < 0 || conns_grow(&d->conns, d->cfg->n_slots) < 0)
                 log_error("reload: out of memory for the counters of new tenants: they are counted with the anonymous one");
         json_t *what = tenant_changes(d->cfg, fresh);
-        json_t *closed = json_array(), *ended = json_array();
+        json_t *closed = json_array(), *ended = json_array(), *services = json_array();
         unsigned n_closed = move_conns(d, closed);
-        unsigned n_ended = sessions_reloaded(&d->sessions, d->cfg, ended);
+        unsigned n_ended = sessions_reloaded(&d->sessions, d->cfg, ended, services);
+        size_t i;
+        json_t *x;
+        json_array_foreach (services, i, x) {
+                size_t k;
+                json_t *port;
+                json_array_foreach (json_object_get(x, "ports"), k, port)
+                        service_close_session(d, json_string_value(json_object_get(x, "session")), (int) json_integer_value(port));
+        }
         json_object_set_new(what, "connections_closed", closed);
         json_object_set_new(what, "sessions_ended", ended);
+        json_object_set_new(what, "services_withdrawn", services);
         json_object_set_new(what, "tenants", json_integer((json_int_t) d->cfg->n_tenants));
         json_object_set_new(what, "tokens", json_integer((json_int_t) d->cfg->n_tokens));
         old->next = d->retired;

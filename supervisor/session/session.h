@@ -58,10 +58,12 @@ void sessions_adopt(struct sessions *ss);
 unsigned sessions_count(const struct sessions *ss, const struct tenant *t);
 /* After a reload (front/reload.c): each live session goes on under its
  * tenant as cfg has it now, or ends ("policy") when that tenant is gone or
- * no longer allows the session's network mode or, for a session with
- * exposed ports, services. What ended is appended to ended (objects
- * "session", "tenant", "why"); the count is returned. */
-unsigned sessions_reloaded(struct sessions *ss, const struct config *cfg, json_t *ended);
+ * no longer allows the session's network mode. What ended is appended to
+ * ended (objects "session", "tenant", "why"); the count is returned. A
+ * session whose tenant no longer allows services has its ports
+ * unexposed, appended to services ("session", "tenant", "ports"): the
+ * caller ends their connections. */
+unsigned sessions_reloaded(struct sessions *ss, const struct config *cfg, json_t *ended, json_t *services);
 /* Does a live session still point at one of old's tenants? */
 bool sessions_hold(const struct sessions *ss, const struct config *old);
 /* The memory limits of t's live sessions together (bytes); UINT64_MAX
