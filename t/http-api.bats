@@ -44,6 +44,14 @@ setup_file() {
         openssl x509 -req -in "$tls/srv.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -CAcreateserial -days 2 -extfile "$tls/ext" \
                 -out "$tls/srv.crt" 2>/dev/null
         chmod 0600 "$tls/srv.key"
+        # client certificates: two of the CA (one configured, one not), one
+        # of a CA of their own
+        local c
+        for c in robot stranger; do
+                openssl req -newkey rsa:2048 -nodes -subj "/CN=$c" -keyout "$tls/$c.key" -out "$tls/$c.csr" 2>/dev/null
+                openssl x509 -req -in "$tls/$c.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -CAcreateserial -days 2 -out "$tls/$c.crt" 2>/dev/null
+        done
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=robot -keyout "$tls/forged.key" -out "$tls/forged.crt" 2>/dev/null
         sup_config "socket_mode = 0666"
         cat >> "$SUP_DIR/sup.conf" <<EOC
 
@@ -82,9 +90,13 @@ tenant = admin
 sha256 = $(sha "$TOK_SLOW")
 rate = 1
 burst = 2
+
+[token.robot]
+tenant = bravo
+$(openssl x509 -in "$tls/robot.crt" -noout -fingerprint -sha256 | sed 's/^/cert_sha256 = /')
 EOC
         # the same daemon's second, TLS, listener
-        sed -i "s|^listen = 127.0.0.1:$PORT\$|listen = 127.0.0.1:$PORT\nlisten_tls = 127.0.0.1:$TPORT\ntls_cert = $tls/srv.crt\ntls_key = $tls/srv.key|" "$SUP_DIR/sup.conf"
+        sed -i "s|^listen = 127.0.0.1:$PORT\$|listen = 127.0.0.1:$PORT\nlisten_tls = 127.0.0.1:$TPORT\ntls_cert = $tls/srv.crt\ntls_key = $tls/srv.key\ntls_client_ca = $tls/ca.crt|" "$SUP_DIR/sup.conf"
         sup_start
 }
 
@@ -453,6 +465,31 @@ EOF
         sup_start
 }
 
+@test "TLS client certificates: one configured is its token's tenant; one not configured or not of the CA is refused" {
+        local tls="$SUP_DIR/tls" u="https://127.0.0.1:$TPORT/v1/ping"
+        run -0 curl -sS --cacert "$tls/ca.crt" --cert "$tls/robot.crt" --key "$tls/robot.key" "$u"
+        [ "$(jq -r .tenant <<< "$output")" = bravo ]
+        [ "$(jq -r .token <<< "$output")" = robot ]
+        # a job as that tenant, and the audit says which certificate
+        run -0 curl -sS --cacert "$tls/ca.crt" --cert "$tls/robot.crt" --key "$tls/robot.key" --data '{"command":["id","-u"]}' \
+                "https://127.0.0.1:$TPORT/v1/jobs"
+        [ "$(jq -r .ok <<< "$output")" = true ]
+        grep '"event":"request"' "$SUP_DIR/audit.log" | grep -q '"token":"robot"'
+        # a bearer token, when given, is what counts
+        run -0 curl -sS --cacert "$tls/ca.crt" --cert "$tls/robot.crt" --key "$tls/robot.key" -H "Authorization: Bearer $TOK_A" "$u"
+        [ "$(jq -r .token <<< "$output")" = alice ]
+        # of the CA but no token's; of another CA with the same name; none
+        run -0 curl -sS -w '\nHTTP %{http_code}' --cacert "$tls/ca.crt" --cert "$tls/stranger.crt" --key "$tls/stranger.key" "$u"
+        [[ "$output" == *"no [token.NAME]'s cert_sha256"*"HTTP 401" ]]
+        run -0 curl -sS -w '\nHTTP %{http_code}' --cacert "$tls/ca.crt" --cert "$tls/forged.crt" --key "$tls/forged.key" "$u"
+        [[ "$output" == *"not valid for tls_client_ca"*"HTTP 401" ]]
+        run -0 curl -sS -w '\nHTTP %{http_code}' --cacert "$tls/ca.crt" "$u"
+        [[ "$output" == *"no bearer token (Authorization: Bearer TOKEN) and no client certificate"*"HTTP 401" ]]
+        # plain HTTP has no certificate to show
+        run -0 curl -sS -w '\nHTTP %{http_code}' "http://127.0.0.1:$PORT/v1/ping"
+        [[ "$output" == *"HTTP 401" ]]
+}
+
 @test "a bad [http] or [token.NAME] is refused with file:line before the daemon starts" {
         check() {
                 printf '[tenant.t]\nuids = 5\n%s\n' "$1" > "$SUP_DIR/bad.conf"
@@ -469,7 +506,19 @@ tls_cert = /etc/c.pem" "tls_cert without tls_key"
         check "[http]
 max_connections = 0" "bad.conf:4: max_connections: expected a number from 1 to 65536, got '0'"
         check "[token.x]
-tenant = t" "[token.x] has no sha256"
+tenant = t" "[token.x] has neither sha256 (a bearer token) nor cert_sha256 (a client certificate)"
+        check "[token.x]
+tenant = t
+cert_sha256 = $h" "[token.x] cert_sha256 needs [http] tls_client_ca"
+        check "[token.x]
+tenant = t
+sha256 = $h
+cert_sha256 = $h" "[token.x] has both sha256 and cert_sha256"
+        check "[token.x]
+cert_sha256 = AB:CD" "bad.conf:4: cert_sha256: expected the certificate's SHA-256"
+        check "[http]
+listen = 127.0.0.1:8080
+tls_client_ca = /etc/ca.pem" "[http] tls_client_ca is for listen_tls addresses"
         check "[token.x]
 sha256 = $h" "[token.x] has no tenant"
         check "[token.x]

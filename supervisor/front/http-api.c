@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP API ([http] listen): libmicrohttpd with a thread per
- * connection, each request authenticated by its bearer token, routed
+ * connection, each request authenticated by its bearer token or its TLS
+ * client certificate, routed
  * (http-routes.h) to one protocol operation, and served by the daemon's
  * loop through a connection of its own (http-gate.h). The thread waits
  * for the reply, so a wait or a follow costs the loop nothing more than
@@ -8,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -52,9 +54,39 @@ static const struct http_token *token_of(const struct config *cfg, const char *b
         const struct http_token *found = NULL;
         /* every token compared, in constant time each */
         for (size_t i = 0; i < cfg->n_tokens; i++)
-                if (sodium_memcmp(digest, cfg->tokens[i].sha256, sizeof(digest)) == 0)
+                if (cfg->tokens[i].has_sha256 && sodium_memcmp(digest, cfg->tokens[i].sha256, sizeof(digest)) == 0)
                         found = &cfg->tokens[i];
         return found;
+}
+
+/* The caller's TLS client certificate, checked against tls_client_ca:
+ * its [token.NAME] of that cert_sha256 in *ret (NULL: it sent none);
+ * -1 with *why when it sent one that is not good or not configured. */
+static int cert_of(const struct config *cfg, struct MHD_Connection *mc, const struct http_token **ret, const char **why) {
+        *ret = NULL;
+        if (!cfg->http_tls_client_ca)
+                return 0;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        gnutls_session_t s = ci ? (gnutls_session_t) ci->tls_session : NULL;
+        unsigned n = 0;
+        const gnutls_datum_t *peers = s ? gnutls_certificate_get_peers(s, &n) : NULL;
+        if (!peers || n == 0)
+                return 0;
+        unsigned status = 0;
+        if (gnutls_certificate_verify_peers2(s, &status) < 0 || status != 0) {
+                *why = "the client certificate is not valid for tls_client_ca (signature, dates or issuer)";
+                return -1;
+        }
+        uint8_t digest[crypto_hash_sha256_BYTES];
+        crypto_hash_sha256(digest, peers[0].data, peers[0].size);
+        for (size_t i = 0; i < cfg->n_tokens; i++)
+                if (cfg->tokens[i].has_cert && sodium_memcmp(digest, cfg->tokens[i].cert_sha256, sizeof(digest)) == 0)
+                        *ret = &cfg->tokens[i];
+        if (!*ret) {
+                *why = "the client certificate is no [token.NAME]'s cert_sha256";
+                return -1;
+        }
+        return 0;
 }
 
 /* Under tokens_lock. */
@@ -77,20 +109,42 @@ static bool rate_allows(struct http_api *h, const struct http_token *t) {
 }
 
 static int check_token(struct hreq *q, struct MHD_Connection *mc, const char *bearer, enum MHD_Result *ret);
+static int check_caller(struct hreq *q, struct MHD_Connection *mc, const struct http_token *t, enum MHD_Result *ret);
+
+/* Without an Authorization header: the client certificate's token, if
+ * it sent one; else anonymous where allowed. */
+static int authenticate_cert(struct hreq *q, struct MHD_Connection *mc, enum MHD_Result *ret) {
+        struct http_api *h = q->h;
+        const struct http_token *t;
+        const char *why = NULL;
+        pthread_rwlock_rdlock(&h->tokens_lock);
+        int r = cert_of(h->cfg, mc, &t, &why);
+        if (r == 0 && t)
+                r = check_caller(q, mc, t, ret);
+        pthread_rwlock_unlock(&h->tokens_lock);
+        if (r < 0 && why) {
+                log_refusal(h, q->peer, why);
+                *ret = http_queue_error(mc, E_UNAUTHORIZED, "%s", why);
+        }
+        if (r < 0 || t)
+                return r;
+        if (h->cfg->allow_unauthenticated)
+                return 0;
+        log_refusal(h, q->peer, "no token");
+        *ret = http_queue_error(mc, E_UNAUTHORIZED, h->cfg->http_tls_client_ca
+                                                            ? "no bearer token (Authorization: Bearer TOKEN) and no client certificate"
+                                                            : "no bearer token (Authorization: Bearer TOKEN)");
+        return -1;
+}
 
 /* 0 when the request may go on (q->tok its token's name, or "" for the
- * anonymous tenant), or a refusal queued. */
+ * anonymous tenant), or a refusal queued. A bearer token, when given,
+ * is what counts; without one, a client certificate. */
 static int authenticate(struct hreq *q, struct MHD_Connection *mc, enum MHD_Result *ret) {
         struct http_api *h = q->h;
-        const struct config *cfg = h->cfg;
         const char *auth = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        if (!auth) {
-                if (cfg->allow_unauthenticated)
-                        return 0;
-                log_refusal(h, q->peer, "no token");
-                *ret = http_queue_error(mc, E_UNAUTHORIZED, "no bearer token (Authorization: Bearer TOKEN)");
-                return -1;
-        }
+        if (!auth)
+                return authenticate_cert(q, mc, ret);
         if (strncasecmp(auth, "Bearer ", 7) != 0 || !auth[7]) {
                 log_refusal(h, q->peer, "an Authorization header that is not a bearer token");
                 *ret = http_queue_error(mc, E_UNAUTHORIZED, "the Authorization header is not 'Bearer TOKEN'");
@@ -111,6 +165,12 @@ static int check_token(struct hreq *q, struct MHD_Connection *mc, const char *be
                 *ret = http_queue_error(mc, E_UNAUTHORIZED, "unknown token");
                 return -1;
         }
+        return check_caller(q, mc, t, ret);
+}
+
+/* Under tokens_lock: its expiry, scope and rate. */
+static int check_caller(struct hreq *q, struct MHD_Connection *mc, const struct http_token *t, enum MHD_Result *ret) {
+        struct http_api *h = q->h;
         if (t->expires_s && (uint64_t) time(NULL) >= t->expires_s) {
                 char when[32];
                 time_t e = (time_t) t->expires_s;
@@ -269,6 +329,8 @@ int http_api_prepare(struct daemon *d, struct sbx_error *err) {
                 int r = read_pem(cfg->http_tls_cert, &h->cert, err);
                 if (r < 0 || (r = read_pem(cfg->http_tls_key, &h->key, err)) < 0)
                         return r;
+                if (cfg->http_tls_client_ca && (r = read_pem(cfg->http_tls_client_ca, &h->client_ca, err)) < 0)
+                        return r;
         }
         return 0;
 }
@@ -289,9 +351,12 @@ int http_api_start(struct daemon *d, struct sbx_error *err) {
                         return sbx_error_msg(err, EINVAL, "[http] listen: invalid address '%s'", addr);
                 unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
                                  (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0) | (cfg->http_listen_tls[i] ? MHD_USE_TLS : 0);
+                /* with a client CA, MHD asks for a certificate (optional:
+                 * cert_of() checks it) */
                 struct MHD_OptionItem tls[] = {
                         { MHD_OPTION_HTTPS_MEM_CERT, 0, h->cert },
                         { MHD_OPTION_HTTPS_MEM_KEY, 0, h->key },
+                        { h->client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, h->client_ca },
                         { MHD_OPTION_END, 0, NULL },
                 };
                 h->mhd[i] = MHD_start_daemon(
@@ -300,7 +365,7 @@ int http_api_start(struct daemon *d, struct sbx_error *err) {
                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) (cfg->http_idle_timeout_ms / 1000),
                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) cfg->http_max_headers, MHD_OPTION_THREAD_STACK_SIZE,
                         (size_t) THREAD_STACK, MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_ARRAY,
-                        cfg->http_listen_tls[i] ? tls : tls + 2, MHD_OPTION_END);
+                        cfg->http_listen_tls[i] ? tls : tls + 3, MHD_OPTION_END);
                 if (!h->mhd[i])
                         return sbx_error_msg(err, EADDRNOTAVAIL,
                                              "[http] listen: cannot listen on %s (in use, not an address of this host, a port below "
@@ -375,6 +440,7 @@ void http_api_stop(struct daemon *d) {
                 explicit_bzero(h->key, strlen(h->key));
         free(h->key);
         free(h->cert);
+        free(h->client_ca);
         free(h->rates);
         free(h);
         d->api = NULL;

@@ -26,7 +26,7 @@ struct http_api {
         struct http_gate *gate;
         struct MHD_Daemon *mhd[CONFIG_HTTP_MAX_LISTEN];
         size_t n_mhd;
-        char *cert, *key;
+        char *cert, *key, *client_ca;
         pthread_mutex_t lock; /* rates */
         /* cfg's tokens and rates: read by each request's authentication,
          * written by a reload (http_api_reload) */

@@ -118,7 +118,8 @@ struct tenant {
 
 #define CONFIG_HTTP_MAX_LISTEN 8
 
-/* A bearer token of the HTTP API: only its SHA-256 is configured. */
+/* A caller of the HTTP API: a bearer token (only its SHA-256 is
+ * configured) or a TLS client certificate (its SHA-256, of the DER). */
 struct http_token {
         char *name;
         char *origin;              /* "FILE:LINE" of its section */
@@ -126,6 +127,8 @@ struct http_token {
         const struct tenant *tenant; /* set once the file is read */
         uint8_t sha256[32];
         bool has_sha256;
+        uint8_t cert_sha256[32];
+        bool has_cert;
         uint64_t expires_s;        /* seconds since the epoch; 0: never */
         bool read_only;            /* scope = read */
         bool admin;                /* scope = admin: also reload and policies */
@@ -207,6 +210,7 @@ struct config {
         size_t n_http_listen;
         char *http_tls_cert;        /* PEM files; both or neither */
         char *http_tls_key;
+        char *http_tls_client_ca;   /* PEM: the CAs of client certificates ([token.NAME] cert_sha256); NULL: none asked */
         uint64_t http_max_connections; /* over all listeners */
         uint64_t http_ip_connections;  /* from one client address */
         uint64_t http_idle_timeout_ms; /* a connection silent this long is closed */

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sbx-supervisord.conf(5), the keys of the HTTP API: [http] (where it
  * listens, its TLS certificate, its bounds) and one [token.NAME] section
- * per bearer token (the SHA-256 of the token, its tenant, scope, expiry
- * and rate). The token itself is never in the file. The certificate and
+ * per caller: a bearer token (the SHA-256 of the token) or a TLS client
+ * certificate (the SHA-256 of the certificate), its tenant, scope, expiry
+ * and rate. The token itself is never in the file. The certificate and
  * key are read when the daemon starts listening (front/http-api.c). */
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "config-keys.h"
@@ -38,7 +40,8 @@ void config_http_free(struct config *c) {
         c->n_http_listen = 0;
         free(c->http_tls_cert);
         free(c->http_tls_key);
-        c->http_tls_cert = c->http_tls_key = NULL;
+        free(c->http_tls_client_ca);
+        c->http_tls_cert = c->http_tls_key = c->http_tls_client_ca = NULL;
         for (size_t i = 0; i < c->n_http_mcp_origins; i++)
                 free(c->http_mcp_origins[i]);
         free(c->http_mcp_origins);
@@ -143,6 +146,24 @@ static int k_sha256(struct inikey_ctx *c) {
         return 0;
 }
 
+/* 64 hexadecimal digits, or 32 pairs with ':' between (openssl x509
+ * -fingerprint -sha256 prints that, after "sha256 Fingerprint="). */
+static int k_cert_sha256(struct inikey_ctx *c) {
+        struct http_token *t = c->obj;
+        const char *v = c->value, *eq = strchr(v, '=');
+        if (eq && strncasecmp(v, "sha256 Fingerprint=", 19) == 0)
+                v = eq + 1;
+        size_t len = strlen(v);
+        const char *ignore = len == 95 ? ":" : NULL;
+        size_t n = 0;
+        if ((len != 64 && len != 95) || sodium_hex2bin(t->cert_sha256, sizeof(t->cert_sha256), v, len, ignore, &n, NULL) < 0 ||
+            n != sizeof(t->cert_sha256))
+                return FAIL(c, "cert_sha256: expected the certificate's SHA-256, as 64 hexadecimal digits or as openssl x509 "
+                            "-fingerprint -sha256 prints it, got '%s'", c->value);
+        t->has_cert = true;
+        return 0;
+}
+
 static int k_scope(struct inikey_ctx *c) {
         struct http_token *t = c->obj;
         t->read_only = streq(c->value, "read");
@@ -178,6 +199,7 @@ static const struct inikey keys[] = {
         HTTP("listen_tls", APPEND, k_listen),
         HTTP("tls_cert", ONCE, config_kind_abs_path, .off = offsetof(struct config, http_tls_cert)),
         HTTP("tls_key", ONCE, config_kind_abs_path, .off = offsetof(struct config, http_tls_key)),
+        HTTP("tls_client_ca", ONCE, config_kind_abs_path, .off = offsetof(struct config, http_tls_client_ca)),
         HTTP("max_connections", ONCE, config_kind_count, .off = offsetof(struct config, http_max_connections), .min = 1,
              .max = 65536),
         HTTP("max_ip_connections", ONCE, config_kind_count, .off = offsetof(struct config, http_ip_connections), .min = 1,
@@ -191,6 +213,7 @@ static const struct inikey keys[] = {
 
         TOKEN("tenant", ONCE, k_tenant),
         TOKEN("sha256", ONCE, k_sha256),
+        TOKEN("cert_sha256", ONCE, k_cert_sha256),
         TOKEN("scope", ONCE, k_scope),
         TOKEN("expires", ONCE, k_expires),
         TOKEN("rate", ONCE, config_kind_count, .off = offsetof(struct http_token, rate), .min = 1, .max = 1000000),
@@ -210,10 +233,19 @@ int config_http_check(struct config *c, struct sbx_error *err) {
                 return BAD("[http] listen_tls needs tls_cert and tls_key");
         if (!tls && c->http_tls_cert)
                 return BAD("[http] tls_cert and tls_key are for listen_tls addresses, and none is given");
+        if (!tls && c->http_tls_client_ca)
+                return BAD("[http] tls_client_ca is for listen_tls addresses, and none is given");
         for (size_t i = 0; i < c->n_tokens; i++) {
                 struct http_token *t = &c->tokens[i];
-                if (!t->has_sha256)
-                        return BAD("%s: [token.%s] has no sha256", t->origin, t->name);
+                if (!t->has_sha256 && !t->has_cert)
+                        return BAD("%s: [token.%s] has neither sha256 (a bearer token) nor cert_sha256 (a client certificate)",
+                                   t->origin, t->name);
+                if (t->has_sha256 && t->has_cert)
+                        return BAD("%s: [token.%s] has both sha256 and cert_sha256: a section is one bearer token or one "
+                                   "client certificate", t->origin, t->name);
+                if (t->has_cert && !c->http_tls_client_ca)
+                        return BAD("%s: [token.%s] cert_sha256 needs [http] tls_client_ca (the CA the certificate is checked "
+                                   "against)", t->origin, t->name);
                 if (!t->tenant_name)
                         return BAD("%s: [token.%s] has no tenant", t->origin, t->name);
                 t->tenant = NULL;
@@ -226,9 +258,13 @@ int config_http_check(struct config *c, struct sbx_error *err) {
                         return BAD("%s: [token.%s]: burst goes with rate", t->origin, t->name);
                 if (t->rate && !t->burst)
                         t->burst = t->rate;
-                for (size_t j = 0; j < i; j++)
-                        if (!memcmp(c->tokens[j].sha256, t->sha256, sizeof(t->sha256)))
-                                return BAD("%s: [token.%s] has the sha256 of [token.%s]", t->origin, t->name, c->tokens[j].name);
+                for (size_t j = 0; j < i; j++) {
+                        const struct http_token *o = &c->tokens[j];
+                        if (t->has_sha256 && o->has_sha256 && !memcmp(o->sha256, t->sha256, sizeof(t->sha256)))
+                                return BAD("%s: [token.%s] has the sha256 of [token.%s]", t->origin, t->name, o->name);
+                        if (t->has_cert && o->has_cert && !memcmp(o->cert_sha256, t->cert_sha256, sizeof(t->cert_sha256)))
+                                return BAD("%s: [token.%s] has the cert_sha256 of [token.%s]", t->origin, t->name, o->name);
+                }
         }
         return 0;
 }

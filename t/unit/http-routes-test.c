@@ -97,9 +97,13 @@ static void test_document(void **state) {
         json_t *scheme = json_object_get(json_object_get(json_object_get(doc, "components"), "securitySchemes"), "bearerAuth");
         assert_string_equal(json_string_value(json_object_get(scheme, "type")), "http");
         assert_string_equal(json_string_value(json_object_get(scheme, "scheme")), "bearer");
+        /* a bearer token, or a TLS client certificate: either will do */
+        scheme = json_object_get(json_object_get(json_object_get(doc, "components"), "securitySchemes"), "mutualTLS");
+        assert_string_equal(json_string_value(json_object_get(scheme, "type")), "mutualTLS");
         json_t *sec = json_object_get(doc, "security");
-        assert_int_equal(json_array_size(sec), 1);
+        assert_int_equal(json_array_size(sec), 2);
         assert_non_null(json_object_get(json_array_get(sec, 0), "bearerAuth"));
+        assert_non_null(json_object_get(json_array_get(sec, 1), "mutualTLS"));
 }
 
 /* (a) Every route of the table is in the document. */
