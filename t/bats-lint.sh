@@ -7,7 +7,8 @@
 #  - inverted with `!`:            ! grep -q secret log
 #    passes when the secret is there, unless it ends in `|| false`;
 # and `run` swallows its command's status: after `run` the test must use
-# $status (or say `run -N` / `run !`), before the next `run`.
+# $status (or say `run -N` / `run !`), before the next `run`. And a
+# t/*.bats that no test list names would never run at all.
 # A negation or && list that is the whole last line of a test is fine: its
 # status is the test's. Conditions of if/while/until are fine.
 #
@@ -283,6 +284,11 @@ done
 for f in $files; do
         i=$((i + 1))
         out=$(lint "$f")
+        # and make check runs it: a file named in no list is never run
+        if ! grep -qs "t/$(basename "$f")" "$srcdir/Makefile.am" "$srcdir"/t/*.mk; then
+                out="${out:+$out
+}$(basename "$f"): in no test list of Makefile.am or t/*.mk: make check would never run it"
+        fi
         if [ -z "$out" ]; then
                 echo "ok $i - bats-lint $(basename "$f")"
         else

@@ -134,6 +134,7 @@ SUP_BATS = \
 	t/supervisor-metrics.bats \
 	t/http-api.bats \
 	t/supervisor-value.bats \
+	t/supervisor-reload.bats \
 	t/mcp.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
