@@ -27,7 +27,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/core/util.h supervisor/core/util.c supervisor/core/fileio.h supervisor/core/fileio.c \
 	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
 	supervisor/core/log.h supervisor/core/log.c \
-	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c supervisor/model/config-reload.c \
+	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c supervisor/model/config-reload.c supervisor/model/config-secret.c \
 	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c supervisor/model/proto-session.c supervisor/model/proto-admin.c \
 	supervisor/core/trace.h supervisor/core/trace.c \
 	supervisor/model/metrics.h supervisor/model/metrics.c \
@@ -52,6 +52,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/model/index.h supervisor/model/index.c \
 	supervisor/bundle/cache.h supervisor/bundle/cache.c \
 	supervisor/model/grant.h supervisor/model/grant.c \
+	supervisor/model/redact.h supervisor/model/redact.c \
 	supervisor/core/urlmatch.h supervisor/core/urlmatch.c
 supervisor_libsup_a_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -I$(top_srcdir)/bpf $(LDNS_CFLAGS) $(INIH_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(CURL_CFLAGS)
 LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS) $(LDNS_LIBS) $(CURL_LIBS)
@@ -59,7 +60,8 @@ LIBSUP = supervisor/libsup.a $(LIBSBX) $(JANSSON_LIBS) $(SODIUM_LIBS) $(LDNS_LIB
 sbin_PROGRAMS += supervisor/sbx-supervisord
 supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/main.c \
-	supervisor/front/daemon.h supervisor/front/daemon.c supervisor/front/reload.h supervisor/front/reload.c supervisor/front/policy-ops.h supervisor/front/policy-ops.c \
+	supervisor/front/daemon.h supervisor/front/daemon.c supervisor/front/reload.h supervisor/front/reload.c supervisor/front/policy-ops.h supervisor/front/policy-ops.c supervisor/front/secret-ops.c \
+	supervisor/store/secret-store.h supervisor/store/secret-store.c \
 	supervisor/front/privsep.h supervisor/front/privsep.c \
 	supervisor/store/statedir.h supervisor/store/statedir.c \
 	supervisor/front/listener.h supervisor/front/listener.c \
@@ -76,7 +78,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/callback/callbacks.h supervisor/callback/callbacks-internal.h supervisor/callback/callbacks.c supervisor/callback/callbacks-ops.c supervisor/callback/callback-queue.c supervisor/callback/callback-progress.c supervisor/callback/callback-lane.c \
 	supervisor/callback/callback-thread.h supervisor/callback/callback-thread.c \
 	supervisor/job/jobs.h supervisor/job/jobs.c \
-	supervisor/job/runner.h supervisor/job/runner.c \
+	supervisor/job/runner.h supervisor/job/runner.c supervisor/job/job-secrets.h supervisor/job/job-secrets.c \
 	supervisor/job/prepare.h supervisor/job/prepare.c \
 	supervisor/job/privc.h supervisor/job/privc.c \
 	supervisor/job/privjob.h supervisor/job/privjob.c \
@@ -123,7 +125,7 @@ supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(AR
 supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c supervisor/ctl/sbxctl-forward.c supervisor/ctl/sbxctl-policy.c
+supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c supervisor/ctl/sbxctl-forward.c supervisor/ctl/sbxctl-policy.c supervisor/ctl/sbxctl-secret.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

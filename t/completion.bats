@@ -98,7 +98,8 @@ candidates() {
 
 @test "sbxctl: commands, global options, command options and their values" {
         [ "$(candidates sbxctl ca)" = "cache callbacks cancel" ]
-        [ "$(candidates sbxctl s)" = "session status submit" ]
+        [ "$(candidates sbxctl s)" = "secret session status submit" ]
+        [ "$(candidates sbxctl p)" = "ping policy" ]
         [ "$(candidates sbxctl m)" = metrics ]
         [ "$(candidates sbxctl callbacks r)" = retry ]
         [ "$(candidates sbxctl session e)" = "exec expose extend" ]

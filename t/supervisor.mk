@@ -20,6 +20,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/index-test \
 	t/sup-unit/cache-test \
 	t/sup-unit/grant-test \
+	t/sup-unit/redact-test \
 	t/sup-unit/metrics-test \
 	t/sup-unit/outbox-test \
 	t/sup-unit/jsonpiece-test
@@ -90,6 +91,9 @@ t_sup_unit_metrics_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_grant_test_SOURCES = t/sup-unit/grant-test.c
 t_sup_unit_grant_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_grant_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_redact_test_SOURCES = t/sup-unit/redact-test.c
+t_sup_unit_redact_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_redact_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_result_test_SOURCES = t/sup-unit/result-test.c
 t_sup_unit_result_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_result_test_LDADD = $(SUP_UNIT_LDADD)
@@ -135,6 +139,7 @@ SUP_BATS = \
 	t/http-api.bats \
 	t/supervisor-value.bats \
 	t/supervisor-reload.bats \
+	t/secrets.bats \
 	t/mcp.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \

@@ -63,7 +63,7 @@ static uint64_t opt_size(const char *opt, const char *v) {
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
         O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK,
-        O_PROGRESS
+        O_PROGRESS, O_SECRET
 };
 
 /* The parts of a run request that options add to. */
@@ -73,6 +73,7 @@ struct run_parts {
         const char *net;    /* --network */
         bool audit;         /* --audit */
         json_t *allow, *deny; /* --allow, --deny-port */
+        json_t *secrets;    /* --secret */
 };
 
 /* --memory, --processes, --cpu, --cpus, --output, --disk: false for any
@@ -183,6 +184,9 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_ARTIFACT:
                 json_array_append_new(p->arts, json_string(arg));
                 break;
+        case O_SECRET:
+                json_array_append_new(p->secrets, json_string(arg));
+                break;
         case O_KEY:
                 json_object_set_new(p->req, "idempotency_key", json_string(arg));
                 break;
@@ -231,12 +235,12 @@ json_t *sbxctl_build_run(int argc, char **argv, bool follow) {
                 { "stdin", required_argument, NULL, O_STDIN },     { "upload", required_argument, NULL, O_UPLOAD },
                 { "artifact", required_argument, NULL, O_ARTIFACT }, { "idempotency-key", required_argument, NULL, O_KEY },
                 { "traceparent", required_argument, NULL, O_TRACE }, { "callback", required_argument, NULL, O_CALLBACK },
-                { "progress", required_argument, NULL, O_PROGRESS },
+                { "progress", required_argument, NULL, O_PROGRESS }, { "secret", required_argument, NULL, O_SECRET },
                 { NULL, 0, NULL, 0 },
         };
         struct run_parts p = {
                 .req = new_req("run"), .limits = json_object(), .env = json_object(), .files = json_array(),
-                .arts = json_array(), .allow = json_array(), .deny = json_array(),
+                .arts = json_array(), .allow = json_array(), .deny = json_array(), .secrets = json_array(),
         };
         int o;
         optind = 1;
@@ -274,6 +278,7 @@ json_t *sbxctl_build_run(int argc, char **argv, bool follow) {
         set_nonempty(p.req, "env", p.env);
         set_nonempty(p.req, "files", p.files);
         set_nonempty(p.req, "artifacts", p.arts);
+        set_nonempty(p.req, "secrets", p.secrets);
         if (follow)
                 json_object_set_new(p.req, "follow", json_true());
         return p.req;

@@ -53,7 +53,9 @@ static void usage(FILE *f) {
                 "  session signal SESSION JOB SIGNAL | extend SESSION DUR | close SESSION | show SESSION | list\n"
                 "  reload              (admin) read the daemon's configuration again: tenants, tokens, admins\n"
                 "  policy show [TENANT] | history [TENANT] [--limit N]   a tenant's policy (yours, or any: admin)\n"
-                "  policy set TENANT KEY=VALUE... | reset TENANT KEY... [--reason R]   (admin) change it, durably\n\n"
+                "  policy set TENANT KEY=VALUE... | reset TENANT KEY... [--reason R]   (admin) change it, durably\n"
+                "  secret ls [TENANT] | set [--keep-newline] TENANT NAME | rm TENANT NAME   secrets' values (set, rm:\n"
+                "                               admin; the value on standard input)\n\n"
                 "run/submit options:\n"
                 "  --bundle NAME[@VERSION|@sha256:HEX]  run a bundle; what follows -- are its arguments\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
@@ -69,6 +71,7 @@ static void usage(FILE *f) {
                 "  --stdin FILE        feed FILE ('-' for our stdin) to the job\n"
                 "  --upload FILE[:DEST] put FILE into the workspace as DEST (repeatable)\n"
                 "  --artifact GLOB     collect matching workspace files afterwards (repeatable)\n"
+                "  --secret NAME       give the job a secret your tenant is granted (repeatable)\n"
                 "  --idempotency-key K make retries of this submission safe\n"
                 "  --traceparent TP    the W3C trace context the job joins (default: it starts a trace)\n"
                 "  --callback URL      post the job's result there when it ends (a URL your tenant allows)\n"
@@ -266,6 +269,7 @@ static const struct command {
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
         { "metrics", "", false, cmd_metrics }, { "callbacks", NULL, false, NULL }, { "session", NULL, false, NULL },
         { "reload", NULL, false, NULL },   { "policy", NULL, false, NULL },
+        { "secret", NULL, false, NULL },
 };
 
 static const struct command *find_command(const char *name) {
@@ -383,6 +387,8 @@ int main(int argc, char **argv) {
                 return sbxctl_reload(ac, av);
         if (streq(av[0], "policy"))
                 return sbxctl_policy(ac, av);
+        if (streq(av[0], "secret"))
+                return sbxctl_secret(ac, av);
         if (!command->fn)
                 return cmd_run(ac, av);
         struct cmd_args a = { 0 };

@@ -47,6 +47,7 @@ int sbxctl_download(int argc, char **argv);
 
 int sbxctl_reload(int argc, char **argv);
 int sbxctl_policy(int argc, char **argv);
+int sbxctl_secret(int argc, char **argv);
 void sbxctl_print_reload(json_t *r);
 
 /* sbxctl session ... (sbxctl-session.c) */

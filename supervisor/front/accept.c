@@ -22,6 +22,7 @@
 #include "profile.h"
 #include "recover.h"
 #include "runner.h"
+#include "secret-store.h"
 #include "session.h"
 #include "subscribe.h"
 #include "trace.h"
@@ -157,6 +158,22 @@ static bool progress_admit(struct conn *c, struct request *req, struct verdict *
         return true;
 }
 
+/* The secrets it asks for: each granted to its tenant (secrets) and set
+ * (sbxctl secret set). The values are read when it starts. */
+static bool secrets_admit(struct conn *c, struct request *req, struct verdict *v) {
+        const struct tenant *t = c->tenant;
+        for (size_t i = 0; i < req->run.n_secrets; i++) {
+                const char *name = req->run.secrets[i];
+                if (!tenant_secret(t, name))
+                        return deny(v, E_FORBIDDEN, "field 'secrets': tenant '%s' is not granted secret '%s' (secrets)", t->name,
+                                    name);
+                if (!secret_store_has(c->d->dirs.state_fd, t->name, name))
+                        return deny(v, E_NOT_FOUND, "field 'secrets': tenant '%s' has no value for secret '%s' (sbxctl secret set)",
+                                    t->name, name);
+        }
+        return true;
+}
+
 /* The tenant's policy: an inline command's decision now; a bundle's
  * once its manifest is known, if the tenant runs bundles at all. */
 static bool admit(struct conn *c, struct request *req, struct policy_decision *pol, struct verdict *v) {
@@ -207,7 +224,7 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         }
         if (req->run.follow && !subscribe_room(c, req->tag))
                 return NULL;
-        if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v))
+        if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v) || !secrets_admit(c, req, v))
                 return NULL;
         /* A session's sandbox lives for its TTL, which the tenant's
          * session_ttl_max bounds (session-ops.c), not max_timeout. */

@@ -20,7 +20,7 @@
 #include "tenant.h"
 #include "util.h"
 
-static bool is_admin(const struct conn *c) {
+bool policy_caller_admin(const struct conn *c) {
         if (c->token)
                 return c->token->admin;
         if (c->peer[0] || c->anonymous)
@@ -86,7 +86,7 @@ static json_t *effective(const struct tenant *t) {
 /* The tenant a request names, or the caller's; NULL with a refusal sent. */
 static const struct tenant *target(struct conn *c, struct request *req) {
         const char *name = req->tenant ? req->tenant : c->tenant->name;
-        if (!is_admin(c) && !streq(name, c->tenant->name)) {
+        if (!policy_caller_admin(c) && !streq(name, c->tenant->name)) {
                 refuse(c, req, E_FORBIDDEN, "only an admin may see another tenant's policy ('%s')", name);
                 return NULL;
         }
@@ -110,7 +110,7 @@ static void op_show(struct conn *c, struct request *req) {
 
 static void op_history(struct conn *c, struct request *req) {
         /* an admin may read the changes of a tenant taken out of the file */
-        const char *name = req->tenant && is_admin(c) ? req->tenant : NULL;
+        const char *name = req->tenant && policy_caller_admin(c) ? req->tenant : NULL;
         if (!name) {
                 const struct tenant *t = target(c, req);
                 if (!t)
@@ -205,7 +205,9 @@ void policy_op(struct conn *c, struct request *req) {
                 return op_show(c, req);
         if (req->op == REQ_POLICY_HISTORY)
                 return op_history(c, req);
-        if (!is_admin(c)) {
+        if (req->op >= REQ_SECRET_SET)
+                return secret_op(c, req, by);
+        if (!policy_caller_admin(c)) {
                 refuse(c, req, E_FORBIDDEN, "%s: only an admin may (root, the admins key, a token of scope admin)",
                        req_op_name(req->op));
                 return;

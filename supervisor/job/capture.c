@@ -48,7 +48,45 @@ static void close_src(struct source *s, int *fd) {
         }
 }
 
+static size_t keep(struct rjob *rj, int i, const char *buf, size_t n);
+
+/* Bytes of stream i to keep and to tell the followers: through the
+ * redactor when the job has secrets (final: what it held back). */
+static void pass(struct rjob *rj, int i, const char *buf, size_t n, bool final) {
+        struct capture *cap = &rj->cap;
+        if (cap->redacting && redact_stream_feed(&cap->rs[i], buf, n, final, &buf, &n) < 0) {
+                /* nothing of it may go out unredacted */
+                cap->write_err[i] = -ENOMEM;
+                return;
+        }
+        size_t k = keep(rj, i, buf, n);
+        for (size_t off = 0; off < k && !list_empty(&rj->watches);) {
+                size_t m = k - off < PROTO_EVENT_CHUNK ? k - off : PROTO_EVENT_CHUNK;
+                job_tell_event(rj, proto_ev_output(rj->j.id, i, buf + off, m), proto_stream_bit(i), m);
+                off += m;
+        }
+}
+
+static void redact_start(struct rjob *rj) {
+        struct capture *cap = &rj->cap;
+        if (!rj->redact)
+                return;
+        cap->redacting = true;
+        for (int i = 0; i < 2; i++) {
+                redact_stream_init(&cap->rs[i], rj->redact);
+                cap->no_splice[i] = true;
+        }
+}
+
 void capture_stop(struct capture *cap) {
+        if (cap->redacting) {
+                struct rjob *rj = container_of(cap, struct rjob, cap);
+                for (int i = 0; i < 2; i++) {
+                        pass(rj, i, NULL, 0, true);
+                        redact_stream_release(&cap->rs[i]);
+                }
+                cap->redacting = false;
+        }
         for (int i = 0; i < 2; i++)
                 close_src(&cap->out_src[i], &cap->out_fd[i]);
         close_src(&cap->status_src, &cap->status_fd);
@@ -186,9 +224,7 @@ static bool drain_output(struct rjob *rj, int i, unsigned max_reads) {
                 if (n == 0)
                         return true;
                 cap->produced[i] += (uint64_t) n;
-                size_t k = keep(rj, i, buf, (size_t) n);
-                if (k > 0 && !list_empty(&rj->watches))
-                        job_tell_event(rj, proto_ev_output(rj->j.id, i, buf, k), proto_stream_bit(i), k);
+                pass(rj, i, buf, (size_t) n, false);
         }
         return false;
 }
@@ -336,6 +372,7 @@ int capture_start_exec(struct rjob *rj, int out_fd, int err_fd) {
                 struct stat st;
                 cap->no_splice[i] = fstat(cap->out_fd[i], &st) < 0 || !S_ISFIFO(st.st_mode);
         }
+        redact_start(rj);
         int r = loop_add(&cap->out_src[0], out_fd, EPOLLIN, on_stdout);
         return r == 0 ? loop_add(&cap->out_src[1], err_fd, EPOLLIN, on_stderr) : r;
 }
@@ -374,6 +411,7 @@ int capture_start(struct rjob *rj, int out_fd, int err_fd, int status_fd, int sp
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
                 if (fcntl(fds[i], F_SETFL, O_NONBLOCK) < 0)
                         return -errno;
+        redact_start(rj);
         int r = loop_add(&cap->out_src[0], out_fd, EPOLLIN, on_stdout);
         if (r == 0)
                 r = loop_add(&cap->out_src[1], err_fd, EPOLLIN, on_stderr);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "loop.h"
+#include "redact.h"
 
 struct rjob;
 
@@ -35,6 +36,10 @@ struct capture {
         int exit_status;         /* the launcher's, or -1 */
         int exit_signal;
         int result_dir_fd;       /* STATE/results/ID, created on the first byte kept */
+        /* a job with secrets: its output through the job's redactor, held
+         * back where a secret may begin, flushed at capture_stop */
+        bool redacting;
+        struct redact_stream rs[2];
 };
 
 void capture_init(struct capture *cap);

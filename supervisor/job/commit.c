@@ -13,6 +13,7 @@
 #include "commit.h"
 #include "conn.h"
 #include "daemon.h"
+#include "job-secrets.h"
 #include "jobevents.h"
 #include "log.h"
 #include "record.h"
@@ -223,6 +224,8 @@ void commit_job(struct daemon *d, struct rjob *rj) {
                 .req_digest = rj->req_digest,
                 .net = &rj->net,
         };
+        json_t *secrets = job_secrets_record(rj);
+        in.secrets = secrets;
         /* One delivery id for the job, whatever the retries of its write. */
         if (rj->j.req.run.callback && !rj->cb_delivery[0])
                 outbox_delivery_id(rj->cb_delivery);
@@ -236,6 +239,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
         /* After a restart the journal's copy is the record: built from what
          * the job really did, before the restart lost that. */
         rj->rec = rj->rec_kept ? json_incref(rj->rec_kept) : record_build(&in);
+        json_decref(secrets);
         rj->rec_text = rj->rec ? result_text(rj->rec, &rj->rec_len) : NULL;
         if (rj->rec_text && in.cb_delivery && outbox_entry_make(rj) < 0) {
                 free(rj->rec_text);

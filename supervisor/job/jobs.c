@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "job-secrets.h"
 #include "jobs.h"
+#include "redact.h"
 #include "tenant.h"
 
 void jobs_init(struct jobs *js) {
@@ -48,6 +50,8 @@ void rjob_free(void *p) {
         json_decref(rj->session_service);
         free(rj->profile_path);
         free(rj->prep_error);
+        job_secrets_unref(rj->secrets);
+        redactor_free(rj->redact);
         json_decref(rj->artifacts);
         json_decref(rj->limit_hit);
         free(rj->artifacts_error);

@@ -65,6 +65,10 @@ struct rjob {
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;
+        /* job-secrets.c: the values of the secrets it asked for (shared
+         * with its session's box), and what redacts them from its output */
+        struct job_secrets *secrets;
+        struct redactor *redact;
 
         /* A session's (session/): the sandbox that runs its agent, sbx-init
          * (the box), or one command the agent ran in it (an exec). */

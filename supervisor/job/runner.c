@@ -17,6 +17,7 @@
 #include "bundle.h"
 #include "cgroup.h"
 #include "commit.h"
+#include "job-secrets.h"
 #include "jobevents.h"
 #include "record.h"
 #include "daemon.h"
@@ -277,6 +278,10 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                         return sbx_error_set(err, r, "the bundle's tree");
                 *bundle_fd = r;
         }
+        /* the values of its secrets, read now (a removed one fails it) */
+        int r = job_secrets_open(rj, d->dirs.state_fd, err);
+        if (r < 0)
+                return r;
         struct launchspec_input in = {
                 .launcher = d->cfg->launcher,
                 .profile_file = rj->profile_path,
@@ -287,8 +292,10 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .handshake = netveth_handshake(rj),
                 .bundle_fd = *bundle_fd >= 0,
                 .session_init = rj->session_box ? d->cfg->init : NULL,
+                .secrets = rj->secrets ? rj->secrets->s : NULL,
+                .n_secrets = rj->secrets ? rj->secrets->n : 0,
         };
-        int r = launchspec_build(&in, ls, err);
+        r = launchspec_build(&in, ls, err);
         if (r < 0)
                 return r;
         r = memfd_of("sbx-job-profile", ls->profile, ls->profile_len, true, profile_fd);
@@ -560,9 +567,15 @@ static void collect(struct rjob *rj) {
                 /* One syncfs for every copy instead of an fsync each: a job
                  * with many small artifacts costs one flush, not thousands. */
                 else if (workspace_collect(rj->ws_fd >= 0 ? rj->ws_fd : rj->d->dirs.work_fd, rj->ws_fd >= 0 ? "." : rj->j.id, run->artifacts, run->n_artifacts, rj->j.pol.artifacts,
-                                           adir, &rj->artifacts, &rj->artifacts_truncated, &e) == 0 &&
-                         syncfs(adir) < 0)
-                        sbx_error_set(&e, errno, "artifacts: syncfs");
+                                           adir, &rj->artifacts, &rj->artifacts_truncated, &e) == 0) {
+                        int r = job_secrets_artifacts(rj, adir);
+                        if (r < 0) {
+                                /* an artifact that may show a secret is not kept */
+                                sbx_error_set(&e, -r, "artifacts: redacting secrets");
+                                json_decref(TAKE_PTR(rj->artifacts));
+                        } else if (syncfs(adir) < 0)
+                                sbx_error_set(&e, errno, "artifacts: syncfs");
+                }
         }
         if (e.msg[0])
                 rj->artifacts_error = strdup(e.msg);
@@ -613,6 +626,7 @@ static void artifacts_done(struct work *w) {
         struct rjob *rj = container_of(w, struct rjob, work);
         if (rj->artifacts_error)
                 log_warning(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->artifacts_error);
+        job_secrets_value(rj);
         commit_job(rj->d, rj);
 }
 
@@ -676,5 +690,6 @@ void runner_end(struct rjob *rj) {
                 worker_submit(&rj->work);
                 return;
         }
+        job_secrets_value(rj);
         commit_job(d, rj);
 }

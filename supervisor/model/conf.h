@@ -114,6 +114,11 @@ struct tenant {
         struct urlmatch *cb_allow; /* what a request's callback may name (urlmatch.h); NULL: cb_url only */
         size_t n_cb_allow;
         uint64_t cb_progress_s;   /* default seconds between progress heartbeats; 0: none */
+        /* secrets (config-secret.c): what its jobs and sessions may ask for */
+        struct secret_grant *secrets;
+        size_t n_secrets;
+        char **secrets_shown;     /* secrets_in_output: granted names left unredacted */
+        size_t n_secrets_shown;
 };
 
 #define CONFIG_HTTP_MAX_LISTEN 8
@@ -309,6 +314,29 @@ bool callback_url_valid(const char *url);
  * a callback may be (*ret_why says why: userinfo, a fragment, what curl
  * cannot parse); -EACCES when t does not allow it; -ENOMEM. */
 int tenant_allows_callback(const struct tenant *t, const char *url, const char **ret_why);
+
+/* config-secret.c: the keys of secrets ([tenant.NAME] secrets and
+ * secrets_in_output). A secret's value is the daemon's (STATE/secrets,
+ * store/secret-store.c), never the configuration's. */
+#define SECRET_NAME_MAX 64
+#define SECRET_VALUE_MIN 8      /* shorter would garble output when redacted */
+#define SECRET_VALUE_MAX 16384
+#define SECRET_MAX_PER_JOB 32
+#define CONFIG_MAX_SECRETS 64
+enum secret_mode { SECRET_FILE, SECRET_ENV };
+struct secret_grant {
+        char name[SECRET_NAME_MAX + 1];
+        enum secret_mode mode;
+        bool shown;               /* listed in secrets_in_output */
+};
+void tenant_secret_free(struct tenant *t);
+int config_secret_check(struct config *c, struct sbx_error *err);
+/* A secret's name: a letter or '_', then letters, digits and '_', at most
+ * SECRET_NAME_MAX bytes, not beginning with SBX_ (an environment name). */
+bool secret_name_valid(const char *name);
+const char *secret_mode_name(enum secret_mode m);
+/* t's grant of secret name, or NULL. */
+const struct secret_grant *tenant_secret(const struct tenant *t, const char *name);
 
 /* Initialise a tenant with the defaults sbx-supervisord.conf(5) documents. */
 void tenant_defaults(struct tenant *t);

@@ -83,6 +83,7 @@ void tenant_free(struct tenant *t) {
         free(t->default_profile);
         tenant_bundle_free(t);
         tenant_callback_free(t);
+        tenant_secret_free(t);
 }
 
 void config_init(struct config *c) {
@@ -572,6 +573,8 @@ static int config_validate(struct config *c, struct sbx_error *err) {
         r = config_bundle_check(c, err);
         if (r >= 0)
                 r = config_callback_check(c, err);
+        if (r >= 0)
+                r = config_secret_check(c, err);
         return r < 0 ? r : config_http_check(c, err);
 }
 
@@ -609,7 +612,7 @@ static int load_policy(struct config *c, const struct inikey_format *fmt, struct
 
 static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {
         const struct inikey_table tables[] = { INIKEY_TABLE(keys), config_bundle_table, config_callback_table,
-                                               config_http_table };
+                                               config_http_table, config_secret_table };
         const struct inikey_format fmt = {
                 .tables = tables,
                 .n_tables = ARRAY_SIZE(tables),

@@ -15,6 +15,8 @@
 #define JOB_BUNDLE "/bundle"
 /* Where a session's sandbox sees sbx-init. */
 #define JOB_INIT "/.sbx-init"
+/* Where a job finds its file secrets. */
+#define SECRETS_PATH "/run/secrets"
 
 /* One NAME=VALUE word of [env] set, spelled by the profile writer (which
  * escapes whatever the value holds). */
@@ -23,7 +25,10 @@ static int write_env(FILE *f, const char *name, const char *value) {
         if (asprintf(&word, "%s=%s", name, value) < 0)
                 return -ENOMEM;
         const char *const w[] = { word };
-        return profile_write_key(f, "set", w, 1);
+        int r = profile_write_key(f, "set", w, 1);
+        /* it may be a secret's value */
+        explicit_bzero(word, strlen(word));
+        return r;
 }
 
 /* The bundle's tree read-only at /bundle — from the descriptor the daemon
@@ -47,6 +52,36 @@ static int write_bundle_fs(FILE *f, const struct job_bundle *b, int net, bool by
         return r;
 }
 
+/* File secrets: a tmpfs of their own, files of mode 0400, then read-only
+ * (SECRETS_PATH, sbx-supervisord(8) SECRETS). */
+static int write_secret_files(FILE *f, const struct launchspec_input *in) {
+        size_t n = 0, bytes = 0;
+        int r = 0;
+        for (size_t i = 0; i < in->n_secrets; i++)
+                if (in->secrets[i].mode == SECRET_FILE) {
+                        n++;
+                        bytes += in->secrets[i].len;
+                }
+        if (n == 0)
+                return 0;
+        /* a page per file at least, and room for the directory */
+        fprintf(f, "tmpfs = " SECRETS_PATH " size=%zu mode=0500 nr_inodes=%zu\n", bytes + (n + 4) * 4096, n + 4);
+        for (size_t i = 0; r == 0 && i < in->n_secrets; i++) {
+                const struct launch_secret *s = &in->secrets[i];
+                if (s->mode != SECRET_FILE)
+                        continue;
+                _cleanup_free_ char *dest = NULL, *data = NULL;
+                if (asprintf(&dest, SECRETS_PATH "/%s", s->name) < 0 || asprintf(&data, "data=%s", s->value) < 0)
+                        return -ENOMEM;
+                const char *const w[] = { dest, data, "mode=0400" };
+                r = profile_write_key(f, "file", w, ARRAY_SIZE(w));
+                explicit_bzero(data, strlen(data));
+        }
+        if (r == 0)
+                fprintf(f, "remount-ro = " SECRETS_PATH "\n");
+        return r;
+}
+
 static int write_profile(const struct launchspec_input *in, FILE *f) {
         const struct job *j = in->j;
         const struct policy_decision *pol = &j->pol;
@@ -66,6 +101,8 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         }
         if (j->bundle.set && (r = write_bundle_fs(f, &j->bundle, pol->net, in->bundle_fd)) < 0)
                 return r;
+        if ((r = write_secret_files(f, in)) < 0)
+                return r;
         fprintf(f, "chdir = " JOB_WORKSPACE "\n");
         fprintf(f, "[env]\n");
         for (size_t i = 0; i < j->req.run.n_env; i++) {
@@ -81,6 +118,9 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
                 return r;
         if (j->req.run.traceparent && (r = write_env(f, SBX_ENV_TRACEPARENT, j->req.run.traceparent)) < 0)
                 return r;
+        for (size_t i = 0; i < in->n_secrets; i++)
+                if (in->secrets[i].mode == SECRET_ENV && (r = write_env(f, in->secrets[i].name, in->secrets[i].value)) < 0)
+                        return r;
         if (j->bundle.set &&
             ((r = write_env(f, SBX_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||
              (r = write_env(f, SBX_ENV_BUNDLE_VERSION, j->bundle.version)) < 0 ||
@@ -182,6 +222,9 @@ env:
 void launchspec_free(struct launchspec *ls) {
         free(ls->argv);
         free(ls->env_buf);
+        /* it may hold secrets' values */
+        if (ls->profile)
+                explicit_bzero(ls->profile, ls->profile_len);
         free(ls->profile);
         memset(ls, 0, sizeof(*ls));
 }

@@ -12,6 +12,13 @@
 #include "error.h"
 #include "job.h"
 
+struct launch_secret {
+        const char *name;
+        enum secret_mode mode;
+        const char *value;         /* NUL-terminated; no NUL inside (proto-admin.c) */
+        size_t len;
+};
+
 struct launchspec_input {
         const char *launcher;      /* sbx-launch */
         const char *profile_file;  /* the job's named profile, resolved */
@@ -26,6 +33,11 @@ struct launchspec_input {
          * command, its listening socket SBX_LAUNCH_FD_SESSION; the
          * request's command is not run. */
         const char *session_init;
+        /* The secrets it asked for, with their values (runner.c reads
+         * them): a file of a read-only tmpfs at /run/secrets, or an
+         * environment variable. */
+        const struct launch_secret *secrets;
+        size_t n_secrets;
 };
 
 struct launchspec {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf.h"
 #include "proto-internal.h"
 #include "util.h"
 
@@ -16,6 +17,11 @@ static const struct field reload_fields[] = { COMMON_FIELDS };
 static const struct field show_fields[] = { COMMON_FIELDS, { "tenant", K_STRING, false }, { "limit", K_UINT, false } };
 static const struct field set_fields[] = { COMMON_FIELDS, { "tenant", K_STRING, true }, { "set", K_OBJECT, true },
                                            { "reason", K_STRING, false } };
+
+static const struct field secret_set_fields[] = { COMMON_FIELDS, { "tenant", K_STRING, true }, { "name", K_STRING, true },
+                                                  { "value", K_STRING, true } };
+static const struct field secret_rm_fields[] = { COMMON_FIELDS, { "tenant", K_STRING, true }, { "name", K_STRING, true } };
+static const struct field secret_ls_fields[] = { COMMON_FIELDS, { "tenant", K_STRING, false } };
 
 static int take_string(json_t *root, const char *name, size_t max, char **ret, struct sbx_error *err) {
         const char *s = json_string_value(json_object_get(root, name));
@@ -57,6 +63,24 @@ static int parse_set(json_t *set, struct sbx_error *err) {
         return 0;
 }
 
+/* A secret's value: SECRET_VALUE_MIN to SECRET_VALUE_MAX bytes without a
+ * NUL (it may become an environment variable or a profile's word). Never
+ * quoted back in an error. */
+static int take_value(json_t *v, struct request *r, struct sbx_error *err) {
+        size_t n = json_string_length(v);
+        const char *s = json_string_value(v);
+        if (n < SECRET_VALUE_MIN || n > SECRET_VALUE_MAX)
+                return sbx_error_msg(err, EINVAL, "field 'value': %zu bytes; a secret is %d to %d bytes", n, SECRET_VALUE_MIN,
+                                     SECRET_VALUE_MAX);
+        if (memchr(s, '\0', n))
+                return sbx_error_msg(err, EINVAL, "field 'value': holds a NUL byte");
+        if (!(r->value = malloc(n + 1)))
+                return sbx_error_set(err, ENOMEM, "value");
+        memcpy(r->value, s, n + 1);
+        r->value_len = n;
+        return 0;
+}
+
 int proto_parse_admin(json_t *root, struct request *r, struct sbx_error *err) {
         int rc;
         switch (r->op) {
@@ -79,6 +103,23 @@ int proto_parse_admin(json_t *root, struct request *r, struct sbx_error *err) {
                         r->policy = json_incref(json_object_get(root, "set"));
                 if (rc == 0)
                         rc = take_string(root, "reason", POLICY_MAX_REASON, &r->reason, err);
+                break;
+        case REQ_SECRET_SET:
+        case REQ_SECRET_RM:
+                rc = proto_check_fields(root, r->op == REQ_SECRET_SET ? secret_set_fields : secret_rm_fields,
+                                        r->op == REQ_SECRET_SET ? ARRAY_SIZE(secret_set_fields) : ARRAY_SIZE(secret_rm_fields), "",
+                                        err);
+                if (rc == 0 && !secret_name_valid(json_string_value(json_object_get(root, "name"))))
+                        return sbx_error_msg(err, EINVAL, "field 'name': '%.64s' is not a secret's name (a letter or '_', then "
+                                                          "letters, digits and '_', at most %d; not SBX_...)",
+                                             json_string_value(json_object_get(root, "name")), SECRET_NAME_MAX);
+                if (rc == 0)
+                        rc = take_string(root, "name", SECRET_NAME_MAX, &r->name, err);
+                if (rc == 0 && r->op == REQ_SECRET_SET)
+                        rc = take_value(json_object_get(root, "value"), r, err);
+                break;
+        case REQ_SECRET_LIST:
+                rc = proto_check_fields(root, secret_ls_fields, ARRAY_SIZE(secret_ls_fields), "", err);
                 break;
         default:
                 return -EINVAL;

@@ -54,6 +54,8 @@ int proto_parse_stdin(json_t *root, const char *in, const char *in_b64, struct r
 int proto_parse_limits(json_t *limits, struct run_request *run, struct sbx_error *err);
 int proto_parse_network(json_t *net, struct run_request *run, struct sbx_error *err);
 int proto_parse_files(json_t *files, struct run_request *run, struct sbx_error *err);
+/* "secrets": the names of the tenant's secrets a job or session asks for. */
+int proto_parse_secrets(json_t *secrets, struct run_request *run, struct sbx_error *err);
 int proto_decode_b64(const char *field, const char *s, unsigned char **ret, size_t *ret_len, struct sbx_error *err);
 
 /* A reload or policy.* request (proto-admin.c). */

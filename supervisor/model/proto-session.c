@@ -20,6 +20,7 @@ static const struct field create_fields[] = {
         { "files", K_ARRAY, false },
         { "ttl_s", K_UINT, false },
         { "idle_s", K_UINT, false },
+        { "secrets", K_ARRAY, false },
 };
 static const struct field exec_fields[] = {
         COMMON_FIELDS,
@@ -161,6 +162,8 @@ static int parse_create(json_t *root, struct request *r, struct sbx_error *err) 
         if ((v = json_object_get(root, "network")) && (rc = proto_parse_network(v, run, err)) < 0)
                 return rc;
         if ((v = json_object_get(root, "files")) && (rc = proto_parse_files(v, run, err)) < 0)
+                return rc;
+        if ((v = json_object_get(root, "secrets")) && (rc = proto_parse_secrets(v, run, err)) < 0)
                 return rc;
         if ((v = json_object_get(root, "ttl_s"))) {
                 if (json_integer_value(v) == 0)

@@ -36,6 +36,7 @@ static const struct field run_fields[] = {
         { "traceparent", K_STRING, false },
         { "callback", K_STRING, false },
         { "progress", K_UINT, false },
+        { "secrets", K_ARRAY, false },
 };
 static const struct field network_fields[] = {
         { "mode", K_STRING, false },
@@ -75,6 +76,7 @@ static const char *const op_names[] = {
         [REQ_SESSION_STDIN] = "session.stdin", [REQ_SESSION_FORWARD] = "session.forward", [REQ_SESSION_RESIZE] = "session.resize",
         [REQ_RELOAD] = "reload", [REQ_POLICY_SHOW] = "policy.show", [REQ_POLICY_SET] = "policy.set",
         [REQ_POLICY_HISTORY] = "policy.history",
+        [REQ_SECRET_SET] = "secret.set", [REQ_SECRET_LIST] = "secret.ls", [REQ_SECRET_RM] = "secret.rm",
 };
 
 const char *req_op_name(enum req_op op) {
@@ -107,6 +109,10 @@ void request_free(struct request *r) {
         free(r->tenant);
         json_decref(r->policy);
         free(r->reason);
+        free(r->name);
+        if (r->value)
+                sodium_memzero(r->value, r->value_len);
+        free(r->value);
         free(run->traceparent);
         free(run->callback);
         free(run->netpol);
@@ -129,6 +135,9 @@ void request_free(struct request *r) {
         for (size_t i = 0; i < run->n_artifacts; i++)
                 free(run->artifacts[i]);
         free(run->artifacts);
+        for (size_t i = 0; i < run->n_secrets; i++)
+                free(run->secrets[i]);
+        free(run->secrets);
         free(run->idempotency_key);
         request_init(r);
 }
@@ -462,8 +471,34 @@ int proto_parse_network(json_t *net, struct run_request *run, struct sbx_error *
         return parse_net_lists(allow, deny, run->netpol, err);
 }
 
+int proto_parse_secrets(json_t *secrets, struct run_request *run, struct sbx_error *err) {
+        size_t n = json_array_size(secrets);
+        if (n > SECRET_MAX_PER_JOB)
+                return sbx_error_msg(err, EINVAL, "field 'secrets': more than %d names", SECRET_MAX_PER_JOB);
+        if (!(run->secrets = calloc(n + 1, sizeof(char *))))
+                return sbx_error_set(err, ENOMEM, "secrets");
+        for (size_t i = 0; i < n; i++) {
+                const char *name = json_string_value(json_array_get(secrets, i));
+                if (!name)
+                        return sbx_error_msg(err, EINVAL, "field 'secrets[%zu]': expected string, got %s", i,
+                                             proto_json_kind_name(json_array_get(secrets, i)));
+                if (!secret_name_valid(name))
+                        return sbx_error_msg(err, EINVAL, "field 'secrets[%zu]': '%.64s' is not a secret's name (a letter or '_', "
+                                                          "then letters, digits and '_', at most %d; not SBX_...)",
+                                             i, name, SECRET_NAME_MAX);
+                for (size_t k = 0; k < i; k++)
+                        if (streq(run->secrets[k], name))
+                                return sbx_error_msg(err, EINVAL, "field 'secrets': '%s' is named twice", name);
+                if (!(run->secrets[i] = strdup(name)))
+                        return sbx_error_set(err, ENOMEM, "secrets");
+                run->n_secrets++;
+        }
+        return 0;
+}
+
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
-        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL;
+        json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL,
+               *secrets = NULL;
         const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL, *callback = NULL;
         json_int_t timeout = -1, retries = 0, progress = -1;
         int follow = 0;
@@ -477,13 +512,13 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
                            "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s, s?:s, "
-                           "s?:I}",
+                           "s?:I, s?:o}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
                            "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
                            "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow,
-                           "traceparent", &traceparent, "callback", &callback, "progress", &progress) < 0)
+                           "traceparent", &traceparent, "callback", &callback, "progress", &progress, "secrets", &secrets) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
         if (bundle)
@@ -525,6 +560,9 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
                 return r;
 
         if (artifacts && (r = parse_artifacts(artifacts, run, err)) < 0)
+                return r;
+
+        if (secrets && (r = proto_parse_secrets(secrets, run, err)) < 0)
                 return r;
 
         if (key) {

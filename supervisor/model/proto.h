@@ -116,10 +116,13 @@ enum req_op {
         REQ_POLICY_SHOW,
         REQ_POLICY_SET,
         REQ_POLICY_HISTORY,
+        REQ_SECRET_SET,
+        REQ_SECRET_LIST,
+        REQ_SECRET_RM,
 };
 
 static inline bool req_op_is_admin(enum req_op op) {
-        return op >= REQ_RELOAD && op <= REQ_POLICY_HISTORY;
+        return op >= REQ_RELOAD && op <= REQ_SECRET_RM;
 }
 
 
@@ -187,6 +190,8 @@ struct run_request {
         char *traceparent;     /* W3C trace context: the caller's, then (accept.c) the job's own; NULL: none given */
         char *callback;        /* the URL its result is posted to: the caller's, or (accept.c) the tenant's default; NULL: none */
         uint64_t progress_s;   /* seconds between heartbeat callbacks (0: no progress callbacks); PROTO_UNSET: the tenant's */
+        char **secrets;        /* the tenant's secrets it asks for, by name (distinct); NULL-terminated or NULL */
+        size_t n_secrets;
 };
 
 struct request {
@@ -222,6 +227,9 @@ struct request {
         char *tenant;          /* NULL: the caller's own */
         json_t *policy;        /* policy.set: { key: "value" | null } */
         char *reason;          /* policy.set: why, for the history; may be NULL */
+        char *name;            /* secret.set, .rm: the secret's name */
+        char *value;           /* secret.set: its value (wiped when freed) */
+        size_t value_len;
         struct run_request run;
 };
 

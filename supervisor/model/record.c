@@ -167,6 +167,8 @@ json_t *record_build(const struct record_input *in) {
                 json_object_set_new(rec, "value_error", json_string(in->value_error));
         json_object_set_new(rec, "limits", limits_json(&j->pol, in->cg_limits, in->cgroup, in->disk_quota));
         json_object_set_new(rec, "limit_hit", in->limit_hit ? json_incref(in->limit_hit) : json_null());
+        if (in->secrets)
+                json_object_set_new(rec, "secrets", json_incref(in->secrets));
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
         if (in->session) {
                 json_t *s = json_pack("{s:s, s:s}", "id", in->session, "role", in->session_role ? in->session_role : "exec");

@@ -17,6 +17,7 @@
 
 #include "capture.h"
 #include "initc.h"
+#include "job-secrets.h"
 #include "jobs.h"
 #include "journal.h"
 #include "launch-abi.h"
@@ -82,6 +83,7 @@ int sessions_init(struct sessions *ss, struct daemon *d, struct jobs *jobs, stru
         ss->sched = sched;
         ss->cfg = cfg;
         ss->dir_fd = -1;
+        ss->state_fd = state_fd;
         list_init(&ss->live);
         list_init(&ss->gone);
         /* Sockets of sessions from before a restart: those whose sandboxes
@@ -540,6 +542,9 @@ static int feed_stdin(int fd, const unsigned char *data, size_t len) {
 
 static int exec_spawn(struct session *s, struct exec_ref *x, const struct request *req, struct sbx_error *err) {
         const struct run_request *run = &x->rj->j.req.run;
+        /* what it prints is redacted against its sandbox's secrets */
+        if (s->box && job_secrets_share(x->rj, s->box, s->ss->state_fd, err) < 0)
+                return -EIO;
         _cleanup_free_ char *payload = malloc(SBX_INIT_MSG_MAX);
         _cleanup_free_ const char **env = calloc(run->n_env + 1, sizeof(char *));
         _cleanup_free_ char **owned = calloc(run->n_env + 1, sizeof(char *));

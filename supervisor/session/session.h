@@ -39,6 +39,7 @@ struct sessions {
         struct scheduler *sched;
         const struct config *cfg;
         int dir_fd;             /* STATE/sessions */
+        int state_fd;           /* STATE: the secrets of its sessions' execs */
         struct list live;       /* struct session.link */
         struct list gone;       /* ended ones, newest last, for E_SESSION_ENDED */
         unsigned n_gone;
