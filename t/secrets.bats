@@ -13,8 +13,16 @@
 load sup-unit/daemon
 bats_require_minimum_version 1.5.0
 
+free_port() {
+        /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 setup_file() {
         sup_init
+        PORT=$(free_port)
+        TOK_ADMIN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+        TOK_T1=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+        export PORT TOK_ADMIN TOK_T1
         # printable, and with what a profile or a shell would read as syntax
         export VAL='s3cr3t-Value;#$HOME "q" \x'
         export VAL2='another-secret-0123456789'
@@ -28,6 +36,8 @@ secrets_in_output = SHOWN
 uids = nobody
 secrets = T1_TOKEN
 EOC
+        printf '\n[http]\nlisten = 127.0.0.1:%s\n\n[token.boss]\ntenant = admin\nscope = admin\nsha256 = %s\n\n[token.one]\ntenant = t1\nsha256 = %s\n' \
+                "$PORT" "$(printf %s "$TOK_ADMIN" | sha256sum | cut -d' ' -f1)" "$(printf %s "$TOK_T1" | sha256sum | cut -d' ' -f1)" >> "$SUP_DIR/sup.conf"
         sup_start
 }
 
@@ -213,4 +223,36 @@ T1_TOKEN" ]
         # the audit says who set what, without the value
         grep '"event":"secret_set"' "$SUP_DIR/audit.log" | grep -q '"name":"API_KEY"'
         ctl cancel "$job" >/dev/null
+}
+
+api() {
+        local tok=$1 method=$2 path=$3 body=${4-}
+        local args=(-sS -X "$method" -w '\nHTTP %{http_code}\n' -H "Authorization: Bearer $tok")
+        [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+        curl "${args[@]}" "http://127.0.0.1:$PORT$path"
+}
+
+@test "over HTTP: an admin token sets and removes values, a tenant's token lists its own names and sets nothing" {
+        run -0 api "$TOK_ADMIN" PUT /v1/secrets/t1/T1_TOKEN '{"value": "http-set-value-42"}'
+        [[ "$output" == *'"granted":"file"'*"HTTP 200"* ]]
+        [[ "$output" != *http-set-value-42* ]]
+        run -0 ctl_nobody run --secret T1_TOKEN -- cat /run/secrets/T1_TOKEN
+        [ "$output" = "[secret T1_TOKEN]" ]
+        run -0 api "$TOK_T1" PUT /v1/secrets/t1/T1_TOKEN '{"value": "from-the-tenant-1"}'
+        [[ "$output" == *E_FORBIDDEN*"HTTP 403"* ]]
+        run -0 api "$TOK_T1" GET /v1/secrets/t1
+        [[ "$output" == *'"name":"T1_TOKEN"'*"HTTP 200"* ]]
+        [[ "$output" != *http-set-value-42* ]]
+        run -0 api "$TOK_T1" GET /v1/secrets/admin
+        [[ "$output" == *"HTTP 403"* ]]
+        run -0 api "$TOK_ADMIN" PUT /v1/secrets/t1/T1_TOKEN '{"value": "short"}'
+        [[ "$output" == *"field 'value'"*"HTTP 400"* ]]
+        run -0 api "$TOK_ADMIN" DELETE /v1/secrets/t1/T1_TOKEN
+        [[ "$output" == *"HTTP 200"* ]]
+        run -0 api "$TOK_ADMIN" DELETE /v1/secrets/t1/T1_TOKEN
+        [[ "$output" == *E_NOT_FOUND*"HTTP 404"* ]]
+        run -125 ctl_nobody run --secret T1_TOKEN -- true
+        [[ "$output" == *E_NOT_FOUND*"no value for secret 'T1_TOKEN'"* ]]
+        # back as the other tests left it
+        printf %s "$TVAL" | ctl secret set t1 T1_TOKEN
 }

@@ -49,6 +49,9 @@ const struct http_route http_routes[] = {
         { "GET", "/v1/policies/{tenant}", "policy.show", HR_JSON, false, NULL },
         { "POST", "/v1/policies/{tenant}", "policy.set", HR_JSON, true, NULL },
         { "GET", "/v1/policies/{tenant}/history", "policy.history", HR_JSON, false, NULL },
+        { "GET", "/v1/secrets/{tenant}", "secret.ls", HR_JSON, false, NULL },
+        { "PUT", "/v1/secrets/{tenant}/{name}", "secret.set", HR_JSON, true, NULL },
+        { "DELETE", "/v1/secrets/{tenant}/{name}", "secret.rm", HR_JSON, true, NULL },
 };
 const size_t http_n_routes = ARRAY_SIZE(http_routes);
 
