@@ -149,6 +149,7 @@ set = PWNED=1'
                 v=$(cat /run/secrets/API_KEY)
                 printf "raw:%s\n" "$v"
                 printf "b64:%s\n" "$(printf %s "$v" | base64 -w0)"
+                printf "echo-b64:%s\n" "$(echo "$v" | base64 -w0)"
                 printf "hex:%s\n" "$(printf %s "$v" | od -An -tx1 | tr -d " \n")"
                 printf "url:%s\n" "$(printf %s "$v" | python3 -c "import sys, urllib.parse; print(urllib.parse.quote(sys.stdin.read(), safe=\"\"))")"
                 # half now, half later: two reads of the pipe
@@ -165,11 +166,13 @@ set = PWNED=1'
         [[ "$output" != *"$(printf %s "$VAL" | od -An -tx1 | tr -d ' \n')"* ]]
         [[ "$output" == *"raw:[secret API_KEY]"* ]]
         [[ "$output" == *"b64:[secret API_KEY]"* ]]
+        # the newline echo adds changes the base64's last characters
+        [[ "$output" == *"echo-b64:[secret API_KEY]"* ]]
         [[ "$output" == *"hex:[secret API_KEY]"* ]]
         [[ "$output" == *"url:[secret API_KEY]"* ]]
         [[ "$output" == *"split:[secret API_KEY]"* ]]
         [[ "$output" == *"err:[secret API_KEY]"* ]]
-        [ "$(jq -r '.secrets[0].redacted' <<< "$rec")" -ge 6 ]
+        [ "$(jq -r '.secrets[0].redacted' <<< "$rec")" -ge 7 ]
         run -0 ctl result --value "$job"
         [ "$(jq -r .k <<< "$output")" = "[secret API_KEY]" ]
         run -0 ctl download -o "$BATS_TEST_TMPDIR/out.txt" "$job" out.txt

@@ -208,3 +208,22 @@ privd_pid() {
         [ "$(jq -r .policy.effective.max_jobs <<< "$output")" = 2 ]
         [ "$(jq -r .policy.set.max_jobs <<< "$output")" = 2 ]
 }
+
+@test "a job's secret across the uid line: the front (user sbx) keeps and reads the value, the job gets its file, its artifact comes back redacted" {
+        printf 'secrets = API_KEY\n' >> "$SUP_DIR/sup.conf"
+        sup_start
+        printf %s 'privsep-secret-value-77' | ctl secret set admin API_KEY
+        [ "$(stat -c %U "$SUP_DIR/state/secrets/admin/API_KEY")" = sbx ]
+        [ "$(stat -c %a "$SUP_DIR/state/secrets/admin/API_KEY")" = 600 ]
+        job=$(ctl submit --secret API_KEY --artifact out.txt -- sh -c '
+                stat -c "%a %u" /run/secrets/API_KEY
+                cat /run/secrets/API_KEY > out.txt; cat out.txt')
+        run -0 ctl --json wait "$job"
+        [ "$(jq -r .result.state <<< "$output")" = succeeded ]
+        [ "$(jq -r '.result.secrets[0].redacted' <<< "$output")" = 2 ]
+        run -0 ctl logs "$job"
+        [ "$output" = "400 $(jq -r .result.job_uid <<< "$(ctl --json wait "$job")")
+[secret API_KEY]" ]
+        run -0 ctl download -o "$BATS_TEST_TMPDIR/out.txt" "$job" out.txt
+        [ "$(cat "$BATS_TEST_TMPDIR/out.txt")" = "[secret API_KEY]" ]
+}

@@ -221,6 +221,15 @@ int redactor_add(struct redactor *r, const char *name, const void *value, size_t
                 ret = form_add(r, secret, buf, base64_nopad(v, len, b64_std, buf));
         if (ret >= 0)
                 ret = form_add(r, secret, buf, base64_nopad(v, len, b64_url, buf));
+        /* The base64 of the value followed by more bytes (echo $S | base64
+         * encodes the newline too) differs in the last character when the
+         * length is not a multiple of 3: the characters the value alone
+         * decides are a form of their own. The whole form, longer, still
+         * wins where it is there. */
+        if (ret >= 0 && len % 3)
+                ret = form_add(r, secret, buf, base64_nopad(v, len, b64_std, buf) - 1);
+        if (ret >= 0 && len % 3)
+                ret = form_add(r, secret, buf, base64_nopad(v, len, b64_url, buf) - 1);
         if (ret >= 0)
                 ret = form_add(r, secret, buf, hex(v, len, hex_lower, buf));
         if (ret >= 0)

@@ -24,8 +24,9 @@
 #define REDACT_MIN_LEN 8
 #define REDACT_MAX_LEN 16384
 #define REDACT_NAME_MAX 64
-/* raw, base64, base64url, hex, HEX, %XX, %xx */
-#define REDACT_FORMS 7
+/* raw, base64, base64url, their prefixes the value alone decides (when its
+ * length is not a multiple of 3), hex, HEX, %XX, %xx */
+#define REDACT_FORMS 9
 
 struct redactor;
 
@@ -35,7 +36,9 @@ void redactor_free(struct redactor *r);
 /* Adds secret `name` (1..64 bytes of [A-Za-z0-9_], unique within r) with its
  * value (REDACT_MIN_LEN..REDACT_MAX_LEN bytes, any bytes, NUL included) and
  * the forms the value is also searched in: the raw bytes; standard base64
- * and URL-safe base64, each without '=' padding; lower- and upper-case hex;
+ * and URL-safe base64, each without '=' padding, and, when the length is
+ * not a multiple of 3, each without its last character (what the value
+ * decides alone, when more bytes were encoded after it); lower- and upper-case hex;
  * URL percent-encoding (RFC 3986: unreserved chars kept, every other byte
  * %XX upper-case hex; and the same with lower-case hex digits). A form
  * equal to a pattern already present (of this secret or an earlier one) is
