@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Start sbx-launch for a job: cloned straight into the job's cgroup (when
- * there is one) with a pidfd, then in the child, before exec, drop to the
+/* Start sbx-launch for a job: a child sharing the daemon's memory until it
+ * execs (as posix_spawn(3)), with a pidfd, that moves into the job's cgroup
+ * (when there is one), drops to the
  * tenant's unprivileged job uid/gid — the launcher never runs as root — and
  * ask for SIGKILL if the daemon dies, so no job outlives it unwatched. */
 #pragma once
@@ -34,6 +35,7 @@ enum spawn_step {
         SPAWN_STEP_IDS,
         SPAWN_STEP_PARENT,
         SPAWN_STEP_EXEC,
+        SPAWN_STEP_CGROUP,
 };
 
 struct spawn_report {
