@@ -212,9 +212,9 @@ static int spawn(struct rjob *rj, const struct launchspec *ls, int profile_fd, i
         /* An audited job runs in its cgroup or not at all: out of it, no
          * program would see its connections. */
         if (r < 0 && rj->cgroup_fd >= 0 && !rj->net_att) {
-                /* CLONE_INTO_CGROUP can fail where plain clone works (e.g. a
+                /* Entering the cgroup can fail where starting works (e.g. a
                  * threaded cgroup); run without the cgroup rather than not at all. */
-                log_warning(JOB_LOG ": clone into cgroup failed (%s), starting without it", JOB_LOG_ARGS(&rj->j), strerror(-r));
+                log_warning(JOB_LOG ": start in its cgroup failed (%s), starting without it", JOB_LOG_ARGS(&rj->j), strerror(-r));
                 no_cgroup(rj);
                 sp.cgroup_fd = -1;
                 r = spawn_launcher(&sp, &rj->pid, ret_pidfd);

@@ -2,8 +2,8 @@
 /* Per-job cgroups on cgroup2. The daemon owns a subtree (configured, or
  * found: systemd's delegation of our own cgroup, or a directory under the
  * cgroup2 root when we sit at the root, as on hybrid hosts). Each job gets
- * job-ID below it: the launcher is cloned straight into it
- * (CLONE_INTO_CGROUP), cgroup.kill ends every process of the job at once,
+ * job-ID below it: the launcher's child enters it before it execs
+ * (spawn.c), cgroup.kill ends every process of the job at once,
  * and cpu.stat gives its cpu time. memory.max / pids.max / cpu.max are set
  * only where those controllers are enabled; otherwise the limits go to the
  * launcher as rlimits and the result says so. */
@@ -34,7 +34,7 @@ void cgroup_teardown(struct cgroup_ctx *c);
 
 
 /* Create job-ID, apply what the controllers allow; returns an O_DIRECTORY
- * fd for CLONE_INTO_CGROUP and the CG_LIMIT_* bits it enforces. */
+ * fd of it (spawn_params.cgroup_fd) and the CG_LIMIT_* bits it enforces. */
 int cgroup_job_create(struct cgroup_ctx *c, const char *id, const struct policy_decision *d, int *ret_fd, unsigned *ret_limits);
 /* job-ID as it is (after a restart: a session's box kept it). */
 int cgroup_job_open(struct cgroup_ctx *c, const char *id, int *ret_fd);
