@@ -21,6 +21,7 @@ nodist_launcher_sbx_launch_SOURCES = launcher/default-profile.h
 launcher_sbx_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/launcher
 launcher_sbx_launch_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS) $(CAPNG_CFLAGS)
 launcher_sbx_launch_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(CAPNG_LIBS)
+launcher_sbx_launch_LDFLAGS = $(LAUNCHER_LDFLAGS)
 
 # The built-in default profile is profiles/default.ini, compiled in as a C
 # string so that sbx-launch works without installed profiles.
