@@ -17,6 +17,8 @@
 #      job's rate and how many events the result counts as lost.
 # With SBX_BENCH_POOL6=PREFIX (e.g. fd5b:7a1c:4e02::/64) the daemon has that
 # network_pool6 too: restricted jobs get IPv6 addresses and a route as well.
+# SBX_BENCH_USER=NAME runs the daemon with "user = NAME": the front as NAME,
+# every job, its veth and its audit through sbx-privd.
 # Usage: bench/network.sh [ROUNDS]       (as root, after make)
 set -eu
 
@@ -38,9 +40,19 @@ cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/supervisor
 cp "$top"/profiles/*.ini "$stage/profiles/"
 chmod -R a+rX "$stage"
 cg="$mnt/sbx-bench-net-$$"
+sock=$stage/sock
+user_lines=
+if [ -n "${SBX_BENCH_USER:-}" ]; then
+        cp "$top/supervisor/privd/sbx-privd" "$stage/bin/"
+        # (the socket's directory is made for the user)
+        sock=$stage/run/sock
+        user_lines="user = $SBX_BENCH_USER
+helper = $stage/bin/sbx-privd"
+fi
 cat > "$stage/sup.conf" <<EOC
 [daemon]
-socket = $stage/sock
+socket = $sock
+$user_lines
 state_dir = $stage/state
 launcher = $stage/bin/sbx-launch
 profile_path = $stage/profiles
@@ -66,8 +78,8 @@ cleanup() {
         rm -rf "$stage"
 }
 trap cleanup EXIT INT TERM
-for i in $(seq 200); do [ -S "$stage/sock" ] && break; sleep 0.05; done
-ctl() { "$stage/bin/sbxctl" --socket "$stage/sock" "$@"; }
+for i in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+ctl() { "$stage/bin/sbxctl" --socket "$sock" "$@"; }
 # the socket can be there a moment before the network's set-up is logged
 for i in $(seq 200); do grep -q "restricted jobs: veths\|restricted jobs unavailable" "$stage/daemon.log" && break; sleep 0.05; done
 grep -q "restricted jobs: veths" "$stage/daemon.log" || { echo "bench: the daemon cannot run restricted jobs:" >&2; cat "$stage/daemon.log" >&2; exit 1; }
