@@ -259,3 +259,33 @@ api() {
         # back as the other tests left it
         printf %s "$TVAL" | ctl secret set t1 T1_TOKEN
 }
+
+@test "across a SIGKILL of the daemon: a session's execs are still redacted, a retried job gets its secret again" {
+        printf %s "$VAL" | ctl secret set admin API_KEY
+        printf %s "$VAL2" | ctl secret set admin DB_PASS
+        sid=$(ctl session create --secret API_KEY)
+        run -0 ctl session exec "$sid" -- cat /run/secrets/API_KEY
+        [ "$output" = "[secret API_KEY]" ]
+        job=$(ctl submit --retries 1 --secret DB_PASS -- sh -c 'echo "$DB_PASS"; sleep 3')
+        wait_until 10 sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json status '$job' | jq -e '.job.state == \"running\"' >/dev/null"
+        # the journal has the names, never the values
+        grep -q '"secrets":\["DB_PASS"\]' "$SUP_DIR/state/journal"
+        run -1 grep -F -- "$VAL2" "$SUP_DIR/state/journal"
+        pid=$(cat "$SUP_DIR/daemon.pid")
+        kill -KILL "$pid"
+        sup_wait_gone "$pid"
+        sup_start
+        wait_until 20 sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' --json session show '$sid' | jq -e '.state == \"ready\"' >/dev/null"
+        run -0 ctl session exec "$sid" -- sh -c 'cat /run/secrets/API_KEY; echo; printf %s "$(cat /run/secrets/API_KEY)" | base64 -w0'
+        # (base64's padding is not part of the form: it stays)
+        [ "$output" = "[secret API_KEY]
+[secret API_KEY]=" ]
+        ctl session close "$sid" >/dev/null
+        # run again (attempt 2) with its secret, redacted
+        run -0 ctl --json wait "$job"
+        [ "$(jq -r '.result.attempt' <<< "$output")" = 2 ]
+        [ "$(jq -r '.result.state' <<< "$output")" = succeeded ]
+        [ "$(jq -c '.result.secrets' <<< "$output")" = '[{"name":"DB_PASS","mode":"env","redacted":1}]' ]
+        run -0 ctl logs "$job"
+        [ "$output" = "[secret DB_PASS]" ]
+}

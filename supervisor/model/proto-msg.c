@@ -175,6 +175,14 @@ json_t *proto_run_json(const struct run_request *run) {
                 r |= json_object_set_new(o, "idempotency_key", json_string(run->idempotency_key));
         if (run->retries)
                 r |= json_object_set_new(o, "retries", json_integer(run->retries));
+        /* Names only: the journal keeps what a restart needs to give the job
+         * (or a session's execs) its secrets again, never a value. */
+        if (run->n_secrets) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < run->n_secrets; i++)
+                        r |= json_array_append_new(a, json_string(run->secrets[i]));
+                r |= json_object_set_new(o, "secrets", a);
+        }
         /* Not in the request digest: a retry under another trace is still
          * the same job. */
         if (run->traceparent)
@@ -290,6 +298,13 @@ void proto_request_digest(const struct run_request *run, char hex[65]) {
         for (size_t i = 0; i < run->n_artifacts; i++)
                 put_str(&h, run->artifacts[i]);
         put_u64(&h, run->retries);
+        /* The secrets asked for, after the rest: requests without them hash
+         * as they did before secrets existed. */
+        if (run->n_secrets) {
+                put_u64(&h, run->n_secrets);
+                for (size_t i = 0; i < run->n_secrets; i++)
+                        put_str(&h, run->secrets[i]);
+        }
         finish(&h, hex);
 }
 
