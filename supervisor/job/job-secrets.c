@@ -182,8 +182,15 @@ int job_secrets_artifacts(struct rjob *rj, int adir) {
                 return 0;
         json_array_foreach (rj->artifacts, i, a) {
                 int r = artifact(rj->redact, adir, a);
-                if (r < 0)
+                if (r < 0) {
+                        /* none may stay unredacted in the state directory */
+                        json_array_foreach (rj->artifacts, i, a) {
+                                const char *path = json_string_value(json_object_get(a, "path"));
+                                if (path)
+                                        (void) unlinkat(adir, path, 0);
+                        }
                         return r;
+                }
         }
         return 0;
 }

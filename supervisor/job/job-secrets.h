@@ -33,7 +33,8 @@ void job_secrets_unref(struct job_secrets *js);
 /* [{"name", "mode", "redacted"}] for the record; NULL when none. */
 json_t *job_secrets_record(const struct rjob *rj);
 /* The artifacts copied into adir, redacted where a secret shows (their size
- * and sha256 in rj->artifacts updated). Blocking: off the loop. */
+ * and sha256 in rj->artifacts updated); on an error every one is removed.
+ * Blocking: off the loop. */
 int job_secrets_artifacts(struct rjob *rj, int adir);
 /* The job's $SBX_RESULT value and error message, redacted. */
 void job_secrets_value(struct rjob *rj);
