@@ -27,12 +27,6 @@
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-#ifndef SYS_clone3
-#define SYS_clone3 435
-#endif
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
