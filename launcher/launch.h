@@ -3,7 +3,7 @@
  * one short process tree:
  *
  *   launcher (outside) ──clone(new namespaces)──► pid 1 (sets up, then reaps)
- *                                                   └─fork──► the command
+ *                                                   └─clone(CLONE_VM|CLONE_VFORK)──► the command
  *
  * The launcher waits on a pidfd of pid 1 with the timeout, forwards signals
  * and writes the status record. pid 1 builds the sandbox and reports setup

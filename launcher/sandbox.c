@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Inside the new namespaces: pid 1 builds the sandbox (id maps, hostname,
- * root filesystem, loopback, hardening), then forks the command and becomes
- * its init. The command's process sets limits, environment and working
- * directory, applies the last hardening step, reports what was applied and
- * executes the command. Errors travel to the launcher over the report
+ * root filesystem, loopback, hardening), then starts the command's process
+ * and becomes its init. The command's process sets limits, environment
+ * and working directory, applies the last hardening step, reports what was
+ * applied and executes the command. Errors travel to the launcher over the report
  * socket; only the launcher prints them. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -119,6 +121,51 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
         _exit(e == ENOENT ? SBX_EXIT_NOTFOUND : SBX_EXIT_NOEXEC);
 }
 
+/* The command's process gets a stack of its own, with a page below it
+ * that faults instead of running into other memory. */
+#define COMMAND_STACK_SIZE (1024 * 1024)
+
+struct command_start {
+        struct launch *l;
+        struct protections *prot;
+        pid_t init_pid;
+};
+
+static int command_entry(void *arg) {
+        struct command_start *c = arg;
+        command_main(c->l, c->prot, c->init_pid);
+}
+
+/* The command's process shares pid 1's memory until it executes the
+ * command (clone with CLONE_VM | CLONE_VFORK, as posix_spawn(3) starts a
+ * program): nothing of pid 1's address space is copied or made
+ * copy-on-write, and the exec has no copy to tear down. pid 1 sleeps
+ * until that exec (or the process's exit), so the two never run on the
+ * shared memory at once; what the child leaves there (its allocations,
+ * errno) pid 1 never reads. Everything the child changes about itself
+ * (credentials, limits, Landlock, the filter, its descriptors, its
+ * working directory, its signal actions) belongs to its own task: none
+ * of CLONE_FILES, CLONE_FS, CLONE_SIGHAND or CLONE_THREAD is set. */
+static pid_t spawn_command(struct launch *l, struct protections *prot) {
+        struct command_start c = { .l = l, .prot = prot, .init_pid = getpid() };
+        size_t guard = (size_t) sysconf(_SC_PAGESIZE);
+        char *stack = mmap(NULL, COMMAND_STACK_SIZE + guard, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (stack == MAP_FAILED)
+                return -1;
+        if (mprotect(stack, guard, PROT_NONE) < 0) {
+                int e = errno;
+                munmap(stack, COMMAND_STACK_SIZE + guard);
+                errno = e;
+                return -1;
+        }
+        pid_t pid = clone(command_entry, stack + guard + COMMAND_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+        int e = errno;
+        munmap(stack, COMMAND_STACK_SIZE + guard);
+        errno = e;
+        return pid;
+}
+
 void sandbox_main(struct launch *l) {
         const struct profile *p = &l->profile;
         struct protections prot = { 0 };
@@ -173,14 +220,11 @@ void sandbox_main(struct launch *l) {
                 l->block_fd = -1;
         }
 
-        pid_t init_pid = getpid();
-        pid_t pid = fork();
+        pid_t pid = spawn_command(l, &prot);
         if (pid < 0) {
-                sbx_error_set(&err, errno, "fork");
+                sbx_error_set(&err, errno, "clone");
                 fail(l, "fork", &err);
         }
-        if (pid == 0)
-                command_main(l, &prot, init_pid);
         close(l->report_fd);
         closep(&l->pty.slave);
         /* With a memory rlimit, the record gets the processes' peak
