@@ -74,3 +74,12 @@ EXTRA_DIST += bench/mcp.sh bench/mcp-client.mjs
 .PHONY: bench-mcp
 bench-mcp: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbx-mcp supervisor/sbxctl
 	$(SHELL) $(srcdir)/bench/mcp.sh
+
+# A restricted job's veth pair alone (as root).
+check_PROGRAMS += bench/veth
+bench_veth_SOURCES = bench/veth.c supervisor/priv/veth.c supervisor/priv/netfwd.c
+bench_veth_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(LIBNL_CFLAGS)
+bench_veth_LDADD = $(LIBSUP) $(LIBNL_LIBS)
+.PHONY: bench-veth
+bench-veth: bench/veth
+	./bench/veth
