@@ -127,6 +127,25 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine 
 "$client" "$sock" --bench 20 2 >/dev/null   # warm up
 sleep 1
 echo "idle RSS:     $(kb "$pid" VmRSS) kB"
+# Where it is, from smaps: the daemon's own memory (heap, thread stacks,
+# eBPF maps, other anonymous) and each library's pages (clean file pages,
+# shared with any other process that maps the same file, plus the pages
+# its relocations dirtied).
+rss_by_mapping() {
+        awk '
+        /^[0-9a-f]+-[0-9a-f]+ / { name = $6; anon = (name == ""); if (name ~ /^anon_inode:bpf/) name = "eBPF maps"
+                                  else if (!anon && name !~ /^\[/) { n = split(name, p, "/"); name = p[n] } }
+        /^Size:/ { if (anon) name = ($2 == 8192 ? "thread stacks" : "other anonymous") }
+        /^Rss:/ { rss[name] += $2 }
+        END { for (k in rss) print rss[k], k }' "/proc/$1/smaps"
+}
+rss_by_mapping "$pid" > "$stage/rss"
+own() { awk -v k="$1" '{ v = $1; $1 = ""; sub(/^ /, "") } $0 == k { print v; f = 1 } END { if (!f) print 0 }' "$stage/rss"; }
+echo "  own memory: heap $(own '[heap]') kB, $(ls "/proc/$pid/task" | wc -l) threads: stacks $(own 'thread stacks') kB," \
+        "eBPF maps $(own 'eBPF maps') kB, other anonymous $(( $(own 'other anonymous') + $(own '[stack]') )) kB"
+grep -v -e ' \[' -e ' thread stacks$' -e ' other anonymous$' -e ' eBPF maps$' "$stage/rss" | sort -rn > "$stage/rss-files"
+echo "  files: $(awk '{ s += $1 } END { print s }' "$stage/rss-files") kB in $(wc -l < "$stage/rss-files") (the daemon and its" \
+        "libraries); the largest, kB: $(head -10 "$stage/rss-files" | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }')"
 
 launch_true() {
         "$client" --time "$1" "$2" "$3" setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$stage/bin/sbx-launch" -- /bin/true
