@@ -122,8 +122,10 @@ static _noreturn_ void command_main(struct launch *l, struct protections *prot, 
 }
 
 /* The command's process gets a stack of its own, with a page below it
- * that faults instead of running into other memory. */
-#define COMMAND_STACK_SIZE (1024 * 1024)
+ * that faults instead of running into other memory: this much for our
+ * own frames, plus a pointer per argument, which execvp(3) copies onto
+ * the stack when it runs a file without "#!" through /bin/sh. */
+#define COMMAND_STACK_BASE (1024 * 1024)
 
 struct command_start {
         struct launch *l;
@@ -157,20 +159,24 @@ static pid_t spawn_command(struct launch *l, struct protections *prot) {
                 command_entry(&c);
         return child;
 #else
-        size_t guard = (size_t) sysconf(_SC_PAGESIZE);
-        char *stack = mmap(NULL, COMMAND_STACK_SIZE + guard, PROT_READ | PROT_WRITE,
+        size_t guard = (size_t) sysconf(_SC_PAGESIZE), argc = 0;
+        while (l->argv[argc])
+                argc++;
+        size_t size = COMMAND_STACK_BASE + (argc + 3) * sizeof(char *);
+        size = (size + guard - 1) / guard * guard;
+        char *stack = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
         if (stack == MAP_FAILED)
                 return -1;
         if (mprotect(stack, guard, PROT_NONE) < 0) {
                 int e = errno;
-                munmap(stack, COMMAND_STACK_SIZE + guard);
+                munmap(stack, size + guard);
                 errno = e;
                 return -1;
         }
-        pid_t pid = clone(command_entry, stack + guard + COMMAND_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+        pid_t pid = clone(command_entry, stack + guard + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
         int e = errno;
-        munmap(stack, COMMAND_STACK_SIZE + guard);
+        munmap(stack, size + guard);
         errno = e;
         return pid;
 #endif

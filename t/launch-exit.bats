@@ -74,3 +74,17 @@ setup() {
         run sbx -- sh -c 'exit 124'
         [ "$status" -eq 124 ]
 }
+
+# The command's process runs on a stack of its own until its exec, and
+# execvp(3) copies every argument pointer onto the stack when it runs a
+# file without "#!" through /bin/sh: 150,000 arguments (1.2 MB of
+# pointers) once overflowed a fixed 1 MiB stack and the job died by SIGSEGV.
+@test "a script without #! gets 150,000 arguments through execvp's /bin/sh fallback" {
+        d=$(user_dir)
+        printf 'echo "args: $#"\n' > "$d/script"
+        chmod 0755 "$d/script"
+        mapfile -t args < <(yes x | head -n 150000)
+        run sbx --ro-bind "$d" /job -- /job/script "${args[@]}"
+        [ "$status" -eq 0 ]
+        [ "$output" = "args: 150000" ]
+}
