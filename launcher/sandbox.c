@@ -3,14 +3,14 @@
  * root filesystem, loopback, hardening), then starts the command's process
  * and becomes its init. The command's process sets limits, environment
  * and working directory, applies the last hardening step, reports what was
- * applied and executes the command. Errors travel to the launcher over the report
- * socket; only the launcher prints them. */
+ * applied and executes the command. Errors travel to the launcher over the
+ * report socket; only the launcher prints them. */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
