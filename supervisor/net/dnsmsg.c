@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,9 @@ int dnsmsg_parse_query(const uint8_t *buf, size_t len, struct dns_query *ret) {
         return name_of(q, ret->name, sizeof(ret->name));
 }
 
-int dnsmsg_error(const uint8_t *buf, size_t len, int rcode, uint8_t *out, size_t cap, size_t *ret_len) {
+/* An answer of ours to the query in buf: rcode, and 127.0.0.1 in its
+ * answer section when loopback and it asks for an A record. */
+static int answer(const uint8_t *buf, size_t len, int rcode, bool loopback, uint8_t *out, size_t cap, size_t *ret_len) {
         _cleanup_pkt_ ldns_pkt *p = NULL, *r = NULL;
         uint8_t *wire = NULL;
         size_t n = 0;
@@ -71,6 +74,26 @@ int dnsmsg_error(const uint8_t *buf, size_t len, int rcode, uint8_t *out, size_t
         ldns_rr *q = ldns_rr_clone(question(p));
         if (!q || !ldns_pkt_push_rr(r, LDNS_SECTION_QUESTION, q))
                 return -ENOMEM;
+        if (loopback && ldns_rr_get_type(q) == LDNS_RR_TYPE_A && ldns_rr_get_class(q) == LDNS_RR_CLASS_IN) {
+                static const uint8_t lo[4] = { 127, 0, 0, 1 };
+                ldns_rr *a = ldns_rr_new_frm_type(LDNS_RR_TYPE_A);
+                ldns_rdf *owner = a ? ldns_rdf_clone(ldns_rr_owner(q)) : NULL;
+                ldns_rdf *addr = a ? ldns_rdf_new_frm_data(LDNS_RDF_TYPE_A, sizeof(lo), lo) : NULL;
+                if (!owner || !addr) {
+                        ldns_rdf_deep_free(owner);
+                        ldns_rdf_deep_free(addr);
+                        ldns_rr_free(a);
+                        return -ENOMEM;
+                }
+                ldns_rr_set_owner(a, owner);
+                ldns_rr_set_ttl(a, 60);
+                ldns_rr_set_class(a, LDNS_RR_CLASS_IN);
+                ldns_rr_set_rdf(a, addr, 0);
+                if (!ldns_pkt_push_rr(r, LDNS_SECTION_ANSWER, a)) {
+                        ldns_rr_free(a);
+                        return -ENOMEM;
+                }
+        }
         if (ldns_pkt2wire(&wire, r, &n) != LDNS_STATUS_OK)
                 return -ENOMEM;
         int rc = 0;
@@ -112,6 +135,14 @@ int dnsmsg_answers(const uint8_t *buf, size_t len, const struct dns_query *q, ui
                 }
         }
         return 0;
+}
+
+int dnsmsg_error(const uint8_t *buf, size_t len, int rcode, uint8_t *out, size_t cap, size_t *ret_len) {
+        return answer(buf, len, rcode, false, out, cap, ret_len);
+}
+
+int dnsmsg_loopback(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *ret_len) {
+        return answer(buf, len, 0, true, out, cap, ret_len);
 }
 
 const char *dnsmsg_type_name(uint16_t qtype, char *buf, size_t len) {

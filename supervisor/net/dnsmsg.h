@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The DNS messages the proxy for restricted jobs handles, read and written
  * with ldns (never by hand): a job's query (one question), the REFUSED
- * answer to a name it may not resolve, and the addresses in the upstream
+ * answer to a name it may not resolve, the loopback answer to a name the
+ * daemon serves itself (header secrets' hosts), and the addresses in the upstream
  * resolver's answer to a query it may. Pure, unit-tested. */
 #pragma once
 
@@ -33,6 +34,10 @@ int dnsmsg_parse_query(const uint8_t *buf, size_t len, struct dns_query *ret);
  * to the query in buf (same id and question), in out (cap bytes); -EINVAL
  * when buf is no query, -ENOSPC when out is short. */
 int dnsmsg_error(const uint8_t *buf, size_t len, int rcode, uint8_t *out, size_t cap, size_t *ret_len);
+/* The daemon's own answer to the query in buf: 127.0.0.1 to a question
+ * for an A record (class IN), no record (NOERROR) to any other; as
+ * dnsmsg_error otherwise. */
+int dnsmsg_loopback(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t *ret_len);
 /* An answer to q (its id, a response, the same question; at most
  * DNSMSG_TCP_MAX bytes): the A and AAAA
  * records of its answer section, as 16-byte addresses (IPv4 mapped),

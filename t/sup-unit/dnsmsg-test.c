@@ -128,11 +128,39 @@ static void test_large_answer(void **state) {
         assert_int_equal(dnsmsg_parse_query(buf, DNSMSG_MAX + 1, &qq), -EINVAL);
 }
 
+/* The daemon's own answer (a header secret's host): 127.0.0.1 for A, read
+ * back by the same code that reads upstream answers; nothing for AAAA. */
+static void test_loopback(void **state) {
+        uint8_t buf[512], out[512], addrs[4][16];
+        struct dns_query q;
+        size_t n = query("API.example.com.", LDNS_RR_TYPE_A, 77, buf), m, k;
+        assert_int_equal(dnsmsg_parse_query(buf, n, &q), 0);
+        assert_int_equal(dnsmsg_loopback(buf, n, out, sizeof(out), &m), 0);
+        assert_int_equal(dnsmsg_answers(out, m, &q, addrs, 4, &k), 0);
+        assert_int_equal(k, 1);
+        static const uint8_t lo[16] = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 };
+        assert_memory_equal(addrs[0], lo, 16);
+        ldns_pkt *r = NULL;
+        assert_int_equal(ldns_wire2pkt(&r, out, m), LDNS_STATUS_OK);
+        assert_int_equal(ldns_pkt_get_rcode(r), LDNS_RCODE_NOERROR);
+        assert_int_equal(ldns_pkt_id(r), 77);
+        ldns_pkt_free(r);
+        n = query("api.example.com.", LDNS_RR_TYPE_AAAA, 78, buf);
+        assert_int_equal(dnsmsg_parse_query(buf, n, &q), 0);
+        assert_int_equal(dnsmsg_loopback(buf, n, out, sizeof(out), &m), 0);
+        assert_int_equal(dnsmsg_answers(out, m, &q, addrs, 4, &k), 0);
+        assert_int_equal(k, 0);
+        assert_int_equal(dnsmsg_loopback(buf, n, out, 8, &m), -ENOSPC);
+        assert_int_equal(dnsmsg_loopback(buf, 3, out, sizeof(out), &m), -EINVAL);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_query),
                 cmocka_unit_test(test_answers),
                 cmocka_unit_test(test_large_answer),
+                cmocka_unit_test(test_loopback),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
