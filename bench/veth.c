@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
                         perror("bench/veth: a network namespace");
                         return 1;
                 }
-                struct veth_spec s = { .netns_fd = ns, .dns_fd = -1, .dns_tcp_fd = -1 };
+                struct veth_spec s = { .netns_fd = ns, .dns_fd = -1, .dns_tcp_fd = -1, .proxy_fd = -1 };
                 snprintf(s.host_if, sizeof(s.host_if), "sbxbv%d", i % 100);
                 s.host_addr = htonl(0x0a6f0001);
                 s.job_addr = htonl(0x0a6f0002);
@@ -83,6 +83,7 @@ int main(int argc, char **argv) {
                 gone[i] = t2 - t1;
                 close(s.dns_fd);
                 close(s.dns_tcp_fd);
+                close(s.proxy_fd);
                 close(ns);
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);

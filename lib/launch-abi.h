@@ -128,6 +128,9 @@
 #define SBX_ENV_BUNDLE "SBX_BUNDLE"
 #define SBX_ENV_BUNDLE_VERSION "SBX_BUNDLE_VERSION"
 #define SBX_ENV_BUNDLE_DIR "SBX_BUNDLE_DIR"
+/* A job with header secrets: the CA of the daemon's proxy for their hosts
+ * (PEM), which $SSL_CERT_DIR and $NODE_EXTRA_CA_CERTS name too. */
+#define SBX_ENV_PROXY_CA "SBX_PROXY_CA"
 #define SBX_ENV_RESERVED_PREFIX "SBX_"
 /* W3C trace context: the job's own traceparent (its span in its trace). */
 #define SBX_ENV_TRACEPARENT "TRACEPARENT"

@@ -15,7 +15,7 @@
 /* ---- framing ----------------------------------------------------------------- */
 
 #define PRIVD_MAGIC 0x70786273u   /* "sbxp", little-endian */
-#define PRIVD_VERSION 3u
+#define PRIVD_VERSION 4u
 
 /* Requests, front to helper. A reply carries the request's type with
  * PRIVD_REPLY set and the request's sequence number. */
@@ -29,7 +29,7 @@ enum privd_type {
         PRIVD_SPAWN,           /* struct privd_spawn + fds -> struct privd_reply (.pid) + the pidfd */
         /* The job's network: answered -EOPNOTSUPP by a helper started
          * without --net-pool (sbx-privd(8)). */
-        PRIVD_NET_OPEN,        /* struct privd_net_open    -> struct privd_net_reply + 2 fds */
+        PRIVD_NET_OPEN,        /* struct privd_net_open    -> struct privd_net_reply + 3 fds */
         PRIVD_NET_CLOSE,       /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_HANDOVER,     /* struct privd_job         -> struct privd_reply */
         PRIVD_WS_RECLAIM,      /* struct privd_job         -> struct privd_reply */
@@ -187,7 +187,8 @@ struct privd_job_adopt {
  * job's /30 (and /126 with PRIVD_NET_V6) from its own pool, names the
  * host end, and replies with the addresses and, in this order, a UDP
  * socket and a TCP socket (not listening) bound to 127.0.0.1:53 inside
- * the job's namespace, for the front's DNS proxy. */
+ * the job's namespace, for the front's DNS proxy, and a TCP socket (not
+ * listening) bound to 127.0.0.1:443 there, for its secrets proxy. */
 struct privd_net_open {
         struct privd_hdr h;
         struct privd_handle job;
@@ -340,7 +341,7 @@ struct privd_hello_reply {
 
 /* The largest message either side sends; a bigger one is refused. */
 #define PRIVD_MSG_MAX 128u
-/* The most descriptors one reply carries (JOB_ADOPT). */
+/* The most descriptors one reply carries (JOB_ADOPT, NET_OPEN). */
 #define PRIVD_REPLY_FDS_MAX 3u
 /* The most descriptors one message carries. */
 #define PRIVD_FDS_MAX PRIVD_FD_COUNT

@@ -107,7 +107,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/job/bundle-job.c supervisor/front/bundle-ops.c \
 	supervisor/priv/netaudit-bpf.h supervisor/priv/netaudit.c supervisor/priv/netaudit-core.h supervisor/priv/netaudit-core.c supervisor/net/netjob.h supervisor/net/netjob.c supervisor/net/netveth.h supervisor/net/netveth.c \
 	supervisor/priv/veth.h supervisor/priv/veth.c supervisor/priv/nft.h supervisor/priv/nft.c supervisor/priv/nft-run.h supervisor/priv/nft-lib.c supervisor/priv/netfwd.h supervisor/priv/netfwd.c \
-	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c \
+	supervisor/net/dnsproxy.h supervisor/net/dnsproxy-internal.h supervisor/net/dnsproxy.c supervisor/net/dnstcp.c supervisor/net/secretproxy.h supervisor/net/secretproxy.c \
 	supervisor/net/auditring.h supervisor/net/auditring.c supervisor/net/netremote.h supervisor/net/netremote.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h supervisor/front/openapi.c
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS) -DSBX_LIBEXECDIR='"$(libexecdir)"' -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \

@@ -101,7 +101,7 @@ names() {
         [ -n "$TABLE" ]
 }
 
-@test "sbx-privd gives a held job a veth, its addresses and DNS sockets inside its namespace, then removes it all" {
+@test "sbx-privd gives a held job a veth, its addresses, DNS and secrets proxy sockets inside its namespace, then removes it all" {
         scenario net "10.214.$POOL_X.0/29" --v6
         names
         ! grep '^ACCEPTED' "$BATS_TEST_TMPDIR/out" || false
@@ -110,6 +110,7 @@ names() {
         grep -qx "A host 10.214.$POOL_X.1" "$BATS_TEST_TMPDIR/out"
         grep -qx "A dns udp 127.0.0.1:53" "$BATS_TEST_TMPDIR/out"
         grep -qx "A dns tcp 127.0.0.1:53" "$BATS_TEST_TMPDIR/out"
+        grep -qx "A proxy tcp 127.0.0.1:443" "$BATS_TEST_TMPDIR/out"
         has_addr "$A_CHILD" "10.214.$POOL_X.2"
         has_addr "$A_CHILD" "$(field "A addr6")"
         run in_job "$A_CHILD" ip route show default

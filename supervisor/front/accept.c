@@ -160,13 +160,19 @@ static bool progress_admit(struct conn *c, struct request *req, struct verdict *
 
 /* The secrets it asks for: each granted to its tenant (secrets) and set
  * (sbxctl secret set). The values are read when it starts. */
-static bool secrets_admit(struct conn *c, struct request *req, struct verdict *v) {
+static bool secrets_admit(struct conn *c, struct request *req, const struct policy_decision *pol, struct verdict *v) {
         const struct tenant *t = c->tenant;
         for (size_t i = 0; i < req->run.n_secrets; i++) {
                 const char *name = req->run.secrets[i];
-                if (!tenant_secret(t, name))
+                const struct secret_grant *g = tenant_secret(t, name);
+                if (!g)
                         return deny(v, E_FORBIDDEN, "field 'secrets': tenant '%s' is not granted secret '%s' (secrets)", t->name,
                                     name);
+                /* a bundle's network is known once its manifest is: its
+                 * start checks then (job-secrets.c) */
+                if (g->mode == SECRET_HEADER && !req->run.bundle && pol->net != NET_RESTRICTED)
+                        return deny(v, E_FORBIDDEN, "field 'secrets': '%s' is a header secret, sent by the daemon's proxy: the "
+                                    "job needs network restricted", name);
                 if (!secret_store_has(c->d->dirs.state_fd, t->name, name))
                         return deny(v, E_NOT_FOUND, "field 'secrets': tenant '%s' has no value for secret '%s' (sbxctl secret set)",
                                     t->name, name);
@@ -224,7 +230,7 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         }
         if (req->run.follow && !subscribe_room(c, req->tag))
                 return NULL;
-        if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v) || !secrets_admit(c, req, v))
+        if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v) || !secrets_admit(c, req, &pol, v))
                 return NULL;
         /* A session's sandbox lives for its TTL, which the tenant's
          * session_ttl_max bounds (session-ops.c), not max_timeout. */

@@ -350,8 +350,8 @@ int privsep_connect(const struct config *cfg, struct privc *ret, struct sbx_erro
 
 /* The network's privileged steps, asked of the helper (net/netremote.h). */
 static int op_net_open(void *arg, struct privd_handle job, pid_t pid, uint64_t netns_ino, bool v6, struct privd_net_reply *ret,
-                       int *ret_dns_fd, int *ret_dns_tcp_fd) {
-        return privc_net_open(arg, job, pid, netns_ino, v6, ret, ret_dns_fd, ret_dns_tcp_fd);
+                       int *ret_dns_fd, int *ret_dns_tcp_fd, int *ret_proxy_fd) {
+        return privc_net_open(arg, job, pid, netns_ino, v6, ret, ret_dns_fd, ret_dns_tcp_fd, ret_proxy_fd);
 }
 
 static int op_ring(void *arg, int *ret_fd, uint32_t *ret_bytes) {

@@ -11,6 +11,7 @@
 #include "jobs.h"
 #include "redact.h"
 #include "secret-store.h"
+#include "secretproxy.h"
 #include "util.h"
 
 void job_secrets_unref(struct job_secrets *js) {
@@ -21,6 +22,7 @@ void job_secrets_unref(struct job_secrets *js) {
                         sodium_memzero((char *) js->s[i].value, js->s[i].len);
                 free((char *) js->s[i].value);
                 free((char *) js->s[i].name);
+                free((char *) js->s[i].placeholder);
         }
         free(js);
 }
@@ -70,7 +72,13 @@ static int load(const struct rjob *rj, int state_fd, struct job_secrets **ret, s
                 js->s[i] = (struct launch_secret) { .name = strdup(name), .mode = g->mode, .value = v, .len = len };
                 js->shown[i] = g->shown;
                 js->n++;
-                if (!js->s[i].name) {
+                char *ph = g->mode == SECRET_HEADER ? malloc(len + 1) : NULL;
+                if (ph) {
+                        secretproxy_placeholder(ph, len);
+                        ph[len] = '\0';
+                        js->s[i].placeholder = ph;
+                }
+                if (!js->s[i].name || (g->mode == SECRET_HEADER && !ph)) {
                         job_secrets_unref(js);
                         return sbx_error_set(err, ENOMEM, "secrets");
                 }
@@ -79,10 +87,28 @@ static int load(const struct rjob *rj, int state_fd, struct job_secrets **ret, s
         return 0;
 }
 
-int job_secrets_open(struct rjob *rj, int state_fd, struct sbx_error *err) {
+/* The proxy of its header secrets, with the CA its sandbox trusts for
+ * their hosts: none without header secrets. */
+static int make_proxy(struct rjob *rj, const struct job_secrets *js, const char *proxy_ca, struct sbx_error *err) {
+        struct secretproxy_secret ps[SECRET_MAX_PER_JOB];
+        size_t n = 0;
+        for (size_t i = 0; i < js->n; i++)
+                if (js->s[i].mode == SECRET_HEADER)
+                        ps[n++] = (struct secretproxy_secret) { .name = js->s[i].name, .value = js->s[i].value,
+                                                                .placeholder = js->s[i].placeholder, .len = js->s[i].len };
+        if (n == 0)
+                return 0;
+        if (rj->j.pol.net != NET_RESTRICTED)
+                return sbx_error_msg(err, EPERM, "secret '%s' is a header secret: it needs network = restricted (its hosts are "
+                                     "reached through the daemon's proxy)", ps[0].name);
+        const struct tenant *t = rj->j.tenant;
+        return secretproxy_new(rj->j.id, ps, n, t->secret_hosts, t->n_secret_hosts, proxy_ca, &rj->sproxy, err);
+}
+
+int job_secrets_open(struct rjob *rj, int state_fd, const char *proxy_ca, struct sbx_error *err) {
         if (rj->j.req.run.n_secrets == 0 || rj->secrets)
                 return 0;
-        struct job_secrets *js;
+        struct job_secrets *js = NULL;
         int r = load(rj, state_fd, &js, err);
         if (r < 0)
                 return r;
@@ -90,12 +116,18 @@ int job_secrets_open(struct rjob *rj, int state_fd, struct sbx_error *err) {
                 job_secrets_unref(js);
                 return sbx_error_set(err, -r, "secrets");
         }
+        if (!rj->sproxy && (r = make_proxy(rj, js, proxy_ca, err)) < 0) {
+                job_secrets_unref(js);
+                redactor_free(rj->redact);
+                rj->redact = NULL;
+                return r;
+        }
         rj->secrets = js;
         return 0;
 }
 
-int job_secrets_share(struct rjob *exec, struct rjob *box, int state_fd, struct sbx_error *err) {
-        int r = job_secrets_open(box, state_fd, err);
+int job_secrets_share(struct rjob *exec, struct rjob *box, int state_fd, const char *proxy_ca, struct sbx_error *err) {
+        int r = job_secrets_open(box, state_fd, proxy_ca, err);
         if (r < 0 || !box->secrets)
                 return r;
         if ((r = make_redactor(box->secrets, &exec->redact)) < 0)
@@ -111,14 +143,20 @@ json_t *job_secrets_record(const struct rjob *rj) {
                 return NULL;
         json_t *a = json_array();
         size_t k = 0;
+        uint64_t served, refused;
+        secretproxy_counts(rj->sproxy, &served, &refused);
         for (size_t i = 0; a && i < js->n; i++) {
                 /* the redactor holds the redacted ones, in order */
                 uint64_t hits = 0;
                 if (!js->shown[i] && rj->redact)
                         hits = redactor_hits(rj->redact, k++);
-                json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "name", js->s[i].name, "mode",
-                                                   secret_mode_name(js->s[i].mode), "redacted",
-                                                   js->shown[i] ? json_null() : json_integer((json_int_t) hits)));
+                json_t *o = json_pack("{s:s, s:s, s:o}", "name", js->s[i].name, "mode", secret_mode_name(js->s[i].mode), "redacted",
+                                      js->shown[i] ? json_null() : json_integer((json_int_t) hits));
+                /* the sandbox's proxy: connections passed to the hosts, and refused */
+                if (o && js->s[i].mode == SECRET_HEADER)
+                        json_object_set_new(o, "proxy", json_pack("{s:I, s:I}", "connections", (json_int_t) served, "refused",
+                                                                  (json_int_t) refused));
+                json_array_append_new(a, o);
         }
         return a;
 }

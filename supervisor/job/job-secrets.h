@@ -25,10 +25,13 @@ struct job_secrets {
 /* rj's secrets, read from the store, in rj->secrets (and a redactor for
  * it in rj->redact). 0 with nothing done when it asked for none; an error
  * naming the secret when one is not granted (any more) or not set. */
-int job_secrets_open(struct rjob *rj, int state_fd, struct sbx_error *err);
+/* With header secrets, also the proxy of them (rj->sproxy, its upstream
+ * trusting proxy_ca too); they need a restricted network (an error
+ * otherwise). */
+int job_secrets_open(struct rjob *rj, int state_fd, const char *proxy_ca, struct sbx_error *err);
 /* An exec of a session: its box's values and a redactor of its own (the
  * box of an adopted session reads them from the store again). */
-int job_secrets_share(struct rjob *exec, struct rjob *box, int state_fd, struct sbx_error *err);
+int job_secrets_share(struct rjob *exec, struct rjob *box, int state_fd, const char *proxy_ca, struct sbx_error *err);
 void job_secrets_unref(struct job_secrets *js);
 /* [{"name", "mode", "redacted"}] for the record; NULL when none. */
 json_t *job_secrets_record(const struct rjob *rj);

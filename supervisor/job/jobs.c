@@ -9,6 +9,7 @@
 #include "job-secrets.h"
 #include "jobs.h"
 #include "redact.h"
+#include "secretproxy.h"
 #include "tenant.h"
 
 void jobs_init(struct jobs *js) {
@@ -51,6 +52,8 @@ void rjob_free(void *p) {
         free(rj->profile_path);
         free(rj->prep_error);
         job_secrets_unref(rj->secrets);
+        secretproxy_close(rj->sproxy);
+        secretproxy_unref(rj->sproxy);
         redactor_free(rj->redact);
         json_decref(rj->artifacts);
         json_decref(rj->limit_hit);

@@ -22,6 +22,7 @@ struct netaudit_att;
 struct netremote_att;
 struct netlink_job;
 struct dnsproxy;
+struct secretproxy;
 struct daemon;
 
 /* Steps of a job's life, in monotonic microseconds, for the debug log. */
@@ -96,6 +97,7 @@ struct rjob {
         struct netlink_job *netlink; /* a restricted job's veth */
         char *net_fail;           /* why its network could not be set up */
         struct dnsproxy *dns;     /* its DNS proxy (dnsproxy.c) */
+        struct secretproxy *sproxy; /* its header secrets' proxy (secretproxy.c), or NULL */
 
         /* bundle.c: the resolution it waits for, then the tree it holds */
         void *bundle_wait;

@@ -219,9 +219,9 @@ int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD
 /* ---- the job's network and its audit ---- */
 
 int privc_net_open(struct privc *c, struct privd_handle job, pid_t pid, uint64_t netns_ino, bool v6, struct privd_net_reply *ret,
-                   int *ret_dns_fd, int *ret_dns_tcp_fd) {
+                   int *ret_dns_fd, int *ret_dns_tcp_fd, int *ret_proxy_fd) {
         struct privd_net_open m = { .job = job, .pid = (int32_t) pid, .flags = v6 ? PRIVD_NET_V6 : 0, .netns_ino = netns_ino };
-        int fds[2];
+        int fds[3];
         unsigned n = 0;
         if (c->fd < 0)
                 return -ENOTCONN;
@@ -230,11 +230,11 @@ int privc_net_open(struct privc *c, struct privd_handle job, pid_t pid, uint64_t
         hdr(c, &m.h, PRIVD_NET_OPEN, sizeof(m));
         int r = fd_send_with(c->fd, &m, sizeof(m), NULL, 0);
         if (r == 0)
-                r = recv_reply(c->fd, m.h.seq, ret, sizeof(*ret), fds, 2, &n);
+                r = recv_reply(c->fd, m.h.seq, ret, sizeof(*ret), fds, 3, &n);
         pthread_mutex_unlock(&c->lock);
         if (r == 0 && ret->err < 0)
                 r = ret->err;
-        if (r == 0 && n != 2)
+        if (r == 0 && n != 3)
                 r = -EPROTO;
         if (r < 0) {
                 for (unsigned i = 0; i < n; i++)
@@ -243,6 +243,7 @@ int privc_net_open(struct privc *c, struct privd_handle job, pid_t pid, uint64_t
         }
         *ret_dns_fd = fds[0];
         *ret_dns_tcp_fd = fds[1];
+        *ret_proxy_fd = fds[2];
         return 0;
 }
 

@@ -52,9 +52,10 @@ int privc_spawn(struct privc *c, struct privd_handle job, const int fds[PRIVD_FD
 int privc_job_adopt(struct privc *c, uid_t uid, pid_t pid, struct privd_handle *ret_job, unsigned *ret_limits, int ret_fds[3]);
 
 /* The job's network (NET_OPEN: the launcher's sandbox pid and network
- * namespace inode; the DNS proxy's UDP and TCP sockets come back). */
+ * namespace inode; the DNS proxy's UDP and TCP sockets and the secrets
+ * proxy's TCP socket come back). */
 int privc_net_open(struct privc *c, struct privd_handle job, pid_t pid, uint64_t netns_ino, bool v6, struct privd_net_reply *ret,
-                   int *ret_dns_fd, int *ret_dns_tcp_fd);
+                   int *ret_dns_fd, int *ret_dns_tcp_fd, int *ret_proxy_fd);
 int privc_net_close(struct privc *c, struct privd_handle job);
 /* The audit's ring buffer map and its data size, once. */
 int privc_net_ring(struct privc *c, int *ret_fd, uint32_t *ret_bytes);

@@ -29,6 +29,7 @@
 #include "prepare.h"
 #include "privjob.h"
 #include "runner.h"
+#include "secretproxy.h"
 #include "sched.h"
 #include "spawn.h"
 #include "workspace.h"
@@ -279,7 +280,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 *bundle_fd = r;
         }
         /* the values of its secrets, read now (a removed one fails it) */
-        int r = job_secrets_open(rj, d->dirs.state_fd, err);
+        int r = job_secrets_open(rj, d->dirs.state_fd, d->cfg->secret_proxy_ca, err);
         if (r < 0)
                 return r;
         struct launchspec_input in = {
@@ -294,6 +295,8 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .session_init = rj->session_box ? d->cfg->init : NULL,
                 .secrets = rj->secrets ? rj->secrets->s : NULL,
                 .n_secrets = rj->secrets ? rj->secrets->n : 0,
+                .proxy_ca_pem = rj->sproxy ? secretproxy_ca_pem(rj->sproxy) : NULL,
+                .proxy_ca_name = rj->sproxy ? secretproxy_ca_hashname(rj->sproxy) : NULL,
         };
         r = launchspec_build(&in, ls, err);
         if (r < 0)

@@ -119,6 +119,8 @@ struct tenant {
         size_t n_secrets;
         char **secrets_shown;     /* secrets_in_output: granted names left unredacted */
         size_t n_secrets_shown;
+        struct secret_host *secret_hosts; /* secret_hosts: where header secrets go */
+        size_t n_secret_hosts;
 };
 
 #define CONFIG_HTTP_MAX_LISTEN 8
@@ -216,6 +218,7 @@ struct config {
         char *http_tls_cert;        /* PEM files; both or neither */
         char *http_tls_key;
         char *http_tls_client_ca;   /* PEM: the CAs of client certificates ([token.NAME] cert_sha256); NULL: none asked */
+        char *secret_proxy_ca;      /* PEM: CAs the header secrets' proxy trusts besides the system's; NULL: none */
         uint64_t http_max_connections; /* over all listeners */
         uint64_t http_ip_connections;  /* from one client address */
         uint64_t http_idle_timeout_ms; /* a connection silent this long is closed */
@@ -323,11 +326,21 @@ int tenant_allows_callback(const struct tenant *t, const char *url, const char *
 #define SECRET_VALUE_MAX 16384
 #define SECRET_MAX_PER_JOB 32
 #define CONFIG_MAX_SECRETS 64
-enum secret_mode { SECRET_FILE, SECRET_ENV };
+#define SECRET_HOSTS_MAX 16     /* secret_hosts entries of one tenant */
+enum secret_mode { SECRET_FILE, SECRET_ENV, SECRET_HEADER };
 struct secret_grant {
         char name[SECRET_NAME_MAX + 1];
         enum secret_mode mode;
         bool shown;               /* listed in secrets_in_output */
+};
+/* secret_hosts: a host a header secret is sent to. The job names it
+ * (https://NAME/, port 443 in its sandbox); the daemon connects to NAME
+ * on port 443, or to addr:port when the entry says NAME@ADDR[:PORT]. */
+struct secret_host {
+        char secret[SECRET_NAME_MAX + 1];
+        char name[254];           /* lower case, without a final dot */
+        char addr[48];            /* an IP address, or "" */
+        uint16_t port;
 };
 void tenant_secret_free(struct tenant *t);
 int config_secret_check(struct config *c, struct sbx_error *err);
@@ -337,6 +350,9 @@ bool secret_name_valid(const char *name);
 const char *secret_mode_name(enum secret_mode m);
 /* t's grant of secret name, or NULL. */
 const struct secret_grant *tenant_secret(const struct tenant *t, const char *name);
+/* A host name as secret_hosts takes it: letters, digits, '-' and '.',
+ * two labels at least, not an address; lower-cased in place. */
+bool secret_host_valid(char *name);
 
 /* Initialise a tenant with the defaults sbx-supervisord.conf(5) documents. */
 void tenant_defaults(struct tenant *t);

@@ -129,6 +129,7 @@ void config_free(struct config *c) {
         free(c->path);
         free(c->socket_path);
         free(c->state_dir);
+        free(c->secret_proxy_ca);
         free(c->work_dir);
         free(c->launcher);
         free(c->init);

@@ -17,6 +17,8 @@
 #define JOB_INIT "/.sbx-init"
 /* Where a job finds its file secrets. */
 #define SECRETS_PATH "/run/secrets"
+/* The CA of its header secrets' proxy (secretproxy.c). */
+#define PROXY_CA SECRETS_PATH "/sbx-proxy-ca.pem"
 
 /* One NAME=VALUE word of [env] set, spelled by the profile writer (which
  * escapes whatever the value holds). */
@@ -53,7 +55,9 @@ static int write_bundle_fs(FILE *f, const struct job_bundle *b, int net, bool by
 }
 
 /* File secrets: a tmpfs of their own, files of mode 0400, then read-only
- * (SECRETS_PATH, sbx-supervisord(8) SECRETS). */
+ * (SECRETS_PATH, sbx-supervisord(8) SECRETS). With header secrets the
+ * proxy's CA is there too, as PROXY_CA and under the name OpenSSL looks
+ * for in a directory of $SSL_CERT_DIR. */
 static int write_secret_files(FILE *f, const struct launchspec_input *in) {
         size_t n = 0, bytes = 0;
         int r = 0;
@@ -62,6 +66,10 @@ static int write_secret_files(FILE *f, const struct launchspec_input *in) {
                         n++;
                         bytes += in->secrets[i].len;
                 }
+        if (in->proxy_ca_pem) {
+                n += 2;
+                bytes += 2 * strlen(in->proxy_ca_pem);
+        }
         if (n == 0)
                 return 0;
         /* a page per file at least, and room for the directory */
@@ -77,9 +85,33 @@ static int write_secret_files(FILE *f, const struct launchspec_input *in) {
                 r = profile_write_key(f, "file", w, ARRAY_SIZE(w));
                 explicit_bzero(data, strlen(data));
         }
+        if (r == 0 && in->proxy_ca_pem) {
+                _cleanup_free_ char *hashed = NULL, *data = NULL;
+                if (asprintf(&hashed, SECRETS_PATH "/%s", in->proxy_ca_name) < 0 || asprintf(&data, "data=%s", in->proxy_ca_pem) < 0)
+                        return -ENOMEM;
+                const char *const ca[] = { PROXY_CA, data, "mode=0444" };
+                const char *const ca2[] = { hashed, data, "mode=0444" };
+                if ((r = profile_write_key(f, "file", ca, ARRAY_SIZE(ca))) == 0)
+                        r = profile_write_key(f, "file", ca2, ARRAY_SIZE(ca2));
+        }
         if (r == 0)
                 fprintf(f, "remount-ro = " SECRETS_PATH "\n");
         return r;
+}
+
+/* What the job's TLS clients are told to trust besides the system's CAs:
+ * OpenSSL's directories (curl, Python, most), Node's extra file. */
+static int write_proxy_env(FILE *f, const struct launchspec_input *in) {
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < in->n_secrets; i++)
+                if (in->secrets[i].mode == SECRET_HEADER)
+                        r = write_env(f, in->secrets[i].name, in->secrets[i].placeholder);
+        if (r < 0 || !in->proxy_ca_pem)
+                return r;
+        if ((r = write_env(f, "SSL_CERT_DIR", SECRETS_PATH ":/etc/ssl/certs")) < 0 ||
+            (r = write_env(f, "NODE_EXTRA_CA_CERTS", PROXY_CA)) < 0)
+                return r;
+        return write_env(f, SBX_ENV_PROXY_CA, PROXY_CA);
 }
 
 static int write_profile(const struct launchspec_input *in, FILE *f) {
@@ -121,6 +153,8 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         for (size_t i = 0; i < in->n_secrets; i++)
                 if (in->secrets[i].mode == SECRET_ENV && (r = write_env(f, in->secrets[i].name, in->secrets[i].value)) < 0)
                         return r;
+        if ((r = write_proxy_env(f, in)) < 0)
+                return r;
         if (j->bundle.set &&
             ((r = write_env(f, SBX_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||
              (r = write_env(f, SBX_ENV_BUNDLE_VERSION, j->bundle.version)) < 0 ||

@@ -17,6 +17,7 @@ struct launch_secret {
         enum secret_mode mode;
         const char *value;         /* NUL-terminated; no NUL inside (proto-admin.c) */
         size_t len;
+        const char *placeholder;   /* SECRET_HEADER: what the job sees instead, len bytes and a NUL */
 };
 
 struct launchspec_input {
@@ -38,6 +39,10 @@ struct launchspec_input {
          * environment variable. */
         const struct launch_secret *secrets;
         size_t n_secrets;
+        /* With header secrets: the CA of the job's proxy (PEM) and the
+         * name OpenSSL finds it by in a directory. */
+        const char *proxy_ca_pem;
+        const char *proxy_ca_name;
 };
 
 struct launchspec {

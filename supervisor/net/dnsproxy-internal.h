@@ -70,6 +70,9 @@ void dnsproxy_event(struct dnsproxy *px, const struct dns_query *q, int protocol
  * (forward it), MDNS_REFUSED (not the job's name), MDNS_TIMED_OUT (it timed
  * out upstream a moment ago: SERVFAIL at once), MDNS_NAMES_CAP (a new name
  * past network_max_names), MDNS_BUSY; its event recorded. */
+/* q names a host of the job's header secrets (secretproxy.c): counted
+ * and shown as answered, for the caller to answer with 127.0.0.1. */
+bool dnsproxy_local(struct dnsproxy *px, const struct dns_query *q, int protocol);
 enum metrics_dns_outcome dnsproxy_vet(struct dnsproxy *px, const struct dns_query *q, int protocol);
 /* A token of the job's rate (DNSPROXY_RATE a second, shared by UDP and
  * TCP): false when it is used up. */

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "netaudit-bpf.h"
 #include "netjob.h"
+#include "secretproxy.h"
 
 /* One query forwarded upstream, on a socket of its own (connected: only
  * the upstream resolver's answer arrives there). */
@@ -390,6 +391,14 @@ enum metrics_dns_outcome dnsproxy_vet(struct dnsproxy *px, const struct dns_quer
         return o;
 }
 
+bool dnsproxy_local(struct dnsproxy *px, const struct dns_query *q, int protocol) {
+        if (!secretproxy_host(px->rj->sproxy, q->name))
+                return false;
+        dnsproxy_event(px, q, protocol, true);
+        metrics_dns(&px->rj->d->metrics, MDNS_ANSWERED, 1);
+        return true;
+}
+
 /* A job's queries a second: a token each, DNSPROXY_RATE again every second. */
 bool dnsproxy_take_token(struct dnsproxy *px) {
         uint64_t now = now_mono_ms();
@@ -440,6 +449,13 @@ static void on_query(struct source *s, uint32_t events) {
                 if (pl != sizeof(peer) || dnsmsg_parse_query(buf, (size_t) k, &q) < 0) {
                         metrics_dns(&px->rj->d->metrics, MDNS_MALFORMED, 1);
                         continue; /* not a query: no answer */
+                }
+                if (dnsproxy_local(px, &q, IPPROTO_UDP)) {
+                        uint8_t out[DNSMSG_MAX];
+                        size_t n;
+                        if (dnsmsg_loopback(buf, (size_t) k, out, sizeof(out), &n) == 0)
+                                reply(px, &peer, out, n);
+                        continue;
                 }
                 enum metrics_dns_outcome o = dnsproxy_vet(px, &q, IPPROTO_UDP);
                 if (o == MDNS_ANSWERED && forward(px, &q, &peer, buf, (size_t) k) == 0) {

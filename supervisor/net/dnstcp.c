@@ -273,6 +273,15 @@ static void tconn_query(struct dnstcp_conn *c) {
                 tconn_close(c, MDNSTCP_MALFORMED);
                 return;
         }
+        if (dnsproxy_local(px, &q, IPPROTO_TCP)) {
+                uint8_t out[DNSMSG_MAX];
+                size_t n;
+                if (dnsmsg_loopback(buf, len, out, sizeof(out), &n) == 0)
+                        tconn_answer(c, out, n);
+                else
+                        tconn_close(c, MDNSTCP_MALFORMED);
+                return;
+        }
         enum metrics_dns_outcome o = dnsproxy_vet(px, &q, IPPROTO_TCP);
         if (o == MDNS_ANSWERED && up_start(c, &q, buf, len) == 0) {
                 tconn_watch(c);

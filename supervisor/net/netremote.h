@@ -23,7 +23,7 @@
 struct netpriv {
         void *arg;
         int (*net_open)(void *arg, struct privd_handle job, pid_t pid, uint64_t netns_ino, bool v6, struct privd_net_reply *ret,
-                        int *ret_dns_fd, int *ret_dns_tcp_fd);
+                        int *ret_dns_fd, int *ret_dns_tcp_fd, int *ret_proxy_fd);
         int (*ring)(void *arg, int *ret_fd, uint32_t *ret_bytes);
         int (*audit)(void *arg, struct privd_net_audit *m);
         int (*allow)(void *arg, struct privd_net_allow *m);

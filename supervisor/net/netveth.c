@@ -18,6 +18,7 @@
 #include "netfwd.h"
 #include "netveth.h"
 #include "nft.h"
+#include "secretproxy.h"
 #include "veth.h"
 
 /* Names of its own for this daemon's veths and nft table, from its state
@@ -276,14 +277,14 @@ static void setup_remote_run(struct netlink_job *n) {
         for (int tries = 0;; tries++) {
                 memset(&rep, 0, sizeof(rep));
                 n->err = np->net_open(np->arg, n->job, n->child, n->net_ino, n->d->cfg->net_pool6_prefix != 0, &rep, &n->spec.dns_fd,
-                                      &n->spec.dns_tcp_fd);
+                                      &n->spec.dns_tcp_fd, &n->spec.proxy_fd);
                 if (n->err != -EAGAIN || tries >= 500)
                         break;
                 usleep(10000);
         }
         n->t_made = now_mono_us();
         if (n->err < 0) {
-                n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
+                n->spec.dns_fd = n->spec.dns_tcp_fd = n->spec.proxy_fd = -1;
                 snprintf(n->msg, sizeof(n->msg), "sbx-privd: NET_OPEN: %s (its log says why)", strerror(-n->err));
                 return;
         }
@@ -334,6 +335,8 @@ static void setup_done(struct work *w) {
                         close(n->spec.dns_fd);
                 if (n->spec.dns_tcp_fd >= 0)
                         close(n->spec.dns_tcp_fd);
+                if (n->spec.proxy_fd >= 0)
+                        close(n->spec.proxy_fd);
                 nl_retire(n);
                 return;
         }
@@ -344,10 +347,21 @@ static void setup_done(struct work *w) {
                 free(rj->net_fail);
                 rj->net_fail = strdup(n->msg);
         } else if (n->spec.dns_fd >= 0 && dnsproxy_start(rj, n->spec.dns_fd, n->spec.dns_tcp_fd) < 0) {
-                n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
+                /* dnsproxy_start() took its two; the third is still ours */
+                if (n->spec.proxy_fd >= 0)
+                        close(n->spec.proxy_fd);
+                n->spec.dns_fd = n->spec.dns_tcp_fd = n->spec.proxy_fd = -1;
                 metrics_net_setup_failed(&n->d->metrics, MNET_DNS);
                 free(rj->net_fail);
                 rj->net_fail = strdup("cannot serve the job's DNS proxy");
+                log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
+        } else if (n->spec.proxy_fd >= 0 && secretproxy_listen(rj->sproxy, n->spec.proxy_fd) < 0) {
+                /* taken, as the DNS proxy's are; the DNS proxy started
+                 * goes with the job (netveth_end()) */
+                n->spec.proxy_fd = -1;
+                metrics_net_setup_failed(&n->d->metrics, MNET_DNS);
+                free(rj->net_fail);
+                rj->net_fail = strdup("cannot serve the job's secrets proxy");
                 log_error(JOB_LOG ": %s", JOB_LOG_ARGS(&rj->j), rj->net_fail);
         } else if (write(n->block_fd, "1", 1) != 1) {
                 metrics_net_setup_failed(&n->d->metrics, MNET_HANDSHAKE);
@@ -444,7 +458,7 @@ static bool gate_take(void *arg, struct job *j) {
         n->d = d;
         n->rj = rj;
         n->info_fd = n->block_fd = n->netns_fd = -1;
-        n->spec.dns_fd = n->spec.dns_tcp_fd = -1;
+        n->spec.dns_fd = n->spec.dns_tcp_fd = n->spec.proxy_fd = -1;
         n->spec.force6 = d->net_fwd.force6;
         rj->netlink = n;
         return true;
@@ -494,6 +508,7 @@ watch:;
 
 void netveth_end(struct rjob *rj) {
         dnsproxy_stop(rj);
+        secretproxy_close(rj->sproxy);
         if (!rj->netlink)
                 return;
         nl_retire(rj->netlink);

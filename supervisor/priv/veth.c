@@ -163,11 +163,12 @@ struct inside {
         const char *step;
 };
 
-/* Where glibc looks for a resolver when the sandbox has no resolv.conf:
- * the job's own 127.0.0.1:53, served by the daemon from these sockets
- * (type: SOCK_DGRAM, SOCK_STREAM). */
-static int dns_socket(int type, int *ret) {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+/* A socket on the job's own 127.0.0.1, served by the daemon from outside
+ * (type: SOCK_DGRAM, SOCK_STREAM): port 53 is where glibc looks for a
+ * resolver when the sandbox has no resolv.conf, 443 where the job's names
+ * of its header secrets' hosts lead (the secrets proxy). */
+static int loopback_socket(int type, uint16_t port, int *ret) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         int fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
@@ -199,10 +200,12 @@ static void inside_run(struct inside *in) {
          * below needs it now. */
         else if ((in->err = link_up(s, "lo", &lo)) < 0)
                 in->step = "lo up";
-        else if ((in->err = dns_socket(SOCK_DGRAM, &in->s->dns_fd)) < 0)
+        else if ((in->err = loopback_socket(SOCK_DGRAM, 53, &in->s->dns_fd)) < 0)
                 in->step = "the DNS proxy's socket on 127.0.0.1:53";
-        else if ((in->err = dns_socket(SOCK_STREAM, &in->s->dns_tcp_fd)) < 0)
+        else if ((in->err = loopback_socket(SOCK_STREAM, 53, &in->s->dns_tcp_fd)) < 0)
                 in->step = "the DNS proxy's TCP socket on 127.0.0.1:53";
+        else if ((in->err = loopback_socket(SOCK_STREAM, 443, &in->s->proxy_fd)) < 0)
+                in->step = "the secrets proxy's socket on 127.0.0.1:443";
 }
 
 static void inside(struct inside *in) {
@@ -264,6 +267,10 @@ int veth_create(struct veth_spec *sp, struct sbx_error *err) {
                 if (sp->dns_tcp_fd >= 0) {
                         close(sp->dns_tcp_fd);
                         sp->dns_tcp_fd = -1;
+                }
+                if (sp->proxy_fd >= 0) {
+                        close(sp->proxy_fd);
+                        sp->proxy_fd = -1;
                 }
                 veth_delete(sp->host_if);
                 return sbx_error_set(err, in.err, "veth %s: %s", sp->host_if, in.step);

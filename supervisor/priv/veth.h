@@ -24,10 +24,11 @@ struct veth_spec {
         int netns_fd;       /* the job's network namespace */
         int dns_fd;         /* out: a UDP socket on 127.0.0.1:53 inside it (the DNS proxy's), or -1 */
         int dns_tcp_fd;     /* out: a TCP one, bound there too (not listening yet), or -1 */
+        int proxy_fd;       /* out: a TCP socket on 127.0.0.1:443 inside it (the secrets proxy's, not listening yet), or -1 */
 };
 
-/* Also opens s->dns_fd and s->dns_tcp_fd (non-blocking, close-on-exec) in
- * the namespace. */
+/* Also opens s->dns_fd, s->dns_tcp_fd and s->proxy_fd (non-blocking,
+ * close-on-exec) in the namespace. */
 int veth_create(struct veth_spec *s, struct sbx_error *err);
 /* Delete the pair by its host end; a pair already gone is not an error. */
 int veth_delete(const char *host_if);

@@ -253,7 +253,7 @@ static void slot_addrs(const struct privd_conf *c, uint32_t i, struct veth_spec 
         memcpy(s->job_addr6 + 12, &jv, 4);
 }
 
-int privd_net_open(struct privd *p, const struct privd_net_open *m, struct privd_net_reply *rep, int ret_fds[2]) {
+int privd_net_open(struct privd *p, const struct privd_net_open *m, struct privd_net_reply *rep, int ret_fds[3]) {
         const struct privd_hdr *h = &m->h;
         struct privd_net *n = p->net;
         int r;
@@ -282,7 +282,7 @@ int privd_net_open(struct privd *p, const struct privd_net_open *m, struct privd
                                     j->name, n->used);
         }
         struct veth_spec s = { .v6 = (m->flags & PRIVD_NET_V6) != 0, .force6 = n->fwd.force6, .netns_fd = nsfd,
-                               .dns_fd = -1, .dns_tcp_fd = -1 };
+                               .dns_fd = -1, .dns_tcp_fd = -1, .proxy_fd = -1 };
         slot_name(n, i, s.host_if, sizeof(s.host_if));
         slot_addrs(p->conf, i, &s);
         struct sbx_error err;
@@ -304,6 +304,7 @@ int privd_net_open(struct privd *p, const struct privd_net_open *m, struct privd
         memcpy(rep->job_addr6, s.job_addr6, 16);
         ret_fds[0] = s.dns_fd;
         ret_fds[1] = s.dns_tcp_fd;
+        ret_fds[2] = s.proxy_fd;
         privd_log("job %s: veth %s up", j->name, s.host_if);
         return 0;
 }

@@ -163,7 +163,7 @@ int privd_net_setup(struct privd *p, char *ret_msg, size_t len);
 void privd_net_teardown(struct privd *p);
 /* Blocks of the pool, 0 without a network. */
 uint32_t privd_net_slots(const struct privd *p);
-int privd_net_open(struct privd *p, const struct privd_net_open *m, struct privd_net_reply *rep, int ret_fds[2]);
+int privd_net_open(struct privd *p, const struct privd_net_open *m, struct privd_net_reply *rep, int ret_fds[3]);
 int privd_net_close(struct privd *p, const struct privd_job *m);
 /* The job is closing: its block goes back to the pool (its veth goes
  * with its network namespace). */

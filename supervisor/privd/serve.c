@@ -270,7 +270,7 @@ static int serve_one(struct privd *p, short revents) {
                         break;
                 case PRIVD_NET_OPEN:
                         r = privd_net_open(p, &m.net, &nrep, out);
-                        n_out = r == 0 ? 2 : 0;
+                        n_out = r == 0 ? 3 : 0;
                         break;
                 case PRIVD_NET_CLOSE:
                         r = privd_net_close(p, &m.job);

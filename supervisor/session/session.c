@@ -543,7 +543,7 @@ static int feed_stdin(int fd, const unsigned char *data, size_t len) {
 static int exec_spawn(struct session *s, struct exec_ref *x, const struct request *req, struct sbx_error *err) {
         const struct run_request *run = &x->rj->j.req.run;
         /* what it prints is redacted against its sandbox's secrets */
-        if (s->box && job_secrets_share(x->rj, s->box, s->ss->state_fd, err) < 0)
+        if (s->box && job_secrets_share(x->rj, s->box, s->ss->state_fd, s->ss->cfg->secret_proxy_ca, err) < 0)
                 return -EIO;
         _cleanup_free_ char *payload = malloc(SBX_INIT_MSG_MAX);
         _cleanup_free_ const char **env = calloc(run->n_env + 1, sizeof(char *));

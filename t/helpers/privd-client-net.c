@@ -3,7 +3,7 @@
  * spawned as restricted jobs are, held at --block-fd, NET_OPEN with what
  * their launchers reported, and the requests a hostile front would send
  * instead. "net": job A's network, printed ("A slot N", "A addr ADDR",
- * "A child PID", its DNS sockets); "net-attacks", "net-reuse",
+ * "A child PID", its DNS sockets and its secrets proxy's); "net-attacks", "net-reuse",
  * "net-job-close" and "net-audit" go on from there. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,7 +26,7 @@ struct netjob {
         int block_wr;
         int32_t child;
         uint64_t ino;
-        int dns[2];       /* the DNS proxy's sockets, once its network is open */
+        int socks[3];     /* the DNS proxy's sockets and the secrets proxy's, once its network is open */
 };
 
 static void spawn_held(const char *name, struct netjob *n) {
@@ -71,9 +71,11 @@ static void spawn_held(const char *name, struct netjob *n) {
         printf("%s child %d\n%s netns %llu\n", name, (int) n->child, name, (unsigned long long) n->ino);
 }
 
-static int32_t net_open(struct privd_handle h, int32_t pid, uint64_t ino, uint32_t flags, struct privd_net_reply *rep, int dns[2]) {
+/* socks: NET_OPEN's three descriptors (UDP 53, TCP 53, TCP 443), or -1
+ * each unless exactly three came; NULL: closed. */
+static int32_t net_open(struct privd_handle h, int32_t pid, uint64_t ino, uint32_t flags, struct privd_net_reply *rep, int socks[3]) {
         struct privd_net_open m = { .h = hdr(PRIVD_NET_OPEN, sizeof(m)), .job = h, .pid = pid, .flags = flags, .netns_ino = ino };
-        int fds[2] = { -1, -1 };
+        int fds[3] = { -1, -1, -1 };
         send_raw(&m, sizeof(m), NULL, 0);
         union {
                 struct privd_net_reply r;
@@ -86,18 +88,28 @@ static int32_t net_open(struct privd_handle h, int32_t pid, uint64_t ino, uint32
         ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
         if (n != (ssize_t) sizeof(u.r))
                 fail("NET_OPEN's reply");
+        /* Any other count is the helper's fault: every one received is
+         * closed, and net_up() fails on the -1s. */
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
-                memcpy(fds, CMSG_DATA(c), sizeof(fds));
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                int got[4];
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                if (k > 4)
+                        k = 4;
+                memcpy(got, CMSG_DATA(c), k * sizeof(int));
+                if (k == 3)
+                        memcpy(fds, got, sizeof(fds));
+                else
+                        for (size_t i = 0; i < k; i++)
+                                close(got[i]);
+        }
         if (rep)
                 *rep = u.r;
-        if (dns) {
-                dns[0] = fds[0];
-                dns[1] = fds[1];
-        } else {
-                for (int i = 0; i < 2; i++)
-                        if (fds[i] >= 0)
-                                close(fds[i]);
+        for (int i = 0; i < 3; i++) {
+                if (socks)
+                        socks[i] = fds[i];
+                else if (fds[i] >= 0)
+                        close(fds[i]);
         }
         return u.r.err;
 }
@@ -105,8 +117,8 @@ static int32_t net_open(struct privd_handle h, int32_t pid, uint64_t ino, uint32
 /* The job's network open: its addresses, and where its DNS sockets are. */
 static void net_up(const char *name, struct netjob *n, uint32_t flags) {
         struct privd_net_reply rep;
-        int dns[2] = { -1, -1 };
-        int32_t r = net_open(n->j.h, n->child, n->ino, flags, &rep, dns);
+        int socks[3] = { -1, -1, -1 };
+        int32_t r = net_open(n->j.h, n->child, n->ino, flags, &rep, socks);
         if (r < 0) {
                 printf("%s NET_OPEN failed: %s\n", name, strerror(-r));
                 fflush(stdout);
@@ -119,17 +131,19 @@ static void net_up(const char *name, struct netjob *n, uint32_t flags) {
                 printf("%s addr6 %s\n", name, inet_ntop(AF_INET6, rep.job_addr6, a, sizeof(a)));
         /* Where they are bound; in which namespace, t/privd-net.bats asks
          * ss inside the job (SIOCGSKNS would need CAP_NET_ADMIN). */
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 3; i++) {
                 struct sockaddr_in sa;
-                socklen_t len = sizeof(sa);
-                if (dns[i] < 0 || getsockname(dns[i], (struct sockaddr *) &sa, &len) < 0)
-                        fail("the DNS sockets");
-                printf("%s dns %s %s:%u\n", name, i ? "tcp" : "udp", inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a)), ntohs(sa.sin_port));
+                socklen_t len = sizeof(sa), tlen = sizeof(int);
+                int type = 0;
+                if (socks[i] < 0 || getsockname(socks[i], (struct sockaddr *) &sa, &len) < 0 ||
+                    getsockopt(socks[i], SOL_SOCKET, SO_TYPE, &type, &tlen) < 0)
+                        fail(i < 2 ? "the DNS sockets" : "the secrets proxy's socket");
+                printf("%s %s %s %s:%u\n", name, i < 2 ? "dns" : "proxy", type == SOCK_STREAM ? "tcp" : type == SOCK_DGRAM ? "udp" : "?",
+                       inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a)), ntohs(sa.sin_port));
         }
-        /* Held, as the DNS proxy holds them while the job runs: they keep
+        /* Held, as the proxies hold them while the job runs: they keep
          * the job's namespace, and so its pair, alive. */
-        n->dns[0] = dns[0];
-        n->dns[1] = dns[1];
+        memcpy(n->socks, socks, sizeof(socks));
         /* Let the sandbox go on, as the front does. */
         if (write(n->block_wr, "1", 1) != 1)
                 fail("block-fd");
@@ -188,10 +202,10 @@ static void net_job_close(struct netjob *a) {
         expect_refused("NET_OPEN B while A holds the block", net_open(b.j.h, b.child, b.ino, 0, NULL, NULL));
         int32_t r = job_op(PRIVD_JOB_CLOSE, a->j.h);
         printf("A JOB_CLOSE: %s\n", r ? strerror(-r) : "ok");
-        /* The DNS proxy lets go of A's sockets at its end, as the front's
-         * does: the last hold on A's namespace. */
-        close(a->dns[0]);
-        close(a->dns[1]);
+        /* The proxies let go of A's sockets at its end, as the front's
+         * do: the last hold on A's namespace. */
+        for (int i = 0; i < 3; i++)
+                close(a->socks[i]);
         struct privd_net_reply rep;
         unsigned tries = 1;
         while ((r = net_open(b.j.h, b.child, b.ino, 0, &rep, NULL)) == -EAGAIN && tries < 400) {
