@@ -14,75 +14,22 @@
 # Usage: bench/dns.sh [ROUNDS]       (as root, after make)
 set -eu
 
-top=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5}
 n=${SBX_BENCH_QUERIES:-40}
+. "$(dirname "$0")/testhost.sh"
 
-[ "$(id -u)" = 0 ] || { echo "bench: run as root" >&2; exit 77; }
-for f in launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl; do
-        [ -x "$top/$f" ] || { echo "bench: $top/$f not built (make)" >&2; exit 1; }
-done
-mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-[ -n "$mnt" ] && [ -w "$mnt/cgroup.procs" ] || { echo "bench: needs a writable cgroup2 (job cgroups)" >&2; exit 77; }
-src=$(cd "$(dirname "$0")/.." && pwd)
-
-stage=$(mktemp -d /tmp/sbx-bench-dns.XXXXXX)
-chmod 0755 "$stage"
-mkdir -p "$stage/bin" "$stage/profiles"
-cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/supervisor/sbxctl" "$stage/bin/"
-cp "$src"/profiles/*.ini "$stage/profiles/"
-chmod -R a+rX "$stage"
-cg="$mnt/sbx-bench-dns-$$"
-tns="sbxb-$$" tif="sbxb$((RANDOM % 100000))" th="198.19.$((RANDOM % 256))"
-pid= dns=
-cleanup() {
-        [ -z "$dns" ] || kill "$dns" 2>/dev/null || true
-        [ -z "$pid" ] || { kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-        ip netns del "$tns" 2>/dev/null || true
-        ip link del "$tif" 2>/dev/null || true
-        rmdir "$cg" 2>/dev/null || true
-        rm -rf "$stage"
-}
-trap cleanup EXIT INT TERM
-
-# the test host, as t/supervisor-dnstcp.bats makes it
-ip netns add "$tns"
-ip link add "$tif" type veth peer name eth0 netns "$tns"
-ip addr add "$th.254/24" dev "$tif"
-ip link set "$tif" up
-ip -n "$tns" link set lo up
-ip -n "$tns" link set eth0 up
-ip -n "$tns" addr add "$th.1/24" dev eth0
-ip -n "$tns" addr add "$th.2/24" dev eth0
-ip netns exec "$tns" python3 "$src/t/helpers/dns-server.py" "$th.1" "$th.2" > "$stage/dns.out" 2>&1 &
-dns=$!
-for i in $(seq 200); do grep -q ready "$stage/dns.out" && break; sleep 0.05; done
-
-slot=$(( ($$ + RANDOM) % 1024 ))
+bench_setup dns 2
+# the resolver, as t/supervisor-dnstcp.bats runs it
+bench_bg "$stage/dns.out" python3 "$top/t/helpers/dns-server.py" "$th.1" "$th.2"
 cat > "$stage/sup.conf" <<EOC
-[daemon]
-socket = $stage/sock
-state_dir = $stage/state
-launcher = $stage/bin/sbx-launch
-profile_path = $stage/profiles
-cgroup = $cg
-network_pool = 10.215.$((RANDOM % 250)).0/24
 dns_upstream = $th.1
-# a uid range of its own, as the tests pick theirs: a daemon kills the
-# processes of a uid before it hands it out, another's jobs' too
-job_uids = $((1879113728 + slot * 1024))-$((1879113728 + slot * 1024 + 1023))
 
 [tenant.bench]
 uids = root
 network = none host restricted
 network_allow = *.test:*/any $th.0/24:*/any
 EOC
-"$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
-pid=$!
-for i in $(seq 200); do [ -S "$stage/sock" ] && break; sleep 0.05; done
-for i in $(seq 200); do grep -q "restricted jobs: veths\|restricted jobs unavailable" "$stage/daemon.log" && break; sleep 0.05; done
-grep -q "restricted jobs: veths" "$stage/daemon.log" || { echo "bench: the daemon cannot run restricted jobs:" >&2; cat "$stage/daemon.log" >&2; exit 1; }
-ctl() { "$stage/bin/sbxctl" --socket "$stage/sock" "$@"; }
+bench_daemon
 
 echo "machine:      $(nproc) CPUs, kernel $(uname -r)"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"

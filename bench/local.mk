@@ -46,7 +46,7 @@ EXTRA_DIST += bench/callback-backlog.sh
 bench-callback-backlog: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl t/sup-unit/sup-client
 	$(SHELL) $(srcdir)/bench/callback-backlog.sh
 
-EXTRA_DIST += bench/dns.sh
+EXTRA_DIST += bench/dns.sh bench/testhost.sh
 .PHONY: bench-dns
 bench-dns: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
 	bash $(srcdir)/bench/dns.sh
@@ -83,3 +83,8 @@ bench_veth_LDADD = $(LIBSUP) $(LIBNL_LIBS)
 .PHONY: bench-veth
 bench-veth: bench/veth
 	./bench/veth
+
+EXTRA_DIST += bench/secret-proxy.sh
+.PHONY: bench-secret-proxy
+bench-secret-proxy: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
+	bash $(srcdir)/bench/secret-proxy.sh
