@@ -15,6 +15,11 @@ AM_TESTS_ENVIRONMENT = \
 	SBX_BUILDDIR='$(abs_top_builddir)'; export SBX_BUILDDIR; \
 	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
 	MANDOC='$(MANDOC)'; export MANDOC;
+# A build with the sanitizers: the heaviest stress tests run smaller
+# (each says by how much); they look for memory errors there.
+if SANITIZERS
+AM_TESTS_ENVIRONMENT += SBX_SANITIZED=1; export SBX_SANITIZED;
+endif
 EXTRA_DIST += t/helpers/common.bash t/helpers/privd.bash
 
 include t/unit/local.mk
