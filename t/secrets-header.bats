@@ -241,6 +241,80 @@ for attempt in range(50):
         run -0 ctl session close "$sid"
 }
 
+@test "the value is nowhere in the sandbox: not its environment, files or the memory of its processes after a proxied request" {
+        # the process that made the request stays, its answer in its memory
+        run -0 ctl --json submit --network restricted --secret API_KEY -- bash -c '
+env > /tmp/env; grep -r . /run/secrets > /tmp/files 2>&1
+exec python3 -c "$1
+import sys, time
+print(\"done\", flush=True)
+time.sleep(60)" '"$HOST"' API_KEY' _ "$GET_PY"
+        id=$(json_get job <<<"$output")
+        wait_until 30 sh -c "'$SBX_STAGE/bin/sbxctl' --socket '$SUP_SOCK' logs '$id' | grep -qx done"
+        [ "$(tail -1 "$SUP_DIR/echo.log" | jq -r '.headers.Authorization')" = "Bearer $VAL" ]
+        ph=$(ctl logs "$id" | head -1 | jq -r '.headers.Authorization' | sed 's/^Bearer //')
+        [ "${#ph}" = "${#VAL}" ]
+        local procs
+        procs=$(find "$SUP_CGROUP/job-$id" -name cgroup.procs -exec cat {} +)
+        [ -n "$procs" ]
+        # every readable mapping of every process of the job; the
+        # placeholder is counted too, to show the scan sees what the
+        # process got
+        run -0 /usr/bin/python3 -c '
+import sys
+val, ph = sys.argv[1].encode(), sys.argv[2].encode()
+found = seen = scanned = 0
+for pid in sys.argv[3:]:
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        mem = open(f"/proc/{pid}/mem", "rb", 0)
+    except OSError:
+        continue
+    for line in maps:
+        a, b = (int(x, 16) for x in line.split()[0].split("-"))
+        if "r" not in line.split()[1]:
+            continue
+        try:
+            mem.seek(a)
+            chunk = mem.read(b - a)
+        except OSError:
+            continue
+        scanned += len(chunk)
+        found += chunk.count(val)
+        seen += chunk.count(ph)
+print("scanned", scanned, "placeholder", seen, "value", found)' "$VAL" "$ph" $procs
+        [[ "$output" == "scanned "*" value 0" ]] || { echo "$output"; false; }
+        [ "$(awk '{print $4}' <<<"$output")" -gt 0 ]
+        [ "$(awk '{print $2}' <<<"$output")" -gt 1000000 ]
+        ctl cancel "$id" || true
+}
+
+@test "a policy change that takes the host off secret_hosts holds for new jobs: the name no longer resolves to the proxy" {
+        run -0 ctl policy set admin "secret_hosts=API_KEY=elsewhere.sbx-test.example SELF_KEY=self.sbx-test.example@127.0.0.1:$SPORT" --reason test
+        job --secret API_KEY -- python3 -c 'import socket, sys
+try:
+    print(socket.gethostbyname(sys.argv[1]))
+except OSError:
+    print("no address")' "$HOST"
+        [ "$out" = "no address" ] || { echo "$out"; false; }
+        run -0 ctl policy set admin "secret_hosts=API_KEY=$HOST@127.0.0.1:$EPORT SELF_KEY=self.sbx-test.example@127.0.0.1:$SPORT" --reason test
+        job --secret API_KEY -- python3 -c "$GET_PY" "$HOST" API_KEY
+        [ "$(tail -1 "$SUP_DIR/echo.log" | jq -r '.headers.Authorization')" = "Bearer $VAL" ]
+}
+
+@test "secret_proxy_ca that cannot be read or holds no certificate stops the daemon at start, naming the file" {
+        local c=$BATS_TEST_TMPDIR/ca.conf
+        sed "s|^secret_proxy_ca = .*|secret_proxy_ca = $BATS_TEST_TMPDIR/none.pem|; s|^socket = .*|socket = $BATS_TEST_TMPDIR/s|; s|^state_dir = .*|state_dir = $BATS_TEST_TMPDIR/st|" \
+                "$SUP_DIR/sup.conf" > "$c"
+        run timeout 20 "$SBX_STAGE/bin/sbx-supervisord" --config "$c"
+        [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+        [[ "$output" == *"secret_proxy_ca $BATS_TEST_TMPDIR/none.pem: "* ]] || { echo "$output"; false; }
+        echo "not a certificate" > "$BATS_TEST_TMPDIR/none.pem"
+        run timeout 20 "$SBX_STAGE/bin/sbx-supervisord" --config "$c"
+        [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+        [[ "$output" == *"secret_proxy_ca $BATS_TEST_TMPDIR/none.pem: "* ]] || { echo "$output"; false; }
+}
+
 @test "a header secret needs a restricted network; another tenant's header secret is not granted" {
         run -125 ctl submit --secret API_KEY -- true
         [[ "$output" == *E_FORBIDDEN*"'API_KEY' is a header secret"*"network restricted"* ]]

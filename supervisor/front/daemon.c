@@ -33,6 +33,7 @@
 #include "reload.h"
 #include "session.h"
 #include "results-rest.h"
+#include "secretproxy.h"
 #include "runner.h"
 #include "subscribe.h"
 #include "worker.h"
@@ -316,6 +317,9 @@ static int open_state(struct daemon *d, struct sbx_error *err) {
         int r;
         /* The HTTP API's TLS key is root's file: read before the line. */
         if ((r = http_api_prepare(d, err)) < 0)
+                return r;
+        /* So are the CAs of secret_proxy_ca, if root's */
+        if ((r = secretproxy_setup(cfg->secret_proxy_ca, err)) < 0)
                 return r;
         /* The line is drawn before anything else is opened. */
         if (cfg->user && cfg->helper_socket) {

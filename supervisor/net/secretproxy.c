@@ -79,8 +79,11 @@ static int up_credentials(const char *ca_file, gnutls_certificate_credentials_t 
                 int r = gnutls_certificate_allocate_credentials(&c);
                 if (r == 0 && gnutls_certificate_set_x509_system_trust(c) < 0)
                         log_warning("secrets proxy: the system's CAs could not be read; only secret_proxy_ca is trusted");
-                if (r == 0 && ca_file && (r = gnutls_certificate_set_x509_trust_file(c, ca_file, GNUTLS_X509_FMT_PEM)) < 0)
-                        snprintf(up_why, sizeof(up_why), "secret_proxy_ca %s: %s", ca_file, gnutls_strerror(r));
+                if (r == 0 && ca_file && (r = gnutls_certificate_set_x509_trust_file(c, ca_file, GNUTLS_X509_FMT_PEM)) <= 0) {
+                        snprintf(up_why, sizeof(up_why), "secret_proxy_ca %s: %s", ca_file,
+                                 r == 0 ? "no certificate in it" : gnutls_strerror(r));
+                        r = r == 0 ? GNUTLS_E_NO_CERTIFICATE_FOUND : r;
+                }
                 else if (r < 0)
                         snprintf(up_why, sizeof(up_why), "TLS credentials: %s", gnutls_strerror(r));
                 if (r < 0)
@@ -91,6 +94,15 @@ static int up_credentials(const char *ca_file, gnutls_certificate_credentials_t 
         *ret = up_cred;
         pthread_mutex_unlock(&up_lock);
         return up_cred ? 0 : -EINVAL;
+}
+
+int secretproxy_setup(const char *ca_file, struct sbx_error *err) {
+        gnutls_certificate_credentials_t c;
+        if (!ca_file)
+                return 0;
+        if (up_credentials(ca_file, &c) < 0)
+                return sbx_error_msg(err, EINVAL, "%s", up_why);
+        return 0;
 }
 
 void secretproxy_placeholder(char *buf, size_t len) {

@@ -35,6 +35,10 @@ struct secretproxy_secret {
         size_t len;
 };
 
+/* At start: the CAs of ca_file ([daemon] secret_proxy_ca), with the
+ * system's, read now (before the daemon drops privilege); an error names
+ * the file. Without it the system's are read at the first connection. */
+int secretproxy_setup(const char *ca_file, struct sbx_error *err);
 /* A proxy of job job_id's header secrets s (n of them), each sent to the
  * entries of hosts (the tenant's secret_hosts) that name it; ca_file: more
  * CAs to trust upstream ([daemon] secret_proxy_ca), or NULL. Makes the
