@@ -69,6 +69,8 @@ struct pconn {
  * a while to read): made on first use with the first proxy's ca_file
  * (a [daemon] key: the same for every job until a restart). */
 static pthread_mutex_t up_lock = PTHREAD_MUTEX_INITIALIZER;
+/* connections (threads) of every job together */
+static atomic_uint all_conns;
 static gnutls_certificate_credentials_t up_cred;
 static char up_why[160];
 
@@ -542,6 +544,7 @@ static void *conn_main(void *arg) {
         close(c->fd);
         free(c);
         atomic_fetch_sub(&px->conns, 1);
+        atomic_fetch_sub(&all_conns, 1);
         secretproxy_unref(px);
         return NULL;
 }
@@ -556,8 +559,11 @@ static void on_accept(struct source *s, uint32_t events) {
                 struct pconn *c = NULL;
                 pthread_t t;
                 pthread_attr_t a;
-                if (atomic_fetch_add(&px->conns, 1) >= SECRETPROXY_CONNS || !(c = calloc(1, sizeof(*c)))) {
+                unsigned all = atomic_fetch_add(&all_conns, 1);
+                if (atomic_fetch_add(&px->conns, 1) >= SECRETPROXY_CONNS || all >= SECRETPROXY_CONNS_ALL ||
+                    !(c = calloc(1, sizeof(*c)))) {
                         atomic_fetch_sub(&px->conns, 1);
+                        atomic_fetch_sub(&all_conns, 1);
                         atomic_fetch_add(&px->refused, 1);
                         close(fd);
                         continue;
@@ -569,6 +575,7 @@ static void on_accept(struct source *s, uint32_t events) {
                 pthread_attr_setstacksize(&a, 256 * 1024);
                 if (pthread_create(&t, &a, conn_main, c) != 0) {
                         atomic_fetch_sub(&px->conns, 1);
+                        atomic_fetch_sub(&all_conns, 1);
                         atomic_fetch_add(&px->refused, 1);
                         close(fd);
                         free(c);

@@ -12,8 +12,8 @@
  * replaced by their values on the way out, and the values by the
  * placeholders on the way back. HTTP/1.1 only (ALPN), so that the
  * requests' bytes are the headers' bytes. A thread per connection, at most
- * SECRETPROXY_CONNS of a job at once; nothing of it runs on the loop but
- * the accept. */
+ * SECRETPROXY_CONNS of a job and SECRETPROXY_CONNS_ALL in all at once;
+ * nothing of it runs on the loop but the accept. */
 #pragma once
 
 #include <stdbool.h>
@@ -23,6 +23,7 @@
 #include "error.h"
 
 #define SECRETPROXY_CONNS 16       /* connections of one job at once */
+#define SECRETPROXY_CONNS_ALL 256  /* of every job together (a thread each) */
 #define SECRETPROXY_IDLE_MS 60000  /* a connection silent both ways this long is closed */
 
 struct secretproxy;
