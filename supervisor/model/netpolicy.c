@@ -354,3 +354,37 @@ bool netpolicy_admits(const struct netpolicy *p, const uint8_t addr[16], uint16_
                         return true;
         return false;
 }
+
+int netpolicy_url_endpoint(const char *url, char *buf, size_t len, struct sbx_error *err) {
+        const char *p;
+        unsigned port;
+        if (strncmp(url, "http://", 7) == 0) {
+                p = url + 7;
+                port = 80;
+        } else if (strncmp(url, "https://", 8) == 0) {
+                p = url + 8;
+                port = 443;
+        } else
+                return sbx_error_msg(err, EINVAL, "'%.128s': not an http:// or https:// URL", url);
+        size_t n = strcspn(p, "/?#");
+        char auth[300];
+        if (n == 0 || n >= sizeof(auth) || p[n] != '/')
+                return sbx_error_msg(err, EINVAL, "'%.128s': a host, then a path", url);
+        memcpy(auth, p, n);
+        auth[n] = '\0';
+        if (strchr(auth, '@'))
+                return sbx_error_msg(err, EINVAL, "'%.128s': no user or password in it", url);
+        char *colon = auth[0] == '[' ? strstr(auth, "]:") : strrchr(auth, ':');
+        if (colon) {
+                char *e, *ps = colon + (auth[0] == '[' ? 2 : 1);
+                unsigned long v = strtoul(ps, &e, 10);
+                if (!*ps || *e || v == 0 || v > 65535)
+                        return sbx_error_msg(err, EINVAL, "'%.128s': a port is 1 to 65535", url);
+                port = (unsigned) v;
+                colon[auth[0] == '[' ? 1 : 0] = '\0';
+        }
+        if (!auth[0] || (auth[0] == '[' && auth[strlen(auth) - 1] != ']'))
+                return sbx_error_msg(err, EINVAL, "'%.128s': no host", url);
+        snprintf(buf, len, "%s:%u", auth, port);
+        return 0;
+}

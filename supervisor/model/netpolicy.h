@@ -51,6 +51,11 @@ struct netpolicy {
 
 /* One entry from its text; err names the text and what is wrong. */
 int netpolicy_parse_allow(const char *s, struct np_allow *ret, struct sbx_error *err);
+/* http[s]://HOST[:PORT]/PATH: "HOST:PORT" into buf, the allow entry that
+ * reaches it (an IPv6 address in brackets; port 80 or 443 unless said);
+ * -EINVAL with err naming the URL when it is not one (another scheme, a
+ * user or password, no host, no path, a bad port). */
+int netpolicy_url_endpoint(const char *url, char *buf, size_t len, struct sbx_error *err);
 /* A deny-port: "25" or "6000-6100". */
 int netpolicy_parse_ports(const char *s, struct np_range *ret, struct sbx_error *err);
 /* The entry as text, canonical (what the record and messages show). */

@@ -9,8 +9,12 @@
  * a section, where the daemon keeps the last: a superset, never more than
  * the file names). A hostname entry admits any
  * single address (the front's DNS proxy resolved it; the helper cannot
- * tell) on its ports only; an address entry admits what lies within it. */
+ * tell) on its ports only; an address entry admits what lies within it.
+ * A tenant's pip_index is a cap too, its host and port over TCP: the
+ * daemon's install jobs reach it whatever the tenant's network_allow
+ * (sbx-supervisord(8) DEPENDENCIES). */
 #include <errno.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,27 +26,42 @@
 /* The configuration is the daemon's; a few hundred KiB at most. */
 #define CONFIG_MAX (4u << 20)
 
+static int add_cap(struct inifile *f, const struct inifile_entry *e, struct privd *p, const char *tok) {
+        struct np_allow a;
+        struct sbx_error err;
+        if (netpolicy_parse_allow(tok, &a, &err) < 0)
+                return inifile_fail(f, e->line, "[%s] %s: %s", e->section, e->key, err.msg);
+        struct np_allow *n = realloc(p->caps, (p->n_caps + 1) * sizeof(*n));
+        if (!n)
+                return inifile_fail(f, e->line, "out of memory");
+        p->caps = n;
+        p->caps[p->n_caps++] = a;
+        return 0;
+}
+
 static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user) {
         struct privd *p = user;
-        if (strncmp(e->section, "tenant.", 7) != 0 || strcmp(e->key, "network_allow") != 0)
+        if (strncmp(e->section, "tenant.", 7) != 0)
+                return 0;
+        if (strcmp(e->key, "pip_index") == 0) {
+                char ep[320], entry[330];
+                struct sbx_error err;
+                if (netpolicy_url_endpoint(e->value, ep, sizeof(ep), &err) < 0)
+                        return inifile_fail(f, e->line, "[%s] pip_index %s", e->section, err.msg);
+                snprintf(entry, sizeof(entry), "%s/tcp", ep);
+                return add_cap(f, e, p, entry);
+        }
+        if (strcmp(e->key, "network_allow") != 0)
                 return 0;
         char *copy = strdup(e->value), *save = NULL;
         if (!copy)
                 return inifile_fail(f, e->line, "out of memory");
         for (char *tok = strtok_r(copy, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
-                struct np_allow a;
-                struct sbx_error err;
-                if (netpolicy_parse_allow(tok, &a, &err) < 0) {
+                int r = add_cap(f, e, p, tok);
+                if (r < 0) {
                         free(copy);
-                        return inifile_fail(f, e->line, "[%s] network_allow: %s", e->section, err.msg);
+                        return r;
                 }
-                struct np_allow *n = realloc(p->caps, (p->n_caps + 1) * sizeof(*n));
-                if (!n) {
-                        free(copy);
-                        return inifile_fail(f, e->line, "out of memory");
-                }
-                p->caps = n;
-                p->caps[p->n_caps++] = a;
         }
         free(copy);
         return 0;
