@@ -21,6 +21,7 @@ SUP_UNIT_TESTS = \
 	t/sup-unit/cache-test \
 	t/sup-unit/grant-test \
 	t/sup-unit/redact-test \
+	t/sup-unit/deps-test \
 	t/sup-unit/metrics-test \
 	t/sup-unit/outbox-test \
 	t/sup-unit/jsonpiece-test
@@ -91,6 +92,9 @@ t_sup_unit_metrics_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_grant_test_SOURCES = t/sup-unit/grant-test.c
 t_sup_unit_grant_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_grant_test_LDADD = $(SUP_UNIT_LDADD)
+t_sup_unit_deps_test_SOURCES = t/sup-unit/deps-test.c
+t_sup_unit_deps_test_CFLAGS = $(SUP_UNIT_CFLAGS)
+t_sup_unit_deps_test_LDADD = $(SUP_UNIT_LDADD)
 t_sup_unit_redact_test_SOURCES = t/sup-unit/redact-test.c
 t_sup_unit_redact_test_CFLAGS = $(SUP_UNIT_CFLAGS)
 t_sup_unit_redact_test_LDADD = $(SUP_UNIT_LDADD)
@@ -139,7 +143,7 @@ SUP_BATS = \
 	t/http-api.bats \
 	t/supervisor-value.bats \
 	t/supervisor-reload.bats \
-	t/secrets.bats t/secrets-header.bats \
+	t/secrets.bats t/secrets-header.bats t/deps-pip.bats \
 	t/mcp.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
@@ -159,7 +163,7 @@ SUP_BATS = \
 	t/supervisor-results-rest.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
-	t/helpers/net-servers.py t/helpers/https-echo.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
+	t/helpers/net-servers.py t/helpers/https-echo.py t/helpers/pip-index.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
 	t/helpers/callback-receiver.py t/helpers/testhost.bash
 
 # Preloaded into the daemon by t/supervisor-timer-faults.bats: timers that

@@ -16,6 +16,7 @@
 #include "bundle.h"
 #include "conn.h"
 #include "daemon.h"
+#include "deps-ops.h"
 #include "dispatch.h"
 #include "log.h"
 #include "netjob.h"
@@ -232,6 +233,13 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
                 return NULL;
         if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v) || !secrets_admit(c, req, &pol, v))
                 return NULL;
+        if (req->run.n_pip) {
+                const char *code;
+                if (deps_admit(c, req, &code, why, sizeof(why)) < 0) {
+                        deny(v, code, "%s", why);
+                        return NULL;
+                }
+        }
         /* A session's sandbox lives for its TTL, which the tenant's
          * session_ttl_max bounds (session-ops.c), not max_timeout. */
         if (req->op == REQ_SESSION_CREATE)
@@ -318,6 +326,55 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         return TAKE_PTR(rj);
 }
 
+struct rjob *accept_internal(struct daemon *d, const struct tenant *t, json_t *request, const struct policy_decision *pol,
+                             struct sbx_error *err) {
+        struct request req;
+        struct verdict v = { 0 };
+        char digest[65], tp[TRACEPARENT_LEN + 1];
+        request_init(&req);
+        _cleanup_free_ char *line = json_dumps(request, JSON_COMPACT);
+        if (!line)
+                return sbx_error_set(err, ENOMEM, "request"), NULL;
+        if (proto_parse_request(line, strlen(line), &req, err) < 0)
+                return NULL;
+        _cleanup_free_ char *profile_path = NULL;
+        if (resolve_profile(d, pol->profile, &profile_path, &v) < 0) {
+                request_free(&req);
+                return sbx_error_msg(err, ENOENT, "%s", v.msg), NULL;
+        }
+        _cleanup_(rjob_freep) struct rjob *rj = rjob_new(d);
+        if (!rj) {
+                request_free(&req);
+                return sbx_error_set(err, ENOMEM, "job"), NULL;
+        }
+        struct job *j = &rj->j;
+        rj->t_us[T_ACCEPTED] = now_mono_us();
+        jobs_new_id(j->id);
+        j->tenant = t;
+        j->caller_uid = 0;
+        j->pol = *pol;
+        j->created_ms = now_real_ms();
+        proto_request_digest(&req.run, digest);
+        memcpy(rj->req_digest, digest, sizeof(digest));
+        rj->profile_path = TAKE_PTR(profile_path);
+        j->req = req;
+        trace_child(NULL, tp);
+        if (!(j->req.run.traceparent = strdup(tp)))
+                return sbx_error_set(err, ENOMEM, "job"), NULL;
+        if (sched_enqueue(&d->sched, j, err) < 0)
+                return NULL;
+        json_t *jr = accept_record(rj);
+        int r = jr ? journal_append(&d->journal, jr, false) : -ENOMEM;
+        json_decref(jr);
+        if (r < 0) {
+                sched_remove_queued(&d->sched, j);
+                return sbx_error_set(err, -r, "journal"), NULL;
+        }
+        jobs_add(&d->jobs, rj);
+        runner_schedule(d);
+        return TAKE_PTR(rj);
+}
+
 void accept_run(struct conn *c, struct request *req) {
         struct daemon *d = c->d;
         struct verdict v = { 0 };
@@ -342,6 +399,8 @@ void accept_run(struct conn *c, struct request *req) {
          * has ended already. */
         if (j->bundle.set)
                 bundle_job_start(rj);
+        else if (j->req.run.n_pip)
+                deps_job_start(rj);
         json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state",
                                j->state == JOB_DONE ? job_outcome_name(j->outcome) : job_state_name(j->state));
         if (j->pol.clamped[0])

@@ -25,6 +25,7 @@
 #include "dnsproxy.h"
 #include "netjob.h"
 #include "netveth.h"
+#include "deps-ops.h"
 #include "dispatch.h"
 #include "jobevents.h"
 #include "log.h"
@@ -436,8 +437,11 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         d->net_room = runner_schedule;
         netveth_restore(d);
         netjob_setup(d);
-        /* Before recovery: jobs it queues again may fetch their bundles. */
+        /* Before recovery: jobs it queues again may fetch their bundles,
+         * or install their packages. */
         if ((r = bundles_init(d, err)) < 0)
+                return r;
+        if ((r = deps_init(d, err)) < 0)
                 return r;
         r = recover_run(d, err);
         if (r < 0)
@@ -480,6 +484,7 @@ void daemon_done(struct daemon *d) {
         worker_stop();
         results_rest_done(d);
         bundles_done(d);
+        deps_done(d);
         commit_done(d);
         callbacks_done(d);
         /* Jobs still here have no durable record: the journal keeps them

@@ -30,6 +30,7 @@
 #include "uidpool.h"
 
 struct bundles;
+struct deps;
 struct MHD_Daemon;
 
 /* A tenant the configuration no longer has, for its jobs' records after a
@@ -99,6 +100,11 @@ struct daemon {
         /* told when a slot may have come free: the scheduler (runner.c),
          * which the network code stands below and does not call */
         void (*net_room)(struct daemon *d);
+        /* deps-ops.c: jobs' Python packages. The hooks are how job code
+         * below (recovery, the runner's end of a job) reaches it. */
+        struct deps *deps;
+        void (*deps_start)(struct rjob *rj);
+        void (*deps_release)(struct rjob *rj);
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
         struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */

@@ -11,11 +11,19 @@
 struct conn;
 struct rjob;
 struct done_entry;
+struct daemon;
 
 void dispatch_line(struct conn *c, const char *line, size_t len);
 
 /* accept.c: a run request. */
 void accept_run(struct conn *c, struct request *req);
+/* A job the daemon runs for a tenant itself (a package install), from a
+ * request as a client would send it and the decision it runs with:
+ * queued and journaled like any job, or NULL with err. */
+struct policy_decision;
+struct tenant;
+struct rjob *accept_internal(struct daemon *d, const struct tenant *t, json_t *request, const struct policy_decision *pol,
+                             struct sbx_error *err);
 /* session-ops.c: every session.* request. */
 void session_op(struct conn *c, struct request *req);
 /* The journal's accept line for a job (also rewritten by compaction). */

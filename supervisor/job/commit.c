@@ -226,6 +226,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
         };
         json_t *secrets = job_secrets_record(rj);
         in.secrets = secrets;
+        in.deps = rj->deps_info;
         /* One delivery id for the job, whatever the retries of its write. */
         if (rj->j.req.run.callback && !rj->cb_delivery[0])
                 outbox_delivery_id(rj->cb_delivery);

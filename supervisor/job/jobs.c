@@ -54,6 +54,8 @@ void rjob_free(void *p) {
         job_secrets_unref(rj->secrets);
         secretproxy_close(rj->sproxy);
         secretproxy_unref(rj->sproxy);
+        free(rj->deps_layer);
+        json_decref(rj->deps_info);
         redactor_free(rj->redact);
         json_decref(rj->artifacts);
         json_decref(rj->limit_hit);

@@ -23,6 +23,7 @@ struct netremote_att;
 struct netlink_job;
 struct dnsproxy;
 struct secretproxy;
+struct deps_install;
 struct daemon;
 
 /* Steps of a job's life, in monotonic microseconds, for the debug log. */
@@ -98,6 +99,13 @@ struct rjob {
         char *net_fail;           /* why its network could not be set up */
         struct dnsproxy *dns;     /* its DNS proxy (dnsproxy.c) */
         struct secretproxy *sproxy; /* its header secrets' proxy (secretproxy.c), or NULL */
+        /* its Python packages (front/deps-ops.c): the layer's directory
+         * once it is at hand, what the record says of them, the install
+         * it waits for; an install job's own */
+        char *deps_layer;
+        json_t *deps_info;
+        struct deps_install *deps_wait;
+        struct deps_install *deps_install;
 
         /* bundle.c: the resolution it waits for, then the tree it holds */
         void *bundle_wait;

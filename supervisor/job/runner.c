@@ -297,6 +297,7 @@ static int prepare(struct rjob *rj, struct launchspec *ls, int *profile_fd, int 
                 .n_secrets = rj->secrets ? rj->secrets->n : 0,
                 .proxy_ca_pem = rj->sproxy ? secretproxy_ca_pem(rj->sproxy) : NULL,
                 .proxy_ca_name = rj->sproxy ? secretproxy_ca_hashname(rj->sproxy) : NULL,
+                .deps_layer = rj->deps_layer,
         };
         r = launchspec_build(&in, ls, err);
         if (r < 0)
@@ -664,6 +665,8 @@ void runner_end(struct rjob *rj) {
         callbacks_progress_end(d, rj);
         if (rj->j.bundle.set)
                 bundle_job_release(rj);
+        if ((rj->deps_wait || rj->deps_install) && d->deps_release)
+                d->deps_release(rj);
         rj->j.ended_ms = now_real_ms();
         capture_stop(&rj->cap);
         netjob_end(rj);

@@ -121,6 +121,14 @@ struct tenant {
         size_t n_secrets_shown;
         struct secret_host *secret_hosts; /* secret_hosts: where header secrets go */
         size_t n_secret_hosts;
+        /* dependencies (config-deps.c): the pip index its jobs' packages
+         * come from, and which ones may */
+        char *pip_index;          /* NULL: no packages */
+        char **pip_allow;         /* NAME[==VERSION], fnmatch(3) globs, names normalised */
+        size_t n_pip_allow;
+        uint64_t deps_max_packages;
+        uint64_t deps_max_bytes;  /* of an installed layer */
+        uint64_t deps_timeout_ms; /* of the install job */
 };
 
 #define CONFIG_HTTP_MAX_LISTEN 8
@@ -353,6 +361,12 @@ const struct secret_grant *tenant_secret(const struct tenant *t, const char *nam
 /* A host name as secret_hosts takes it: letters, digits, '-' and '.',
  * two labels at least, not an address; lower-cased in place. */
 bool secret_host_valid(char *name);
+
+/* config-deps.c: [tenant.NAME] pip_index, pip_allow, deps_max_packages,
+ * deps_max_bytes, deps_timeout. */
+void tenant_deps_defaults(struct tenant *t);
+void tenant_deps_free(struct tenant *t);
+int config_deps_check(struct config *c, struct sbx_error *err);
 
 /* Initialise a tenant with the defaults sbx-supervisord.conf(5) documents. */
 void tenant_defaults(struct tenant *t);

@@ -69,6 +69,7 @@ void tenant_defaults(struct tenant *t) {
         t->profiles = calloc(1, sizeof(char *));
         if (t->profiles && (t->profiles[0] = strdup("default")))
                 t->n_profiles = 1;
+        tenant_deps_defaults(t);
 }
 
 void tenant_free(struct tenant *t) {
@@ -84,6 +85,7 @@ void tenant_free(struct tenant *t) {
         tenant_bundle_free(t);
         tenant_callback_free(t);
         tenant_secret_free(t);
+        tenant_deps_free(t);
 }
 
 void config_init(struct config *c) {
@@ -576,6 +578,8 @@ static int config_validate(struct config *c, struct sbx_error *err) {
                 r = config_callback_check(c, err);
         if (r >= 0)
                 r = config_secret_check(c, err);
+        if (r >= 0)
+                r = config_deps_check(c, err);
         return r < 0 ? r : config_http_check(c, err);
 }
 
@@ -613,7 +617,8 @@ static int load_policy(struct config *c, const struct inikey_format *fmt, struct
 
 static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {
         const struct inikey_table tables[] = { INIKEY_TABLE(keys), config_bundle_table, config_callback_table,
-                                               config_http_table, config_secret_table };
+                                               config_http_table, config_secret_table,
+                                               config_deps_table };
         const struct inikey_format fmt = {
                 .tables = tables,
                 .n_tables = ARRAY_SIZE(tables),

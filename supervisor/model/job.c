@@ -108,7 +108,7 @@ static int from_queued(struct job *j, enum job_event ev, const char *detail) {
                 end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
                 return 0;
         case JEV_FETCH:
-                if (!j->bundle.set)
+                if (!j->bundle.set && !j->req.run.n_pip)
                         return -EINVAL;
                 j->state = JOB_FETCHING;
                 return 0;
@@ -125,10 +125,14 @@ static int from_fetching(struct job *j, enum job_event ev, const char *detail) {
                 return 0;
         case JEV_CANCEL:
                 j->cancelled = true;
-                end(j, OUTCOME_KILLED, E_CANCELLED, "cancelled by the client while its bundle was being fetched");
+                end(j, OUTCOME_KILLED, E_CANCELLED,
+                    j->bundle.set ? "cancelled by the client while its bundle was being fetched"
+                                  : "cancelled by the client while its packages were being installed");
                 return 0;
         case JEV_SHUTDOWN:
-                end(j, OUTCOME_ERROR, E_SHUTTING_DOWN, "supervisor stopped while the job's bundle was being fetched");
+                end(j, OUTCOME_ERROR, E_SHUTTING_DOWN,
+                    j->bundle.set ? "supervisor stopped while the job's bundle was being fetched"
+                                  : "supervisor stopped while the job's packages were being installed");
                 return 0;
         case JEV_REJECTED:
                 end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);

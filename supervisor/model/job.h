@@ -39,7 +39,7 @@ enum job_state {
         JOB_RUNNING,
         JOB_STOPPING, /* SIGTERM sent (timeout, cancel, shutdown); killed after the grace period */
         JOB_DONE,     /* ended; its record is being written or is written */
-        JOB_FETCHING, /* queued, waiting for its bundle (index, download, unpacking) */
+        JOB_FETCHING, /* queued, waiting for its bundle (index, download, unpacking) or its packages' install */
 };
 
 /* How a finished job ended (the "state" of its result record). */

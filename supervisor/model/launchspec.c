@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "launch-abi.h"
+#include "deps.h"
 #include "launchspec.h"
 #include "manifest.h"
 #include "profile.h"
@@ -114,6 +115,20 @@ static int write_proxy_env(FILE *f, const struct launchspec_input *in) {
         return write_env(f, SBX_ENV_PROXY_CA, PROXY_CA);
 }
 
+/* The packages' layer first on PYTHONPATH, before what the request set. */
+static int write_pythonpath(FILE *f, const struct job *j) {
+        const char *theirs = NULL;
+        for (size_t i = 0; i < j->req.run.n_env; i++)
+                if (streq(j->req.run.env[i].name, "PYTHONPATH"))
+                        theirs = j->req.run.env[i].value;
+        if (!theirs || !*theirs)
+                return write_env(f, "PYTHONPATH", DEPS_PIP_MOUNT);
+        _cleanup_free_ char *v = NULL;
+        if (asprintf(&v, DEPS_PIP_MOUNT ":%s", theirs) < 0)
+                return -ENOMEM;
+        return write_env(f, "PYTHONPATH", v);
+}
+
 static int write_profile(const struct launchspec_input *in, FILE *f) {
         const struct job *j = in->j;
         const struct policy_decision *pol = &j->pol;
@@ -135,6 +150,11 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
                 return r;
         if ((r = write_secret_files(f, in)) < 0)
                 return r;
+        if (in->deps_layer) {
+                const char *const layer[] = { in->deps_layer, DEPS_PIP_MOUNT };
+                if ((r = profile_write_key(f, "ro-bind", layer, ARRAY_SIZE(layer))) < 0)
+                        return r;
+        }
         fprintf(f, "chdir = " JOB_WORKSPACE "\n");
         fprintf(f, "[env]\n");
         for (size_t i = 0; i < j->req.run.n_env; i++) {
@@ -154,6 +174,8 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
                 if (in->secrets[i].mode == SECRET_ENV && (r = write_env(f, in->secrets[i].name, in->secrets[i].value)) < 0)
                         return r;
         if ((r = write_proxy_env(f, in)) < 0)
+                return r;
+        if (in->deps_layer && (r = write_pythonpath(f, j)) < 0)
                 return r;
         if (j->bundle.set &&
             ((r = write_env(f, SBX_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||

@@ -183,6 +183,12 @@ json_t *proto_run_json(const struct run_request *run) {
                         r |= json_array_append_new(a, json_string(run->secrets[i]));
                 r |= json_object_set_new(o, "secrets", a);
         }
+        if (run->n_pip) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < run->n_pip; i++)
+                        r |= json_array_append_new(a, json_string(run->pip[i]));
+                r |= json_object_set_new(o, "pip", a);
+        }
         /* Not in the request digest: a retry under another trace is still
          * the same job. */
         if (run->traceparent)
@@ -304,6 +310,13 @@ void proto_request_digest(const struct run_request *run, char hex[65]) {
                 put_u64(&h, run->n_secrets);
                 for (size_t i = 0; i < run->n_secrets; i++)
                         put_str(&h, run->secrets[i]);
+        }
+        /* likewise the packages */
+        if (run->n_pip) {
+                put_str(&h, "pip");
+                put_u64(&h, run->n_pip);
+                for (size_t i = 0; i < run->n_pip; i++)
+                        put_str(&h, run->pip[i]);
         }
         finish(&h, hex);
 }

@@ -21,6 +21,7 @@ static const struct field create_fields[] = {
         { "ttl_s", K_UINT, false },
         { "idle_s", K_UINT, false },
         { "secrets", K_ARRAY, false },
+        { "pip", K_ARRAY, false },
 };
 static const struct field exec_fields[] = {
         COMMON_FIELDS,
@@ -164,6 +165,8 @@ static int parse_create(json_t *root, struct request *r, struct sbx_error *err) 
         if ((v = json_object_get(root, "files")) && (rc = proto_parse_files(v, run, err)) < 0)
                 return rc;
         if ((v = json_object_get(root, "secrets")) && (rc = proto_parse_secrets(v, run, err)) < 0)
+                return rc;
+        if ((v = json_object_get(root, "pip")) && (rc = proto_parse_pip(v, run, err)) < 0)
                 return rc;
         if ((v = json_object_get(root, "ttl_s"))) {
                 if (json_integer_value(v) == 0)

@@ -77,6 +77,7 @@
 #define E_BUNDLE_ROLLBACK "E_BUNDLE_ROLLBACK"           /* the index is older than one already seen */
 #define E_BUNDLE_INVALID "E_BUNDLE_INVALID"             /* a bad archive, manifest or index */
 #define E_CACHE_FULL "E_CACHE_FULL"                     /* the bundle cache's file system is full, even after removing unused trees */
+#define E_DEPS "E_DEPS"                                 /* the job's packages could not be installed (its install job says why) */
 
 enum req_op {
         REQ_RUN,
@@ -192,6 +193,8 @@ struct run_request {
         uint64_t progress_s;   /* seconds between heartbeat callbacks (0: no progress callbacks); PROTO_UNSET: the tenant's */
         char **secrets;        /* the tenant's secrets it asks for, by name (distinct); NULL-terminated or NULL */
         size_t n_secrets;
+        char **pip;            /* its Python packages, NAME==VERSION[#sha256=HEX] as given (deps.h reads them) */
+        size_t n_pip;
 };
 
 struct request {

@@ -169,6 +169,8 @@ json_t *record_build(const struct record_input *in) {
         json_object_set_new(rec, "limit_hit", in->limit_hit ? json_incref(in->limit_hit) : json_null());
         if (in->secrets)
                 json_object_set_new(rec, "secrets", json_incref(in->secrets));
+        if (in->deps)
+                json_object_set_new(rec, "dependencies", json_incref(in->deps));
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
         if (in->session) {
                 json_t *s = json_pack("{s:s, s:s}", "id", in->session, "role", in->session_role ? in->session_role : "exec");

@@ -31,6 +31,7 @@ struct record_input {
         json_t *artifacts;          /* borrowed; NULL: none */
         json_t *limit_hit;          /* borrowed: which limit stopped the job, with evidence; NULL: none */
         json_t *secrets;            /* borrowed: [{name, mode, redacted}] of the secrets it asked for; NULL: none */
+        json_t *deps;               /* borrowed: its packages' layer, lock and install (deps-ops.c); NULL: none */
         bool artifacts_truncated;
         const char *artifacts_error;
         json_t *value;              /* borrowed: the job's structured result ($SBX_RESULT), or NULL */

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "deps-ops.h"
+#include "deps.h"
+#include "dispatch.h"
+#include "jobevents.h"
+#include "log.h"
+#include "runner.h"
+#include "worker.h"
+
+#define DEPS_DIR "deps"
+#define READY_FILE "lock.json"
+
+/* An install in flight, and the jobs that wait for it. */
+struct deps_install {
+        struct list link;         /* struct deps.installs */
+        struct deps *deps;
+        char key[DEPS_KEY_HEX + 1];
+        char job[24];             /* the install job */
+        struct pip_pin pins[DEPS_PINS_MAX];
+        size_t n;
+        struct rjob **waiters;
+        size_t n_waiters;
+        struct rjob *rj;          /* the install job, while it lives */
+        uint64_t t0_us;
+        /* the worker's part: the layer moved into place */
+        struct work work;
+        char *results;            /* STATE/results */
+        json_t *lock;
+        char why[SBX_ERROR_MAX];
+        bool ok;
+};
+
+struct deps {
+        struct daemon *d;
+        int dir_fd;               /* STATE/deps */
+        char path[4200];
+        char python[64];          /* "python3.11": part of every key */
+        struct list installs;
+};
+
+/* Which Python the jobs run: the file /usr/bin/python3 names. */
+static void python_name(char *buf, size_t len) {
+        char target[48];
+        ssize_t n = readlink("/usr/bin/python3", target, sizeof(target) - 1);
+        if (n <= 0) {
+                snprintf(buf, len, "python3");
+                return;
+        }
+        target[n] = '\0';
+        const char *b = strrchr(target, '/');
+        snprintf(buf, len, "%s", b ? b + 1 : target);
+}
+
+static const struct job_listener deps_listener;
+
+static void hook_release(struct rjob *rj);
+
+int deps_init(struct daemon *d, struct sbx_error *err) {
+        struct deps *x = calloc(1, sizeof(*x));
+        if (!x)
+                return sbx_error_set(err, ENOMEM, "dependencies");
+        x->d = d;
+        list_init(&x->installs);
+        python_name(x->python, sizeof(x->python));
+        snprintf(x->path, sizeof(x->path), "%s/" DEPS_DIR, d->cfg->state_dir);
+        /* job uids pass through to their layer (bound by its path), but
+         * list no one's */
+        if (mkdirat(d->dirs.state_fd, DEPS_DIR, 0711) < 0 && errno != EEXIST) {
+                free(x);
+                return sbx_error_set(err, errno, "%s", x->path);
+        }
+        x->dir_fd = openat(d->dirs.state_fd, DEPS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (x->dir_fd < 0 || fchmod(x->dir_fd, 0711) < 0) {
+                int e = errno;
+                if (x->dir_fd >= 0)
+                        close(x->dir_fd);
+                free(x);
+                return sbx_error_set(err, e, "%s/" DEPS_DIR, d->cfg->state_dir);
+        }
+        int r = job_listen(&deps_listener);
+        if (r < 0) {
+                close(x->dir_fd);
+                free(x);
+                return sbx_error_set(err, -r, "dependencies: job listener");
+        }
+        d->deps = x;
+        d->deps_start = deps_job_start;
+        d->deps_release = hook_release;
+        return 0;
+}
+
+void deps_done(struct daemon *d) {
+        struct deps *x = d->deps;
+        if (!x)
+                return;
+        while (!list_empty(&x->installs)) {
+                struct deps_install *in = list_entry(x->installs.next, struct deps_install, link);
+                list_del(&in->link);
+                free(in->waiters);
+                free(in->results);
+                json_decref(in->lock);
+                free(in);
+        }
+        close(x->dir_fd);
+        free(x);
+        d->deps = NULL;
+}
+
+static int pins_of(const struct run_request *run, struct pip_pin *pins, struct sbx_error *err) {
+        for (size_t i = 0; i < run->n_pip && i < DEPS_PINS_MAX; i++)
+                if (deps_pin_parse(run->pip[i], &pins[i], err) < 0)
+                        return -EINVAL;
+        return 0;
+}
+
+int deps_admit(struct conn *c, const struct request *req, const char **code, char *msg, size_t len) {
+        const struct tenant *t = c->tenant;
+        const struct run_request *run = &req->run;
+        struct pip_pin pins[DEPS_PINS_MAX];
+        struct sbx_error err;
+        size_t k = 0;
+        *code = E_FORBIDDEN;
+        if (run->bundle) {
+                *code = E_BAD_REQUEST;
+                snprintf(msg, len, "field 'pip' goes with a command, not a bundle");
+                return -EPERM;
+        }
+        if (!t->pip_index) {
+                snprintf(msg, len, "field 'pip': tenant '%s' has no pip_index: its jobs install no packages", t->name);
+                return -EPERM;
+        }
+        if (run->n_pip > t->deps_max_packages) {
+                *code = E_LIMIT;
+                snprintf(msg, len, "field 'pip': %zu packages, above the tenant's deps_max_packages (%" PRIu64 ")", run->n_pip,
+                         t->deps_max_packages);
+                return -EPERM;
+        }
+        if (!c->d->caps.net_restricted) {
+                *code = E_UNSUPPORTED;
+                snprintf(msg, len, "field 'pip': packages are installed by a job restricted to the index, and this daemon "
+                                   "runs no restricted jobs: %s", c->d->caps.no_restricted_why ? c->d->caps.no_restricted_why : "?");
+                return -EPERM;
+        }
+        if (pins_of(run, pins, &err) < 0) {
+                *code = E_BAD_REQUEST;
+                snprintf(msg, len, "field 'pip': %s", err.msg);
+                return -EPERM;
+        }
+        /* every refused pin, each with why */
+        k = (size_t) snprintf(msg, len, "field 'pip': tenant '%s' may not install", t->name);
+        bool refused = false;
+        for (size_t i = 0; i < run->n_pip && k < len; i++) {
+                char buf[160];
+                const char *why;
+                if (deps_allowed(t, &pins[i], buf, sizeof(buf), &why))
+                        continue;
+                k += (size_t) snprintf(msg + k, len - k, "%s %s==%s (%s)", refused ? ";" : "", pins[i].name, pins[i].version, why);
+                refused = true;
+        }
+        return refused ? -EPERM : 0;
+}
+
+/* The lock the layer was made from, as the record shows it. */
+static json_t *info(const struct deps_install *in, const char *key, json_t *lock, bool cached) {
+        json_t *o = json_pack("{s:s, s:s, s:O, s:b}", "layer", key, "mount", DEPS_PIP_MOUNT, "lock", lock, "cached", cached);
+        if (o && in) {
+                json_object_set_new(o, "install_job", json_string(in->job));
+                json_object_set_new(o, "install_ms", json_integer((json_int_t) ((now_mono_us() - in->t0_us) / 1000)));
+        }
+        return o;
+}
+
+/* The layer of key, if it is made: its lock. */
+static json_t *layer_lock(struct deps *x, const char *key) {
+        char p[DEPS_KEY_HEX + 32];
+        snprintf(p, sizeof(p), "%s/" READY_FILE, key);
+        int fd = openat(x->dir_fd, p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0)
+                return NULL;
+        /* read whole: json_loadfd() reads a byte at a time, a system call
+         * each (1.5 ms a job here) */
+        char buf[64 * 1024];
+        ssize_t n = fstat(fd, &st) == 0 && st.st_size < (off_t) sizeof(buf) ? read(fd, buf, sizeof(buf)) : -1;
+        close(fd);
+        if (n <= 0)
+                return NULL;
+        json_error_t je;
+        json_t *lock = json_loadb(buf, (size_t) n, 0, &je);
+        return json_is_array(lock) ? lock : (json_decref(lock), NULL);
+}
+
+static int set_layer(struct rjob *rj, struct deps *x, const char *key) {
+        free(rj->deps_layer);
+        if (asprintf(&rj->deps_layer, "%s/%s/" DEPS_LAYER_DIR, x->path, key) < 0) {
+                rj->deps_layer = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The job ends before it ran, with why. */
+static void fail_job(struct rjob *rj, const char *code, const char *msg) {
+        struct daemon *d = rj->d;
+        log_info(JOB_LOG ": packages: %s: %s", JOB_LOG_ARGS(&rj->j), code, msg);
+        rj->deps_wait = NULL;
+        if (job_bundle_failed(&rj->j, code, msg) == 0)
+                sched_remove_queued(&d->sched, &rj->j);
+        runner_end(rj);
+}
+
+static bool add_waiter(struct deps_install *in, struct rjob *rj) {
+        struct rjob **w = realloc(in->waiters, (in->n_waiters + 1) * sizeof(*w));
+        if (!w)
+                return false;
+        in->waiters = w;
+        w[in->n_waiters++] = rj;
+        rj->deps_wait = in;
+        return true;
+}
+
+static struct deps_install *start_install(struct deps *x, const struct tenant *t, const char *key, const struct pip_pin *pins,
+                                          size_t n, struct sbx_error *err) {
+        struct daemon *d = x->d;
+        struct deps_install *in = calloc(1, sizeof(*in));
+        if (!in) {
+                sbx_error_set(err, ENOMEM, "install");
+                return NULL;
+        }
+        in->deps = x;
+        memcpy(in->key, key, sizeof(in->key));
+        memcpy(in->pins, pins, n * sizeof(*pins));
+        in->n = n;
+        in->t0_us = now_mono_us();
+        json_t *req = deps_install_request(t->pip_index, pins, n, t->deps_timeout_ms, t->deps_max_bytes, err);
+        if (!req) {
+                free(in);
+                return NULL;
+        }
+        json_object_set_new(req, "v", json_integer(PROTO_VERSION));
+        json_object_set_new(req, "op", json_string("run"));
+        /* The decision is the daemon's, not the tenant's caps': the index
+         * is the policy's own, reached whatever network the tenant's
+         * jobs may have; the other limits are the tenant's defaults. */
+        struct policy_decision pol;
+        struct request none;
+        request_init(&none);
+        if (policy_apply(t, &none.run, &d->caps, &pol, err) < 0) {
+                json_decref(req);
+                free(in);
+                return NULL;
+        }
+        pol.timeout_ms = t->deps_timeout_ms;
+        pol.disk = 2 * t->deps_max_bytes + (64ull << 20);
+        pol.artifacts = t->deps_max_bytes;
+        pol.net = NET_RESTRICTED;
+        pol.net_audit = true;
+        pol.clamped[0] = '\0';
+        struct rjob *rj = accept_internal(d, t, req, &pol, err);
+        json_decref(req);
+        if (!rj) {
+                free(in);
+                return NULL;
+        }
+        snprintf(in->job, sizeof(in->job), "%s", rj->j.id);
+        in->rj = rj;
+        rj->deps_install = in;
+        list_add_tail(&x->installs, &in->link);
+        log_info(JOB_LOG ": installs packages for layer %.12s", JOB_LOG_ARGS(&rj->j), key);
+        return in;
+}
+
+void deps_job_start(struct rjob *rj) {
+        struct daemon *d = rj->d;
+        struct deps *x = d->deps;
+        const struct tenant *t = rj->j.tenant;
+        struct pip_pin pins[DEPS_PINS_MAX];
+        struct sbx_error err;
+        char key[DEPS_KEY_HEX + 1];
+        sbx_error_clear(&err);
+        if (!x || !t->pip_index) {
+                fail_job(rj, E_FORBIDDEN, "its tenant has no pip_index (any more)");
+                return;
+        }
+        if (pins_of(&rj->j.req.run, pins, &err) < 0) {
+                fail_job(rj, E_BAD_REQUEST, err.msg);
+                return;
+        }
+        size_t n = rj->j.req.run.n_pip;
+        deps_key(t->pip_index, x->python, pins, n, key);
+        json_t *lock = layer_lock(x, key);
+        if (lock) {
+                json_decref(rj->deps_info);
+                rj->deps_info = info(NULL, key, lock, true);
+                json_decref(lock);
+                if (set_layer(rj, x, key) < 0)
+                        fail_job(rj, E_INTERNAL, "out of memory");
+                return;
+        }
+        struct list *pos, *tmp;
+        struct deps_install *in = NULL;
+        list_for_each_safe(pos, tmp, &x->installs) {
+                struct deps_install *i = list_entry(pos, struct deps_install, link);
+                if (streq(i->key, key)) {
+                        in = i;
+                        break;
+                }
+        }
+        if (!in && !(in = start_install(x, t, key, pins, n, &err))) {
+                char msg[SBX_ERROR_MAX + 64];
+                snprintf(msg, sizeof(msg), "its packages' install could not start: %s", err.msg);
+                fail_job(rj, E_DEPS, msg);
+                return;
+        }
+        if (!add_waiter(in, rj)) {
+                fail_job(rj, E_INTERNAL, "out of memory");
+                return;
+        }
+        job_transition(&rj->j, JEV_FETCH, NULL);
+}
+
+static void drop_waiter(struct deps_install *in, struct rjob *rj) {
+        for (size_t i = 0; i < in->n_waiters; i++)
+                if (in->waiters[i] == rj) {
+                        in->waiters[i] = in->waiters[--in->n_waiters];
+                        break;
+                }
+        rj->deps_wait = NULL;
+}
+
+/* A job that waited, or the install job itself, ends (cancelled, the
+ * daemon stopping, or done). */
+static void hook_release(struct rjob *rj) {
+        if (rj->deps_wait)
+                drop_waiter(rj->deps_wait, rj);
+        if (rj->deps_install) {
+                /* its end is heard by the listener, which takes it from here */
+                rj->deps_install->rj = NULL;
+                rj->deps_install = NULL;
+        }
+}
+
+/* ---- the install's end: the layer moved into place (off the loop) ---- */
+
+static int chmod_one(const char *path, const struct stat *st, int type, struct FTW *f) {
+        (void) f;
+        if (type == FTW_SL)
+                return 0;
+        return chmod(path, type == FTW_D || type == FTW_DP ? 0755 : ((st->st_mode & 0100) ? 0755 : 0644)) < 0 ? -1 : 0;
+}
+
+static void place_run(struct work *w) {
+        struct deps_install *in = container_of(w, struct deps_install, work);
+        struct deps *x = in->deps;
+        _cleanup_free_ char *report = NULL, *layer = NULL, *tmp = NULL, *tmp_layer = NULL, *lockp = NULL, *dest = NULL;
+        struct sbx_error err;
+        json_error_t je;
+        struct stat st;
+        sbx_error_clear(&err);
+        /* a name of this install's own: one a crash left is not in the way */
+        if (asprintf(&report, "%s/%s/artifacts/report.json", in->results, in->job) < 0 ||
+            asprintf(&layer, "%s/%s/artifacts/" DEPS_LAYER_DIR, in->results, in->job) < 0 ||
+            asprintf(&tmp, "%s/%s.%s.tmp", x->path, in->key, in->job) < 0 ||
+            asprintf(&tmp_layer, "%s/" DEPS_LAYER_DIR, tmp) < 0 || asprintf(&lockp, "%s/" READY_FILE, tmp) < 0 ||
+            asprintf(&dest, "%s/%s", x->path, in->key) < 0) {
+                snprintf(in->why, sizeof(in->why), "out of memory");
+                return;
+        }
+        json_t *rep = json_load_file(report, JSON_REJECT_DUPLICATES, &je);
+        if (!rep) {
+                snprintf(in->why, sizeof(in->why), "pip left no report: %s", je.text);
+                return;
+        }
+        in->lock = deps_lock_from_report(rep, in->pins, in->n, &err);
+        json_decref(rep);
+        if (!in->lock) {
+                snprintf(in->why, sizeof(in->why), "%s", err.msg);
+                return;
+        }
+        if (lstat(layer, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                snprintf(in->why, sizeof(in->why), "pip installed no files");
+                return;
+        }
+        /* the layer readable by every job uid, in a directory of its own,
+         * then under its key at once */
+        if (nftw(layer, chmod_one, 16, FTW_PHYS) != 0) {
+                snprintf(in->why, sizeof(in->why), "the layer's modes: %s", strerror(errno));
+                return;
+        }
+        if ((mkdir(tmp, 0755) < 0 && errno != EEXIST) || rename(layer, tmp_layer) < 0 ||
+            json_dump_file(in->lock, lockp, JSON_COMPACT) < 0 || chmod(lockp, 0644) < 0 ||
+            (rename(tmp, dest) < 0 && errno != ENOTEMPTY && errno != EEXIST)) {
+                snprintf(in->why, sizeof(in->why), "placing the layer in %.1000s: %s", x->path, strerror(errno));
+                return;
+        }
+        in->ok = true;
+}
+
+static void place_done(struct work *w) {
+        struct deps_install *in = container_of(w, struct deps_install, work);
+        struct deps *x = in->deps;
+        char msg[SBX_ERROR_MAX + 128];
+        if (!in->ok) {
+                log_warning("packages of layer %.12s (install job %s): %s", in->key, in->job, in->why);
+                snprintf(msg, sizeof(msg), "its packages could not be installed (install job %s): %s", in->job, in->why);
+        }
+        /* whoever still waits */
+        while (in->n_waiters > 0) {
+                struct rjob *rj = in->waiters[--in->n_waiters];
+                rj->deps_wait = NULL;
+                if (!in->ok) {
+                        fail_job(rj, E_DEPS, msg);
+                        continue;
+                }
+                json_decref(rj->deps_info);
+                rj->deps_info = info(in, in->key, in->lock, false);
+                if (set_layer(rj, x, in->key) < 0) {
+                        fail_job(rj, E_INTERNAL, "out of memory");
+                        continue;
+                }
+                if (rj->j.state == JOB_FETCHING)
+                        job_transition(&rj->j, JEV_FETCHED, NULL);
+        }
+        list_del(&in->link);
+        free(in->waiters);
+        free(in->results);
+        json_decref(in->lock);
+        free(in);
+        runner_schedule(x->d);
+}
+
+static struct deps_install *install_of(struct rjob *rj, const char *id) {
+        struct deps *x = rj->d->deps;
+        struct list *pos, *tmp;
+        if (!x)
+                return NULL;
+        list_for_each_safe(pos, tmp, &x->installs) {
+                struct deps_install *in = list_entry(pos, struct deps_install, link);
+                if (streq(in->job, id))
+                        return in;
+        }
+        return NULL;
+}
+
+static void on_end(struct rjob *rj, json_t *rec) {
+        struct deps_install *in = install_of(rj, rj->j.id);
+        if (!in)
+                return;
+        in->rj = NULL;
+        rj->deps_install = NULL;
+        const char *state = json_string_value(json_object_get(rec, "state"));
+        if (!state || !streq(state, "succeeded")) {
+                const char *m = json_string_value(json_object_get(json_object_get(rec, "error"), "message"));
+                snprintf(in->why, sizeof(in->why), "pip %s%s%s (its output is the install job's)", state ? state : "failed",
+                         m ? ": " : "", m ? m : "");
+                place_done(&in->work);
+                return;
+        }
+        if (json_is_true(json_object_get(rec, "artifacts_truncated"))) {
+                snprintf(in->why, sizeof(in->why), "the layer is larger than deps_max_bytes (%" PRIu64 " bytes) or 10,000 files",
+                         rj->j.tenant->deps_max_bytes);
+                place_done(&in->work);
+                return;
+        }
+        free(in->results);
+        if (asprintf(&in->results, "%s/results", rj->d->cfg->state_dir) < 0) {
+                in->results = NULL;
+                snprintf(in->why, sizeof(in->why), "out of memory");
+                place_done(&in->work);
+                return;
+        }
+        in->work.run = place_run;
+        in->work.done = place_done;
+        worker_submit(&in->work);
+}
+
+/* Its record could not be written: the jobs waiting for it hear so. */
+static void on_fail(struct rjob *rj, const char *code, const char *msg) {
+        struct deps_install *in = install_of(rj, rj->j.id);
+        if (!in)
+                return;
+        in->rj = NULL;
+        rj->deps_install = NULL;
+        snprintf(in->why, sizeof(in->why), "%s: %s", code, msg);
+        place_done(&in->work);
+}
+
+static const struct job_listener deps_listener = { .end = on_end, .fail = on_fail };
