@@ -88,3 +88,8 @@ EXTRA_DIST += bench/secret-proxy.sh
 .PHONY: bench-secret-proxy
 bench-secret-proxy: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
 	bash $(srcdir)/bench/secret-proxy.sh
+
+EXTRA_DIST += bench/deps.sh
+.PHONY: bench-deps
+bench-deps: launcher/sbx-launch supervisor/sbx-supervisord supervisor/sbxctl
+	bash $(srcdir)/bench/deps.sh
