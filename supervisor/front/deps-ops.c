@@ -100,18 +100,20 @@ int deps_init(struct daemon *d, struct sbx_error *err) {
         return 0;
 }
 
+static void install_free(struct deps_install *in) {
+        list_del(&in->link);
+        free(in->waiters);
+        free(in->results);
+        json_decref(in->lock);
+        free(in);
+}
+
 void deps_done(struct daemon *d) {
         struct deps *x = d->deps;
         if (!x)
                 return;
-        while (!list_empty(&x->installs)) {
-                struct deps_install *in = list_entry(x->installs.next, struct deps_install, link);
-                list_del(&in->link);
-                free(in->waiters);
-                free(in->results);
-                json_decref(in->lock);
-                free(in);
-        }
+        while (!list_empty(&x->installs))
+                install_free(list_entry(x->installs.next, struct deps_install, link));
         close(x->dir_fd);
         free(x);
         d->deps = NULL;
@@ -432,11 +434,7 @@ static void place_done(struct work *w) {
                 if (rj->j.state == JOB_FETCHING)
                         job_transition(&rj->j, JEV_FETCHED, NULL);
         }
-        list_del(&in->link);
-        free(in->waiters);
-        free(in->results);
-        json_decref(in->lock);
-        free(in);
+        install_free(in);
         runner_schedule(x->d);
 }
 
