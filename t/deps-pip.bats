@@ -179,8 +179,8 @@ jobrun() {
 @test "a package with only a source archive is not built (no setup.py runs): E_DEPS" {
         jobrun --pip sdistonly==1.0 -- true
         [ "$(json_get result.error.code <<<"$res")" = E_DEPS ] || { echo "$res"; false; }
-        ! grep -q ran-setup "$SUP_DIR/index.log"
-        ! grep -q '^/files/sdistonly' "$SUP_DIR/index.log"
+        run -1 grep -q ran-setup "$SUP_DIR/index.log"
+        run -1 grep -q '^/files/sdistonly' "$SUP_DIR/index.log"
 }
 
 @test "a wheel on another host than the index: the install job's connection is denied and audited, E_DEPS" {
@@ -198,12 +198,12 @@ assert ev and all(e["verdict"] == "deny" for e in ev), r["network_events"]' "${T
 @test "a layer past deps_max_bytes, and an index that does not answer within deps_timeout: E_DEPS, each saying so" {
         run -0 ctl_as daemon --json submit --pip bigpkg==1.0 -- true
         sid=$(json_get job <<<"$output")
-        run ctl_as daemon --json wait "$sid"
+        run -125 ctl_as daemon --json wait "$sid"
         [ "$(json_get result.error.code <<<"$output")" = E_DEPS ] || { echo "$output"; false; }
         [[ "$(json_get result.error.message <<<"$output")" == *"larger than deps_max_bytes (102400 bytes)"* ]]
         run -0 ctl_as daemon --json submit --pip slowpkg==1.0 -- true
         sid=$(json_get job <<<"$output")
-        run ctl_as daemon --json wait "$sid"
+        run -125 ctl_as daemon --json wait "$sid"
         [ "$(json_get result.error.code <<<"$output")" = E_DEPS ] || { echo "$output"; false; }
         [[ "$(json_get result.error.message <<<"$output")" == *"pip timed_out"* || "$(json_get result.error.message <<<"$output")" == *"E_TIMEOUT"* ]] ||
                 { echo "$output"; false; }

@@ -161,7 +161,7 @@ except OSError as e:
         printf '%s\n' "$out" > "$BATS_TEST_TMPDIR/ca1.pem"
         job --secret API_KEY -- bash -c 'cat "$SBX_PROXY_CA"'
         printf '%s\n' "$out" > "$BATS_TEST_TMPDIR/ca2.pem"
-        ! cmp -s "$BATS_TEST_TMPDIR/ca1.pem" "$BATS_TEST_TMPDIR/ca2.pem"
+        run -1 cmp -s "$BATS_TEST_TMPDIR/ca1.pem" "$BATS_TEST_TMPDIR/ca2.pem"
         run -0 openssl x509 -in "$BATS_TEST_TMPDIR/ca1.pem" -noout -text
         [[ "$output" == *"CA:TRUE"* ]]
         [[ "$output" == *"Name Constraints: critical"* ]]
@@ -312,11 +312,13 @@ except OSError:
         sed "s|^secret_proxy_ca = .*|secret_proxy_ca = $BATS_TEST_TMPDIR/none.pem|; s|^socket = .*|socket = $BATS_TEST_TMPDIR/s|; s|^state_dir = .*|state_dir = $BATS_TEST_TMPDIR/st|" \
                 "$SUP_DIR/sup.conf" > "$c"
         run timeout 20 "$SBX_STAGE/bin/sbx-supervisord" --config "$c"
-        [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+        [ "$status" -ne 0 ]
+        [ "$status" -ne 124 ]
         [[ "$output" == *"secret_proxy_ca $BATS_TEST_TMPDIR/none.pem: "* ]] || { echo "$output"; false; }
         echo "not a certificate" > "$BATS_TEST_TMPDIR/none.pem"
         run timeout 20 "$SBX_STAGE/bin/sbx-supervisord" --config "$c"
-        [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+        [ "$status" -ne 0 ]
+        [ "$status" -ne 124 ]
         [[ "$output" == *"secret_proxy_ca $BATS_TEST_TMPDIR/none.pem: "* ]] || { echo "$output"; false; }
 }
 
@@ -346,9 +348,9 @@ except OSError:
 
 @test "the value is nowhere in the state directory, the log, the audit or the metrics after proxied jobs" {
         [ -s "$SUP_DIR/echo.log" ] || skip "no proxied request ran before"
-        ! grep -r -a -F -q "$VAL" "$SUP_DIR/state" --exclude-dir=secrets
-        ! grep -a -F -q "$VAL" "$SUP_DIR/daemon.log"
-        ! grep -a -F -q "$VAL" "$SUP_DIR/audit.log"
+        run -1 grep -r -a -F -q "$VAL" "$SUP_DIR/state" --exclude-dir=secrets
+        run -1 grep -a -F -q "$VAL" "$SUP_DIR/daemon.log"
+        run -1 grep -a -F -q "$VAL" "$SUP_DIR/audit.log"
         run -0 ctl metrics
         [[ "$output" != *"$VAL"* ]]
 }
