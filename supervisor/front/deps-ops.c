@@ -31,7 +31,6 @@ struct deps_install {
         size_t n;
         struct rjob **waiters;
         size_t n_waiters;
-        struct rjob *rj;          /* the install job, while it lives */
         uint64_t t0_us;
         /* the worker's part: the layer moved into place */
         struct work work;
@@ -276,8 +275,6 @@ static struct deps_install *start_install(struct deps *x, const struct tenant *t
                 return NULL;
         }
         snprintf(in->job, sizeof(in->job), "%s", rj->j.id);
-        in->rj = rj;
-        rj->deps_install = in;
         list_add_tail(&x->installs, &in->link);
         log_info(JOB_LOG ": installs packages for layer %.12s", JOB_LOG_ARGS(&rj->j), key);
         return in;
@@ -341,16 +338,12 @@ static void drop_waiter(struct deps_install *in, struct rjob *rj) {
         rj->deps_wait = NULL;
 }
 
-/* A job that waited, or the install job itself, ends (cancelled, the
- * daemon stopping, or done). */
+/* A job that waited ends before its install did (cancelled, the daemon
+ * stopping). The install job's own end is heard by the listener, which
+ * finds its install by the job's id. */
 static void hook_release(struct rjob *rj) {
         if (rj->deps_wait)
                 drop_waiter(rj->deps_wait, rj);
-        if (rj->deps_install) {
-                /* its end is heard by the listener, which takes it from here */
-                rj->deps_install->rj = NULL;
-                rj->deps_install = NULL;
-        }
 }
 
 /* ---- the install's end: the layer moved into place (off the loop) ---- */
@@ -455,8 +448,6 @@ static void on_end(struct rjob *rj, json_t *rec) {
         struct deps_install *in = install_of(rj, rj->j.id);
         if (!in)
                 return;
-        in->rj = NULL;
-        rj->deps_install = NULL;
         const char *state = json_string_value(json_object_get(rec, "state"));
         if (!state || !streq(state, "succeeded")) {
                 const char *m = json_string_value(json_object_get(json_object_get(rec, "error"), "message"));
@@ -488,8 +479,6 @@ static void on_fail(struct rjob *rj, const char *code, const char *msg) {
         struct deps_install *in = install_of(rj, rj->j.id);
         if (!in)
                 return;
-        in->rj = NULL;
-        rj->deps_install = NULL;
         snprintf(in->why, sizeof(in->why), "%s: %s", code, msg);
         place_done(&in->work);
 }

@@ -101,11 +101,10 @@ struct rjob {
         struct secretproxy *sproxy; /* its header secrets' proxy (secretproxy.c), or NULL */
         /* its Python packages (front/deps-ops.c): the layer's directory
          * once it is at hand, what the record says of them, the install
-         * it waits for; an install job's own */
+         * it waits for */
         char *deps_layer;
         json_t *deps_info;
         struct deps_install *deps_wait;
-        struct deps_install *deps_install;
 
         /* bundle.c: the resolution it waits for, then the tree it holds */
         void *bundle_wait;

@@ -665,7 +665,7 @@ void runner_end(struct rjob *rj) {
         callbacks_progress_end(d, rj);
         if (rj->j.bundle.set)
                 bundle_job_release(rj);
-        if ((rj->deps_wait || rj->deps_install) && d->deps_release)
+        if (rj->deps_wait && d->deps_release)
                 d->deps_release(rj);
         rj->j.ended_ms = now_real_ms();
         capture_stop(&rj->cap);
