@@ -27,7 +27,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/core/util.h supervisor/core/util.c supervisor/core/fileio.h supervisor/core/fileio.c \
 	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
 	supervisor/core/log.h supervisor/core/log.c \
-	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c supervisor/model/config-reload.c supervisor/model/config-secret.c supervisor/model/config-deps.c supervisor/model/deps.h supervisor/model/deps.c \
+	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c supervisor/model/config-reload.c supervisor/model/config-secret.c supervisor/model/config-deps.c supervisor/model/deps.h supervisor/model/deps.c supervisor/model/deps-lock.c \
 	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c supervisor/model/proto-session.c supervisor/model/proto-admin.c \
 	supervisor/core/trace.h supervisor/core/trace.c \
 	supervisor/model/metrics.h supervisor/model/metrics.c \

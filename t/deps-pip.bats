@@ -35,6 +35,9 @@ setup_file() {
         wheel sbx-other 0.3
         wheel bigpkg 1.0 400000
         wheel sbxlate 1.0
+        # published long ago, but for one
+        touch -d 2020-01-01T00:00:00Z "$SUP_DIR"/wheels/*.whl
+        wheel sbxfresh 1.0
         testhost_up sbxp "1 2"
         if [ "$NET_OK" = 1 ]; then
                 testhost_serve servers pip-index.py "$SUP_DIR/wheels" "${TH}.1" 8080 "$SUP_DIR/index.log" "${TH}.2:8080"
@@ -60,6 +63,13 @@ pip_index = http://${TH}.1:8080/simple/
 pip_allow = bigpkg slowpkg
 deps_max_bytes = 100K
 deps_timeout = 3s
+
+[tenant.aged]
+uids = bin
+profiles = default
+pip_index = http://${TH}.1:8080/simple/
+pip_allow = sbxdemo sbxfresh
+deps_min_age = 30d
 EOC
         sup_start
 }
@@ -104,7 +114,8 @@ jobrun() {
         [[ "$out" == "sbxdemo 1.0.0 /deps/pip/sbxdemo/__init__.py"* ]] || { echo "$out"; false; }
         [[ "$(ctl logs --stream stderr "$id" 2>&1)" == *"Read-only file system"* ]]
         [ "$(json_get result.dependencies.cached <<<"$res")" = false ]
-        [ "$(json_get result.dependencies.mount <<<"$res")" = /deps/pip ]
+        [ "$(json_get result.dependencies.mount <<<"$res")" = /deps ]
+        [ "$(json_get result.dependencies.lock.0.ecosystem <<<"$res")" = pip ]
         [ "$(json_get result.dependencies.lock.0.name <<<"$res")" = sbxdemo ]
         [ "$(json_get result.dependencies.lock.0.version <<<"$res")" = 1.0.0 ]
         [ "$(json_get result.dependencies.lock.0.sha256 <<<"$res")" = "$(sha256sum "$SUP_DIR"/wheels/sbxdemo-1.0.0-*.whl | cut -d' ' -f1)" ]
@@ -205,8 +216,30 @@ assert ev and all(e["verdict"] == "deny" for e in ev), r["network_events"]' "${T
         sid=$(json_get job <<<"$output")
         run -125 ctl_as daemon --json wait "$sid"
         [ "$(json_get result.error.code <<<"$output")" = E_DEPS ] || { echo "$output"; false; }
-        [[ "$(json_get result.error.message <<<"$output")" == *"pip timed_out"* || "$(json_get result.error.message <<<"$output")" == *"E_TIMEOUT"* ]] ||
+        [[ "$(json_get result.error.message <<<"$output")" == *"install timed_out"* || "$(json_get result.error.message <<<"$output")" == *"E_TIMEOUT"* ]] ||
                 { echo "$output"; false; }
+}
+
+@test "deps_min_age: each package's upload-time from the index's JSON page; one published too recently is refused, naming when" {
+        run -0 ctl_as bin --json submit --pip sbxdemo==1.0.0 -- python3 -c "$IMPORT"
+        sid=$(json_get job <<<"$output")
+        run -0 ctl_as bin --json wait "$sid"
+        [ "$(json_get result.state <<<"$output")" = succeeded ] || { echo "$output"; false; }
+        [ "$(json_get result.dependencies.lock.0.published <<<"$output")" = "$(date -d 2020-01-01T00:00:00Z +%s)" ]
+        # not the admin tenant's layer (that one has no release times)
+        [ "$(json_get result.dependencies.cached <<<"$output")" = false ]
+        run -0 ctl_as bin --json submit --pip sbxfresh==1.0 -- true
+        sid=$(json_get job <<<"$output")
+        run -125 ctl_as bin --json wait "$sid"
+        [ "$(json_get result.error.code <<<"$output")" = E_FORBIDDEN ] || { echo "$output"; false; }
+        [[ "$(json_get result.error.message <<<"$output")" == *"pip sbxfresh==1.0 (published $(date -u +%Y-%m-%d)T"*"less than the tenant's deps_min_age ago)"* ]] ||
+                { echo "$output"; false; }
+        # the layer was made; a tenant without deps_min_age would use it, this one never
+        run -0 ctl_as bin --json submit --pip sbxfresh==1.0 -- true
+        sid=$(json_get job <<<"$output")
+        run -125 ctl_as bin --json wait "$sid"
+        [ "$(json_get result.dependencies.cached <<<"$output")" != true ]
+        [[ "$(json_get result.error.message <<<"$output")" == *"less than the tenant's deps_min_age ago"* ]]
 }
 
 @test "a session's sandbox gets its packages for all its execs" {
@@ -269,6 +302,6 @@ assert ev and all(e["verdict"] == "deny" for e in ev), r["network_events"]' "${T
         [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; cat "$SUP_DIR/daemon.log" | tail -20; false; }
         [[ "$out" == "sbxdemo 1.0.0 /deps/pip/"* ]]
         key=$(json_get result.dependencies.layer <<<"$res")
-        [ "$(stat -c %U "$SUP_DIR/state-user/deps/$key/layer/sbxdemo/__init__.py")" = sbx ]
+        [ "$(stat -c %U "$SUP_DIR/state-user/deps/$key/layer/pip/sbxdemo/__init__.py")" = sbx ]
         [ "$(stat -c %a "$SUP_DIR/state-user/deps")" = 711 ]
 }

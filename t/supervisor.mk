@@ -143,7 +143,7 @@ SUP_BATS = \
 	t/http-api.bats \
 	t/supervisor-value.bats \
 	t/supervisor-reload.bats \
-	t/secrets.bats t/secrets-header.bats t/deps-pip.bats \
+	t/secrets.bats t/secrets-header.bats t/deps-pip.bats t/deps-npm.bats \
 	t/mcp.bats \
 	t/supervisor-callbacks.bats \
 	t/supervisor-callback-backlog.bats \
@@ -163,7 +163,7 @@ SUP_BATS = \
 	t/supervisor-results-rest.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
-	t/helpers/net-servers.py t/helpers/https-echo.py t/helpers/pip-index.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
+	t/helpers/net-servers.py t/helpers/https-echo.py t/helpers/pip-index.py t/helpers/npm-registry.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
 	t/helpers/callback-receiver.py t/helpers/testhost.bash
 
 # Preloaded into the daemon by t/supervisor-timer-faults.bats: timers that

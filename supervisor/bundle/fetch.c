@@ -199,7 +199,18 @@ static CURLcode perform(const char *url, const struct fetch_opts *o, uint64_t le
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-        return curl_easy_perform(h);
+        struct curl_slist *hdr = NULL;
+        if (o->accept) {
+                char line[160];
+                snprintf(line, sizeof(line), "Accept: %s", o->accept);
+                if (!(hdr = curl_slist_append(NULL, line)))
+                        return CURLE_OUT_OF_MEMORY;
+        }
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+        CURLcode c = curl_easy_perform(h);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+        curl_slist_free_all(hdr);
+        return c;
 }
 
 /* Where a redirect may go: within the origin (scheme, host, port) of the

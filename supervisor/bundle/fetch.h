@@ -29,6 +29,7 @@ struct fetch_opts {
         uint64_t connect_timeout_ms;
         uint64_t stall_timeout_ms;
         const atomic_bool *stop;
+        const char *accept;   /* the Accept header sent, or NULL for curl's */
 };
 
 struct fetch_result {

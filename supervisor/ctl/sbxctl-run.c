@@ -63,7 +63,7 @@ static uint64_t opt_size(const char *opt, const char *v) {
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
         O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK,
-        O_PROGRESS, O_SECRET, O_PIP
+        O_PROGRESS, O_SECRET, O_PIP, O_NPM
 };
 
 /* The parts of a run request that options add to. */
@@ -75,6 +75,7 @@ struct run_parts {
         json_t *allow, *deny; /* --allow, --deny-port */
         json_t *secrets;    /* --secret */
         json_t *pip;        /* --pip */
+        json_t *npm;        /* --npm */
 };
 
 /* --memory, --processes, --cpu, --cpus, --output, --disk: false for any
@@ -191,6 +192,9 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_PIP:
                 json_array_append_new(p->pip, json_string(arg));
                 break;
+        case O_NPM:
+                json_array_append_new(p->npm, json_string(arg));
+                break;
         case O_KEY:
                 json_object_set_new(p->req, "idempotency_key", json_string(arg));
                 break;
@@ -241,12 +245,14 @@ json_t *sbxctl_build_run(int argc, char **argv, bool follow) {
                 { "traceparent", required_argument, NULL, O_TRACE }, { "callback", required_argument, NULL, O_CALLBACK },
                 { "progress", required_argument, NULL, O_PROGRESS }, { "secret", required_argument, NULL, O_SECRET },
                 { "pip", required_argument, NULL, O_PIP },
+                { "npm", required_argument, NULL, O_NPM },
                 { NULL, 0, NULL, 0 },
         };
         struct run_parts p = {
                 .req = new_req("run"), .limits = json_object(), .env = json_object(), .files = json_array(),
                 .arts = json_array(), .allow = json_array(), .deny = json_array(), .secrets = json_array(),
                 .pip = json_array(),
+                .npm = json_array(),
         };
         int o;
         optind = 1;
@@ -286,6 +292,7 @@ json_t *sbxctl_build_run(int argc, char **argv, bool follow) {
         set_nonempty(p.req, "artifacts", p.arts);
         set_nonempty(p.req, "secrets", p.secrets);
         set_nonempty(p.req, "pip", p.pip);
+        set_nonempty(p.req, "npm", p.npm);
         if (follow)
                 json_object_set_new(p.req, "follow", json_true());
         return p.req;

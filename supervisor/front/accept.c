@@ -233,7 +233,7 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
                 return NULL;
         if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v) || !secrets_admit(c, req, &pol, v))
                 return NULL;
-        if (req->run.n_pip) {
+        if (run_has_deps(&req->run)) {
                 const char *code;
                 if (deps_admit(c, req, &code, why, sizeof(why)) < 0) {
                         deny(v, code, "%s", why);
@@ -399,7 +399,7 @@ void accept_run(struct conn *c, struct request *req) {
          * has ended already. */
         if (j->bundle.set)
                 bundle_job_start(rj);
-        else if (j->req.run.n_pip)
+        else if (run_has_deps(&j->req.run))
                 deps_job_start(rj);
         json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state",
                                j->state == JOB_DONE ? job_outcome_name(j->outcome) : job_state_name(j->state));

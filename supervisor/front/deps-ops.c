@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "deps-ops.h"
 #include "deps.h"
 #include "dispatch.h"
+#include "fetch.h"
 #include "jobevents.h"
 #include "log.h"
 #include "runner.h"
@@ -20,6 +22,7 @@
 
 #define DEPS_DIR "deps"
 #define READY_FILE "lock.json"
+#define DEPS_INSTALL_MEMORY (4ull << 30)
 
 /* An install in flight, and the jobs that wait for it. */
 struct deps_install {
@@ -27,8 +30,10 @@ struct deps_install {
         struct deps *deps;
         char key[DEPS_KEY_HEX + 1];
         char job[24];             /* the install job */
-        struct pip_pin pins[DEPS_PINS_MAX];
+        struct dep_pin pins[DEPS_PINS_MAX];
         size_t n;
+        bool times;               /* release times wanted (deps_min_age) */
+        char *pip_index, *npm_registry; /* where they are read */
         struct rjob **waiters;
         size_t n_waiters;
         uint64_t t0_us;
@@ -102,6 +107,8 @@ int deps_init(struct daemon *d, struct sbx_error *err) {
 static void install_free(struct deps_install *in) {
         list_del(&in->link);
         free(in->waiters);
+        free(in->pip_index);
+        free(in->npm_registry);
         free(in->results);
         json_decref(in->lock);
         free(in);
@@ -118,55 +125,65 @@ void deps_done(struct daemon *d) {
         d->deps = NULL;
 }
 
-static int pins_of(const struct run_request *run, struct pip_pin *pins, struct sbx_error *err) {
-        for (size_t i = 0; i < run->n_pip && i < DEPS_PINS_MAX; i++)
-                if (deps_pin_parse(run->pip[i], &pins[i], err) < 0)
-                        return -EINVAL;
-        return 0;
+static int pins_of(const struct run_request *run, struct dep_pin *pins, size_t *n, struct sbx_error *err) {
+        return deps_pins_of(run->pip, run->n_pip, run->npm, run->n_npm, pins, n, err);
+}
+
+/* Does t have where eco's packages come from? NULL, or why not. */
+static const char *no_source(const struct tenant *t, const struct run_request *run) {
+        if (run->n_pip && !t->pip_index)
+                return "field 'pip': its tenant has no pip_index: its jobs install no Python packages";
+        if (run->n_npm && !t->npm_registry)
+                return "field 'npm': its tenant has no npm_registry: its jobs install no npm packages";
+        return NULL;
 }
 
 int deps_admit(struct conn *c, const struct request *req, const char **code, char *msg, size_t len) {
         const struct tenant *t = c->tenant;
         const struct run_request *run = &req->run;
-        struct pip_pin pins[DEPS_PINS_MAX];
+        const char *field = run->n_pip ? "pip" : "npm", *none = no_source(t, run);
+        struct dep_pin pins[DEPS_PINS_MAX];
         struct sbx_error err;
-        size_t k = 0;
+        size_t k = 0, n = 0;
         *code = E_FORBIDDEN;
         if (run->bundle) {
                 *code = E_BAD_REQUEST;
-                snprintf(msg, len, "field 'pip' goes with a command, not a bundle");
+                snprintf(msg, len, "field '%s' goes with a command, not a bundle", field);
                 return -EPERM;
         }
-        if (!t->pip_index) {
-                snprintf(msg, len, "field 'pip': tenant '%s' has no pip_index: its jobs install no packages", t->name);
+        if (none) {
+                snprintf(msg, len, "%s (tenant '%s')", none, t->name);
                 return -EPERM;
         }
-        if (run->n_pip > t->deps_max_packages) {
+        if (run->n_pip + run->n_npm > t->deps_max_packages) {
                 *code = E_LIMIT;
-                snprintf(msg, len, "field 'pip': %zu packages, above the tenant's deps_max_packages (%" PRIu64 ")", run->n_pip,
-                         t->deps_max_packages);
+                snprintf(msg, len, "fields 'pip' and 'npm': %zu packages, above the tenant's deps_max_packages (%" PRIu64 ")",
+                         run->n_pip + run->n_npm, t->deps_max_packages);
                 return -EPERM;
         }
         if (!c->d->caps.net_restricted) {
                 *code = E_UNSUPPORTED;
-                snprintf(msg, len, "field 'pip': packages are installed by a job restricted to the index, and this daemon "
-                                   "runs no restricted jobs: %s", c->d->caps.no_restricted_why ? c->d->caps.no_restricted_why : "?");
+                snprintf(msg, len, "field '%s': packages are installed by a job restricted to the index, and this daemon "
+                                   "runs no restricted jobs: %s", field,
+                         c->d->caps.no_restricted_why ? c->d->caps.no_restricted_why : "?");
                 return -EPERM;
         }
-        if (pins_of(run, pins, &err) < 0) {
+        if (pins_of(run, pins, &n, &err) < 0) {
                 *code = E_BAD_REQUEST;
-                snprintf(msg, len, "field 'pip': %s", err.msg);
+                snprintf(msg, len, "field '%s': %s", field, err.msg);
                 return -EPERM;
         }
         /* every refused pin, each with why */
-        k = (size_t) snprintf(msg, len, "field 'pip': tenant '%s' may not install", t->name);
+        k = (size_t) snprintf(msg, len, "tenant '%s' may not install", t->name);
         bool refused = false;
-        for (size_t i = 0; i < run->n_pip && k < len; i++) {
-                char buf[160];
+        for (size_t i = 0; i < n && k < len; i++) {
+                char buf[200], pin[DEPS_NAME_MAX + DEPS_VERSION_MAX + 4];
                 const char *why;
-                if (deps_allowed(t, &pins[i], buf, sizeof(buf), &why))
+                if (deps_allowed(t, pins[i].eco, pins[i].name, pins[i].version, buf, sizeof(buf), &why))
                         continue;
-                k += (size_t) snprintf(msg + k, len - k, "%s %s==%s (%s)", refused ? ";" : "", pins[i].name, pins[i].version, why);
+                pins[i].hash[0] = '\0';
+                deps_pin_str(&pins[i], pin, sizeof(pin));
+                k += (size_t) snprintf(msg + k, len - k, "%s %s %s (%s)", refused ? ";" : "", deps_eco_name(pins[i].eco), pin, why);
                 refused = true;
         }
         return refused ? -EPERM : 0;
@@ -174,7 +191,7 @@ int deps_admit(struct conn *c, const struct request *req, const char **code, cha
 
 /* The lock the layer was made from, as the record shows it. */
 static json_t *info(const struct deps_install *in, const char *key, json_t *lock, bool cached) {
-        json_t *o = json_pack("{s:s, s:s, s:O, s:b}", "layer", key, "mount", DEPS_PIP_MOUNT, "lock", lock, "cached", cached);
+        json_t *o = json_pack("{s:s, s:s, s:O, s:b}", "layer", key, "mount", DEPS_MOUNT, "lock", lock, "cached", cached);
         if (o && in) {
                 json_object_set_new(o, "install_job", json_string(in->job));
                 json_object_set_new(o, "install_ms", json_integer((json_int_t) ((now_mono_us() - in->t0_us) / 1000)));
@@ -231,7 +248,7 @@ static bool add_waiter(struct deps_install *in, struct rjob *rj) {
         return true;
 }
 
-static struct deps_install *start_install(struct deps *x, const struct tenant *t, const char *key, const struct pip_pin *pins,
+static struct deps_install *start_install(struct deps *x, const struct tenant *t, const char *key, const struct dep_pin *pins,
                                           size_t n, struct sbx_error *err) {
         struct daemon *d = x->d;
         struct deps_install *in = calloc(1, sizeof(*in));
@@ -244,11 +261,15 @@ static struct deps_install *start_install(struct deps *x, const struct tenant *t
         memcpy(in->pins, pins, n * sizeof(*pins));
         in->n = n;
         in->t0_us = now_mono_us();
-        json_t *req = deps_install_request(t->pip_index, pins, n, t->deps_timeout_ms, t->deps_max_bytes, err);
-        if (!req) {
-                free(in);
-                return NULL;
+        in->times = t->deps_min_age_ms > 0;
+        if ((t->pip_index && !(in->pip_index = strdup(t->pip_index))) ||
+            (t->npm_registry && !(in->npm_registry = strdup(t->npm_registry)))) {
+                sbx_error_set(err, ENOMEM, "install");
+                goto fail;
         }
+        json_t *req = deps_install_request(t->pip_index, t->npm_registry, pins, n, t->deps_timeout_ms, t->deps_max_bytes, err);
+        if (!req)
+                goto fail;
         json_object_set_new(req, "v", json_integer(PROTO_VERSION));
         json_object_set_new(req, "op", json_string("run"));
         /* The decision is the daemon's, not the tenant's caps': the index
@@ -259,10 +280,12 @@ static struct deps_install *start_install(struct deps *x, const struct tenant *t
         request_init(&none);
         if (policy_apply(t, &none.run, &d->caps, &pol, err) < 0) {
                 json_decref(req);
-                free(in);
-                return NULL;
+                goto fail;
         }
         pol.timeout_ms = t->deps_timeout_ms;
+        /* the tenant's cap, or more than the default: npm's Node reserves
+         * more address space than 1 GiB where memory is an RLIMIT_AS */
+        pol.memory = t->max_memory != CONFIG_UNSET ? t->max_memory : DEPS_INSTALL_MEMORY;
         pol.disk = 2 * t->deps_max_bytes + (64ull << 20);
         pol.artifacts = t->deps_max_bytes;
         pol.net = NET_RESTRICTED;
@@ -270,36 +293,54 @@ static struct deps_install *start_install(struct deps *x, const struct tenant *t
         pol.clamped[0] = '\0';
         struct rjob *rj = accept_internal(d, t, req, &pol, err);
         json_decref(req);
-        if (!rj) {
-                free(in);
-                return NULL;
-        }
+        if (!rj)
+                goto fail;
         snprintf(in->job, sizeof(in->job), "%s", rj->j.id);
         list_add_tail(&x->installs, &in->link);
         log_info(JOB_LOG ": installs packages for layer %.12s", JOB_LOG_ARGS(&rj->j), key);
         return in;
+fail:
+        free(in->pip_index);
+        free(in->npm_registry);
+        free(in);
+        return NULL;
+}
+
+/* May rj's tenant use the layer of lock? If not, the job ends. */
+static bool lock_admits(struct rjob *rj, json_t *lock) {
+        char msg[SBX_ERROR_MAX];
+        if (deps_lock_admit(rj->j.tenant, lock, (int64_t) time(NULL), msg, sizeof(msg)) == 0)
+                return true;
+        fail_job(rj, E_FORBIDDEN, msg);
+        return false;
 }
 
 void deps_job_start(struct rjob *rj) {
         struct daemon *d = rj->d;
         struct deps *x = d->deps;
         const struct tenant *t = rj->j.tenant;
-        struct pip_pin pins[DEPS_PINS_MAX];
+        struct dep_pin pins[DEPS_PINS_MAX];
         struct sbx_error err;
-        char key[DEPS_KEY_HEX + 1];
+        char key[DEPS_KEY_HEX + 1], why[200];
+        const char *none = no_source(t, &rj->j.req.run);
+        size_t n = 0;
         sbx_error_clear(&err);
-        if (!x || !t->pip_index) {
-                fail_job(rj, E_FORBIDDEN, "its tenant has no pip_index (any more)");
+        if (!x || none) {
+                snprintf(why, sizeof(why), "%s", none ? none : "this daemon installs no packages");
+                fail_job(rj, E_FORBIDDEN, why);
                 return;
         }
-        if (pins_of(&rj->j.req.run, pins, &err) < 0) {
+        if (pins_of(&rj->j.req.run, pins, &n, &err) < 0) {
                 fail_job(rj, E_BAD_REQUEST, err.msg);
                 return;
         }
-        size_t n = rj->j.req.run.n_pip;
-        deps_key(t->pip_index, x->python, pins, n, key);
+        deps_key(t->pip_index, t->npm_registry, x->python, t->deps_min_age_ms > 0, pins, n, key);
         json_t *lock = layer_lock(x, key);
         if (lock) {
+                if (!lock_admits(rj, lock)) {
+                        json_decref(lock);
+                        return;
+                }
                 json_decref(rj->deps_info);
                 rj->deps_info = info(NULL, key, lock, true);
                 json_decref(lock);
@@ -355,16 +396,73 @@ static int chmod_one(const char *path, const struct stat *st, int type, struct F
         return chmod(path, type == FTW_D || type == FTW_DP ? 0755 : ((st->st_mode & 0100) ? 0755 : 0644)) < 0 ? -1 : 0;
 }
 
+/* A JSON file the install job left (untrusted; bounded). */
+static json_t *load_artifact(const char *path, const char *what, char *why, size_t len) {
+        json_error_t je;
+        json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+        if (!o)
+                snprintf(why, len, "%s left no %s: %s", what, path ? strrchr(path, '/') + 1 : "?", je.text);
+        return o;
+}
+
+/* Each package's release time from the index or registry, into its lock
+ * entry ("published"), for the tenants with deps_min_age. */
+static int release_times(struct deps_install *in, char *why, size_t len) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(in->lock, i, e) {
+                char url[1024];
+                char *body = NULL;
+                size_t blen = 0;
+                struct fetch_result res;
+                struct sbx_error err;
+                bool npm = streq(json_string_value(json_object_get(e, "ecosystem")), "npm");
+                struct fetch_opts o = { .timeout_ms = 30000, .connect_timeout_ms = 5000, .stall_timeout_ms = 10000,
+                                        .accept = npm ? "application/json" : "application/vnd.pypi.simple.v1+json" };
+                int64_t t;
+                if (deps_meta_url(in->pip_index, in->npm_registry, e, url, sizeof(url)) < 0) {
+                        snprintf(why, len, "no URL to read %s's release time from", json_string_value(json_object_get(e, "name")));
+                        return -EINVAL;
+                }
+                if (fetch_memory(url, &o, 64u << 20, &body, &blen, &res) < 0) {
+                        snprintf(why, len, "release times: %s", res.msg);
+                        return -EIO;
+                }
+                json_error_t je;
+                json_t *page = json_loadb(body, blen, 0, &je);
+                free(body);
+                if (!page) {
+                        snprintf(why, len, "release times: %.600s is not JSON (%s)", url, je.text);
+                        return -EINVAL;
+                }
+                int r = deps_release_time(page, e, &t, &err);
+                json_decref(page);
+                if (r < 0) {
+                        snprintf(why, len, "%s", err.msg);
+                        return r;
+                }
+                json_object_set_new(e, "published", json_integer((json_int_t) t));
+        }
+        return 0;
+}
+
 static void place_run(struct work *w) {
         struct deps_install *in = container_of(w, struct deps_install, work);
         struct deps *x = in->deps;
-        _cleanup_free_ char *report = NULL, *layer = NULL, *tmp = NULL, *tmp_layer = NULL, *lockp = NULL, *dest = NULL;
+        _cleanup_free_ char *report = NULL, *npm_lock = NULL, *layer = NULL, *tmp = NULL, *tmp_layer = NULL, *lockp = NULL,
+                            *dest = NULL;
         struct sbx_error err;
-        json_error_t je;
         struct stat st;
+        bool pip = false, npm = false;
+        json_t *rep = NULL, *nl = NULL;
         sbx_error_clear(&err);
+        for (size_t i = 0; i < in->n; i++) {
+                pip |= in->pins[i].eco == DEP_PIP;
+                npm |= in->pins[i].eco == DEP_NPM;
+        }
         /* a name of this install's own: one a crash left is not in the way */
         if (asprintf(&report, "%s/%s/artifacts/report.json", in->results, in->job) < 0 ||
+            asprintf(&npm_lock, "%s/%s/artifacts/" DEPS_LAYER_DIR "/npm/package-lock.json", in->results, in->job) < 0 ||
             asprintf(&layer, "%s/%s/artifacts/" DEPS_LAYER_DIR, in->results, in->job) < 0 ||
             asprintf(&tmp, "%s/%s.%s.tmp", x->path, in->key, in->job) < 0 ||
             asprintf(&tmp_layer, "%s/" DEPS_LAYER_DIR, tmp) < 0 || asprintf(&lockp, "%s/" READY_FILE, tmp) < 0 ||
@@ -372,19 +470,22 @@ static void place_run(struct work *w) {
                 snprintf(in->why, sizeof(in->why), "out of memory");
                 return;
         }
-        json_t *rep = json_load_file(report, JSON_REJECT_DUPLICATES, &je);
-        if (!rep) {
-                snprintf(in->why, sizeof(in->why), "pip left no report: %s", je.text);
+        if ((pip && !(rep = load_artifact(report, "pip", in->why, sizeof(in->why)))) ||
+            (npm && !(nl = load_artifact(npm_lock, "npm", in->why, sizeof(in->why))))) {
+                json_decref(rep);
                 return;
         }
-        in->lock = deps_lock_from_report(rep, in->pins, in->n, &err);
+        in->lock = deps_lock_make(rep, nl, in->pins, in->n, &err);
         json_decref(rep);
+        json_decref(nl);
         if (!in->lock) {
                 snprintf(in->why, sizeof(in->why), "%s", err.msg);
                 return;
         }
+        if (in->times && release_times(in, in->why, sizeof(in->why)) < 0)
+                return;
         if (lstat(layer, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                snprintf(in->why, sizeof(in->why), "pip installed no files");
+                snprintf(in->why, sizeof(in->why), "the install left no files");
                 return;
         }
         /* the layer readable by every job uid, in a directory of its own,
@@ -418,6 +519,8 @@ static void place_done(struct work *w) {
                         fail_job(rj, E_DEPS, msg);
                         continue;
                 }
+                if (!lock_admits(rj, in->lock))
+                        continue;
                 json_decref(rj->deps_info);
                 rj->deps_info = info(in, in->key, in->lock, false);
                 if (set_layer(rj, x, in->key) < 0) {
@@ -451,7 +554,7 @@ static void on_end(struct rjob *rj, json_t *rec) {
         const char *state = json_string_value(json_object_get(rec, "state"));
         if (!state || !streq(state, "succeeded")) {
                 const char *m = json_string_value(json_object_get(json_object_get(rec, "error"), "message"));
-                snprintf(in->why, sizeof(in->why), "pip %s%s%s (its output is the install job's)", state ? state : "failed",
+                snprintf(in->why, sizeof(in->why), "the install %s%s%s (its output is the install job's)", state ? state : "failed",
                          m ? ": " : "", m ? m : "");
                 place_done(&in->work);
                 return;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Jobs' Python packages (sbx-supervisord(8) DEPENDENCIES). A job that asks
- * for pins its tenant's pip_allow admits gets them as a read-only layer at
- * /deps/pip (on its PYTHONPATH): a directory of STATE/deps named by the
- * layer's key (deps.h), made once by an install job — a job of the same
- * tenant that runs pip with the network restricted to the index's host
- * and port, its layer and pip's report collected as artifacts — and used
- * by every later job with the same pins from the same index. A job whose
+/* Jobs' packages (sbx-supervisord(8) DEPENDENCIES). A job that asks for
+ * pip or npm pins its tenant's lists admit gets them as a read-only layer
+ * at /deps (pip's at /deps/pip, on its PYTHONPATH; npm's at
+ * /deps/npm/node_modules, its NODE_PATH): a directory of STATE/deps named
+ * by the layer's key (deps.h), made once by an install job — a job of the
+ * same tenant that runs pip and npm with the network restricted to the
+ * index and registry, its layer and the clients' locks collected as
+ * artifacts — and used by every later job with the same pins from the
+ * same sources whose tenant admits every package of its lock. A job whose
  * layer is not at hand waits ("fetching") for the install, which jobs
  * asking for the same layer share; when it fails they end with E_DEPS,
  * naming the install job. */

@@ -184,7 +184,7 @@ static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
         t->requeued++;
         if (j->bundle.set)
                 bundle_job_start(rj);
-        else if (j->req.run.n_pip && d->deps_start)
+        else if (run_has_deps(&j->req.run) && d->deps_start)
                 d->deps_start(rj);
         return 0;
 }

@@ -129,6 +129,10 @@ struct tenant {
         uint64_t deps_max_packages;
         uint64_t deps_max_bytes;  /* of an installed layer */
         uint64_t deps_timeout_ms; /* of the install job */
+        char *npm_registry;       /* NULL: no npm packages */
+        char **npm_allow;         /* NAME[@VERSION], fnmatch(3) globs */
+        size_t n_npm_allow;
+        uint64_t deps_min_age_ms; /* 0: packages of any age */
 };
 
 #define CONFIG_HTTP_MAX_LISTEN 8
@@ -362,8 +366,9 @@ const struct secret_grant *tenant_secret(const struct tenant *t, const char *nam
  * two labels at least, not an address; lower-cased in place. */
 bool secret_host_valid(char *name);
 
-/* config-deps.c: [tenant.NAME] pip_index, pip_allow, deps_max_packages,
- * deps_max_bytes, deps_timeout. */
+/* config-deps.c: [tenant.NAME] pip_index, pip_allow, npm_registry,
+ * npm_allow, deps_max_packages, deps_max_bytes, deps_timeout,
+ * deps_min_age. */
 void tenant_deps_defaults(struct tenant *t);
 void tenant_deps_free(struct tenant *t);
 int config_deps_check(struct config *c, struct sbx_error *err);

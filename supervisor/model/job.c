@@ -108,7 +108,7 @@ static int from_queued(struct job *j, enum job_event ev, const char *detail) {
                 end(j, OUTCOME_REJECTED, E_FORBIDDEN, detail);
                 return 0;
         case JEV_FETCH:
-                if (!j->bundle.set && !j->req.run.n_pip)
+                if (!j->bundle.set && !run_has_deps(&j->req.run))
                         return -EINVAL;
                 j->state = JOB_FETCHING;
                 return 0;

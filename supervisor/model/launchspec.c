@@ -115,18 +115,19 @@ static int write_proxy_env(FILE *f, const struct launchspec_input *in) {
         return write_env(f, SBX_ENV_PROXY_CA, PROXY_CA);
 }
 
-/* The packages' layer first on PYTHONPATH, before what the request set. */
-static int write_pythonpath(FILE *f, const struct job *j) {
+/* A packages' path first on VAR (PYTHONPATH, NODE_PATH), before what the
+ * request set. */
+static int write_path_first(FILE *f, const struct job *j, const char *var, const char *path) {
         const char *theirs = NULL;
         for (size_t i = 0; i < j->req.run.n_env; i++)
-                if (streq(j->req.run.env[i].name, "PYTHONPATH"))
+                if (streq(j->req.run.env[i].name, var))
                         theirs = j->req.run.env[i].value;
         if (!theirs || !*theirs)
-                return write_env(f, "PYTHONPATH", DEPS_PIP_MOUNT);
+                return write_env(f, var, path);
         _cleanup_free_ char *v = NULL;
-        if (asprintf(&v, DEPS_PIP_MOUNT ":%s", theirs) < 0)
+        if (asprintf(&v, "%s:%s", path, theirs) < 0)
                 return -ENOMEM;
-        return write_env(f, "PYTHONPATH", v);
+        return write_env(f, var, v);
 }
 
 static int write_profile(const struct launchspec_input *in, FILE *f) {
@@ -151,7 +152,7 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
         if ((r = write_secret_files(f, in)) < 0)
                 return r;
         if (in->deps_layer) {
-                const char *const layer[] = { in->deps_layer, DEPS_PIP_MOUNT };
+                const char *const layer[] = { in->deps_layer, DEPS_MOUNT };
                 if ((r = profile_write_key(f, "ro-bind", layer, ARRAY_SIZE(layer))) < 0)
                         return r;
         }
@@ -175,7 +176,9 @@ static int write_profile(const struct launchspec_input *in, FILE *f) {
                         return r;
         if ((r = write_proxy_env(f, in)) < 0)
                 return r;
-        if (in->deps_layer && (r = write_pythonpath(f, j)) < 0)
+        if (in->deps_layer && j->req.run.n_pip && (r = write_path_first(f, j, "PYTHONPATH", DEPS_PIP_PATH)) < 0)
+                return r;
+        if (in->deps_layer && j->req.run.n_npm && (r = write_path_first(f, j, "NODE_PATH", DEPS_NPM_PATH)) < 0)
                 return r;
         if (j->bundle.set &&
             ((r = write_env(f, SBX_ENV_BUNDLE, j->bundle.ref.name)) < 0 ||

@@ -43,9 +43,9 @@ struct launchspec_input {
          * name OpenSSL finds it by in a directory. */
         const char *proxy_ca_pem;
         const char *proxy_ca_name;
-        /* Its Python packages: the layer's directory on the host, bound
-         * read-only at /deps/pip and put first on its PYTHONPATH; NULL:
-         * none. */
+        /* Its packages: the layer's directory on the host, bound
+         * read-only at /deps, pip's put first on its PYTHONPATH and npm's
+         * on its NODE_PATH; NULL: none. */
         const char *deps_layer;
 };
 

@@ -56,9 +56,6 @@ int proto_parse_network(json_t *net, struct run_request *run, struct sbx_error *
 int proto_parse_files(json_t *files, struct run_request *run, struct sbx_error *err);
 /* "secrets": the names of the tenant's secrets a job or session asks for. */
 int proto_parse_secrets(json_t *secrets, struct run_request *run, struct sbx_error *err);
-/* "pip": pins, each read as deps_pin_parse() reads it, names distinct,
- * hashes on all or none. */
-int proto_parse_pip(json_t *pip, struct run_request *run, struct sbx_error *err);
 int proto_decode_b64(const char *field, const char *s, unsigned char **ret, size_t *ret_len, struct sbx_error *err);
 
 /* A reload or policy.* request (proto-admin.c). */

@@ -189,6 +189,12 @@ json_t *proto_run_json(const struct run_request *run) {
                         r |= json_array_append_new(a, json_string(run->pip[i]));
                 r |= json_object_set_new(o, "pip", a);
         }
+        if (run->n_npm) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < run->n_npm; i++)
+                        r |= json_array_append_new(a, json_string(run->npm[i]));
+                r |= json_object_set_new(o, "npm", a);
+        }
         /* Not in the request digest: a retry under another trace is still
          * the same job. */
         if (run->traceparent)
@@ -317,6 +323,12 @@ void proto_request_digest(const struct run_request *run, char hex[65]) {
                 put_u64(&h, run->n_pip);
                 for (size_t i = 0; i < run->n_pip; i++)
                         put_str(&h, run->pip[i]);
+        }
+        if (run->n_npm) {
+                put_str(&h, "npm");
+                put_u64(&h, run->n_npm);
+                for (size_t i = 0; i < run->n_npm; i++)
+                        put_str(&h, run->npm[i]);
         }
         finish(&h, hex);
 }

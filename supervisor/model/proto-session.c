@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deps.h"
 #include "proto-internal.h"
 #include "util.h"
 
@@ -22,6 +23,7 @@ static const struct field create_fields[] = {
         { "idle_s", K_UINT, false },
         { "secrets", K_ARRAY, false },
         { "pip", K_ARRAY, false },
+        { "npm", K_ARRAY, false },
 };
 static const struct field exec_fields[] = {
         COMMON_FIELDS,
@@ -166,7 +168,10 @@ static int parse_create(json_t *root, struct request *r, struct sbx_error *err) 
                 return rc;
         if ((v = json_object_get(root, "secrets")) && (rc = proto_parse_secrets(v, run, err)) < 0)
                 return rc;
-        if ((v = json_object_get(root, "pip")) && (rc = proto_parse_pip(v, run, err)) < 0)
+        if ((v = json_object_get(root, "pip")) && (rc = deps_parse_field(v, DEP_PIP, 0, &run->pip, &run->n_pip, err)) < 0)
+                return rc;
+        if ((v = json_object_get(root, "npm")) &&
+            (rc = deps_parse_field(v, DEP_NPM, run->n_pip, &run->npm, &run->n_npm, err)) < 0)
                 return rc;
         if ((v = json_object_get(root, "ttl_s"))) {
                 if (json_integer_value(v) == 0)

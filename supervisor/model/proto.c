@@ -39,6 +39,7 @@ static const struct field run_fields[] = {
         { "progress", K_UINT, false },
         { "secrets", K_ARRAY, false },
         { "pip", K_ARRAY, false },
+        { "npm", K_ARRAY, false },
 };
 static const struct field network_fields[] = {
         { "mode", K_STRING, false },
@@ -143,6 +144,9 @@ void request_free(struct request *r) {
         for (size_t i = 0; i < run->n_pip; i++)
                 free(run->pip[i]);
         free(run->pip);
+        for (size_t i = 0; i < run->n_npm; i++)
+                free(run->npm[i]);
+        free(run->npm);
         free(run->idempotency_key);
         request_init(r);
 }
@@ -501,37 +505,9 @@ int proto_parse_secrets(json_t *secrets, struct run_request *run, struct sbx_err
         return 0;
 }
 
-int proto_parse_pip(json_t *pip, struct run_request *run, struct sbx_error *err) {
-        size_t n = json_array_size(pip);
-        struct pip_pin pins[DEPS_PINS_MAX];
-        if (n == 0 || n > DEPS_PINS_MAX)
-                return sbx_error_msg(err, EINVAL, "field 'pip': 1 to %d packages", DEPS_PINS_MAX);
-        if (!(run->pip = calloc(n + 1, sizeof(char *))))
-                return sbx_error_set(err, ENOMEM, "pip");
-        for (size_t i = 0; i < n; i++) {
-                const char *s = json_string_value(json_array_get(pip, i));
-                struct sbx_error e;
-                if (!s)
-                        return sbx_error_msg(err, EINVAL, "field 'pip[%zu]': expected string, got %s", i,
-                                             proto_json_kind_name(json_array_get(pip, i)));
-                if (deps_pin_parse(s, &pins[i], &e) < 0)
-                        return sbx_error_msg(err, EINVAL, "field 'pip[%zu]': %s", i, e.msg);
-                for (size_t k = 0; k < i; k++)
-                        if (streq(pins[k].name, pins[i].name))
-                                return sbx_error_msg(err, EINVAL, "field 'pip': '%s' is named twice", pins[i].name);
-                if (!pins[i].sha256[0] != !pins[0].sha256[0])
-                        return sbx_error_msg(err, EINVAL, "field 'pip': a #sha256= on every package or on none (pip's "
-                                                          "--require-hashes)");
-                if (!(run->pip[i] = strdup(s)))
-                        return sbx_error_set(err, ENOMEM, "pip");
-                run->n_pip++;
-        }
-        return 0;
-}
-
 static int parse_run(json_t *root, struct run_request *run, struct sbx_error *err) {
         json_t *command = NULL, *args = NULL, *env = NULL, *limits = NULL, *files = NULL, *artifacts = NULL, *net = NULL,
-               *secrets = NULL, *pip = NULL;
+               *secrets = NULL, *pip = NULL, *npm = NULL;
         const char *profile = NULL, *in = NULL, *in_b64 = NULL, *key = NULL, *bundle = NULL, *traceparent = NULL, *callback = NULL;
         json_int_t timeout = -1, retries = 0, progress = -1;
         int follow = 0;
@@ -545,13 +521,14 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
          * guarantees extraction and validation agree on the field set. */
         if (json_unpack_ex(root, &je, JSON_STRICT,
                            "{s:i, s:s, s?o, s?o, s?:s, s?:o, s?:s, s?:o, s?:s, s?:s, s?:I, s?:o, s?:o, s?:o, s?:o, s?:s, s?:I, s?:b, s?:s, s?:s, "
-                           "s?:I, s?:o, s?:o}",
+                           "s?:I, s?:o, s?:o, s?:o}",
                            "v", &(int){ 0 }, "op", &(const char *){ NULL }, "id", &(json_t *){ NULL },
                            "command", &command, "bundle", &bundle, "args", &args, "profile", &profile, "env", &env,
                            "stdin", &in, "stdin_b64", &in_b64,
                            "timeout_ms", &timeout, "limits", &limits, "network", &net, "files", &files,
                            "artifacts", &artifacts, "idempotency_key", &key, "retries", &retries, "follow", &follow,
-                           "traceparent", &traceparent, "callback", &callback, "progress", &progress, "secrets", &secrets, "pip", &pip) < 0)
+                           "traceparent", &traceparent, "callback", &callback, "progress", &progress, "secrets", &secrets, "pip", &pip,
+                           "npm", &npm) < 0)
                 return sbx_error_msg(err, EINVAL, "%s", je.text);
 
         if (bundle)
@@ -598,7 +575,9 @@ static int parse_run(json_t *root, struct run_request *run, struct sbx_error *er
         if (secrets && (r = proto_parse_secrets(secrets, run, err)) < 0)
                 return r;
 
-        if (pip && (r = proto_parse_pip(pip, run, err)) < 0)
+        if (pip && (r = deps_parse_field(pip, DEP_PIP, 0, &run->pip, &run->n_pip, err)) < 0)
+                return r;
+        if (npm && (r = deps_parse_field(npm, DEP_NPM, run->n_pip, &run->npm, &run->n_npm, err)) < 0)
                 return r;
 
         if (key) {

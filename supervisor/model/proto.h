@@ -195,7 +195,14 @@ struct run_request {
         size_t n_secrets;
         char **pip;            /* its Python packages, NAME==VERSION[#sha256=HEX] as given (deps.h reads them) */
         size_t n_pip;
+        char **npm;            /* its npm packages, NAME@VERSION[#sha512-BASE64] as given */
+        size_t n_npm;
 };
+
+/* Does the job ask for packages (sbx-supervisord(8) DEPENDENCIES)? */
+static inline bool run_has_deps(const struct run_request *run) {
+        return run->n_pip || run->n_npm;
+}
 
 struct request {
         enum req_op op;

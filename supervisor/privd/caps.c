@@ -10,9 +10,9 @@
  * the file names). A hostname entry admits any
  * single address (the front's DNS proxy resolved it; the helper cannot
  * tell) on its ports only; an address entry admits what lies within it.
- * A tenant's pip_index is a cap too, its host and port over TCP: the
- * daemon's install jobs reach it whatever the tenant's network_allow
- * (sbx-supervisord(8) DEPENDENCIES). */
+ * A tenant's pip_index and npm_registry are caps too, their hosts and
+ * ports over TCP: the daemon's install jobs reach them whatever the
+ * tenant's network_allow (sbx-supervisord(8) DEPENDENCIES). */
 #include <errno.h>
 #include <stdio.h>
 #include <netinet/in.h>
@@ -43,11 +43,11 @@ static int on_entry(struct inifile *f, const struct inifile_entry *e, void *user
         struct privd *p = user;
         if (strncmp(e->section, "tenant.", 7) != 0)
                 return 0;
-        if (strcmp(e->key, "pip_index") == 0) {
+        if (strcmp(e->key, "pip_index") == 0 || strcmp(e->key, "npm_registry") == 0) {
                 char ep[320], entry[330];
                 struct sbx_error err;
                 if (netpolicy_url_endpoint(e->value, ep, sizeof(ep), &err) < 0)
-                        return inifile_fail(f, e->line, "[%s] pip_index %s", e->section, err.msg);
+                        return inifile_fail(f, e->line, "[%s] %s %s", e->section, e->key, err.msg);
                 snprintf(entry, sizeof(entry), "%s/tcp", ep);
                 return add_cap(f, e, p, entry);
         }

@@ -8,14 +8,18 @@
 # a source archive (whose setup.py would fetch /ran-setup if it ran),
 # "elsewhere" a wheel on another host (OTHER, HOST:PORT), and "slowpkg"
 # answers after 30 seconds. The page of "sbxlate" comes after 4 seconds.
+# A request whose Accept asks for PEP 691 JSON and not HTML gets the
+# project's page as JSON, each file with its PEP 700 upload-time (the
+# wheel's modification time).
 #
 #   pip-index.py DIR ADDR PORT LOG OTHER
 import hashlib
 import http.server
 import os
+import datetime
+import json
 import re
 import sys
-
 import time
 
 root, addr, port, log, other = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
@@ -50,14 +54,22 @@ class Index(http.server.BaseHTTPRequestHandler):
         if len(parts) == 2 and parts[0] == "simple" and norm(parts[1]) == "sbxlate":
             time.sleep(4)
         if len(parts) == 2 and parts[0] == "simple":
-            links = []
+            links, files = [], []
             for w in wheels:
                 if norm(w.split("-")[0]) == norm(parts[1]):
-                    with open(os.path.join(root, w), "rb") as f:
+                    p = os.path.join(root, w)
+                    with open(p, "rb") as f:
                         h = hashlib.sha256(f.read()).hexdigest()
                     links.append(f'<a href="/files/{w}#sha256={h}">{w}</a><br>')
+                    t = datetime.datetime.fromtimestamp(os.path.getmtime(p), datetime.timezone.utc)
+                    files.append({"filename": w, "url": f"/files/{w}", "hashes": {"sha256": h},
+                                  "upload-time": t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")})
             if not links:
                 return self.reply(404, b"no such project\n", "text/plain")
+            accept = self.headers.get("Accept", "")
+            if "application/vnd.pypi.simple.v1+json" in accept and "html" not in accept:
+                page = {"meta": {"api-version": "1.1"}, "name": norm(parts[1]), "files": files}
+                return self.reply(200, json.dumps(page).encode(), "application/vnd.pypi.simple.v1+json")
             body = "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
             return self.reply(200, body.encode())
         if len(parts) == 2 and parts[0] == "files" and parts[1] in wheels:
