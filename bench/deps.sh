@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# What Python packages cost a job (sbx-supervisord(8) DEPENDENCIES),
-# through a real sbx-supervisord as root: five small wheels built here
-# offline, served by a PEP 503 index (t/helpers/pip-index.py) on a test
-# host in a network namespace of its own.
+# What Python and npm packages cost a job (sbx-supervisord(8)
+# DEPENDENCIES), through a real sbx-supervisord as root: five small wheels
+# built here offline, served by a PEP 503 index (t/helpers/pip-index.py),
+# and five small npm tarballs served by an npm registry
+# (t/helpers/npm-registry.py), on a test host in a network namespace of
+# its own.
 #   first    a job pinning the five, whose layer is not made yet: it waits
 #            for the install job (pip in its sandbox) and then runs
 #            (ROUNDS times, each with another version of one package, so
@@ -12,7 +14,9 @@
 #   none     the same job without packages
 # "cached" and "none" run `python3 -c pass` (what the layer's mount and
 # PYTHONPATH cost) and, as "cached-import", the import of the five;
-# hyperfine, alternating rounds.
+# the same for npm ("npm-first", "npm-cached" and "node-none" run
+# `node -e 0` and `true`, "npm-cached-require" requires the five); hyperfine,
+# alternating rounds.
 # Usage: bench/deps.sh [ROUNDS]       (as root, after make)
 set -eu
 
@@ -33,6 +37,23 @@ wheel() {
 }
 for p in benchb benchc benchd benche; do wheel "$p" 1.0; done
 for r in $(seq 0 "$rounds"); do wheel bencha "1.$r"; done
+npm_ok=0
+if command -v npm >/dev/null && command -v node >/dev/null; then
+        npm_ok=1
+        mkdir -p "$stage/registry"
+        # tgz NAME VERSION
+        tgz() {
+                local src=$stage/src/npm-$1-$2
+                mkdir -p "$src/package"
+                printf '{"name": "%s", "version": "%s", "main": "index.js"}\n' "$1" "$2" > "$src/package/package.json"
+                printf 'module.exports = "%s %s";\n' "$1" "$2" > "$src/package/index.js"
+                tar -C "$src" -czf "$stage/registry/$1-$2.tgz" package
+        }
+        for p in nbenchb nbenchc nbenchd nbenche; do tgz "$p" 1.0.0; done
+        for r in $(seq 0 "$rounds"); do tgz nbencha "1.0.$r"; done
+        bench_bg "$stage/registry.out" /usr/bin/python3 "$top/t/helpers/npm-registry.py" "$stage/registry" "$th.1" 8081 \
+                "$stage/registry.log" "$th.2:8081"
+fi
 bench_bg "$stage/index.out" /usr/bin/python3 "$top/t/helpers/pip-index.py" "$stage/wheels" "$th.1" 8080 "$stage/index.log" "$th.2:8080"
 cat > "$stage/sup.conf" <<EOC
 
@@ -40,6 +61,8 @@ cat > "$stage/sup.conf" <<EOC
 uids = root
 pip_index = http://$th.1:8080/simple/
 pip_allow = bench*
+npm_registry = http://$th.1:8081/
+npm_allow = nbench*
 EOC
 bench_daemon
 
@@ -69,18 +92,49 @@ for r in $(seq 1 "$rounds"); do
         fi
         hyperfine -N --warmup 3 --runs 30 --export-json "$stage/h$r.json" "${cmds[@]}" > /dev/null
 done
-awk '{ print "first run (install and job)", $2, "ms" }' "$stage/first"
+npins() { printf -- '--npm nbencha@1.0.%s --npm nbenchb@1.0.0 --npm nbenchc@1.0.0 --npm nbenchd@1.0.0 --npm nbenche@1.0.0' "$1"; }
+req='for (const p of ["nbencha", "nbenchb", "nbenchc", "nbenchd", "nbenche"]) require(p)'
+if [ "$npm_ok" = 1 ]; then
+        for r in $(seq 1 "$rounds"); do
+                t0=$(date +%s%N)
+                ctl run $(npins "$r") -- node -e "$req" > /dev/null
+                t1=$(date +%s%N)
+                echo "npm-first $(( (t1 - t0) / 1000000 ))" >> "$stage/first"
+        done
+        ctl run $(npins 0) -- true > /dev/null
+        for r in $(seq 1 "$rounds"); do
+                cmds=(-n node-none "$stage/bin/sbxctl --socket $stage/sock run -- node -e 0"
+                      -n npm-none-true "$stage/bin/sbxctl --socket $stage/sock run -- true"
+                      -n npm-cached-true "$stage/bin/sbxctl --socket $stage/sock run $(npins 0) -- true"
+                      -n npm-cached "$stage/bin/sbxctl --socket $stage/sock run $(npins 0) -- node -e 0"
+                      -n npm-cached-require "$stage/bin/sbxctl --socket $stage/sock run $(npins 0) -- node -e '$req'")
+                if [ $((r % 2)) = 0 ]; then
+                        cmds=("${cmds[@]:12:3}" "${cmds[@]:9:3}" "${cmds[@]:6:3}" "${cmds[@]:3:3}" "${cmds[@]:0:3}")
+                fi
+                hyperfine -N --warmup 3 --runs 20 --export-json "$stage/n$r.json" "${cmds[@]}" > /dev/null
+        done
+fi
+awk '{ print "first run (install and job),", $1 ":", $2, "ms" }' "$stage/first"
 /usr/bin/python3 - "$stage" "$rounds" <<'EOF'
 import json, statistics, sys
 stage, rounds = sys.argv[1], int(sys.argv[2])
 med = {}
+import os
 for r in range(1, rounds + 1):
-    for res in json.load(open(f"{stage}/h{r}.json"))["results"]:
-        med.setdefault(res["command"], []).append(res["median"] * 1000)
+    for f in (f"{stage}/h{r}.json", f"{stage}/n{r}.json"):
+        if not os.path.exists(f):
+            continue
+        for res in json.load(open(f))["results"]:
+            med.setdefault(res["command"], []).append(res["median"] * 1000)
 for k, v in med.items():
     print(f"{k:14s} median per round: " + ", ".join(f"{x:.2f}" for x in v) + " ms")
 d = [c - n for c, n in zip(med["cached"], med["none"])]
 print("cached - none:  " + ", ".join(f"{x:+.2f}" for x in d) + " ms")
 d = [c - n for c, n in zip(med["cached-true"], med["none-true"])]
 print("the same, true: " + ", ".join(f"{x:+.2f}" for x in d) + " ms")
+if "npm-cached" in med:
+    d = [c - n for c, n in zip(med["npm-cached"], med["node-none"])]
+    print("npm-cached - node-none: " + ", ".join(f"{x:+.2f}" for x in d) + " ms")
+    d = [c - n for c, n in zip(med["npm-cached-true"], med["npm-none-true"])]
+    print("the same, true:         " + ", ".join(f"{x:+.2f}" for x in d) + " ms")
 EOF
