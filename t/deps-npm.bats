@@ -177,6 +177,20 @@ install_of() {
         [[ "$(json_get result.error.message <<<"$res")" != *"sbxuses@"* ]]
 }
 
+@test "other pins that come to the same lock: the install runs, and its layer is the one made already (named by its lock)" {
+        jobrun --npm sbxuses@1.0.0 -- node -e 'require("sbxuses")'
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        key=$(json_get result.dependencies.layer <<<"$res")
+        jobrun --npm sbxuses@1.0.0 --npm sbxdep@1.0.0 -- node -e 'console.log(require("sbxuses"), require("sbxdep"))'
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        [ "$(json_get result.dependencies.cached <<<"$res")" = false ]
+        [ "$(json_get result.dependencies.layer <<<"$res")" = "$key" ]
+        [ "$out" = "sbxuses 1.0.0 sbxdep 1.0.0" ]
+        # one layer for the two, each request's key naming it
+        [ "$(grep -lx "$key" "$SUP_DIR"/state/deps/by-request/* | wc -l)" = 2 ] || { grep . "$SUP_DIR"/state/deps/by-request/*; false; }
+        [ -d "$SUP_DIR/state/deps/$key/layer/npm/node_modules/sbxdep" ]
+}
+
 @test "pins off the tenant's list are refused before anything runs, each named with why; bad pins name the field" {
         run -125 ctl submit --npm evil@1.0.0 --npm sbxnpm@2.0.0 --npm @sbx/scoped@1.0.0 -- true
         [[ "$output" == *E_FORBIDDEN* ]]

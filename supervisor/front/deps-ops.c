@@ -21,6 +21,8 @@
 #include "worker.h"
 
 #define DEPS_DIR "deps"
+#define BY_REQUEST "by-request" /* a request's key -> its layer's (the lock's) */
+#define LOCK_MAX (1u << 20)
 #define READY_FILE "lock.json"
 #define DEPS_INSTALL_MEMORY (4ull << 30)
 
@@ -28,7 +30,8 @@
 struct deps_install {
         struct list link;         /* struct deps.installs */
         struct deps *deps;
-        char key[DEPS_KEY_HEX + 1];
+        char key[DEPS_KEY_HEX + 1];       /* the request's */
+        char layer[DEPS_KEY_HEX + 1];     /* the lock's: where the layer is */
         char job[24];             /* the install job */
         struct dep_pin pins[DEPS_PINS_MAX];
         size_t n;
@@ -85,7 +88,7 @@ int deps_init(struct daemon *d, struct sbx_error *err) {
                 return sbx_error_set(err, errno, "%s", x->path);
         }
         x->dir_fd = openat(d->dirs.state_fd, DEPS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (x->dir_fd < 0 || fchmod(x->dir_fd, 0711) < 0) {
+        if (x->dir_fd < 0 || fchmod(x->dir_fd, 0711) < 0 || (mkdirat(x->dir_fd, BY_REQUEST, 0700) < 0 && errno != EEXIST)) {
                 int e = errno;
                 if (x->dir_fd >= 0)
                         close(x->dir_fd);
@@ -199,23 +202,43 @@ static json_t *info(const struct deps_install *in, const char *key, json_t *lock
         return o;
 }
 
-/* The layer of key, if it is made: its lock. */
-static json_t *layer_lock(struct deps *x, const char *key) {
-        char p[DEPS_KEY_HEX + 32];
-        snprintf(p, sizeof(p), "%s/" READY_FILE, key);
+/* A small file of STATE/deps, read whole: json_loadfd() reads a byte at
+ * a time, a system call each (1.5 ms a job here). */
+static char *read_small(struct deps *x, const char *p, size_t max, size_t *len) {
         int fd = openat(x->dir_fd, p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
+        char *buf = NULL;
         if (fd < 0)
                 return NULL;
-        /* read whole: json_loadfd() reads a byte at a time, a system call
-         * each (1.5 ms a job here) */
-        char buf[64 * 1024];
-        ssize_t n = fstat(fd, &st) == 0 && st.st_size < (off_t) sizeof(buf) ? read(fd, buf, sizeof(buf)) : -1;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (size_t) st.st_size <= max &&
+            (buf = malloc((size_t) st.st_size + 1))) {
+                ssize_t n = read(fd, buf, (size_t) st.st_size);
+                if (n != st.st_size) {
+                        free(buf);
+                        buf = NULL;
+                } else {
+                        buf[n] = '\0';
+                        *len = (size_t) n;
+                }
+        }
         close(fd);
-        if (n <= 0)
+        return buf;
+}
+
+/* The layer a request's key names, if one was made for it: its key (the
+ * lock's) into layer, and its lock. */
+static json_t *layer_of(struct deps *x, const char *key, char layer[DEPS_KEY_HEX + 1]) {
+        char p[DEPS_KEY_HEX + 32];
+        size_t n = 0;
+        snprintf(p, sizeof(p), BY_REQUEST "/%s", key);
+        _cleanup_free_ char *ref = read_small(x, p, DEPS_KEY_HEX, &n);
+        if (!ref || n != DEPS_KEY_HEX || strspn(ref, "0123456789abcdef") != DEPS_KEY_HEX)
                 return NULL;
+        memcpy(layer, ref, DEPS_KEY_HEX + 1);
+        snprintf(p, sizeof(p), "%s/" READY_FILE, layer);
+        _cleanup_free_ char *text = read_small(x, p, LOCK_MAX, &n);
         json_error_t je;
-        json_t *lock = json_loadb(buf, (size_t) n, 0, &je);
+        json_t *lock = text ? json_loadb(text, n, 0, &je) : NULL;
         return json_is_array(lock) ? lock : (json_decref(lock), NULL);
 }
 
@@ -335,16 +358,17 @@ void deps_job_start(struct rjob *rj) {
                 return;
         }
         deps_key(t->pip_index, t->npm_registry, x->python, t->deps_min_age_ms > 0, pins, n, key);
-        json_t *lock = layer_lock(x, key);
+        char layer[DEPS_KEY_HEX + 1];
+        json_t *lock = layer_of(x, key, layer);
         if (lock) {
                 if (!lock_admits(rj, lock)) {
                         json_decref(lock);
                         return;
                 }
                 json_decref(rj->deps_info);
-                rj->deps_info = info(NULL, key, lock, true);
+                rj->deps_info = info(NULL, layer, lock, true);
                 json_decref(lock);
-                if (set_layer(rj, x, key) < 0)
+                if (set_layer(rj, x, layer) < 0)
                         fail_job(rj, E_INTERNAL, "out of memory");
                 return;
         }
@@ -450,7 +474,7 @@ static void place_run(struct work *w) {
         struct deps_install *in = container_of(w, struct deps_install, work);
         struct deps *x = in->deps;
         _cleanup_free_ char *report = NULL, *npm_lock = NULL, *layer = NULL, *tmp = NULL, *tmp_layer = NULL, *lockp = NULL,
-                            *dest = NULL;
+                            *dest = NULL, *ref = NULL, *ref_tmp = NULL;
         struct sbx_error err;
         struct stat st;
         bool pip = false, npm = false;
@@ -464,9 +488,8 @@ static void place_run(struct work *w) {
         if (asprintf(&report, "%s/%s/artifacts/report.json", in->results, in->job) < 0 ||
             asprintf(&npm_lock, "%s/%s/artifacts/" DEPS_LAYER_DIR "/npm/package-lock.json", in->results, in->job) < 0 ||
             asprintf(&layer, "%s/%s/artifacts/" DEPS_LAYER_DIR, in->results, in->job) < 0 ||
-            asprintf(&tmp, "%s/%s.%s.tmp", x->path, in->key, in->job) < 0 ||
-            asprintf(&tmp_layer, "%s/" DEPS_LAYER_DIR, tmp) < 0 || asprintf(&lockp, "%s/" READY_FILE, tmp) < 0 ||
-            asprintf(&dest, "%s/%s", x->path, in->key) < 0) {
+            asprintf(&ref, "%s/" BY_REQUEST "/%s", x->path, in->key) < 0 ||
+            asprintf(&ref_tmp, "%s/" BY_REQUEST "/%s.%s.tmp", x->path, in->key, in->job) < 0) {
                 snprintf(in->why, sizeof(in->why), "out of memory");
                 return;
         }
@@ -484,20 +507,39 @@ static void place_run(struct work *w) {
         }
         if (in->times && release_times(in, in->why, sizeof(in->why)) < 0)
                 return;
+        /* the layer is named by its lock: other pins that come to the same
+         * packages find the layer made already */
+        deps_lock_key(in->lock, in->layer);
+        if (asprintf(&tmp, "%s/%s.%s.tmp", x->path, in->layer, in->job) < 0 || asprintf(&tmp_layer, "%s/" DEPS_LAYER_DIR, tmp) < 0 ||
+            asprintf(&lockp, "%s/" READY_FILE, tmp) < 0 || asprintf(&dest, "%s/%s", x->path, in->layer) < 0) {
+                snprintf(in->why, sizeof(in->why), "out of memory");
+                return;
+        }
         if (lstat(layer, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 snprintf(in->why, sizeof(in->why), "the install left no files");
                 return;
         }
-        /* the layer readable by every job uid, in a directory of its own,
-         * then under its key at once */
-        if (nftw(layer, chmod_one, 16, FTW_PHYS) != 0) {
-                snprintf(in->why, sizeof(in->why), "the layer's modes: %s", strerror(errno));
-                return;
+        if (lstat(dest, &st) < 0) {
+                /* the layer readable by every job uid, in a directory of
+                 * its own, then under its key at once */
+                if (nftw(layer, chmod_one, 16, FTW_PHYS) != 0) {
+                        snprintf(in->why, sizeof(in->why), "the layer's modes: %s", strerror(errno));
+                        return;
+                }
+                if ((mkdir(tmp, 0755) < 0 && errno != EEXIST) || rename(layer, tmp_layer) < 0 ||
+                    json_dump_file(in->lock, lockp, JSON_COMPACT) < 0 || chmod(lockp, 0644) < 0 ||
+                    (rename(tmp, dest) < 0 && errno != ENOTEMPTY && errno != EEXIST)) {
+                        snprintf(in->why, sizeof(in->why), "placing the layer in %.1000s: %s", x->path, strerror(errno));
+                        return;
+                }
         }
-        if ((mkdir(tmp, 0755) < 0 && errno != EEXIST) || rename(layer, tmp_layer) < 0 ||
-            json_dump_file(in->lock, lockp, JSON_COMPACT) < 0 || chmod(lockp, 0644) < 0 ||
-            (rename(tmp, dest) < 0 && errno != ENOTEMPTY && errno != EEXIST)) {
-                snprintf(in->why, sizeof(in->why), "placing the layer in %.1000s: %s", x->path, strerror(errno));
+        /* then the request's key to it (written whole, then renamed) */
+        FILE *f = fopen(ref_tmp, "we");
+        bool bad = !f || fputs(in->layer, f) < 0;
+        if (f && fclose(f) != 0)
+                bad = true;
+        if (bad || rename(ref_tmp, ref) < 0) {
+                snprintf(in->why, sizeof(in->why), "recording the layer of request %.12s: %s", in->key, strerror(errno));
                 return;
         }
         in->ok = true;
@@ -522,8 +564,8 @@ static void place_done(struct work *w) {
                 if (!lock_admits(rj, in->lock))
                         continue;
                 json_decref(rj->deps_info);
-                rj->deps_info = info(in, in->key, in->lock, false);
-                if (set_layer(rj, x, in->key) < 0) {
+                rj->deps_info = info(in, in->layer, in->lock, false);
+                if (set_layer(rj, x, in->layer) < 0) {
                         fail_job(rj, E_INTERNAL, "out of memory");
                         continue;
                 }

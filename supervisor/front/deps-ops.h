@@ -3,7 +3,8 @@
  * pip or npm pins its tenant's lists admit gets them as a read-only layer
  * at /deps (pip's at /deps/pip, on its PYTHONPATH; npm's at
  * /deps/npm/node_modules, its NODE_PATH): a directory of STATE/deps named
- * by the layer's key (deps.h), made once by an install job — a job of the
+ * by its lock's key (deps_lock_key()), which STATE/deps/by-request/KEY
+ * names for the request's key (deps_key()), made once by an install job — a job of the
  * same tenant that runs pip and npm with the network restricted to the
  * index and registry, its layer and the clients' locks collected as
  * artifacts — and used by every later job with the same pins from the

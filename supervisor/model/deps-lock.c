@@ -3,6 +3,7 @@
  * and npm wrote, checked for each tenant that would use the layer, and
  * the packages' release times read from the index and registry pages. */
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,35 @@ static int lock_npm(json_t *lock, json_t *npm_lock, const struct dep_pin *pins, 
         return 0;
 }
 
+static int entry_order(const void *a, const void *b);
+
+/* The lock in a canonical order (npm's document has none). */
+static json_t *sort_lock(json_t *lock, struct sbx_error *err) {
+        size_t n = json_array_size(lock);
+        json_t **v = calloc(n ? n : 1, sizeof(*v)), *out = json_array();
+        if (!v || !out) {
+                free(v);
+                json_decref(out);
+                json_decref(lock);
+                sbx_error_set(err, ENOMEM, "lock");
+                return NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+                v[i] = json_array_get(lock, i);
+        qsort(v, n, sizeof(*v), entry_order);
+        int r = 0;
+        for (size_t i = 0; i < n && r == 0; i++)
+                r = json_array_append(out, v[i]);
+        free(v);
+        json_decref(lock);
+        if (r < 0) {
+                json_decref(out);
+                sbx_error_set(err, ENOMEM, "lock");
+                return NULL;
+        }
+        return out;
+}
+
 json_t *deps_lock_make(json_t *report, json_t *npm_lock, const struct dep_pin *pins, size_t n, struct sbx_error *err) {
         json_t *lock = json_array();
         bool pip = false, npm = false;
@@ -130,7 +160,33 @@ json_t *deps_lock_make(json_t *report, json_t *npm_lock, const struct dep_pin *p
                 json_decref(lock);
                 return NULL;
         }
-        return lock;
+        return sort_lock(lock, err);
+}
+
+static int entry_order(const void *a, const void *b) {
+        json_t *x = *(json_t *const *) a, *y = *(json_t *const *) b;
+        static const char *const keys[] = { "ecosystem", "name", "version", "url" };
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                const char *p = json_string_value(json_object_get(x, keys[i]));
+                const char *q = json_string_value(json_object_get(y, keys[i]));
+                int c = strcmp(p ? p : "", q ? q : "");
+                if (c)
+                        return c;
+        }
+        return 0;
+}
+
+void deps_lock_key(json_t *lock, char out[DEPS_KEY_HEX + 1]) {
+        crypto_hash_sha256_state h;
+        unsigned char md[crypto_hash_sha256_BYTES];
+        char *text = json_dumps(lock, JSON_COMPACT | JSON_SORT_KEYS);
+        crypto_hash_sha256_init(&h);
+        crypto_hash_sha256_update(&h, (const unsigned char *) "sbx lock 1", 11);
+        if (text)
+                crypto_hash_sha256_update(&h, (const unsigned char *) text, strlen(text));
+        free(text);
+        crypto_hash_sha256_final(&h, md);
+        hex_encode(md, sizeof(md), out);
 }
 
 int deps_lock_admit(const struct tenant *t, json_t *lock, int64_t now, char *msg, size_t len) {

@@ -81,13 +81,17 @@ int deps_check_url(const char *url, struct sbx_error *err);
 json_t *deps_install_request(const char *pip_index, const char *npm_registry, const struct dep_pin *pins, size_t n,
                              uint64_t timeout_ms, uint64_t bytes, struct sbx_error *err);
 /* The lock: an array of {ecosystem, name, version, url, sha256 (pip) or
- * integrity (npm)}, from pip's --report and npm's package-lock.json (each
+ * integrity (npm)} in order of ecosystem, name and version, from pip's --report and npm's package-lock.json (each
  * NULL when that client had no pins). Both are untrusted (the install job
  * wrote them): each pip pin installed and nothing else; each npm pin at
  * its version and integrity, and other packages (npm's resolution of
  * their dependencies) only when no pin has an integrity. NULL with err
  * when they do not say that. */
 json_t *deps_lock_make(json_t *report, json_t *npm_lock, const struct dep_pin *pins, size_t n, struct sbx_error *err);
+/* The layer's content address: hex SHA-256 of the lock (in the order
+ * deps_lock_make() gives: by ecosystem, name, version), its members
+ * sorted. The same lock, from whatever pins, names the same layer. */
+void deps_lock_key(json_t *lock, char out[DEPS_KEY_HEX + 1]);
 /* May t's jobs use a layer of this lock? Each package admitted by t's
  * lists and, with deps_min_age, published (its "published" time, Unix
  * seconds) at least that long before now. 0, or -EPERM with msg naming

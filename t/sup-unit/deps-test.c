@@ -1004,6 +1004,38 @@ static void test_release_time(void **state) {
         (void) state;
 }
 
+/* The layer's key is the lock's, whatever order npm's document gave. */
+static void test_lock_key(void **state) {
+        (void) state;
+        struct dep_pin p[2];
+        struct sbx_error err;
+        char k1[DEPS_KEY_HEX + 1], k2[DEPS_KEY_HEX + 1];
+        assert_int_equal(deps_pin_parse(DEP_NPM, "a@1.0.0", &p[0], &err), 0);
+        json_t *one = json_pack("{s:{s:{}, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}}}", "packages", "",
+                                "node_modules/a", "version", "1.0.0", "resolved", "http://r/a.tgz", "integrity", "sha512-A",
+                                "node_modules/b", "version", "2.0.0", "resolved", "http://r/b.tgz", "integrity", "sha512-B");
+        json_t *two = json_pack("{s:{s:{s:s, s:s, s:s}, s:{}, s:{s:s, s:s, s:s}}}", "packages",
+                                "node_modules/b", "version", "2.0.0", "resolved", "http://r/b.tgz", "integrity", "sha512-B", "",
+                                "node_modules/a", "version", "1.0.0", "resolved", "http://r/a.tgz", "integrity", "sha512-A");
+        json_t *l1 = deps_lock_make(NULL, one, p, 1, &err), *l2 = deps_lock_make(NULL, two, p, 1, &err);
+        assert_non_null(l1);
+        assert_non_null(l2);
+        /* sorted by name: a, then b */
+        assert_string_equal(json_string_value(json_object_get(json_array_get(l2, 0), "name")), "a");
+        deps_lock_key(l1, k1);
+        deps_lock_key(l2, k2);
+        assert_string_equal(k1, k2);
+        assert_int_equal(strlen(k1), DEPS_KEY_HEX);
+        /* another integrity, another layer */
+        json_object_set_new(json_array_get(l2, 1), "integrity", json_string("sha512-C"));
+        deps_lock_key(l2, k2);
+        assert_string_not_equal(k1, k2);
+        json_decref(l1);
+        json_decref(l2);
+        json_decref(one);
+        json_decref(two);
+}
+
 static void test_parse_time(void **state) {
         int64_t t = 0;
         assert_int_equal(deps_parse_time("2024-01-02T03:04:05Z", &t), 0);
@@ -1057,7 +1089,7 @@ int main(void) {
                 cmocka_unit_test(test_npm_allow_split), cmocka_unit_test(test_key),         cmocka_unit_test(test_check_url),
                 cmocka_unit_test(test_request_pip),    cmocka_unit_test(test_request_npm),  cmocka_unit_test(test_request_both),
                 cmocka_unit_test(test_lock_pip),       cmocka_unit_test(test_lock_npm),     cmocka_unit_test(test_lock_admit),
-                cmocka_unit_test(test_meta_url),       cmocka_unit_test(test_release_time), cmocka_unit_test(test_parse_time),
+                cmocka_unit_test(test_meta_url),       cmocka_unit_test(test_release_time), cmocka_unit_test(test_parse_time), cmocka_unit_test(test_lock_key),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
