@@ -191,6 +191,54 @@ install_of() {
         [ -d "$SUP_DIR/state/deps/$key/layer/npm/node_modules/sbxdep" ]
 }
 
+# lockfile FILE ENTRY-JSON...: an npm lock file (lockfileVersion 3) of
+# the entries given ("PATH": {...})
+lockfile() {
+        local f=$1 e
+        shift
+        { printf '{"name": "app", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "app"}'
+          for e in "$@"; do printf ', %s' "$e"; done
+          printf '}}\n'; } > "$f"
+}
+
+# entry NAME VERSION [EXTRA-JSON]: a lock entry of a package of the registry
+entry() {
+        printf '"node_modules/%s": {"version": "%s", "resolved": "http://%s.1:8081/%s/-/%s-%s.tgz", "integrity": "%s"%s}' \
+                "$1" "$2" "$TH" "$1" "$1" "$2" "$(integrity "$1" "$2")" "${3:+, $3}"
+}
+
+@test "sbxctl --npm-lock: a lock file's production packages pinned with their integrities; what it cannot pin is refused, named" {
+        local f=$BATS_TEST_TMPDIR/package-lock.json
+        # dev and other systems' optional packages are left out
+        lockfile "$f" "$(entry sbxuses 1.0.0 '"dependencies": {"sbxdep": "1.0.0"}')" "$(entry sbxdep 1.0.0)" \
+                "$(entry evil 6.6.6 '"dev": true')" "$(entry fsevents 2.3.3 '"optional": true, "os": ["darwin"]')" \
+                "$(entry sbxnpm 1.0.0 '"optional": true, "os": ["linux"]')"
+        jobrun --npm-lock "$f" -- node -e 'console.log(require("sbxuses"), require("sbxdep"), require("sbxnpm"))'
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        [ "$out" = "sbxuses 1.0.0 sbxdep 1.0.0 sbxnpm 1.0.0" ]
+        run -0 jq -r '[.result.dependencies.lock[] | .name + "@" + .version] | join(" ")' <<<"$res"
+        [ "$output" = "sbxdep@1.0.0 sbxnpm@1.0.0 sbxuses@1.0.0" ]
+        # what cannot be pinned
+        lockfile "$f" "$(entry sbxnpm 1.0.0)" "$(entry sbxuses 1.0.0)" '"node_modules/sbxuses/node_modules/sbxnpm": {"version": "2.0.0", "integrity": "sha512-x"}'
+        run -125 ctl run --npm-lock "$f" -- true
+        [[ "$output" == *"sbxnpm is in it at 1.0.0 and at 2.0.0: sbx pins one version a name"* ]]
+        lockfile "$f" '"node_modules/mine": {"resolved": "../mine", "link": true}'
+        run -125 ctl run --npm-lock "$f" -- true
+        [[ "$output" == *"node_modules/mine is a link"* ]]
+        lockfile "$f" "$(entry sbxnpm 1.0.0 '"name": "evil"')"
+        run -125 ctl run --npm-lock "$f" -- true
+        [[ "$output" == *"is an alias of evil"* ]]
+        lockfile "$f" '"node_modules/fromgit": {"version": "1.0.0", "resolved": "git+ssh://git@example.com/x.git#abc"}'
+        run -125 ctl run --npm-lock "$f" -- true
+        [[ "$output" == *"node_modules/fromgit has no integrity"* ]]
+        printf '{"lockfileVersion": 1, "dependencies": {}}\n' > "$f"
+        run -125 ctl run --npm-lock "$f" -- true
+        [[ "$output" == *"lockfileVersion 1"* ]]
+        printf '{"packages": {"": {}, "node_modules/a": {"version": "1.0.0", "integrity": "x", "version": "2"}}}\n' > "$f"
+        run -125 ctl run --npm-lock "$f" -- true
+        [[ "$output" == *"duplicate"* ]]
+}
+
 @test "pins off the tenant's list are refused before anything runs, each named with why; bad pins name the field" {
         run -125 ctl submit --npm evil@1.0.0 --npm sbxnpm@2.0.0 --npm @sbx/scoped@1.0.0 -- true
         [[ "$output" == *E_FORBIDDEN* ]]

@@ -285,7 +285,7 @@ assert ev and all(e["verdict"] == "deny" for e in ev), r["network_events"]' "${T
         check 'pip_index = https://example.com/simple/' 'pip_allow = bad/name'
         [[ "$output" == *"pip_allow: 'bad/name'"* ]]
         check 'pip_index = https://example.com/simple/' 'pip_allow = good==1.*' 'deps_max_packages = 0'
-        [[ "$output" == *"deps_max_packages: 1 to 64"* ]]
+        [[ "$output" == *"deps_max_packages: 1 to 256"* ]]
         check 'pip_index = https://example.com/simple/' 'pip_allow = good==1.*'
         [ "$status" -eq 0 ] || { echo "$output"; false; }
 }

@@ -63,7 +63,7 @@ static uint64_t opt_size(const char *opt, const char *v) {
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
         O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK,
-        O_PROGRESS, O_SECRET, O_PIP, O_NPM
+        O_PROGRESS, O_SECRET, O_PIP, O_NPM, O_NPM_LOCK
 };
 
 /* The parts of a run request that options add to. */
@@ -195,6 +195,9 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_NPM:
                 json_array_append_new(p->npm, json_string(arg));
                 break;
+        case O_NPM_LOCK:
+                sbxctl_npm_lock(p->npm, arg);
+                break;
         case O_KEY:
                 json_object_set_new(p->req, "idempotency_key", json_string(arg));
                 break;
@@ -246,6 +249,7 @@ json_t *sbxctl_build_run(int argc, char **argv, bool follow) {
                 { "progress", required_argument, NULL, O_PROGRESS }, { "secret", required_argument, NULL, O_SECRET },
                 { "pip", required_argument, NULL, O_PIP },
                 { "npm", required_argument, NULL, O_NPM },
+                { "npm-lock", required_argument, NULL, O_NPM_LOCK },
                 { NULL, 0, NULL, 0 },
         };
         struct run_parts p = {

@@ -67,6 +67,10 @@ void print_bundle(json_t *b);
 /* sbxctl-run.c: a file's bytes (FILE "-": standard input), at most
  * 256 MiB; dies naming it on an error. */
 unsigned char *sbxctl_slurp(const char *path, size_t *ret_len);
+/* --npm-lock FILE: the lock's production packages appended to npm as
+ * pins with their integrity (sbxctl-lock.c); dies naming what it cannot
+ * pin. */
+void sbxctl_npm_lock(json_t *npm, const char *path);
 /* sbxctl-run.c: the run request of run/submit's command line (options
  * from argv[0], the command after them); follow asks for its events. */
 json_t *sbxctl_build_run(int argc, char **argv, bool follow);

@@ -145,10 +145,15 @@ int deps_admit(struct conn *c, const struct request *req, const char **code, cha
         const struct tenant *t = c->tenant;
         const struct run_request *run = &req->run;
         const char *field = run->n_pip ? "pip" : "npm", *none = no_source(t, run);
-        struct dep_pin pins[DEPS_PINS_MAX];
+        _cleanup_free_ struct dep_pin *pins = calloc(DEPS_PINS_MAX, sizeof(*pins));
         struct sbx_error err;
         size_t k = 0, n = 0;
         *code = E_FORBIDDEN;
+        if (!pins) {
+                *code = E_INTERNAL;
+                snprintf(msg, len, "out of memory");
+                return -EPERM;
+        }
         if (run->bundle) {
                 *code = E_BAD_REQUEST;
                 snprintf(msg, len, "field '%s' goes with a command, not a bundle", field);
@@ -342,12 +347,16 @@ void deps_job_start(struct rjob *rj) {
         struct daemon *d = rj->d;
         struct deps *x = d->deps;
         const struct tenant *t = rj->j.tenant;
-        struct dep_pin pins[DEPS_PINS_MAX];
+        _cleanup_free_ struct dep_pin *pins = calloc(DEPS_PINS_MAX, sizeof(*pins));
         struct sbx_error err;
         char key[DEPS_KEY_HEX + 1], why[200];
         const char *none = no_source(t, &rj->j.req.run);
         size_t n = 0;
         sbx_error_clear(&err);
+        if (!pins) {
+                fail_job(rj, E_INTERNAL, "out of memory");
+                return;
+        }
         if (!x || none) {
                 snprintf(why, sizeof(why), "%s", none ? none : "this daemon installs no packages");
                 fail_job(rj, E_FORBIDDEN, why);

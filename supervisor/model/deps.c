@@ -137,12 +137,14 @@ void deps_pin_str(const struct dep_pin *p, char *buf, size_t len) {
 int deps_parse_field(json_t *a, enum dep_eco eco, size_t others, char ***list, size_t *count, struct sbx_error *err) {
         const char *field = deps_eco_name(eco);
         size_t n = json_array_size(a);
-        struct dep_pin pins[DEPS_PINS_MAX];
         *list = NULL;
         *count = 0;
         if (!json_is_array(a) || n == 0 || n + others > DEPS_PINS_MAX)
                 return sbx_error_msg(err, EINVAL, "field '%s': 1 to %d packages (pip and npm together)", field, DEPS_PINS_MAX);
-        if (!(*list = calloc(n + 1, sizeof(char *))))
+        /* on the heap: a few hundred bytes a pin, and this may run on a
+         * thread of the HTTP API */
+        _cleanup_free_ struct dep_pin *pins = calloc(n, sizeof(*pins));
+        if (!pins || !(*list = calloc(n + 1, sizeof(char *))))
                 return sbx_error_set(err, ENOMEM, "%s", field);
         for (size_t i = 0; i < n; i++) {
                 const char *s = json_string_value(json_array_get(a, i));

@@ -22,7 +22,7 @@ enum dep_eco { DEP_PIP, DEP_NPM };
 #define DEPS_NAME_MAX 214           /* npm's bound on a name; pip's names are shorter */
 #define DEPS_VERSION_MAX 64
 #define DEPS_HASH_MAX 100           /* 64 hex digits (pip), or "sha512-" and 88 base64 characters (npm) */
-#define DEPS_PINS_MAX 64            /* pins of one request, both kinds, whatever the tenant's cap */
+#define DEPS_PINS_MAX 256           /* pins of one request, both kinds, whatever the tenant's cap */
 #define DEPS_KEY_HEX 64
 /* Where the install job leaves the packages, and where a job sees them:
  * the layer at /deps, pip's target in it as pip/, npm's prefix as npm/. */
