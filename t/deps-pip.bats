@@ -187,6 +187,43 @@ jobrun() {
         [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
 }
 
+@test "sbxctl --pip-requirements: a hashed requirements file, several hashes a package (one of them the wheel's); what it cannot pin is refused, named by line" {
+        local f=$BATS_TEST_TMPDIR/requirements.txt sha
+        sha=$(sha256sum "$SUP_DIR"/wheels/sbxdemo-1.0.0-*.whl | cut -d' ' -f1)
+        cat > "$f" <<EOR
+# compiled for the sandbox's Python
+sbxdemo==1.0.0 \\
+    --hash=sha256:$(printf '%064d' 1) \\
+    --hash=sha256:$sha
+    # a comment line
+
+sbx-other==0.3 --hash=sha256:$(sha256sum "$SUP_DIR"/wheels/sbx_other-0.3-*.whl | cut -d' ' -f1)  # a trailing comment
+EOR
+        jobrun --pip-requirements "$f" -- python3 -c 'import sbxdemo, sbx_other; print(sbxdemo.VALUE, sbx_other.VALUE)'
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        [ "$out" = "sbxdemo 1.0.0 sbx-other 0.3" ]
+        [ "$(jq -r '.result.dependencies.lock[] | select(.name == "sbxdemo") | .sha256' <<<"$res")" = "$sha" ]
+        # none of the hashes the wheel's
+        printf 'sbxdemo==1.0.0 --hash=sha256:%064d --hash=sha256:%064d\n' 1 2 > "$f"
+        jobrun --pip-requirements "$f" -- true
+        [ "$(json_get result.error.code <<<"$res")" = E_DEPS ] || { echo "$res"; false; }
+        printf 'sbxdemo==1.0.0\nrequests>=2\n' > "$f"
+        run -125 ctl run --pip-requirements "$f" -- true
+        [[ "$output" == *"$f:2: 'requests>=2' is not NAME==VERSION"* ]]
+        printf 'sbxdemo==1.0.0 ; python_version < "3.8"\n' > "$f"
+        run -125 ctl run --pip-requirements "$f" -- true
+        [[ "$output" == *"$f:1: an environment marker"* ]]
+        printf '\n\n-r other.txt\n' > "$f"
+        run -125 ctl run --pip-requirements "$f" -- true
+        [[ "$output" == *"$f:3: pip's option '-r' is not taken"* ]]
+        printf 'sbxdemo==1.0.0 --hash=md5:abc\n' > "$f"
+        run -125 ctl run --pip-requirements "$f" -- true
+        [[ "$output" == *"a hash is --hash=sha256:HEX"* ]]
+        printf 'requests[socks]==2.31.0\n' > "$f"
+        run -125 ctl run --pip-requirements "$f" -- true
+        [[ "$output" == *"no extras"* ]]
+}
+
 @test "a package with only a source archive is not built (no setup.py runs): E_DEPS" {
         jobrun --pip sdistonly==1.0 -- true
         [ "$(json_get result.error.code <<<"$res")" = E_DEPS ] || { echo "$res"; false; }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sbxctl run --npm-lock FILE: the packages of an npm lock file
+/* sbxctl run --npm-lock FILE and --pip-requirements FILE: lock files as
+ * pins. --npm-lock: the packages of an npm lock file
  * (package-lock.json or npm-shrinkwrap.json, lockfileVersion 2 or 3) as
  * the request's npm pins, each NAME@VERSION#INTEGRITY. What runs is the
  * production tree: devDependencies are left out, and so are optional
@@ -108,4 +109,86 @@ void sbxctl_npm_lock(json_t *npm, const char *path) {
                 die("--npm-lock %s: no packages to install in it", path);
         json_decref(seen);
         json_decref(root);
+}
+
+/* One requirement of a requirements file (a logical line, comments and
+ * continuations gone) as a pin, appended to pip. */
+static void pip_requirement(json_t *pip, const char *path, unsigned line, char *s) {
+        char *save = NULL, *spec = NULL, *hashes = NULL;
+        size_t n_hashes = 0, cap = 0, len = 0;
+        for (char *tok = strtok_r(s, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+                const char *h = NULL;
+                if (strncmp(tok, "--hash=", 7) == 0)
+                        h = tok + 7;
+                else if (streq(tok, "--hash"))
+                        h = strtok_r(NULL, " \t", &save);
+                else if (tok[0] == '-')
+                        die("--pip-requirements %s:%u: pip's option '%s' is not taken: only pins (NAME==VERSION, with "
+                            "--hash=sha256:HEX if any)", path, line, tok);
+                else if (spec || strchr(tok, ';'))
+                        die("--pip-requirements %s:%u: an environment marker ('%s'): sbxctl does not evaluate them; "
+                            "compile the requirements for the sandbox's Python", path, line, tok);
+                else {
+                        spec = tok;
+                        continue;
+                }
+                if (!h || strncmp(h, "sha256:", 7) != 0)
+                        die("--pip-requirements %s:%u: a hash is --hash=sha256:HEX (got '%s')", path, line, h ? h : "");
+                if (++n_hashes > 32)
+                        die("--pip-requirements %s:%u: more than 32 hashes for one package", path, line);
+                size_t need = len + strlen(h + 7) + 2;
+                if (need > cap && !(hashes = realloc(hashes, cap = need * 2)))
+                        die("out of memory");
+                len += (size_t) sprintf(hashes + len, "%s%s", len ? "," : "", h + 7);
+        }
+        if (!spec)
+                die("--pip-requirements %s:%u: hashes without a package", path, line);
+        if (strchr(spec, '[') || !strstr(spec, "==") || strpbrk(spec, "<>~!,"))
+                die("--pip-requirements %s:%u: '%s' is not NAME==VERSION (pins are exact; no extras, no ranges)", path, line, spec);
+        char *pin;
+        if (asprintf(&pin, "%s%s%s", spec, hashes ? "#sha256=" : "", hashes ? hashes : "") < 0)
+                die("out of memory");
+        json_array_append_new(pip, json_string(pin));
+        free(pin);
+        free(hashes);
+}
+
+void sbxctl_pip_requirements(json_t *pip, const char *path) {
+        size_t len;
+        char *text = (char *) sbxctl_slurp(path, &len);
+        char *buf = malloc(len + 1), *next;
+        if (!buf)
+                die("out of memory");
+        /* logical lines: a backslash at a line's end continues it */
+        unsigned line = 1, first = 1;
+        size_t k = 0;
+        for (size_t i = 0; i <= len; i++) {
+                char c = i < len ? text[i] : '\n';
+                if (c == '\\' && i + 1 < len && text[i + 1] == '\n') {
+                        buf[k++] = ' ';
+                        i++;
+                        line++;
+                        continue;
+                }
+                if (c != '\n') {
+                        buf[k++] = c == '\r' ? ' ' : c;
+                        continue;
+                }
+                buf[k] = '\0';
+                /* a comment: '#' at the start or after white space */
+                for (char *h = buf; (h = strchr(h, '#')); h++)
+                        if (h == buf || h[-1] == ' ' || h[-1] == '\t') {
+                                *h = '\0';
+                                break;
+                        }
+                next = buf + strspn(buf, " \t");
+                if (*next)
+                        pip_requirement(pip, path, first, next);
+                k = 0;
+                first = ++line;
+        }
+        if (json_array_size(pip) == 0)
+                die("--pip-requirements %s: no packages in it", path);
+        free(buf);
+        free(text);
 }

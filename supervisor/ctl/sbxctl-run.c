@@ -63,7 +63,7 @@ static uint64_t opt_size(const char *opt, const char *v) {
 enum {
         O_PROFILE = 256, O_TIMEOUT, O_MEMORY, O_PROCS, O_CPU, O_CPUS, O_OUTPUT, O_NET, O_ENV, O_STDIN, O_UPLOAD,
         O_ARTIFACT, O_KEY, O_DISK, O_RETRIES, O_BUNDLE, O_TRACE, O_AUDIT, O_ALLOW, O_DENY_PORT, O_CALLBACK,
-        O_PROGRESS, O_SECRET, O_PIP, O_NPM, O_NPM_LOCK
+        O_PROGRESS, O_SECRET, O_PIP, O_NPM, O_NPM_LOCK, O_PIP_REQ
 };
 
 /* The parts of a run request that options add to. */
@@ -198,6 +198,9 @@ static void run_option(struct run_parts *p, int o, char *arg, char **argv) {
         case O_NPM_LOCK:
                 sbxctl_npm_lock(p->npm, arg);
                 break;
+        case O_PIP_REQ:
+                sbxctl_pip_requirements(p->pip, arg);
+                break;
         case O_KEY:
                 json_object_set_new(p->req, "idempotency_key", json_string(arg));
                 break;
@@ -250,6 +253,7 @@ json_t *sbxctl_build_run(int argc, char **argv, bool follow) {
                 { "pip", required_argument, NULL, O_PIP },
                 { "npm", required_argument, NULL, O_NPM },
                 { "npm-lock", required_argument, NULL, O_NPM_LOCK },
+                { "pip-requirements", required_argument, NULL, O_PIP_REQ },
                 { NULL, 0, NULL, 0 },
         };
         struct run_parts p = {

@@ -75,6 +75,7 @@ static void usage(FILE *f) {
                 "  --pip NAME==VERSION[#sha256=HEX]  a Python package the job imports, from your tenant's index (repeatable)\n"
                 "  --npm NAME@VERSION[#sha512-B64]   an npm package the job requires, from your tenant's registry (repeatable)\n"
                 "  --npm-lock FILE     the packages of an npm lock file (package-lock.json), each pinned with its integrity\n"
+                "  --pip-requirements FILE  the pins of a requirements file (NAME==VERSION, with their --hash=sha256: hashes)\n"
                 "  --idempotency-key K make retries of this submission safe\n"
                 "  --traceparent TP    the W3C trace context the job joins (default: it starts a trace)\n"
                 "  --callback URL      post the job's result there when it ends (a URL your tenant allows)\n"

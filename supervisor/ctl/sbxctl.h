@@ -71,6 +71,10 @@ unsigned char *sbxctl_slurp(const char *path, size_t *ret_len);
  * pins with their integrity (sbxctl-lock.c); dies naming what it cannot
  * pin. */
 void sbxctl_npm_lock(json_t *npm, const char *path);
+/* --pip-requirements FILE: each NAME==VERSION of a requirements file, with
+ * its --hash=sha256: hashes, appended to pip as pins; dies naming the
+ * line of what it cannot pin (options, ranges, extras, markers). */
+void sbxctl_pip_requirements(json_t *pip, const char *path);
 /* sbxctl-run.c: the run request of run/submit's command line (options
  * from argv[0], the command after them); follow asks for its events. */
 json_t *sbxctl_build_run(int argc, char **argv, bool follow);

@@ -33,7 +33,7 @@ struct deps_install {
         char key[DEPS_KEY_HEX + 1];       /* the request's */
         char layer[DEPS_KEY_HEX + 1];     /* the lock's: where the layer is */
         char job[24];             /* the install job */
-        struct dep_pin pins[DEPS_PINS_MAX];
+        struct dep_pin *pins;     /* n, the request's */
         size_t n;
         bool times;               /* release times wanted (deps_min_age) */
         char *pip_index, *npm_registry; /* where they are read */
@@ -110,6 +110,7 @@ int deps_init(struct daemon *d, struct sbx_error *err) {
 static void install_free(struct deps_install *in) {
         list_del(&in->link);
         free(in->waiters);
+        free(in->pins);
         free(in->pip_index);
         free(in->npm_registry);
         free(in->results);
@@ -145,7 +146,7 @@ int deps_admit(struct conn *c, const struct request *req, const char **code, cha
         const struct tenant *t = c->tenant;
         const struct run_request *run = &req->run;
         const char *field = run->n_pip ? "pip" : "npm", *none = no_source(t, run);
-        _cleanup_free_ struct dep_pin *pins = calloc(DEPS_PINS_MAX, sizeof(*pins));
+        _cleanup_free_ struct dep_pin *pins = calloc(run->n_pip + run->n_npm + 1, sizeof(*pins));
         struct sbx_error err;
         size_t k = 0, n = 0;
         *code = E_FORBIDDEN;
@@ -286,6 +287,11 @@ static struct deps_install *start_install(struct deps *x, const struct tenant *t
         }
         in->deps = x;
         memcpy(in->key, key, sizeof(in->key));
+        if (!(in->pins = calloc(n ? n : 1, sizeof(*pins)))) {
+                free(in);
+                sbx_error_set(err, ENOMEM, "install");
+                return NULL;
+        }
         memcpy(in->pins, pins, n * sizeof(*pins));
         in->n = n;
         in->t0_us = now_mono_us();
@@ -328,6 +334,7 @@ static struct deps_install *start_install(struct deps *x, const struct tenant *t
         log_info(JOB_LOG ": installs packages for layer %.12s", JOB_LOG_ARGS(&rj->j), key);
         return in;
 fail:
+        free(in->pins);
         free(in->pip_index);
         free(in->npm_registry);
         free(in);
@@ -347,7 +354,7 @@ void deps_job_start(struct rjob *rj) {
         struct daemon *d = rj->d;
         struct deps *x = d->deps;
         const struct tenant *t = rj->j.tenant;
-        _cleanup_free_ struct dep_pin *pins = calloc(DEPS_PINS_MAX, sizeof(*pins));
+        _cleanup_free_ struct dep_pin *pins = calloc(rj->j.req.run.n_pip + rj->j.req.run.n_npm + 1, sizeof(*pins));
         struct sbx_error err;
         char key[DEPS_KEY_HEX + 1], why[200];
         const char *none = no_source(t, &rj->j.req.run);

@@ -16,6 +16,14 @@ static bool hex64(const char *s) {
         return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
 }
 
+/* Is sha one of list's (HEX[,HEX]...)? */
+static bool hash_listed(const char *list, const char *sha) {
+        for (const char *p = list; *p; p += p[64] ? 65 : 64)
+                if (strncmp(p, sha, 64) == 0)
+                        return true;
+        return false;
+}
+
 /* pip's report: each pip pin once, nothing else. */
 static int lock_pip(json_t *lock, json_t *report, const struct dep_pin *pins, size_t n, struct sbx_error *err) {
         json_t *install = json_object_get(report, "install");
@@ -44,8 +52,8 @@ static int lock_pip(json_t *lock, json_t *report, const struct dep_pin *pins, si
                                 break;
                 if (k == n)
                         return sbx_error_msg(err, EINVAL, "pip's report: %.128s %.64s was not asked for", name, version);
-                if (pins[k].hash[0] && !streq(pins[k].hash, sha))
-                        return sbx_error_msg(err, EINVAL, "pip's report: %s %s has SHA-256 %s, not the pinned one", norm, version, sha);
+                if (pins[k].hash[0] && !hash_listed(pins[k].hash, sha))
+                        return sbx_error_msg(err, EINVAL, "pip's report: %s %s has SHA-256 %s, not a pinned one", norm, version, sha);
                 seen[k] = true;
                 if (json_array_append_new(lock, json_pack("{s:s, s:s, s:s, s:s, s:s}", "ecosystem", "pip", "name", norm, "version",
                                                           version, "url", url, "sha256", sha)) < 0)
@@ -89,7 +97,7 @@ static int lock_npm(json_t *lock, json_t *npm_lock, const struct dep_pin *pins, 
                 if (real && !streq(real, p.name))
                         return sbx_error_msg(err, EINVAL, "npm's lock: '%.128s' is an alias of %.128s (aliases are refused)", path,
                                              real);
-                if (!url || !integrity || strlen(integrity) > DEPS_HASH_MAX)
+                if (!url || !integrity || strlen(integrity) > DEPS_INTEGRITY_MAX)
                         return sbx_error_msg(err, EINVAL, "npm's lock: %s@%s has no URL or integrity", p.name, p.version);
                 size_t k;
                 /* a pin may be installed twice (nested), at its version */

@@ -82,10 +82,18 @@ static int parse_pip(const char *s, struct dep_pin *ret, struct sbx_error *err) 
         memcpy(ret->version, v, vl);
         ret->version[vl] = '\0';
         if (hash) {
+                /* HEX[,HEX]...: each 64 lower-case hex digits */
                 const char *h = hash + 8;
-                if (strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64)
-                        return sbx_error_msg(err, EINVAL, "'%.64s': #sha256= takes 64 lower-case hex digits", s);
-                memcpy(ret->hash, h, 65);
+                size_t n_h = 0;
+                for (const char *p = h;; p += 65) {
+                        if (strspn(p, "0123456789abcdef") != 64 || (p[64] != '\0' && p[64] != ',') ||
+                            ++n_h > DEPS_PIP_HASHES_MAX)
+                                return sbx_error_msg(err, EINVAL, "'%.64s': #sha256= takes 64 lower-case hex digits, or up to %d "
+                                                                  "such separated by ','", s, DEPS_PIP_HASHES_MAX);
+                        if (p[64] == '\0')
+                                break;
+                }
+                snprintf(ret->hash, sizeof(ret->hash), "%s", h);
         }
         return 0;
 }
@@ -292,15 +300,19 @@ static json_t *pip_command(const char *index, const char *endpoint, const struct
                 hashes |= pins[i].eco == DEP_PIP && pins[i].hash[0];
         if (hashes) {
                 /* --require-hashes: each pin with the hash the request gave */
-                size_t cap = n * (DEPS_NAME_MAX + DEPS_VERSION_MAX + DEPS_HASH_MAX + 20) + 1, k = 0;
+                size_t cap = n * (DEPS_NAME_MAX + DEPS_VERSION_MAX + DEPS_PIP_HASHES_MAX * 80 + 20) + 1, k = 0;
                 char *req = malloc(cap);
                 if (!req)
                         goto oom;
                 req[0] = '\0';
-                for (size_t i = 0; i < n; i++)
-                        if (pins[i].eco == DEP_PIP)
-                                k += (size_t) snprintf(req + k, cap - k, "%s==%s --hash=sha256:%s\n", pins[i].name,
-                                                       pins[i].version, pins[i].hash);
+                for (size_t i = 0; i < n; i++) {
+                        if (pins[i].eco != DEP_PIP)
+                                continue;
+                        k += (size_t) snprintf(req + k, cap - k, "%s==%s", pins[i].name, pins[i].version);
+                        for (const char *h = pins[i].hash; *h; h += h[64] ? 65 : 64)
+                                k += (size_t) snprintf(req + k, cap - k, " --hash=sha256:%.64s", h);
+                        k += (size_t) snprintf(req + k, cap - k, "\n");
+                }
                 int r = json_array_append_new(files, json_pack("{s:s, s:s}", "path", "requirements.txt", "data", req));
                 free(req);
                 if (r < 0 || !add(cmd, "--require-hashes") || !add(cmd, "-r") || !add(cmd, "/workspace/requirements.txt"))

@@ -21,7 +21,9 @@ enum dep_eco { DEP_PIP, DEP_NPM };
 
 #define DEPS_NAME_MAX 214           /* npm's bound on a name; pip's names are shorter */
 #define DEPS_VERSION_MAX 64
-#define DEPS_HASH_MAX 100           /* 64 hex digits (pip), or "sha512-" and 88 base64 characters (npm) */
+#define DEPS_PIP_HASHES_MAX 32      /* a pip pin's hashes (one per wheel it may choose) */
+#define DEPS_HASH_MAX (DEPS_PIP_HASHES_MAX * 65) /* pip's, comma-separated; npm's "sha512-" and 88 base64 characters */
+#define DEPS_INTEGRITY_MAX 100      /* of an entry of npm's lock */
 #define DEPS_PINS_MAX 256           /* pins of one request, both kinds, whatever the tenant's cap */
 #define DEPS_KEY_HEX 64
 /* Where the install job leaves the packages, and where a job sees them:
@@ -32,7 +34,8 @@ enum dep_eco { DEP_PIP, DEP_NPM };
 #define DEPS_NPM_PATH "/deps/npm/node_modules"
 #define DEPS_ARTIFACT_DEPTH 16      /* directory levels of a layer collected */
 
-/* pip: NAME==VERSION[#sha256=HEX], the name normalised (PEP 503: lower
+/* pip: NAME==VERSION[#sha256=HEX[,HEX...]] (the wheels pip may choose:
+ * one of them must be what it installs), the name normalised (PEP 503: lower
  * case, runs of "-", "_" and "." as one "-"). npm: NAME@VERSION
  * [#sha512-BASE64], NAME possibly @SCOPE/NAME. */
 struct dep_pin {

@@ -22,7 +22,7 @@
 #define N(a) (sizeof(a) / sizeof(*(a)))
 
 /* npm's integrity: "sha512-", 86 base64 characters of c, "==" */
-static void integrity(char c, char out[DEPS_HASH_MAX + 1]) {
+static void integrity(char c, char out[DEPS_INTEGRITY_MAX + 1]) {
         memcpy(out, "sha512-", 7);
         memset(out + 7, c, 86);
         memcpy(out + 93, "==", 3);
@@ -91,13 +91,46 @@ static void test_pip_pins(void **state) {
                 assert_int_equal(deps_pin_parse(DEP_PIP, bad[i], &p, &err), -EINVAL);
                 assert_true(err.msg[0] != '\0');
         }
+        /* several hashes, ',' between; at most DEPS_PIP_HASHES_MAX */
+        char many[DEPS_PIP_HASHES_MAX * 65 + 128];
+        size_t k = (size_t) snprintf(many, sizeof(many), "x==1#sha256=");
+        for (int i = 0; i < DEPS_PIP_HASHES_MAX; i++)
+                k += (size_t) snprintf(many + k, sizeof(many) - k, "%s%064x", i ? "," : "", i + 1);
+        assert_int_equal(deps_pin_parse(DEP_PIP, many, &p, &err), 0);
+        assert_int_equal(strlen(p.hash), DEPS_PIP_HASHES_MAX * 65 - 1);
+        char back[sizeof(many)];
+        deps_pin_str(&p, back, sizeof(back));
+        assert_string_equal(back, many);
+        snprintf(many + k, sizeof(many) - k, ",%064x", 99);
+        assert_int_equal(deps_pin_parse(DEP_PIP, many, &p, &err), -EINVAL);
+        char hex[65];
+        snprintf(hex, sizeof(hex), "%064x", 5);
+        const char *fmt_tail[] = { ",", ",,", ",abc", ",%s" };
+        for (size_t i = 0; i < N(fmt_tail); i++) {
+                /* HEX then a bad tail; and a list that starts with ',' */
+                snprintf(many, sizeof(many), "x==1#sha256=%s%s", hex, i == 3 ? "" : fmt_tail[i]);
+                if (i == 3)
+                        snprintf(many, sizeof(many), "x==1#sha256=,%s", hex);
+                if (deps_pin_parse(DEP_PIP, many, &p, &err) != -EINVAL)
+                        fail_msg("'%s' was taken", many);
+        }
+        /* requirements with every hash; the report's must be one of them */
+        snprintf(many, sizeof(many), "x==1#sha256=%064x,%064x", 1, 2);
+        assert_int_equal(deps_pin_parse(DEP_PIP, many, &p, &err), 0);
+        json_t *r = deps_install_request("http://i:8080/simple/", NULL, &p, 1, 1000, 1 << 20, &err);
+        assert_non_null(r);
+        const char *req = json_string_value(json_object_get(json_array_get(json_object_get(r, "files"), 1), "data"));
+        assert_non_null(req);
+        snprintf(many, sizeof(many), "x==1 --hash=sha256:%064x --hash=sha256:%064x\n", 1, 2);
+        assert_string_equal(req, many);
+        json_decref(r);
         (void) state;
 }
 
 static void test_npm_pins(void **state) {
         struct dep_pin p, q;
         struct sbx_error err;
-        char s[512], in[512], sri[DEPS_HASH_MAX + 1];
+        char s[512], in[512], sri[DEPS_INTEGRITY_MAX + 1];
         assert_int_equal(deps_pin_parse(DEP_NPM, "left-pad@1.3.0", &p, &err), 0);
         assert_int_equal(p.eco, DEP_NPM);
         assert_string_equal(p.name, "left-pad");
@@ -131,11 +164,11 @@ static void test_npm_pins(void **state) {
         }
         /* an integrity one character short, one long, one not base64, one
          * without its padding */
-        char shorter[DEPS_HASH_MAX + 1];
+        char shorter[DEPS_INTEGRITY_MAX + 1];
         integrity('A', shorter);
         memmove(shorter + 92, shorter + 93, 3);
         const char *broken[] = { shorter, NULL, NULL, NULL };
-        char longer[DEPS_HASH_MAX + 8], notb64[DEPS_HASH_MAX + 1], nopad[DEPS_HASH_MAX + 1];
+        char longer[DEPS_INTEGRITY_MAX + 8], notb64[DEPS_INTEGRITY_MAX + 1], nopad[DEPS_INTEGRITY_MAX + 1];
         snprintf(longer, sizeof(longer), "sha512-A%s", sri + 7);
         integrity('A', notb64);
         notb64[50] = '-';
@@ -167,7 +200,7 @@ static void test_parse_field(void **state) {
         json_decref(a);
 
         /* npm, scoped */
-        char sri[DEPS_HASH_MAX + 1], p1[256], p2[256];
+        char sri[DEPS_INTEGRITY_MAX + 1], p1[256], p2[256];
         integrity('B', sri);
         snprintf(p1, sizeof(p1), "left-pad@1.3.0#%s", sri);
         snprintf(p2, sizeof(p2), "@s/x@1.0.0#%s", sri);
@@ -626,7 +659,7 @@ static void test_lock_pip(void **state) {
         assert_int_equal(deps_pin_parse(DEP_PIP, pin, &p, &err), 0);
         rep = report_of("foo_bar", "1.0", sha);
         assert_null(deps_lock_make(rep, NULL, &p, 1, &err));
-        assert_non_null(strstr(err.msg, "not the pinned one"));
+        assert_non_null(strstr(err.msg, "not a pinned one"));
         json_decref(rep);
         /* the pinned hash met */
         rep = report_of("foo_bar", "1.0", p.hash);
@@ -676,7 +709,7 @@ static json_t *entry_named(json_t *lock, const char *name) {
 static void test_lock_npm(void **state) {
         struct dep_pin p[3];
         struct sbx_error err;
-        char ia[DEPS_HASH_MAX + 1], ib[DEPS_HASH_MAX + 1], ic[DEPS_HASH_MAX + 1], pin[256];
+        char ia[DEPS_INTEGRITY_MAX + 1], ib[DEPS_INTEGRITY_MAX + 1], ic[DEPS_INTEGRITY_MAX + 1], pin[256];
         integrity('A', ia);
         integrity('B', ib);
         integrity('C', ic);
