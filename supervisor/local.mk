@@ -67,7 +67,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/front/listener.h supervisor/front/listener.c \
 	supervisor/front/conn.h supervisor/front/conn.c \
 	supervisor/front/dispatch.h supervisor/front/dispatch.c \
-	supervisor/front/accept.c supervisor/front/deps-ops.h supervisor/front/deps-ops.c \
+	supervisor/front/accept.c supervisor/front/deps-ops.h supervisor/front/deps-ops.c supervisor/front/deps-cache.h supervisor/front/deps-cache.c supervisor/front/deps-internal.h supervisor/front/deps-place.c \
 	supervisor/front/logs.c \
 	supervisor/front/download.c \
 	supervisor/front/paced.h supervisor/front/paced.c \

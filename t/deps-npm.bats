@@ -48,6 +48,7 @@ setup_file() {
         pkg @sbx/scoped 1.0.0
         pkg elsewhere 1.0.0
         pkg bignpm 1.0.0 '{}' '' 400000
+        for n in 1 2 3 4; do pkg "blob$n" 1.0.0 '{}' '' 400000; done
         # published long ago, but for one
         touch -d 2020-01-01T00:00:00Z "$SUP_DIR"/registry/*.tgz
         pkg sbxfresh 1.0.0
@@ -63,10 +64,11 @@ setup_file() {
         fi
         export POOL="10.218.$((RANDOM % 250)).0/24"
         sup_config "network_pool = $POOL
-socket_mode = 0666"
+socket_mode = 0666
+deps_cache_size = 1M"
         cat >> "$SUP_DIR/sup.conf" <<EOC
 npm_registry = http://${TH}.1:8081/
-npm_allow = sbxnpm@1.* sbxdep sbxuses sbxscript @sbx/* elsewhere sbxfresh
+npm_allow = sbxnpm@1.* sbxdep sbxuses sbxscript @sbx/* elsewhere sbxfresh blob*
 pip_index = http://${TH}.1:8080/simple/
 pip_allow = pyboth
 
@@ -326,6 +328,43 @@ sbxnpm 1.0.0" ] || { echo "$out"; false; }
         [ "$output" = "npm:sbxnpm pip:pyboth" ]
         run -0 ctl --json result "$(json_get result.dependencies.install_job <<<"$res")"
         [ "$(json_get result.command.0 <<<"$output")" = /bin/sh ]
+}
+
+# the layer (its directory in STATE/deps) that holds package NAME
+layer_with() {
+        local d
+        for d in "$SUP_DIR"/state/deps/*/layer/npm/node_modules/"$1"; do
+                [ -d "$d" ] && echo "${d%/layer/npm/node_modules/*}"
+        done
+}
+
+@test "deps_cache_size: a new layer past it removes the least recently used no job holds; one a session holds stays" {
+        run -0 ctl session create --npm blob1@1.0.0 --ttl 2m
+        sid=$output
+        a=$(layer_with blob1)
+        [ -n "$a" ]
+        jobrun --npm blob2@1.0.0 -- true
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        b=$(layer_with blob2)
+        # three layers of 400 kB are more than 1M: blob2's goes, blob1's is held
+        jobrun --npm blob3@1.0.0 -- true
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        wait_until 20 test ! -e "$b"
+        [ -d "$a" ]
+        [ -n "$(layer_with blob3)" ]
+        grep -q "packages: layer ${b: -64:12} removed" "$SUP_DIR/daemon.log"
+        run -0 ctl session exec "$sid" -- node -e 'console.log(require("blob1"))'
+        [ "$output" = "blob1 1.0.0" ]
+        run -0 ctl session close "$sid"
+        # no longer held, and the least recently used: the next one past the bound removes it
+        jobrun --npm blob4@1.0.0 -- true
+        [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
+        wait_until 20 test ! -e "$a"
+        # no request names a layer that is gone; blob2's is installed again
+        run -1 grep -rl "${b: -64}" "$SUP_DIR/state/deps/by-request"
+        jobrun --npm blob2@1.0.0 -- node -e 'console.log(require("blob2"))'
+        [ "$(json_get result.dependencies.cached <<<"$res")" = false ]
+        [ "$out" = "blob2 1.0.0" ]
 }
 
 @test "npm_allow without npm_registry, a bad npm_registry, a bad pattern: configuration errors naming the key" {

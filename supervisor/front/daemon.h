@@ -105,6 +105,7 @@ struct daemon {
         struct deps *deps;
         void (*deps_start)(struct rjob *rj);
         void (*deps_release)(struct rjob *rj);
+        void (*deps_adopt)(struct rjob *rj, const char *layer);
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
         struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */

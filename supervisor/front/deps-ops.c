@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,50 +10,15 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "deps-cache.h"
+#include "deps-internal.h"
 #include "deps-ops.h"
 #include "deps.h"
 #include "dispatch.h"
-#include "fetch.h"
 #include "jobevents.h"
 #include "log.h"
 #include "runner.h"
 #include "worker.h"
-
-#define DEPS_DIR "deps"
-#define BY_REQUEST "by-request" /* a request's key -> its layer's (the lock's) */
-#define LOCK_MAX (1u << 20)
-#define READY_FILE "lock.json"
-#define DEPS_INSTALL_MEMORY (4ull << 30)
-
-/* An install in flight, and the jobs that wait for it. */
-struct deps_install {
-        struct list link;         /* struct deps.installs */
-        struct deps *deps;
-        char key[DEPS_KEY_HEX + 1];       /* the request's */
-        char layer[DEPS_KEY_HEX + 1];     /* the lock's: where the layer is */
-        char job[24];             /* the install job */
-        struct dep_pin *pins;     /* n, the request's */
-        size_t n;
-        bool times;               /* release times wanted (deps_min_age) */
-        char *pip_index, *npm_registry; /* where they are read */
-        struct rjob **waiters;
-        size_t n_waiters;
-        uint64_t t0_us;
-        /* the worker's part: the layer moved into place */
-        struct work work;
-        char *results;            /* STATE/results */
-        json_t *lock;
-        char why[SBX_ERROR_MAX];
-        bool ok;
-};
-
-struct deps {
-        struct daemon *d;
-        int dir_fd;               /* STATE/deps */
-        char path[4200];
-        char python[64];          /* "python3.11": part of every key */
-        struct list installs;
-};
 
 /* Which Python the jobs run: the file /usr/bin/python3 names. */
 static void python_name(char *buf, size_t len) {
@@ -72,6 +36,7 @@ static void python_name(char *buf, size_t len) {
 static const struct job_listener deps_listener;
 
 static void hook_release(struct rjob *rj);
+static void hook_adopt(struct rjob *rj, const char *layer);
 
 int deps_init(struct daemon *d, struct sbx_error *err) {
         struct deps *x = calloc(1, sizeof(*x));
@@ -95,15 +60,23 @@ int deps_init(struct daemon *d, struct sbx_error *err) {
                 free(x);
                 return sbx_error_set(err, e, "%s/" DEPS_DIR, d->cfg->state_dir);
         }
-        int r = job_listen(&deps_listener);
+        int r = deps_cache_open(x->dir_fd, x->path, &x->cache, err);
+        if (r == 0 && (r = job_listen(&deps_listener)) < 0)
+                sbx_error_set(err, -r, "dependencies: job listener");
         if (r < 0) {
+                deps_cache_free(x->cache);
                 close(x->dir_fd);
                 free(x);
-                return sbx_error_set(err, -r, "dependencies: job listener");
+                return r;
         }
+        size_t count;
+        uint64_t bytes = deps_cache_bytes(x->cache, &count);
+        log_info("packages: %zu layers kept, %" PRIu64 " bytes (deps_cache_size %" PRIu64 ")", count, bytes,
+                 d->cfg->deps_cache_size);
         d->deps = x;
         d->deps_start = deps_job_start;
         d->deps_release = hook_release;
+        d->deps_adopt = hook_adopt;
         return 0;
 }
 
@@ -124,6 +97,7 @@ void deps_done(struct daemon *d) {
                 return;
         while (!list_empty(&x->installs))
                 install_free(list_entry(x->installs.next, struct deps_install, link));
+        deps_cache_free(x->cache);
         close(x->dir_fd);
         free(x);
         d->deps = NULL;
@@ -231,6 +205,17 @@ static char *read_small(struct deps *x, const char *p, size_t max, size_t *len) 
         return buf;
 }
 
+/* The lock of layer (64 hex digits), if it is there. */
+static json_t *lock_of(struct deps *x, const char *layer) {
+        char p[DEPS_KEY_HEX + 32];
+        size_t n = 0;
+        snprintf(p, sizeof(p), "%.64s/" READY_FILE, layer);
+        _cleanup_free_ char *text = read_small(x, p, LOCK_MAX, &n);
+        json_error_t je;
+        json_t *lock = text ? json_loadb(text, n, 0, &je) : NULL;
+        return json_is_array(lock) ? lock : (json_decref(lock), NULL);
+}
+
 /* The layer a request's key names, if one was made for it: its key (the
  * lock's) into layer, and its lock. */
 static json_t *layer_of(struct deps *x, const char *key, char layer[DEPS_KEY_HEX + 1]) {
@@ -241,19 +226,35 @@ static json_t *layer_of(struct deps *x, const char *key, char layer[DEPS_KEY_HEX
         if (!ref || n != DEPS_KEY_HEX || strspn(ref, "0123456789abcdef") != DEPS_KEY_HEX)
                 return NULL;
         memcpy(layer, ref, DEPS_KEY_HEX + 1);
-        snprintf(p, sizeof(p), "%s/" READY_FILE, layer);
-        _cleanup_free_ char *text = read_small(x, p, LOCK_MAX, &n);
-        json_error_t je;
-        json_t *lock = text ? json_loadb(text, n, 0, &je) : NULL;
-        return json_is_array(lock) ? lock : (json_decref(lock), NULL);
+        return lock_of(x, layer);
 }
 
-static int set_layer(struct rjob *rj, struct deps *x, const char *key) {
+/* The key of the layer rj holds (its path is STATE/deps/KEY/layer). */
+static const char *held_key(const struct rjob *rj, char buf[DEPS_KEY_HEX + 1]) {
+        size_t n = rj->deps_layer ? strlen(rj->deps_layer) : 0, tail = strlen("/" DEPS_LAYER_DIR);
+        if (n < DEPS_KEY_HEX + tail)
+                return NULL;
+        memcpy(buf, rj->deps_layer + n - tail - DEPS_KEY_HEX, DEPS_KEY_HEX);
+        buf[DEPS_KEY_HEX] = '\0';
+        return buf;
+}
+
+static void drop_layer(struct rjob *rj, struct deps *x) {
+        char k[DEPS_KEY_HEX + 1];
+        if (x && held_key(rj, k))
+                deps_cache_unuse(x->cache, k);
         free(rj->deps_layer);
+        rj->deps_layer = NULL;
+}
+
+/* rj holds layer key now (the cache removes no layer a job holds). */
+static int set_layer(struct rjob *rj, struct deps *x, const char *key) {
+        drop_layer(rj, x);
         if (asprintf(&rj->deps_layer, "%s/%s/" DEPS_LAYER_DIR, x->path, key) < 0) {
                 rj->deps_layer = NULL;
                 return -ENOMEM;
         }
+        deps_cache_use(x->cache, key);
         return 0;
 }
 
@@ -425,140 +426,22 @@ static void drop_waiter(struct deps_install *in, struct rjob *rj) {
 static void hook_release(struct rjob *rj) {
         if (rj->deps_wait)
                 drop_waiter(rj->deps_wait, rj);
+        if (rj->deps_layer)
+                drop_layer(rj, rj->d->deps);
 }
 
-/* ---- the install's end: the layer moved into place (off the loop) ---- */
-
-static int chmod_one(const char *path, const struct stat *st, int type, struct FTW *f) {
-        (void) f;
-        if (type == FTW_SL)
-                return 0;
-        return chmod(path, type == FTW_D || type == FTW_DP ? 0755 : ((st->st_mode & 0100) ? 0755 : 0644)) < 0 ? -1 : 0;
-}
-
-/* A JSON file the install job left (untrusted; bounded). */
-static json_t *load_artifact(const char *path, const char *what, char *why, size_t len) {
-        json_error_t je;
-        json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-        if (!o)
-                snprintf(why, len, "%s left no %s: %s", what, path ? strrchr(path, '/') + 1 : "?", je.text);
-        return o;
-}
-
-/* Each package's release time from the index or registry, into its lock
- * entry ("published"), for the tenants with deps_min_age. */
-static int release_times(struct deps_install *in, char *why, size_t len) {
-        size_t i;
-        json_t *e;
-        json_array_foreach(in->lock, i, e) {
-                char url[1024];
-                char *body = NULL;
-                size_t blen = 0;
-                struct fetch_result res;
-                struct sbx_error err;
-                bool npm = streq(json_string_value(json_object_get(e, "ecosystem")), "npm");
-                struct fetch_opts o = { .timeout_ms = 30000, .connect_timeout_ms = 5000, .stall_timeout_ms = 10000,
-                                        .accept = npm ? "application/json" : "application/vnd.pypi.simple.v1+json" };
-                int64_t t;
-                if (deps_meta_url(in->pip_index, in->npm_registry, e, url, sizeof(url)) < 0) {
-                        snprintf(why, len, "no URL to read %s's release time from", json_string_value(json_object_get(e, "name")));
-                        return -EINVAL;
-                }
-                if (fetch_memory(url, &o, 64u << 20, &body, &blen, &res) < 0) {
-                        snprintf(why, len, "release times: %s", res.msg);
-                        return -EIO;
-                }
-                json_error_t je;
-                json_t *page = json_loadb(body, blen, 0, &je);
-                free(body);
-                if (!page) {
-                        snprintf(why, len, "release times: %.600s is not JSON (%s)", url, je.text);
-                        return -EINVAL;
-                }
-                int r = deps_release_time(page, e, &t, &err);
-                json_decref(page);
-                if (r < 0) {
-                        snprintf(why, len, "%s", err.msg);
-                        return r;
-                }
-                json_object_set_new(e, "published", json_integer((json_int_t) t));
-        }
-        return 0;
-}
-
-static void place_run(struct work *w) {
-        struct deps_install *in = container_of(w, struct deps_install, work);
-        struct deps *x = in->deps;
-        _cleanup_free_ char *report = NULL, *npm_lock = NULL, *layer = NULL, *tmp = NULL, *tmp_layer = NULL, *lockp = NULL,
-                            *dest = NULL, *ref = NULL, *ref_tmp = NULL;
-        struct sbx_error err;
-        struct stat st;
-        bool pip = false, npm = false;
-        json_t *rep = NULL, *nl = NULL;
-        sbx_error_clear(&err);
-        for (size_t i = 0; i < in->n; i++) {
-                pip |= in->pins[i].eco == DEP_PIP;
-                npm |= in->pins[i].eco == DEP_NPM;
-        }
-        /* a name of this install's own: one a crash left is not in the way */
-        if (asprintf(&report, "%s/%s/artifacts/report.json", in->results, in->job) < 0 ||
-            asprintf(&npm_lock, "%s/%s/artifacts/" DEPS_LAYER_DIR "/npm/package-lock.json", in->results, in->job) < 0 ||
-            asprintf(&layer, "%s/%s/artifacts/" DEPS_LAYER_DIR, in->results, in->job) < 0 ||
-            asprintf(&ref, "%s/" BY_REQUEST "/%s", x->path, in->key) < 0 ||
-            asprintf(&ref_tmp, "%s/" BY_REQUEST "/%s.%s.tmp", x->path, in->key, in->job) < 0) {
-                snprintf(in->why, sizeof(in->why), "out of memory");
-                return;
-        }
-        if ((pip && !(rep = load_artifact(report, "pip", in->why, sizeof(in->why)))) ||
-            (npm && !(nl = load_artifact(npm_lock, "npm", in->why, sizeof(in->why))))) {
-                json_decref(rep);
-                return;
-        }
-        in->lock = deps_lock_make(rep, nl, in->pins, in->n, &err);
-        json_decref(rep);
-        json_decref(nl);
-        if (!in->lock) {
-                snprintf(in->why, sizeof(in->why), "%s", err.msg);
-                return;
-        }
-        if (in->times && release_times(in, in->why, sizeof(in->why)) < 0)
-                return;
-        /* the layer is named by its lock: other pins that come to the same
-         * packages find the layer made already */
-        deps_lock_key(in->lock, in->layer);
-        if (asprintf(&tmp, "%s/%s.%s.tmp", x->path, in->layer, in->job) < 0 || asprintf(&tmp_layer, "%s/" DEPS_LAYER_DIR, tmp) < 0 ||
-            asprintf(&lockp, "%s/" READY_FILE, tmp) < 0 || asprintf(&dest, "%s/%s", x->path, in->layer) < 0) {
-                snprintf(in->why, sizeof(in->why), "out of memory");
-                return;
-        }
-        if (lstat(layer, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                snprintf(in->why, sizeof(in->why), "the install left no files");
-                return;
-        }
-        if (lstat(dest, &st) < 0) {
-                /* the layer readable by every job uid, in a directory of
-                 * its own, then under its key at once */
-                if (nftw(layer, chmod_one, 16, FTW_PHYS) != 0) {
-                        snprintf(in->why, sizeof(in->why), "the layer's modes: %s", strerror(errno));
-                        return;
-                }
-                if ((mkdir(tmp, 0755) < 0 && errno != EEXIST) || rename(layer, tmp_layer) < 0 ||
-                    json_dump_file(in->lock, lockp, JSON_COMPACT) < 0 || chmod(lockp, 0644) < 0 ||
-                    (rename(tmp, dest) < 0 && errno != ENOTEMPTY && errno != EEXIST)) {
-                        snprintf(in->why, sizeof(in->why), "placing the layer in %.1000s: %s", x->path, strerror(errno));
-                        return;
-                }
-        }
-        /* then the request's key to it (written whole, then renamed) */
-        FILE *f = fopen(ref_tmp, "we");
-        bool bad = !f || fputs(in->layer, f) < 0;
-        if (f && fclose(f) != 0)
-                bad = true;
-        if (bad || rename(ref_tmp, ref) < 0) {
-                snprintf(in->why, sizeof(in->why), "recording the layer of request %.12s: %s", in->key, strerror(errno));
-                return;
-        }
-        in->ok = true;
+/* A session's sandbox that outlived the daemon holds its layer still (the
+ * journal's start line named it). */
+static void hook_adopt(struct rjob *rj, const char *layer) {
+        struct deps *x = rj->d->deps;
+        json_t *lock = x && strlen(layer) == DEPS_KEY_HEX && strspn(layer, "0123456789abcdef") == DEPS_KEY_HEX ? lock_of(x, layer)
+                                                                                                                : NULL;
+        if (lock && set_layer(rj, x, layer) == 0) {
+                json_decref(rj->deps_info);
+                rj->deps_info = info(NULL, layer, lock, true);
+        } else
+                log_warning(JOB_LOG ": its packages' layer %.12s is not known here", JOB_LOG_ARGS(&rj->j), layer);
+        json_decref(lock);
 }
 
 static void place_done(struct work *w) {
@@ -569,6 +452,8 @@ static void place_done(struct work *w) {
                 log_warning("packages of layer %.12s (install job %s): %s", in->key, in->job, in->why);
                 snprintf(msg, sizeof(msg), "its packages could not be installed (install job %s): %s", in->job, in->why);
         }
+        if (in->ok)
+                deps_cache_add(x->cache, in->layer, in->bytes, x->d->cfg->deps_cache_size);
         /* whoever still waits */
         while (in->n_waiters > 0) {
                 struct rjob *rj = in->waiters[--in->n_waiters];
@@ -630,7 +515,7 @@ static void on_end(struct rjob *rj, json_t *rec) {
                 place_done(&in->work);
                 return;
         }
-        in->work.run = place_run;
+        in->work.run = deps_place_run;
         in->work.done = place_done;
         worker_submit(&in->work);
 }

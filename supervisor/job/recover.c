@@ -292,6 +292,8 @@ static int adopt_box(struct daemon *d, struct rjob *rj, const struct journal_ent
                                                                                      : j->tenant->session_idle_max_ms;
         if (json_is_object(svc))
                 rj->session_service = json_incref(svc);
+        if (json_is_string(json_object_get(x->start, "deps_layer")) && d->deps_adopt)
+                d->deps_adopt(rj, json_string_value(json_object_get(x->start, "deps_layer")));
         if (uidpool_contains(&d->uids, j->job_uid)) {
                 uidpool_claim(&d->uids, j->job_uid);
                 rj->own_uid = true;

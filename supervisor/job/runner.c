@@ -235,6 +235,9 @@ json_t *runner_start_record(const struct rjob *rj) {
         /* Its services: exposed again after a restart, with the same token. */
         if (o && rj->session_box && rj->session_service)
                 json_object_set(o, "service", rj->session_service);
+        /* A session's packages' layer: held again after a restart. */
+        if (o && rj->session_box && rj->deps_info && json_is_string(json_object_get(rj->deps_info, "layer")))
+                json_object_set(o, "deps_layer", json_object_get(rj->deps_info, "layer"));
         /* An exec's handle in its agent: after a restart, it is stopped. */
         if (o && rj->session_exec && rj->session_handle)
                 json_object_set_new(o, "handle", json_integer(rj->session_handle));
@@ -665,7 +668,7 @@ void runner_end(struct rjob *rj) {
         callbacks_progress_end(d, rj);
         if (rj->j.bundle.set)
                 bundle_job_release(rj);
-        if (rj->deps_wait && d->deps_release)
+        if ((rj->deps_wait || rj->deps_layer) && d->deps_release)
                 d->deps_release(rj);
         rj->j.ended_ms = now_real_ms();
         capture_stop(&rj->cap);

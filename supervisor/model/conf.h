@@ -210,6 +210,7 @@ struct config {
         struct registry_conf *registries;
         size_t n_registries;
         uint64_t cache_size;        /* bytes of unpacked bundles kept while unused */
+        uint64_t deps_cache_size;   /* bytes of packages' layers kept (config-deps.c) */
         uint64_t cache_max_age_ms;  /* an unused bundle older than this goes */
         uint64_t bundle_max_size;   /* bytes of one archive */
         uint64_t bundle_max_unpacked; /* bytes of one unpacked bundle */
@@ -307,6 +308,7 @@ int config_http_check(struct config *c, struct sbx_error *err);
 
 /* config-bundle.c: the keys of bundles (the table is in config-keys.h). */
 void config_bundle_defaults(struct config *c);
+void config_deps_defaults(struct config *c);
 void config_bundle_free(struct config *c);
 void tenant_bundle_free(struct tenant *t);
 /* After the file is read: every registry complete, every tenant's registry

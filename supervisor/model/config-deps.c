@@ -6,6 +6,10 @@
  *   npm_registry = URL               the npm registry its packages come from
  *   npm_allow = NAME[@VERSION]...    which may (globs; NAME may be @SCOPE/NAME)
  *   deps_min_age = DURATION          how long ago a package was published, at least
+ *
+ * and in [daemon]:
+ *
+ *   deps_cache_size = SIZE           the layers kept, all tenants' together
  *   deps_max_packages = N            pins a request may name
  *   deps_max_bytes = SIZE            an installed layer's size
  *   deps_timeout = DURATION          the install job's timeout
@@ -20,6 +24,10 @@
 #include "config-keys.h"
 #include "deps.h"
 #include "util.h"
+
+void config_deps_defaults(struct config *c) {
+        c->deps_cache_size = 4ull << 30;
+}
 
 void tenant_deps_defaults(struct tenant *t) {
         t->deps_max_packages = 20;
@@ -129,6 +137,8 @@ static int k_max_packages(struct inikey_ctx *c) {
 
 #define TENANT(k, rep, fn_, ...) { .section = "tenant.", .key = k, .repeat = INIKEY_##rep, .fn = fn_, __VA_ARGS__ }
 static const struct inikey keys[] = {
+        { .section = "daemon", .key = "deps_cache_size", .kind = INIKEY_SIZE, .off = offsetof(struct config, deps_cache_size),
+          .min = 1u << 20 },
         TENANT("pip_index", ONCE, k_index),
         TENANT("pip_allow", APPEND, k_allow),
         TENANT("npm_registry", ONCE, k_registry),

@@ -123,6 +123,7 @@ void config_init(struct config *c) {
                 c->anonymous->name = strdup("anonymous");
         }
         config_bundle_defaults(c);
+        config_deps_defaults(c);
         config_callback_defaults(c);
         config_http_defaults(c);
 }
