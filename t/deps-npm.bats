@@ -338,11 +338,17 @@ layer_with() {
         done
 }
 
-@test "deps_cache_size: a new layer past it removes the least recently used no job holds; one a session holds stays" {
+@test "deps_cache_size: a new layer past it removes the least recently used no job holds; one a session holds stays, across a restart" {
         run -0 ctl session create --npm blob1@1.0.0 --ttl 2m
         sid=$output
         a=$(layer_with blob1)
         [ -n "$a" ]
+        # the daemon killed: the session goes on, and holds its layer again
+        pid=$(cat "$SUP_DIR/daemon.pid")
+        kill -KILL "$pid"
+        sup_wait_gone "$pid"
+        sup_start
+        grep -q '"deps_layer":"'"${a: -64}"'"' "$SUP_DIR/state/journal"
         jobrun --npm blob2@1.0.0 -- true
         [ "$(json_get result.state <<<"$res")" = succeeded ] || { echo "$res"; false; }
         b=$(layer_with blob2)

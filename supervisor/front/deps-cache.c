@@ -110,7 +110,7 @@ int deps_cache_open(int dir_fd, const char *path, struct deps_cache **ret, struc
         }
         struct dirent *e;
         while ((e = readdir(dir))) {
-                char p[4400], lockp[DEPS_KEY_HEX + 16];
+                char p[4500], lockp[DEPS_KEY_HEX + 16];
                 struct stat st;
                 /* half made (an install's move) or half removed (a crash) */
                 if (strncmp(e->d_name, GC_PREFIX, strlen(GC_PREFIX)) == 0 ||
@@ -122,10 +122,10 @@ int deps_cache_open(int dir_fd, const char *path, struct deps_cache **ret, struc
                 }
                 if (!is_key(e->d_name))
                         continue;
-                snprintf(lockp, sizeof(lockp), "%s/" READY_FILE, e->d_name);
+                snprintf(lockp, sizeof(lockp), "%.64s/" READY_FILE, e->d_name);
                 if (fstatat(dir_fd, lockp, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
                         continue;
-                snprintf(p, sizeof(p), "%s/%s/" DEPS_LAYER_DIR, path, e->d_name);
+                snprintf(p, sizeof(p), "%s/%.64s/" DEPS_LAYER_DIR, path, e->d_name);
                 tree_bytes = 0;
                 nftw(p, count_one, 16, FTW_PHYS);
                 if (!add(c, e->d_name, tree_bytes, (int64_t) st.st_mtime)) {
@@ -154,7 +154,7 @@ void deps_cache_use(struct deps_cache *c, const char *key) {
         l->users++;
         l->used = (int64_t) time(NULL);
         /* the last use survives a restart: the lock's times */
-        snprintf(lockp, sizeof(lockp), "%s/" READY_FILE, key);
+        snprintf(lockp, sizeof(lockp), "%.64s/" READY_FILE, key);
         utimensat(c->dir_fd, lockp, NULL, AT_SYMLINK_NOFOLLOW);
 }
 

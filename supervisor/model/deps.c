@@ -334,13 +334,17 @@ oom:
 
 /* npm's command: the pins and what they depend on (the lock is checked
  * after), no scripts of any package, no links into bin, no configuration
- * but this, its cache and logs in the workspace. */
+ * but this, its cache and logs in the workspace, its retries within
+ * seconds. */
 static json_t *npm_command(const char *registry, const struct dep_pin *pins, size_t n, json_t *files) {
-        json_t *cmd = json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s]", "npm", "install", "--prefix",
+        json_t *cmd = json_pack("[s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s]", "npm", "install", "--prefix",
                                 "/workspace/" DEPS_LAYER_DIR "/npm", "--registry", registry, "--ignore-scripts", "--no-audit",
                                 "--no-fund", "--no-bin-links", "--no-update-notifier", "--save-exact", "--legacy-peer-deps",
                                 "--cache", "/workspace/tmp/npm-cache", "--userconfig", "/workspace/tmp/npmrc", "--globalconfig",
-                                "/workspace/tmp/npmrc-global", "--loglevel=warn", "--no-progress");
+                                "/workspace/tmp/npmrc-global", "--loglevel=warn", "--no-progress",
+                                /* a refused connection is not worth npm's default
+                                 * 10 s and 60 s waits between tries */
+                                "--fetch-retry-mintimeout=1000", "--fetch-retry-maxtimeout=5000");
         if (!cmd || json_array_append_new(files, json_pack("{s:s, s:s}", "path", "tmp/npmrc", "data", "")) < 0 ||
             json_array_append_new(files, json_pack("{s:s, s:s}", "path", "tmp/npmrc-global", "data", "")) < 0)
                 goto oom;
