@@ -142,3 +142,32 @@ json_t *request(json_t *req) {
 json_t *new_req(const char *op) {
         return json_pack("{s:i, s:s}", "v", PROTO_VERSION, "op", op);
 }
+
+/* Files read whole: uploads, stdin, lock files. */
+#define MAX_UPLOAD (256u << 20)
+
+unsigned char *sbxctl_slurp(const char *path, size_t *ret_len) {
+        FILE *f = streq(path, "-") ? stdin : fopen(path, "re");
+        if (!f)
+                die("%s: %s", path, strerror(errno));
+        size_t cap = 65536, len = 0;
+        unsigned char *buf = malloc(cap);
+        for (;;) {
+                if (!buf)
+                        die("out of memory");
+                size_t n = fread(buf + len, 1, cap - len, f);
+                len += n;
+                if (len > MAX_UPLOAD)
+                        die("%s: larger than %u bytes", path, MAX_UPLOAD);
+                if (n == 0)
+                        break;
+                if (len == cap)
+                        buf = realloc(buf, cap *= 2);
+        }
+        if (ferror(f))
+                die("%s: read error", path);
+        if (f != stdin)
+                fclose(f);
+        *ret_len = len;
+        return buf;
+}

@@ -17,34 +17,6 @@
 #include "proto.h"
 #include "sbxctl.h"
 
-#define MAX_UPLOAD (256u << 20)
-
-unsigned char *sbxctl_slurp(const char *path, size_t *ret_len) {
-        FILE *f = streq(path, "-") ? stdin : fopen(path, "re");
-        if (!f)
-                die("%s: %s", path, strerror(errno));
-        size_t cap = 65536, len = 0;
-        unsigned char *buf = malloc(cap);
-        for (;;) {
-                if (!buf)
-                        die("out of memory");
-                size_t n = fread(buf + len, 1, cap - len, f);
-                len += n;
-                if (len > MAX_UPLOAD)
-                        die("%s: larger than %u bytes", path, MAX_UPLOAD);
-                if (n == 0)
-                        break;
-                if (len == cap)
-                        buf = realloc(buf, cap *= 2);
-        }
-        if (ferror(f))
-                die("%s: read error", path);
-        if (f != stdin)
-                fclose(f);
-        *ret_len = len;
-        return buf;
-}
-
 static char *b64(const unsigned char *d, size_t len) {
         size_t bl = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
         char *b = malloc(bl);
