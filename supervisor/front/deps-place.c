@@ -84,13 +84,10 @@ void deps_place_run(struct work *w) {
                             *dest = NULL, *ref = NULL, *ref_tmp = NULL;
         struct sbx_error err;
         struct stat st;
-        bool pip = false, npm = false;
+        bool pip, npm;
         json_t *rep = NULL, *nl = NULL;
         sbx_error_clear(&err);
-        for (size_t i = 0; i < in->n; i++) {
-                pip |= in->pins[i].eco == DEP_PIP;
-                npm |= in->pins[i].eco == DEP_NPM;
-        }
+        deps_kinds(in->pins, in->n, &pip, &npm);
         /* a name of this install's own: one a crash left is not in the way */
         if (asprintf(&report, "%s/%s/artifacts/report.json", in->results, in->job) < 0 ||
             asprintf(&npm_lock, "%s/%s/artifacts/" DEPS_LAYER_DIR "/npm/package-lock.json", in->results, in->job) < 0 ||

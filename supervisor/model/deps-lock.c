@@ -155,11 +155,8 @@ static json_t *sort_lock(json_t *lock, struct sbx_error *err) {
 
 json_t *deps_lock_make(json_t *report, json_t *npm_lock, const struct dep_pin *pins, size_t n, struct sbx_error *err) {
         json_t *lock = json_array();
-        bool pip = false, npm = false;
-        for (size_t i = 0; i < n; i++) {
-                pip |= pins[i].eco == DEP_PIP;
-                npm |= pins[i].eco == DEP_NPM;
-        }
+        bool pip, npm;
+        deps_kinds(pins, n, &pip, &npm);
         if (!lock) {
                 sbx_error_set(err, ENOMEM, "lock");
                 return NULL;

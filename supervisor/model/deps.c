@@ -174,6 +174,14 @@ int deps_parse_field(json_t *a, enum dep_eco eco, size_t others, char ***list, s
         return 0;
 }
 
+void deps_kinds(const struct dep_pin *pins, size_t n, bool *pip, bool *npm) {
+        *pip = *npm = false;
+        for (size_t i = 0; i < n; i++) {
+                *pip |= pins[i].eco == DEP_PIP;
+                *npm |= pins[i].eco == DEP_NPM;
+        }
+}
+
 int deps_pins_of(char *const *pip, size_t n_pip, char *const *npm, size_t n_npm, struct dep_pin *pins, size_t *n,
                  struct sbx_error *err) {
         *n = 0;
@@ -250,12 +258,10 @@ void deps_key(const char *pip_index, const char *npm_registry, const char *pytho
         unsigned char md[crypto_hash_sha256_BYTES];
         const struct dep_pin *sorted[DEPS_PINS_MAX];
         size_t m = n < DEPS_PINS_MAX ? n : DEPS_PINS_MAX;
-        bool pip = false, npm = false;
-        for (size_t i = 0; i < m; i++) {
+        bool pip, npm;
+        deps_kinds(pins, m, &pip, &npm);
+        for (size_t i = 0; i < m; i++)
                 sorted[i] = &pins[i];
-                pip |= pins[i].eco == DEP_PIP;
-                npm |= pins[i].eco == DEP_NPM;
-        }
         qsort(sorted, m, sizeof(*sorted), pin_order);
         crypto_hash_sha256_init(&h);
         hash_str(&h, "sbx deps 2");
@@ -280,6 +286,19 @@ int deps_check_url(const char *url, struct sbx_error *err) {
 
 static bool add(json_t *a, const char *s) {
         return json_array_append_new(a, json_string(s)) == 0;
+}
+
+/* Each pin of eco as its client takes it on a command line: no hash. */
+static bool add_pins(json_t *cmd, const struct dep_pin *pins, size_t n, enum dep_eco eco) {
+        for (size_t i = 0; i < n; i++) {
+                char pin[DEPS_NAME_MAX + DEPS_VERSION_MAX + 4];
+                if (pins[i].eco != eco)
+                        continue;
+                snprintf(pin, sizeof(pin), eco == DEP_NPM ? "%s@%s" : "%s==%s", pins[i].name, pins[i].version);
+                if (!add(cmd, pin))
+                        return false;
+        }
+        return true;
 }
 
 /* pip's command: exactly the pins (--no-deps), wheels only. */
@@ -317,15 +336,8 @@ static json_t *pip_command(const char *index, const char *endpoint, const struct
                 free(req);
                 if (r < 0 || !add(cmd, "--require-hashes") || !add(cmd, "-r") || !add(cmd, "/workspace/requirements.txt"))
                         goto oom;
-        } else
-                for (size_t i = 0; i < n; i++) {
-                        char pin[DEPS_NAME_MAX + DEPS_VERSION_MAX + 4];
-                        if (pins[i].eco != DEP_PIP)
-                                continue;
-                        snprintf(pin, sizeof(pin), "%s==%s", pins[i].name, pins[i].version);
-                        if (!add(cmd, pin))
-                                goto oom;
-                }
+        } else if (!add_pins(cmd, pins, n, DEP_PIP))
+                goto oom;
         return cmd;
 oom:
         json_decref(cmd);
@@ -348,14 +360,8 @@ static json_t *npm_command(const char *registry, const struct dep_pin *pins, siz
         if (!cmd || json_array_append_new(files, json_pack("{s:s, s:s}", "path", "tmp/npmrc", "data", "")) < 0 ||
             json_array_append_new(files, json_pack("{s:s, s:s}", "path", "tmp/npmrc-global", "data", "")) < 0)
                 goto oom;
-        for (size_t i = 0; i < n; i++) {
-                char pin[DEPS_NAME_MAX + DEPS_VERSION_MAX + 4];
-                if (pins[i].eco != DEP_NPM)
-                        continue;
-                snprintf(pin, sizeof(pin), "%s@%s", pins[i].name, pins[i].version);
-                if (!add(cmd, pin))
-                        goto oom;
-        }
+        if (!add_pins(cmd, pins, n, DEP_NPM))
+                goto oom;
         return cmd;
 oom:
         json_decref(cmd);
@@ -396,11 +402,8 @@ static char *shell_words(json_t *a, json_t *b) {
 json_t *deps_install_request(const char *pip_index, const char *npm_registry, const struct dep_pin *pins, size_t n,
                              uint64_t timeout_ms, uint64_t bytes, struct sbx_error *err) {
         char pip_ep[320] = "", npm_ep[320] = "";
-        bool pip = false, npm = false;
-        for (size_t i = 0; i < n; i++) {
-                pip |= pins[i].eco == DEP_PIP;
-                npm |= pins[i].eco == DEP_NPM;
-        }
+        bool pip, npm;
+        deps_kinds(pins, n, &pip, &npm);
         if ((pip && (!pip_index || netpolicy_url_endpoint(pip_index, pip_ep, sizeof(pip_ep), err) < 0)) ||
             (npm && (!npm_registry || netpolicy_url_endpoint(npm_registry, npm_ep, sizeof(npm_ep), err) < 0))) {
                 if ((pip && !pip_index) || (npm && !npm_registry))

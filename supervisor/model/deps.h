@@ -57,6 +57,8 @@ void deps_normalize(const char *name, char *buf, size_t len);
  * other kind, at most DEPS_PINS_MAX in all. -EINVAL with err naming the
  * field and the pin. */
 int deps_parse_field(json_t *a, enum dep_eco eco, size_t others, char ***list, size_t *n, struct sbx_error *err);
+/* Are there pins of each kind among pins? */
+void deps_kinds(const struct dep_pin *pins, size_t n, bool *pip, bool *npm);
 /* The pins of a request's two fields into pins (DEPS_PINS_MAX), *n. */
 int deps_pins_of(char *const *pip, size_t n_pip, char *const *npm, size_t n_npm, struct dep_pin *pins, size_t *n,
                  struct sbx_error *err);
