@@ -65,10 +65,6 @@ static int remove_one(const char *p, const struct stat *st, int type, struct FTW
         return remove(p) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-static bool is_key(const char *s) {
-        return strlen(s) == DEPS_KEY_HEX && strspn(s, "0123456789abcdef") == DEPS_KEY_HEX;
-}
-
 static struct layer *find(struct deps_cache *c, const char *key) {
         for (size_t i = 0; i < c->n; i++)
                 if (streq(c->v[i].key, key))
@@ -120,7 +116,7 @@ int deps_cache_open(int dir_fd, const char *path, struct deps_cache **ret, struc
                                 log_warning("packages: removing %s: %s", p, strerror(errno));
                         continue;
                 }
-                if (!is_key(e->d_name))
+                if (!deps_is_hex64(e->d_name))
                         continue;
                 snprintf(lockp, sizeof(lockp), "%.64s/" READY_FILE, e->d_name);
                 if (fstatat(dir_fd, lockp, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
@@ -181,7 +177,7 @@ static void gc_run(struct work *w) {
         struct dirent *e;
         while (dir && (e = readdir(dir))) {
                 char buf[DEPS_KEY_HEX + 1];
-                if (!is_key(e->d_name))
+                if (!deps_is_hex64(e->d_name))
                         continue;
                 int fd = openat(dirfd(dir), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 ssize_t n = fd >= 0 ? read(fd, buf, DEPS_KEY_HEX) : -1;

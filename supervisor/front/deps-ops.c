@@ -223,7 +223,7 @@ static json_t *layer_of(struct deps *x, const char *key, char layer[DEPS_KEY_HEX
         size_t n = 0;
         snprintf(p, sizeof(p), BY_REQUEST "/%s", key);
         _cleanup_free_ char *ref = read_small(x, p, DEPS_KEY_HEX, &n);
-        if (!ref || n != DEPS_KEY_HEX || strspn(ref, "0123456789abcdef") != DEPS_KEY_HEX)
+        if (!deps_is_hex64(ref))
                 return NULL;
         memcpy(layer, ref, DEPS_KEY_HEX + 1);
         return lock_of(x, layer);
@@ -434,8 +434,7 @@ static void hook_release(struct rjob *rj) {
  * journal's start line named it). */
 static void hook_adopt(struct rjob *rj, const char *layer) {
         struct deps *x = rj->d->deps;
-        json_t *lock = x && strlen(layer) == DEPS_KEY_HEX && strspn(layer, "0123456789abcdef") == DEPS_KEY_HEX ? lock_of(x, layer)
-                                                                                                                : NULL;
+        json_t *lock = x && deps_is_hex64(layer) ? lock_of(x, layer) : NULL;
         if (lock && set_layer(rj, x, layer) == 0) {
                 json_decref(rj->deps_info);
                 rj->deps_info = info(NULL, layer, lock, true);

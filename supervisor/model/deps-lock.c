@@ -12,10 +12,6 @@
 #include "deps.h"
 #include "util.h"
 
-static bool hex64(const char *s) {
-        return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
-}
-
 /* Is sha one of list's (HEX[,HEX]...)? */
 static bool hash_listed(const char *list, const char *sha) {
         for (const char *p = list; *p; p += p[64] ? 65 : 64)
@@ -44,7 +40,7 @@ static int lock_pip(json_t *lock, json_t *report, const struct dep_pin *pins, si
                                                                     "sha256"));
                 char norm[DEPS_NAME_MAX + 1];
                 size_t k;
-                if (!name || !version || !url || !hex64(sha))
+                if (!name || !version || !url || !deps_is_hex64(sha))
                         return sbx_error_msg(err, EINVAL, "pip's report: entry %zu lacks a name, version, URL or SHA-256", i);
                 deps_normalize(name, norm, sizeof(norm));
                 for (k = 0; k < n; k++)

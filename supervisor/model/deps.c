@@ -21,6 +21,10 @@ static bool all_of(const char *s, size_t n, const char *extra) {
         return true;
 }
 
+bool deps_is_hex64(const char *s) {
+        return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
 const char *deps_eco_name(enum dep_eco eco) {
         return eco == DEP_NPM ? "npm" : "pip";
 }
@@ -120,8 +124,7 @@ static int parse_npm(const char *s, struct dep_pin *ret, struct sbx_error *err) 
         ret->version[vl] = '\0';
         if (hash) {
                 const char *h = hash + 1;
-                size_t b = strlen(h) - (strncmp(h, "sha512-", 7) == 0 ? 7 : 0);
-                if (strncmp(h, "sha512-", 7) != 0 || b != 88 || strspn(h + 7, B64) != 86 || strcmp(h + 7 + 86, "==") != 0)
+                if (strncmp(h, "sha512-", 7) != 0 || strlen(h) != 7 + 88 || strspn(h + 7, B64) != 86 || strcmp(h + 7 + 86, "==") != 0)
                         return sbx_error_msg(err, EINVAL, "'%.64s': #sha512-BASE64 (npm's integrity: 88 characters after "
                                                           "'sha512-')", s);
                 snprintf(ret->hash, sizeof(ret->hash), "%s", h);

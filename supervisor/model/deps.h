@@ -46,6 +46,8 @@ struct dep_pin {
 };
 
 const char *deps_eco_name(enum dep_eco eco);   /* "pip", "npm" */
+/* Is s 64 lower-case hex digits (a key, a SHA-256)? NULL is not. */
+bool deps_is_hex64(const char *s);
 /* One pin of a request; -EINVAL with err naming what is wrong. */
 int deps_pin_parse(enum dep_eco eco, const char *s, struct dep_pin *ret, struct sbx_error *err);
 /* The pin again, canonical. */
