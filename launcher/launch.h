@@ -204,6 +204,7 @@ struct run_result {
         uint64_t limits[LIMIT_COUNT];   /* what the command's process had */
         uid_t outer_uid;                /* whose rlimits: see status.c */
 };
-void status_start(int fd, pid_t command_pid);
+/* The start line: the command's pid and the protections the sandbox has. */
+void status_start(int fd, pid_t command_pid, const struct profile *p, const struct protections *pr);
 void status_end(int fd, const struct profile *p, const struct run_result *r);
 void status_error(int fd, const char *step, const char *message);

@@ -125,7 +125,7 @@ static void drain_reports(struct launch *l, int sock, struct watch *w) {
                          * and the command's copy closed on a successful exec. */
                         w->sock_open = false;
                         if (w->ready && !w->exec_failed && !w->started) {
-                                status_start(l->status_fd, w->command_pid);
+                                status_start(l->status_fd, w->command_pid, &l->profile, &w->prot);
                                 w->started = true;
                         }
                         return;
@@ -387,7 +387,7 @@ static int sandbox_result(struct launch *l, struct sandbox *sb, struct watch *w,
         if (w->exec_failed)
                 fprintf(stderr, "sbx-launch: %s: %s\n", w->last_error.step, w->last_error.msg);
         if (w->ready && !w->exec_failed && !w->started)
-                status_start(l->status_fd, w->command_pid);
+                status_start(l->status_fd, w->command_pid, &l->profile, &w->prot);
         status_end(l->status_fd, &l->profile, res);
         return res->exit_code;
 }

@@ -22,15 +22,6 @@ static void emit(int fd, const char *line, int len) {
                 (void) fd_write_all(fd, line, (size_t) len);
 }
 
-void status_start(int fd, pid_t command_pid) {
-        char line[64];
-        if (fd < 0)
-                return;
-        int n = snprintf(line, sizeof(line), "{" K(SBX_STATUS_CHILD_PID) "%d}\n", (int) command_pid);
-        if (n > 0 && (size_t) n < sizeof(line))
-                emit(fd, line, n);
-}
-
 static const char *json_bool(bool b) {
         return b ? "true" : "false";
 }
@@ -97,25 +88,55 @@ static void limits_json(char *buf, size_t size, size_t *n, const struct profile 
         append(buf, size, n, "}, ");
 }
 
-void status_end(int fd, const struct profile *p, const struct run_result *r) {
-        char line[4096], sig[16], secc[16];
-        size_t n = 0;
-        if (fd < 0)
-                return;
+/* The protections object (pr NULL: none were reported). */
+static void protections_json(char *buf, size_t size, size_t *n, const struct profile *p, const struct protections *pr) {
         static const struct protections none = { 0 };
-        const struct protections *pr = r->have_prot ? &r->prot : &none;
-        if (r->signal)
-                snprintf(sig, sizeof(sig), "%d", r->signal);
-        else
-                snprintf(sig, sizeof(sig), "null");
+        char secc[16];
+        bool have = pr != NULL;
+        if (!pr)
+                pr = &none;
         /* "none" only when the profile asked for no filter; null when a
          * filter was wanted but none was loaded. */
         if (pr->seccomp)
                 snprintf(secc, sizeof(secc), "\"%s\"", seccomp_mode_name(pr->seccomp_mode));
-        else if (r->have_prot && p->seccomp == SECCOMP_NONE)
+        else if (have && p->seccomp == SECCOMP_NONE)
                 snprintf(secc, sizeof(secc), "\"none\"");
         else
                 snprintf(secc, sizeof(secc), "null");
+        append(buf, size, n,
+               K(SBX_STATUS_PROTECTIONS) "{" K(SBX_PROT_NO_NEW_PRIVS) "%s, " K(SBX_PROT_SECCOMP) "%s, "
+               K(SBX_PROT_LANDLOCK_ABI) "%d, " K(SBX_PROT_LANDLOCK_FS) "%s, " K(SBX_PROT_LANDLOCK_NET) "%s, "
+               K(SBX_PROT_LANDLOCK_SCOPED) "%s, " K(SBX_PROT_CAPS_DROPPED) "%s, "
+               K(SBX_PROT_NESTED_USERNS_BLOCKED) "%s, " K(SBX_PROT_PROC_MASKED) "%s, "
+               K(SBX_PROT_OPENAT2) "%s, " K(SBX_PROT_SETID_REFUSED) "%s, " K(SBX_PROT_MEMFD_REFUSED) "%s}",
+               json_bool(pr->no_new_privs), secc, pr->landlock_abi, json_bool(pr->landlock_fs),
+               json_bool(pr->landlock_net), json_bool(pr->landlock_scoped),
+               json_bool(pr->caps_dropped), json_bool(pr->nested_userns_blocked),
+               json_bool(pr->proc_masked), json_bool(pr->openat2), json_bool(pr->setid_refused),
+               json_bool(pr->memfd_refused));
+}
+
+void status_start(int fd, pid_t command_pid, const struct profile *p, const struct protections *pr) {
+        char line[1024];
+        size_t n = 0;
+        if (fd < 0)
+                return;
+        append(line, sizeof(line), &n, "{" K(SBX_STATUS_CHILD_PID) "%d, ", (int) command_pid);
+        protections_json(line, sizeof(line), &n, p, pr);
+        append(line, sizeof(line), &n, "}\n");
+        if (n < sizeof(line))
+                emit(fd, line, (int) n);
+}
+
+void status_end(int fd, const struct profile *p, const struct run_result *r) {
+        char line[4096], sig[16];
+        size_t n = 0;
+        if (fd < 0)
+                return;
+        if (r->signal)
+                snprintf(sig, sizeof(sig), "%d", r->signal);
+        else
+                snprintf(sig, sizeof(sig), "null");
         append(line, sizeof(line), &n,
                "{" K(SBX_STATUS_EXIT_CODE) "%d, " K(SBX_STATUS_SIGNAL) "%s, " K(SBX_STATUS_TIMED_OUT) "%s, "
                K(SBX_STATUS_WALL_MS) "%llu, " K(SBX_STATUS_CPU_MS) "%llu, " K(SBX_STATUS_PEAK_RSS_KB) "%llu, ",
@@ -126,17 +147,8 @@ void status_end(int fd, const struct profile *p, const struct run_result *r) {
         else
                 append(line, sizeof(line), &n, K(SBX_STATUS_PEAK_VM_KB) "null, ");
         limits_json(line, sizeof(line), &n, p, r);
-        append(line, sizeof(line), &n,
-               K(SBX_STATUS_PROTECTIONS) "{" K(SBX_PROT_NO_NEW_PRIVS) "%s, " K(SBX_PROT_SECCOMP) "%s, "
-               K(SBX_PROT_LANDLOCK_ABI) "%d, " K(SBX_PROT_LANDLOCK_FS) "%s, " K(SBX_PROT_LANDLOCK_NET) "%s, "
-               K(SBX_PROT_LANDLOCK_SCOPED) "%s, " K(SBX_PROT_CAPS_DROPPED) "%s, "
-               K(SBX_PROT_NESTED_USERNS_BLOCKED) "%s, " K(SBX_PROT_PROC_MASKED) "%s, "
-               K(SBX_PROT_OPENAT2) "%s, " K(SBX_PROT_SETID_REFUSED) "%s, " K(SBX_PROT_MEMFD_REFUSED) "%s}}\n",
-               json_bool(pr->no_new_privs), secc, pr->landlock_abi, json_bool(pr->landlock_fs),
-               json_bool(pr->landlock_net), json_bool(pr->landlock_scoped),
-               json_bool(pr->caps_dropped), json_bool(pr->nested_userns_blocked),
-               json_bool(pr->proc_masked), json_bool(pr->openat2), json_bool(pr->setid_refused),
-               json_bool(pr->memfd_refused));
+        protections_json(line, sizeof(line), &n, p, r->have_prot ? &r->prot : NULL);
+        append(line, sizeof(line), &n, "}\n");
         if (n < sizeof(line))
                 emit(fd, line, (int) n);
 }

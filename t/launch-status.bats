@@ -21,7 +21,9 @@ setup() {
         [ "$(wc -l < "$st")" -eq 2 ]
         # each line is one JSON object
         jq -e . "$st" >/dev/null
-        [ "$(jq -s '.[0] | keys | join(",")' "$st")" = '"child-pid"' ]
+        [ "$(jq -s '.[0] | keys | join(",")' "$st")" = '"child-pid,protections"' ]
+        # what the sandbox has is known from the start, as at the end
+        [ "$(jq -s -c '.[0].protections == .[1].protections' "$st")" = true ]
         [ "$(jq -s '.[0]."child-pid" > 1' "$st")" = true ]
         [ "$(jq -s -c '.[1] | keys_unsorted' "$st")" = '["exit-code","signal","timed-out","wall-ms","cpu-ms","peak-rss-kb","peak-vm-kb","limits","protections"]' ]
         [ "$(jq -s -c '.[1].limits | keys_unsorted' "$st")" = '["timeout","cpu","memory","data","processes","file-size","open-files","stack","core"]' ]
