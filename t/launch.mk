@@ -26,6 +26,6 @@ EXTRA_DIST += $(LAUNCH_TESTS) t/helpers/tty-caller.py
 check_PROGRAMS += t/helpers/init-client
 t_helpers_init_client_SOURCES = t/helpers/init-client.c
 t_helpers_init_client_LDADD = $(LIBSBX)
-SESSION_TESTS = t/session-init.bats t/session-daemon.bats t/session-restart.bats t/session-service.bats t/session-many.bats t/session-user.bats
+SESSION_TESTS = t/session-init.bats t/session-daemon.bats t/session-restart.bats t/session-service.bats t/session-many.bats t/session-user.bats t/warm-pool.bats
 TESTS += $(SESSION_TESTS)
 EXTRA_DIST += $(SESSION_TESTS)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "session.h"
 #include "subscribe.h"
 #include "trace.h"
+#include "warm.h"
 
 /* What the checks of a run request decided when they refuse it: one
  * place (accept_run) replies and audits. */
@@ -307,18 +309,31 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
                 deny(v, E_INTERNAL, "cannot make the session: %s", err.msg);
                 return NULL;
         }
-        if (sched_enqueue(&d->sched, j, &err) < 0) {
+        /* In a sandbox of its tenant's warm pool, when it may run in one,
+         * it starts at once, in the place its box holds (accept_run); else
+         * it queues. */
+        struct session *warm = warm_take(d, c->tenant, &j->req, &j->pol, rj->profile_path);
+        if (warm && session_warm_attach(warm, rj) < 0) {
+                deny(v, E_INTERNAL, "out of memory");
+                return NULL;
+        }
+        if (!warm && sched_enqueue(&d->sched, j, &err) < 0) {
                 session_abandon(rj);
                 deny(v, E_QUEUE_FULL, "%s", err.msg);
                 return NULL;
         }
+        if (!warm)
+                warm_queued(d, c->tenant);
         /* After this line a crash still leaves the job a result record,
          * once it is synced (before the client hears of the job). */
         json_t *jr = accept_record(rj);
         r = jr ? journal_append(&d->journal, jr, false) : -ENOMEM;
         json_decref(jr);
         if (r < 0) {
-                sched_remove_queued(&d->sched, j);
+                if (warm)
+                        session_warm_abandon(rj);
+                else
+                        sched_remove_queued(&d->sched, j);
                 session_abandon(rj);
                 prepare_failed(c, "journal", r, strerror(-r), v);
                 return NULL;
@@ -326,8 +341,10 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         return TAKE_PTR(rj);
 }
 
-struct rjob *accept_internal(struct daemon *d, const struct tenant *t, json_t *request, const struct policy_decision *pol,
-                             struct sbx_error *err) {
+/* accept_internal, and with warm_idle_ms a warm sandbox: a session's box
+ * marked warm, idle that long before it ends unused. */
+static struct rjob *internal_job(struct daemon *d, const struct tenant *t, json_t *request, const struct policy_decision *pol,
+                                 uint64_t warm_idle_ms, struct sbx_error *err) {
         struct request req;
         struct verdict v = { 0 };
         char digest[65], tp[TRACEPARENT_LEN + 1];
@@ -361,18 +378,70 @@ struct rjob *accept_internal(struct daemon *d, const struct tenant *t, json_t *r
         trace_child(NULL, tp);
         if (!(j->req.run.traceparent = strdup(tp)))
                 return sbx_error_set(err, ENOMEM, "job"), NULL;
-        if (sched_enqueue(&d->sched, j, err) < 0)
+        if (warm_idle_ms) {
+                /* its command, as its record and journal say: the agent */
+                struct run_request *run = &j->req.run;
+                if (!run->argv && (!(run->argv = calloc(2, sizeof(char *))) || !(run->argv[0] = strdup("sbx-init"))))
+                        return sbx_error_set(err, ENOMEM, "job"), NULL;
+                run->argc = 1;
+                rj->warm = true;
+                if (session_new(&d->sessions, rj, warm_idle_ms, err) < 0)
+                        return NULL;
+        }
+        if (sched_enqueue(&d->sched, j, err) < 0) {
+                session_abandon(rj);
                 return NULL;
+        }
         json_t *jr = accept_record(rj);
         int r = jr ? journal_append(&d->journal, jr, false) : -ENOMEM;
         json_decref(jr);
         if (r < 0) {
                 sched_remove_queued(&d->sched, j);
+                session_abandon(rj);
                 return sbx_error_set(err, -r, "journal"), NULL;
         }
         jobs_add(&d->jobs, rj);
         runner_schedule(d);
         return TAKE_PTR(rj);
+}
+
+struct rjob *accept_internal(struct daemon *d, const struct tenant *t, json_t *request, const struct policy_decision *pol,
+                             struct sbx_error *err) {
+        return internal_job(d, t, request, pol, 0, err);
+}
+
+struct rjob *accept_warm(struct daemon *d, const struct tenant *t, struct sbx_error *err) {
+        struct request req;
+        struct policy_decision pol;
+        struct verdict v = { 0 };
+        char why[SBX_ERROR_MAX];
+        /* Its TTL: idle as long as warm_idle, then its job's longest run. */
+        uint64_t ttl_s = (t->warm_idle_ms + t->max_timeout_ms) / 1000 + 60;
+        json_t *request = json_pack("{s:i, s:s, s:I, s:I}", "v", 1, "op", "session.create", "ttl_s", (json_int_t) ttl_s, "idle_s",
+                                    (json_int_t) (t->warm_idle_ms / 1000));
+        _cleanup_free_ char *line = request ? json_dumps(request, JSON_COMPACT) : NULL;
+        request_init(&req);
+        if (!line) {
+                json_decref(request);
+                return sbx_error_set(err, ENOMEM, "request"), NULL;
+        }
+        /* The decision a job asking for no limits of its own gets. */
+        int r = proto_parse_request(line, strlen(line), &req, err);
+        if (r >= 0)
+                r = policy_apply(t, &req.run, &d->caps, &pol, err);
+        _cleanup_free_ char *profile_path = NULL;
+        if (r >= 0 && (r = resolve_profile(d, pol.profile, &profile_path, &v)) < 0)
+                sbx_error_msg(err, -r, "%s", v.msg);
+        if (r >= 0 && (r = netjob_profile_policy(&d->caps, pol.profile, profile_path, &pol, why, sizeof(why))) < 0)
+                sbx_error_msg(err, -r, "%s", why);
+        request_free(&req);
+        struct rjob *rj = NULL;
+        if (r >= 0) {
+                pol.timeout_ms = ttl_s * 1000;
+                rj = internal_job(d, t, request, &pol, t->warm_idle_ms, err);
+        }
+        json_decref(request);
+        return rj;
 }
 
 void accept_run(struct conn *c, struct request *req) {
@@ -397,7 +466,9 @@ void accept_run(struct conn *c, struct request *req) {
                 subscribe_add(c, rj, W_FOLLOW, STREAM_BOTH, req->tag);
         /* At hand, it queues now; else it waits ("fetching"); refused, it
          * has ended already. */
-        if (j->bundle.set)
+        if (rj->warm)
+                session_warm_start(rj);
+        else if (j->bundle.set)
                 bundle_job_start(rj);
         else if (run_has_deps(&j->req.run))
                 deps_job_start(rj);

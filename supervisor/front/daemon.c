@@ -33,6 +33,7 @@
 #include "policy-ops.h"
 #include "reload.h"
 #include "session.h"
+#include "warm.h"
 #include "results-rest.h"
 #include "secretproxy.h"
 #include "runner.h"
@@ -207,6 +208,8 @@ static void on_worker(struct source *s, uint32_t events) {
 static void on_idle(void *arg) {
         struct daemon *d = arg;
         commit_submit(d);
+        if (d->warm_wanted)
+                warm_fill(d);
         if (d->schedule_wanted) {
                 runner_start_ready(d);
                 commit_submit(d);
@@ -447,6 +450,9 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         if (r < 0)
                 return r;
         sessions_adopt(&d->sessions);
+        /* After the adoption: warm sandboxes from before are ended. */
+        if (warm_init(d) < 0)
+                return sbx_error_set(err, ENOMEM, "warm pools");
         if ((r = metrics_http_start(d, err)) < 0)
                 return r;
         if ((r = service_start(d, err)) < 0)
@@ -504,6 +510,7 @@ void daemon_done(struct daemon *d) {
                 privc_close(&d->privc);
         conns_done(&d->conns);
         sched_done(&d->sched);
+        warm_done(d);
         sessions_done(&d->sessions);
         statedir_close(&d->dirs);
         while (d->ghosts) {

@@ -30,6 +30,7 @@
 #include "uidpool.h"
 
 struct bundles;
+struct warm;
 struct deps;
 struct MHD_Daemon;
 
@@ -67,6 +68,8 @@ struct daemon {
         unsigned cpu_watched;     /* running jobs whose CPU time is checked */
         bool stopping;
         bool schedule_wanted;
+        struct warm *warm;        /* warm.c: the tenants' warm pools */
+        bool warm_wanted;         /* a pool may lack sandboxes: warm_fill() after this turn */
         bool starting;            /* runner_start_ready() is starting jobs */
         uint64_t next_retention_ms;
         struct ghost_tenant *ghosts;

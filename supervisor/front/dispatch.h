@@ -24,6 +24,8 @@ struct policy_decision;
 struct tenant;
 struct rjob *accept_internal(struct daemon *d, const struct tenant *t, json_t *request, const struct policy_decision *pol,
                              struct sbx_error *err);
+/* A sandbox of t's warm pool (warm.c), queued and journaled; NULL with err. */
+struct rjob *accept_warm(struct daemon *d, const struct tenant *t, struct sbx_error *err);
 /* session-ops.c: every session.* request. */
 void session_op(struct conn *c, struct request *req);
 /* The journal's accept line for a job (also rewritten by compaction). */

@@ -31,6 +31,7 @@
 #include "service.h"
 #include "tenant.h"
 #include "util.h"
+#include "warm.h"
 
 struct retired {
         struct config cfg;   /* the old tenants and tokens */
@@ -148,6 +149,7 @@ json_t *reload_apply(struct daemon *d, struct retired *old, const char *by) {
         json_t *closed = json_array(), *ended = json_array(), *services = json_array();
         unsigned n_closed = move_conns(d, closed);
         unsigned n_ended = sessions_reloaded(&d->sessions, d->cfg, ended, services);
+        warm_reloaded(d);
         size_t i;
         json_t *x;
         json_array_foreach (services, i, x) {

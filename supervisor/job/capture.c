@@ -104,6 +104,7 @@ void capture_release(struct capture *cap) {
         if (cap->result_dir_fd >= 0)
                 close(cap->result_dir_fd);
         json_decref(cap->status_end);
+        json_decref(cap->start_prot);
         free(cap->status_buf);
         free(cap->spawn_error);
         capture_init(cap);
@@ -250,7 +251,14 @@ static void status_line(struct capture *cap, const char *line, size_t len) {
                 cap->status_end = m;
                 return;
         }
-        json_decref(m); /* the start line: the pid is known from the pidfd */
+        /* the start line: the pid is known from the pidfd; what the
+         * sandbox has is kept for the records of its session's execs */
+        json_t *prot = json_object_get(m, SBX_STATUS_PROTECTIONS);
+        if (json_is_object(prot)) {
+                json_decref(cap->start_prot);
+                cap->start_prot = json_incref(prot);
+        }
+        json_decref(m);
         /* set up, and the command's execve succeeded */
         struct rjob *rj = container_of(cap, struct rjob, cap);
         callbacks_progress_start(rj->d, rj);

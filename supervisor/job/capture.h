@@ -28,6 +28,7 @@ struct capture {
         char *status_buf;
         size_t status_len;
         json_t *status_end;      /* the launcher's end record */
+        json_t *start_prot;      /* the protections its start line reported (an exec: its box's), or NULL */
         int spawn_err_fd;        /* the daemon child's report before exec */
         char *spawn_error;       /* what it reported */
         int pidfd;

@@ -85,6 +85,15 @@ struct rjob {
         unsigned n_session_orphans;
         uint32_t session_handle;  /* an exec: its handle in the agent (0 until it started) */
         json_t *session_service;  /* the box: its exposed ports and token (session/'s), journaled with its start */
+        /* Of a tenant's warm pool (front/warm.c): the box, made ahead and
+         * used once; or the job that ran in one (an exec whose box is it). */
+        bool warm;
+        /* An exec: its box's sandbox as the box's start found it, for the
+         * exec's record (it ran in that cgroup and workspace). */
+        struct {
+                bool cgroup, disk_quota, noswap, encrypted;
+                unsigned cg_limits;
+        } box;
         /* An exec: signal its process group (set by session/, which speaks
          * to the agent); the runner calls it to stop or kill it. */
         void (*session_signal)(struct rjob *rj, int signo);

@@ -39,9 +39,9 @@ json_t *accept_record(const struct rjob *rj) {
                               "request_sha256", rj->req_digest, "attempt", (int) j->attempt);
         /* A session's: recovery ends it rather than running it again. */
         if (o && rj->session_id[0])
-                json_object_set_new(o, "session", json_pack("{s:s, s:s, s:I}", "id", rj->session_id, "role",
+                json_object_set_new(o, "session", json_pack("{s:s, s:s, s:I, s:b}", "id", rj->session_id, "role",
                                                             rj->session_box ? "sandbox" : "exec", "idle_ms",
-                                                            (json_int_t) rj->session_idle_ms));
+                                                            (json_int_t) rj->session_idle_ms, "warm", rj->warm));
         return o;
 }
 
@@ -351,6 +351,7 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
                 memcpy(rj->session_id, sid, PROTO_SESSION_ID_LEN + 1);
                 rj->session_box = streq(json_string_value(json_object_get(sess, "role")) ?: "", "sandbox");
                 rj->session_exec = !rj->session_box;
+                rj->warm = json_is_true(json_object_get(sess, "warm"));
                 rj->session_end = "restarted";
                 whole = false;
                 /* An exec has no launcher: it started when it was given a handle. */

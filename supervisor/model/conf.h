@@ -90,6 +90,8 @@ struct tenant {
         uint64_t session_ttl_max_ms;  /* the longest a session may live */
         uint64_t session_idle_max_ms; /* the longest it may go without a request */
         uint64_t session_memory_max;  /* bytes: the memory limits of its live sessions together; CONFIG_UNSET: no cap */
+        uint64_t warm;            /* sandboxes kept made ahead for its jobs (front/warm.c); 0: none */
+        uint64_t warm_idle_ms;    /* how long one waits unused before it ends */
         bool session_services;    /* its sessions may expose ports through the proxy */
         uint64_t service_connections; /* open through the proxy at once, per session */
         uint64_t service_bandwidth;   /* bytes a second through the proxy, per session, both ways; CONFIG_UNSET: no cap */

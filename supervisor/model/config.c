@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -61,6 +62,7 @@ void tenant_defaults(struct tenant *t) {
         t->session_ttl_max_ms = 60 * 60 * 1000;
         t->session_idle_max_ms = 15 * 60 * 1000;
         t->session_memory_max = CONFIG_UNSET;
+        t->warm_idle_ms = 10 * 60 * 1000;
         t->service_connections = 16;
         t->service_bandwidth = CONFIG_UNSET;
         t->net_modes = NET_MODE_BIT(NET_NONE);
@@ -465,6 +467,8 @@ static const struct inikey keys[] = {
         TENANT("session_ttl_max", ONCE, config_kind_duration, IN_TENANT(session_ttl_max_ms), .min = 1000),
         TENANT("session_idle_max", ONCE, config_kind_duration, IN_TENANT(session_idle_max_ms), .min = 1000),
         TENANT("session_memory_max", ONCE, config_kind_size, IN_TENANT(session_memory_max), .arg = CONF_UNLIMITED),
+        TENANT("warm", ONCE, config_kind_count, IN_TENANT(warm), .max = 64),
+        TENANT("warm_idle", ONCE, config_kind_duration, IN_TENANT(warm_idle_ms), .min = 1000),
         TENANT("session_services", ONCE, config_kind_bool, IN_TENANT(session_services)),
         TENANT("service_connections", ONCE, config_kind_count, IN_TENANT(service_connections)),
         TENANT("service_bandwidth", ONCE, config_kind_size, IN_TENANT(service_bandwidth), .arg = CONF_UNLIMITED,
@@ -564,6 +568,13 @@ static int config_validate(struct config *c, struct sbx_error *err) {
                         t->default_timeout_ms = t->max_timeout_ms;
                 if (t->default_timeout_ms > t->max_timeout_ms)
                         return sbx_error_msg(err, EINVAL, "%s: [tenant.%s] default_timeout is above max_timeout", t->origin, t->name);
+                /* Each sandbox of its pool holds one of its max_jobs: one
+                 * at least is left for the jobs that run cold. */
+                if (t->warm && t->warm >= t->max_jobs)
+                        return sbx_error_msg(err, EINVAL,
+                                             "%s: [tenant.%s] warm = %" PRIu64 " holds as many sandboxes as max_jobs (%" PRIu64
+                                             ") lets it run: at most %" PRIu64,
+                                             t->origin, t->name, t->warm, t->max_jobs, t->max_jobs ? t->max_jobs - 1 : 0);
         }
         if (c->helper_socket && !c->user)
                 return sbx_error_msg(err, EINVAL, "helper_socket %s: goes with user (the user the front runs as, whom sbx-privd serves)",

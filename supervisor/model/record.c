@@ -172,6 +172,7 @@ json_t *record_build(const struct record_input *in) {
         if (in->deps)
                 json_object_set_new(rec, "dependencies", json_incref(in->deps));
         json_object_set_new(rec, "cgroup", json_boolean(in->cgroup));
+        json_object_set_new(rec, "warm", json_boolean(in->warm));
         if (in->session) {
                 json_t *s = json_pack("{s:s, s:s}", "id", in->session, "role", in->session_role ? in->session_role : "exec");
                 if (s && in->session_end)
@@ -182,6 +183,8 @@ json_t *record_build(const struct record_input *in) {
                                                         in->disk_quota && in->ws_noswap, "encrypted",
                                                         !in->disk_quota && in->ws_encrypted));
         json_t *prot = end ? json_object_get(end, SBX_STATUS_PROTECTIONS) : NULL;
+        if (!prot)
+                prot = in->start_prot;
         json_object_set_new(rec, "protections", prot ? json_incref(prot) : json_null());
         const struct netevents *ne = in->net;
         json_object_set_new(rec, "network_events", ne && ne->list ? json_incref(ne->list) : json_array());

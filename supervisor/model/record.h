@@ -37,6 +37,7 @@ struct record_input {
         json_t *value;              /* borrowed: the job's structured result ($SBX_RESULT), or NULL */
         const char *value_error;    /* why the file it wrote is not the record's value, or NULL */
         json_t *launcher_end;       /* borrowed: the launcher's end record, or NULL */
+        json_t *start_prot;         /* borrowed: the protections its start reported, or NULL (used without an end record's) */
         int64_t cgroup_cpu_us;      /* the job cgroup's usage, or -1 */
         bool cgroup;                /* the job had a cgroup */
         unsigned cg_limits;         /* CG_LIMIT_* it enforced */
@@ -45,6 +46,7 @@ struct record_input {
         bool ws_encrypted;          /* a directory, encrypted with a key of its own */
         const char *session;        /* a session's sandbox or exec: the session's id; NULL: none */
         const char *session_role;   /* "sandbox" or "exec" */
+        bool warm;                  /* it ran in a sandbox of its tenant's warm pool (or is one) */
         const char *session_end;    /* the sandbox: why the session ended */
         const char *req_digest;     /* proto_request_digest(), or NULL */
         const char *cb_delivery;    /* the callback's delivery id, with the request's callback URL; or NULL */

@@ -32,6 +32,14 @@ static void adopt_one(struct sessions *ss, struct rjob *box) {
                 return;
         }
         s->created_ms = box->j.created_ms;
+        /* A warm sandbox is made again rather than kept: the pool after a
+         * restart is made under the configuration as it is now. */
+        if (s->warm) {
+                log_info("session %s (tenant %s): a warm sandbox from before the restart: it ends", s->id, s->tenant_name);
+                s->taken = true;
+                session_end(s, "restarted");
+                return;
+        }
         session_restore_service(s);
         log_info("session %s (tenant %s): its sandbox outlived the restart; connecting to its agent again", s->id,
                  s->tenant_name);

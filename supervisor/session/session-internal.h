@@ -54,6 +54,10 @@ struct session {
         struct sbx_init_exit held[16];
         unsigned n_held;
         bool in_call;
+        /* Of its tenant's warm pool (session-warm.c): made by the daemon,
+         * not a caller; taken by the one job it runs, then it ends. */
+        bool warm;
+        bool taken;
 };
 
 /* bytes random bytes as 2 * bytes lowercase hex digits and a NUL (ids,
@@ -66,6 +70,13 @@ struct session *session_alloc(struct sessions *ss, struct rjob *box, const char 
  * the loop. A failure ends the session. */
 void session_connect(struct session *s);
 void sock_path(const struct sessions *ss, const char *id, struct sockaddr_un *sa);
+/* rj becomes an exec of s (its session fields set), not yet listed in s
+ * or started; NULL when out of memory. */
+struct exec_ref *exec_attach(struct session *s, struct rjob *rj);
+/* Start an attached exec through the agent; -errno with err set. */
+int exec_spawn(struct session *s, struct exec_ref *x, const struct request *req, struct sbx_error *err);
+/* Stop the idle timer (a warm sandbox taken: its job's timeout rules). */
+void session_idle_stop(struct session *s);
 /* Close an exec's kept stdin (its command sees the end of it). */
 void exec_stdin_close(struct exec_ref *x);
 /* It ended: out of the live list, its socket's file gone, remembered for

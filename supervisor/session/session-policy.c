@@ -46,6 +46,12 @@ unsigned sessions_reloaded(struct sessions *ss, const struct config *cfg, json_t
                 if (s->state == S_ENDING)
                         continue;
                 const struct tenant *t = tenant_find(cfg, s->tenant_name);
+                /* A policy change flushes the warm pools: what is made
+                 * ahead is made again under the new one. */
+                if (s->warm && !s->taken) {
+                        session_end(s, "flushed");
+                        continue;
+                }
                 char buf[160];
                 const char *why = withdrawn(s, t, buf, sizeof(buf));
                 if (!why) {

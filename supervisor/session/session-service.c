@@ -99,7 +99,7 @@ struct session *session_by_id(struct sessions *ss, const char *id) {
         for (struct list *p = ss->live.next; p != &ss->live; p = p->next) {
                 struct session *s = list_entry(p, struct session, link);
                 if (streq(s->id, id))
-                        return s->state == S_READY ? s : NULL;
+                        return s->state == S_READY && !s->warm ? s : NULL;
         }
         return NULL;
 }

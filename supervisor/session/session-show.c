@@ -13,7 +13,7 @@
 unsigned sessions_count(const struct sessions *ss, const struct tenant *t) {
         unsigned n = 0;
         for (const struct list *p = ss->live.next; p != &ss->live; p = p->next)
-                if (tenant_same(list_entry(p, struct session, link)->tenant, t))
+                if (tenant_same(list_entry(p, struct session, link)->tenant, t) && !list_entry(p, struct session, link)->warm)
                         n++;
         return n;
 }
@@ -22,7 +22,7 @@ uint64_t sessions_memory(const struct sessions *ss, const struct tenant *t) {
         uint64_t sum = 0;
         for (const struct list *p = ss->live.next; p != &ss->live; p = p->next) {
                 const struct session *s = list_entry(p, struct session, link);
-                if (!tenant_same(s->tenant, t) || !s->box)
+                if (!tenant_same(s->tenant, t) || !s->box || s->warm)
                         continue;
                 uint64_t m = s->box->j.pol.memory;
                 if (m == PROTO_UNSET || sum + m < sum)
@@ -60,7 +60,7 @@ json_t *sessions_list(struct sessions *ss, const struct tenant *t) {
         json_t *arr = json_array();
         for (struct list *p = ss->live.next; arr && p != &ss->live; p = p->next) {
                 struct session *s = list_entry(p, struct session, link);
-                if (tenant_same(s->tenant, t))
+                if (tenant_same(s->tenant, t) && !s->warm)
                         json_array_append_new(arr, session_describe(s));
         }
         return arr;

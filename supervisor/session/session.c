@@ -123,6 +123,7 @@ struct session *session_alloc(struct sessions *ss, struct rjob *box, const char 
         else
                 session_random_hex(s->id, PROTO_SESSION_ID_LEN / 2);
         s->tenant = box->j.tenant;
+        s->warm = box->warm;
         snprintf(s->tenant_name, sizeof(s->tenant_name), "%s", box->j.tenant->name);
         s->box = box;
         s->ic.fd = -1;
@@ -419,6 +420,9 @@ static void job_gone(struct rjob *rj) {
                 list_del(&x->link);
                 if (x->s)
                         x->s->n_execs--;
+                /* a warm sandbox runs one job */
+                if (x->s && x->s->warm)
+                        end_box(x->s, "used");
                 rj->session = NULL;
                 rj->session_signal = NULL;
                 exec_stdin_close(x);
@@ -464,7 +468,7 @@ struct session *session_find(struct sessions *ss, const struct tenant *t, const 
                              size_t len) {
         for (struct list *p = ss->live.next; p != &ss->live; p = p->next) {
                 struct session *s = list_entry(p, struct session, link);
-                if (!tenant_same(s->tenant, t) || !streq(s->id, id))
+                if (!tenant_same(s->tenant, t) || !streq(s->id, id) || s->warm)
                         continue;
                 if (s->state == S_ENDING) {
                         *ret_code = E_SESSION_ENDED;
@@ -478,7 +482,7 @@ struct session *session_find(struct sessions *ss, const struct tenant *t, const 
         }
         for (struct list *p = ss->gone.prev; p != &ss->gone; p = p->prev) {
                 struct session *s = list_entry(p, struct session, link);
-                if (!streq(s->id, id) || !streq(s->tenant_name, t->name))
+                if (!streq(s->id, id) || !streq(s->tenant_name, t->name) || s->warm)
                         continue;
                 char when[40];
                 *ret_code = E_SESSION_ENDED;
@@ -526,6 +530,35 @@ static void exec_signal(struct rjob *rj, int signo) {
         (void) agent_call(s, SBX_INIT_SIGNAL, &m, sizeof(m));
 }
 
+struct exec_ref *exec_attach(struct session *s, struct rjob *rj) {
+        struct exec_ref *x = calloc(1, sizeof(*x));
+        if (!x)
+                return NULL;
+        x->stdin_fd = -1;
+        x->tty_fd = -1;
+        x->rj = rj;
+        x->s = s;
+        list_init(&x->link);
+        rj->session_exec = true;
+        memcpy(rj->session_id, s->id, sizeof(s->id));
+        rj->session = x;
+        rj->session_signal = exec_signal;
+        if (s->box) {
+                rj->box.cgroup = s->box->had_cgroup;
+                rj->box.cg_limits = s->box->cg_limits;
+                rj->box.disk_quota = s->box->ws_mounted;
+                rj->box.noswap = s->box->ws_noswap;
+                rj->box.encrypted = s->box->ws_encrypted;
+                rj->cap.start_prot = s->box->cap.start_prot ? json_incref(s->box->cap.start_prot) : NULL;
+        }
+        return x;
+}
+
+void session_idle_stop(struct session *s) {
+        struct itimerspec its = { 0 };
+        (void) timerfd_settime(s->idle_fd, 0, &its, NULL);
+}
+
 /* The exec's stdin, all at once, then closed: the pipe is made big enough. */
 static int feed_stdin(int fd, const unsigned char *data, size_t len) {
         if (len == 0)
@@ -540,7 +573,7 @@ static int feed_stdin(int fd, const unsigned char *data, size_t len) {
         return (size_t) n == len ? 0 : -EAGAIN;
 }
 
-static int exec_spawn(struct session *s, struct exec_ref *x, const struct request *req, struct sbx_error *err) {
+int exec_spawn(struct session *s, struct exec_ref *x, const struct request *req, struct sbx_error *err) {
         const struct run_request *run = &x->rj->j.req.run;
         /* what it prints is redacted against its sandbox's secrets */
         if (s->box && job_secrets_share(x->rj, s->box, s->ss->state_fd, s->ss->cfg->secret_proxy_ca, err) < 0)
@@ -631,17 +664,14 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
                 return NULL;
         }
         struct rjob *rj = rjob_new(ss->d);
-        struct exec_ref *x = calloc(1, sizeof(*x));
-        if (!rj || !x) {
-                free(x);
+        struct exec_ref *x = rj ? exec_attach(s, rj) : NULL;
+        if (!x) {
                 if (rj)
                         rjob_free(rj);
                 *ret_code = E_INTERNAL;
                 snprintf(msg, len, "out of memory");
                 return NULL;
         }
-        x->stdin_fd = -1;
-        x->tty_fd = -1;
         struct job *j = &rj->j;
         jobs_new_id(j->id);
         j->tenant = t;
@@ -657,12 +687,6 @@ struct rjob *session_exec(struct session *s, struct request *req, uid_t caller, 
         trace_child(s->box->j.req.run.traceparent, tp);
         free(j->req.run.traceparent);
         j->req.run.traceparent = strdup(tp);
-        rj->session_exec = true;
-        memcpy(rj->session_id, s->id, sizeof(s->id));
-        rj->session = x;
-        rj->session_signal = exec_signal;
-        x->rj = rj;
-        x->s = s;
         /* Durable before acknowledged, as a run is (the caller holds the
          * reply for the journal's sync). */
         json_t *jr = accept_record(rj);

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Warm pools: when to make a tenant's warm sandboxes, and which jobs may
+ * take one. A job takes one when a cold start would give it exactly that
+ * sandbox: its tenant's profile and limits as they stand (its timeout is
+ * its own), no network of its own, nothing put into its workspace before
+ * it starts or taken out after it, no secrets or packages; and when none
+ * of its tenant's jobs wait in the queue (they keep their order). Every
+ * other job starts cold, as it would without a pool. The sandboxes hold
+ * places of their tenant's max_jobs and of the daemon's, so they are made
+ * only where nothing waits for a place, and one ends when a job of its
+ * tenant would wait for the place it holds. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+#include "dispatch.h"
+#include "jobevents.h"
+#include "log.h"
+#include "session.h"
+#include "tenant.h"
+#include "warm.h"
+
+/* The most stdin a job in a warm sandbox takes (the agent's limit for an
+ * exec's, given all at once). */
+#define WARM_STDIN_MAX (1u << 20)
+
+/* What the pool keeps per tenant (by its slot, stable across reloads). */
+struct warm_slot {
+        uint64_t used_ms;   /* monotonic: its last run request; 0: none, no pool */
+        struct stat prof;   /* the profile its sandboxes were made with */
+        bool prof_known;
+};
+
+struct warm {
+        struct warm_slot *slot;
+        size_t n;
+};
+
+static struct warm_slot *slot_of(struct daemon *d, const struct tenant *t) {
+        struct warm *w = d->warm;
+        if (!w)
+                return NULL;
+        if (t->slot >= w->n) {
+                size_t n = t->slot + 8;
+                struct warm_slot *s = realloc(w->slot, n * sizeof(*s));
+                if (!s)
+                        return NULL;
+                memset(s + w->n, 0, (n - w->n) * sizeof(*s));
+                w->slot = s;
+                w->n = n;
+        }
+        return &w->slot[t->slot];
+}
+
+static bool same_file(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Every tenant with a pool has it made now (start, reload). */
+static void configured(struct daemon *d) {
+        uint64_t now = now_mono_ms();
+        for (size_t i = 0; i < d->cfg->n_tenants; i++) {
+                const struct tenant *t = &d->cfg->tenants[i];
+                struct warm_slot *s = t->warm ? slot_of(d, t) : NULL;
+                if (!s)
+                        continue;
+                s->used_ms = now;
+                s->prof_known = false;
+                d->warm_wanted = true;
+        }
+}
+
+/* A job of a tenant with a pool ended: a box of the pool (used, idle,
+ * flushed) or a job that held a place the pool gave up. */
+static void on_end(struct rjob *rj, json_t *rec) {
+        if (rj->warm || (rj->j.tenant && rj->j.tenant->warm))
+                rj->d->warm_wanted = true;
+}
+
+static void on_fail(struct rjob *rj, const char *code, const char *msg) {
+        on_end(rj, NULL);
+}
+
+static const struct job_listener warm_listener = { .end = on_end, .fail = on_fail };
+
+int warm_init(struct daemon *d) {
+        if (!(d->warm = calloc(1, sizeof(*d->warm))) || job_listen(&warm_listener) < 0)
+                return -ENOMEM;
+        configured(d);
+        return 0;
+}
+
+void warm_done(struct daemon *d) {
+        if (!d->warm)
+                return;
+        free(d->warm->slot);
+        free(d->warm);
+        d->warm = NULL;
+}
+
+void warm_reloaded(struct daemon *d) {
+        configured(d);
+}
+
+void warm_fill(struct daemon *d) {
+        d->warm_wanted = false;
+        if (d->stopping || !d->warm)
+                return;
+        uint64_t now = now_mono_ms();
+        /* jobs wait for places: they have them first (the sandboxes
+         * queued below count from here on) */
+        if (d->sched.all.queued)
+                return;
+        for (size_t i = 0; i < d->cfg->n_tenants; i++) {
+                const struct tenant *t = &d->cfg->tenants[i];
+                struct warm_slot *s = t->warm ? slot_of(d, t) : NULL;
+                /* not asked for within warm_idle: what ends idle is not
+                 * made again until its tenant runs something */
+                if (!s || !s->used_ms || now - s->used_ms >= t->warm_idle_ms)
+                        continue;
+                const struct sched_count *c = sched_tenant(&d->sched, t);
+                unsigned n = sessions_warm(&d->sessions, t, NULL);
+                while (n < t->warm && c->running + c->queued < t->max_jobs &&
+                       d->sched.all.running + d->sched.all.queued < d->sched.max_running) {
+                        struct sbx_error err;
+                        sbx_error_clear(&err);
+                        struct rjob *rj = accept_warm(d, t, &err);
+                        if (!rj) {
+                                log_warning("tenant %s: cannot make a warm sandbox: %s", t->name, err.msg);
+                                break;
+                        }
+                        if (!s->prof_known && rj->profile_path && stat(rj->profile_path, &s->prof) == 0)
+                                s->prof_known = true;
+                        n++;
+                }
+        }
+}
+
+/* Would a cold start give this job exactly a warm sandbox of t's? */
+static bool fits(const struct tenant *t, const struct request *req, const struct policy_decision *pol) {
+        const struct run_request *run = &req->run;
+        return req->op == REQ_RUN && !run->bundle && !run->n_files && !run->n_artifacts && !run->n_secrets && !run_has_deps(run) &&
+               !run->retries && !run->progress_s && !run->netpol && pol->net != NET_RESTRICTED && run->stdin_len <= WARM_STDIN_MAX;
+}
+
+struct session *warm_take(struct daemon *d, const struct tenant *t, const struct request *req, const struct policy_decision *pol,
+                          const char *profile_path) {
+        if (!t->warm || d->stopping)
+                return NULL;
+        struct warm_slot *s = slot_of(d, t);
+        if (!s)
+                return NULL;
+        s->used_ms = now_mono_ms();
+        if (sessions_warm(&d->sessions, t, NULL) < t->warm)
+                d->warm_wanted = true;
+        if (!fits(t, req, pol) || sched_tenant(&d->sched, t)->queued)
+                return NULL;
+        /* The profile changed on disk since the pool was made: what was
+         * made with the old one goes, and is made again with the new. */
+        struct stat st;
+        if (profile_path && s->prof_known && (stat(profile_path, &st) < 0 || !same_file(&st, &s->prof))) {
+                unsigned n = 0;
+                while (sessions_warm_end_one(&d->sessions, t, "flushed"))
+                        n++;
+                log_info("tenant %s: profile %s changed: %u warm sandboxes made with the old one end", t->name, profile_path, n);
+                s->prof_known = false;
+                d->warm_wanted = true;
+                return NULL;
+        }
+        struct session *w = session_warm_take(&d->sessions, t, pol);
+        if (w)
+                d->warm_wanted = true;
+        return w;
+}
+
+void warm_queued(struct daemon *d, const struct tenant *t) {
+        if (!t->warm)
+                return;
+        const struct sched_count *c = sched_tenant(&d->sched, t);
+        /* it waits for a place: one a warm sandbox holds is given up */
+        if (c->queued && (c->running >= t->max_jobs || d->sched.all.running >= d->sched.max_running))
+                sessions_warm_end_one(&d->sessions, t, "yielded");
+}
