@@ -56,7 +56,7 @@ EXTRA_DIST += bench/init.sh
 bench-init: launcher/sbx-launch init/sbx-init t/helpers/init-client
 	$(SHELL) $(srcdir)/bench/init.sh
 
-EXTRA_DIST += bench/session.sh bench/session.py bench/service-client.py bench/service-server.py
+EXTRA_DIST += bench/stage.sh bench/session.sh bench/session.py bench/sbxbench.py bench/service-client.py bench/service-server.py
 # Linked as sbx-init is (static where the toolchain can).
 check_PROGRAMS += bench/clock-first
 bench_clock_first_SOURCES = bench/clock-first.c
@@ -64,6 +64,11 @@ bench_clock_first_LDFLAGS = $(INIT_LDFLAGS)
 .PHONY: bench-session
 bench-session: launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init bench/clock-first
 	$(SHELL) $(srcdir)/bench/session.sh
+
+EXTRA_DIST += bench/warm.sh bench/warm.py
+.PHONY: bench-warm
+bench-warm: launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init bench/clock-first
+	$(SHELL) $(srcdir)/bench/warm.sh
 
 EXTRA_DIST += bench/http.sh bench/http-client.py
 .PHONY: bench-http

@@ -2,47 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # The client half of bench/session.sh: times sessions on the daemon's
 # socket (argv[1]) and prints one line per figure.
-import json
 import os
-import socket
 import sys
 import time
 
+from sbxbench import Conn, pct
+
 sock_path, runs, idle_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-
-
-class Conn:
-    def __init__(self):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.connect(sock_path)
-        self.f = self.s.makefile("rw")
-
-    def send(self, o):
-        o["v"] = 1
-        self.f.write(json.dumps(o) + "\n")
-        self.f.flush()
-
-    def recv(self):
-        m = json.loads(self.f.readline())
-        if m.get("ok") is False:
-            raise SystemExit("bench: daemon said %s" % m["error"])
-        return m
-
-    def req(self, o):
-        self.send(o)
-        return self.recv()
-
-    def follow_end(self):
-        while True:
-            m = self.recv()
-            if m.get("event") == "end":
-                return m
-
-
-def pct(xs):
-    xs = sorted(xs)
-    at = lambda p: xs[min(len(xs) - 1, int(len(xs) * p))]
-    return "p50 %.2f  p95 %.2f  p99 %.2f  (n %d)" % (at(0.50), at(0.95), at(0.99), len(xs))
 
 
 def ready(c, sid):
@@ -50,7 +16,7 @@ def ready(c, sid):
         time.sleep(0.0005)
 
 
-c = Conn()
+c = Conn(sock_path)
 
 # 1. create to ready
 creates = []
@@ -73,14 +39,7 @@ def first_clock(sid, cmd):
     for i in range(runs):
         t0 = time.time_ns()
         c.send({"op": "session.exec", "session": sid, "command": cmd, "follow": True})
-        out = ""
-        while True:
-            m = c.recv()
-            if m.get("event") == "output":
-                out += m.get("data", "")
-            if m.get("event") == "end":
-                break
-        xs.append((int(out.strip()) - t0) / 1e6)
+        xs.append((int(c.follow_end()["stdout"].strip()) - t0) / 1e6)
     return pct(xs)
 
 
@@ -132,13 +91,7 @@ def stats(lines):
 
 def exec_out(cmd):
     c.send({"op": "session.exec", "session": sid, "command": cmd, "follow": True})
-    out = ""
-    while True:
-        m = c.recv()
-        if m.get("event") == "output" and m.get("stream") == "stdout":
-            out += m.get("data", "")
-        if m.get("event") == "end":
-            return out
+    return c.follow_end()["stdout"]
 
 
 # the server is up once a request inside answers

@@ -27,19 +27,8 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-300}
 idle=${2:-50}
-[ "$(id -u)" = 0 ] || { echo "bench: run as root (sessions run as uids of their own)" >&2; exit 77; }
-for f in launcher/sbx-launch supervisor/sbx-supervisord init/sbx-init bench/clock-first; do
-        [ -x "$top/$f" ] || { echo "bench: $top/$f not built (run make)" >&2; exit 1; }
-done
-
-stage=$(mktemp -d /tmp/sbx-bench.XXXXXX)
-chmod 0755 "$stage"
-mkdir -p "$stage/bin" "$stage/profiles" "$stage/work"
-cp "$top/launcher/sbx-launch" "$top/supervisor/sbx-supervisord" "$top/init/sbx-init" "$top/bench/clock-first" "$stage/bin/"
-cp "$top"/profiles/*.ini "$stage/profiles/"
-{ cat "$top/profiles/default.ini"; printf '[fs]\nro-bind = %s /clock-first\n' "$stage/bin/clock-first"; } >"$stage/profiles/clock.ini"
-chmod -R a+rX "$stage"
-mount -t tmpfs -o size=512m,mode=0711 sbx-bench-work "$stage/work"
+. "$top/bench/stage.sh"
+stage_daemon
 slots=$((idle + 8))
 svc_port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat > "$stage/sup.conf" <<EOC
@@ -63,17 +52,7 @@ max_disk = 16M
 session_services = yes
 profiles = default clock
 EOC
-"$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
-pid=$!
-cleanup() {
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        umount "$stage/work" 2>/dev/null || true
-        rm -rf "$stage"
-}
-trap cleanup EXIT INT TERM
-for i in $(seq 200); do [ -S "$stage/sock" ] && break; sleep 0.05; done
-[ -S "$stage/sock" ] || { cat "$stage/daemon.log" >&2; exit 1; }
+start_daemon
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "floor: posix_spawn of clock-first on the host, to its clock read, ms: $("$stage/bin/clock-first" --spawn "$runs")"
