@@ -111,6 +111,11 @@ job_of() {
         [ "$(rec "$used" session.ended)" = '"used"' ]
         [ "$(rec "$used" warm)" = true ]
         [ "$(rec "$used" job_uid)" = "$(rec "$j" job_uid)" ]
+        # the metrics count it, and not the cold one
+        w=$(ctl metrics | sed -n 's/^sbx_jobs_warm_total{tenant="admin"} //p')
+        run -0 ctl run -- true
+        run -0 ctl run --retries 1 -- true
+        [ "$(ctl metrics | sed -n 's/^sbx_jobs_warm_total{tenant="admin"} //p')" = $((w + 1)) ]
 }
 
 @test "each warm sandbox runs one job: files, processes and the uid of one are never the next one's" {

@@ -45,6 +45,7 @@ static void metrics_note_end(struct rjob *rj, json_t *rec) {
                 .bundle_stale = j->bundle.stale,
                 .net_dropped = rj->net.dropped,
                 .net_lost = rj->net.lost,
+                .warm = rj->warm && rj->session_exec,
         };
         if (metrics_job_end(&d->metrics, &mj) < 0)
                 log_warning(JOB_LOG ": out of memory: not counted in the metrics", JOB_LOG_ARGS(j));

@@ -78,6 +78,7 @@ int metrics_job_end(struct metrics *m, const struct metrics_job *j) {
                 t->ended[j->outcome]++;
         t->output[0] += j->output[0];
         t->output[1] += j->output[1];
+        t->warm += j->warm;
         if (j->startup_us >= 0)
                 observe(&m->startup, startup_bounds, METRICS_STARTUP_BUCKETS, (double) j->startup_us / 1e6);
         if (j->run_us >= 0)
@@ -169,6 +170,15 @@ static void per_tenant(FILE *f, const struct metrics *m, const char *only) {
                         put_label(f, t->name);
                         fprintf(f, "\",state=\"%s\"} %" PRIu64 "\n", job_outcome_name((enum job_outcome) o), t->ended[o]);
                 }
+        }
+        head(f, "sbx_jobs_warm_total", "counter", "Jobs that ended after running in a sandbox of their tenant's warm pool, by tenant.");
+        for (size_t i = 0; i < m->n_tenants; i++) {
+                const struct metrics_tenant *t = &m->tenants[i];
+                if (!shown(t, only))
+                        continue;
+                fputs("sbx_jobs_warm_total{tenant=\"", f);
+                put_label(f, t->name);
+                fprintf(f, "\"} %" PRIu64 "\n", t->warm);
         }
         head(f, "sbx_job_output_bytes_total", "counter", "Bytes the jobs that ended wrote to stdout and stderr, by tenant and stream.");
         for (size_t i = 0; i < m->n_tenants; i++) {

@@ -75,6 +75,7 @@ struct metrics_tenant {
         char *name;
         uint64_t ended[OUTCOME_ERROR + 1]; /* by enum job_outcome */
         uint64_t output[2];                /* bytes its jobs wrote to stdout, stderr */
+        uint64_t warm;                     /* of its ended jobs: those that ran in a warm sandbox */
 };
 
 struct metrics_hist {
@@ -121,6 +122,7 @@ struct metrics_job {
         int bundle_source;              /* -1: no bundle; 0: from the cache; 1: downloaded */
         bool bundle_stale;
         uint64_t net_dropped, net_lost; /* its network events past network_events; lost by the ring */
+        bool warm;                      /* it ran in a sandbox of its tenant's warm pool */
 };
 
 void metrics_done(struct metrics *m);
