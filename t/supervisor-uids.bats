@@ -69,13 +69,18 @@ run_id() {
         job=$(ctl submit -- sleep 300)
         # A process of the job's uid the job's sandbox does not hold (as an
         # escaped one would be), with a parent that reaps it at once.
-        python3 -c '
+        /usr/bin/python3 -c '
 import subprocess, sys
 p = subprocess.Popen(["setpriv", "--reuid", sys.argv[1], "--regid", sys.argv[1], "--clear-groups", "sleep", "300"])
 open(sys.argv[2], "w").write(str(p.pid))
 print(p.wait())' "$UID1" "$SUP_DIR/stray.pid" > "$SUP_DIR/stray.status" &
         STRAY=$!
         for i in $(seq 600); do [ -s "$SUP_DIR/stray.pid" ] && break; sleep 0.05; done
+        # its pid is known before setpriv has taken the uid
+        for i in $(seq 600); do
+                [ "$(stat -c %u "/proc/$(cat "$SUP_DIR/stray.pid")")" = "$UID1" ] && break
+                sleep 0.05
+        done
         [ "$(stat -c %u "/proc/$(cat "$SUP_DIR/stray.pid")")" = "$UID1" ]
         ctl cancel "$job" >/dev/null
         ctl wait "$job" >/dev/null || true
