@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The client half of bench/warm.sh: times warm and cold starts of one-shot
 # jobs on the daemon's socket (argv[1]) and prints one line per figure.
+import os
 import sys
+import threading
 import time
 
 from sbxbench import Conn, pct
@@ -71,3 +73,65 @@ for i in range(runs):
     xs.append(ms)
     n_warm += w
 print("run of true back to back (the pool refills meanwhile), ms: %s, warm %d of %d" % (pct(xs), n_warm, runs))
+
+# throughput: CLIENTS connections each running `true` back to back for a
+# few seconds, warm (the pool as it is) and cold
+
+def throughput(cold, clients=4, seconds=5.0):
+    done = []
+
+    def client():
+        cc = Conn(sock_path)
+        n = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            req = {"op": "run", "command": ["true"], "follow": True}
+            if cold:
+                req["retries"] = 1
+            cc.send(req)
+            m = cc.follow_end()
+            n += 1
+            done.append(m["result"]["warm"])
+    ts = [threading.Thread(target=client) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return len(done) / (time.perf_counter() - t0), sum(done), len(done)
+
+
+for cold in (True, False):
+    pool_ready()
+    rate, n_warm, n = throughput(cold)
+    print("jobs/s of true, 4 clients, %s: %.1f (warm %d of %d)" % ("cold" if cold else "with the pool", rate, n_warm, n))
+
+# memory: the daemon's, and what each waiting sandbox holds (its launcher
+# and its agent), read from /proc
+pool_ready()
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+daemon_pid = int(sys.argv[4])
+per = []
+for p in os.listdir("/proc"):
+    if not p.isdigit():
+        continue
+    try:
+        with open("/proc/%s/comm" % p) as f:
+            comm = f.read().strip()
+        if comm in ("sbx-launch", ".sbx-init"):
+            per.append((comm, rss_kb(int(p))))
+    except OSError:
+        pass
+launch = [k for c, k in per if c == "sbx-launch"]
+init = [k for c, k in per if c == ".sbx-init"]
+print("daemon RSS with a pool of %d: %d kB; per waiting sandbox: its launcher's (and pid 1's) RSS %s kB, its agent's %s kB"
+      % (warm, rss_kb(daemon_pid), "/".join(map(str, sorted(launch))), "/".join(map(str, sorted(init)))))

@@ -12,7 +12,10 @@
 #     posix_spawn straight from a process on the host;
 #   - run of true: request to its end event (its record is durable);
 #   - a burst of back-to-back runs past the pool's size: how many were
-#     warm, and the latency of the rest (no cliff when the pool is empty).
+#     warm, and the latency of the rest (no cliff when the pool is empty);
+#   - jobs/s of true from 4 clients at once, cold and with the pool;
+#   - the daemon's RSS with the pool, and what each waiting sandbox holds
+#     (its launcher's and its agent's RSS).
 # Goal (issue: speed): submit -> exec p50 <= 1 ms with a warm pool.
 #
 # Usage: bench/warm.sh [RUNS] [WARM]   (defaults 200 and 4; as root, after make)
@@ -48,5 +51,5 @@ start_daemon
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "floor: posix_spawn of clock-first on the host, to its clock read, ms: $("$stage/bin/clock-first" --spawn "$runs")"
-/usr/bin/python3 "$top/bench/warm.py" "$stage/sock" "$runs" "$warm"
+/usr/bin/python3 "$top/bench/warm.py" "$stage/sock" "$runs" "$warm" "$pid"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
