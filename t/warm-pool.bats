@@ -279,6 +279,35 @@ job_of() {
         [ -z "$(comm -12 <(echo "$old") <(warm_boxes | sort))" ]
 }
 
+@test "hostile: a pool whose sandboxes cannot be set up backs off (1 s, 2 s, 4 s ...) instead of spinning" {
+        # a tenant whose default profile binds what does not exist: every
+        # sandbox of its pool fails at set-up
+        printf '[fs]\nro-bind = /nonexistent-sbx-warm /x\n' > "$SBX_STAGE/profiles/broken.ini"
+        cp "$SUP_DIR/sup.conf" "$BATS_TEST_TMPDIR/sup.conf.before"
+        cat >> "$SUP_DIR/sup.conf" <<EOC
+
+[tenant.broken]
+uids = daemon
+profiles = broken
+default_profile = broken
+max_jobs = 2
+warm = 1
+EOC
+        run -0 ctl reload
+        sleep 6
+        # made at 0, 1 and 3 s (waits of 1, 2, then 4 s): three, not hundreds
+        n=$(grep -c 'tenant broken: a warm sandbox ended before it was ready' "$SUP_DIR/daemon.log")
+        [ "$n" -ge 2 ]
+        [ "$n" -le 4 ]
+        grep -q 'tenant broken: a warm sandbox ended before it was ready (2 in a row): the pool is made again in 2000 ms' "$SUP_DIR/daemon.log"
+        # the other tenants' pools are not held up by it
+        pool_at 2
+        run -0 ctl --json run -- true
+        [ "$(rec "$(job_of "$output")" warm)" = true ]
+        cp "$BATS_TEST_TMPDIR/sup.conf.before" "$SUP_DIR/sup.conf"
+        run -0 ctl reload
+}
+
 @test "a pool that would take every place of its tenant, or more than 64, is refused by name" {
         cp "$SUP_DIR/sup.conf" "$BATS_TEST_TMPDIR/bad.conf"
         sed -i 's/^warm = 2$/warm = 4/' "$BATS_TEST_TMPDIR/bad.conf"

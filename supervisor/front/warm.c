@@ -13,7 +13,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "dispatch.h"
@@ -26,17 +29,25 @@
 /* The most stdin a job in a warm sandbox takes (the agent's limit for an
  * exec's, given all at once). */
 #define WARM_STDIN_MAX (1u << 20)
+/* A pool whose sandboxes end before they are ready (a profile that cannot
+ * be set up, an agent that fails) is made again after 1 s, then 2, 4 ...
+ * up to this, not at once: a broken pool must not spin. */
+#define WARM_BACKOFF_MAX_MS 60000
 
 /* What the pool keeps per tenant (by its slot, stable across reloads). */
 struct warm_slot {
         uint64_t used_ms;   /* monotonic: its last run request; 0: none, no pool */
         struct stat prof;   /* the profile its sandboxes were made with */
         bool prof_known;
+        unsigned failed;    /* sandboxes in a row that ended before they were ready */
+        uint64_t retry_ms;  /* monotonic: none is made before */
 };
 
 struct warm {
         struct warm_slot *slot;
         size_t n;
+        struct source timer; /* wakes the pools that back off */
+        struct daemon *d;
 };
 
 static struct warm_slot *slot_of(struct daemon *d, const struct tenant *t) {
@@ -75,11 +86,42 @@ static void configured(struct daemon *d) {
         }
 }
 
+static void arm_retry(struct daemon *d, uint64_t at_ms) {
+        uint64_t now = now_mono_ms(), in = at_ms > now ? at_ms - now : 1;
+        struct itimerspec its = { .it_value = { .tv_sec = (time_t) (in / 1000), .tv_nsec = (long) (in % 1000) * 1000000 } };
+        (void) timerfd_settime(d->warm->timer.fd, 0, &its, NULL);
+}
+
+/* A box of the pool that never became ready: the next is made later. */
+static void failed(struct daemon *d, const struct tenant *t) {
+        struct warm_slot *s = slot_of(d, t);
+        if (!s)
+                return;
+        unsigned shift = s->failed < 16 ? s->failed : 16;
+        uint64_t wait = 1000ull << shift;
+        if (wait > WARM_BACKOFF_MAX_MS)
+                wait = WARM_BACKOFF_MAX_MS;
+        s->failed++;
+        s->retry_ms = now_mono_ms() + wait;
+        log_warning("tenant %s: a warm sandbox ended before it was ready (%u in a row): the pool is made again in %" PRIu64
+                    " ms",
+                    t->name, s->failed, wait);
+        arm_retry(d, s->retry_ms);
+}
+
 /* A job of a tenant with a pool ended: a box of the pool (used, idle,
- * flushed) or a job that held a place the pool gave up. */
+ * flushed, or failed) or a job that held a place the pool gave up. */
 static void on_end(struct rjob *rj, json_t *rec) {
+        struct daemon *d = rj->d;
+        if (rj->warm && rj->session_box && rj->j.tenant) {
+                struct warm_slot *s = slot_of(d, rj->j.tenant);
+                if (rj->warm_failed)
+                        failed(d, rj->j.tenant);
+                else if (s && rj->j.started_ms)
+                        s->failed = 0;
+        }
         if (rj->warm || (rj->j.tenant && rj->j.tenant->warm))
-                rj->d->warm_wanted = true;
+                d->warm_wanted = true;
 }
 
 static void on_fail(struct rjob *rj, const char *code, const char *msg) {
@@ -88,9 +130,28 @@ static void on_fail(struct rjob *rj, const char *code, const char *msg) {
 
 static const struct job_listener warm_listener = { .end = on_end, .fail = on_fail };
 
+static void on_timer(struct source *src, uint32_t events) {
+        struct warm *w = container_of(src, struct warm, timer);
+        uint64_t n;
+        if (read(src->fd, &n, sizeof(n)) < 0)
+                return;
+        w->d->warm_wanted = true;
+}
+
 int warm_init(struct daemon *d) {
-        if (!(d->warm = calloc(1, sizeof(*d->warm))) || job_listen(&warm_listener) < 0)
+        if (!(d->warm = calloc(1, sizeof(*d->warm))))
                 return -ENOMEM;
+        d->warm->timer.fd = -1;
+        d->warm->d = d;
+        if (job_listen(&warm_listener) < 0)
+                return -ENOMEM;
+        int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (fd < 0 || loop_add(&d->warm->timer, fd, EPOLLIN, on_timer) < 0) {
+                if (fd >= 0)
+                        close(fd);
+                d->warm->timer.fd = -1;
+                return -ENOMEM;
+        }
         configured(d);
         return 0;
 }
@@ -98,6 +159,10 @@ int warm_init(struct daemon *d) {
 void warm_done(struct daemon *d) {
         if (!d->warm)
                 return;
+        if (d->warm->timer.fd >= 0) {
+                loop_del(&d->warm->timer);
+                close(d->warm->timer.fd);
+        }
         free(d->warm->slot);
         free(d->warm);
         d->warm = NULL;
@@ -121,7 +186,7 @@ void warm_fill(struct daemon *d) {
                 struct warm_slot *s = t->warm ? slot_of(d, t) : NULL;
                 /* not asked for within warm_idle: what ends idle is not
                  * made again until its tenant runs something */
-                if (!s || !s->used_ms || now - s->used_ms >= t->warm_idle_ms)
+                if (!s || !s->used_ms || now - s->used_ms >= t->warm_idle_ms || now < s->retry_ms)
                         continue;
                 const struct sched_count *c = sched_tenant(&d->sched, t);
                 unsigned n = sessions_warm(&d->sessions, t, NULL);

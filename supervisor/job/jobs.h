@@ -88,6 +88,7 @@ struct rjob {
         /* Of a tenant's warm pool (front/warm.c): the box, made ahead and
          * used once; or the job that ran in one (an exec whose box is it). */
         bool warm;
+        bool warm_failed;         /* the box ended before its agent was ready (session/ says) */
         /* An exec: its box's sandbox as the box's start found it, for the
          * exec's record (it ran in that cgroup and workspace). */
         struct {

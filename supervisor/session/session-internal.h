@@ -57,7 +57,8 @@ struct session {
         /* Of its tenant's warm pool (session-warm.c): made by the daemon,
          * not a caller; taken by the one job it runs, then it ends. */
         bool warm;
-        bool taken;
+        bool taken;             /* ... or ended on purpose before its use */
+        bool was_ready;         /* its agent said READY once */
 };
 
 /* bytes random bytes as 2 * bytes lowercase hex digits and a NUL (ids,

@@ -49,6 +49,7 @@ unsigned sessions_reloaded(struct sessions *ss, const struct config *cfg, json_t
                 /* A policy change flushes the warm pools: what is made
                  * ahead is made again under the new one. */
                 if (s->warm && !s->taken) {
+                        s->taken = true;
                         session_end(s, "flushed");
                         continue;
                 }

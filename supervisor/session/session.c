@@ -338,6 +338,7 @@ static void on_agent(struct source *src, uint32_t events) {
                 if (h->type == SBX_INIT_EV_READY) {
                         if (s->state == S_STARTING) {
                                 s->state = S_READY;
+                                s->was_ready = true;
                                 arm(s->idle_fd, s->idle_ms);
                                 log_info("session %s (tenant %s): ready", s->id, s->tenant_name);
                                 session_stop_orphans(s);
@@ -435,6 +436,9 @@ static void job_gone(struct rjob *rj) {
         struct session *s = rj->session;
         rj->session = NULL;
         s->end_reason = rjob_session_end(rj);
+        /* a warm sandbox that never became ready, and was not ended on
+         * purpose (taken, flushed, yielded): the pool backs off */
+        rj->warm_failed = s->warm && !s->was_ready && !s->taken;
         if (s->state != S_ENDING) {
                 /* It ended on its own (TTL, a limit, its agent's end). */
                 s->state = S_ENDING;
