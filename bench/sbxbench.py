@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 # What the benchmarks' Python clients share: a connection to the daemon's
-# socket speaking sbx-protocol(7), and percentiles as they print them.
+# socket speaking sbx-protocol(7), percentiles as they print them, and a
+# process's resident set.
 import json
 import socket
 
@@ -44,3 +45,12 @@ def pct(xs):
     xs = sorted(xs)
     at = lambda p: xs[min(len(xs) - 1, int(len(xs) * p))]
     return "p50 %.2f  p95 %.2f  p99 %.2f  (n %d)" % (at(0.50), at(0.95), at(0.99), len(xs))
+
+
+def rss_kb(pid):
+    """A process's resident set (VmRSS), in kB; 0 when it has none."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from sbxbench import Conn, pct
+from sbxbench import Conn, pct, rss_kb
 
 sock_path, runs, idle_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 
@@ -110,14 +110,6 @@ c.req({"op": "session.close", "session": sid})
 
 
 # 4. memory: the daemon's RSS with idle sessions, and an agent's own
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 daemon = int(sys.argv[4])
 time.sleep(0.5)
 before = rss_kb(daemon)

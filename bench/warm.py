@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from sbxbench import Conn, pct
+from sbxbench import Conn, pct, rss_kb
 
 sock_path, runs, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 
@@ -109,14 +109,6 @@ for cold in (True, False):
 # memory: the daemon's, and what each waiting sandbox holds (its launcher
 # and its agent), read from /proc
 pool_ready()
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 daemon_pid = int(sys.argv[4])

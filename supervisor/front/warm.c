@@ -207,7 +207,7 @@ void warm_fill(struct daemon *d) {
 }
 
 /* Would a cold start give this job exactly a warm sandbox of t's? */
-static bool fits(const struct tenant *t, const struct request *req, const struct policy_decision *pol) {
+static bool fits(const struct request *req, const struct policy_decision *pol) {
         const struct run_request *run = &req->run;
         return req->op == REQ_RUN && !run->bundle && !run->n_files && !run->n_artifacts && !run->n_secrets && !run_has_deps(run) &&
                !run->retries && !run->progress_s && !run->netpol && pol->net != NET_RESTRICTED && run->stdin_len <= WARM_STDIN_MAX;
@@ -223,7 +223,7 @@ struct session *warm_take(struct daemon *d, const struct tenant *t, const struct
         s->used_ms = now_mono_ms();
         if (sessions_warm(&d->sessions, t, NULL) < t->warm)
                 d->warm_wanted = true;
-        if (!fits(t, req, pol) || sched_tenant(&d->sched, t)->queued)
+        if (!fits(req, pol) || sched_tenant(&d->sched, t)->queued)
                 return NULL;
         /* The profile changed on disk since the pool was made: what was
          * made with the old one goes, and is made again with the new. */
