@@ -11,6 +11,7 @@ SUP_IQUOTE = -iquote $(top_srcdir)/supervisor/core \
 	-iquote $(top_srcdir)/supervisor/bundle \
 	-iquote $(top_srcdir)/supervisor/net \
 	-iquote $(top_srcdir)/supervisor/callback \
+	-iquote $(top_srcdir)/supervisor/cluster \
 	-iquote $(top_srcdir)/supervisor/mcp \
 	-iquote $(top_srcdir)/supervisor/job \
 	-iquote $(top_srcdir)/supervisor/session \
@@ -27,7 +28,7 @@ supervisor_libsup_a_SOURCES = \
 	supervisor/core/util.h supervisor/core/util.c supervisor/core/fileio.h supervisor/core/fileio.c \
 	supervisor/core/jsonpiece.h supervisor/core/jsonpiece.c \
 	supervisor/core/log.h supervisor/core/log.c \
-	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c supervisor/model/config-reload.c supervisor/model/config-secret.c supervisor/model/config-deps.c supervisor/model/deps.h supervisor/model/deps.c supervisor/model/deps-lock.c \
+	supervisor/model/conf.h supervisor/model/config.c supervisor/model/config-keys.h supervisor/model/config-kinds.c supervisor/model/config-net.c supervisor/model/config-bundle.c supervisor/model/config-callback.c supervisor/model/config-http.c supervisor/model/config-reload.c supervisor/model/config-secret.c supervisor/model/config-deps.c supervisor/model/config-cluster.c supervisor/model/deps.h supervisor/model/deps.c supervisor/model/deps-lock.c \
 	supervisor/model/proto.h supervisor/model/proto-internal.h supervisor/model/proto.c supervisor/model/proto-query.c supervisor/model/proto-msg.c supervisor/model/proto-session.c supervisor/model/proto-admin.c \
 	supervisor/core/trace.h supervisor/core/trace.c \
 	supervisor/model/metrics.h supervisor/model/metrics.c \
@@ -88,6 +89,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/job/recover.h supervisor/job/recover.c \
 	supervisor/session/session.h supervisor/session/session-internal.h supervisor/session/session.c \
 	supervisor/session/session-files.c supervisor/session/session-adopt.c supervisor/session/session-show.c supervisor/session/session-policy.c supervisor/session/session-service.c supervisor/session/session-control.c supervisor/session/session-warm.c \
+	supervisor/cluster/db.h supervisor/cluster/db.c supervisor/front/cluster-ops.h supervisor/front/cluster-ops.c \
 	supervisor/front/session-ops.c supervisor/front/warm.h supervisor/front/warm.c supervisor/front/service.h supervisor/front/service.c supervisor/front/service-pump.c supervisor/front/service-conn.h supervisor/front/service-http.c \
 	supervisor/core/loop.h supervisor/core/loop.c \
 	supervisor/core/pool.h supervisor/core/pool.c \
@@ -111,8 +113,8 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/net/auditring.h supervisor/net/auditring.c supervisor/net/netremote.h supervisor/net/netremote.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h supervisor/front/openapi.c
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS) -DSBX_LIBEXECDIR='"$(libexecdir)"' -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(CURL_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS)
-supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SECCOMP_LIBS) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(CURL_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS)
+	$(CURL_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(LIBPQ_CFLAGS)
+supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SECCOMP_LIBS) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(CURL_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS) $(LIBPQ_LIBS)
 supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
 
 # sbx-unpack: the daemon's sandboxed child that unpacks one bundle
@@ -125,7 +127,7 @@ supervisor_sbx_unpack_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(SECCOMP_CFLAGS) $(AR
 supervisor_sbx_unpack_LDADD = $(LIBSBX) $(SECCOMP_LIBS) $(ARCHIVE_LIBS)
 
 bin_PROGRAMS += supervisor/sbxctl
-supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-lock.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c supervisor/ctl/sbxctl-forward.c supervisor/ctl/sbxctl-policy.c supervisor/ctl/sbxctl-secret.c
+supervisor_sbxctl_SOURCES = supervisor/ctl/sbxctl.c supervisor/ctl/sbxctl.h supervisor/ctl/client.c supervisor/ctl/sbxctl-run.c supervisor/ctl/sbxctl-lock.c supervisor/ctl/sbxctl-print.c supervisor/ctl/sbxctl-bundle.c supervisor/ctl/sbxctl-download.c supervisor/ctl/sbxctl-callbacks.c supervisor/ctl/sbxctl-session.c supervisor/ctl/sbxctl-forward.c supervisor/ctl/sbxctl-policy.c supervisor/ctl/sbxctl-secret.c supervisor/ctl/sbxctl-nodes.c
 supervisor_sbxctl_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 supervisor_sbxctl_LDADD = $(LIBSUP)
 

@@ -14,7 +14,7 @@ srcdir=${SBX_SRCDIR:-$(dirname "$0")/..}
 
 # Lowest first. privd/ (the privileged helper) stands just above the
 # primitives it runs and below everything that reads untrusted input.
-RANKS="core model priv privd store bundle net callback job session mcp front ctl tool"
+RANKS="core model priv privd store cluster bundle net callback job session mcp front ctl tool"
 
 # Includes that still point up, one per line: FILE HEADER -- why. Each is
 # a debt (most reach struct daemon or call back into the connection layer

@@ -20,7 +20,7 @@ AM_TESTS_ENVIRONMENT = \
 if SANITIZERS
 AM_TESTS_ENVIRONMENT += SBX_SANITIZED=1; export SBX_SANITIZED;
 endif
-EXTRA_DIST += t/helpers/common.bash t/helpers/privd.bash
+EXTRA_DIST += t/helpers/common.bash t/helpers/privd.bash t/helpers/cluster.bash
 
 include t/unit/local.mk
 include t/launch.mk

@@ -110,6 +110,7 @@ t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
 
 SUP_BATS = \
 	t/supervisor-run.bats \
+	t/cluster.bats \
 	t/supervisor-timeouts.bats \
 	t/supervisor-timer-faults.bats \
 	t/supervisor-docs.bats \

@@ -55,7 +55,9 @@ static void usage(FILE *f) {
                 "  policy show [TENANT] | history [TENANT] [--limit N]   a tenant's policy (yours, or any: admin)\n"
                 "  policy set TENANT KEY=VALUE... | reset TENANT KEY... [--reason R]   (admin) change it, durably\n"
                 "  secret ls [TENANT] | set [--keep-newline] TENANT NAME | rm TENANT NAME   secrets' values (set, rm:\n"
-                "                               admin; the value on standard input)\n\n"
+                "                               admin; the value on standard input)\n"
+                "  nodes               (admin) a cluster's nodes: role, running jobs, heartbeat\n"
+                "  drain [NODE] [--undo]   (admin) the node (this one by default) finishes its jobs, claims no more\n\n"
                 "run/submit options:\n"
                 "  --bundle NAME[@VERSION|@sha256:HEX]  run a bundle; what follows -- are its arguments\n"
                 "  --profile NAME      profile (default: the tenant's default)\n"
@@ -273,7 +275,7 @@ static const struct command {
         { "bundle", NULL, false, NULL },   { "cache", NULL, false, NULL }, { "download", NULL, false, NULL },
         { "metrics", "", false, cmd_metrics }, { "callbacks", NULL, false, NULL }, { "session", NULL, false, NULL },
         { "reload", NULL, false, NULL },   { "policy", NULL, false, NULL },
-        { "secret", NULL, false, NULL },
+        { "secret", NULL, false, NULL },   { "nodes", NULL, false, NULL }, { "drain", NULL, false, NULL },
 };
 
 static const struct command *find_command(const char *name) {
@@ -393,6 +395,10 @@ int main(int argc, char **argv) {
                 return sbxctl_policy(ac, av);
         if (streq(av[0], "secret"))
                 return sbxctl_secret(ac, av);
+        if (streq(av[0], "nodes"))
+                return sbxctl_nodes(ac, av);
+        if (streq(av[0], "drain"))
+                return sbxctl_drain(ac, av);
         if (!command->fn)
                 return cmd_run(ac, av);
         struct cmd_args a = { 0 };

@@ -48,6 +48,9 @@ int sbxctl_download(int argc, char **argv);
 int sbxctl_reload(int argc, char **argv);
 int sbxctl_policy(int argc, char **argv);
 int sbxctl_secret(int argc, char **argv);
+/* sbxctl-nodes.c: a cluster's nodes, and draining one. */
+int sbxctl_nodes(int argc, char **argv);
+int sbxctl_drain(int argc, char **argv);
 void sbxctl_print_reload(json_t *r);
 
 /* sbxctl session ... (sbxctl-session.c) */

@@ -15,6 +15,7 @@
 
 #include "audit.h"
 #include "bundle.h"
+#include "cluster-ops.h"
 #include "conn.h"
 #include "daemon.h"
 #include "deps-ops.h"
@@ -233,6 +234,8 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         }
         if (req->run.follow && !subscribe_room(c, req->tag))
                 return NULL;
+        if (cluster_on(d) && !cluster_may_accept(c, req))
+                return NULL;
         if (!admit(c, req, &pol, v) || !callback_admit(c, req, v) || !progress_admit(c, req, v) || !secrets_admit(c, req, &pol, v))
                 return NULL;
         if (run_has_deps(&req->run)) {
@@ -247,7 +250,8 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         if (req->op == REQ_SESSION_CREATE)
                 pol.timeout_ms = req->ttl_s * 1000;
         proto_request_digest(&req->run, digest);
-        if (idempotent(c, req, digest, v))
+        /* (in cluster mode the database finds retries: cluster_submit) */
+        if (!cluster_on(d) && idempotent(c, req, digest, v))
                 return NULL;
         _cleanup_free_ char *profile_path = NULL;
         if (!req->run.bundle && resolve_profile(d, pol.profile, &profile_path, v) < 0)
@@ -308,6 +312,14 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         if (j->req.op == REQ_SESSION_CREATE && session_new(&d->sessions, rj, j->req.idle_s * 1000, &err) < 0) {
                 deny(v, E_INTERNAL, "cannot make the session: %s", err.msg);
                 return NULL;
+        }
+        /* In cluster mode a row in the database, which any node may
+         * claim (cluster-ops.c); the reply follows its commit. */
+        if (cluster_on(d)) {
+                if (cluster_submit(c, rj) != 0)
+                        return NULL;
+                rj->cluster = true;
+                return TAKE_PTR(rj);
         }
         /* In a sandbox of its tenant's warm pool, when it may run in one,
          * it starts at once, in the place its box holds (accept_run); else
@@ -459,6 +471,11 @@ void accept_run(struct conn *c, struct request *req) {
         if (!rj)
                 return;
         struct job *j = &rj->j;
+        if (rj->cluster) {
+                cluster_accepted(c, rj);
+                rjob_free(rj);
+                return;
+        }
         jobs_add(&d->jobs, rj);
         audit_request(c, op, j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
                       j->pol.clamped[0] ? j->pol.clamped : NULL, false);

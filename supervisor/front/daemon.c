@@ -17,6 +17,7 @@
 
 #include "audit.h"
 #include "bundle.h"
+#include "cluster-ops.h"
 #include "daemon.h"
 #include "privsep.h"
 #include "http-api.h"
@@ -210,6 +211,7 @@ static void on_idle(void *arg) {
         commit_submit(d);
         if (d->warm_wanted)
                 warm_fill(d);
+        cluster_idle(d);
         if (d->schedule_wanted) {
                 runner_start_ready(d);
                 commit_submit(d);
@@ -449,6 +451,10 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         r = recover_run(d, err);
         if (r < 0)
                 return r;
+        /* After recovery: the outcomes it keeps are this node's to write,
+         * the rest of what it claimed before is given back. */
+        if ((r = cluster_init(d, err)) < 0)
+                return r;
         sessions_adopt(&d->sessions);
         /* After the adoption: warm sandboxes from before are ended. */
         if (warm_init(d) < 0)
@@ -489,6 +495,7 @@ void daemon_done(struct daemon *d) {
         results_rest_abandon(d);
         worker_stop();
         results_rest_done(d);
+        cluster_done(d);
         bundles_done(d);
         deps_done(d);
         commit_done(d);

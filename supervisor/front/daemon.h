@@ -31,6 +31,7 @@
 
 struct bundles;
 struct warm;
+struct cluster;
 struct deps;
 struct MHD_Daemon;
 
@@ -109,6 +110,12 @@ struct daemon {
         void (*deps_start)(struct rjob *rj);
         void (*deps_release)(struct rjob *rj);
         void (*deps_adopt)(struct rjob *rj, const char *layer);
+        /* cluster mode (cluster-ops.c): NULL without [cluster] database.
+         * cluster_end is how the group commit (below it) writes a claimed
+         * job's result to the database: 0, -ESTALE (fenced: another node
+         * holds the job now) or -EAGAIN (the database is unreachable). */
+        struct cluster *cluster;
+        int (*cluster_end)(struct rjob *rj);
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
         struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */

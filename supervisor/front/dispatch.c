@@ -3,6 +3,7 @@
 
 #include "audit.h"
 #include "bundle.h"
+#include "cluster-ops.h"
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
@@ -27,6 +28,14 @@ static bool lookup(struct conn *c, const struct request *req, struct rjob **ret_
                 return true;
         }
         struct done_entry *e = rj ? NULL : result_index_find(&d->done, req->job);
+        /* In cluster mode the database holds every job's record: a
+         * node's own may be one the fence refused. Logs and downloads are
+         * of the files, this node's when it ran the job. */
+        bool files = req->op == REQ_LOGS || req->op == REQ_DOWNLOAD;
+        if (cluster_on(d) && !rj && !(e && files && streq(e->tenant, c->tenant->name))) {
+                cluster_op_job(c, (struct request *) req);
+                return false;
+        }
         if (e && streq(e->tenant, c->tenant->name)) {
                 *ret_done = e;
                 return true;
@@ -140,6 +149,10 @@ static void op_cancel(struct conn *c, struct request *req, struct rjob *rj, stru
 
 static void op_list(struct conn *c, struct request *req) {
         struct daemon *d = c->d;
+        if (cluster_on(d)) {
+                cluster_op_list(c, req);
+                return;
+        }
         json_t *arr = json_array();
         uint64_t n = 0;
         struct list *pos, *tmp;

@@ -17,6 +17,7 @@
 
 #include "bundle.h"
 #include "conn.h"
+#include "cluster-ops.h"
 #include "daemon.h"
 #include "dispatch.h"
 #include "jobevents.h"
@@ -65,6 +66,7 @@ static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_
         };
         bundles_cache_stats(d, &g.cache_bytes, &g.cache_entries);
         callbacks_gauges(d, &g);
+        cluster_gauges(d, &g);
         return metrics_render(&d->metrics, &g, tenant, ret, ret_len);
 }
 

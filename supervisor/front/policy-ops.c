@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "cluster-ops.h"
 #include "conn.h"
 #include "daemon.h"
 #include "log.h"
@@ -216,6 +217,8 @@ void policy_op(struct conn *c, struct request *req) {
                 conn_send(c, proto_error(req->tag, E_SHUTTING_DOWN, "the daemon is stopping"));
                 return;
         }
+        if (req->op == REQ_NODES || req->op == REQ_DRAIN)
+                return cluster_op_admin(c, req);
         audit_request(c, req_op_name(req->op), "accepted", NULL, NULL, NULL, false);
         if (req->op == REQ_RELOAD)
                 op_reload(c, req, by);

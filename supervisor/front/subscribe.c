@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "conn.h"
 #include "jobevents.h"
@@ -28,6 +30,23 @@ struct job_watch *subscribe_add(struct conn *c, struct rjob *rj, enum watch_kind
         w->streams = streams;
         w->tag = tag ? json_incref(tag) : NULL;
         list_add_tail(&rj->watches, &w->job_link);
+        list_add_tail(&c->watches, &w->conn_link);
+        return w;
+}
+
+struct job_watch *subscribe_add_remote(struct conn *c, struct list *on, const char *job, enum watch_kind kind, json_t *tag) {
+        if (!subscribe_room(c, tag))
+                return NULL;
+        struct job_watch *w = calloc(1, sizeof(*w));
+        if (!w)
+                return NULL;
+        c->n_watches++;
+        w->c = c;
+        w->kind = kind;
+        w->streams = STREAM_BOTH;
+        snprintf(w->job, sizeof(w->job), "%s", job);
+        w->tag = tag ? json_incref(tag) : NULL;
+        list_add_tail(on, &w->job_link);
         list_add_tail(&c->watches, &w->conn_link);
         return w;
 }
@@ -140,6 +159,40 @@ static void tell_all(struct rjob *rj, json_t *rec, const char *code, const char 
                         if (!c->closed && c->read_eof && !conn_backlog(c) && list_empty(&c->watches) && !c->busy)
                                 conn_close(c);
                 }
+                json_decref(tag);
+                conn_unref(c);
+        }
+}
+
+void subscribe_remote_end(struct list *on, const char *job, json_t *rec, const char *out, size_t out_len, const char *err,
+                          size_t err_len) {
+        struct list *pos, *tmp;
+        struct list mine = LIST_INIT(mine);
+        list_for_each_safe(pos, tmp, on) {
+                struct job_watch *w = list_entry(pos, struct job_watch, job_link);
+                if (!streq(w->job, job))
+                        continue;
+                list_del(&w->job_link);
+                list_add_tail(&mine, &w->job_link);
+        }
+        while (!list_empty(&mine)) {
+                struct job_watch *w = list_entry(mine.next, struct job_watch, job_link);
+                struct conn *c = w->c;
+                enum watch_kind kind = w->kind;
+                json_t *tag = w->tag ? json_incref(w->tag) : NULL;
+                conn_ref(c);
+                watch_free(w);
+                if (!c->closed && kind == W_FOLLOW) {
+                        if (out_len)
+                                conn_send(c, proto_ev_output(job, 0, out, out_len));
+                        if (err_len && !c->closed)
+                                conn_send(c, proto_ev_output(job, 1, err, err_len));
+                }
+                if (!c->closed)
+                        conn_send(c, kind == W_WAIT ? proto_ok(tag, json_pack("{s:s, s:O}", "job", job, "result", rec ? rec : json_null()))
+                                                    : proto_ev_end(job, rec));
+                if (!c->closed && c->read_eof && !conn_backlog(c) && list_empty(&c->watches) && !c->busy)
+                        conn_close(c);
                 json_decref(tag);
                 conn_unref(c);
         }

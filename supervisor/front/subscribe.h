@@ -29,7 +29,8 @@ enum watch_kind {
 struct job_watch {
         struct list job_link, conn_link;
         struct conn *c;
-        struct rjob *rj;
+        struct rjob *rj;          /* NULL: a job another node runs (cluster mode) */
+        char job[24];             /* ... that job's id */
         enum watch_kind kind;
         unsigned streams;
         json_t *tag;
@@ -49,5 +50,12 @@ void subscribe_end(struct rjob *rj, json_t *rec);
 /* The job ended but its record cannot be written: tell every waiter and
  * follower the truth and drop their watches. */
 void subscribe_fail(struct rjob *rj, const char *code, const char *msg);
+/* Cluster mode: a wait or follow of a job that another node may run, kept
+ * on the list `on` (cluster-ops.c) until the job's end is known. */
+struct job_watch *subscribe_add_remote(struct conn *c, struct list *on, const char *job, enum watch_kind kind, json_t *tag);
+/* That job ended: its followers get its output (out, err: what the
+ * database kept of it), then every watcher its record (borrowed). */
+void subscribe_remote_end(struct list *on, const char *job, json_t *rec, const char *out, size_t out_len, const char *err,
+                          size_t err_len);
 /* A closing connection's watches go. */
 void subscribe_conn_closed(struct conn *c);

@@ -545,6 +545,11 @@ static void on_synced(struct source *s, uint32_t events) {
                                 snprintf(what, sizeof(what), "result record");
                         all_ok = false;
                         failed(d, rj, v, what);
+                } else if (rj->cluster && d->cluster_end && d->cluster_end(rj) == -EAGAIN) {
+                        /* Durable here, not yet in the cluster's database:
+                         * kept (journal "end" line) and written again. */
+                        all_ok = false;
+                        failed(d, rj, -EAGAIN, "result in the cluster's database");
                 } else
                         tell(d, rj);
         }

@@ -141,6 +141,10 @@ struct rjob {
         bool end_durable;         /* that line is synced: a restart keeps its outcome */
         bool end_failed;          /* the journal could not take that line (logged once) */
         struct list commit_link;  /* in a batch, or waiting for a retry */
+        /* cluster mode (front/cluster-ops.c): claimed from the database,
+         * at this attempt, which fences its result */
+        bool cluster;
+        unsigned cl_attempt;
 
         uint64_t t_us[T_N];
 };

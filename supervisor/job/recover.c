@@ -24,7 +24,7 @@
 #include "workspace.h"
 
 struct tally {
-        unsigned requeued, ended, rejected, kept, adopted;
+        unsigned requeued, ended, rejected, kept, adopted, handed_back;
 };
 
 /* The accept line: everything needed to run the job again after a crash
@@ -37,6 +37,10 @@ json_t *accept_record(const struct rjob *rj) {
                               proto_time(j->created_ms), "command", proto_argv(&j->req.run), "request",
                               proto_run_json(&j->req.run), "profile", j->pol.profile, "policy", policy_to_json(&j->pol),
                               "request_sha256", rj->req_digest, "attempt", (int) j->attempt);
+        /* Claimed from the cluster's database: its lease's attempt, the
+         * fence of its result (cluster-ops.c). */
+        if (o && rj->cluster)
+                json_object_set_new(o, "cluster", json_pack("{s:i}", "attempt", (int) rj->cl_attempt));
         /* A session's: recovery ends it rather than running it again. */
         if (o && rj->session_id[0])
                 json_object_set_new(o, "session", json_pack("{s:s, s:s, s:I, s:b}", "id", rj->session_id, "role",
@@ -326,6 +330,29 @@ static void orphan_exec(struct daemon *d, const char *sid, const struct journal_
         }
 }
 
+/* A job this node claimed from the cluster's database: an outcome the
+ * journal kept is written (fenced by its attempt); else it is given back
+ * (cluster-ops.c ends this node's leases at start): whatever of it runs
+ * here is killed, and the cluster runs it again or records it
+ * interrupted, as its retries say. */
+static void recover_claimed(struct daemon *d, struct rjob *rj, const struct journal_entry *x, json_t *cl, struct tally *t) {
+        rj->cluster = true;
+        rj->cl_attempt = (unsigned) json_integer_value(json_object_get(cl, "attempt"));
+        if (x->end && recover_kept(d, rj, x->end)) {
+                t->kept++;
+                return;
+        }
+        if (x->pid > 0) {
+                kill_leftover(x);
+                restore_started(d, rj, x);
+                if (!rj->had_cgroup)
+                        prepare_reap_uid(d, rj->j.job_uid);
+        }
+        jobs_remove(&d->jobs, rj);
+        rjob_free(rj);
+        t->handed_back++;
+}
+
 static void recover_one(struct daemon *d, const struct journal_entry *x, struct tally *t) {
         bool whole;
         struct rjob *rj = rebuild(d, x, &whole);
@@ -337,6 +364,11 @@ static void recover_one(struct daemon *d, const struct journal_entry *x, struct 
         bool started = x->pid > 0;
         bool own_tenant = tenant_find(d->cfg, x->tenant) != NULL;
         jobs_add(&d->jobs, rj);
+        json_t *cl = json_object_get(x->accept, "cluster");
+        if (json_is_object(cl)) {
+                recover_claimed(d, rj, x, cl, t);
+                return;
+        }
         if (x->end && recover_kept(d, rj, x->end)) {
                 t->kept++;
                 return;
@@ -476,10 +508,52 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
                 log_notice("recovery: %u jobs interrupted by a restart get records (state error, E_RESTARTED)", t.ended);
         if (t.rejected)
                 log_notice("recovery: %u jobs accepted before a restart cannot run and get records (state rejected)", t.rejected);
+        if (t.handed_back)
+                log_notice("recovery: %u jobs claimed from the cluster before a restart are given back to it", t.handed_back);
         /* The journal now needs only what is in memory: the jobs queued
          * again and those whose records are not yet written. */
         r = daemon_compact_journal(d);
         if (r < 0)
                 log_warning("recovery: journal not compacted (%s); the old one still holds every job", strerror(-r));
         return 0;
+}
+
+struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, const char *interrupted) {
+        struct journal_entry x = { 0 };
+        struct tally t = { 0 };
+        bool whole;
+        const char *id = json_string_value(json_object_get(accept, "job"));
+        if (!id || !proto_valid_job_id(id))
+                return NULL;
+        snprintf(x.id, sizeof(x.id), "%s", id);
+        x.tenant = (char *) json_string_value(json_object_get(accept, "tenant"));
+        x.caller_uid = (uid_t) json_integer_value(json_object_get(accept, "uid"));
+        x.accept = accept;
+        if (!x.tenant || jobs_find(&d->jobs, id))
+                return NULL;
+        struct rjob *rj = rebuild(d, &x, &whole);
+        if (!rj)
+                return NULL;
+        struct job *j = &rj->j;
+        rj->cluster = true;
+        rj->cl_attempt = attempt;
+        jobs_add(&d->jobs, rj);
+        /* Its journal line lets a restart of this node kill what it left
+         * and give it back; the database already holds it durably. */
+        json_t *jr = accept_record(rj);
+        if (jr && journal_append(&d->journal, jr, false) == 0)
+                commit_journal(d);
+        json_decref(jr);
+        if (interrupted) {
+                job_transition(j, JEV_PREPARE, NULL);
+                job_transition(j, JEV_START, NULL);
+                job_transition(j, JEV_RESTARTED, interrupted);
+        } else if (!whole)
+                job_transition(j, JEV_REJECTED, "its request in the cluster's database is not whole");
+        else if (requeue(d, rj, &t) == 0) {
+                runner_schedule(d);
+                return rj;
+        }
+        runner_end(rj);
+        return rj;
 }

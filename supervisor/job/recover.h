@@ -19,3 +19,9 @@ int recover_run(struct daemon *d, struct sbx_error *err);
 /* The accept line: everything needed to run the job again after a crash
  * (the request as validated), and what its record needs if it cannot. */
 json_t *accept_record(const struct rjob *rj);
+
+/* Cluster mode: a job claimed from the database (its accept line, the
+ * attempt that fences its result): queued here as a job of this node, or
+ * with interrupted (why) recorded as interrupted at once (E_RESTARTED).
+ * NULL when it cannot be rebuilt or is here already. */
+struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, const char *interrupted);

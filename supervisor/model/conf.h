@@ -226,6 +226,15 @@ struct config {
         uint64_t cb_concurrency;    /* attempts in flight at once */
         uint64_t cb_memory_max;     /* pending deliveries of a tenant held in memory */
 
+        /* cluster mode (config-cluster.c): on when cluster_db is set */
+        char *cluster_db;           /* the PostgreSQL connection string (database, or read from database_file) */
+        char *cluster_db_file;
+        char *cluster_node;         /* this node's name (default: the host name) */
+        int cluster_role;           /* CLUSTER_* */
+        uint64_t cluster_lease_ms;  /* a claimed job's lease, renewed a third of it at a time */
+        uint64_t cluster_timeout_ms; /* each statement's deadline */
+        uint64_t cluster_output_max; /* bytes of each stream of a job's output kept in the database */
+
         /* the HTTP API (config-http.c) */
         char *http_listen[CONFIG_HTTP_MAX_LISTEN]; /* ADDRESS:PORT each */
         bool http_listen_tls[CONFIG_HTTP_MAX_LISTEN]; /* given as listen_tls */
@@ -301,6 +310,14 @@ bool config_tenant_changed(const struct config *a, const struct config *b, const
 
 #define CONFIG_REGISTRY_PREFIX "registry."
 #define CONFIG_TOKEN_PREFIX "token."
+
+/* config-cluster.c: cluster mode's keys ([cluster]). */
+enum { CLUSTER_BOTH, CLUSTER_API, CLUSTER_WORKER };
+void config_cluster_defaults(struct config *c);
+void config_cluster_free(struct config *c);
+/* After the file is read: reads database_file, names the node. */
+int config_cluster_check(struct config *c, struct sbx_error *err);
+const char *config_cluster_role_name(int role);
 
 /* config-http.c: the keys of the HTTP API ([http] and [token.NAME]). */
 void config_http_defaults(struct config *c);

@@ -30,7 +30,7 @@ static inline struct tenant *config_tenant(const struct inikey_ctx *c) {
 /* The keys of bundles and registries (config-bundle.c) and of callbacks
  * (config-callback.c). */
 extern const struct inikey_table config_bundle_table, config_callback_table, config_http_table, config_secret_table,
-        config_deps_table;
+        config_deps_table, config_cluster_table;
 /* The registry of a [registry.NAME] section, made on its first key. */
 int config_registry_object(struct inikey_ctx *c, const char *name, void **ret);
 /* The token of a [token.NAME] section (config-http.c), made on its first key. */

@@ -128,6 +128,7 @@ void config_init(struct config *c) {
         config_deps_defaults(c);
         config_callback_defaults(c);
         config_http_defaults(c);
+        config_cluster_defaults(c);
 }
 
 void config_free(struct config *c) {
@@ -166,6 +167,7 @@ void config_free(struct config *c) {
         free(c->slots);
         config_bundle_free(c);
         config_http_free(c);
+        config_cluster_free(c);
         memset(c, 0, sizeof(*c));
 }
 
@@ -592,6 +594,8 @@ static int config_validate(struct config *c, struct sbx_error *err) {
                 r = config_secret_check(c, err);
         if (r >= 0)
                 r = config_deps_check(c, err);
+        if (r >= 0)
+                r = config_cluster_check(c, err);
         return r < 0 ? r : config_http_check(c, err);
 }
 
@@ -630,11 +634,11 @@ static int load_policy(struct config *c, const struct inikey_format *fmt, struct
 static int load_text(struct config *c, const char *name, const char *text, size_t len, struct sbx_error *err) {
         const struct inikey_table tables[] = { INIKEY_TABLE(keys), config_bundle_table, config_callback_table,
                                                config_http_table, config_secret_table,
-                                               config_deps_table };
+                                               config_deps_table, config_cluster_table };
         const struct inikey_format fmt = {
                 .tables = tables,
                 .n_tables = ARRAY_SIZE(tables),
-                .sections = "daemon, http, " TENANT_PREFIX "NAME, " CONFIG_REGISTRY_PREFIX "NAME, " CONFIG_TOKEN_PREFIX "NAME",
+                .sections = "daemon, http, cluster, " TENANT_PREFIX "NAME, " CONFIG_REGISTRY_PREFIX "NAME, " CONFIG_TOKEN_PREFIX "NAME",
                 .last_wins = true,
                 .object = section_object,
         };

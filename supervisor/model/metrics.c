@@ -286,6 +286,22 @@ static void network(FILE *f, const struct metrics_net *n, const struct metrics_g
         gauge(f, "sbx_network_pool_size", "Blocks of network_pool (a /30 per restricted job) there are.", g->net_pool_size);
 }
 
+static void cluster_lines(FILE *f, const struct metrics_gauges *g) {
+        if (!g->cluster)
+                return;
+        gauge(f, "sbx_cluster_database_up", "Cluster mode: 1 while the shared database answers, 0 while it does not.", g->cl_up);
+        counter(f, "sbx_cluster_claimed_total", "Cluster mode: queued jobs this node claimed to run.", g->cl_claimed);
+        counter(f, "sbx_cluster_fenced_total",
+                "Cluster mode: results of this node refused by the database because the job's lease had passed to another node.",
+                g->cl_fenced);
+        counter(f, "sbx_cluster_unavailable_total", "Cluster mode: requests refused with E_UNAVAILABLE (database unreachable).",
+                g->cl_unavailable);
+        counter(f, "sbx_cluster_requeued_total", "Cluster mode: jobs of expired leases this node queued again (retries left).",
+                g->cl_requeued);
+        counter(f, "sbx_cluster_expired_total", "Cluster mode: jobs of expired leases this node recorded as interrupted.",
+                g->cl_expired);
+}
+
 int metrics_render(const struct metrics *m, const struct metrics_gauges *g, const char *tenant, char **ret, size_t *ret_len) {
         char *buf = NULL;
         size_t len = 0;
@@ -295,6 +311,7 @@ int metrics_render(const struct metrics *m, const struct metrics_gauges *g, cons
         gauge(f, "sbx_jobs_queued", "Jobs accepted and not started yet (queued or waiting for their bundle).", g->queued);
         gauge(f, "sbx_jobs_running", "Jobs being started, running or being stopped.", g->running);
         gauge(f, "sbx_connections", "Client connections open on the daemon's socket.", g->connections);
+        cluster_lines(f, g);
         per_tenant(f, m, tenant);
         hist(f, "sbx_job_startup_seconds", "Time from a job's acceptance to its launcher's start (jobs that started).", &m->startup,
              startup_bounds, METRICS_STARTUP_BUCKETS);

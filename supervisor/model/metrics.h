@@ -109,6 +109,9 @@ struct metrics_gauges {
         uint64_t net_strays;            /* audit events of no attached job */
         bool net_pool;                  /* the members below were filled (restricted jobs can run) */
         uint64_t net_pool_used, net_pool_size; /* /30s of network_pool */
+        bool cluster;                   /* cluster mode: the members below were filled */
+        bool cl_up;                     /* the database answers */
+        uint64_t cl_claimed, cl_fenced, cl_unavailable, cl_requeued, cl_expired;
 };
 
 /* What one finished job adds. */

@@ -15,6 +15,7 @@
 
 static const struct field reload_fields[] = { COMMON_FIELDS };
 static const struct field show_fields[] = { COMMON_FIELDS, { "tenant", K_STRING, false }, { "limit", K_UINT, false } };
+static const struct field drain_fields[] = { COMMON_FIELDS, { "node", K_STRING, false }, { "undo", K_BOOL, false } };
 static const struct field set_fields[] = { COMMON_FIELDS, { "tenant", K_STRING, true }, { "set", K_OBJECT, true },
                                            { "reason", K_STRING, false } };
 
@@ -121,6 +122,14 @@ int proto_parse_admin(json_t *root, struct request *r, struct sbx_error *err) {
         case REQ_SECRET_LIST:
                 rc = proto_check_fields(root, secret_ls_fields, ARRAY_SIZE(secret_ls_fields), "", err);
                 break;
+        case REQ_NODES:
+                return proto_check_fields(root, reload_fields, ARRAY_SIZE(reload_fields), "", err);
+        case REQ_DRAIN:
+                rc = proto_check_fields(root, drain_fields, ARRAY_SIZE(drain_fields), "", err);
+                if (rc == 0)
+                        rc = take_string(root, "node", 63, &r->name, err);
+                r->undo = json_is_true(json_object_get(root, "undo"));
+                return rc;
         default:
                 return -EINVAL;
         }

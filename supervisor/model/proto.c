@@ -78,7 +78,7 @@ static const char *const op_names[] = {
         [REQ_SESSION_EXPOSE] = "session.expose", [REQ_SESSION_UNEXPOSE] = "session.unexpose",
         [REQ_SESSION_STDIN] = "session.stdin", [REQ_SESSION_FORWARD] = "session.forward", [REQ_SESSION_RESIZE] = "session.resize",
         [REQ_RELOAD] = "reload", [REQ_POLICY_SHOW] = "policy.show", [REQ_POLICY_SET] = "policy.set",
-        [REQ_POLICY_HISTORY] = "policy.history",
+        [REQ_POLICY_HISTORY] = "policy.history", [REQ_NODES] = "nodes", [REQ_DRAIN] = "drain",
         [REQ_SECRET_SET] = "secret.set", [REQ_SECRET_LIST] = "secret.ls", [REQ_SECRET_RM] = "secret.rm",
 };
 

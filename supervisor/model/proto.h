@@ -55,6 +55,9 @@
 #define E_RATE_LIMITED "E_RATE_LIMITED" /* an HTTP API token over its rate */
 #define E_UNSUPPORTED "E_UNSUPPORTED" /* asked for what this daemon cannot provide here (no eBPF, no job cgroups) */
 #define E_CONFIG "E_CONFIG" /* a reload or policy change refused: the configuration it would make is not valid */
+/* Cluster mode: the database is unreachable; nothing new is accepted that
+ * could not be made durable. Retry later (or on another node). */
+#define E_UNAVAILABLE "E_UNAVAILABLE"
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"
 #define E_SETUP "E_SETUP"
@@ -117,6 +120,8 @@ enum req_op {
         REQ_POLICY_SHOW,
         REQ_POLICY_SET,
         REQ_POLICY_HISTORY,
+        REQ_NODES,
+        REQ_DRAIN,
         REQ_SECRET_SET,
         REQ_SECRET_LIST,
         REQ_SECRET_RM,
@@ -237,7 +242,8 @@ struct request {
         char *tenant;          /* NULL: the caller's own */
         json_t *policy;        /* policy.set: { key: "value" | null } */
         char *reason;          /* policy.set: why, for the history; may be NULL */
-        char *name;            /* secret.set, .rm: the secret's name */
+        char *name;            /* secret.set, .rm: the secret's name; drain: the node (NULL: this one) */
+        bool undo;             /* drain: claim jobs again */
         char *value;           /* secret.set: its value (wiped when freed) */
         size_t value_len;
         struct run_request run;

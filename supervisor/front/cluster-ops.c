@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "cluster-ops.h"
+#include "conn.h"
+#include "daemon.h"
+#include "db.h"
+#include "log.h"
+#include "metrics.h"
+#include "recover.h"
+#include "runner.h"
+#include "subscribe.h"
+#include "tenant.h"
+
+/* How often the node looks at the database without being woken: its
+ * heartbeat and leases (a third of the lease), expired leases, and the
+ * waits whose notification a reconnection may have lost. */
+#define TICK_MAX_MS 1000
+#define PRUNE_EVERY_MS 60000
+
+struct cluster {
+        struct daemon *d;
+        struct cdb db;
+        struct source db_src;     /* the connection's socket: notifications */
+        bool db_src_on;
+        struct source tick_src;   /* a timerfd */
+        int tick_fd;
+        uint64_t tick_ms;
+        struct list waits;        /* struct job_watch.job_link of jobs held elsewhere */
+        bool claim_wanted;
+        bool draining;            /* told so by the database (sbxctl drain) */
+        bool released;            /* this node's leases of before its start are given back */
+        bool refused_schema;
+        uint64_t next_beat_ms, next_prune_ms;
+        uint64_t claimed, fenced, unavailable, requeued, expired;
+};
+
+bool cluster_on(const struct daemon *d) {
+        return d->cluster != NULL;
+}
+
+static const char *role_name(const struct daemon *d) {
+        return config_cluster_role_name(d->cfg->cluster_role);
+}
+
+static unsigned running_here(const struct daemon *d) {
+        unsigned n = 0;
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &d->jobs.all)
+                n += list_entry(pos, struct rjob, link)->cluster;
+        return n;
+}
+
+/* ---- claims, leases, notifications ---- */
+
+static void on_claimed(void *arg, const char *id, const char *accept_json, unsigned attempt) {
+        struct cluster *cl = arg;
+        json_error_t je;
+        json_t *acc = json_loads(accept_json, 0, &je);
+        struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, NULL) : NULL;
+        json_decref(acc);
+        cl->claimed++;
+        if (!rj)
+                log_error("cluster: job %s (attempt %u): cannot be rebuilt from its row; its lease runs out and the cluster "
+                          "records it interrupted",
+                          id, attempt);
+        else
+                log_debug("cluster: claimed job %s (attempt %u)", id, attempt);
+}
+
+static void on_expired(void *arg, const char *id, const char *accept_json, unsigned attempt, const char *was_node) {
+        struct cluster *cl = arg;
+        char why[160];
+        json_error_t je;
+        snprintf(why, sizeof(why), "node %s, which ran it, stopped renewing its lease (it died, stopped or lost the database)",
+                 was_node);
+        json_t *acc = json_loads(accept_json, 0, &je);
+        struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, why) : NULL;
+        json_decref(acc);
+        cl->expired++;
+        log_warning("cluster: job %s (attempt %u): %s; no retries left: recorded interrupted (E_RESTARTED)%s", id, attempt, why,
+                    rj ? "" : ", but its row cannot be rebuilt here");
+}
+
+static void claim(struct cluster *cl) {
+        struct daemon *d = cl->d;
+        const struct config *cfg = d->cfg;
+        cl->claim_wanted = false;
+        if (cfg->cluster_role == CLUSTER_API || cl->draining || d->stopping || !cdb_up(&cl->db))
+                return;
+        unsigned busy = d->sched.all.running + d->sched.all.queued;
+        if (busy >= cfg->max_jobs)
+                return;
+        int n = cdb_claim(&cl->db, (unsigned) cfg->max_jobs - busy, cfg->cluster_lease_ms, on_claimed, cl);
+        /* a full claim: there may be more */
+        if (n > 0 && (unsigned) n == cfg->max_jobs - busy)
+                cl->claim_wanted = true;
+}
+
+/* The end of a job some of this node's clients wait for. */
+static void deliver(struct cluster *cl, const char *id) {
+        struct cdb_job j;
+        if (cdb_get(&cl->db, id, &j) < 0)
+                return;
+        json_error_t je;
+        json_t *rec = j.record ? json_loads(j.record, 0, &je) : NULL;
+        if (rec)
+                subscribe_remote_end(&cl->waits, id, rec, j.out, j.out_len, j.err, j.err_len);
+        json_decref(rec);
+        cdb_job_free(&j);
+}
+
+static bool waited_for(struct cluster *cl, const char *id) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cl->waits)
+                if (streq(list_entry(pos, struct job_watch, job_link)->job, id))
+                        return true;
+        return false;
+}
+
+static void on_notify(void *arg, const char *channel, const char *payload) {
+        struct cluster *cl = arg;
+        if (streq(channel, "queue"))
+                cl->claim_wanted = true;
+        else if (streq(channel, "done") && waited_for(cl, payload))
+                deliver(cl, payload);
+        else if (streq(channel, "cancel")) {
+                struct rjob *rj = jobs_find(&cl->d->jobs, payload);
+                if (rj && rj->cluster && rj->j.state != JOB_DONE) {
+                        log_info("cluster: job %s: cancelled through another node", payload);
+                        runner_stop(rj, JEV_CANCEL);
+                }
+        }
+}
+
+static void on_db(struct source *s, uint32_t events);
+
+static void watch_db(struct cluster *cl) {
+        int fd = cdb_fd(&cl->db);
+        if (cl->db_src_on && (fd < 0 || fd != cl->db_src.fd)) {
+                loop_del(&cl->db_src);
+                cl->db_src_on = false;
+        }
+        if (fd >= 0 && !cl->db_src_on) {
+                cl->db_src.fd = fd;
+                cl->db_src_on = loop_add(&cl->db_src, fd, EPOLLIN, on_db) == 0;
+        }
+}
+
+static void on_db(struct source *s, uint32_t events) {
+        struct cluster *cl = container_of(s, struct cluster, db_src);
+        (void) events;
+        cdb_notifies(&cl->db, on_notify, cl);
+        watch_db(cl);
+}
+
+static void give_tenants(struct cluster *cl) {
+        const struct config *cfg = cl->d->cfg;
+        const char **names = calloc(cfg->n_tenants + 1, sizeof(*names));
+        unsigned *max = calloc(cfg->n_tenants + 1, sizeof(*max));
+        size_t n = 0;
+        if (names && max) {
+                for (size_t i = 0; i < cfg->n_tenants; i++, n++) {
+                        names[n] = cfg->tenants[i].name;
+                        max[n] = (unsigned) cfg->tenants[i].max_jobs;
+                }
+                if (cfg->anonymous) {
+                        names[n] = cfg->anonymous->name;
+                        max[n++] = (unsigned) cfg->anonymous->max_jobs;
+                }
+                cdb_set_tenants(&cl->db, names, max, n);
+        }
+        free(names);
+        free(max);
+}
+
+/* The heartbeat: this node's row, its leases renewed, and whether it is
+ * to drain. */
+static void beat(struct cluster *cl, uint64_t now) {
+        struct daemon *d = cl->d;
+        const struct config *cfg = d->cfg;
+        bool draining = cl->draining;
+        cl->next_beat_ms = now + cfg->cluster_lease_ms / 3;
+        if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, running_here(d), cfg->cluster_lease_ms, &draining) ==
+                    0 &&
+            draining != cl->draining) {
+                log_notice("cluster: node %s %s", cfg->cluster_node,
+                           draining ? "drains: it finishes its jobs and claims no more" : "claims jobs again");
+                cl->draining = draining;
+        }
+}
+
+/* Just connected: the leases of what this node ran before its start end
+ * (but for outcomes being written), and the tenants' limits are given. */
+static void connected(struct cluster *cl) {
+        struct daemon *d = cl->d;
+        log_notice("cluster: node %s (role %s) connected to the database", d->cfg->cluster_node, role_name(d));
+        if (!cl->released) {
+                const char **keep = calloc(d->jobs.n + 1, sizeof(*keep));
+                size_t n = 0;
+                struct list *pos, *tmp;
+                list_for_each_safe(pos, tmp, &d->jobs.all) {
+                        struct rjob *rj = list_entry(pos, struct rjob, link);
+                        if (keep && rj->cluster)
+                                keep[n++] = rj->j.id;
+                }
+                if (keep && cdb_release_node(&cl->db, keep, n) == 0)
+                        cl->released = true;
+                free(keep);
+        }
+        give_tenants(cl);
+        beat(cl, now_mono_ms());
+        cl->claim_wanted = true;
+}
+
+struct ids {
+        char (*id)[24];
+        size_t n, cap;
+};
+
+static void ids_add(void *arg, const char *id) {
+        struct ids *a = arg;
+        if (a->n == a->cap) {
+                size_t cap = a->cap ? a->cap * 2 : 16;
+                char(*m)[24] = realloc(a->id, cap * sizeof(*m));
+                if (!m)
+                        return;
+                a->id = m;
+                a->cap = cap;
+        }
+        snprintf(a->id[a->n++], 24, "%s", id);
+}
+
+static void recheck_waits(struct cluster *cl) {
+        struct ids waited = { 0 }, done = { 0 };
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, &cl->waits)
+                ids_add(&waited, list_entry(pos, struct job_watch, job_link)->job);
+        const char **v = calloc(waited.n + 1, sizeof(*v));
+        for (size_t i = 0; v && i < waited.n; i++)
+                v[i] = waited.id[i];
+        if (v && cdb_done_among(&cl->db, v, waited.n, ids_add, &done) == 0)
+                for (size_t i = 0; i < done.n; i++)
+                        if (waited_for(cl, done.id[i]))
+                                deliver(cl, done.id[i]);
+        free(v);
+        free(waited.id);
+        free(done.id);
+}
+
+static void tick(struct cluster *cl) {
+        struct daemon *d = cl->d;
+        const struct config *cfg = d->cfg;
+        uint64_t now = now_mono_ms();
+        int r = cdb_ensure(&cl->db, now);
+        if (r == -EPROTO && !cl->refused_schema) {
+                log_error("cluster: %s", cl->db.err);
+                cl->refused_schema = true;
+        }
+        if (r == 1)
+                connected(cl);
+        watch_db(cl);
+        if (!cdb_up(&cl->db))
+                return;
+        if (now >= cl->next_beat_ms) {
+                beat(cl, now);
+                /* Others' leases are taken only once this node has been
+                 * connected for a whole lease: after the database's outage
+                 * every live node has reconnected and renewed its own by
+                 * then (leases are not renewed while it is down). */
+                unsigned requeued = 0;
+                if (now >= cl->db.up_since_ms + cfg->cluster_lease_ms &&
+                    cdb_expire(&cl->db, cfg->cluster_lease_ms, &requeued, on_expired, cl) == 0 && requeued) {
+                        cl->requeued += requeued;
+                        log_notice("cluster: %u jobs whose nodes stopped renewing their leases are queued again", requeued);
+                }
+        }
+        if (now >= cl->next_prune_ms) {
+                cl->next_prune_ms = now + PRUNE_EVERY_MS;
+                long n = cfg->retention_ms ? cdb_prune(&cl->db, cfg->retention_ms) : 0;
+                if (n > 0)
+                        log_info("cluster: %ld ended jobs past their retention deleted from the database", n);
+        }
+        /* Waits whose "done" may have been missed (a reconnection). */
+        if (!list_empty(&cl->waits))
+                recheck_waits(cl);
+        claim(cl);
+}
+
+static void on_tick(struct source *s, uint32_t events) {
+        struct cluster *cl = container_of(s, struct cluster, tick_src);
+        uint64_t n;
+        (void) events;
+        if (read(cl->tick_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+                log_debug("cluster: timer: %s", strerror(errno));
+        tick(cl);
+}
+
+void cluster_idle(struct daemon *d) {
+        struct cluster *cl = d->cluster;
+        if (cl && cl->claim_wanted && cdb_up(&cl->db))
+                claim(cl);
+}
+
+/* ---- the result of a claimed job ---- */
+
+/* The start of one stream of its output, as the database keeps it. */
+static char *output_start(struct daemon *d, const char *id, int i, size_t max, size_t *len) {
+        char path[64];
+        *len = 0;
+        snprintf(path, sizeof(path), "%s/%s", id, i ? "stderr" : "stdout");
+        _cleanup_close_ int fd = openat(d->dirs.results_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || !max)
+                return NULL;
+        char *buf = malloc(max);
+        if (!buf)
+                return NULL;
+        ssize_t n = pread(fd, buf, max, 0);
+        if (n <= 0) {
+                free(buf);
+                return NULL;
+        }
+        *len = (size_t) n;
+        return buf;
+}
+
+static int job_end(struct rjob *rj) {
+        struct daemon *d = rj->d;
+        struct cluster *cl = d->cluster;
+        const struct job *j = &rj->j;
+        if (!cl)
+                return 0;
+        if (cdb_ensure(&cl->db, now_mono_ms()) == 1)
+                connected(cl);
+        if (!cdb_up(&cl->db))
+                return -EAGAIN;
+        _cleanup_free_ char *text = rj->rec ? json_dumps(rj->rec, JSON_COMPACT) : NULL;
+        if (!text)
+                return -EAGAIN; /* out of memory: tried again */
+        size_t ol, el;
+        _cleanup_free_ char *out = output_start(d, j->id, 0, d->cfg->cluster_output_max, &ol);
+        _cleanup_free_ char *err = output_start(d, j->id, 1, d->cfg->cluster_output_max, &el);
+        json_t *st = json_object_get(rj->rec, "state");
+        int r = cdb_finish(&cl->db, j->id, rj->cl_attempt, text, json_string_value(st) ?: job_outcome_name(j->outcome),
+                           j->exit_code, out, ol, err, el);
+        if (r == -ESTALE) {
+                cl->fenced++;
+                log_warning(JOB_LOG ": its result (attempt %u) is refused by the cluster: its lease had passed to another node, "
+                            "whose result stands",
+                            JOB_LOG_ARGS(j), rj->cl_attempt);
+                r = 0;
+        }
+        cl->claim_wanted = true;
+        return r == -EIO ? -EAGAIN : r;
+}
+
+/* ---- accepting ---- */
+
+static void unavailable(struct conn *c, struct request *req) {
+        struct cluster *cl = c->d->cluster;
+        cl->unavailable++;
+        conn_send(c, proto_error(req->tag, E_UNAVAILABLE,
+                                 "the cluster's database is unreachable (%s): nothing new is accepted until it answers; retry",
+                                 cl->db.err));
+}
+
+bool cluster_may_accept(struct conn *c, struct request *req) {
+        struct daemon *d = c->d;
+        struct cluster *cl = d->cluster;
+        if (req_op_is_session(req->op)) {
+                conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
+                                         "sessions are not available in cluster mode: a session lives on one node, which the "
+                                         "cluster does not route to yet"));
+                return false;
+        }
+        if (d->cfg->cluster_role == CLUSTER_WORKER) {
+                conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
+                                         "node %s has the role worker: it runs jobs the cluster queued and accepts none; submit "
+                                         "to a node of role api or both",
+                                         d->cfg->cluster_node));
+                return false;
+        }
+        if (cdb_ensure(&cl->db, now_mono_ms()) == 1)
+                connected(cl);
+        if (!cdb_up(&cl->db)) {
+                unavailable(c, req);
+                return false;
+        }
+        return true;
+}
+
+int cluster_submit(struct conn *c, struct rjob *rj) {
+        struct daemon *d = c->d;
+        struct cluster *cl = d->cluster;
+        struct job *j = &rj->j;
+        struct cdb_dup dup;
+        json_t *tag = j->req.tag;
+        json_t *acc = accept_record(rj);
+        _cleanup_free_ char *text = acc ? json_dumps(acc, JSON_COMPACT) : NULL;
+        json_decref(acc);
+        if (!text) {
+                conn_send(c, proto_error(tag, E_INTERNAL, "out of memory"));
+                return -1;
+        }
+        int r = cdb_insert_job(&cl->db, j->id, j->tenant->name, j->req.run.idempotency_key, rj->req_digest, text,
+                               (unsigned) j->req.run.retries, &dup);
+        if (r == -EAGAIN || r == -EIO) {
+                unavailable(c, &j->req);
+                return -1;
+        }
+        if (r == 0)
+                return 0;
+        if (!streq(dup.digest, rj->req_digest)) {
+                conn_send(c, proto_error(tag, E_CONFLICT,
+                                         "field 'idempotency_key': job %s was submitted with this key and a different request",
+                                         dup.id));
+                return -1;
+        }
+        conn_send(c, proto_ok(tag, json_pack("{s:s, s:s, s:b}", "job", dup.id, "state", dup.state, "duplicate", 1)));
+        if (j->req.run.follow && subscribe_add_remote(c, &cl->waits, dup.id, W_FOLLOW, tag) && streq(dup.state, "done"))
+                deliver(cl, dup.id);
+        return 1;
+}
+
+void cluster_accepted(struct conn *c, struct rjob *rj) {
+        struct cluster *cl = c->d->cluster;
+        struct job *j = &rj->j;
+        const char *op = req_op_name(j->req.op);
+        audit_request(c, op, j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
+                      j->pol.clamped[0] ? j->pol.clamped : NULL, false);
+        json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");
+        if (ok && j->pol.clamped[0])
+                json_object_set_new(ok, "clamped", json_string(j->pol.clamped));
+        if (ok && j->bundle.set)
+                json_object_set_new(ok, "bundle", json_string(j->req.run.bundle));
+        conn_send(c, proto_ok(j->req.tag, ok));
+        if (j->req.run.follow)
+                subscribe_add_remote(c, &cl->waits, j->id, W_FOLLOW, j->req.tag);
+        cl->claim_wanted = true;
+}
+
+/* ---- queries of jobs this node does not hold ---- */
+
+static json_t *summary(const struct cdb_job *j, json_t *rec) {
+        if (streq(j->state, "done")) {
+                json_t *ec = json_object_get(rec, "exit_code");
+                return proto_summary_done(j->id, j->tenant, json_string_value(json_object_get(rec, "state")) ?: "done",
+                                          j->created_ms, j->ended_ms, json_is_integer(ec) ? (int) json_integer_value(ec) : -1);
+        }
+        json_error_t je;
+        json_t *acc = j->accept ? json_loads(j->accept, 0, &je) : NULL;
+        json_t *cmd = json_array_get(json_object_get(acc, "command"), 0);
+        json_t *o = proto_summary_live(j->id, j->tenant, j->state, j->created_ms, 0, json_string_value(cmd) ?: "?");
+        json_decref(acc);
+        if (o && j->node[0])
+                json_object_set_new(o, "node", json_string(j->node));
+        return o;
+}
+
+static void not_done(struct conn *c, struct request *req, const struct cdb_job *j) {
+        if (j->node[0])
+                conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s on node %s", j->id, j->state, j->node));
+        else
+                conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s", j->id, j->state));
+}
+
+static void op_cancel(struct conn *c, struct request *req, struct cdb_job *j) {
+        struct daemon *d = c->d;
+        struct cluster *cl = d->cluster;
+        bool took = false;
+        struct cdb_job t;
+        if (streq(j->state, "done")) {
+                json_error_t je;
+                json_t *rec = j->record ? json_loads(j->record, 0, &je) : NULL;
+                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:b}", "job", j->id, "state",
+                                                          json_string_value(json_object_get(rec, "state")) ?: "done",
+                                                          "already_done", 1)));
+                json_decref(rec);
+                return;
+        }
+        int r = cdb_cancel(&cl->db, j->id, d->cfg->cluster_lease_ms, &took, &t);
+        if (r == -ENOENT) {
+                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:b}", "job", j->id, "state", "done", "already_done", 1)));
+                return;
+        }
+        if (r < 0) {
+                unavailable(c, req);
+                return;
+        }
+        audit_request(c, "cancel", "accepted", NULL, NULL, NULL, false);
+        if (!took) {
+                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", j->id, "state", "stopping", "node", j->node)));
+                return;
+        }
+        /* Queued: taken by this node, and ended cancelled here. */
+        json_error_t je;
+        json_t *acc = t.accept ? json_loads(t.accept, 0, &je) : NULL;
+        struct rjob *rj = acc ? recover_claim(d, acc, t.attempt, NULL) : NULL;
+        json_decref(acc);
+        cdb_job_free(&t);
+        if (!rj) {
+                conn_send(c, proto_error(req->tag, E_INTERNAL, "job %s: cannot be rebuilt from its row to be cancelled", j->id));
+                return;
+        }
+        if (rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING) {
+                sched_remove_queued(&d->sched, &rj->j);
+                job_transition(&rj->j, JEV_CANCEL, NULL);
+                runner_end(rj);
+        }
+        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", rj->j.id, "state", job_outcome_name(rj->j.outcome))));
+}
+
+void cluster_op_job(struct conn *c, struct request *req) {
+        struct cluster *cl = c->d->cluster;
+        struct cdb_job j;
+        int r = cdb_get(&cl->db, req->job, &j);
+        if (r == -EAGAIN || r == -EIO) {
+                unavailable(c, req);
+                return;
+        }
+        if (r < 0 || !streq(j.tenant, c->tenant->name)) {
+                if (r == 0)
+                        cdb_job_free(&j);
+                conn_send(c, proto_error(req->tag, E_NOT_FOUND, "no job %s", req->job));
+                return;
+        }
+        json_error_t je;
+        json_t *rec = j.record ? json_loads(j.record, 0, &je) : NULL;
+        bool done = streq(j.state, "done") && rec;
+        switch (req->op) {
+        case REQ_STATUS:
+                conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "job", summary(&j, rec))));
+                break;
+        case REQ_RESULT:
+        case REQ_WAIT:
+                if (done)
+                        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:O}", "job", j.id, "result", rec)));
+                else if (req->op == REQ_RESULT)
+                        not_done(c, req, &j);
+                else
+                        subscribe_add_remote(c, &cl->waits, j.id, W_WAIT, req->tag);
+                break;
+        case REQ_CANCEL:
+                op_cancel(c, req, &j);
+                break;
+        default:
+                /* logs and download read the files the running node keeps */
+                conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
+                                         "job %s %s node %s, which keeps its output and artifacts: ask that node (the start of its "
+                                         "output is in its result: sbxctl wait)",
+                                         j.id, done ? "ran on" : "is held by", j.node[0] ? j.node : "(none yet)"));
+                break;
+        }
+        json_decref(rec);
+        cdb_job_free(&j);
+}
+
+struct list_acc {
+        json_t *arr;
+        const char *filter;
+};
+
+static void list_one(void *arg, const struct cdb_job *j) {
+        struct list_acc *a = arg;
+        bool live = !j->ended_ms;
+        if (!job_state_filter_matches(a->filter, j->state, live))
+                return;
+        json_t *o = live ? summary(j, NULL)
+                         : proto_summary_done(j->id, j->tenant, j->state, j->created_ms, j->ended_ms, j->exit_code);
+        json_array_append_new(a->arr, o);
+}
+
+void cluster_op_list(struct conn *c, struct request *req) {
+        struct cluster *cl = c->d->cluster;
+        struct list_acc a = { .arr = json_array(), .filter = req->state };
+        /* a filter may drop rows: ask for more, and cut to the limit */
+        int r = cdb_list(&cl->db, c->tenant->name, (unsigned) (req->state ? PROTO_MAX_LIST : req->limit), list_one, &a);
+        if (r < 0) {
+                json_decref(a.arr);
+                unavailable(c, req);
+                return;
+        }
+        while (json_array_size(a.arr) > req->limit)
+                json_array_remove(a.arr, json_array_size(a.arr) - 1);
+        conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "jobs", a.arr)));
+}
+
+/* ---- nodes ---- */
+
+static void node_one(void *arg, const struct cdb_node *n) {
+        json_array_append_new(arg, json_pack("{s:s, s:s, s:i, s:i, s:b, s:f, s:o}", "node", n->name, "role", n->role, "max_jobs",
+                                             (int) n->max_jobs, "running", (int) n->running, "draining", n->draining, "seen_s",
+                                             n->seen_s, "started", proto_time(n->started_ms)));
+}
+
+void cluster_op_admin(struct conn *c, struct request *req) {
+        struct daemon *d = c->d;
+        struct cluster *cl = d->cluster;
+        if (!cl) {
+                conn_send(c, proto_error(req->tag, E_UNSUPPORTED, "%s: this daemon is not in cluster mode ([cluster] database)",
+                                         req_op_name(req->op)));
+                return;
+        }
+        if (cdb_ensure(&cl->db, now_mono_ms()) == 1)
+                connected(cl);
+        if (req->op == REQ_NODES) {
+                json_t *arr = json_array();
+                if (cdb_nodes(&cl->db, node_one, arr) < 0) {
+                        json_decref(arr);
+                        unavailable(c, req);
+                        return;
+                }
+                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:o}", "this", d->cfg->cluster_node, "nodes", arr)));
+                return;
+        }
+        const char *node = req->name ? req->name : d->cfg->cluster_node;
+        int r = cdb_drain(&cl->db, node, !req->undo);
+        if (r == -ENOENT) {
+                conn_send(c, proto_error(req->tag, E_NOT_FOUND, "no node %s in the cluster", node));
+                return;
+        }
+        if (r < 0) {
+                unavailable(c, req);
+                return;
+        }
+        audit_request(c, "drain", "accepted", NULL, NULL, NULL, false);
+        if (streq(node, d->cfg->cluster_node) && cl->draining == req->undo) {
+                cl->draining = !req->undo;
+                log_notice("cluster: node %s %s", node,
+                           cl->draining ? "drains: it finishes its jobs and claims no more" : "claims jobs again");
+        }
+        cl->claim_wanted = true;
+        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:b}", "node", node, "draining", !req->undo)));
+}
+
+void cluster_gauges(const struct daemon *d, struct metrics_gauges *g) {
+        const struct cluster *cl = d->cluster;
+        if (!cl)
+                return;
+        g->cluster = true;
+        g->cl_up = cdb_up(&cl->db);
+        g->cl_claimed = cl->claimed;
+        g->cl_fenced = cl->fenced;
+        g->cl_unavailable = cl->unavailable;
+        g->cl_requeued = cl->requeued;
+        g->cl_expired = cl->expired;
+}
+
+/* ---- start and end ---- */
+
+int cluster_init(struct daemon *d, struct sbx_error *err) {
+        const struct config *cfg = d->cfg;
+        if (!cfg->cluster_db)
+                return 0;
+        struct cluster *cl = calloc(1, sizeof(*cl));
+        if (!cl)
+                return sbx_error_set(err, ENOMEM, "cluster");
+        cl->d = d;
+        list_init(&cl->waits);
+        cl->tick_fd = -1;
+        /* Down, a node tries again at least every third of a lease, so
+         * that after an outage every live node is back to renew its
+         * leases before any node may take them (tick()). */
+        cdb_init(&cl->db, cfg->cluster_db, cfg->cluster_node, (unsigned) cfg->cluster_timeout_ms,
+                 (unsigned) (cfg->cluster_lease_ms / 3));
+        int r = cdb_ensure(&cl->db, now_mono_ms());
+        if (r == -EPROTO) {
+                sbx_error_msg(err, EPROTO, "[cluster] database: %s", cl->db.err);
+                free(cl);
+                return -EPROTO;
+        }
+        if (r < 0)
+                log_warning("cluster: the database does not answer (%s): new jobs are refused (E_UNAVAILABLE) until it does",
+                            cl->db.err);
+        cl->tick_ms = cfg->cluster_lease_ms / 3 < TICK_MAX_MS ? cfg->cluster_lease_ms / 3 : TICK_MAX_MS;
+        cl->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct itimerspec its = { .it_interval = { (time_t) (cl->tick_ms / 1000), (long) (cl->tick_ms % 1000) * 1000000 } };
+        its.it_value = its.it_interval;
+        if (cl->tick_fd < 0 || timerfd_settime(cl->tick_fd, 0, &its, NULL) < 0 ||
+            loop_add(&cl->tick_src, cl->tick_fd, EPOLLIN, on_tick) < 0) {
+                r = -errno;
+                if (cl->tick_fd >= 0)
+                        close(cl->tick_fd);
+                cdb_close(&cl->db);
+                free(cl);
+                return sbx_error_set(err, -r, "cluster: timer");
+        }
+        d->cluster = cl;
+        d->cluster_end = job_end;
+        if (r == 1)
+                connected(cl);
+        watch_db(cl);
+        log_notice("cluster: node %s, role %s, lease %" PRIu64 " ms", cfg->cluster_node, role_name(d), cfg->cluster_lease_ms);
+        return 0;
+}
+
+void cluster_done(struct daemon *d) {
+        struct cluster *cl = d->cluster;
+        if (!cl)
+                return;
+        if (cl->db_src_on)
+                loop_del(&cl->db_src);
+        loop_del(&cl->tick_src);
+        close(cl->tick_fd);
+        cdb_close(&cl->db);
+        d->cluster = NULL;
+        d->cluster_end = NULL;
+        free(cl);
+}

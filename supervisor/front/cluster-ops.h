@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Cluster mode's side of the daemon (sbx-supervisord(8) RUNNING MANY
+ * NODES): accepted jobs are rows in the shared database (cluster/db.h),
+ * written before the client hears the job's id; this node claims queued
+ * ones while it has room (role worker or both), runs them as its own jobs
+ * under a lease it renews, and writes each result fenced by the claim's
+ * attempt. Queries of a job this node does not hold are answered from the
+ * database, and waits for one end when its "done" notification comes. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "error.h"
+
+struct conn;
+struct daemon;
+struct request;
+struct rjob;
+
+/* Without [cluster] database: nothing (d->cluster stays NULL). A database
+ * whose schema is newer than this daemon knows fails the start; an
+ * unreachable one does not (submissions are refused until it answers). */
+int cluster_init(struct daemon *d, struct sbx_error *err);
+void cluster_done(struct daemon *d);
+bool cluster_on(const struct daemon *d);
+
+/* May this node take a new job now? If not, the client is told why
+ * (E_UNAVAILABLE, or the node's role) and false returned. */
+bool cluster_may_accept(struct conn *c, struct request *req);
+/* The job (built and admitted by accept.c, not queued here) as a row:
+ * 0 accepted; 1 answered already (a retry of a job with the same
+ * idempotency key); -1 refused (the client was told). */
+int cluster_submit(struct conn *c, struct rjob *rj);
+/* The accepted job's reply (and its follow), after cluster_submit(). */
+void cluster_accepted(struct conn *c, struct rjob *rj);
+
+/* A job request (status, result, wait, cancel, logs, download) for a job
+ * this node does not hold: answered from the database. */
+void cluster_op_job(struct conn *c, struct request *req);
+void cluster_op_list(struct conn *c, struct request *req);
+/* nodes, drain (admins only; checked by the caller) */
+void cluster_op_admin(struct conn *c, struct request *req);
+/* After every loop turn: claim when there may be work and room. */
+void cluster_idle(struct daemon *d);
+/* The metrics' gauges and counters of cluster mode (sbx_cluster_*). */
+struct metrics_gauges;
+void cluster_gauges(const struct daemon *d, struct metrics_gauges *g);

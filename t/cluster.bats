@@ -1,0 +1,319 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: Apache-2.0
+# sbx-supervisord(8) RUNNING MANY NODES: three nodes on one real PostgreSQL
+# (initdb and pg_ctl into the test's own directory), each with its own
+# state, socket, job uids and cgroup. Jobs submitted through any node run
+# on some node exactly once; a node killed, a node stopped past its lease
+# and the database restarted lose no acknowledged job, and a stopped
+# node's late result is refused by the fence; tenants' max_jobs hold across
+# the cluster; drains, roles and schema versions do what the man page says.
+
+load sup-unit/daemon
+load helpers/cluster
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+        sup_init
+        pg_find
+        pg_start
+        # nobody (tenant other) talks to the nodes too
+        export NODE_DAEMON_LINES="socket_mode = 0666"
+        local n
+        for n in 1 2 3; do
+                node_config "$n"
+                node_start "$n"
+        done
+}
+
+teardown_file() {
+        cluster_fini
+        sup_fini
+}
+
+setup() {
+        require_userns
+        [ -n "${PG_CONNINFO:-}" ] || skip "no PostgreSQL here"
+}
+
+# The ids as an SQL list.
+sql_ids() {
+        local out="" id
+        for id in "$@"; do
+                out="${out:+$out, }'$id'"
+        done
+        echo "($out)"
+}
+
+# done_count ID...: how many of them are done.
+done_count() {
+        pg_sql "SELECT count(*) FROM sbx_jobs WHERE state = 'done' AND id IN $(sql_ids "$@")"
+}
+
+all_done() {
+        local want=$1
+        shift
+        [ "$(done_count "$@")" = "$want" ]
+}
+
+# Every node's record files of these jobs, together.
+records_of() {
+        local id n c=0
+        for id in "$@"; do
+                for n in 1 2 3 4; do
+                        [ -f "$SUP_DIR/n$n/state/results/$id.json" ] && c=$((c + 1))
+                done
+        done
+        echo "$c"
+}
+
+@test "three nodes: jobs submitted round-robin through all three each run once, on several nodes; any node answers for any job" {
+        local n=${SBX_CLUSTER_JOBS:-120} i ids=()
+        for i in $(seq "$n"); do
+                ids+=("$(nctl $((i % 3 + 1)) submit -- sh -c "echo job $i")")
+        done
+        wait_until 180 all_done "$n" "${ids[@]}"
+        # once each: one claim, one record file over all nodes
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $(sql_ids "${ids[@]}") AND attempt = 1 AND outcome = 'succeeded'")" = "$n" ]
+        [ "$(records_of "${ids[@]}")" = "$n" ]
+        # spread over the nodes
+        [ "$(pg_sql "SELECT count(DISTINCT node) FROM sbx_jobs WHERE id IN $(sql_ids "${ids[@]}")")" -ge 2 ]
+        # any node answers for any job, with its record and its output
+        for i in 0 1 2; do
+                run nctl $(((i + 1) % 3 + 1)) --json wait "${ids[$i]}"
+                [ "$status" -eq 0 ]
+                [ "$(json_get result.state <<<"$output")" = succeeded ]
+                [ "$(json_get result.job <<<"$output")" = "${ids[$i]}" ]
+        done
+        run nctl 2 status "${ids[5]}"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *succeeded* ]]
+        # run follows the job wherever it runs: its output comes back
+        for i in 1 2 3; do
+                run nctl "$i" run -- sh -c 'echo out-$((6*7)); echo err-line >&2; exit 3'
+                [ "$status" -eq 3 ]
+                [[ "$output" == *out-42* ]]
+                [[ "$output" == *err-line* ]]
+        done
+        # the nodes, as every node sees them
+        run nctl 2 nodes
+        [ "$status" -eq 0 ]
+        [[ "$output" == *node1*both*active* ]]
+        [[ "$output" == *node3*both*active* ]]
+        [[ "$output" == *"node2"*"(this node)"* ]]
+        # the newest three: the runs that exited 3
+        run nctl 1 ls --limit 3
+        [ "$status" -eq 0 ]
+        [ "$(grep -c 'failed .* 3$' <<<"$output")" -eq 3 ]
+}
+
+@test "idempotency keys hold across nodes; SQL in a key or a command is data" {
+        local key="k'); DROP TABLE sbx_jobs; --"
+        local a b
+        a=$(nctl 1 submit --idempotency-key "$key" -- echo "it's; DELETE FROM sbx_jobs")
+        b=$(nctl 2 submit --idempotency-key "$key" -- echo "it's; DELETE FROM sbx_jobs")
+        [ -n "$a" ]
+        [ "$a" = "$b" ]
+        run nctl 3 --json submit --idempotency-key "$key" -- echo "it's; DELETE FROM sbx_jobs"
+        [ "$status" -eq 0 ]
+        [ "$(json_get duplicate <<<"$output")" = true ]
+        # the same key with another request: refused, naming the first job
+        run nctl 3 submit --idempotency-key "$key" -- echo other
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_CONFLICT*"$a"* ]]
+        run nctl 3 wait "$a"
+        [ "$status" -eq 0 ]
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE idem_key = 'k''); DROP TABLE sbx_jobs; --'")" = 1 ]
+        # another tenant's job is no job of nobody's, on any node
+        run setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_DIR/n2/sock" status "$a"
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_NOT_FOUND* ]]
+}
+
+@test "a job cannot reach the cluster's database" {
+        run nctl 1 run -- sh -c "ls '$PG_DIR/sock' || echo no-socket-here"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *no-socket-here* ]]
+}
+
+@test "a tenant's max_jobs holds across the cluster, not per node" {
+        local ids=() i max=0 now
+        for i in $(seq 8); do
+                ids+=("$(setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_STAGE/bin/sbxctl" \
+                        --socket "$SUP_DIR/n$((i % 3 + 1))/sock" submit -- sleep 1)")
+        done
+        for i in $(seq 300); do
+                now=$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE tenant = 'other' AND state = 'running'")
+                [ "$now" -gt "$max" ] && max=$now
+                all_done 8 "${ids[@]}" && break
+                sleep 0.05
+        done
+        all_done 8 "${ids[@]}"
+        # tenant other: max_jobs 2 over three nodes of max_jobs 4
+        [ "$max" -eq 2 ]
+        [ "$(pg_sql "SELECT count(DISTINCT node) FROM sbx_jobs WHERE id IN $(sql_ids "${ids[@]}")")" -ge 2 ]
+}
+
+@test "a drained node finishes its jobs and claims no more; undone, it claims again" {
+        run nctl 1 drain node3
+        [ "$status" -eq 0 ]
+        wait_until 10 eval '[[ "$(nctl 1 nodes)" == *node3*draining* ]]'
+        # its heartbeat has seen the drain by now (a third of a lease)
+        sleep 1.2
+        local ids=() i
+        for i in $(seq 9); do
+                ids+=("$(nctl $((i % 3 + 1)) submit -- true)")
+        done
+        wait_until 60 all_done 9 "${ids[@]}"
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE node = 'node3' AND id IN $(sql_ids "${ids[@]}")")" = 0 ]
+        [ "$(pg_sql "SELECT running FROM sbx_nodes WHERE name = 'node3'")" = 0 ]
+        run nctl 3 drain --undo
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"node3: claims jobs again"* ]]
+        run nctl 1 drain nosuchnode
+        [ "$status" -eq 125 ]
+        [[ "$output" == *"E_NOT_FOUND"*"no node nosuchnode"* ]]
+        # only admins
+        run setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$SUP_DIR/n1/sock" drain node1
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_FORBIDDEN* ]]
+}
+
+@test "a node SIGKILLed mid-burst: jobs with retries run again elsewhere, the others are recorded interrupted naming it" {
+        local ids=() i
+        for i in $(seq 12); do
+                if [ $((i % 2)) = 0 ]; then
+                        ids+=("$(nctl $((i % 3 + 1)) submit --retries 1 -- sh -c "sleep 2; echo again $i")")
+                else
+                        ids+=("$(nctl $((i % 3 + 1)) submit -- sh -c "sleep 2; echo once $i")")
+                fi
+        done
+        wait_until 20 eval '[ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE node = '"'node1'"' AND state = '"'running'"'")" -ge 2 ]'
+        local victims
+        victims=$(pg_sql "SELECT id FROM sbx_jobs WHERE node = 'node1' AND state = 'running' AND id IN $(sql_ids "${ids[@]}")")
+        [ -n "$victims" ]
+        node_kill 1
+        wait_until 60 all_done 12 "${ids[@]}"
+        local v rec retried=0 interrupted=0
+        for v in $victims; do
+                if [ "$(pg_sql "SELECT retries FROM sbx_jobs WHERE id = '$v'")" = 1 ]; then
+                        [ "$(pg_sql "SELECT outcome || ' ' || attempt FROM sbx_jobs WHERE id = '$v'")" = "succeeded 2" ]
+                        [ "$(pg_sql "SELECT node FROM sbx_jobs WHERE id = '$v'")" != node1 ]
+                        retried=$((retried + 1))
+                else
+                        rec=$(pg_sql "SELECT record FROM sbx_jobs WHERE id = '$v'")
+                        [ "$(json_get error.code <<<"$rec")" = E_RESTARTED ]
+                        [[ "$(json_get error.message <<<"$rec")" == *"node node1"*"lease"* ]]
+                        interrupted=$((interrupted + 1))
+                fi
+        done
+        [ $((retried + interrupted)) -ge 2 ]
+        # the rest ran once and succeeded
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $(sql_ids "${ids[@]}") AND outcome = 'succeeded'")" -eq $((12 - interrupted)) ]
+        # back, node1 gives back what it held and writes nothing for it
+        node_start 1
+        wait_until 10 grep -q "given back to it" "$SUP_DIR/n1/daemon.log"
+        [ "$(records_of "${ids[@]}")" = 12 ]
+        run nctl 1 run -- echo node1-back
+        [ "$status" -eq 0 ]
+        [[ "$output" == *node1-back* ]]
+}
+
+@test "a node stopped past its lease: its job runs again elsewhere, and its late result is refused by the fence" {
+        # only node1 claims the job
+        run nctl 1 drain node2
+        [ "$status" -eq 0 ]
+        run nctl 1 drain node3
+        [ "$status" -eq 0 ]
+        sleep 1.2
+        local id
+        id=$(nctl 1 submit --retries 1 -- sh -c 'sleep 2; echo slow')
+        wait_until 20 eval '[ "$(pg_sql "SELECT node FROM sbx_jobs WHERE id = '"'$id'"'")" = node1 ]'
+        node_signal 1 STOP
+        run nctl 2 drain --undo node2
+        [ "$status" -eq 0 ]
+        run nctl 2 drain --undo node3
+        [ "$status" -eq 0 ]
+        # the lease (3 s) runs out; node2 or node3 runs it again and ends it
+        wait_until 40 all_done 1 "$id"
+        [ "$(pg_sql "SELECT attempt FROM sbx_jobs WHERE id = '$id'")" = 2 ]
+        local winner
+        winner=$(pg_sql "SELECT node FROM sbx_jobs WHERE id = '$id'")
+        [ "$winner" != node1 ]
+        local before
+        before=$(pg_sql "SELECT md5(record) FROM sbx_jobs WHERE id = '$id'")
+        node_signal 1 CONT
+        wait_until 30 eval '[ "$(nctl 1 metrics | metric sbx_cluster_fenced_total)" -ge 1 ]'
+        grep -q "$id.*refused by the cluster" "$SUP_DIR/n1/daemon.log"
+        # the result that stands is the other node's
+        [ "$(pg_sql "SELECT md5(record) || node FROM sbx_jobs WHERE id = '$id'")" = "$before$winner" ]
+}
+
+@test "the database restarted mid-burst: submissions meanwhile are refused with E_UNAVAILABLE, nothing acknowledged is lost or run twice" {
+        local ids=() i
+        for i in $(seq 9); do
+                ids+=("$(nctl $((i % 3 + 1)) submit -- sh -c "sleep 1; echo $i")")
+        done
+        pg_stop
+        run nctl 2 submit -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_UNAVAILABLE*unreachable* ]]
+        # (a job no node holds: the database would have to say)
+        run nctl 3 status j0123456789abcdef0123
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_UNAVAILABLE* ]]
+        [ "$(nctl 2 metrics | metric sbx_cluster_database_up)" = 0 ]
+        # down longer than a lease (3 s)
+        sleep 4
+        pg_start
+        wait_until 60 all_done 9 "${ids[@]}"
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $(sql_ids "${ids[@]}") AND attempt = 1 AND outcome = 'succeeded'")" = 9 ]
+        [ "$(records_of "${ids[@]}")" = 9 ]
+        wait_until 10 eval '[ "$(nctl 2 metrics | metric sbx_cluster_database_up)" = 1 ]'
+        [ "$(nctl 2 metrics | metric sbx_cluster_unavailable_total)" -ge 1 ]
+        run nctl 2 run -- echo after
+        [ "$status" -eq 0 ]
+        [[ "$output" == *after* ]]
+}
+
+@test "roles: an api node runs nothing, a worker node accepts nothing" {
+        node_config 4 "role = api"
+        node_start 4
+        local id
+        id=$(nctl 4 submit -- echo via-api)
+        run nctl 4 wait "$id"
+        [ "$status" -eq 0 ]
+        [ "$(pg_sql "SELECT node FROM sbx_jobs WHERE id = '$id'")" != node4 ]
+        run nctl 4 run -- echo followed
+        [ "$status" -eq 0 ]
+        [[ "$output" == *followed* ]]
+        node_stop 4
+        node_config 4 "role = worker"
+        node_start 4
+        run nctl 4 submit -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_UNSUPPORTED*"role worker"* ]]
+        # sessions live on one node: not in cluster mode yet
+        run nctl 1 session create
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_UNSUPPORTED*session* ]]
+        node_stop 4
+}
+
+@test "schema: a database whose schema is newer than the node knows is refused at start, by name" {
+        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 1 ]
+        pg_sql "UPDATE sbx_schema SET version = 99"
+        node_config 5
+        run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/n5/sup.conf"
+        pg_sql "UPDATE sbx_schema SET version = 1"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"schema is version 99, newer than this sbx-supervisord knows (1)"* ]]
+        # bad cluster keys are refused naming the line
+        printf '[cluster]\nrole = leader\n' >"$SUP_DIR/bad.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"bad.conf:2"*"role: expected 'both', 'api' or 'worker', got 'leader'"* ]]
+        printf '[cluster]\nnode = n1\n' >"$SUP_DIR/bad.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"[cluster] has no database"* ]]
+}
