@@ -6,7 +6,7 @@ EXTRA_DIST += bench/README.md bench/launch.sh
 bench-launch: launcher/sbx-launch
 	$(SHELL) $(srcdir)/bench/launch.sh
 
-EXTRA_DIST += bench/supervisor.sh
+EXTRA_DIST += bench/supervisor.sh bench/cluster.sh bench/cluster.py
 .PHONY: bench-supervisor
 bench-supervisor: launcher/sbx-launch supervisor/sbx-supervisord t/sup-unit/sup-client
 	$(SHELL) $(srcdir)/bench/supervisor.sh

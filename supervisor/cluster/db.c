@@ -265,7 +265,7 @@ int cdb_ensure(struct cdb *db, uint64_t now_ms) {
                 return -EAGAIN;
         int e = migrate(db);
         if (e == 0)
-                e = exec0(db, "LISTEN sbx_queue; LISTEN sbx_done; LISTEN sbx_cancel", -1, NULL, "listen");
+                e = exec0(db, "LISTEN sbx_queue; LISTEN sbx_done; LISTEN sbx_cancel; LISTEN sbx_drain", -1, NULL, "listen");
         if (e == -EPROTO) {
                 PQfinish(PG(db));
                 db->pg = NULL;
@@ -695,11 +695,14 @@ int cdb_nodes(struct cdb *db, void (*fn)(void *arg, const struct cdb_node *n), v
 
 int cdb_drain(struct cdb *db, const char *node, bool drain) {
         const char *v[] = { node, drain ? "t" : "f" };
-        PGresult *r = run(db, "UPDATE sbx_nodes SET draining = $2 WHERE name = $1", 2, v, NULL, NULL);
+        PGresult *r = run(db,
+                          "WITH up AS (UPDATE sbx_nodes SET draining = $2 WHERE name = $1 RETURNING name, draining) "
+                          "SELECT name, pg_notify('sbx_drain', name || (CASE WHEN draining THEN ':1' ELSE ':0' END)) FROM up",
+                          2, v, NULL, NULL);
         int e = verdict(db, r, "draining a node");
         if (e < 0)
                 return e;
-        bool found = strcmp(PQcmdTuples(r), "1") == 0;
+        bool found = PQntuples(r) == 1;
         PQclear(r);
         return found ? 0 : -ENOENT;
 }

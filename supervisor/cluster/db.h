@@ -9,7 +9,7 @@
  * at most that long, after which the connection is dropped, the database
  * counts as down, and cdb_ensure() connects again with a backoff (1 s
  * doubling up to backoff_max_ms). Notifications (LISTEN sbx_queue, sbx_done,
- * sbx_cancel) arrive on cdb_fd(); cdb_notifies() hands them over. */
+ * sbx_cancel, sbx_drain) arrive on cdb_fd(); cdb_notifies() hands them over. */
 #pragma once
 
 #include <stdbool.h>
@@ -44,7 +44,8 @@ bool cdb_up(const struct cdb *db);
 int cdb_fd(const struct cdb *db);
 
 /* Notifications received: channel "queue" (a job was queued), "done"
- * (payload: the job id), "cancel" (payload: the job id). fn is called for
+ * (payload: the job id), "cancel" (payload: the job id), "drain"
+ * (payload: NODE:1 or NODE:0, as cdb_drain() set it). fn is called for
  * each. Reads what is waiting on the socket first. */
 void cdb_notifies(struct cdb *db, void (*fn)(void *arg, const char *channel, const char *payload), void *arg);
 
@@ -127,7 +128,7 @@ struct cdb_node {
         uint64_t started_ms;
 };
 int cdb_nodes(struct cdb *db, void (*fn)(void *arg, const struct cdb_node *n), void *arg);
-/* Mark a node draining (or not). -ENOENT: no such node. */
+/* Mark a node draining (or not), and tell it. -ENOENT: no such node. */
 int cdb_drain(struct cdb *db, const char *node, bool drain);
 /* Delete done jobs that ended more than retention_ms ago; how many. */
 long cdb_prune(struct cdb *db, uint64_t retention_ms);

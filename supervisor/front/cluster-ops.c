@@ -66,6 +66,18 @@ static unsigned running_here(const struct daemon *d) {
 static void on_claimed(void *arg, const char *id, const char *accept_json, unsigned attempt) {
         struct cluster *cl = arg;
         json_error_t je;
+        /* Claimed again while an earlier attempt still runs here (this
+         * node was stopped past its lease, and the job queued again): that
+         * run goes on, under the new attempt. */
+        struct rjob *here = jobs_find(&cl->d->jobs, id);
+        if (here && here->cluster) {
+                log_notice("cluster: job %s: claimed again (attempt %u) while its attempt %u still runs here: it goes on as "
+                           "attempt %u",
+                           id, attempt, here->cl_attempt, attempt);
+                here->cl_attempt = attempt;
+                cl->claimed++;
+                return;
+        }
         json_t *acc = json_loads(accept_json, 0, &je);
         struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, NULL) : NULL;
         json_decref(acc);
@@ -128,10 +140,23 @@ static bool waited_for(struct cluster *cl, const char *id) {
         return false;
 }
 
+static void set_draining(struct cluster *cl, bool draining) {
+        if (draining == cl->draining)
+                return;
+        log_notice("cluster: node %s %s", cl->d->cfg->cluster_node,
+                   draining ? "drains: it finishes its jobs and claims no more" : "claims jobs again");
+        cl->draining = draining;
+        cl->claim_wanted = !draining;
+}
+
 static void on_notify(void *arg, const char *channel, const char *payload) {
         struct cluster *cl = arg;
+        const char *me = cl->d->cfg->cluster_node;
+        size_t n = strlen(me);
         if (streq(channel, "queue"))
                 cl->claim_wanted = true;
+        else if (streq(channel, "drain") && !strncmp(payload, me, n) && payload[n] == ':')
+                set_draining(cl, payload[n + 1] == '1');
         else if (streq(channel, "done") && waited_for(cl, payload))
                 deliver(cl, payload);
         else if (streq(channel, "cancel")) {
@@ -191,13 +216,8 @@ static void beat(struct cluster *cl, uint64_t now) {
         const struct config *cfg = d->cfg;
         bool draining = cl->draining;
         cl->next_beat_ms = now + cfg->cluster_lease_ms / 3;
-        if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, running_here(d), cfg->cluster_lease_ms, &draining) ==
-                    0 &&
-            draining != cl->draining) {
-                log_notice("cluster: node %s %s", cfg->cluster_node,
-                           draining ? "drains: it finishes its jobs and claims no more" : "claims jobs again");
-                cl->draining = draining;
-        }
+        if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, running_here(d), cfg->cluster_lease_ms, &draining) == 0)
+                set_draining(cl, draining);
 }
 
 /* Just connected: the leases of what this node ran before its start end
@@ -517,6 +537,8 @@ static void op_cancel(struct conn *c, struct request *req, struct cdb_job *j) {
                 job_transition(&rj->j, JEV_CANCEL, NULL);
                 runner_end(rj);
         }
+        /* told once its record is durable, in the database too (commit.c) */
+        commit_hold(d, c);
         conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", rj->j.id, "state", job_outcome_name(rj->j.outcome))));
 }
 
@@ -634,12 +656,9 @@ void cluster_op_admin(struct conn *c, struct request *req) {
                 return;
         }
         audit_request(c, "drain", "accepted", NULL, NULL, NULL, false);
-        if (streq(node, d->cfg->cluster_node) && cl->draining == req->undo) {
-                cl->draining = !req->undo;
-                log_notice("cluster: node %s %s", node,
-                           cl->draining ? "drains: it finishes its jobs and claims no more" : "claims jobs again");
-        }
-        cl->claim_wanted = true;
+        /* (the node itself hears it at once: sbx_drain) */
+        if (streq(node, d->cfg->cluster_node))
+                set_draining(cl, !req->undo);
         conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:b}", "node", node, "draining", !req->undo)));
 }
 

@@ -526,9 +526,6 @@ static void on_synced(struct source *s, uint32_t events) {
         (void) r; /* each part's error is looked at on its own */
         if (cm->inflight.journal)
                 ends_synced(d, cm->sreq.journal_err == 0);
-        for (size_t i = 0; i < cm->inflight.n_held; i++)
-                conn_release(cm->inflight.held[i]);
-        cm->inflight.n_held = 0;
         cm->inflight.journal = false;
         bool all_ok = cm->sreq.journal_err == 0;
         list_for_each_safe(pos, tmp, &cm->inflight.jobs) {
@@ -553,6 +550,12 @@ static void on_synced(struct source *s, uint32_t events) {
                 } else
                         tell(d, rj);
         }
+        /* After the records: a reply that says a job ended (a cancel of a
+         * queued one) goes out once its record is durable everywhere it
+         * is kept, the cluster's database too. */
+        for (size_t i = 0; i < cm->inflight.n_held; i++)
+                conn_release(cm->inflight.held[i]);
+        cm->inflight.n_held = 0;
         if (all_ok)
                 storage_works(d);
         if (d->stopping)

@@ -490,8 +490,20 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
                 commit_storage_failed(d, "the journal's reserve", r);
         for (size_t i = 0; i < n; i++) {
                 const struct journal_entry *x = &e[i];
-                if (x->done || result_exists(d->dirs.results_fd, x->id) || jobs_find(&d->jobs, x->id))
+                if (x->done || jobs_find(&d->jobs, x->id))
                         continue;
+                if (result_exists(d->dirs.results_fd, x->id)) {
+                        /* A claimed job whose record was written here but
+                         * perhaps not to the cluster's database: written
+                         * there again, as the journal's "end" would be. */
+                        struct journal_entry y = *x;
+                        if (json_is_object(json_object_get(x->accept, "cluster")) &&
+                            result_load(d->dirs.results_fd, x->id, &y.end) == 0) {
+                                recover_one(d, &y, &t);
+                                json_decref(y.end);
+                        }
+                        continue;
+                }
                 recover_one(d, x, &t);
         }
         journal_entries_free(e, n);

@@ -55,9 +55,13 @@ node_config() {
         chmod 0755 "$dir"
         [ "$SUP_CGROUP" = none ] || cg="$SUP_CGROUP-n$n"
         local base=${SUP_JOB_UIDS%-*}
+        # a front without privilege makes its socket in a directory of its own
+        local sock="$dir/sock"
+        [[ "${NODE_DAEMON_LINES:-}" != *"user = "* ]] || sock="$dir/run/sock"
+        echo "$sock" >"$dir/sockpath"
         cat >"$dir/sup.conf" <<EOC
 [daemon]
-socket = $dir/sock
+socket = $sock
 state_dir = $dir/state
 launcher = $SBX_STAGE/bin/sbx-launch
 init = $SBX_STAGE/bin/sbx-init
@@ -93,8 +97,10 @@ node_start() {
         [ -f "$dir/sup.conf" ] || node_config "$n"
         "$SBX_STAGE/bin/sbx-supervisord" --config "$dir/sup.conf" >>"$dir/daemon.log" 2>&1 3>&- &
         echo $! >"$dir/daemon.pid"
+        local sock
+        sock=$(cat "$dir/sockpath")
         for i in $(seq 600); do
-                [ -S "$dir/sock" ] && "$SBX_STAGE/bin/sbxctl" --socket "$dir/sock" ping >/dev/null 2>&1 && return 0
+                [ -S "$sock" ] && "$SBX_STAGE/bin/sbxctl" --socket "$sock" ping >/dev/null 2>&1 && return 0
                 kill -0 "$(cat "$dir/daemon.pid")" 2>/dev/null || break
                 sleep 0.05
         done
@@ -140,7 +146,18 @@ node_kill() {
 nctl() {
         local n=$1
         shift
-        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$SBX_STAGE/bin/sbxctl" --socket "$SUP_DIR/n$n/sock" "$@"
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$SBX_STAGE/bin/sbxctl" --socket "$(node_sock "$n")" "$@"
+}
+
+node_sock() {
+        cat "$SUP_DIR/n$1/sockpath"
+}
+
+# nctl as nobody (tenant other)
+nctl_nobody() {
+        local n=$1
+        shift
+        setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$SBX_STAGE/bin/sbxctl" --socket "$(node_sock "$n")" "$@"
 }
 
 cluster_fini() {
