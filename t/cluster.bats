@@ -367,4 +367,21 @@ records_of() {
         run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"
         [ "$status" -ne 0 ]
         [[ "$output" == *"[cluster] has no database"* ]]
+        # the connection string from a file: one line, which must be there
+        printf '[cluster]\ndatabase_file = %s\n' "$SUP_DIR/db.conninfo" >"$SUP_DIR/bad.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"database_file"*"db.conninfo"* ]]
+        printf 'host=/x\nuser=evil\n' >"$SUP_DIR/db.conninfo"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"expected one line"* ]]
+        printf '[cluster]\ndatabase = x\nnode = a/b\n' >"$SUP_DIR/bad.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"node: 'a/b'"* ]]
+        printf '[cluster]\ndatabase = x\nlease = 2s\nstatement_timeout = 1500ms\n' >"$SUP_DIR/bad.conf"
+        run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"
+        [ "$status" -ne 0 ]
+        [[ "$output" == *"at most half the lease"* ]]
 }

@@ -50,3 +50,8 @@ EXTRA_DIST += t/sbxctl-usage.bats
 
 include t/fuzz/local.mk
 include t/system/local.mk
+
+# The test list (.ci/extra runs the sanitizer pass on part of it).
+print-tests:
+	@echo $(TESTS)
+.PHONY: print-tests

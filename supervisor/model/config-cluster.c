@@ -21,7 +21,7 @@
 void config_cluster_defaults(struct config *c) {
         c->cluster_role = CLUSTER_BOTH;
         c->cluster_lease_ms = 15000;
-        c->cluster_timeout_ms = 5000;
+        c->cluster_timeout_ms = 0; /* a third of the lease, at most 5 s */
         c->cluster_output_max = 64 * 1024;
 }
 
@@ -89,8 +89,11 @@ int config_cluster_check(struct config *c, struct sbx_error *err) {
                 _cleanup_free_ char *text = NULL;
                 size_t len;
                 int r = inifile_read(c->cluster_db_file, CONNINFO_MAX, &text, &len, err);
-                if (r < 0)
-                        return sbx_error_msg(err, -r, "%s: [cluster] database_file: %s", c->path, err->msg);
+                if (r < 0) {
+                        char why[SBX_ERROR_MAX];
+                        snprintf(why, sizeof(why), "%s", err->msg);
+                        return sbx_error_msg(err, -r, "%s: [cluster] database_file: %s", c->path, why);
+                }
                 while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
                         text[--len] = 0;
                 if (!len || memchr(text, '\n', len) || strlen(text) != len)
@@ -119,6 +122,8 @@ int config_cluster_check(struct config *c, struct sbx_error *err) {
                 if (config_set_str(&c->cluster_node, host) < 0)
                         return sbx_error_set(err, ENOMEM, "%s", c->path);
         }
+        if (!c->cluster_timeout_ms)
+                c->cluster_timeout_ms = c->cluster_lease_ms / 3 < 5000 ? c->cluster_lease_ms / 3 : 5000;
         if (c->cluster_timeout_ms * 2 > c->cluster_lease_ms)
                 return BAD("%s: [cluster] statement_timeout (%llu ms) must be at most half the lease (%llu ms): a node renews "
                            "its leases in time only if the database answers well within one",
