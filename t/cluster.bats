@@ -269,6 +269,56 @@ records_of() {
         [[ "$output" == *node1-back* ]]
 }
 
+@test "a burst through three nodes while one is SIGKILLed and another stopped past its lease: every acknowledged job ends once in the database" {
+        local n=${SBX_CLUSTER_JOBS:-120} i ids=() alive=(1 2 3) k=0
+        for i in $(seq "$n"); do
+                if [ "$i" = $((n / 3)) ]; then
+                        node_kill 1
+                        alive=(2 3)
+                fi
+                if [ "$i" = $((n / 2)) ]; then
+                        node_signal 2 STOP
+                        alive=(3)
+                fi
+                if [ $((i % 2)) = 0 ]; then
+                        ids+=("$(nctl "${alive[$((k % ${#alive[@]}))]}" submit --retries 1 -- sh -c "sleep 0.2; echo $i")")
+                else
+                        ids+=("$(nctl "${alive[$((k % ${#alive[@]}))]}" submit -- sh -c "sleep 0.2; echo $i")")
+                fi
+                k=$((k + 1))
+        done
+        # node2 stays stopped past its lease (3 s), then goes on; node1 comes back
+        sleep 4
+        node_signal 2 CONT
+        node_start 1
+        wait_until 120 all_done "$n" "${ids[@]}"
+        local set
+        set=$(sql_ids "${ids[@]}")
+        # every job ended once: succeeded, or interrupted only where it had no
+        # retry left (one that had ran again, under attempt 2)
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'succeeded' AND attempt <= retries + 1")" \
+                -eq "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'succeeded'")" ]
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome NOT IN ('succeeded', 'error')")" = 0 ]
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'error' AND attempt <= retries")" = 0 ]
+        local rec bad=0 id
+        for id in $(pg_sql "SELECT id FROM sbx_jobs WHERE id IN $set AND outcome = 'error'"); do
+                rec=$(pg_sql "SELECT record FROM sbx_jobs WHERE id = '$id'")
+                [ "$(json_get error.code <<<"$rec")" = E_RESTARTED ] || bad=$((bad + 1))
+        done
+        [ "$bad" = 0 ]
+        # the database's result is the one of the node that held the job last
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND record::json->>'job' <> id")" = 0 ]
+        # node2's results of jobs taken over meanwhile were refused, each
+        # where another node's, of a later attempt, stands
+        local fenced job att
+        fenced=$(nctl 2 metrics | metric sbx_cluster_fenced_total)
+        [ "$fenced" = "$(grep -c "refused by the cluster" "$SUP_DIR/n2/daemon.log" || true)" ]
+        while read -r job att; do
+                [ "$(pg_sql "SELECT attempt > $att OR node <> 'node2' FROM sbx_jobs WHERE id = '$job'")" = t ]
+        done < <(sed -n 's/.*job \(j[0-9a-f]*\) (trace [0-9a-f]*): its result (attempt \([0-9]*\)) is refused.*/\1 \2/p' "$SUP_DIR/n2/daemon.log")
+        echo "# $n jobs: $(pg_sql "SELECT outcome, attempt, count(*) FROM sbx_jobs WHERE id IN $set GROUP BY outcome, attempt ORDER BY 1, 2" | tr '\n' ' '); results refused on node2: $fenced" >&3
+}
+
 @test "a node stopped past its lease: its job runs again elsewhere, and its late result is refused by the fence" {
         # only node1 claims the job
         run nctl 1 drain node2
