@@ -280,6 +280,7 @@ int cdb_ensure(struct cdb *db, uint64_t now_ms) {
         db->ever_up = true;
         db->backoff_ms = 0;
         db->up_since_ms = now_mono_ms();
+        db->gen++;
         return 1;
 }
 

@@ -29,6 +29,7 @@ struct cdb {
         uint64_t retry_at_ms;    /* monotonic: the next connection attempt */
         unsigned backoff_ms, backoff_max_ms;
         uint64_t up_since_ms;    /* monotonic: when the connection was made */
+        unsigned gen;            /* connections made so far: which one cdb_fd() is of */
         bool ever_up;
         char err[256];           /* why it is down, or the last statement's error */
 };

@@ -33,6 +33,7 @@ struct cluster {
         struct cdb db;
         struct source db_src;     /* the connection's socket: notifications */
         bool db_src_on;
+        unsigned db_src_gen;      /* the connection it is of (cdb.gen) */
         struct source tick_src;   /* a timerfd */
         int tick_fd;
         uint64_t tick_ms;
@@ -63,6 +64,19 @@ static unsigned running_here(const struct daemon *d) {
 
 /* ---- claims, leases, notifications ---- */
 
+/* A row this node took but cannot make a job of (its request does not
+ * parse here): ended at once, rather than held under a lease it would
+ * renew for ever. */
+static void refuse_row(struct cluster *cl, const char *id, unsigned attempt, const char *why) {
+        json_t *rec = json_pack("{s:i, s:s, s:s, s:{s:s, s:s}, s:i}", "v", 1, "job", id, "state", "rejected", "error", "code",
+                                E_INTERNAL, "message", why, "attempt", (int) attempt);
+        _cleanup_free_ char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+        json_decref(rec);
+        log_error("cluster: job %s (attempt %u): %s; recorded rejected", id, attempt, why);
+        if (text)
+                cdb_finish(&cl->db, id, attempt, text, "rejected", -1, NULL, 0, NULL, 0);
+}
+
 static void on_claimed(void *arg, const char *id, const char *accept_json, unsigned attempt) {
         struct cluster *cl = arg;
         json_error_t je;
@@ -83,9 +97,7 @@ static void on_claimed(void *arg, const char *id, const char *accept_json, unsig
         json_decref(acc);
         cl->claimed++;
         if (!rj)
-                log_error("cluster: job %s (attempt %u): cannot be rebuilt from its row; its lease runs out and the cluster "
-                          "records it interrupted",
-                          id, attempt);
+                refuse_row(cl, id, attempt, "its row in the cluster's database cannot be made a job of on this node");
         else
                 log_debug("cluster: claimed job %s (attempt %u)", id, attempt);
 }
@@ -100,8 +112,11 @@ static void on_expired(void *arg, const char *id, const char *accept_json, unsig
         struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, why) : NULL;
         json_decref(acc);
         cl->expired++;
-        log_warning("cluster: job %s (attempt %u): %s; no retries left: recorded interrupted (E_RESTARTED)%s", id, attempt, why,
-                    rj ? "" : ", but its row cannot be rebuilt here");
+        if (!rj) {
+                refuse_row(cl, id, attempt, why);
+                return;
+        }
+        log_warning("cluster: job %s (attempt %u): %s; no retries left: recorded interrupted (E_RESTARTED)", id, attempt, why);
 }
 
 static void claim(struct cluster *cl) {
@@ -170,14 +185,16 @@ static void on_notify(void *arg, const char *channel, const char *payload) {
 
 static void on_db(struct source *s, uint32_t events);
 
+/* The event loop watches the socket of the connection there is now (a
+ * closed one's number may be another's since). */
 static void watch_db(struct cluster *cl) {
         int fd = cdb_fd(&cl->db);
-        if (cl->db_src_on && (fd < 0 || fd != cl->db_src.fd)) {
+        if (cl->db_src_on && (fd < 0 || cl->db_src_gen != cl->db.gen)) {
                 loop_del(&cl->db_src);
                 cl->db_src_on = false;
         }
         if (fd >= 0 && !cl->db_src_on) {
-                cl->db_src.fd = fd;
+                cl->db_src_gen = cl->db.gen;
                 cl->db_src_on = loop_add(&cl->db_src, fd, EPOLLIN, on_db) == 0;
         }
 }
