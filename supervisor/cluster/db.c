@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db-internal.h"
 #include "db.h"
 #include "log.h"
 #include "util.h"
 
-#define PG(db) ((PGconn *) (db)->pg)
 #define BACKOFF_MIN_MS 1000
 /* pg_advisory_xact_lock keys: schema changes, and claims (one claim at a
  * time across the cluster, so that each tenant's running jobs are counted
@@ -110,7 +110,7 @@ static int wait_fd(int fd, bool out, uint64_t deadline) {
 /* Send one statement and wait for its last result, within the deadline.
  * NULL: the connection failed (dropped; db->err says why). A result with
  * an error status is returned for the caller to look at. */
-static PGresult *run(struct cdb *db, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts) {
+PGresult *pg_run(struct cdb *db, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts) {
         PGconn *c = PG(db);
         if (!c)
                 return NULL;
@@ -153,7 +153,7 @@ static PGresult *run(struct cdb *db, const char *sql, int n, const char *const *
 
 /* A statement whose result only has to say it worked: 0, -EAGAIN (the
  * connection failed), -EIO (the statement failed; logged). */
-static int verdict(struct cdb *db, PGresult *r, const char *what) {
+int pg_verdict(struct cdb *db, PGresult *r, const char *what) {
         if (!r)
                 return -EAGAIN;
         ExecStatusType st = PQresultStatus(r);
@@ -164,20 +164,32 @@ static int verdict(struct cdb *db, PGresult *r, const char *what) {
         return -EIO;
 }
 
-static int exec0(struct cdb *db, const char *sql, int n, const char *const *vals, const char *what) {
-        PGresult *r = run(db, sql, n, vals, NULL, NULL);
-        int e = verdict(db, r, what);
+int pg_exec0(struct cdb *db, const char *sql, int n, const char *const *vals, const char *what) {
+        PGresult *r = pg_run(db, sql, n, vals, NULL, NULL);
+        int e = pg_verdict(db, r, what);
         if (e == 0)
                 PQclear(r);
         return e;
 }
 
-static void rollback(struct cdb *db) {
-        if (db->pg)
-                exec0(db, "ROLLBACK", -1, NULL, "rollback");
+/* A statement whose rows are only counted: how many, or as pg_verdict(). */
+int pg_count(struct cdb *db, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts,
+                      const char *what) {
+        PGresult *r = pg_run(db, sql, n, vals, lens, fmts);
+        int e = pg_verdict(db, r, what);
+        if (e < 0)
+                return e;
+        int rows = PQntuples(r);
+        PQclear(r);
+        return rows;
 }
 
-static uint64_t u64_of(PGresult *r, int row, int col) {
+void pg_rollback(struct cdb *db) {
+        if (db->pg)
+                pg_exec0(db, "ROLLBACK", -1, NULL, "rollback");
+}
+
+uint64_t pg_u64(PGresult *r, int row, int col) {
         return PQgetisnull(r, row, col) ? 0 : strtoull(PQgetvalue(r, row, col), NULL, 10);
 }
 
@@ -223,17 +235,17 @@ static int connect_now(struct cdb *db) {
 static int migrate(struct cdb *db) {
         char lock[64];
         snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%d)", LOCK_SCHEMA);
-        int e = exec0(db, "BEGIN", -1, NULL, "schema");
+        int e = pg_exec0(db, "BEGIN", -1, NULL, "schema");
         if (e == 0)
-                e = exec0(db, lock, -1, NULL, "schema lock");
+                e = pg_exec0(db, lock, -1, NULL, "schema lock");
         if (e == 0)
-                e = exec0(db, "CREATE TABLE IF NOT EXISTS sbx_schema (version integer NOT NULL)", -1, NULL, "schema table");
-        PGresult *r = e == 0 ? run(db, "SELECT coalesce(max(version), 0) FROM sbx_schema", 0, NULL, NULL, NULL) : NULL;
-        if (e == 0 && (e = verdict(db, r, "schema version")) == 0) {
+                e = pg_exec0(db, "CREATE TABLE IF NOT EXISTS sbx_schema (version integer NOT NULL)", -1, NULL, "schema table");
+        PGresult *r = e == 0 ? pg_run(db, "SELECT coalesce(max(version), 0) FROM sbx_schema", 0, NULL, NULL, NULL) : NULL;
+        if (e == 0 && (e = pg_verdict(db, r, "schema version")) == 0) {
                 long v = strtol(PQgetvalue(r, 0, 0), NULL, 10);
                 PQclear(r);
                 if (v > CDB_SCHEMA_VERSION) {
-                        rollback(db);
+                        pg_rollback(db);
                         snprintf(db->err, sizeof(db->err),
                                  "the database's sbx schema is version %ld, newer than this sbx-supervisord knows (%d): "
                                  "upgrade this node",
@@ -243,16 +255,16 @@ static int migrate(struct cdb *db) {
                 for (long k = v; k < CDB_SCHEMA_VERSION && e == 0; k++) {
                         char set[96];
                         log_notice("cluster: upgrading the database's sbx schema from version %ld to %ld", k, k + 1);
-                        e = exec0(db, migrations[k], -1, NULL, "schema migration");
+                        e = pg_exec0(db, migrations[k], -1, NULL, "schema migration");
                         snprintf(set, sizeof(set), "DELETE FROM sbx_schema; INSERT INTO sbx_schema VALUES (%ld)", k + 1);
                         if (e == 0)
-                                e = exec0(db, set, -1, NULL, "schema version");
+                                e = pg_exec0(db, set, -1, NULL, "schema version");
                 }
         }
         if (e == 0)
-                e = exec0(db, "COMMIT", -1, NULL, "schema");
+                e = pg_exec0(db, "COMMIT", -1, NULL, "schema");
         else
-                rollback(db);
+                pg_rollback(db);
         return e;
 }
 
@@ -265,7 +277,7 @@ int cdb_ensure(struct cdb *db, uint64_t now_ms) {
                 return -EAGAIN;
         int e = migrate(db);
         if (e == 0)
-                e = exec0(db, "LISTEN sbx_queue; LISTEN sbx_done; LISTEN sbx_cancel; LISTEN sbx_drain", -1, NULL, "listen");
+                e = pg_exec0(db, "LISTEN sbx_queue; LISTEN sbx_done; LISTEN sbx_cancel; LISTEN sbx_drain", -1, NULL, "listen");
         if (e == -EPROTO) {
                 PQfinish(PG(db));
                 db->pg = NULL;
@@ -301,58 +313,24 @@ void cdb_notifies(struct cdb *db, void (*fn)(void *arg, const char *channel, con
         }
 }
 
-int cdb_insert_job(struct cdb *db, const char *id, const char *tenant, const char *key, const char *digest,
-                   const char *accept_json, unsigned retries, struct cdb_dup *dup) {
-        char rs[16];
-        snprintf(rs, sizeof(rs), "%u", retries);
-        const char *v[] = { id, tenant, key, digest, accept_json, rs };
-        PGresult *r = run(db,
-                          "WITH ins AS (INSERT INTO sbx_jobs (id, tenant, idem_key, digest, accept, retries) "
-                          "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, idem_key) DO NOTHING RETURNING id) "
-                          "SELECT id, pg_notify('sbx_queue', '') FROM ins",
-                          6, v, NULL, NULL);
-        int e = verdict(db, r, "queueing a job");
-        if (e < 0)
-                return e;
-        int rows = PQntuples(r);
-        PQclear(r);
-        if (rows == 1)
-                return 0;
-        if (!key)
-                return log_error("cluster: job %s was not inserted", id), -EIO;
-        const char *v2[] = { tenant, key };
-        r = run(db, "SELECT id, digest, state FROM sbx_jobs WHERE tenant = $1 AND idem_key = $2", 2, v2, NULL, NULL);
-        if ((e = verdict(db, r, "idempotency key")) < 0)
-                return e;
-        if (PQntuples(r) != 1) {
-                PQclear(r);
-                return -EAGAIN; /* pruned between the two statements: try again */
-        }
-        snprintf(dup->id, sizeof(dup->id), "%s", PQgetvalue(r, 0, 0));
-        snprintf(dup->digest, sizeof(dup->digest), "%s", PQgetvalue(r, 0, 1));
-        snprintf(dup->state, sizeof(dup->state), "%s", PQgetvalue(r, 0, 2));
-        PQclear(r);
-        return 1;
-}
-
 int cdb_set_tenants(struct cdb *db, const char *const *names, const unsigned *max_jobs, size_t n) {
-        int e = exec0(db, "BEGIN", -1, NULL, "tenants");
+        int e = pg_exec0(db, "BEGIN", -1, NULL, "tenants");
         for (size_t i = 0; i < n && e == 0; i++) {
                 char m[16];
                 snprintf(m, sizeof(m), "%u", max_jobs[i]);
                 const char *v[] = { names[i], m };
-                e = exec0(db,
+                e = pg_exec0(db,
                           "INSERT INTO sbx_tenants (name, max_jobs) VALUES ($1, $2) "
                           "ON CONFLICT (name) DO UPDATE SET max_jobs = excluded.max_jobs",
                           2, v, "tenants");
         }
         if (e == 0)
-                return exec0(db, "COMMIT", -1, NULL, "tenants");
-        rollback(db);
+                return pg_exec0(db, "COMMIT", -1, NULL, "tenants");
+        pg_rollback(db);
         return e;
 }
 
-static void interval(char out[static 32], uint64_t ms) {
+void pg_interval(char out[static 32], uint64_t ms) {
         snprintf(out, 32, "%" PRIu64 " milliseconds", ms);
 }
 
@@ -360,17 +338,17 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg) {
         char lim[16], lease[32], lock[64];
         snprintf(lim, sizeof(lim), "%u", n);
-        interval(lease, lease_ms);
+        pg_interval(lease, lease_ms);
         snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%d)", LOCK_CLAIM);
         const char *v[] = { db->node, lim, lease };
-        int e = exec0(db, "BEGIN", -1, NULL, "claim");
+        int e = pg_exec0(db, "BEGIN", -1, NULL, "claim");
         if (e == 0)
-                e = exec0(db, lock, -1, NULL, "claim lock");
+                e = pg_exec0(db, lock, -1, NULL, "claim lock");
         /* Queued jobs in order, each tenant's only while its running ones
          * and those taken before it in this claim stay within its
          * max_jobs. The claim lock makes the count exact; SKIP LOCKED
          * passes over rows another transaction holds (a cancel). */
-        PGresult *r = e == 0 ? run(db,
+        PGresult *r = e == 0 ? pg_run(db,
                                    "WITH running AS (SELECT tenant, count(*) AS n FROM sbx_jobs WHERE state = 'running' "
                                    "GROUP BY tenant), "
                                    "cand AS (SELECT id, tenant, seq, row_number() OVER (PARTITION BY tenant ORDER BY seq) AS rn "
@@ -386,37 +364,37 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
                                    3, v, NULL, NULL)
                                : NULL;
         if (e == 0)
-                e = verdict(db, r, "claim");
+                e = pg_verdict(db, r, "claim");
         if (e == 0) {
                 int rows = PQntuples(r);
-                e = exec0(db, "COMMIT", -1, NULL, "claim");
+                e = pg_exec0(db, "COMMIT", -1, NULL, "claim");
                 /* Handed over only once the claim is committed. */
                 for (int i = 0; e == 0 && i < rows; i++)
-                        fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) u64_of(r, i, 2));
+                        fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) pg_u64(r, i, 2));
                 PQclear(r);
                 return e < 0 ? e : rows;
         }
-        rollback(db);
+        pg_rollback(db);
         return e;
 }
 
 int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, bool *draining) {
         char lease[32], mj[16], rn[16];
-        interval(lease, lease_ms);
+        pg_interval(lease, lease_ms);
         snprintf(mj, sizeof(mj), "%u", max_jobs);
         snprintf(rn, sizeof(rn), "%u", running);
         const char *v[] = { db->node, lease };
-        int e = exec0(db, "UPDATE sbx_jobs SET lease_until = now() + $2::interval WHERE node = $1 AND state = 'running'", 2, v,
+        int e = pg_exec0(db, "UPDATE sbx_jobs SET lease_until = now() + $2::interval WHERE node = $1 AND state = 'running'", 2, v,
                       "renewing leases");
         if (e < 0)
                 return e;
         const char *v2[] = { db->node, role, mj, rn };
-        PGresult *r = run(db,
+        PGresult *r = pg_run(db,
                           "INSERT INTO sbx_nodes (name, role, max_jobs, running) VALUES ($1, $2, $3, $4) "
                           "ON CONFLICT (name) DO UPDATE SET role = $2, max_jobs = $3, running = $4, seen = now() "
                           "RETURNING draining",
                           4, v2, NULL, NULL);
-        if ((e = verdict(db, r, "heartbeat")) < 0)
+        if ((e = pg_verdict(db, r, "heartbeat")) < 0)
                 return e;
         *draining = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
         PQclear(r);
@@ -426,36 +404,36 @@ int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned 
 int cdb_expire(struct cdb *db, uint64_t lease_ms, unsigned *requeued,
                void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt, const char *was_node), void *arg) {
         char lease[32];
-        interval(lease, lease_ms);
+        pg_interval(lease, lease_ms);
         *requeued = 0;
-        PGresult *r = run(db,
+        PGresult *r = pg_run(db,
                           "WITH up AS (UPDATE sbx_jobs SET state = 'queued', node = NULL, lease_until = NULL "
                           "WHERE state = 'running' AND lease_until < now() AND attempt <= retries AND NOT cancel RETURNING id) "
                           "SELECT count(*), pg_notify('sbx_queue', '') FROM up HAVING count(*) > 0",
                           0, NULL, NULL, NULL);
-        int e = verdict(db, r, "queueing jobs of expired leases again");
+        int e = pg_verdict(db, r, "queueing jobs of expired leases again");
         if (e < 0)
                 return e;
         if (PQntuples(r) == 1)
-                *requeued = (unsigned) u64_of(r, 0, 0);
+                *requeued = (unsigned) pg_u64(r, 0, 0);
         PQclear(r);
         const char *v[] = { db->node, lease };
-        r = run(db,
+        r = pg_run(db,
                 "UPDATE sbx_jobs j SET node = $1, lease_until = now() + $2::interval FROM "
                 "(SELECT id, node FROM sbx_jobs WHERE state = 'running' AND lease_until < now() ORDER BY lease_until LIMIT 64 "
                 "FOR UPDATE SKIP LOCKED) old WHERE j.id = old.id RETURNING j.id, j.accept, j.attempt, old.node",
                 2, v, NULL, NULL);
-        if ((e = verdict(db, r, "taking jobs of expired leases")) < 0)
+        if ((e = pg_verdict(db, r, "taking jobs of expired leases")) < 0)
                 return e;
         for (int i = 0; i < PQntuples(r); i++)
-                fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) u64_of(r, i, 2),
+                fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) pg_u64(r, i, 2),
                    PQgetisnull(r, i, 3) ? "?" : PQgetvalue(r, i, 3));
         PQclear(r);
         return 0;
 }
 
 /* A text[] literal of ids (each a job id: letters and digits only). */
-static char *id_array(const char *const *ids, size_t n) {
+char *pg_id_array(const char *const *ids, size_t n) {
         size_t len = 3;
         for (size_t i = 0; i < n; i++)
                 len += strlen(ids[i]) + 1;
@@ -476,217 +454,33 @@ static char *id_array(const char *const *ids, size_t n) {
 }
 
 int cdb_release_node(struct cdb *db, const char *const *keep, size_t n_keep) {
-        _cleanup_free_ char *arr = id_array(keep, n_keep);
+        _cleanup_free_ char *arr = pg_id_array(keep, n_keep);
         if (!arr)
                 return -ENOMEM;
         const char *v[] = { db->node, arr };
-        return exec0(db,
+        return pg_exec0(db,
                      "UPDATE sbx_jobs SET lease_until = now() - interval '1 second' WHERE node = $1 AND state = 'running' "
                      "AND NOT (id = ANY ($2::text[]))",
                      2, v, "giving back the jobs of before a restart");
 }
 
-int cdb_finish(struct cdb *db, const char *id, unsigned attempt, const char *record_json, const char *state, int exit_code,
-               const char *out, size_t out_len, const char *err, size_t err_len) {
-        char at[16], ec[16];
-        snprintf(at, sizeof(at), "%u", attempt);
-        snprintf(ec, sizeof(ec), "%d", exit_code);
-        const char *v[] = { id, at, db->node, record_json, state, exit_code >= 0 ? ec : NULL, out ? out : "", err ? err : "" };
-        int lens[] = { 0, 0, 0, 0, 0, 0, (int) (out ? out_len : 0), (int) (err ? err_len : 0) };
-        int fmts[] = { 0, 0, 0, 0, 0, 0, 1, 1 };
-        PGresult *r = run(db,
-                          "WITH up AS (UPDATE sbx_jobs SET state = 'done', ended = now(), lease_until = NULL, record = $4, "
-                          "outcome = $5, exit_code = $6, stdout = $7, stderr = $8 "
-                          "WHERE id = $1 AND attempt = $2 AND node = $3 AND state = 'running' RETURNING id) "
-                          "SELECT id, pg_notify('sbx_done', id) FROM up",
-                          8, v, lens, fmts);
-        int e = verdict(db, r, "writing a result");
-        if (e < 0)
-                return e;
-        int rows = PQntuples(r);
-        PQclear(r);
-        if (rows == 1)
-                return 0;
-        /* Written already, by this node at this attempt (a retry after a
-         * lost answer, or after a restart)? */
-        const char *v2[] = { id, at, db->node };
-        r = run(db, "SELECT 1 FROM sbx_jobs WHERE id = $1 AND attempt = $2 AND node = $3 AND state = 'done'", 3, v2, NULL, NULL);
-        if ((e = verdict(db, r, "a result's fence")) < 0)
-                return e;
-        rows = PQntuples(r);
-        PQclear(r);
-        return rows == 1 ? 0 : -ESTALE;
-}
-
-void cdb_job_free(struct cdb_job *j) {
-        free(j->tenant);
-        free(j->accept);
-        free(j->record);
-        free(j->out);
-        free(j->err);
-        memset(j, 0, sizeof(*j));
-}
-
-static char *dup_or_null(PGresult *r, int row, int col) {
-        return PQgetisnull(r, row, col) ? NULL : strdup(PQgetvalue(r, row, col));
-}
-
-static int hexval(char c) {
-        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* A bytea column selected as encode(..., 'hex'). */
-static char *bytes_of(PGresult *r, int row, int col, size_t *len) {
-        *len = 0;
-        if (PQgetisnull(r, row, col))
-                return NULL;
-        const char *h = PQgetvalue(r, row, col);
-        size_t n = (size_t) PQgetlength(r, row, col) / 2;
-        char *p = malloc(n + 1);
-        if (!p)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                int a = hexval(h[2 * i]), b = hexval(h[2 * i + 1]);
-                if (a < 0 || b < 0) {
-                        free(p);
-                        return NULL;
-                }
-                p[i] = (char) (a << 4 | b);
-        }
-        p[n] = 0;
-        *len = n;
-        return p;
-}
-
-#define JOB_COLUMNS                                                                                                               \
-        "id, tenant, state, coalesce(node, ''), attempt, cancel, (extract(epoch FROM created) * 1000)::bigint, "                 \
-        "(extract(epoch FROM ended) * 1000)::bigint"
-
-static void fill_job(PGresult *r, int i, struct cdb_job *j) {
-        snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, i, 0));
-        j->tenant = strdup(PQgetvalue(r, i, 1));
-        snprintf(j->state, sizeof(j->state), "%s", PQgetvalue(r, i, 2));
-        snprintf(j->node, sizeof(j->node), "%s", PQgetvalue(r, i, 3));
-        j->attempt = (unsigned) u64_of(r, i, 4);
-        j->cancel = PQgetvalue(r, i, 5)[0] == 't';
-        j->created_ms = u64_of(r, i, 6);
-        j->ended_ms = u64_of(r, i, 7);
-        j->exit_code = -1;
-}
-
-int cdb_get(struct cdb *db, const char *id, struct cdb_job *ret) {
-        const char *v[] = { id };
-        memset(ret, 0, sizeof(*ret));
-        PGresult *r = run(db, "SELECT " JOB_COLUMNS ", accept, record, encode(stdout, 'hex'), encode(stderr, 'hex') "
-                              "FROM sbx_jobs WHERE id = $1",
-                          1, v, NULL, NULL);
-        int e = verdict(db, r, "reading a job");
-        if (e < 0)
-                return e;
-        if (PQntuples(r) != 1) {
-                PQclear(r);
-                return -ENOENT;
-        }
-        fill_job(r, 0, ret);
-        ret->accept = dup_or_null(r, 0, 8);
-        ret->record = dup_or_null(r, 0, 9);
-        ret->out = bytes_of(r, 0, 10, &ret->out_len);
-        ret->err = bytes_of(r, 0, 11, &ret->err_len);
-        PQclear(r);
-        return ret->tenant ? 0 : -ENOMEM;
-}
-
-int cdb_done_among(struct cdb *db, const char *const *ids, size_t n, void (*fn)(void *arg, const char *id), void *arg) {
-        _cleanup_free_ char *arr = id_array(ids, n);
-        if (!arr)
-                return -ENOMEM;
-        const char *v[] = { arr };
-        PGresult *r = run(db, "SELECT id FROM sbx_jobs WHERE id = ANY ($1::text[]) AND state = 'done'", 1, v, NULL, NULL);
-        int e = verdict(db, r, "finding ended jobs");
-        if (e < 0)
-                return e;
-        for (int i = 0; i < PQntuples(r); i++)
-                fn(arg, PQgetvalue(r, i, 0));
-        PQclear(r);
-        return 0;
-}
-
-int cdb_list(struct cdb *db, const char *tenant, unsigned limit, void (*fn)(void *arg, const struct cdb_job *j), void *arg) {
-        char lim[16];
-        snprintf(lim, sizeof(lim), "%u", limit);
-        const char *v[] = { tenant, lim };
-        PGresult *r = run(db,
-                          "SELECT " JOB_COLUMNS ", accept, outcome, exit_code FROM sbx_jobs WHERE tenant = $1 "
-                          "ORDER BY seq DESC LIMIT $2",
-                          2, v, NULL, NULL);
-        int e = verdict(db, r, "listing jobs");
-        if (e < 0)
-                return e;
-        for (int i = 0; i < PQntuples(r); i++) {
-                struct cdb_job j = { 0 };
-                fill_job(r, i, &j);
-                j.accept = PQgetvalue(r, i, 8);
-                /* a done job's state is its outcome */
-                if (!PQgetisnull(r, i, 9))
-                        snprintf(j.state, sizeof(j.state), "%s", PQgetvalue(r, i, 9));
-                j.exit_code = PQgetisnull(r, i, 10) ? -1 : (int) strtol(PQgetvalue(r, i, 10), NULL, 10);
-                fn(arg, &j);
-                free(j.tenant);
-        }
-        PQclear(r);
-        return 0;
-}
-
-int cdb_cancel(struct cdb *db, const char *id, uint64_t lease_ms, bool *took, struct cdb_job *ret) {
-        char lease[32];
-        interval(lease, lease_ms);
-        *took = false;
-        memset(ret, 0, sizeof(*ret));
-        const char *v[] = { id, db->node, lease };
-        PGresult *r = run(db,
-                          "UPDATE sbx_jobs SET state = 'running', node = $2, attempt = attempt + 1, cancel = true, "
-                          "claimed = now(), lease_until = now() + $3::interval WHERE id = $1 AND state = 'queued' "
-                          "RETURNING " JOB_COLUMNS ", accept",
-                          3, v, NULL, NULL);
-        int e = verdict(db, r, "cancelling a queued job");
-        if (e < 0)
-                return e;
-        if (PQntuples(r) == 1) {
-                fill_job(r, 0, ret);
-                ret->accept = dup_or_null(r, 0, 8);
-                *took = true;
-                PQclear(r);
-                return ret->tenant && ret->accept ? 0 : -ENOMEM;
-        }
-        PQclear(r);
-        r = run(db,
-                "WITH up AS (UPDATE sbx_jobs SET cancel = true WHERE id = $1 AND state = 'running' RETURNING id, node) "
-                "SELECT id, pg_notify('sbx_cancel', id) FROM up",
-                1, v, NULL, NULL);
-        if ((e = verdict(db, r, "cancelling a running job")) < 0)
-                return e;
-        int rows = PQntuples(r);
-        PQclear(r);
-        return rows == 1 ? 0 : -ENOENT;
-}
-
 int cdb_nodes(struct cdb *db, void (*fn)(void *arg, const struct cdb_node *n), void *arg) {
-        PGresult *r = run(db,
+        PGresult *r = pg_run(db,
                           "SELECT name, role, max_jobs, running, draining, extract(epoch FROM now() - seen), "
                           "(extract(epoch FROM started) * 1000)::bigint FROM sbx_nodes ORDER BY name",
                           0, NULL, NULL, NULL);
-        int e = verdict(db, r, "listing nodes");
+        int e = pg_verdict(db, r, "listing nodes");
         if (e < 0)
                 return e;
         for (int i = 0; i < PQntuples(r); i++) {
                 struct cdb_node n = {
                         .name = PQgetvalue(r, i, 0),
                         .role = PQgetvalue(r, i, 1),
-                        .max_jobs = (unsigned) u64_of(r, i, 2),
-                        .running = (unsigned) u64_of(r, i, 3),
+                        .max_jobs = (unsigned) pg_u64(r, i, 2),
+                        .running = (unsigned) pg_u64(r, i, 3),
                         .draining = PQgetvalue(r, i, 4)[0] == 't',
                         .seen_s = strtod(PQgetvalue(r, i, 5), NULL),
-                        .started_ms = u64_of(r, i, 6),
+                        .started_ms = pg_u64(r, i, 6),
                 };
                 fn(arg, &n);
         }
@@ -696,11 +490,11 @@ int cdb_nodes(struct cdb *db, void (*fn)(void *arg, const struct cdb_node *n), v
 
 int cdb_drain(struct cdb *db, const char *node, bool drain) {
         const char *v[] = { node, drain ? "t" : "f" };
-        PGresult *r = run(db,
+        PGresult *r = pg_run(db,
                           "WITH up AS (UPDATE sbx_nodes SET draining = $2 WHERE name = $1 RETURNING name, draining) "
                           "SELECT name, pg_notify('sbx_drain', name || (CASE WHEN draining THEN ':1' ELSE ':0' END)) FROM up",
                           2, v, NULL, NULL);
-        int e = verdict(db, r, "draining a node");
+        int e = pg_verdict(db, r, "draining a node");
         if (e < 0)
                 return e;
         bool found = PQntuples(r) == 1;
@@ -710,10 +504,10 @@ int cdb_drain(struct cdb *db, const char *node, bool drain) {
 
 long cdb_prune(struct cdb *db, uint64_t retention_ms) {
         char ret[32];
-        interval(ret, retention_ms);
+        pg_interval(ret, retention_ms);
         const char *v[] = { ret };
-        PGresult *r = run(db, "DELETE FROM sbx_jobs WHERE state = 'done' AND ended < now() - $1::interval", 1, v, NULL, NULL);
-        int e = verdict(db, r, "pruning ended jobs");
+        PGresult *r = pg_run(db, "DELETE FROM sbx_jobs WHERE state = 'done' AND ended < now() - $1::interval", 1, v, NULL, NULL);
+        int e = pg_verdict(db, r, "pruning ended jobs");
         if (e < 0)
                 return e;
         long n = strtol(PQcmdTuples(r), NULL, 10);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "cluster-internal.h"
 #include "cluster-ops.h"
 #include "conn.h"
 #include "daemon.h"
@@ -28,23 +29,6 @@
 #define TICK_MAX_MS 1000
 #define PRUNE_EVERY_MS 60000
 
-struct cluster {
-        struct daemon *d;
-        struct cdb db;
-        struct source db_src;     /* the connection's socket: notifications */
-        bool db_src_on;
-        unsigned db_src_gen;      /* the connection it is of (cdb.gen) */
-        struct source tick_src;   /* a timerfd */
-        int tick_fd;
-        uint64_t tick_ms;
-        struct list waits;        /* struct job_watch.job_link of jobs held elsewhere */
-        bool claim_wanted;
-        bool draining;            /* told so by the database (sbxctl drain) */
-        bool released;            /* this node's leases of before its start are given back */
-        bool refused_schema;
-        uint64_t next_beat_ms, next_prune_ms;
-        uint64_t claimed, fenced, unavailable, requeued, expired;
-};
 
 bool cluster_on(const struct daemon *d) {
         return d->cluster != NULL;
@@ -135,7 +119,7 @@ static void claim(struct cluster *cl) {
 }
 
 /* The end of a job some of this node's clients wait for. */
-static void deliver(struct cluster *cl, const char *id) {
+void cluster_deliver(struct cluster *cl, const char *id) {
         struct cdb_job j;
         if (cdb_get(&cl->db, id, &j) < 0)
                 return;
@@ -155,7 +139,7 @@ static bool waited_for(struct cluster *cl, const char *id) {
         return false;
 }
 
-static void set_draining(struct cluster *cl, bool draining) {
+void cluster_set_draining(struct cluster *cl, bool draining) {
         if (draining == cl->draining)
                 return;
         log_notice("cluster: node %s %s", cl->d->cfg->cluster_node,
@@ -171,9 +155,9 @@ static void on_notify(void *arg, const char *channel, const char *payload) {
         if (streq(channel, "queue"))
                 cl->claim_wanted = true;
         else if (streq(channel, "drain") && !strncmp(payload, me, n) && payload[n] == ':')
-                set_draining(cl, payload[n + 1] == '1');
+                cluster_set_draining(cl, payload[n + 1] == '1');
         else if (streq(channel, "done") && waited_for(cl, payload))
-                deliver(cl, payload);
+                cluster_deliver(cl, payload);
         else if (streq(channel, "cancel")) {
                 struct rjob *rj = jobs_find(&cl->d->jobs, payload);
                 if (rj && rj->cluster && rj->j.state != JOB_DONE) {
@@ -234,7 +218,7 @@ static void beat(struct cluster *cl, uint64_t now) {
         bool draining = cl->draining;
         cl->next_beat_ms = now + cfg->cluster_lease_ms / 3;
         if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, running_here(d), cfg->cluster_lease_ms, &draining) == 0)
-                set_draining(cl, draining);
+                cluster_set_draining(cl, draining);
 }
 
 /* Just connected: the leases of what this node ran before its start end
@@ -258,6 +242,11 @@ static void connected(struct cluster *cl) {
         give_tenants(cl);
         beat(cl, now_mono_ms());
         cl->claim_wanted = true;
+}
+
+void cluster_ensure(struct cluster *cl) {
+        if (cdb_ensure(&cl->db, now_mono_ms()) == 1)
+                connected(cl);
 }
 
 struct ids {
@@ -289,7 +278,7 @@ static void recheck_waits(struct cluster *cl) {
         if (v && cdb_done_among(&cl->db, v, waited.n, ids_add, &done) == 0)
                 for (size_t i = 0; i < done.n; i++)
                         if (waited_for(cl, done.id[i]))
-                                deliver(cl, done.id[i]);
+                                cluster_deliver(cl, done.id[i]);
         free(v);
         free(waited.id);
         free(done.id);
@@ -377,8 +366,7 @@ static int job_end(struct rjob *rj) {
         const struct job *j = &rj->j;
         if (!cl)
                 return 0;
-        if (cdb_ensure(&cl->db, now_mono_ms()) == 1)
-                connected(cl);
+        cluster_ensure(cl);
         if (!cdb_up(&cl->db))
                 return -EAGAIN;
         _cleanup_free_ char *text = rj->rec ? json_dumps(rj->rec, JSON_COMPACT) : NULL;
@@ -399,284 +387,6 @@ static int job_end(struct rjob *rj) {
         }
         cl->claim_wanted = true;
         return r == -EIO ? -EAGAIN : r;
-}
-
-/* ---- accepting ---- */
-
-static void unavailable(struct conn *c, struct request *req) {
-        struct cluster *cl = c->d->cluster;
-        cl->unavailable++;
-        conn_send(c, proto_error(req->tag, E_UNAVAILABLE,
-                                 "the cluster's database is unreachable (%s): nothing new is accepted until it answers; retry",
-                                 cl->db.err));
-}
-
-bool cluster_may_accept(struct conn *c, struct request *req) {
-        struct daemon *d = c->d;
-        struct cluster *cl = d->cluster;
-        if (req_op_is_session(req->op)) {
-                conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
-                                         "sessions are not available in cluster mode: a session lives on one node, which the "
-                                         "cluster does not route to yet"));
-                return false;
-        }
-        if (d->cfg->cluster_role == CLUSTER_WORKER) {
-                conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
-                                         "node %s has the role worker: it runs jobs the cluster queued and accepts none; submit "
-                                         "to a node of role api or both",
-                                         d->cfg->cluster_node));
-                return false;
-        }
-        if (cdb_ensure(&cl->db, now_mono_ms()) == 1)
-                connected(cl);
-        if (!cdb_up(&cl->db)) {
-                unavailable(c, req);
-                return false;
-        }
-        return true;
-}
-
-int cluster_submit(struct conn *c, struct rjob *rj) {
-        struct daemon *d = c->d;
-        struct cluster *cl = d->cluster;
-        struct job *j = &rj->j;
-        struct cdb_dup dup;
-        json_t *tag = j->req.tag;
-        json_t *acc = accept_record(rj);
-        _cleanup_free_ char *text = acc ? json_dumps(acc, JSON_COMPACT) : NULL;
-        json_decref(acc);
-        if (!text) {
-                conn_send(c, proto_error(tag, E_INTERNAL, "out of memory"));
-                return -1;
-        }
-        int r = cdb_insert_job(&cl->db, j->id, j->tenant->name, j->req.run.idempotency_key, rj->req_digest, text,
-                               (unsigned) j->req.run.retries, &dup);
-        if (r == -EAGAIN || r == -EIO) {
-                unavailable(c, &j->req);
-                return -1;
-        }
-        if (r == 0)
-                return 0;
-        if (!streq(dup.digest, rj->req_digest)) {
-                conn_send(c, proto_error(tag, E_CONFLICT,
-                                         "field 'idempotency_key': job %s was submitted with this key and a different request",
-                                         dup.id));
-                return -1;
-        }
-        conn_send(c, proto_ok(tag, json_pack("{s:s, s:s, s:b}", "job", dup.id, "state", dup.state, "duplicate", 1)));
-        if (j->req.run.follow && subscribe_add_remote(c, &cl->waits, dup.id, W_FOLLOW, tag) && streq(dup.state, "done"))
-                deliver(cl, dup.id);
-        return 1;
-}
-
-void cluster_accepted(struct conn *c, struct rjob *rj) {
-        struct cluster *cl = c->d->cluster;
-        struct job *j = &rj->j;
-        const char *op = req_op_name(j->req.op);
-        audit_request(c, op, j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
-                      j->pol.clamped[0] ? j->pol.clamped : NULL, false);
-        json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");
-        if (ok && j->pol.clamped[0])
-                json_object_set_new(ok, "clamped", json_string(j->pol.clamped));
-        if (ok && j->bundle.set)
-                json_object_set_new(ok, "bundle", json_string(j->req.run.bundle));
-        conn_send(c, proto_ok(j->req.tag, ok));
-        if (j->req.run.follow)
-                subscribe_add_remote(c, &cl->waits, j->id, W_FOLLOW, j->req.tag);
-        cl->claim_wanted = true;
-}
-
-/* ---- queries of jobs this node does not hold ---- */
-
-static json_t *summary(const struct cdb_job *j, json_t *rec) {
-        if (streq(j->state, "done")) {
-                json_t *ec = json_object_get(rec, "exit_code");
-                return proto_summary_done(j->id, j->tenant, json_string_value(json_object_get(rec, "state")) ?: "done",
-                                          j->created_ms, j->ended_ms, json_is_integer(ec) ? (int) json_integer_value(ec) : -1);
-        }
-        json_error_t je;
-        json_t *acc = j->accept ? json_loads(j->accept, 0, &je) : NULL;
-        json_t *cmd = json_array_get(json_object_get(acc, "command"), 0);
-        json_t *o = proto_summary_live(j->id, j->tenant, j->state, j->created_ms, 0, json_string_value(cmd) ?: "?");
-        json_decref(acc);
-        if (o && j->node[0])
-                json_object_set_new(o, "node", json_string(j->node));
-        return o;
-}
-
-static void not_done(struct conn *c, struct request *req, const struct cdb_job *j) {
-        if (j->node[0])
-                conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s on node %s", j->id, j->state, j->node));
-        else
-                conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s", j->id, j->state));
-}
-
-static void op_cancel(struct conn *c, struct request *req, struct cdb_job *j) {
-        struct daemon *d = c->d;
-        struct cluster *cl = d->cluster;
-        bool took = false;
-        struct cdb_job t;
-        if (streq(j->state, "done")) {
-                json_error_t je;
-                json_t *rec = j->record ? json_loads(j->record, 0, &je) : NULL;
-                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:b}", "job", j->id, "state",
-                                                          json_string_value(json_object_get(rec, "state")) ?: "done",
-                                                          "already_done", 1)));
-                json_decref(rec);
-                return;
-        }
-        int r = cdb_cancel(&cl->db, j->id, d->cfg->cluster_lease_ms, &took, &t);
-        if (r == -ENOENT) {
-                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:b}", "job", j->id, "state", "done", "already_done", 1)));
-                return;
-        }
-        if (r < 0) {
-                unavailable(c, req);
-                return;
-        }
-        audit_request(c, "cancel", "accepted", NULL, NULL, NULL, false);
-        if (!took) {
-                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", j->id, "state", "stopping", "node", j->node)));
-                return;
-        }
-        /* Queued: taken by this node, and ended cancelled here. */
-        json_error_t je;
-        json_t *acc = t.accept ? json_loads(t.accept, 0, &je) : NULL;
-        struct rjob *rj = acc ? recover_claim(d, acc, t.attempt, NULL) : NULL;
-        json_decref(acc);
-        cdb_job_free(&t);
-        if (!rj) {
-                conn_send(c, proto_error(req->tag, E_INTERNAL, "job %s: cannot be rebuilt from its row to be cancelled", j->id));
-                return;
-        }
-        if (rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING) {
-                sched_remove_queued(&d->sched, &rj->j);
-                job_transition(&rj->j, JEV_CANCEL, NULL);
-                runner_end(rj);
-        }
-        /* told once its record is durable, in the database too (commit.c) */
-        commit_hold(d, c);
-        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", rj->j.id, "state", job_outcome_name(rj->j.outcome))));
-}
-
-void cluster_op_job(struct conn *c, struct request *req) {
-        struct cluster *cl = c->d->cluster;
-        struct cdb_job j;
-        int r = cdb_get(&cl->db, req->job, &j);
-        if (r == -EAGAIN || r == -EIO) {
-                unavailable(c, req);
-                return;
-        }
-        if (r < 0 || !streq(j.tenant, c->tenant->name)) {
-                if (r == 0)
-                        cdb_job_free(&j);
-                conn_send(c, proto_error(req->tag, E_NOT_FOUND, "no job %s", req->job));
-                return;
-        }
-        json_error_t je;
-        json_t *rec = j.record ? json_loads(j.record, 0, &je) : NULL;
-        bool done = streq(j.state, "done") && rec;
-        switch (req->op) {
-        case REQ_STATUS:
-                conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "job", summary(&j, rec))));
-                break;
-        case REQ_RESULT:
-        case REQ_WAIT:
-                if (done)
-                        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:O}", "job", j.id, "result", rec)));
-                else if (req->op == REQ_RESULT)
-                        not_done(c, req, &j);
-                else
-                        subscribe_add_remote(c, &cl->waits, j.id, W_WAIT, req->tag);
-                break;
-        case REQ_CANCEL:
-                op_cancel(c, req, &j);
-                break;
-        default:
-                /* logs and download read the files the running node keeps */
-                conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
-                                         "job %s %s node %s, which keeps its output and artifacts: ask that node (the start of its "
-                                         "output is in its result: sbxctl wait)",
-                                         j.id, done ? "ran on" : "is held by", j.node[0] ? j.node : "(none yet)"));
-                break;
-        }
-        json_decref(rec);
-        cdb_job_free(&j);
-}
-
-struct list_acc {
-        json_t *arr;
-        const char *filter;
-};
-
-static void list_one(void *arg, const struct cdb_job *j) {
-        struct list_acc *a = arg;
-        bool live = !j->ended_ms;
-        if (!job_state_filter_matches(a->filter, j->state, live))
-                return;
-        json_t *o = live ? summary(j, NULL)
-                         : proto_summary_done(j->id, j->tenant, j->state, j->created_ms, j->ended_ms, j->exit_code);
-        json_array_append_new(a->arr, o);
-}
-
-void cluster_op_list(struct conn *c, struct request *req) {
-        struct cluster *cl = c->d->cluster;
-        struct list_acc a = { .arr = json_array(), .filter = req->state };
-        /* a filter may drop rows: ask for more, and cut to the limit */
-        int r = cdb_list(&cl->db, c->tenant->name, (unsigned) (req->state ? PROTO_MAX_LIST : req->limit), list_one, &a);
-        if (r < 0) {
-                json_decref(a.arr);
-                unavailable(c, req);
-                return;
-        }
-        while (json_array_size(a.arr) > req->limit)
-                json_array_remove(a.arr, json_array_size(a.arr) - 1);
-        conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "jobs", a.arr)));
-}
-
-/* ---- nodes ---- */
-
-static void node_one(void *arg, const struct cdb_node *n) {
-        json_array_append_new(arg, json_pack("{s:s, s:s, s:i, s:i, s:b, s:f, s:o}", "node", n->name, "role", n->role, "max_jobs",
-                                             (int) n->max_jobs, "running", (int) n->running, "draining", n->draining, "seen_s",
-                                             n->seen_s, "started", proto_time(n->started_ms)));
-}
-
-void cluster_op_admin(struct conn *c, struct request *req) {
-        struct daemon *d = c->d;
-        struct cluster *cl = d->cluster;
-        if (!cl) {
-                conn_send(c, proto_error(req->tag, E_UNSUPPORTED, "%s: this daemon is not in cluster mode ([cluster] database)",
-                                         req_op_name(req->op)));
-                return;
-        }
-        if (cdb_ensure(&cl->db, now_mono_ms()) == 1)
-                connected(cl);
-        if (req->op == REQ_NODES) {
-                json_t *arr = json_array();
-                if (cdb_nodes(&cl->db, node_one, arr) < 0) {
-                        json_decref(arr);
-                        unavailable(c, req);
-                        return;
-                }
-                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:o}", "this", d->cfg->cluster_node, "nodes", arr)));
-                return;
-        }
-        const char *node = req->name ? req->name : d->cfg->cluster_node;
-        int r = cdb_drain(&cl->db, node, !req->undo);
-        if (r == -ENOENT) {
-                conn_send(c, proto_error(req->tag, E_NOT_FOUND, "no node %s in the cluster", node));
-                return;
-        }
-        if (r < 0) {
-                unavailable(c, req);
-                return;
-        }
-        audit_request(c, "drain", "accepted", NULL, NULL, NULL, false);
-        /* (the node itself hears it at once: sbx_drain) */
-        if (streq(node, d->cfg->cluster_node))
-                set_draining(cl, !req->undo);
-        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:b}", "node", node, "draining", !req->undo)));
 }
 
 void cluster_gauges(const struct daemon *d, struct metrics_gauges *g) {

@@ -16,7 +16,8 @@ bool subscribe_room(struct conn *c, json_t *tag) {
         return false;
 }
 
-struct job_watch *subscribe_add(struct conn *c, struct rjob *rj, enum watch_kind kind, unsigned streams, json_t *tag) {
+/* A watch of c, on the list `on` (a job's, or cluster-ops.c's). */
+static struct job_watch *watch_new(struct conn *c, struct list *on, enum watch_kind kind, unsigned streams, json_t *tag) {
         /* Bounded like everything a client controls. */
         if (!subscribe_room(c, tag))
                 return NULL;
@@ -25,29 +26,25 @@ struct job_watch *subscribe_add(struct conn *c, struct rjob *rj, enum watch_kind
                 return NULL;
         c->n_watches++;
         w->c = c;
-        w->rj = rj;
         w->kind = kind;
         w->streams = streams;
         w->tag = tag ? json_incref(tag) : NULL;
-        list_add_tail(&rj->watches, &w->job_link);
+        list_add_tail(on, &w->job_link);
         list_add_tail(&c->watches, &w->conn_link);
         return w;
 }
 
+struct job_watch *subscribe_add(struct conn *c, struct rjob *rj, enum watch_kind kind, unsigned streams, json_t *tag) {
+        struct job_watch *w = watch_new(c, &rj->watches, kind, streams, tag);
+        if (w)
+                w->rj = rj;
+        return w;
+}
+
 struct job_watch *subscribe_add_remote(struct conn *c, struct list *on, const char *job, enum watch_kind kind, json_t *tag) {
-        if (!subscribe_room(c, tag))
-                return NULL;
-        struct job_watch *w = calloc(1, sizeof(*w));
-        if (!w)
-                return NULL;
-        c->n_watches++;
-        w->c = c;
-        w->kind = kind;
-        w->streams = STREAM_BOTH;
-        snprintf(w->job, sizeof(w->job), "%s", job);
-        w->tag = tag ? json_incref(tag) : NULL;
-        list_add_tail(on, &w->job_link);
-        list_add_tail(&c->watches, &w->conn_link);
+        struct job_watch *w = watch_new(c, on, kind, STREAM_BOTH, tag);
+        if (w)
+                snprintf(w->job, sizeof(w->job), "%s", job);
         return w;
 }
 

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What cluster-ops.c (claims, leases, the connection) and cluster-query.c
+ * (clients' requests) share. Not for use outside them. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "loop.h"
+#include "util.h"
+
+struct daemon;
+
+struct cluster {
+        struct daemon *d;
+        struct cdb db;
+        struct source db_src;     /* the connection's socket: notifications */
+        bool db_src_on;
+        unsigned db_src_gen;      /* the connection it is of (cdb.gen) */
+        struct source tick_src;   /* a timerfd */
+        int tick_fd;
+        uint64_t tick_ms;
+        struct list waits;        /* struct job_watch.job_link of jobs held elsewhere */
+        bool claim_wanted;
+        bool draining;            /* told so by the database (sbxctl drain) */
+        bool released;            /* this node's leases of before its start are given back */
+        bool refused_schema;
+        uint64_t next_beat_ms, next_prune_ms;
+        uint64_t claimed, fenced, unavailable, requeued, expired;
+};
+
+/* Connected now, if it is time to try (and what a new connection needs
+ * done). */
+void cluster_ensure(struct cluster *cl);
+/* The end of a job some of this node's clients wait for (cl->waits). */
+void cluster_deliver(struct cluster *cl, const char *id);
+void cluster_set_draining(struct cluster *cl, bool draining);
