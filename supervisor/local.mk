@@ -113,9 +113,12 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/net/auditring.h supervisor/net/auditring.c supervisor/net/netremote.h supervisor/net/netremote.c
 nodist_supervisor_sbx_supervisord_SOURCES = bpf/netaudit.skel.h supervisor/front/openapi.c
 supervisor_sbx_supervisord_CFLAGS = $(AM_CFLAGS) $(SUP_IQUOTE) -pthread $(SECCOMP_CFLAGS) -DSBX_LIBEXECDIR='"$(libexecdir)"' -I$(top_srcdir)/bpf -I$(top_builddir)/bpf $(LIBBPF_CFLAGS) $(LIBNL_CFLAGS) $(NFT_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(CURL_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(LIBPQ_CFLAGS)
+	$(CURL_CFLAGS) $(MHD_CFLAGS) $(GNUTLS_CFLAGS) $(LIBPQ_CFLAGS) -fvisibility=hidden
 supervisor_sbx_supervisord_LDADD = $(LIBSUP) $(SECCOMP_LIBS) $(LIBBPF_LIBS) $(LIBNL_LIBS) $(NFT_LIBS) $(SYSTEMD_LIBS) $(CURL_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS) $(LIBPQ_LIBS)
-supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread
+# None of the daemon's functions are the libraries' to call: libkrb5 (under
+# libpq's GSSAPI) has a profile_init of its own, which an exported one of
+# ours would take the place of.
+supervisor_sbx_supervisord_LDFLAGS = $(AM_LDFLAGS) -pthread -Wl,--exclude-libs,ALL
 
 # sbx-unpack: the daemon's sandboxed child that unpacks one bundle
 # (unpack.h). Installed beside sbx-supervisord, where the daemon looks for

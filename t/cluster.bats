@@ -376,6 +376,18 @@ records_of() {
         [[ "$output" == *after* ]]
 }
 
+@test "a node on the database over TCP (libpq tries GSSAPI first: the daemon's own functions must not stand in for Kerberos')" {
+        NODE_CONNINFO="postgresql://sbx@127.0.0.1:$PG_PORT/postgres" node_config 4 "role = api"
+        node_start 4
+        run nctl 4 run -- echo over-tcp
+        [ "$status" -eq 0 ]
+        [[ "$output" == *over-tcp* ]]
+        run nctl 4 nodes
+        [ "$status" -eq 0 ]
+        [[ "$output" == *node4*api* ]]
+        node_stop 4
+}
+
 @test "roles: an api node runs nothing, a worker node accepts nothing" {
         node_config 4 "role = api"
         node_start 4

@@ -30,10 +30,14 @@ pg_start() {
                         return 1
                 }
         fi
+        # and on the loopback, for a node that connects over TCP (libpq
+        # then tries GSSAPI first)
+        [ -n "${PG_PORT:-}" ] || PG_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        export PG_PORT
         # fsync stays on: the durability the nodes count on is the server's
         pg_as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -t 60 \
-                -o "-k $PG_DIR/sock -c listen_addresses='' -c max_connections=50" start >/dev/null
-        export PG_CONNINFO="host=$PG_DIR/sock dbname=postgres user=sbx"
+                -o "-k $PG_DIR/sock -c listen_addresses=127.0.0.1 -p $PG_PORT -c max_connections=50" start >/dev/null
+        export PG_CONNINFO="host=$PG_DIR/sock port=$PG_PORT dbname=postgres user=sbx"
 }
 
 pg_stop() {
@@ -73,7 +77,7 @@ max_jobs = ${NODE_MAX_JOBS:-4}
 ${NODE_DAEMON_LINES:-}
 
 [cluster]
-database = $PG_CONNINFO
+database = ${NODE_CONNINFO:-$PG_CONNINFO}
 node = node$n
 lease = ${NODE_LEASE:-3s}
 statement_timeout = 1s
