@@ -28,6 +28,15 @@ CLEANFILES += $(CONTRIB_GEN)
 EXTRA_DIST += $(CONTRIB_GEN:=.in) contrib/try-supervisor.sh contrib/try-bundle.sh \
 	contrib/bundles/hello/manifest.ini contrib/bundles/hello/hello.sh contrib/systemd/sbx.sysusers
 
+# The node image (contrib/container/build.sh DEB_DIR builds it from the
+# Debian packages) and the Kubernetes manifests that run it: read by
+# t/container.bats, run by t/container-image.sh.
+EXTRA_DIST += contrib/container/Containerfile contrib/container/build.sh contrib/container/entrypoint.sh \
+	contrib/container/sbx-supervisord.conf contrib/container/README.md \
+	contrib/kubernetes/README.md contrib/kubernetes/kustomization.yaml contrib/kubernetes/namespace.yaml \
+	contrib/kubernetes/secret.yaml contrib/kubernetes/configmap.yaml contrib/kubernetes/worker.yaml \
+	contrib/kubernetes/api.yaml contrib/kubernetes/service.yaml
+
 # bash completion (bashcompletiondir: see configure), knowing the shipped
 # profile directory.
 BASH_COMPLETIONS = contrib/bash-completion/sbx-launch contrib/bash-completion/sbxctl

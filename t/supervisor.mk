@@ -161,11 +161,16 @@ SUP_BATS = \
 	t/bundle-registry.bats \
 	t/bundle-tenants.bats \
 	t/bundle-cache-full.bats \
-	t/supervisor-results-rest.bats
+	t/supervisor-results-rest.bats \
+	t/container.bats
 TESTS += $(SUP_BATS)
 EXTRA_DIST += $(SUP_BATS) t/sup-unit/daemon.bash t/sup-unit/receiver.bash t/sup-unit/bundle.bash t/sup-unit/vectors t/helpers/registry-server.py t/helpers/hostile-archive.py \
 	t/helpers/net-servers.py t/helpers/https-echo.py t/helpers/pip-index.py t/helpers/npm-registry.py t/helpers/net-probe.py t/helpers/dns-server.py t/helpers/dns-tcp-probe.py t/helpers/net-metrics-check.py \
 	t/helpers/callback-receiver.py t/helpers/testhost.bash
+# The node image and the Kubernetes manifests: t/container.bats reads them
+# with t/helpers/k8s-manifests.py; t/container-image.sh DEB_DIR (not part
+# of make check: root, podman, a minute) builds the image and runs jobs in it.
+EXTRA_DIST += t/helpers/k8s-manifests.py t/container-image.sh
 
 # Preloaded into the daemon by t/supervisor-timer-faults.bats: timers that
 # fail on demand (see the file).
