@@ -7,12 +7,14 @@
 #       follow: request to the end event), round-robin over the sockets;
 #       prints jobs/s and the submit -> result latency.
 #   cluster.py burst SOCK[,SOCK...] JOBS CONNINFO
-#       JOBS submitted at once (no follow), then waited for; prints the
-#       deepest queue the database saw, the time to drain it, refusals.
-#   cluster.py failover SOCK[,SOCK...] CONNINFO PIDFILE NODE
-#       long jobs with a retry; the node NODE (pid in PIDFILE) is killed
-#       once it runs some; prints the time from its death to each of its
-#       jobs running on another node.
+#       JOBS submitted at once by 8 clients (no follow), then waited for;
+#       prints the deepest queue the database saw, the time to drain it,
+#       refusals.
+#   cluster.py failover SOCK[,SOCK...] CONNINFO PIDFILE NODE OTHER[,OTHER]
+#       four long jobs with a retry, run by NODE alone (the OTHERs drain
+#       meanwhile, and are back with room); NODE (pid in PIDFILE) is
+#       killed; prints the time from its death to each of its jobs running
+#       on another node.
 import os
 import signal
 import subprocess
@@ -57,41 +59,67 @@ def rate(socks, clients, jobs):
     print("  %d clients x %d jobs: %.1f jobs/s; submit -> result ms: %s" % (clients, jobs, clients * jobs / wall, pct(lat)))
 
 
-def burst(socks, jobs, conninfo):
-    conns = [Conn(s) for s in socks]
-    ids, refused = [], 0
+def burst(socks, jobs, conninfo, clients=8):
+    """jobs submitted by `clients` threads at once; the queue's depth
+    watched from the first submission."""
+    refused = [0]
+    lock = threading.Lock()
+    done_submitting = threading.Event()
+    depth = [0]
+
+    def watch():
+        while True:
+            q = int(sql(conninfo, "SELECT count(*) FROM sbx_jobs WHERE state <> 'done'"))
+            depth[0] = max(depth[0], q)
+            if q == 0 and done_submitting.is_set():
+                return
+            time.sleep(0.02)
+
+    def client(k):
+        conns = [Conn(s) for s in socks]
+        bad = 0
+        for i in range(k, jobs, clients):
+            c = conns[i % len(conns)]
+            c.send({"op": "run", "command": ["true"]})
+            if '"ok": true' not in c.f.readline().replace('"ok":true', '"ok": true'):
+                bad += 1
+        with lock:
+            refused[0] += bad
+
     t0 = time.monotonic()
-    for i in range(jobs):
-        c = conns[i % len(conns)]
-        c.send({"op": "run", "command": ["true"]})
-        m = c.f.readline()
-        if '"ok":true' in m.replace(" ", ""):
-            ids.append(m)
-        else:
-            refused += 1
+    w = threading.Thread(target=watch)
+    w.start()
+    ts = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
     submitted = time.monotonic() - t0
-    deepest = 0
-    while True:
-        q = int(sql(conninfo, "SELECT count(*) FROM sbx_jobs WHERE state <> 'done'"))
-        deepest = max(deepest, q)
-        if q == 0:
-            break
-        time.sleep(0.05)
+    done_submitting.set()
+    w.join()
     drained = time.monotonic() - t0
-    print("  burst of %d: submitted in %.2f s (%.0f/s), refused %d, deepest queue %d, all done after %.2f s (%.1f jobs/s)"
-          % (jobs, submitted, jobs / submitted, refused, deepest, drained, len(ids) / drained))
+    print("  burst of %d from %d clients: submitted in %.2f s (%.0f/s), refused %d, deepest queue %d, all done after %.2f s (%.1f jobs/s)"
+          % (jobs, clients, submitted, jobs / submitted, refused[0], depth[0], drained, (jobs - refused[0]) / drained))
 
 
-def failover(socks, conninfo, pidfile, node):
+def failover(socks, conninfo, pidfile, node, others):
+    """Long jobs with a retry, claimed by `node` alone (the others drain
+    meanwhile); the others take them back with room to run them; `node`
+    is killed."""
     conns = [Conn(s) for s in socks]
-    for i in range(12):
+    for o in others:
+        conns[0].req({"op": "drain", "node": o})
+    time.sleep(1.5)
+    for i in range(4):
         conns[i % len(conns)].req({"op": "run", "command": ["sleep", "30"], "retries": 1})
     victims = []
-    for _ in range(200):
+    for _ in range(400):
         victims = sql(conninfo, "SELECT id FROM sbx_jobs WHERE node = '%s' AND state = 'running'" % node).split()
-        if len(victims) >= 2:
+        if len(victims) >= 4:
             break
         time.sleep(0.05)
+    for o in others:
+        conns[0].req({"op": "drain", "node": o, "undo": True})
     with open(pidfile) as f:
         pid = int(f.read())
     os.kill(pid, signal.SIGKILL)
@@ -99,21 +127,13 @@ def failover(socks, conninfo, pidfile, node):
     moved = {}
     ids = ",".join("'%s'" % v for v in victims)
     while len(moved) < len(victims) and time.monotonic() - t0 < 120:
-        for row in sql(conninfo, "SELECT id, node FROM sbx_jobs WHERE id IN (%s) AND state = 'running' AND attempt = 2" % ids).split():
-            jid = row.split("|")[0]
-            moved.setdefault(jid, (time.monotonic() - t0) * 1000)
+        for row in sql(conninfo, "SELECT id FROM sbx_jobs WHERE id IN (%s) AND state = 'running' AND attempt = 2" % ids).split():
+            moved.setdefault(row, (time.monotonic() - t0) * 1000)
         time.sleep(0.02)
     print("  %s killed holding %d jobs: each running on another node after ms: %s"
           % (node, len(victims), " ".join("%.0f" % v for v in sorted(moved.values()))))
-    # the rest go away
-    sql(conninfo, "UPDATE sbx_jobs SET cancel = true WHERE state <> 'done'")
-    for jid in sql(conninfo, "SELECT id FROM sbx_jobs WHERE state <> 'done'").split():
-        for c in conns:
-            try:
-                c.req({"op": "cancel", "job": jid})
-                break
-            except SystemExit:
-                continue
+    for jid in victims:
+        conns[0].req({"op": "cancel", "job": jid})
 
 
 def main():
@@ -123,7 +143,7 @@ def main():
     elif what == "burst":
         burst(socks, int(sys.argv[3]), sys.argv[4])
     elif what == "failover":
-        failover(socks, sys.argv[3], sys.argv[4], sys.argv[5])
+        failover(socks, sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6].split(","))
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ socks() {
 }
 
 run_rates() {
-        /usr/bin/python3 "$top/bench/cluster.py" rate "$1" 4 "$jobs"
+        /usr/bin/python3 "$top/bench/cluster.py" rate "$1" 4 "$jobs" | tee "$stage/rate.out"
         /usr/bin/python3 "$top/bench/cluster.py" rate "$1" 1 "$jobs"
 }
 
@@ -98,6 +98,7 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "one node, local journal:"
 node 1
 run_rates "$(socks 1)"
+local_rate=$(sed -n 's/.*: \([0-9]*\)\.[0-9]* jobs\/s.*/\1/p' "$stage/rate.out")
 stop_all
 rm -rf "$stage/n1"
 
@@ -109,9 +110,11 @@ stop_all
 echo "three nodes on PostgreSQL:"
 for n in 1 2 3; do node "$n" cluster; done
 run_rates "$(socks 1 2 3)"
-/usr/bin/python3 "$top/bench/cluster.py" burst "$(socks 1 2 3)" 500 "$conninfo"
+# 10x the jobs/s one node alone did with 4 clients, all at once
+burst=$((local_rate * 10))
+/usr/bin/python3 "$top/bench/cluster.py" burst "$(socks 1 2 3)" "$burst" "$conninfo"
 echo "a node killed (lease $lease):"
-/usr/bin/python3 "$top/bench/cluster.py" failover "$(socks 2 3)" "$conninfo" "$stage/n1/pid" node1
+/usr/bin/python3 "$top/bench/cluster.py" failover "$(socks 2 3)" "$conninfo" "$stage/n1/pid" node1 node2,node3
 stop_all
 
 echo "one node on PostgreSQL, 1,000,000 ended jobs in the table:"

@@ -120,6 +120,8 @@ PGresult *pg_run(struct cdb *db, const char *sql, int n, const char *const *vals
                 return NULL;
         }
         uint64_t deadline = now_mono_ms() + db->timeout_ms;
+        /* Of several statements' results: the first that failed, else the
+         * last with rows, else the last. */
         PGresult *last = NULL, *r;
         for (;;) {
                 int f;
@@ -133,6 +135,11 @@ PGresult *pg_run(struct cdb *db, const char *sql, int n, const char *const *vals
                 }
                 if (!(r = PQgetResult(c)))
                         break;
+                ExecStatusType kept = last ? PQresultStatus(last) : PGRES_EMPTY_QUERY;
+                if (last && (kept == PGRES_FATAL_ERROR || (kept == PGRES_TUPLES_OK && PQresultStatus(r) == PGRES_COMMAND_OK))) {
+                        PQclear(r);
+                        continue;
+                }
                 PQclear(last);
                 last = r;
         }
@@ -296,13 +303,14 @@ int cdb_ensure(struct cdb *db, uint64_t now_ms) {
         return 1;
 }
 
-void cdb_notifies(struct cdb *db, void (*fn)(void *arg, const char *channel, const char *payload), void *arg) {
+int cdb_notifies(struct cdb *db, bool read, void (*fn)(void *arg, const char *channel, const char *payload), void *arg) {
         PGconn *c = PG(db);
+        int k = 0;
         if (!c)
-                return;
-        if (!PQconsumeInput(c)) {
+                return 0;
+        if (read && !PQconsumeInput(c)) {
                 drop(db, PQerrorMessage(c));
-                return;
+                return 0;
         }
         PGnotify *n;
         while ((n = PQnotifies(c))) {
@@ -310,7 +318,9 @@ void cdb_notifies(struct cdb *db, void (*fn)(void *arg, const char *channel, con
                 if (!strncmp(ch, "sbx_", 4))
                         fn(arg, ch + 4, n->extra ? n->extra : "");
                 PQfreemem(n);
+                k++;
         }
+        return k;
 }
 
 int cdb_set_tenants(struct cdb *db, const char *const *names, const unsigned *max_jobs, size_t n) {
@@ -336,46 +346,51 @@ void pg_interval(char out[static 32], uint64_t ms) {
 
 int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg) {
-        char lim[16], lease[32], lock[64];
-        snprintf(lim, sizeof(lim), "%u", n);
-        pg_interval(lease, lease_ms);
-        snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%d)", LOCK_CLAIM);
-        const char *v[] = { db->node, lim, lease };
-        int e = pg_exec0(db, "BEGIN", -1, NULL, "claim");
-        if (e == 0)
-                e = pg_exec0(db, lock, -1, NULL, "claim lock");
-        /* Queued jobs in order, each tenant's only while its running ones
-         * and those taken before it in this claim stay within its
-         * max_jobs. The claim lock makes the count exact; SKIP LOCKED
-         * passes over rows another transaction holds (a cancel). */
-        PGresult *r = e == 0 ? pg_run(db,
-                                   "WITH running AS (SELECT tenant, count(*) AS n FROM sbx_jobs WHERE state = 'running' "
-                                   "GROUP BY tenant), "
-                                   "cand AS (SELECT id, tenant, seq, row_number() OVER (PARTITION BY tenant ORDER BY seq) AS rn "
-                                   "FROM sbx_jobs WHERE state = 'queued'), "
-                                   "pick AS (SELECT c.id FROM cand c LEFT JOIN running r ON r.tenant = c.tenant "
-                                   "LEFT JOIN sbx_tenants t ON t.name = c.tenant "
-                                   "WHERE c.rn + coalesce(r.n, 0) <= coalesce(t.max_jobs, 2147483647) ORDER BY c.seq LIMIT $2), "
-                                   "locked AS (SELECT j.id FROM sbx_jobs j JOIN pick p ON p.id = j.id WHERE j.state = 'queued' "
-                                   "FOR UPDATE OF j SKIP LOCKED) "
-                                   "UPDATE sbx_jobs j SET state = 'running', node = $1, attempt = j.attempt + 1, claimed = now(), "
-                                   "lease_until = now() + $3::interval FROM locked WHERE j.id = locked.id "
-                                   "RETURNING j.id, j.accept, j.attempt, j.seq",
-                                   3, v, NULL, NULL)
-                               : NULL;
-        if (e == 0)
-                e = pg_verdict(db, r, "claim");
-        if (e == 0) {
-                int rows = PQntuples(r);
-                e = pg_exec0(db, "COMMIT", -1, NULL, "claim");
-                /* Handed over only once the claim is committed. */
-                for (int i = 0; e == 0 && i < rows; i++)
-                        fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) pg_u64(r, i, 2));
-                PQclear(r);
-                return e < 0 ? e : rows;
+        if (!db->pg)
+                return -EAGAIN;
+        /* One round trip: the claim lock, the claim, its commit. Queued
+         * jobs in order, each tenant's only while its running ones and
+         * those taken before it in this claim stay within its max_jobs;
+         * the claim lock makes the count exact, and SKIP LOCKED passes
+         * over rows another transaction holds (a cancel). The commit does
+         * not wait for the disk: a claim a crash of the database loses
+         * leaves the job queued, and the fence (attempt and node) refuses
+         * the result of the node that ran it under the lost claim. (The
+         * node's name is checked by the configuration and quoted here.) */
+        char *node = PQescapeLiteral(PG(db), db->node, strlen(db->node));
+        if (!node)
+                return -ENOMEM;
+        char *sql = NULL;
+        int k = asprintf(&sql,
+                         "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(%d); "
+                         "WITH running AS (SELECT tenant, count(*) AS n FROM sbx_jobs WHERE state = 'running' GROUP BY tenant), "
+                         "cand AS (SELECT id, tenant, seq, row_number() OVER (PARTITION BY tenant ORDER BY seq) AS rn "
+                         "FROM sbx_jobs WHERE state = 'queued'), "
+                         "pick AS (SELECT c.id FROM cand c LEFT JOIN running r ON r.tenant = c.tenant "
+                         "LEFT JOIN sbx_tenants t ON t.name = c.tenant "
+                         "WHERE c.rn + coalesce(r.n, 0) <= coalesce(t.max_jobs, 2147483647) ORDER BY c.seq LIMIT %u), "
+                         "locked AS (SELECT j.id FROM sbx_jobs j JOIN pick p ON p.id = j.id WHERE j.state = 'queued' "
+                         "FOR UPDATE OF j SKIP LOCKED) "
+                         "UPDATE sbx_jobs j SET state = 'running', node = %s, attempt = j.attempt + 1, claimed = now(), "
+                         "lease_until = now() + interval '%" PRIu64 " milliseconds' FROM locked WHERE j.id = locked.id "
+                         "RETURNING j.id, j.accept, j.attempt; COMMIT",
+                         LOCK_CLAIM, n, node, lease_ms);
+        PQfreemem(node);
+        if (k < 0)
+                return -ENOMEM;
+        PGresult *r = pg_run(db, sql, -1, NULL, NULL, NULL);
+        free(sql);
+        int e = pg_verdict(db, r, "claim");
+        if (e < 0) {
+                pg_rollback(db);
+                return e;
         }
-        pg_rollback(db);
-        return e;
+        /* committed (else the result would be the failure) */
+        int rows = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0;
+        for (int i = 0; i < rows; i++)
+                fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) pg_u64(r, i, 2));
+        PQclear(r);
+        return rows;
 }
 
 int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, bool *draining) {

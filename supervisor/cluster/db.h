@@ -47,8 +47,10 @@ int cdb_fd(const struct cdb *db);
 /* Notifications received: channel "queue" (a job was queued), "done"
  * (payload: the job id), "cancel" (payload: the job id), "drain"
  * (payload: NODE:1 or NODE:0, as cdb_drain() set it). fn is called for
- * each. Reads what is waiting on the socket first. */
-void cdb_notifies(struct cdb *db, void (*fn)(void *arg, const char *channel, const char *payload), void *arg);
+ * each. With read, what is waiting on the socket is read first; without,
+ * only those that came in with the answers to statements (which leave
+ * the socket with nothing to read: look after each). How many there were. */
+int cdb_notifies(struct cdb *db, bool read, void (*fn)(void *arg, const char *channel, const char *payload), void *arg);
 
 /* A new job row. 0: inserted; 1: the tenant already has a job with this
  * key (*dup_id, *dup_digest and *dup_state filled); -EAGAIN: the database

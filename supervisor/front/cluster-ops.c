@@ -80,10 +80,14 @@ static void on_claimed(void *arg, const char *id, const char *accept_json, unsig
         struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, NULL) : NULL;
         json_decref(acc);
         cl->claimed++;
-        if (!rj)
+        if (!rj) {
                 refuse_row(cl, id, attempt, "its row in the cluster's database cannot be made a job of on this node");
-        else
-                log_debug("cluster: claimed job %s (attempt %u)", id, attempt);
+                return;
+        }
+        log_debug("cluster: claimed job %s (attempt %u)", id, attempt);
+        /* This node's clients that wait for it hear it from here. */
+        if (rj->j.state != JOB_DONE)
+                subscribe_adopt_remote(&cl->waits, id, rj);
 }
 
 static void on_expired(void *arg, const char *id, const char *accept_json, unsigned attempt, const char *was_node) {
@@ -186,7 +190,7 @@ static void watch_db(struct cluster *cl) {
 static void on_db(struct source *s, uint32_t events) {
         struct cluster *cl = container_of(s, struct cluster, db_src);
         (void) events;
-        cdb_notifies(&cl->db, on_notify, cl);
+        cdb_notifies(&cl->db, true, on_notify, cl);
         watch_db(cl);
 }
 
@@ -334,8 +338,20 @@ static void on_tick(struct source *s, uint32_t events) {
 
 void cluster_idle(struct daemon *d) {
         struct cluster *cl = d->cluster;
-        if (cl && cl->claim_wanted && cdb_up(&cl->db))
-                claim(cl);
+        if (!cl)
+                return;
+        /* Notifications that came in with this turn's answers (our own
+         * "queue" and "done" among them) are already read: the socket
+         * will not say so. */
+        for (int i = 0; i < 16; i++) {
+                int n = cdb_notifies(&cl->db, false, on_notify, cl);
+                bool claimed = cl->claim_wanted && cdb_up(&cl->db);
+                if (claimed)
+                        claim(cl);
+                /* what the claim's or a delivery's answers brought */
+                if (!n && !claimed)
+                        break;
+        }
 }
 
 /* ---- the result of a claimed job ---- */
@@ -383,6 +399,9 @@ static int job_end(struct rjob *rj) {
                 log_warning(JOB_LOG ": its result (attempt %u) is refused by the cluster: its lease had passed to another node, "
                             "whose result stands",
                             JOB_LOG_ARGS(j), rj->cl_attempt);
+                /* its clients here hear the result that stands */
+                subscribe_release_remote(rj, &cl->waits);
+                cluster_deliver(cl, j->id);
                 r = 0;
         }
         cl->claim_wanted = true;

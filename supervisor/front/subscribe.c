@@ -195,6 +195,28 @@ void subscribe_remote_end(struct list *on, const char *job, json_t *rec, const c
         }
 }
 
+void subscribe_adopt_remote(struct list *on, const char *job, struct rjob *rj) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, on) {
+                struct job_watch *w = list_entry(pos, struct job_watch, job_link);
+                if (!streq(w->job, job))
+                        continue;
+                list_del(&w->job_link);
+                list_add_tail(&rj->watches, &w->job_link);
+                w->rj = rj;
+        }
+}
+
+void subscribe_release_remote(struct rjob *rj, struct list *on) {
+        while (!list_empty(&rj->watches)) {
+                struct job_watch *w = list_entry(rj->watches.next, struct job_watch, job_link);
+                list_del(&w->job_link);
+                list_add_tail(on, &w->job_link);
+                snprintf(w->job, sizeof(w->job), "%s", rj->j.id);
+                w->rj = NULL;
+        }
+}
+
 void subscribe_end(struct rjob *rj, json_t *rec) {
         tell_all(rj, rec, NULL, NULL);
 }

@@ -57,5 +57,11 @@ struct job_watch *subscribe_add_remote(struct conn *c, struct list *on, const ch
  * database kept of it), then every watcher its record (borrowed). */
 void subscribe_remote_end(struct list *on, const char *job, json_t *rec, const char *out, size_t out_len, const char *err,
                           size_t err_len);
+/* The job came to run on this node: its waits and follows on `on` become
+ * the job's own (live output, and its end from here). */
+void subscribe_adopt_remote(struct list *on, const char *job, struct rjob *rj);
+/* ... and back: the job's waits and follows go to `on`, for its end as
+ * the cluster has it (the node's own was refused by the fence). */
+void subscribe_release_remote(struct rjob *rj, struct list *on);
 /* A closing connection's watches go. */
 void subscribe_conn_closed(struct conn *c);
