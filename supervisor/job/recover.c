@@ -549,6 +549,9 @@ struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, c
         struct job *j = &rj->j;
         rj->cluster = true;
         rj->cl_attempt = attempt;
+        /* this node's part of its life starts with the claim (the debug
+         * log's steps, the start-up histogram) */
+        rj->t_us[T_ACCEPTED] = now_mono_us();
         jobs_add(&d->jobs, rj);
         /* Its journal line lets a restart of this node kill what it left
          * and give it back; the database already holds it durably. */
