@@ -25,13 +25,12 @@ int cdb_insert_job(struct cdb *db, const char *id, const char *tenant, const cha
                               6, v, NULL, NULL, "queueing a job");
         if (rows != 0)
                 return rows < 0 ? rows : 0;
-        int e;
-        PGresult *r;
         if (!key)
                 return log_error("cluster: job %s was not inserted", id), -EIO;
         const char *v2[] = { tenant, key };
-        r = pg_run(db, "SELECT id, digest, state FROM sbx_jobs WHERE tenant = $1 AND idem_key = $2", 2, v2, NULL, NULL);
-        if ((e = pg_verdict(db, r, "idempotency key")) < 0)
+        PGresult *r = pg_run(db, "SELECT id, digest, state FROM sbx_jobs WHERE tenant = $1 AND idem_key = $2", 2, v2, NULL, NULL);
+        int e = pg_verdict(db, r, "idempotency key");
+        if (e < 0)
                 return e;
         if (PQntuples(r) != 1) {
                 PQclear(r);

@@ -20,7 +20,6 @@ struct cluster {
         unsigned db_src_gen;      /* the connection it is of (cdb.gen) */
         struct source tick_src;   /* a timerfd */
         int tick_fd;
-        uint64_t tick_ms;
         struct list waits;        /* struct job_watch.job_link of jobs held elsewhere */
         bool claim_wanted;
         bool draining;            /* told so by the database (sbxctl drain) */

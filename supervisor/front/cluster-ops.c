@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 #include "conn.h"
 #include "daemon.h"
 #include "db.h"
+#include "dispatch.h"
 #include "log.h"
 #include "metrics.h"
 #include "recover.h"
@@ -68,18 +67,17 @@ static void on_claimed(void *arg, const char *id, const char *accept_json, unsig
          * node was stopped past its lease, and the job queued again): that
          * run goes on, under the new attempt. */
         struct rjob *here = jobs_find(&cl->d->jobs, id);
+        cl->claimed++;
         if (here && here->cluster) {
                 log_notice("cluster: job %s: claimed again (attempt %u) while its attempt %u still runs here: it goes on as "
                            "attempt %u",
                            id, attempt, here->cl_attempt, attempt);
                 here->cl_attempt = attempt;
-                cl->claimed++;
                 return;
         }
         json_t *acc = json_loads(accept_json, 0, &je);
         struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, NULL) : NULL;
         json_decref(acc);
-        cl->claimed++;
         if (!rj) {
                 refuse_row(cl, id, attempt, "its row in the cluster's database cannot be made a job of on this node");
                 return;
@@ -356,26 +354,6 @@ void cluster_idle(struct daemon *d) {
 
 /* ---- the result of a claimed job ---- */
 
-/* The start of one stream of its output, as the database keeps it. */
-static char *output_start(struct daemon *d, const char *id, int i, size_t max, size_t *len) {
-        char path[64];
-        *len = 0;
-        snprintf(path, sizeof(path), "%s/%s", id, i ? "stderr" : "stdout");
-        _cleanup_close_ int fd = openat(d->dirs.results_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || !max)
-                return NULL;
-        char *buf = malloc(max);
-        if (!buf)
-                return NULL;
-        ssize_t n = pread(fd, buf, max, 0);
-        if (n <= 0) {
-                free(buf);
-                return NULL;
-        }
-        *len = (size_t) n;
-        return buf;
-}
-
 static int job_end(struct rjob *rj) {
         struct daemon *d = rj->d;
         struct cluster *cl = d->cluster;
@@ -388,9 +366,15 @@ static int job_end(struct rjob *rj) {
         _cleanup_free_ char *text = rj->rec ? json_dumps(rj->rec, JSON_COMPACT) : NULL;
         if (!text)
                 return -EAGAIN; /* out of memory: tried again */
-        size_t ol, el;
-        _cleanup_free_ char *out = output_start(d, j->id, 0, d->cfg->cluster_output_max, &ol);
-        _cleanup_free_ char *err = output_start(d, j->id, 1, d->cfg->cluster_output_max, &el);
+        /* the start of its output, as the database keeps it (none when
+         * it cannot be read: the record says what there was) */
+        _cleanup_free_ char *out = NULL, *err = NULL;
+        size_t ol = 0, el = 0;
+        uint64_t size;
+        if (logs_read_stream(d->dirs.results_fd, j->id, 0, 0, d->cfg->cluster_output_max, &out, &ol, &size) < 0)
+                ol = 0;
+        if (logs_read_stream(d->dirs.results_fd, j->id, 1, 0, d->cfg->cluster_output_max, &err, &el, &size) < 0)
+                el = 0;
         json_t *st = json_object_get(rj->rec, "state");
         int r = cdb_finish(&cl->db, j->id, rj->cl_attempt, text, json_string_value(st) ?: job_outcome_name(j->outcome),
                            j->exit_code, out, ol, err, el);
@@ -447,9 +431,9 @@ int cluster_init(struct daemon *d, struct sbx_error *err) {
         if (r < 0)
                 log_warning("cluster: the database does not answer (%s): new jobs are refused (E_UNAVAILABLE) until it does",
                             cl->db.err);
-        cl->tick_ms = cfg->cluster_lease_ms / 3 < TICK_MAX_MS ? cfg->cluster_lease_ms / 3 : TICK_MAX_MS;
+        uint64_t tick_ms = cfg->cluster_lease_ms / 3 < TICK_MAX_MS ? cfg->cluster_lease_ms / 3 : TICK_MAX_MS;
         cl->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        struct itimerspec its = { .it_interval = { (time_t) (cl->tick_ms / 1000), (long) (cl->tick_ms % 1000) * 1000000 } };
+        struct itimerspec its = { .it_interval = { (time_t) (tick_ms / 1000), (long) (tick_ms % 1000) * 1000000 } };
         its.it_value = its.it_interval;
         if (cl->tick_fd < 0 || timerfd_settime(cl->tick_fd, 0, &its, NULL) < 0 ||
             loop_add(&cl->tick_src, cl->tick_fd, EPOLLIN, on_tick) < 0) {

@@ -36,7 +36,7 @@ void cluster_accepted(struct conn *c, struct rjob *rj);
 
 /* A job request (status, result, wait, cancel, logs, download) for a job
  * this node does not hold: answered from the database. */
-void cluster_op_job(struct conn *c, struct request *req);
+void cluster_op_job(struct conn *c, const struct request *req);
 void cluster_op_list(struct conn *c, struct request *req);
 /* nodes, drain (admins only; checked by the caller) */
 void cluster_op_admin(struct conn *c, struct request *req);

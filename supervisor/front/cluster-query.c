@@ -19,7 +19,7 @@
 
 /* ---- accepting ---- */
 
-static void unavailable(struct conn *c, struct request *req) {
+static void unavailable(struct conn *c, const struct request *req) {
         struct cluster *cl = c->d->cluster;
         cl->unavailable++;
         conn_send(c, proto_error(req->tag, E_UNAVAILABLE,
@@ -119,14 +119,14 @@ static json_t *summary(const struct cdb_job *j, json_t *rec) {
         return o;
 }
 
-static void not_done(struct conn *c, struct request *req, const struct cdb_job *j) {
+static void not_done(struct conn *c, const struct request *req, const struct cdb_job *j) {
         if (j->node[0])
                 conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s on node %s", j->id, j->state, j->node));
         else
                 conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s is %s", j->id, j->state));
 }
 
-static void op_cancel(struct conn *c, struct request *req, struct cdb_job *j) {
+static void op_cancel(struct conn *c, const struct request *req, struct cdb_job *j) {
         struct daemon *d = c->d;
         struct cluster *cl = d->cluster;
         bool took = false;
@@ -174,7 +174,7 @@ static void op_cancel(struct conn *c, struct request *req, struct cdb_job *j) {
         conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", rj->j.id, "state", job_outcome_name(rj->j.outcome))));
 }
 
-void cluster_op_job(struct conn *c, struct request *req) {
+void cluster_op_job(struct conn *c, const struct request *req) {
         struct cluster *cl = c->d->cluster;
         struct cdb_job j;
         int r = cdb_get(&cl->db, req->job, &j);

@@ -33,7 +33,7 @@ static bool lookup(struct conn *c, const struct request *req, struct rjob **ret_
          * of the files, this node's when it ran the job. */
         bool files = req->op == REQ_LOGS || req->op == REQ_DOWNLOAD;
         if (cluster_on(d) && !rj && !(e && files && streq(e->tenant, c->tenant->name))) {
-                cluster_op_job(c, (struct request *) req);
+                cluster_op_job(c, req);
                 return false;
         }
         if (e && streq(e->tenant, c->tenant->name)) {

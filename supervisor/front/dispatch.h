@@ -31,6 +31,11 @@ void session_op(struct conn *c, struct request *req);
 /* The journal's accept line for a job (also rewritten by compaction). */
 /* logs.c: the captured output of a job of c's tenant (live or finished). */
 void logs_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id);
+/* Up to max bytes of a job's captured stream i (0 stdout, 1 stderr) from
+ * off, in *ret (free() it; NULL when nothing was captured there); *ret_size
+ * is the stream's size. 0 or -errno. */
+int logs_read_stream(int results_fd, const char *id, int i, uint64_t off, uint64_t max, char **ret, size_t *ret_len,
+                     uint64_t *ret_size);
 /* download.c: one file of a finished job of c's tenant, in bounded pieces
  * with its SHA-256 at the end. */
 void download_serve(struct conn *c, struct request *req, struct rjob *rj, const char *id);

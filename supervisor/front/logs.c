@@ -88,8 +88,7 @@ static int read_at(int fd, unsigned char *buf, size_t n, uint64_t off) {
         return 0;
 }
 
-/* Read up to max bytes of stream i from off; *ret_size is its size. */
-static int read_stream(int results_fd, const char *id, int i, uint64_t off, uint64_t max, char **ret, size_t *ret_len,
+int logs_read_stream(int results_fd, const char *id, int i, uint64_t off, uint64_t max, char **ret, size_t *ret_len,
                        uint64_t *ret_size) {
         char path[64];
         *ret = NULL;
@@ -230,7 +229,7 @@ static void run_piece(struct paced *p) {
                         continue;
                 _cleanup_free_ char *data = NULL;
                 size_t len;
-                p->err = read_stream(q->results_fd, q->id, i, q->off[i], q->max_bytes, &data, &len, &q->size[i]);
+                p->err = logs_read_stream(q->results_fd, q->id, i, q->off[i], q->max_bytes, &data, &len, &q->size[i]);
                 for (size_t at = 0; p->err == 0 && at < len; at += PROTO_EVENT_CHUNK) {
                         size_t n = len - at < PROTO_EVENT_CHUNK ? len - at : PROTO_EVENT_CHUNK;
                         p->err = paced_append(p, proto_ev_output(q->id, i, data + at, n));

@@ -132,79 +132,73 @@ void subscribe_event(struct rjob *rj, json_t *ev, unsigned stream, size_t len) {
         json_decref(ev);
 }
 
-/* Each watch is unlinked before its message goes out: sending may drop
- * the client and its watches. */
+/* What the cluster's database kept of a job's output (cluster-ops.c). */
+struct kept_output {
+        const char *data[2];
+        size_t len[2];
+};
+
+/* Tell one watch its job's end (rec) or failure (code and msg), and drop
+ * it: a follower first gets what it missed while lagging, or (out) the
+ * output kept for a job another node ran. The watch is unlinked before its
+ * messages go out: sending may drop the client and its watches. */
+static void tell_watch(struct job_watch *w, const char *job, json_t *rec, const char *code, const char *msg,
+                       const struct kept_output *out) {
+        struct conn *c = w->c;
+        enum watch_kind kind = w->kind;
+        json_t *tag = w->tag ? json_incref(w->tag) : NULL;
+        conn_ref(c);
+        if (kind == W_FOLLOW && w->rj)
+                send_lagged(w);
+        if (!c->closed) {
+                watch_free(w);
+                for (int i = 0; out && kind == W_FOLLOW && i < 2; i++)
+                        if (out->len[i] && !c->closed)
+                                conn_send(c, proto_ev_output(job, i, out->data[i], out->len[i]));
+                if (!c->closed && code)
+                        conn_send(c, kind == W_WAIT ? proto_error(tag, code, "%s", msg) : proto_ev_error(job, code, msg));
+                else if (!c->closed && kind == W_WAIT)
+                        conn_send(c, proto_ok(tag, json_pack("{s:s, s:O}", "job", job, "result", rec ? rec : json_null())));
+                else if (!c->closed)
+                        conn_send(c, proto_ev_end(job, rec));
+                /* The client finished sending and has everything
+                 * it waits for: the conversation is over. */
+                if (!c->closed && c->read_eof && !conn_backlog(c) && list_empty(&c->watches) && !c->busy)
+                        conn_close(c);
+        }
+        json_decref(tag);
+        conn_unref(c);
+}
+
 static void tell_all(struct rjob *rj, json_t *rec, const char *code, const char *msg) {
-        while (!list_empty(&rj->watches)) {
-                struct job_watch *w = list_entry(rj->watches.next, struct job_watch, job_link);
-                struct conn *c = w->c;
-                enum watch_kind kind = w->kind;
-                json_t *tag = w->tag ? json_incref(w->tag) : NULL;
-                conn_ref(c);
-                if (kind == W_FOLLOW)
-                        send_lagged(w);
-                if (!c->closed) {
-                        watch_free(w);
-                        if (code)
-                                conn_send(c, kind == W_WAIT ? proto_error(tag, code, "%s", msg) : proto_ev_error(rj->j.id, code, msg));
-                        else if (kind == W_WAIT)
-                                conn_send(c, proto_ok(tag, json_pack("{s:s, s:O}", "job", rj->j.id, "result", rec ? rec : json_null())));
-                        else
-                                conn_send(c, proto_ev_end(rj->j.id, rec));
-                        /* The client finished sending and has everything
-                         * it waits for: the conversation is over. */
-                        if (!c->closed && c->read_eof && !conn_backlog(c) && list_empty(&c->watches) && !c->busy)
-                                conn_close(c);
-                }
-                json_decref(tag);
-                conn_unref(c);
+        while (!list_empty(&rj->watches))
+                tell_watch(list_entry(rj->watches.next, struct job_watch, job_link), rj->j.id, rec, code, msg, NULL);
+}
+
+/* The watches of job on `from` move to `to` (of rj, or of none). */
+static void move_watches(struct list *from, const char *job, struct list *to, struct rjob *rj) {
+        struct list *pos, *tmp;
+        list_for_each_safe(pos, tmp, from) {
+                struct job_watch *w = list_entry(pos, struct job_watch, job_link);
+                if (!streq(w->job, job))
+                        continue;
+                list_del(&w->job_link);
+                list_add_tail(to, &w->job_link);
+                w->rj = rj;
         }
 }
 
 void subscribe_remote_end(struct list *on, const char *job, json_t *rec, const char *out, size_t out_len, const char *err,
                           size_t err_len) {
-        struct list *pos, *tmp;
         struct list mine = LIST_INIT(mine);
-        list_for_each_safe(pos, tmp, on) {
-                struct job_watch *w = list_entry(pos, struct job_watch, job_link);
-                if (!streq(w->job, job))
-                        continue;
-                list_del(&w->job_link);
-                list_add_tail(&mine, &w->job_link);
-        }
-        while (!list_empty(&mine)) {
-                struct job_watch *w = list_entry(mine.next, struct job_watch, job_link);
-                struct conn *c = w->c;
-                enum watch_kind kind = w->kind;
-                json_t *tag = w->tag ? json_incref(w->tag) : NULL;
-                conn_ref(c);
-                watch_free(w);
-                if (!c->closed && kind == W_FOLLOW) {
-                        if (out_len)
-                                conn_send(c, proto_ev_output(job, 0, out, out_len));
-                        if (err_len && !c->closed)
-                                conn_send(c, proto_ev_output(job, 1, err, err_len));
-                }
-                if (!c->closed)
-                        conn_send(c, kind == W_WAIT ? proto_ok(tag, json_pack("{s:s, s:O}", "job", job, "result", rec ? rec : json_null()))
-                                                    : proto_ev_end(job, rec));
-                if (!c->closed && c->read_eof && !conn_backlog(c) && list_empty(&c->watches) && !c->busy)
-                        conn_close(c);
-                json_decref(tag);
-                conn_unref(c);
-        }
+        const struct kept_output kept = { { out, err }, { out_len, err_len } };
+        move_watches(on, job, &mine, NULL);
+        while (!list_empty(&mine))
+                tell_watch(list_entry(mine.next, struct job_watch, job_link), job, rec, NULL, NULL, &kept);
 }
 
 void subscribe_adopt_remote(struct list *on, const char *job, struct rjob *rj) {
-        struct list *pos, *tmp;
-        list_for_each_safe(pos, tmp, on) {
-                struct job_watch *w = list_entry(pos, struct job_watch, job_link);
-                if (!streq(w->job, job))
-                        continue;
-                list_del(&w->job_link);
-                list_add_tail(&rj->watches, &w->job_link);
-                w->rj = rj;
-        }
+        move_watches(on, job, &rj->watches, rj);
 }
 
 void subscribe_release_remote(struct rjob *rj, struct list *on) {
