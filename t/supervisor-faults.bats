@@ -300,12 +300,21 @@ submit_said() {
         for i in $(seq "$1"); do
                 jobs+=("$(ctl submit --timeout 5m -- sh -c "echo job $i; until [ -e /workspace/go ]; do sleep 0.05; done" "${2:-sh}")")
         done
+        local k=0
         for j in "${jobs[@]}"; do
+                k=$((k + 1))
                 for i in $(seq 400); do
                         [ "$(ctl --json status "$j" | json_get job.state)" = running ] && break
                         sleep 0.05
                 done
                 [ "$(ctl --json status "$j" | json_get job.state)" = running ]
+                # its line is in its capture before the disk fills (else
+                # the full disk may take it, and outcomes_kept would look
+                # for what never reached the file)
+                for i in $(seq 400); do
+                        [ "$(ctl logs "$j")" = "job $k" ] && break
+                        sleep 0.05
+                done
         done
 }
 
