@@ -49,14 +49,25 @@ warm_boxes() {
         "$c" --json ls | jq -r '.jobs[] | select(.command == ["sbx-init"] and .state == "running") | .job'
 }
 
-# pool_at N [other]: until the tenant has N warm sandboxes running.
+# warm_ready [other]: the tenant's warm sandboxes a job can take now, as
+# its metrics say
+warm_ready() {
+        local c=ctl t=admin
+        [ "${1-}" = other ] && c=other_ctl t=other
+        "$c" metrics | sed -n "s/^sbx_warm_sandboxes{tenant=\"$t\",state=\"ready\"} //p"
+}
+
+# pool_at N [other]: until the tenant has N warm sandboxes running, all of
+# them ready (a job submitted before then may start cold).
 pool_at() {
         local i
         for i in $(seq 300); do
-                [ "$(warm_boxes "${2-}" | wc -l)" = "$1" ] && return 0
+                if [ "$(warm_boxes "${2-}" | wc -l)" = "$1" ] && [ "$(warm_ready "${2-}")" = "$1" ]; then
+                        return 0
+                fi
                 sleep 0.1
         done
-        echo "the pool has $(warm_boxes "${2-}" | wc -l) sandboxes running, not $1" >&2
+        echo "the pool has $(warm_boxes "${2-}" | wc -l) sandboxes running, $(warm_ready "${2-}") ready, not $1" >&2
         tail -20 "$SUP_DIR/daemon.log" >&2
         return 1
 }
@@ -170,11 +181,19 @@ job_of() {
         # every process it may signal, its sandbox's agent among them: the
         # sandbox ends, and the job with it
         before=$(warm_boxes | sort)
-        run -137 ctl run -- sh -c 'sleep 100 & kill -STOP -1; kill -KILL -1; sleep 5; echo alive'
-        [[ "$output" != *alive* ]]
-        j=$(ctl --json ls | jq -r '[.jobs[] | select(.command != ["sbx-init"])][0].job')
+        run ctl --json run -- sh -c 'sleep 100 & kill -STOP -1; kill -KILL -1; sleep 5; echo alive'
+        j=$(job_of "$output")
         [ "$(rec "$j" warm)" = true ]
-        [ "$(rec "$j" signal)" = 9 ]
+        [ "$(rec "$j" stdout.size)" = 0 ]
+        # killed with the rest; or, when it killed the agent before the
+        # agent's answer that it started, an error that says so
+        if [ "$status" = 125 ]; then
+                [ "$(rec "$j" state)" = '"error"' ]
+                [[ "$(rec "$j" error.message)" == *"the session's agent ended or stopped answering before it said whether the command started"* ]]
+        else
+                [ "$status" = 137 ]
+                [ "$(rec "$j" signal)" = 9 ]
+        fi
         # the sandbox it was in ended as crashed; the next job takes another
         pool_at 2
         used=$(comm -23 <(echo "$before") <(warm_boxes | sort))

@@ -24,6 +24,8 @@
 #include "log.h"
 #include "metrics-http.h"
 #include "netaudit-bpf.h"
+#include "session.h"
+#include "tenant.h"
 
 #define HTTP_MAX_CONNECTIONS 16
 #define HTTP_TIMEOUT_S 10
@@ -64,6 +66,17 @@ static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_
                 .net_pool_used = d->net_slots_used,
                 .net_pool_size = d->net_slots,
         };
+        _cleanup_free_ struct metrics_warm *warm = calloc(d->cfg->n_tenants + 1, sizeof(*warm));
+        if (!warm)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->cfg->n_tenants; i++) {
+                const struct tenant *t = &d->cfg->tenants[i];
+                if (!t->warm)
+                        continue;
+                unsigned ready, n = sessions_warm(&d->sessions, t, &ready);
+                warm[g.n_warm++] = (struct metrics_warm) { .tenant = t->name, .ready = ready, .starting = n - ready };
+        }
+        g.warm = warm;
         bundles_cache_stats(d, &g.cache_bytes, &g.cache_entries);
         callbacks_gauges(d, &g);
         cluster_gauges(d, &g);

@@ -191,6 +191,22 @@ static void per_tenant(FILE *f, const struct metrics *m, const char *only) {
         }
 }
 
+static void warm_pools(FILE *f, const struct metrics_gauges *g, const char *only) {
+        head(f, "sbx_warm_sandboxes", "gauge",
+             "Sandboxes of a tenant's warm pool that no job has taken yet, by tenant and state (ready: a job can take it; "
+             "starting: being made).");
+        for (size_t i = 0; i < g->n_warm; i++) {
+                const struct metrics_warm *w = &g->warm[i];
+                if (only && !streq(w->tenant, only))
+                        continue;
+                for (int ready = 1; ready >= 0; ready--) {
+                        fputs("sbx_warm_sandboxes{tenant=\"", f);
+                        put_label(f, w->tenant);
+                        fprintf(f, "\",state=\"%s\"} %" PRIu64 "\n", ready ? "ready" : "starting", ready ? w->ready : w->starting);
+                }
+        }
+}
+
 static void callbacks(FILE *f, const struct metrics_gauges *g) {
         gauge(f, "sbx_callback_backlog", "Callback deliveries waiting in the outbox (pending or being retried).", g->cb_backlog);
         gauge(f, "sbx_callback_in_memory",
@@ -313,6 +329,7 @@ int metrics_render(const struct metrics *m, const struct metrics_gauges *g, cons
         gauge(f, "sbx_connections", "Client connections open on the daemon's socket.", g->connections);
         cluster_lines(f, g);
         per_tenant(f, m, tenant);
+        warm_pools(f, g, tenant);
         hist(f, "sbx_job_startup_seconds", "Time from a job's acceptance to its launcher's start (jobs that started).", &m->startup,
              startup_bounds, METRICS_STARTUP_BUCKETS);
         hist(f, "sbx_job_run_seconds", "Time from a job's start to its end (jobs that started).", &m->run, run_bounds,

@@ -98,6 +98,14 @@ struct metrics {
         struct metrics_net net;
 };
 
+/* A tenant's warm pool when the exposition is asked: its sandboxes no job
+ * has taken yet. */
+struct metrics_warm {
+        const char *tenant;
+        uint64_t ready;                 /* a job can take it now */
+        uint64_t starting;              /* being made */
+};
+
 /* What the exposition reads from the daemon when it is asked. */
 struct metrics_gauges {
         uint64_t queued, running, connections;
@@ -112,6 +120,8 @@ struct metrics_gauges {
         bool cluster;                   /* cluster mode: the members below were filled */
         bool cl_up;                     /* the database answers */
         uint64_t cl_claimed, cl_fenced, cl_unavailable, cl_requeued, cl_expired;
+        const struct metrics_warm *warm; /* the tenants with warm = N */
+        size_t n_warm;
 };
 
 /* What one finished job adds. */
