@@ -439,14 +439,26 @@ nodes_max_jobs() {
         node_stop 4
 }
 
-@test "schema: a database whose schema is newer than the node knows is refused at start, by name" {
-        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 1 ]
+@test "schema: a database whose schema is newer than the node knows is refused at start, by name; an older one is upgraded" {
+        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 2 ]
         pg_sql "UPDATE sbx_schema SET version = 99"
         node_config 5
         run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/n5/sup.conf"
-        pg_sql "UPDATE sbx_schema SET version = 1"
+        pg_sql "UPDATE sbx_schema SET version = 2"
         [ "$status" -ne 0 ]
-        [[ "$output" == *"schema is version 99, newer than this sbx-supervisord knows (1)"* ]]
+        [[ "$output" == *"schema is version 99, newer than this sbx-supervisord knows (2)"* ]]
+        # version 1 (before callbacks were rows), with its jobs: the next
+        # node to start upgrades it in place, and the jobs stay
+        jobs=$(pg_sql "SELECT count(*) FROM sbx_jobs")
+        pg_sql "DROP TABLE sbx_callbacks; UPDATE sbx_schema SET version = 1"
+        node_start 5
+        grep -q "upgrading the database's sbx schema from version 1 to 2" "$SUP_DIR/n5/daemon.log"
+        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 2 ]
+        [ "$(pg_sql "SELECT count(*) FROM sbx_callbacks")" = 0 ]
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs")" = "$jobs" ]
+        run -0 nctl 5 run -- echo upgraded
+        [ "$output" = upgraded ]
+        node_stop 5
         # bad cluster keys are refused naming the line
         printf '[cluster]\nrole = leader\n' >"$SUP_DIR/bad.conf"
         run "$SBX_STAGE/bin/sbx-supervisord" --check-config --config "$SUP_DIR/bad.conf"

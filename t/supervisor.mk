@@ -111,6 +111,7 @@ t_sup_unit_sup_client_LDADD = $(JANSSON_LIBS)
 SUP_BATS = \
 	t/supervisor-run.bats \
 	t/cluster.bats \
+	t/cluster-callbacks.bats \
 	t/supervisor-timeouts.bats \
 	t/supervisor-timer-faults.bats \
 	t/supervisor-docs.bats \

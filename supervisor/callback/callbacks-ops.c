@@ -139,8 +139,15 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         if (cb->n_pending)
                 log_notice("callbacks: %" PRIu64 " deliveries pending from before (%" PRIu64 " of them queued on disk); delivering",
                            cb->n_pending + cb->n_disk, cb->n_disk);
-        cb_dispatch(cb);
+        /* in cluster mode once the database said which of them another
+         * node took over meanwhile (callbacks_start()) */
+        if (!d->cfg->cluster_db)
+                cb_dispatch(cb);
         return 0;
+}
+
+void callbacks_start(struct daemon *d) {
+        cb_dispatch(&d->cb);
 }
 
 static void drop_task(struct cb_task *k) {

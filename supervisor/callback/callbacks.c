@@ -80,6 +80,29 @@ struct cb_item *cb_find(struct callbacks *cb, const char *job) {
 }
 
 
+/* The cluster's database hears how a delivery settled. */
+static void settled(struct callbacks *cb, const struct cb_item *it, const char *state) {
+        if (cb->settled)
+                cb->settled(cb->d, it->e.job, state);
+}
+
+bool callbacks_forget(struct daemon *d, const char *job) {
+        struct callbacks *cb = &d->cb;
+        struct cb_item *it = cb_find(cb, job);
+        char name[40];
+        if (!it || it->state != CB_PENDING)
+                return false;
+        snprintf(name, sizeof(name), "%s.json", job);
+        if (unlinkat(cb->outbox_fd, name, 0) < 0 && errno != ENOENT) {
+                log_warning("callback of job %s: cannot remove its outbox entry: %s", job, strerror(errno));
+                return false;
+        }
+        cb_set_state(cb, it, CB_GONE);
+        list_del(&it->link);
+        cb_item_free(it);
+        return true;
+}
+
 void cb_file_task(struct callbacks *cb, struct cb_item *it, enum cb_op op) {
         it->task.op = op;
         it->task.file_err = 0;
@@ -356,6 +379,7 @@ static void post_done(struct callbacks *cb, struct cb_item *it) {
                 log_info("callback of job %s (trace %.32s): delivered (%s, attempt %u, HTTP %ld)", it->e.job,
                          it->e.traceparent ? it->e.traceparent + 3 : "-", it->e.delivery, it->attempts, k->status);
                 cb->delivered++;
+                settled(cb, it, "delivered");
                 cb_set_state(cb, it, CB_GONE);
                 list_del(&it->link);
                 cb_item_free(it);
@@ -404,6 +428,7 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                         break;
                 }
                 cb_set_state(cb, it, CB_DEAD);
+                settled(cb, it, "dead");
                 cb_item_drop_body(&it->e);
                 cb->dead_lettered++;
                 log_warning("callback of job %s (trace %.32s): dead-lettered after %u attempts: %s", it->e.job,
@@ -412,8 +437,10 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                 break;
         case CB_OP_DROP:
                 cb_set_state(cb, it, k->file_err < 0 ? (k->from_dead ? CB_DEAD : CB_PENDING) : CB_DROPPED);
-                if (it->state == CB_DROPPED)
+                if (it->state == CB_DROPPED) {
+                        settled(cb, it, "dropped");
                         cb_item_drop_body(&it->e);
+                }
                 break;
         case CB_OP_RESTORE:
                 free(k->text);
@@ -428,6 +455,7 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
                 it->next_ms = now_mono_ms();
                 it->asked = true;
                 cb_set_state(cb, it, CB_PENDING);
+                settled(cb, it, "pending");
                 break;
         case CB_OP_POST:
         case CB_OP_PROGRESS:

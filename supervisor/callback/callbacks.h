@@ -60,6 +60,9 @@ struct callbacks {
         uint64_t prog_delivered, prog_failed, prog_behind;
         struct cb_thread *th;
         bool curl_inited;
+        /* Cluster mode: told as each delivery settles ("delivered", "dead",
+         * "dropped", or "pending" again when an operator retries it). */
+        void (*settled)(struct daemon *d, const char *job, const char *state);
 };
 
 /* Open (or make) the directories and read what they hold: deliveries
@@ -67,9 +70,19 @@ struct callbacks {
  * tenant in memory, the rest queued). */
 int callbacks_init(struct daemon *d, struct sbx_error *err);
 void callbacks_done(struct daemon *d);
+/* Cluster mode: deliver what was pending from before (callbacks_init()
+ * waits for this, so that what another node took over meanwhile is
+ * dropped first: callbacks_forget()). */
+void callbacks_start(struct daemon *d);
 
 /* A job's entry is durable (its record too): deliver it. Takes the entry. */
 void callbacks_add(struct daemon *d, struct outbox_entry *e);
+
+/* Cluster mode: another node delivers the job's callback now. A pending
+ * one held in memory and not being posted leaves, with its outbox entry:
+ * true. Otherwise false (a delivery in flight, or one queued on disk
+ * only, may then be made twice: deliveries are at least once). */
+bool callbacks_forget(struct daemon *d, const char *job);
 
 /* The delivery state of a finished job's callback, for its result: an
  * object (delivery, url, state, attempts, last_error) or, when the daemon

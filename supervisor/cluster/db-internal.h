@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What db.c and db-jobs.c share: statements run within the connection's
+/* What db.c, db-jobs.c and db-callbacks.c share: statements run within the connection's
  * deadline, and their verdicts. Not for use outside cluster/. */
 #pragma once
 

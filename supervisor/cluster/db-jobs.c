@@ -44,19 +44,23 @@ int cdb_insert_job(struct cdb *db, const char *id, const char *tenant, const cha
 }
 
 int cdb_finish(struct cdb *db, const char *id, unsigned attempt, const char *record_json, const char *state, int exit_code,
-               const char *out, size_t out_len, const char *err, size_t err_len) {
+               const char *out, size_t out_len, const char *err, size_t err_len, const char *cb_entry, size_t cb_len) {
         char at[16], ec[16];
         snprintf(at, sizeof(at), "%u", attempt);
         snprintf(ec, sizeof(ec), "%d", exit_code);
-        const char *v[] = { id, at, db->node, record_json, state, exit_code >= 0 ? ec : NULL, out ? out : "", err ? err : "" };
-        int lens[] = { 0, 0, 0, 0, 0, 0, (int) (out ? out_len : 0), (int) (err ? err_len : 0) };
-        int fmts[] = { 0, 0, 0, 0, 0, 0, 1, 1 };
+        const char *v[] = { id, at, db->node, record_json, state, exit_code >= 0 ? ec : NULL, out ? out : "", err ? err : "",
+                            cb_entry };
+        /* the entry is not NUL-terminated: as bytes, which text's binary form is */
+        int lens[] = { 0, 0, 0, 0, 0, 0, (int) (out ? out_len : 0), (int) (err ? err_len : 0), (int) cb_len };
+        int fmts[] = { 0, 0, 0, 0, 0, 0, 1, 1, 1 };
         int rows = pg_count(db,
                               "WITH up AS (UPDATE sbx_jobs SET state = 'done', ended = now(), lease_until = NULL, record = $4, "
                               "outcome = $5, exit_code = $6, stdout = $7, stderr = $8 "
-                              "WHERE id = $1 AND attempt = $2 AND node = $3 AND state = 'running' RETURNING id) "
+                              "WHERE id = $1 AND attempt = $2 AND node = $3 AND state = 'running' RETURNING id), "
+                              "cb AS (INSERT INTO sbx_callbacks (job, node, entry) SELECT id, $3, $9 FROM up "
+                              "WHERE $9::text IS NOT NULL ON CONFLICT (job) DO NOTHING) "
                               "SELECT id, pg_notify('sbx_done', id) FROM up",
-                              8, v, lens, fmts, "writing a result");
+                              9, v, lens, fmts, "writing a result");
         if (rows != 0)
                 return rows < 0 ? rows : 0;
         /* Written already, by this node at this attempt (a retry after a

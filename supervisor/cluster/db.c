@@ -57,6 +57,16 @@ static const char *const migrations[CDB_SCHEMA_VERSION] = {
         " started timestamptz NOT NULL DEFAULT now(),"
         " seen timestamptz NOT NULL DEFAULT now());"
         "CREATE TABLE sbx_tenants (name text PRIMARY KEY, max_jobs integer NOT NULL);",
+        /* 2: callbacks that outlive the node that ran their job */
+        "CREATE TABLE sbx_callbacks ("
+        " job text PRIMARY KEY REFERENCES sbx_jobs (id) ON DELETE CASCADE,"
+        " node text NOT NULL,"
+        " taken_from text,"
+        " state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'dead', 'dropped')),"
+        " entry text NOT NULL,"
+        " updated timestamptz NOT NULL DEFAULT now());"
+        "CREATE INDEX sbx_callbacks_pending ON sbx_callbacks (node) WHERE state = 'pending';"
+        "CREATE INDEX sbx_callbacks_taken ON sbx_callbacks (taken_from) WHERE taken_from IS NOT NULL;",
 };
 
 void cdb_init(struct cdb *db, const char *conninfo, const char *node, unsigned timeout_ms, unsigned backoff_max_ms) {

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CDB_SCHEMA_VERSION 1
+#define CDB_SCHEMA_VERSION 2
 #define CDB_NODE_MAX 64
 
 struct pg_conn;
@@ -90,9 +90,30 @@ int cdb_release_node(struct cdb *db, const char *const *keep, size_t n_keep);
 /* The job's result, fenced: written only while this node holds the job
  * at this attempt. 0 written (or written before by this node at this
  * attempt), -ESTALE the lease was lost (another node took the job), or
- * -EAGAIN. out/err: the start of its output (may be NULL). */
+ * -EAGAIN. out/err: the start of its output (may be NULL). cb_entry: its
+ * callback's outbox entry (cb_len bytes of JSON text) or NULL, written in
+ * the same transaction, pending for this node. */
 int cdb_finish(struct cdb *db, const char *id, unsigned attempt, const char *record_json, const char *state, int exit_code,
-               const char *out, size_t out_len, const char *err, size_t err_len);
+               const char *out, size_t out_len, const char *err, size_t err_len, const char *cb_entry, size_t cb_len);
+
+/* Callbacks (db-callbacks.c). Each job's is delivered by one node at a
+ * time: the one that ran it, or one that took it over when that node's
+ * heartbeat stopped for a lease. */
+/* Their states as this node's deliveries settled: jobs[i] is now
+ * states[i] (delivered, dead, dropped, or pending again). Rows another
+ * node took over are left alone. */
+int cdb_cb_settle(struct cdb *db, const char *const *jobs, const char *const *states, size_t n);
+/* Take up to limit pending callbacks of nodes whose heartbeat is older
+ * than lease_ms: fn gets each with the node it was taken from and its
+ * outbox entry. */
+int cdb_cb_adopt(struct cdb *db, uint64_t lease_ms, unsigned limit,
+                 void (*fn)(void *arg, const char *job, const char *was_node, const char *entry), void *arg);
+/* Those taken from this node while it was away: fn gets each with the
+ * node that took it (then they are not reported again). */
+int cdb_cb_taken(struct cdb *db, void (*fn)(void *arg, const char *job, const char *by), void *arg);
+/* A job's callback as the database has it: *state (pending, delivered,
+ * dead, dropped) and *node (who delivers it). -ENOENT: none. */
+int cdb_cb_state(struct cdb *db, const char *job, char state[static 16], char node[static CDB_NODE_MAX]);
 
 /* One job as the database has it (cdb_job_free() it). */
 struct cdb_job {

@@ -12,6 +12,12 @@
 
 struct daemon;
 
+/* A delivery that settled, for the database (cluster-callbacks.c). */
+struct cl_settle {
+        char job[24];
+        char state[12];
+};
+
 struct cluster {
         struct daemon *d;
         struct cdb db;
@@ -27,6 +33,9 @@ struct cluster {
         bool refused_schema;
         uint64_t next_beat_ms, next_prune_ms;
         uint64_t claimed, fenced, unavailable, requeued, expired;
+        struct cl_settle *settle; /* waiting for the next tick */
+        size_t n_settle, cap_settle;
+        uint64_t cb_adopted;      /* callbacks taken over from stopped nodes */
 };
 
 /* Connected now, if it is time to try (and what a new connection needs
@@ -35,3 +44,14 @@ void cluster_ensure(struct cluster *cl);
 /* The end of a job some of this node's clients wait for (cl->waits). */
 void cluster_deliver(struct cluster *cl, const char *id);
 void cluster_set_draining(struct cluster *cl, bool draining);
+
+/* cluster-callbacks.c: callbacks as rows of the database. start/stop: the
+ * callbacks' settled hook. flush: the settled ones written (each tick).
+ * adopt: the pending callbacks of nodes whose heartbeat stopped, taken
+ * over. taken: those taken from this node while it was away, dropped
+ * here (once connected). */
+void cluster_cb_start(struct cluster *cl);
+void cluster_cb_stop(struct cluster *cl);
+void cluster_cb_flush(struct cluster *cl);
+void cluster_cb_adopt(struct cluster *cl);
+void cluster_cb_taken(struct cluster *cl);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "callbacks.h"
 #include "cluster-internal.h"
 #include "cluster-ops.h"
 #include "conn.h"
@@ -57,7 +58,7 @@ static void refuse_row(struct cluster *cl, const char *id, unsigned attempt, con
         json_decref(rec);
         log_error("cluster: job %s (attempt %u): %s; recorded rejected", id, attempt, why);
         if (text)
-                cdb_finish(&cl->db, id, attempt, text, "rejected", -1, NULL, 0, NULL, 0);
+                cdb_finish(&cl->db, id, attempt, text, "rejected", -1, NULL, 0, NULL, 0, NULL, 0);
 }
 
 static void on_claimed(void *arg, const char *id, const char *accept_json, unsigned attempt) {
@@ -241,6 +242,7 @@ static void connected(struct cluster *cl) {
                         cl->released = true;
                 free(keep);
         }
+        cluster_cb_taken(cl);
         give_tenants(cl);
         beat(cl, now_mono_ms());
         cl->claim_wanted = true;
@@ -312,7 +314,10 @@ static void tick(struct cluster *cl) {
                         cl->requeued += requeued;
                         log_notice("cluster: %u jobs whose nodes stopped renewing their leases are queued again", requeued);
                 }
+                if (now >= cl->db.up_since_ms + cfg->cluster_lease_ms)
+                        cluster_cb_adopt(cl);
         }
+        cluster_cb_flush(cl);
         if (now >= cl->next_prune_ms) {
                 cl->next_prune_ms = now + PRUNE_EVERY_MS;
                 long n = cfg->retention_ms ? cdb_prune(&cl->db, cfg->retention_ms) : 0;
@@ -377,9 +382,11 @@ static int job_end(struct rjob *rj) {
                 el = 0;
         json_t *st = json_object_get(rj->rec, "state");
         int r = cdb_finish(&cl->db, j->id, rj->cl_attempt, text, json_string_value(st) ?: job_outcome_name(j->outcome),
-                           j->exit_code, out, ol, err, el);
+                           j->exit_code, out, ol, err, el, rj->cb_text, rj->cb_len);
         if (r == -ESTALE) {
                 cl->fenced++;
+                /* nor its callback: the result that stands has its own */
+                rj->cb_fenced = true;
                 log_warning(JOB_LOG ": its result (attempt %u) is refused by the cluster: its lease had passed to another node, "
                             "whose result stands",
                             JOB_LOG_ARGS(j), rj->cl_attempt);
@@ -403,6 +410,7 @@ void cluster_gauges(const struct daemon *d, struct metrics_gauges *g) {
         g->cl_unavailable = cl->unavailable;
         g->cl_requeued = cl->requeued;
         g->cl_expired = cl->expired;
+        g->cl_cb_adopted = cl->cb_adopted;
 }
 
 /* ---- start and end ---- */
@@ -446,8 +454,12 @@ int cluster_init(struct daemon *d, struct sbx_error *err) {
         }
         d->cluster = cl;
         d->cluster_end = job_end;
+        cluster_cb_start(cl);
         if (r == 1)
                 connected(cl);
+        /* the deliveries from before, less those taken over (when the
+         * database answered: if not, some may go out twice) */
+        callbacks_start(d);
         watch_db(cl);
         log_notice("cluster: node %s, role %s, lease %" PRIu64 " ms", cfg->cluster_node, role_name(d), cfg->cluster_lease_ms);
         return 0;
@@ -461,6 +473,8 @@ void cluster_done(struct daemon *d) {
                 loop_del(&cl->db_src);
         loop_del(&cl->tick_src);
         close(cl->tick_fd);
+        cluster_cb_flush(cl);
+        cluster_cb_stop(cl);
         cdb_close(&cl->db);
         d->cluster = NULL;
         d->cluster_end = NULL;

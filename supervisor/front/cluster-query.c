@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "callbacks.h"
 #include "cluster-internal.h"
 #include "cluster-ops.h"
 #include "conn.h"
@@ -174,6 +175,17 @@ static void op_cancel(struct conn *c, const struct request *req, struct cdb_job 
         conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", rj->j.id, "state", job_outcome_name(rj->j.outcome))));
 }
 
+/* A callback's state: this node's own knowledge when it delivers it (its
+ * attempts and last error), else the database's, with the node that
+ * delivers it. */
+static json_t *callback_state(struct cluster *cl, const char *id, json_t *cbm) {
+        char state[16], node[CDB_NODE_MAX];
+        if (cdb_cb_state(&cl->db, id, state, node) < 0 || streq(node, cl->d->cfg->cluster_node))
+                return callbacks_state(cl->d, id, cbm);
+        return json_pack("{s:s, s:O, s:O, s:s, s:s}", "job", id, "delivery", json_object_get(cbm, "delivery") ?: json_null(), "url",
+                         json_object_get(cbm, "url") ?: json_null(), "state", state, "node", node);
+}
+
 void cluster_op_job(struct conn *c, const struct request *req) {
         struct cluster *cl = c->d->cluster;
         struct cdb_job j;
@@ -197,9 +209,13 @@ void cluster_op_job(struct conn *c, const struct request *req) {
                 break;
         case REQ_RESULT:
         case REQ_WAIT:
-                if (done)
-                        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:O}", "job", j.id, "result", rec)));
-                else if (req->op == REQ_RESULT)
+                if (done) {
+                        json_t *ok = json_pack("{s:s, s:O}", "job", j.id, "result", rec);
+                        json_t *cbm = json_object_get(rec, "callback");
+                        if (ok && json_is_object(cbm))
+                                json_object_set_new(ok, "callback", callback_state(cl, j.id, cbm));
+                        conn_send(c, proto_ok(req->tag, ok));
+                } else if (req->op == REQ_RESULT)
                         not_done(c, req, &j);
                 else
                         subscribe_add_remote(c, &cl->waits, j.id, W_WAIT, req->tag);

@@ -373,7 +373,11 @@ static void tell(struct daemon *d, struct rjob *rj) {
         json_decref(jr);
         log_info(JOB_LOG " (tenant %s): %s, exit %d%s", JOB_LOG_ARGS(j), j->tenant->name, job_outcome_name(j->outcome), j->exit_code,
                  rj->cap.truncated[0] || rj->cap.truncated[1] ? ", output truncated at its cap" : "");
-        if (rj->cb_text)
+        if (rj->cb_fenced && unlinkat(d->cb.outbox_fd, rj->cb_name, 0) < 0 && errno != ENOENT)
+                log_warning(JOB_LOG ": callbacks/outbox/%s: %s (its result was refused by the cluster; the entry is "
+                            "delivered at the next start)",
+                            JOB_LOG_ARGS(j), rj->cb_name, strerror(errno));
+        else if (rj->cb_text && !rj->cb_fenced)
                 callbacks_add(d, &rj->cb_entry);
         job_tell_end(rj, rec);
         json_decref(rec);

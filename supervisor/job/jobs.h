@@ -64,6 +64,7 @@ struct rjob {
         char *cb_text;
         size_t cb_len;
         char cb_name[40], cb_tmp[48];
+        bool cb_fenced;           /* cluster: another node's result stands, with its callback */
         int64_t cgroup_cpu_us;    /* the cgroup's CPU time at the end, or -1 */
 
         struct capture cap;

@@ -316,6 +316,8 @@ static void cluster_lines(FILE *f, const struct metrics_gauges *g) {
                 g->cl_requeued);
         counter(f, "sbx_cluster_expired_total", "Cluster mode: jobs of expired leases this node recorded as interrupted.",
                 g->cl_expired);
+        counter(f, "sbx_cluster_callbacks_taken_over_total",
+                "Cluster mode: callbacks of nodes whose heartbeat stopped that this node took over to deliver.", g->cl_cb_adopted);
 }
 
 int metrics_render(const struct metrics *m, const struct metrics_gauges *g, const char *tenant, char **ret, size_t *ret_len) {

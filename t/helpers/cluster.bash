@@ -50,7 +50,8 @@ pg_sql() {
 }
 
 # node_config N [LINES...]: node N's configuration; LINES go into
-# [cluster] (role, lease, ...), NODE_DAEMON_LINES into [daemon].
+# [cluster] (role, lease, ...), NODE_DAEMON_LINES into [daemon],
+# NODE_TENANT_LINES into [tenant.admin].
 node_config() {
         local n=$1 cg=none
         shift
@@ -88,6 +89,7 @@ uids = root
 profiles = default shell
 max_jobs = ${TENANT_MAX_JOBS:-32}
 max_queue = 4096
+${NODE_TENANT_LINES:-}
 
 [tenant.other]
 uids = nobody
