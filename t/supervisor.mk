@@ -112,6 +112,7 @@ SUP_BATS = \
 	t/supervisor-run.bats \
 	t/cluster.bats \
 	t/cluster-callbacks.bats \
+	t/cluster-http.bats \
 	t/supervisor-timeouts.bats \
 	t/supervisor-timer-faults.bats \
 	t/supervisor-docs.bats \

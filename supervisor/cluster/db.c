@@ -57,7 +57,9 @@ static const char *const migrations[CDB_SCHEMA_VERSION] = {
         " started timestamptz NOT NULL DEFAULT now(),"
         " seen timestamptz NOT NULL DEFAULT now());"
         "CREATE TABLE sbx_tenants (name text PRIMARY KEY, max_jobs integer NOT NULL);",
-        /* 2: callbacks that outlive the node that ran their job */
+        /* 2: callbacks that outlive the node that ran their job, and
+         * where each node's HTTP API is */
+        "ALTER TABLE sbx_nodes ADD COLUMN api_url text;"
         "CREATE TABLE sbx_callbacks ("
         " job text PRIMARY KEY REFERENCES sbx_jobs (id) ON DELETE CASCADE,"
         " node text NOT NULL,"
@@ -403,7 +405,8 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
         return rows;
 }
 
-int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, bool *draining) {
+int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, const char *api_url,
+                  bool *draining) {
         char lease[32], mj[16], rn[16];
         pg_interval(lease, lease_ms);
         snprintf(mj, sizeof(mj), "%u", max_jobs);
@@ -413,12 +416,12 @@ int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned 
                       "renewing leases");
         if (e < 0)
                 return e;
-        const char *v2[] = { db->node, role, mj, rn };
+        const char *v2[] = { db->node, role, mj, rn, api_url };
         PGresult *r = pg_run(db,
-                          "INSERT INTO sbx_nodes (name, role, max_jobs, running) VALUES ($1, $2, $3, $4) "
-                          "ON CONFLICT (name) DO UPDATE SET role = $2, max_jobs = $3, running = $4, seen = now() "
+                          "INSERT INTO sbx_nodes (name, role, max_jobs, running, api_url) VALUES ($1, $2, $3, $4, $5) "
+                          "ON CONFLICT (name) DO UPDATE SET role = $2, max_jobs = $3, running = $4, api_url = $5, seen = now() "
                           "RETURNING draining",
-                          4, v2, NULL, NULL);
+                          5, v2, NULL, NULL);
         if ((e = pg_verdict(db, r, "heartbeat")) < 0)
                 return e;
         *draining = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
@@ -511,6 +514,19 @@ int cdb_nodes(struct cdb *db, void (*fn)(void *arg, const struct cdb_node *n), v
         }
         PQclear(r);
         return 0;
+}
+
+int cdb_node_url(struct cdb *db, const char *node, char url[static CDB_URL_MAX]) {
+        const char *v[] = { node };
+        PGresult *r = pg_run(db, "SELECT api_url FROM sbx_nodes WHERE name = $1 AND api_url IS NOT NULL", 1, v, NULL, NULL);
+        int e = pg_verdict(db, r, "a node's address");
+        if (e < 0)
+                return e;
+        e = PQntuples(r) == 1 ? 0 : -ENOENT;
+        if (e == 0)
+                snprintf(url, CDB_URL_MAX, "%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+        return e;
 }
 
 int cdb_drain(struct cdb *db, const char *node, bool drain) {

@@ -18,6 +18,7 @@
 
 #define CDB_SCHEMA_VERSION 2
 #define CDB_NODE_MAX 64
+#define CDB_URL_MAX 272
 
 struct pg_conn;
 
@@ -74,9 +75,10 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg);
 
 /* Renew the leases of this node's running jobs and its heartbeat row
- * (role, max_jobs, running); *draining: whether the node is told to
- * drain. */
-int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, bool *draining);
+ * (role, max_jobs, running, and api_url: where its HTTP API is, or
+ * NULL); *draining: whether the node is told to drain. */
+int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, const char *api_url,
+                  bool *draining);
 /* Jobs whose leases expired: those with retries left are queued again
  * (*requeued of them); the others (at most 64 a call) are taken by this
  * node to be recorded as interrupted: fn gets each with its accept
@@ -152,6 +154,9 @@ struct cdb_node {
         uint64_t started_ms;
 };
 int cdb_nodes(struct cdb *db, void (*fn)(void *arg, const struct cdb_node *n), void *arg);
+/* Where a node's HTTP API is, as it advertises it. -ENOENT: it says
+ * nothing (or there is no such node). */
+int cdb_node_url(struct cdb *db, const char *node, char url[static CDB_URL_MAX]);
 /* Mark a node draining (or not), and tell it. -ENOENT: no such node. */
 int cdb_drain(struct cdb *db, const char *node, bool drain);
 /* Delete done jobs that ended more than retention_ms ago; how many. */

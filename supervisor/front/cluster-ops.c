@@ -220,7 +220,8 @@ static void beat(struct cluster *cl, uint64_t now) {
         const struct config *cfg = d->cfg;
         bool draining = cl->draining;
         cl->next_beat_ms = now + cfg->cluster_lease_ms / 3;
-        if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, running_here(d), cfg->cluster_lease_ms, &draining) == 0)
+        if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, running_here(d), cfg->cluster_lease_ms,
+                          cfg->cluster_advertise, &draining) == 0)
                 cluster_set_draining(cl, draining);
 }
 

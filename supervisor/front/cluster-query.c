@@ -186,6 +186,29 @@ static json_t *callback_state(struct cluster *cl, const char *id, json_t *cbm) {
                          json_object_get(cbm, "url") ?: json_null(), "state", state, "node", node);
 }
 
+/* logs and download read the files of the node that ran the job: this one
+ * serves them as a daemon alone does (dispatch.c); another sends the
+ * client there, by name and, when that node advertises its HTTP API, by
+ * address (the HTTP API answers 307 to it). */
+static void other_node(struct conn *c, const struct request *req, const struct cdb_job *j, bool done) {
+        struct cluster *cl = c->d->cluster;
+        char url[CDB_URL_MAX];
+        if (!j->node[0]) {
+                conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s has not started yet: no node keeps its output", j->id));
+                return;
+        }
+        bool known = cdb_node_url(&cl->db, j->node, url) == 0;
+        json_t *o = proto_error(req->tag, E_OTHER_NODE,
+                                "job %s %s node %s, which keeps its output and artifacts: ask that node%s%s (the start of its "
+                                "output is in its result: sbxctl wait)",
+                                j->id, done ? "ran on" : "runs on", j->node, known ? ", at " : "", known ? url : "");
+        json_t *e = json_object_get(o, "error");
+        json_object_set_new(e, "node", json_string(j->node));
+        if (known)
+                json_object_set_new(e, "api", json_string(url));
+        conn_send(c, o);
+}
+
 void cluster_op_job(struct conn *c, const struct request *req) {
         struct cluster *cl = c->d->cluster;
         struct cdb_job j;
@@ -224,11 +247,7 @@ void cluster_op_job(struct conn *c, const struct request *req) {
                 op_cancel(c, req, &j);
                 break;
         default:
-                /* logs and download read the files the running node keeps */
-                conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
-                                         "job %s %s node %s, which keeps its output and artifacts: ask that node (the start of its "
-                                         "output is in its result: sbxctl wait)",
-                                         j.id, done ? "ran on" : "is held by", j.node[0] ? j.node : "(none yet)"));
+                other_node(c, req, &j, done);
                 break;
         }
         json_decref(rec);

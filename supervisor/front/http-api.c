@@ -249,6 +249,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *mc, const char *
                         return serve_own(q, mc);
                 if (authenticate(q, mc, &ret) < 0)
                         return ret;
+                if (!(q->path = strdup(url)))
+                        return MHD_NO;
                 q->answered = false;
                 return MHD_YES;
         }
@@ -289,6 +291,7 @@ static void completed(void *cls, struct MHD_Connection *mc, void **ctx, enum MHD
         gate_reader_done(&q->rd);
         free(q->pending);
         free(q->body);
+        free(q->path);
         free(q);
         *ctx = NULL;
 }

@@ -55,6 +55,7 @@ struct hreq {
         bool last; /* pending is the stream's last piece */
         uint64_t size, sent; /* a download's */
         struct MHD_Connection *mc;
+        char *path; /* the request's path, for a redirect to another node */
 };
 
 /* While a request waits for its reply or streams its events, the

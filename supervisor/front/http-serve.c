@@ -41,7 +41,8 @@ static unsigned status_of(const char *code) {
                 { E_BUNDLE_INVALID, 422 }, { E_CONFIG, 422 }, { E_QUEUE_FULL, 429 },    { E_TOO_MANY_CONNECTIONS, 429 },
                 { E_RATE_LIMITED, 429 },  { E_INTERNAL, 500 },       { E_UNSUPPORTED, 501 },
                 { E_REGISTRY_UNAVAILABLE, 502 }, { E_BUSY, 503 },    { E_SHUTTING_DOWN, 503 },
-                { E_STORAGE, 503 },       { E_CACHE_FULL, 507 },
+                { E_STORAGE, 503 },       { E_CACHE_FULL, 507 },     { E_OTHER_NODE, 421 },
+                { E_UNAVAILABLE, 503 },
         };
         for (size_t i = 0; i < ARRAY_SIZE(map); i++)
                 if (streq(map[i].code, code))
@@ -303,6 +304,67 @@ static enum MHD_Result queue_stream(struct hreq *q, struct MHD_Connection *mc, u
         return r;
 }
 
+/* ---- another node's ---- */
+
+/* s, percent-encoded but for unreserved characters (and '/' when kept). */
+static void put_encoded(FILE *f, const char *s, bool slash) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-._~", *p) ||
+                    (slash && *p == '/'))
+                        fputc(*p, f);
+                else
+                        fprintf(f, "%%%02X", *p);
+}
+
+struct query_out {
+        FILE *f;
+        bool first;
+};
+
+static enum MHD_Result put_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        struct query_out *o = cls;
+        (void) kind;
+        fputc(o->first ? '?' : '&', o->f);
+        o->first = false;
+        put_encoded(o->f, key, false);
+        if (value) {
+                fputc('=', o->f);
+                put_encoded(o->f, value, false);
+        }
+        return MHD_YES;
+}
+
+/* E_OTHER_NODE naming the node's HTTP API: 307 to the same path and query
+ * there, with the daemon's error as the body. */
+static enum MHD_Result redirect(struct hreq *q, struct MHD_Connection *mc, const char *api, const char *line, size_t len) {
+        char *loc = NULL, *body = malloc(len + 1);
+        size_t n = 0;
+        FILE *f = body ? open_memstream(&loc, &n) : NULL;
+        if (!f) {
+                free(body);
+                return MHD_NO;
+        }
+        fputs(api, f);
+        put_encoded(f, q->path ? q->path : "/", true);
+        struct query_out o = { f, true };
+        MHD_get_connection_values(mc, MHD_GET_ARGUMENT_KIND, put_arg, &o);
+        memcpy(body, line, len);
+        body[len] = '\n';
+        struct MHD_Response *resp = fclose(f) == 0 ? MHD_create_response_from_buffer(len + 1, body, MHD_RESPMEM_MUST_FREE) : NULL;
+        if (!resp) {
+                free(body);
+                free(loc);
+                return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, JSON_TYPE);
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc);
+        free(loc);
+        enum MHD_Result r = MHD_queue_response(mc, MHD_HTTP_TEMPORARY_REDIRECT, resp);
+        MHD_destroy_response(resp);
+        return r;
+}
+
 /* ---- one request ---- */
 
 /* The reply's line and its JSON. Events may come before it (a command's
@@ -376,8 +438,13 @@ enum MHD_Result http_serve(struct hreq *q, struct MHD_Connection *mc) {
         if (!stream)
                 http_busy(q, false);
         if (!json_is_true(json_object_get(o, "ok"))) {
-                const char *code = json_string_value(json_object_get(json_object_get(o, "error"), "code"));
-                ret = queue_line(mc, status_of(code ? code : E_INTERNAL), reply, len);
+                json_t *e = json_object_get(o, "error");
+                const char *code = json_string_value(json_object_get(e, "code"));
+                const char *api = json_string_value(json_object_get(e, "api"));
+                if (code && streq(code, E_OTHER_NODE) && api)
+                        ret = redirect(q, mc, api, reply, len);
+                else
+                        ret = queue_line(mc, status_of(code ? code : E_INTERNAL), reply, len);
         } else if (q->rt->reply == HR_TEXT) {
                 const char *text = json_string_value(json_object_get(o, "metrics"));
                 const char *type = json_string_value(json_object_get(o, "content_type"));

@@ -234,6 +234,7 @@ struct config {
         uint64_t cluster_lease_ms;  /* a claimed job's lease, renewed a third of it at a time */
         uint64_t cluster_timeout_ms; /* each statement's deadline */
         uint64_t cluster_output_max; /* bytes of each stream of a job's output kept in the database */
+        char *cluster_advertise;    /* this node's HTTP API as other nodes' clients reach it (http[s]://HOST[:PORT]), or NULL */
 
         /* the HTTP API (config-http.c) */
         char *http_listen[CONFIG_HTTP_MAX_LISTEN]; /* ADDRESS:PORT each */

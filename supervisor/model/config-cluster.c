@@ -29,7 +29,8 @@ void config_cluster_free(struct config *c) {
         free(c->cluster_db);
         free(c->cluster_db_file);
         free(c->cluster_node);
-        c->cluster_db = c->cluster_db_file = c->cluster_node = NULL;
+        free(c->cluster_advertise);
+        c->cluster_db = c->cluster_db_file = c->cluster_node = c->cluster_advertise = NULL;
 }
 
 static int k_role(struct inikey_ctx *c) {
@@ -62,6 +63,28 @@ static int k_database(struct inikey_ctx *c) {
         return config_set_str(&config_of(c)->cluster_db, c->value);
 }
 
+/* http[s]://HOST[:PORT]: where this node's HTTP API is; other nodes send
+ * clients there for what only this node keeps. Nothing after the
+ * authority (the API's paths are added), and no user info. */
+static int k_advertise(struct inikey_ctx *c) {
+        const char *v = c->value, *host;
+        if (!strncmp(v, "http://", 7))
+                host = v + 7;
+        else if (!strncmp(v, "https://", 8))
+                host = v + 8;
+        else
+                return FAIL(c, "advertise: '%s': expected http://HOST[:PORT] or https://HOST[:PORT]", v);
+        size_t n = strlen(host);
+        if (n == 0 || n > 255)
+                return FAIL(c, "advertise: '%s': a host of 1 to 255 characters", v);
+        for (const char *p = host; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-.:[]", *p)))
+                        return FAIL(c, "advertise: '%s': only a host and a port (no path, query or user: the API's paths are "
+                                       "added)",
+                                    v);
+        return config_set_str(&config_of(c)->cluster_advertise, v);
+}
+
 const char *config_cluster_role_name(int role) {
         return role == CLUSTER_API ? "api" : role == CLUSTER_WORKER ? "worker" : "both";
 }
@@ -77,6 +100,7 @@ static const struct inikey keys[] = {
                 .max = 3600000),
         CLUSTER("statement_timeout", ONCE, config_kind_duration, .off = offsetof(struct config, cluster_timeout_ms),
                 .min = 100, .max = 60000),
+        CLUSTER("advertise", ONCE, k_advertise),
         CLUSTER("output_max", ONCE, config_kind_size, .off = offsetof(struct config, cluster_output_max), .max = 16u << 20),
 };
 
@@ -102,8 +126,8 @@ int config_cluster_check(struct config *c, struct sbx_error *err) {
                 c->cluster_db = TAKE_PTR(text);
         }
         if (!c->cluster_db) {
-                if (c->cluster_node || c->cluster_role != CLUSTER_BOTH)
-                        return BAD("%s: [cluster] has no database (database or database_file): node and role mean nothing "
+                if (c->cluster_node || c->cluster_role != CLUSTER_BOTH || c->cluster_advertise)
+                        return BAD("%s: [cluster] has no database (database or database_file): node, role and advertise mean nothing "
                                    "without one",
                                    c->path);
                 return 0;

@@ -58,6 +58,10 @@
 /* Cluster mode: the database is unreachable; nothing new is accepted that
  * could not be made durable. Retry later (or on another node). */
 #define E_UNAVAILABLE "E_UNAVAILABLE"
+/* Cluster mode: what was asked is kept by another node (a job's output
+ * files and artifacts): error.node names it, and error.api is its HTTP
+ * API (http[s]://HOST[:PORT]) when it advertises one. */
+#define E_OTHER_NODE "E_OTHER_NODE"
 /* Job error codes, in result records. */
 #define E_SPAWN "E_SPAWN"
 #define E_SETUP "E_SETUP"
