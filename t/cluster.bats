@@ -450,7 +450,7 @@ nodes_max_jobs() {
         # version 1 (before callbacks were rows), with its jobs: the next
         # node to start upgrades it in place, and the jobs stay
         jobs=$(pg_sql "SELECT count(*) FROM sbx_jobs")
-        pg_sql "DROP TABLE sbx_callbacks; UPDATE sbx_schema SET version = 1"
+        pg_sql "DROP TABLE sbx_callbacks; ALTER TABLE sbx_nodes DROP COLUMN api_url; UPDATE sbx_schema SET version = 1"
         node_start 5
         grep -q "upgrading the database's sbx schema from version 1 to 2" "$SUP_DIR/n5/daemon.log"
         [ "$(pg_sql "SELECT version FROM sbx_schema")" = 2 ]

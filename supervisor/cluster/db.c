@@ -356,7 +356,7 @@ void pg_interval(char out[static 32], uint64_t ms) {
         snprintf(out, 32, "%" PRIu64 " milliseconds", ms);
 }
 
-int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
+int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, unsigned *left,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg) {
         if (!db->pg)
                 return -EAGAIN;
@@ -382,10 +382,11 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
                          "LEFT JOIN sbx_tenants t ON t.name = c.tenant "
                          "WHERE c.rn + coalesce(r.n, 0) <= coalesce(t.max_jobs, 2147483647) ORDER BY c.seq LIMIT %u), "
                          "locked AS (SELECT j.id FROM sbx_jobs j JOIN pick p ON p.id = j.id WHERE j.state = 'queued' "
-                         "FOR UPDATE OF j SKIP LOCKED) "
-                         "UPDATE sbx_jobs j SET state = 'running', node = %s, attempt = j.attempt + 1, claimed = now(), "
+                         "FOR UPDATE OF j SKIP LOCKED), "
+                         "up AS (UPDATE sbx_jobs j SET state = 'running', node = %s, attempt = j.attempt + 1, claimed = now(), "
                          "lease_until = now() + interval '%" PRIu64 " milliseconds' FROM locked WHERE j.id = locked.id "
-                         "RETURNING j.id, j.accept, j.attempt; COMMIT",
+                         "RETURNING j.id, j.accept, j.attempt) "
+                         "SELECT id, accept, attempt FROM up UNION ALL SELECT NULL, NULL, (SELECT count(*) FROM cand); COMMIT",
                          LOCK_CLAIM, n, node, lease_ms);
         PQfreemem(node);
         if (k < 0)
@@ -397,12 +398,22 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
                 pg_rollback(db);
                 return e;
         }
-        /* committed (else the result would be the failure) */
-        int rows = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0;
-        for (int i = 0; i < rows; i++)
+        /* committed (else the result would be the failure); the last
+         * row counts the queued jobs the claim saw, those it took among
+         * them */
+        int rows = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0, claimed = 0;
+        uint64_t queued = 0;
+        for (int i = 0; i < rows; i++) {
+                if (PQgetisnull(r, i, 0)) {
+                        queued = pg_u64(r, i, 2);
+                        continue;
+                }
                 fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) pg_u64(r, i, 2));
+                claimed++;
+        }
         PQclear(r);
-        return rows;
+        *left = queued > (uint64_t) claimed ? (unsigned) (queued - (uint64_t) claimed) : 0;
+        return claimed;
 }
 
 int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, const char *api_url,

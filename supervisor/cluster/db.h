@@ -70,8 +70,9 @@ int cdb_set_tenants(struct cdb *db, const char *const *names, const unsigned *ma
 /* Claim up to n queued jobs for this node (state running, attempt + 1, a
  * lease of lease_ms), within every tenant's max_jobs counted over the
  * cluster. fn gets each job's accept record (JSON text) and attempt. The
- * number claimed, or -EAGAIN. */
-int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms,
+ * number claimed, or -EAGAIN; *left: the queued jobs it saw and did not
+ * take (their tenants' limits, or n). */
+int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, unsigned *left,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg);
 
 /* Renew the leases of this node's running jobs and its heartbeat row

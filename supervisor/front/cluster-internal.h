@@ -28,6 +28,7 @@ struct cluster {
         int tick_fd;
         struct list waits;        /* struct job_watch.job_link of jobs held elsewhere */
         bool claim_wanted;
+        bool queue_left;          /* the last claim saw jobs queued that it did not take */
         bool draining;            /* told so by the database (sbxctl drain) */
         bool released;            /* this node's leases of before its start are given back */
         bool refused_schema;

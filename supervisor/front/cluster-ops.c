@@ -113,9 +113,15 @@ static void claim(struct cluster *cl) {
         if (cfg->cluster_role == CLUSTER_API || cl->draining || d->stopping || !cdb_up(&cl->db))
                 return;
         unsigned busy = d->sched.all.running + d->sched.all.queued;
-        if (busy >= cfg->max_jobs)
+        /* no room: what may be queued is claimed when a job here ends */
+        if (busy >= cfg->max_jobs) {
+                cl->queue_left = true;
                 return;
-        int n = cdb_claim(&cl->db, (unsigned) cfg->max_jobs - busy, cfg->cluster_lease_ms, on_claimed, cl);
+        }
+        unsigned left = 0;
+        int n = cdb_claim(&cl->db, (unsigned) cfg->max_jobs - busy, cfg->cluster_lease_ms, &left, on_claimed, cl);
+        if (n >= 0)
+                cl->queue_left = left > 0;
         /* a full claim: there may be more */
         if (n > 0 && (unsigned) n == cfg->max_jobs - busy)
                 cl->claim_wanted = true;
@@ -303,20 +309,20 @@ static void tick(struct cluster *cl) {
         watch_db(cl);
         if (!cdb_up(&cl->db))
                 return;
-        if (now >= cl->next_beat_ms) {
+        if (now >= cl->next_beat_ms)
                 beat(cl, now);
-                /* Others' leases are taken only once this node has been
-                 * connected for a whole lease: after the database's outage
-                 * every live node has reconnected and renewed its own by
-                 * then (leases are not renewed while it is down). */
-                unsigned requeued = 0;
-                if (now >= cl->db.up_since_ms + cfg->cluster_lease_ms &&
-                    cdb_expire(&cl->db, cfg->cluster_lease_ms, &requeued, on_expired, cl) == 0 && requeued) {
+        /* Others' leases are taken only once this node has been connected
+         * for a whole lease: after the database's outage every live node
+         * has reconnected and renewed its own by then (leases are not
+         * renewed while it is down). Looked at every tick, so that a dead
+         * node's jobs run again at most a tick after its leases end. */
+        unsigned requeued = 0;
+        if (now >= cl->db.up_since_ms + cfg->cluster_lease_ms) {
+                if (cdb_expire(&cl->db, cfg->cluster_lease_ms, &requeued, on_expired, cl) == 0 && requeued) {
                         cl->requeued += requeued;
                         log_notice("cluster: %u jobs whose nodes stopped renewing their leases are queued again", requeued);
                 }
-                if (now >= cl->db.up_since_ms + cfg->cluster_lease_ms)
-                        cluster_cb_adopt(cl);
+                cluster_cb_adopt(cl);
         }
         cluster_cb_flush(cl);
         if (now >= cl->next_prune_ms) {
@@ -396,7 +402,9 @@ static int job_end(struct rjob *rj) {
                 cluster_deliver(cl, j->id);
                 r = 0;
         }
-        cl->claim_wanted = true;
+        /* its place is free: claimed at once only when the last claim left
+         * jobs queued (else a queue notification, or the tick, wakes it) */
+        cl->claim_wanted = cl->queue_left;
         return r == -EIO ? -EAGAIN : r;
 }
 
