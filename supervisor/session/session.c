@@ -609,14 +609,13 @@ int exec_spawn(struct session *s, struct exec_ref *x, const struct request *req,
                                      SBX_INIT_MSG_MAX);
         bool was_ready = s->state == S_READY;
         r = agent_call(s, SBX_INIT_SPAWN, payload, len);
-        if (r < 0 && !was_ready)
-                return sbx_error_msg(err, -r, "the session's agent failed; the session ends");
-        /* The command may have started and killed or stopped the agent
-         * before its answer (every process of the sandbox can). */
+        /* asked, the agent may have started the command, and the command
+         * killed or stopped it before its answer */
         if (r < 0)
-                return sbx_error_msg(err, -r, "the session's agent ended or stopped answering before it said whether the "
-                                              "command started (a process of the sandbox can kill or stop it); the "
-                                              "session ends");
+                return sbx_error_msg(err, -r, "%s", was_ready ? "the session's agent ended or stopped answering before it said "
+                                                                "whether the command started (a process of the sandbox can kill "
+                                                                "or stop it); the session ends"
+                                                              : "the session's agent failed; the session ends");
         if (msg_call.hdr.error)
                 return sbx_error_msg(err, msg_call.hdr.error, "the agent could not start it: %s", strerror(msg_call.hdr.error));
         struct sbx_init_spawned sp;
