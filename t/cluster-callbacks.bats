@@ -40,8 +40,7 @@ teardown_file() {
 }
 
 setup() {
-        require_userns
-        [ -n "${PG_CONNINFO:-}" ] || skip "no PostgreSQL here"
+        cluster_setup
         mode ok
 }
 

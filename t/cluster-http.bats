@@ -48,8 +48,7 @@ teardown_file() {
 }
 
 setup() {
-        require_userns
-        [ -n "${PG_CONNINFO:-}" ] || skip "no PostgreSQL here"
+        cluster_setup
 }
 
 # log_has N TEXT COUNT: until node N's log has more than COUNT lines with TEXT
@@ -122,6 +121,18 @@ get() {
         # what the database keeps answers through any node
         run -0 nctl 2 wait "$j"
         [[ "$output" == *"state:     succeeded"* ]]
+}
+
+@test "hostile: an address changed by hand in the database sends no client elsewhere, nor anything into a header" {
+        j=$(on_node 2 echo hi)
+        # node2 stopped: its heartbeat does not write its address back
+        node_signal 2 STOP
+        pg_sql "UPDATE sbx_nodes SET api_url = E'http://evil.example/x\r\nSet-Cookie: a=b' WHERE name = 'node2'"
+        code=$(get "$P1" "/v1/jobs/$j/stdout")
+        pg_sql "UPDATE sbx_nodes SET api_url = 'http://127.0.0.1:$P2' WHERE name = 'node2'"
+        node_signal 2 CONT
+        [ "$code" = "421 " ]
+        [ "$(jq -r '.error | has("api")' "$SUP_DIR/body")" = false ]
 }
 
 @test "hostile: advertise is a scheme, a host and a port, nothing else, and only in cluster mode" {

@@ -41,8 +41,7 @@ teardown_file() {
 }
 
 setup() {
-        require_userns
-        [ -n "${PG_CONNINFO:-}" ] || skip "no PostgreSQL here"
+        cluster_setup
 }
 
 # The ids as an SQL list.

@@ -4,6 +4,12 @@
 # nodes on it, each with its own state directory, socket, job uids and
 # cgroup. Uses sup-unit/daemon.bash (sup_init) for the staged binaries.
 
+# Each test of a cluster file: user namespaces and the database, or a skip.
+cluster_setup() {
+        require_userns
+        [ -n "${PG_CONNINFO:-}" ] || skip "no PostgreSQL here"
+}
+
 # The PostgreSQL server's programs, or a skip.
 pg_find() {
         PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
