@@ -154,7 +154,7 @@ for e in json.load(sys.stdin)["result"]["network_events"]:
         after=$(ctl metrics)
         [ "${lines[0]}" = "conns:db.test:12 answered 8 closed 4" ]
         # the slots are free again once those are closed
-        [ "${lines[1]}" = "query:db.test rcode 0 ${TH}.1" ]
+        [ "${lines[1]}" = "query:db.test rcode 0 ${TH}.1" ] || { printf 'probe: %s\n' "${lines[@]}"; false; }
         [ "$(delta 'sbx_network_dns_tcp_connections_total{outcome="refused"}')" = 4 ]
         [ "$(delta 'sbx_network_dns_queries_total{outcome="answered"}')" = 9 ]
 }
@@ -166,7 +166,7 @@ for e in json.load(sys.stdin)["result"]["network_events"]:
         [ "${lines[0]}" = "badlen:0 closed" ]
         [ "${lines[1]}" = "badlen:5000 closed" ]
         [ "${lines[2]}" = "garbage closed" ]
-        [ "${lines[3]}" = "query:db.test rcode 0 ${TH}.1" ]
+        [ "${lines[3]}" = "query:db.test rcode 0 ${TH}.1" ] || { printf 'probe: %s\n' "${lines[@]}"; false; }
         [ "$(delta 'sbx_network_dns_tcp_connections_total{outcome="malformed"}')" = 3 ]
         [ "$(delta 'sbx_network_dns_queries_total{outcome="malformed"}')" = 3 ]
         # nothing of it is a dns event

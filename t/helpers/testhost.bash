@@ -18,8 +18,18 @@ testhost_up() {
         if ! { [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$TNS" 2>/dev/null; }; then
                 return 0
         fi
-        ip link add "$TIF" type veth peer name eth0 netns "$TNS" && ip addr add "${TH}.254/24" dev "$TIF" &&
-                ip link set "$TIF" up && ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up || return 0
+        # a /24 no other file's test host has: picked and taken under a
+        # lock (two files on one /24 would answer each other's packets)
+        local lock i ok=0
+        exec {lock}>/tmp/sbx-testhost.lock
+        flock "$lock"
+        for i in $(seq 64); do
+                [ -z "$(ip -4 addr show to "${TH}.0/24" 2>/dev/null)" ] && break
+                TH="198.18.$((RANDOM % 256))"
+        done
+        ip link add "$TIF" type veth peer name eth0 netns "$TNS" && ip addr add "${TH}.254/24" dev "$TIF" && ok=1
+        exec {lock}>&-
+        [ "$ok" = 1 ] && ip link set "$TIF" up && ip -n "$TNS" link set lo up && ip -n "$TNS" link set eth0 up || return 0
         for n in $v4; do
                 ip -n "$TNS" addr add "${TH}.$n/24" dev eth0 || return 0
         done
