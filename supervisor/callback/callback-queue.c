@@ -74,7 +74,7 @@ static bool take_promoted(struct cb_queue *q, const char *job) {
         return false;
 }
 
-static void entry_name(const char *job, char name[static 40]) {
+void cb_entry_name(const char *job, char name[static 40]) {
         snprintf(name, 40, "%s.json", job);
 }
 
@@ -239,7 +239,7 @@ static json_t *parse_line(const char *buf, size_t len, struct qline *l) {
  * -EINVAL when it is not a whole entry. */
 static int read_entry(int outbox_fd, const char *job, struct outbox_entry *ret) {
         char name[40];
-        entry_name(job, name);
+        cb_entry_name(job, name);
         _cleanup_free_ char *text = NULL;
         size_t len;
         int r = read_file_at(outbox_fd, name, OUTBOX_MAX_ENTRY, &text, &len);
@@ -418,7 +418,7 @@ struct cb_item *cb_queue_promote(struct callbacks *cb, const char *job, const ch
 
 bool cb_queue_holds(struct callbacks *cb, const char *job) {
         char name[40];
-        entry_name(job, name);
+        cb_entry_name(job, name);
         return cb->outbox_fd >= 0 && faccessat(cb->outbox_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
@@ -508,7 +508,7 @@ const char *cb_queue_kept_state(struct callbacks *cb, const char *job) {
         char name[40];
         if (cb->dead_fd < 0)
                 return NULL;
-        entry_name(job, name);
+        cb_entry_name(job, name);
         if (faccessat(cb->dead_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
                 return "dead";
         snprintf(name, sizeof(name), "%s.dropped", job);

@@ -41,6 +41,9 @@ void cb_item_drop_body(struct outbox_entry *e);
  * *ret still holds the entries read before it, for the caller to free. */
 int cb_scan_dir(int dirfd, const char *suffix, struct outbox_entry **ret, size_t *ret_n);
 struct cb_item *cb_find(struct callbacks *cb, const char *job);
+/* The job's entry's file name, in the outbox, the queue or the dead
+ * letters: JOB.json. */
+void cb_entry_name(const char *job, char name[static 40]);
 /* The one place an item's state changes (it keeps the counts). */
 void cb_set_state(struct callbacks *cb, struct cb_item *it, enum cb_state s);
 /* Hand the item's task, a file operation, to the thread. */

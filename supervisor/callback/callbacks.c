@@ -17,6 +17,7 @@
 #include "callbacks-internal.h"
 #include "conn.h"
 #include "daemon.h"
+#include "fileio.h"
 #include "log.h"
 #include "metrics.h"
 #include "tenant.h"
@@ -92,7 +93,7 @@ bool callbacks_forget(struct daemon *d, const char *job) {
         char name[40];
         if (!it || it->state != CB_PENDING)
                 return false;
-        snprintf(name, sizeof(name), "%s.json", job);
+        cb_entry_name(job, name);
         if (unlinkat(cb->outbox_fd, name, 0) < 0 && errno != ENOENT) {
                 log_warning("callback of job %s: cannot remove its outbox entry: %s", job, strerror(errno));
                 return false;
@@ -101,6 +102,14 @@ bool callbacks_forget(struct daemon *d, const char *job) {
         list_del(&it->link);
         cb_item_free(it);
         return true;
+}
+
+int callbacks_adopt(struct daemon *d, struct outbox_entry *e, const char *text, size_t len) {
+        char name[40];
+        cb_entry_name(e->job, name);
+        int r = write_file_durable(d->cb.outbox_fd, name, text, len, 0600, true);
+        callbacks_add(d, e);
+        return r;
 }
 
 void cb_file_task(struct callbacks *cb, struct cb_item *it, enum cb_op op) {

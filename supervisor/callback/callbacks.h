@@ -83,6 +83,10 @@ void callbacks_add(struct daemon *d, struct outbox_entry *e);
  * true. Otherwise false (a delivery in flight, or one queued on disk
  * only, may then be made twice: deliveries are at least once). */
 bool callbacks_forget(struct daemon *d, const char *job);
+/* Cluster mode: a delivery this node takes over from another (e, parsed
+ * from text, len bytes), written to the outbox and delivered. Takes e.
+ * 0, or why it could not be written (it is delivered from memory then). */
+int callbacks_adopt(struct daemon *d, struct outbox_entry *e, const char *text, size_t len);
 
 /* The delivery state of a finished job's callback, for its result: an
  * object (delivery, url, state, attempts, last_error) or, when the daemon

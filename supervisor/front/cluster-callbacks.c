@@ -15,7 +15,6 @@
 #include "cluster-internal.h"
 #include "daemon.h"
 #include "db.h"
-#include "fileio.h"
 #include "log.h"
 #include "outbox.h"
 
@@ -94,18 +93,17 @@ static void on_adopt(void *arg, const char *job, const char *was, const char *en
                 settle_add(cl, job, "dead");
                 return;
         }
-        char name[40];
-        snprintf(name, sizeof(name), "%s.json", job);
-        int r = write_file_durable(d->cb.outbox_fd, name, entry, len, 0600, true);
+        char delivery[OUTBOX_DELIVERY_LEN + 1];
+        snprintf(delivery, sizeof(delivery), "%s", e.delivery);
+        int r = callbacks_adopt(d, &e, entry, len);
         if (r < 0)
-                log_error("cluster: callback of job %s taken over from node %s: callbacks/outbox/%s: %s; delivered from memory "
-                          "only (a restart of this node before then leaves it pending in the database)",
-                          job, was, name, strerror(-r));
+                log_error("cluster: callback of job %s taken over from node %s: callbacks/outbox/%s.json: %s; delivered from "
+                          "memory only (a restart of this node before then leaves it pending in the database)",
+                          job, was, job, strerror(-r));
         else
                 log_notice("cluster: callback of job %s (delivery %s) taken over from node %s, whose heartbeat stopped", job,
-                           e.delivery, was);
+                           delivery, was);
         cl->cb_adopted++;
-        callbacks_add(d, &e);
 }
 
 void cluster_cb_adopt(struct cluster *cl) {

@@ -197,14 +197,9 @@ static void other_node(struct conn *c, const struct request *req, const struct c
                 conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s has not started yet: no node keeps its output", j->id));
                 return;
         }
-        bool known = cdb_node_url(&cl->db, j->node, url) == 0;
-        /* as [cluster] advertise allows it: a row changed by hand sends no
+        /* as [cluster] advertise takes it: a row changed by hand sends no
          * client elsewhere, nor anything into a Location header */
-        const char *host = !known ? NULL : !strncmp(url, "http://", 7) ? url + 7 : !strncmp(url, "https://", 8) ? url + 8 : NULL;
-        for (const char *p = host; p && *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-.:[]", *p)))
-                        host = NULL;
-        known = host && *host;
+        bool known = cdb_node_url(&cl->db, j->node, url) == 0 && !config_cluster_advertise_why(url);
         json_t *o = proto_error(req->tag, E_OTHER_NODE,
                                 "job %s %s node %s, which keeps its output and artifacts: ask that node%s%s (the start of its "
                                 "output is in its result: sbxctl wait)",

@@ -319,6 +319,9 @@ void config_cluster_free(struct config *c);
 /* After the file is read: reads database_file, names the node. */
 int config_cluster_check(struct config *c, struct sbx_error *err);
 const char *config_cluster_role_name(int role);
+/* Why v is not what [cluster] advertise takes (http[s]://HOST[:PORT], no
+ * path, query or user), or NULL when it is. */
+const char *config_cluster_advertise_why(const char *v);
 
 /* config-http.c: the keys of the HTTP API ([http] and [token.NAME]). */
 void config_http_defaults(struct config *c);

@@ -63,26 +63,24 @@ static int k_database(struct inikey_ctx *c) {
         return config_set_str(&config_of(c)->cluster_db, c->value);
 }
 
-/* http[s]://HOST[:PORT]: where this node's HTTP API is; other nodes send
- * clients there for what only this node keeps. Nothing after the
- * authority (the API's paths are added), and no user info. */
-static int k_advertise(struct inikey_ctx *c) {
-        const char *v = c->value, *host;
-        if (!strncmp(v, "http://", 7))
-                host = v + 7;
-        else if (!strncmp(v, "https://", 8))
-                host = v + 8;
-        else
-                return FAIL(c, "advertise: '%s': expected http://HOST[:PORT] or https://HOST[:PORT]", v);
+const char *config_cluster_advertise_why(const char *v) {
+        const char *host = !strncmp(v, "http://", 7) ? v + 7 : !strncmp(v, "https://", 8) ? v + 8 : NULL;
+        if (!host)
+                return "expected http://HOST[:PORT] or https://HOST[:PORT]";
         size_t n = strlen(host);
         if (n == 0 || n > 255)
-                return FAIL(c, "advertise: '%s': a host of 1 to 255 characters", v);
+                return "a host of 1 to 255 characters";
         for (const char *p = host; *p; p++)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-.:[]", *p)))
-                        return FAIL(c, "advertise: '%s': only a host and a port (no path, query or user: the API's paths are "
-                                       "added)",
-                                    v);
-        return config_set_str(&config_of(c)->cluster_advertise, v);
+                        return "only a host and a port (no path, query or user: the API's paths are added)";
+        return NULL;
+}
+
+static int k_advertise(struct inikey_ctx *c) {
+        const char *why = config_cluster_advertise_why(c->value);
+        if (why)
+                return FAIL(c, "advertise: '%s': %s", c->value, why);
+        return config_set_str(&config_of(c)->cluster_advertise, c->value);
 }
 
 const char *config_cluster_role_name(int role) {
