@@ -402,6 +402,102 @@ nodes_max_jobs() {
         [[ "$output" == *after* ]]
 }
 
+@test "rows go to the database off the loop: requests pipelined on one connection are answered in order, once each; clients gone before their answer harm nothing" {
+        local out ids mark="gone-$$-$RANDOM"
+        out=$(/usr/bin/python3 - "$(node_sock 1)" "$mark" <<'PY'
+import json, socket, sys
+path, mark = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+reqs = "".join(json.dumps({"v": 1, "op": "run", "id": i, "command": ["echo", str(i)]}) + "\n" for i in range(30))
+s.sendall(reqs.encode())
+f = s.makefile("r")
+ids = []
+for i in range(30):
+    m = json.loads(f.readline())
+    assert m.get("ok") is True and m.get("id") == i, ("reply %d out of order or refused: %r" % (i, m))
+    ids.append(m["job"])
+assert len(set(ids)) == 30, "a job id twice"
+# clients that leave before their answer
+for i in range(20):
+    g = socket.socket(socket.AF_UNIX)
+    g.connect(path)
+    g.sendall((json.dumps({"v": 1, "op": "run", "command": ["echo", mark]}) + "\n").encode())
+    g.close()
+print(" ".join(ids))
+PY
+)
+        read -r -a ids <<<"$out"
+        [ "${#ids[@]}" -eq 30 ]
+        wait_until 60 all_done 30 "${ids[@]}"
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $(sql_ids "${ids[@]}") AND outcome = 'succeeded'")" = 30 ]
+        # each left row of the clients gone is a job that ends, none twice
+        wait_until 60 eval '[ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE accept LIKE '"'%$mark%'"' AND state <> '"'done'"'")" = 0 ]'
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE accept LIKE '%$mark%'")" -le 20 ]
+        run nctl 1 run -- echo still
+        [ "$status" -eq 0 ]
+        [[ "$output" == *still* ]]
+}
+
+@test "hostile: a row the database refuses fails only its own job, not the others written with it; a result it refuses is kept and written once it takes it" {
+        local mark="poison-$$-$RANDOM" out i pids=() ok=0 refused=0
+        # slow to refuse: the rows submitted meanwhile share the next batch
+        pg_sql "CREATE FUNCTION sbx_test_refuse() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN
+                PERFORM pg_sleep(0.4); RAISE EXCEPTION 'refused by the test'; END \$\$"
+        local w0 b0
+        w0=$(nctl 1 metrics | metric sbx_cluster_writes_total)
+        b0=$(nctl 1 metrics | metric sbx_cluster_write_batches_total)
+        pg_sql "CREATE TRIGGER sbx_test_refuse BEFORE INSERT ON sbx_jobs FOR EACH ROW
+                WHEN (NEW.accept LIKE '%$mark%') EXECUTE FUNCTION sbx_test_refuse()"
+        # at once through one node, so that rows share the writer's batches
+        for i in $(seq 12); do
+                if [ $((i % 3)) = 0 ]; then
+                        nctl 1 submit -- echo "$mark" >"$BATS_TEST_TMPDIR/s$i" 2>&1 &
+                else
+                        nctl 1 submit -- echo "fine $i" >"$BATS_TEST_TMPDIR/s$i" 2>&1 &
+                fi
+                pids+=($!)
+        done
+        for i in $(seq 12); do
+                if wait "${pids[$((i - 1))]}"; then
+                        ok=$((ok + 1))
+                        [ $((i % 3)) != 0 ]
+                else
+                        refused=$((refused + 1))
+                        [ $((i % 3)) = 0 ]
+                        grep -q E_UNAVAILABLE "$BATS_TEST_TMPDIR/s$i"
+                        grep -q "refused by the test" "$BATS_TEST_TMPDIR/s$i"
+                fi
+        done
+        [ "$ok" = 8 ]
+        [ "$refused" = 4 ]
+        # (some went in one transaction: fewer batches than writes)
+        [ $(($(nctl 1 metrics | metric sbx_cluster_writes_total) - w0)) -gt $(($(nctl 1 metrics | metric sbx_cluster_write_batches_total) - b0)) ]
+        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE accept LIKE '%$mark%'")" = 0 ]
+        pg_sql "DROP TRIGGER sbx_test_refuse ON sbx_jobs"
+        # a result the database refuses: the job's clients hear E_STORAGE,
+        # the node keeps it and writes it when the database takes it
+        pg_sql "CREATE TRIGGER sbx_test_refuse BEFORE UPDATE ON sbx_jobs FOR EACH ROW
+                WHEN (NEW.state = 'done' AND NEW.accept LIKE '%$mark%') EXECUTE FUNCTION sbx_test_refuse()"
+        local j n
+        j=$(nctl 1 submit -- echo "$mark")
+        wait_until 30 eval '[ -n "$(pg_sql "SELECT node FROM sbx_jobs WHERE id = '"'$j'"' AND node IS NOT NULL")" ]'
+        n=$(pg_sql "SELECT node FROM sbx_jobs WHERE id = '$j'")
+        n=${n#node}
+        wait_until 30 grep -q "job $j.*cannot write its result in the cluster's database" "$SUP_DIR/n$n/daemon.log"
+        [ "$(pg_sql "SELECT state FROM sbx_jobs WHERE id = '$j'")" = running ]
+        run nctl "$n" submit -- true
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_STORAGE*"result in the cluster's database"* ]]
+        pg_sql "DROP TRIGGER sbx_test_refuse ON sbx_jobs"
+        pg_sql "DROP FUNCTION sbx_test_refuse()"
+        wait_until 30 eval '[ "$(pg_sql "SELECT outcome FROM sbx_jobs WHERE id = '"'$j'"'")" = succeeded ]'
+        run nctl 2 --json result "$j"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *'"exit_code":0'* ]]
+        wait_until 30 nctl 1 submit -- true
+}
+
 @test "a node on the database over TCP (libpq tries GSSAPI first: the daemon's own functions must not stand in for Kerberos')" {
         NODE_CONNINFO="postgresql://sbx@127.0.0.1:$PG_PORT/postgres" node_config 4 "role = api"
         node_start 4

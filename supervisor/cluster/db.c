@@ -77,6 +77,7 @@ void cdb_init(struct cdb *db, const char *conninfo, const char *node, unsigned t
         db->conninfo = conninfo;
         db->node = node;
         db->timeout_ms = timeout_ms ? timeout_ms : 5000;
+        db->listen = true;
         snprintf(db->err, sizeof(db->err), "not connected yet");
 }
 
@@ -88,6 +89,8 @@ static void drop(struct cdb *db, const char *why) {
                 PQfinish(PG(db));
                 db->pg = NULL;
         }
+        db->n_prepared = 0;
+        db->claim_prepared = false;
         db->backoff_ms = db->backoff_ms ? (db->backoff_ms * 2 < db->backoff_max_ms ? db->backoff_ms * 2 : db->backoff_max_ms)
                                         : BACKOFF_MIN_MS;
         db->retry_at_ms = now_mono_ms() + db->backoff_ms;
@@ -119,19 +122,67 @@ static int wait_fd(int fd, bool out, uint64_t deadline) {
         return r == 0 ? -ETIMEDOUT : 0;
 }
 
+static PGresult *collect(struct cdb *db, uint64_t deadline);
+
+/* The name of sql's prepared statement on this connection, prepared now
+ * if it is not yet: each statement is parsed and planned once per
+ * connection (the session plans generically: cdb_ensure), not at every
+ * call. NULL: it is run unprepared (no room), or the connection failed
+ * (db->pg NULL). */
+static const char *prepared(struct cdb *db, const char *sql, char name[static 16], uint64_t deadline) {
+        size_t i;
+        for (i = 0; i < db->n_prepared; i++)
+                if (db->prepared[i] == sql)
+                        break;
+        if (i == CDB_PREPARED_MAX)
+                return NULL;
+        snprintf(name, 16, "sbx%zu", i);
+        if (i < db->n_prepared)
+                return name;
+        PGconn *c = PG(db);
+        if (!PQsendPrepare(c, name, sql, 0, NULL)) {
+                drop(db, PQerrorMessage(c));
+                return NULL;
+        }
+        PGresult *r = collect(db, deadline);
+        if (!r)
+                return NULL;
+        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (!ok)
+                return NULL; /* run unprepared: its own error says what is wrong */
+        db->prepared[db->n_prepared++] = sql;
+        return name;
+}
+
 /* Send one statement and wait for its last result, within the deadline.
  * NULL: the connection failed (dropped; db->err says why). A result with
- * an error status is returned for the caller to look at. */
+ * an error status is returned for the caller to look at. Statements with
+ * parameters (n >= 0) are prepared once per connection: sql is a string
+ * that lives as long as the daemon (a literal), known by its address. */
 PGresult *pg_run(struct cdb *db, const char *sql, int n, const char *const *vals, const int *lens, const int *fmts) {
         PGconn *c = PG(db);
         if (!c)
                 return NULL;
-        int ok = n < 0 ? PQsendQuery(c, sql) : PQsendQueryParams(c, sql, n, NULL, vals, lens, fmts, 0);
+        uint64_t deadline = now_mono_ms() + db->timeout_ms;
+        char name[16];
+        const char *p = n >= 0 ? prepared(db, sql, name, deadline) : NULL;
+        if (!db->pg)
+                return NULL;
+        int ok = n < 0   ? PQsendQuery(c, sql)
+                 : p     ? PQsendQueryPrepared(c, p, n, vals, lens, fmts, 0)
+                         : PQsendQueryParams(c, sql, n, NULL, vals, lens, fmts, 0);
         if (!ok) {
                 drop(db, PQerrorMessage(c));
                 return NULL;
         }
-        uint64_t deadline = now_mono_ms() + db->timeout_ms;
+        return collect(db, deadline);
+}
+
+/* The statement's results: the one that matters (pg_run()), or NULL when
+ * the connection failed. */
+static PGresult *collect(struct cdb *db, uint64_t deadline) {
+        PGconn *c = PG(db);
         /* Of several statements' results: the first that failed, else the
          * last with rows, else the last. */
         PGresult *last = NULL, *r;
@@ -162,7 +213,9 @@ PGresult *pg_run(struct cdb *db, const char *sql, int n, const char *const *vals
         }
         ExecStatusType st = PQresultStatus(last);
         if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-                snprintf(db->err, sizeof(db->err), "%s", PQresultErrorMessage(last));
+                /* the server's message itself, without its context */
+                const char *m = PQresultErrorField(last, PG_DIAG_MESSAGE_PRIMARY);
+                snprintf(db->err, sizeof(db->err), "%s", m ? m : PQresultErrorMessage(last));
                 size_t l = strlen(db->err);
                 while (l && db->err[l - 1] == '\n')
                         db->err[--l] = 0;
@@ -247,6 +300,8 @@ static int connect_now(struct cdb *db) {
          * the daemon's to print. */
         PQsetNoticeProcessor(c, quiet, NULL);
         db->pg = (struct pg_conn *) c;
+        db->n_prepared = 0;
+        db->claim_prepared = false;
         return 0;
 }
 
@@ -295,7 +350,10 @@ int cdb_ensure(struct cdb *db, uint64_t now_ms) {
         if (connect_now(db) < 0)
                 return -EAGAIN;
         int e = migrate(db);
+        /* Its statements are planned once (prepared()): for any values. */
         if (e == 0)
+                e = pg_exec0(db, "SET plan_cache_mode = force_generic_plan", -1, NULL, "planning");
+        if (e == 0 && db->listen)
                 e = pg_exec0(db, "LISTEN sbx_queue; LISTEN sbx_done; LISTEN sbx_cancel; LISTEN sbx_drain", -1, NULL, "listen");
         if (e == -EPROTO) {
                 PQfinish(PG(db));
@@ -356,10 +414,14 @@ void pg_interval(char out[static 32], uint64_t ms) {
         snprintf(out, 32, "%" PRIu64 " milliseconds", ms);
 }
 
-int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, unsigned *left,
+int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *skip, size_t n_skip, unsigned *left,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg) {
         if (!db->pg)
                 return -EAGAIN;
+        /* (letters and digits only: quoted as they are) */
+        _cleanup_free_ char *skipped = pg_id_array(skip, n_skip);
+        if (!skipped)
+                return -ENOMEM;
         /* One round trip: the claim lock, the claim, its commit. Queued
          * jobs in order, each tenant's only while its running ones and
          * those taken before it in this claim stay within its max_jobs;
@@ -369,25 +431,36 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, unsigned *left,
          * leaves the job queued, and the fence (attempt and node) refuses
          * the result of the node that ran it under the lost claim. (The
          * node's name is checked by the configuration and quoted here.) */
+        /* The claim itself is planned once per connection (a generic
+         * plan: cdb_ensure()), and run within the one round trip. */
+        if (!db->claim_prepared) {
+                int e = pg_exec0(db,
+                                 "PREPARE sbx_claim (text[], integer, text, bigint) AS "
+                                 "WITH running AS (SELECT tenant, count(*) AS n FROM sbx_jobs WHERE state = 'running' GROUP BY tenant), "
+                                 "cand AS (SELECT id, tenant, seq, row_number() OVER (PARTITION BY tenant ORDER BY seq) AS rn "
+                                 "FROM sbx_jobs WHERE state = 'queued' AND NOT (id = ANY ($1))), "
+                                 "pick AS (SELECT c.id FROM cand c LEFT JOIN running r ON r.tenant = c.tenant "
+                                 "LEFT JOIN sbx_tenants t ON t.name = c.tenant "
+                                 "WHERE c.rn + coalesce(r.n, 0) <= coalesce(t.max_jobs, 2147483647) ORDER BY c.seq LIMIT $2), "
+                                 "locked AS (SELECT j.id FROM sbx_jobs j JOIN pick p ON p.id = j.id WHERE j.state = 'queued' "
+                                 "FOR UPDATE OF j SKIP LOCKED), "
+                                 "up AS (UPDATE sbx_jobs j SET state = 'running', node = $3, attempt = j.attempt + 1, claimed = now(), "
+                                 "lease_until = now() + $4 * interval '1 millisecond' FROM locked WHERE j.id = locked.id "
+                                 "RETURNING j.id, j.accept, j.attempt) "
+                                 "SELECT id, accept, attempt FROM up UNION ALL SELECT NULL, NULL, (SELECT count(*) FROM cand)",
+                                 -1, NULL, "preparing the claim");
+                if (e < 0)
+                        return e;
+                db->claim_prepared = true;
+        }
         char *node = PQescapeLiteral(PG(db), db->node, strlen(db->node));
         if (!node)
                 return -ENOMEM;
         char *sql = NULL;
         int k = asprintf(&sql,
                          "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(%d); "
-                         "WITH running AS (SELECT tenant, count(*) AS n FROM sbx_jobs WHERE state = 'running' GROUP BY tenant), "
-                         "cand AS (SELECT id, tenant, seq, row_number() OVER (PARTITION BY tenant ORDER BY seq) AS rn "
-                         "FROM sbx_jobs WHERE state = 'queued'), "
-                         "pick AS (SELECT c.id FROM cand c LEFT JOIN running r ON r.tenant = c.tenant "
-                         "LEFT JOIN sbx_tenants t ON t.name = c.tenant "
-                         "WHERE c.rn + coalesce(r.n, 0) <= coalesce(t.max_jobs, 2147483647) ORDER BY c.seq LIMIT %u), "
-                         "locked AS (SELECT j.id FROM sbx_jobs j JOIN pick p ON p.id = j.id WHERE j.state = 'queued' "
-                         "FOR UPDATE OF j SKIP LOCKED), "
-                         "up AS (UPDATE sbx_jobs j SET state = 'running', node = %s, attempt = j.attempt + 1, claimed = now(), "
-                         "lease_until = now() + interval '%" PRIu64 " milliseconds' FROM locked WHERE j.id = locked.id "
-                         "RETURNING j.id, j.accept, j.attempt) "
-                         "SELECT id, accept, attempt FROM up UNION ALL SELECT NULL, NULL, (SELECT count(*) FROM cand); COMMIT",
-                         LOCK_CLAIM, n, node, lease_ms);
+                         "EXECUTE sbx_claim ('%s', %u, %s, %" PRIu64 "); COMMIT",
+                         LOCK_CLAIM, skipped, n, node, lease_ms);
         PQfreemem(node);
         if (k < 0)
                 return -ENOMEM;

@@ -19,6 +19,7 @@
 #define CDB_SCHEMA_VERSION 2
 #define CDB_NODE_MAX 64
 #define CDB_URL_MAX 272
+#define CDB_PREPARED_MAX 48
 
 struct pg_conn;
 
@@ -32,6 +33,10 @@ struct cdb {
         uint64_t up_since_ms;    /* monotonic: when the connection was made */
         unsigned gen;            /* connections made so far: which one cdb_fd() is of */
         bool ever_up;
+        bool listen;             /* its connections listen (cdb_notifies); cdb_init: yes */
+        const char *prepared[CDB_PREPARED_MAX]; /* the connection's prepared statements (db.c) */
+        size_t n_prepared;
+        bool claim_prepared;
         char err[256];           /* why it is down, or the last statement's error */
 };
 
@@ -69,10 +74,11 @@ int cdb_set_tenants(struct cdb *db, const char *const *names, const unsigned *ma
 
 /* Claim up to n queued jobs for this node (state running, attempt + 1, a
  * lease of lease_ms), within every tenant's max_jobs counted over the
- * cluster. fn gets each job's accept record (JSON text) and attempt. The
- * number claimed, or -EAGAIN; *left: the queued jobs it saw and did not
- * take (their tenants' limits, or n). */
-int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, unsigned *left,
+ * cluster, but none of the skip ids (n_skip of them). fn gets each job's
+ * accept record (JSON text) and attempt. The number claimed, or -EAGAIN;
+ * *left: the queued jobs it saw and did not take (their tenants' limits,
+ * or n). */
+int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *skip, size_t n_skip, unsigned *left,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg);
 
 /* Renew the leases of this node's running jobs and its heartbeat row

@@ -211,8 +211,9 @@ static bool admit(struct conn *c, struct request *req, struct policy_decision *p
         return true;
 }
 
-/* The job a run request becomes, or NULL: refused (v->code) or answered
- * already (a retry of a known job, or no room to follow it). */
+/* The job a run request becomes, or NULL: refused (v->code), answered
+ * already (a retry of a known job, or no room to follow it), or in cluster
+ * mode on its way to the database (answered from there). */
 static struct rjob *accept_job(struct conn *c, struct request *req, struct verdict *v) {
         struct daemon *d = c->d;
         struct sbx_error err;
@@ -316,10 +317,8 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         /* In cluster mode a row in the database, which any node may
          * claim (cluster-ops.c); the reply follows its commit. */
         if (cluster_on(d)) {
-                if (cluster_submit(c, rj) != 0)
-                        return NULL;
-                rj->cluster = true;
-                return TAKE_PTR(rj);
+                cluster_submit(c, TAKE_PTR(rj));
+                return NULL;
         }
         /* In a sandbox of its tenant's warm pool, when it may run in one,
          * it starts at once, in the place its box holds (accept_run); else
@@ -471,11 +470,6 @@ void accept_run(struct conn *c, struct request *req) {
         if (!rj)
                 return;
         struct job *j = &rj->j;
-        if (rj->cluster) {
-                cluster_accepted(c, rj);
-                rjob_free(rj);
-                return;
-        }
         jobs_add(&d->jobs, rj);
         audit_request(c, op, j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
                       j->pol.clamped[0] ? j->pol.clamped : NULL, false);

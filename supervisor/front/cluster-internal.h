@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "db-writer.h"
 #include "db.h"
 #include "loop.h"
 #include "util.h"
@@ -20,7 +21,12 @@ struct cl_settle {
 
 struct cluster {
         struct daemon *d;
-        struct cdb db;
+        struct cdb db;            /* the loop's: claims, leases, notifications, queries */
+        struct cdb_writer writer; /* rows and results, off the loop (db-writer.h) */
+        struct source writer_src; /* its eventfd */
+        bool writer_on;
+        struct list inserting;    /* rows this node writes, not yet answered (cluster-query.c) */
+        size_t n_inserting;
         struct source db_src;     /* the connection's socket: notifications */
         bool db_src_on;
         unsigned db_src_gen;      /* the connection it is of (cdb.gen) */
@@ -45,6 +51,8 @@ void cluster_ensure(struct cluster *cl);
 /* The end of a job some of this node's clients wait for (cl->waits). */
 void cluster_deliver(struct cluster *cl, const char *id);
 void cluster_set_draining(struct cluster *cl, bool draining);
+/* The job id of an entry of cl->inserting. */
+const char *cluster_inserting_id(const struct list *pos);
 
 /* cluster-callbacks.c: callbacks as rows of the database. start/stop: the
  * callbacks' settled hook. flush: the settled ones written (each tick).

@@ -118,8 +118,20 @@ static void claim(struct cluster *cl) {
                 cl->queue_left = true;
                 return;
         }
+        /* Not a job whose row this node is writing: its client, who may
+         * follow it here, has not heard of it yet (its row's commit can
+         * wake this claim before the writer says it is done). */
+        _cleanup_free_ const char **skip = calloc(cl->n_inserting + 1, sizeof(*skip));
+        size_t n_skip = 0;
+        struct list *pos, *tmp;
+        if (!skip) {
+                cl->claim_wanted = true; /* the next turn */
+                return;
+        }
+        list_for_each_safe(pos, tmp, &cl->inserting)
+                skip[n_skip++] = cluster_inserting_id(pos);
         unsigned left = 0;
-        int n = cdb_claim(&cl->db, (unsigned) cfg->max_jobs - busy, cfg->cluster_lease_ms, &left, on_claimed, cl);
+        int n = cdb_claim(&cl->db, (unsigned) cfg->max_jobs - busy, cfg->cluster_lease_ms, skip, n_skip, &left, on_claimed, cl);
         if (n >= 0)
                 cl->queue_left = left > 0;
         /* a full claim: there may be more */
@@ -364,48 +376,152 @@ void cluster_idle(struct daemon *d) {
         }
 }
 
-/* ---- the result of a claimed job ---- */
+/* ---- the results of claimed jobs ---- */
 
-static int job_end(struct rjob *rj) {
-        struct daemon *d = rj->d;
-        struct cluster *cl = d->cluster;
+/* A synced batch's claimed jobs on their way to the database (the
+ * writer's thread): what each statement needs, copied, and each one's
+ * verdict. */
+struct end_one {
+        struct rjob *rj;
+        char id[24];
+        char state[24];
+        unsigned attempt;
+        int exit_code;
+        char *text;                /* the record */
+        char *out, *err;           /* the start of its output */
+        size_t ol, el;
+        const char *cb;            /* its callback's entry (the job's, which waits for this) */
+        size_t cb_len;
+        int r;
+};
+
+struct ends {
+        struct cdb_write w;
+        struct cluster *cl;
+        struct conn **held;        /* replies the batch held: held until this is written */
+        size_t n, n_held;
+        bool local_ok;
+        struct end_one one[];
+};
+
+static int ends_run(struct cdb *db, struct cdb_write *w) {
+        struct ends *e = container_of(w, struct ends, w);
+        int worst = 0;
+        for (size_t i = 0; i < e->n; i++) {
+                struct end_one *o = &e->one[i];
+                if (!o->text) {
+                        o->r = -EAGAIN; /* out of memory: written again */
+                        continue;
+                }
+                o->r = cdb_finish(db, o->id, o->attempt, o->text, o->state, o->exit_code, o->out, o->ol, o->err, o->el, o->cb,
+                                  o->cb_len);
+                if (o->r == -EAGAIN || o->r == -EIO)
+                        worst = worst ?: o->r;
+                if (o->r == -EAGAIN && !cdb_up(db))
+                        break;
+        }
+        return worst;
+}
+
+/* A result the cluster refused: another node holds the job now. */
+static void fenced(struct cluster *cl, struct rjob *rj) {
         const struct job *j = &rj->j;
-        if (!cl)
-                return 0;
-        cluster_ensure(cl);
-        if (!cdb_up(&cl->db))
-                return -EAGAIN;
-        _cleanup_free_ char *text = rj->rec ? json_dumps(rj->rec, JSON_COMPACT) : NULL;
-        if (!text)
-                return -EAGAIN; /* out of memory: tried again */
+        cl->fenced++;
+        /* nor its callback: the result that stands has its own */
+        rj->cb_fenced = true;
+        log_warning(JOB_LOG ": its result (attempt %u) is refused by the cluster: its lease had passed to another node, "
+                    "whose result stands",
+                    JOB_LOG_ARGS(j), rj->cl_attempt);
+        /* its clients here hear the result that stands */
+        subscribe_release_remote(rj, &cl->waits);
+        cluster_deliver(cl, j->id);
+}
+
+static void ends_free(struct ends *e) {
+        for (size_t i = 0; i < e->n; i++) {
+                free(e->one[i].text);
+                free(e->one[i].out);
+                free(e->one[i].err);
+        }
+        free(e->held);
+        free(e);
+}
+
+static void ends_done(struct cdb_write *w, int r) {
+        struct ends *e = container_of(w, struct ends, w);
+        struct cluster *cl = e->cl;
+        struct daemon *d = cl->d;
+        bool ok = e->local_ok;
+        for (size_t i = 0; r != -ECANCELED && i < e->n; i++) {
+                struct end_one *o = &e->one[i];
+                int v = r < 0 ? r : o->r;
+                if (v == -ESTALE) {
+                        fenced(cl, o->rj);
+                        v = 0;
+                }
+                if (v < 0)
+                        ok = false;
+                commit_cluster_ended(d, o->rj, v < 0 ? -EAGAIN : 0);
+        }
+        for (size_t i = 0; i < e->n_held; i++)
+                conn_release(e->held[i]);
+        /* their places are free: claimed at once only when the last claim
+         * left jobs queued (else a queue notification, or the tick, wakes
+         * it) */
+        if (r != -ECANCELED) {
+                cl->claim_wanted = cl->queue_left;
+                commit_cluster_settled(d, ok);
+        }
+        ends_free(e);
+}
+
+static void end_prepare(struct daemon *d, struct end_one *o, struct rjob *rj) {
+        const struct job *j = &rj->j;
+        json_t *st = json_object_get(rj->rec, "state");
+        uint64_t size;
+        o->rj = rj;
+        snprintf(o->id, sizeof(o->id), "%s", j->id);
+        snprintf(o->state, sizeof(o->state), "%s", json_string_value(st) ?: job_outcome_name(j->outcome));
+        o->attempt = rj->cl_attempt;
+        o->exit_code = j->exit_code;
+        o->text = rj->rec ? json_dumps(rj->rec, JSON_COMPACT) : NULL;
+        o->cb = rj->cb_text;
+        o->cb_len = rj->cb_len;
         /* the start of its output, as the database keeps it (none when
          * it cannot be read: the record says what there was) */
-        _cleanup_free_ char *out = NULL, *err = NULL;
-        size_t ol = 0, el = 0;
-        uint64_t size;
-        if (logs_read_stream(d->dirs.results_fd, j->id, 0, 0, d->cfg->cluster_output_max, &out, &ol, &size) < 0)
-                ol = 0;
-        if (logs_read_stream(d->dirs.results_fd, j->id, 1, 0, d->cfg->cluster_output_max, &err, &el, &size) < 0)
-                el = 0;
-        json_t *st = json_object_get(rj->rec, "state");
-        int r = cdb_finish(&cl->db, j->id, rj->cl_attempt, text, json_string_value(st) ?: job_outcome_name(j->outcome),
-                           j->exit_code, out, ol, err, el, rj->cb_text, rj->cb_len);
-        if (r == -ESTALE) {
-                cl->fenced++;
-                /* nor its callback: the result that stands has its own */
-                rj->cb_fenced = true;
-                log_warning(JOB_LOG ": its result (attempt %u) is refused by the cluster: its lease had passed to another node, "
-                            "whose result stands",
-                            JOB_LOG_ARGS(j), rj->cl_attempt);
-                /* its clients here hear the result that stands */
-                subscribe_release_remote(rj, &cl->waits);
-                cluster_deliver(cl, j->id);
-                r = 0;
+        if (logs_read_stream(d->dirs.results_fd, j->id, 0, 0, d->cfg->cluster_output_max, &o->out, &o->ol, &size) < 0)
+                o->ol = 0;
+        if (logs_read_stream(d->dirs.results_fd, j->id, 1, 0, d->cfg->cluster_output_max, &o->err, &o->el, &size) < 0)
+                o->el = 0;
+}
+
+static void jobs_end(struct daemon *d, struct rjob **rjs, size_t n, struct conn **held, size_t n_held, bool local_ok) {
+        struct cluster *cl = d->cluster;
+        struct ends *e = calloc(1, sizeof(*e) + n * sizeof(e->one[0]));
+        struct conn **h = n_held ? calloc(n_held, sizeof(*h)) : NULL;
+        if (!e || (n_held && !h)) {
+                free(e);
+                free(h);
+                for (size_t i = 0; i < n; i++)
+                        commit_cluster_ended(d, rjs[i], -EAGAIN);
+                commit_cluster_settled(d, false);
+                return;
         }
-        /* its place is free: claimed at once only when the last claim left
-         * jobs queued (else a queue notification, or the tick, wakes it) */
-        cl->claim_wanted = cl->queue_left;
-        return r == -EIO ? -EAGAIN : r;
+        e->cl = cl;
+        e->n = n;
+        e->local_ok = local_ok;
+        e->held = h;
+        e->n_held = n_held;
+        for (size_t i = 0; i < n_held; i++) {
+                h[i] = held[i];
+                conn_hold(h[i]);
+        }
+        for (size_t i = 0; i < n; i++)
+                end_prepare(d, &e->one[i], rjs[i]);
+        e->w.items = (unsigned) n;
+        e->w.run = ends_run;
+        e->w.done = ends_done;
+        cdb_writer_submit(&cl->writer, &e->w);
 }
 
 void cluster_gauges(const struct daemon *d, struct metrics_gauges *g) {
@@ -420,9 +536,17 @@ void cluster_gauges(const struct daemon *d, struct metrics_gauges *g) {
         g->cl_requeued = cl->requeued;
         g->cl_expired = cl->expired;
         g->cl_cb_adopted = cl->cb_adopted;
+        g->cl_writes = cl->writer.writes;
+        g->cl_write_batches = cl->writer.batches;
 }
 
 /* ---- start and end ---- */
+
+static void on_writer(struct source *s, uint32_t events) {
+        struct cluster *cl = container_of(s, struct cluster, writer_src);
+        (void) events;
+        cdb_writer_complete(&cl->writer);
+}
 
 int cluster_init(struct daemon *d, struct sbx_error *err) {
         const struct config *cfg = d->cfg;
@@ -433,6 +557,7 @@ int cluster_init(struct daemon *d, struct sbx_error *err) {
                 return sbx_error_set(err, ENOMEM, "cluster");
         cl->d = d;
         list_init(&cl->waits);
+        list_init(&cl->inserting);
         cl->tick_fd = -1;
         /* Down, a node tries again at least every third of a lease, so
          * that after an outage every live node is back to renew its
@@ -461,8 +586,21 @@ int cluster_init(struct daemon *d, struct sbx_error *err) {
                 free(cl);
                 return sbx_error_set(err, -r, "cluster: timer");
         }
+        int wfd = cdb_writer_start(&cl->writer, cfg->cluster_db, cfg->cluster_node, (unsigned) cfg->cluster_timeout_ms,
+                                   (unsigned) (cfg->cluster_lease_ms / 3));
+        if (wfd < 0 || loop_add(&cl->writer_src, wfd, EPOLLIN, on_writer) < 0) {
+                r = wfd < 0 ? wfd : -errno;
+                if (wfd >= 0)
+                        cdb_writer_stop(&cl->writer);
+                loop_del(&cl->tick_src);
+                close(cl->tick_fd);
+                cdb_close(&cl->db);
+                free(cl);
+                return sbx_error_set(err, -r, "cluster: the database's writer");
+        }
+        cl->writer_on = true;
         d->cluster = cl;
-        d->cluster_end = job_end;
+        d->cluster_end = jobs_end;
         cluster_cb_start(cl);
         if (r == 1)
                 connected(cl);
@@ -482,6 +620,10 @@ void cluster_done(struct daemon *d) {
                 loop_del(&cl->db_src);
         loop_del(&cl->tick_src);
         close(cl->tick_fd);
+        if (cl->writer_on) {
+                loop_del(&cl->writer_src);
+                cdb_writer_stop(&cl->writer);
+        }
         cluster_cb_flush(cl);
         cluster_cb_stop(cl);
         cdb_close(&cl->db);

@@ -27,12 +27,12 @@ bool cluster_on(const struct daemon *d);
 /* May this node take a new job now? If not, the client is told why
  * (E_UNAVAILABLE, or the node's role) and false returned. */
 bool cluster_may_accept(struct conn *c, struct request *req);
-/* The job (built and admitted by accept.c, not queued here) as a row:
- * 0 accepted; 1 answered already (a retry of a job with the same
- * idempotency key); -1 refused (the client was told). */
+/* The job (built and admitted by accept.c, not queued here; taken) as a
+ * row. The client hears once the row is committed (the database's
+ * writer, off the loop; no further request of it is read meanwhile):
+ * the job's id, the job a retry with the same idempotency key names, or
+ * why not. 0 on its way; -1 refused at once (the client was told). */
 int cluster_submit(struct conn *c, struct rjob *rj);
-/* The accepted job's reply (and its follow), after cluster_submit(). */
-void cluster_accepted(struct conn *c, struct rjob *rj);
 
 /* A job request (status, result, wait, cancel, logs, download) for a job
  * this node does not hold: answered from the database. */

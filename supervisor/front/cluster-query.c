@@ -12,6 +12,7 @@
 #include "cluster-ops.h"
 #include "conn.h"
 #include "daemon.h"
+#include "db-writer.h"
 #include "db.h"
 #include "log.h"
 #include "recover.h"
@@ -20,12 +21,16 @@
 
 /* ---- accepting ---- */
 
-static void unavailable(struct conn *c, const struct request *req) {
+static void unavailable_because(struct conn *c, const struct request *req, const char *why) {
         struct cluster *cl = c->d->cluster;
         cl->unavailable++;
         conn_send(c, proto_error(req->tag, E_UNAVAILABLE,
                                  "the cluster's database is unreachable (%s): nothing new is accepted until it answers; retry",
-                                 cl->db.err));
+                                 why));
+}
+
+static void unavailable(struct conn *c, const struct request *req) {
+        unavailable_because(c, req, c->d->cluster->db.err);
 }
 
 bool cluster_may_accept(struct conn *c, struct request *req) {
@@ -52,45 +57,40 @@ bool cluster_may_accept(struct conn *c, struct request *req) {
         return true;
 }
 
-int cluster_submit(struct conn *c, struct rjob *rj) {
-        struct daemon *d = c->d;
-        struct cluster *cl = d->cluster;
-        struct job *j = &rj->j;
+/* A job's row on its way to the database (the writer's thread), with the
+ * client that waits for it: no further request of the client is read
+ * until it is answered. */
+struct insert {
+        struct cdb_write w;
+        struct list link;            /* cl->inserting */
+        struct conn *c;
+        struct rjob *rj;
+        char *accept, *tenant, *key; /* copies: the writer's thread reads them */
+        unsigned retries;
+        char id[24], digest[65];
         struct cdb_dup dup;
-        json_t *tag = j->req.tag;
-        json_t *acc = accept_record(rj);
-        _cleanup_free_ char *text = acc ? json_dumps(acc, JSON_COMPACT) : NULL;
-        json_decref(acc);
-        if (!text) {
-                conn_send(c, proto_error(tag, E_INTERNAL, "out of memory"));
-                return -1;
-        }
-        int r = cdb_insert_job(&cl->db, j->id, j->tenant->name, j->req.run.idempotency_key, rj->req_digest, text,
-                               (unsigned) j->req.run.retries, &dup);
-        if (r == -EAGAIN || r == -EIO) {
-                unavailable(c, &j->req);
-                return -1;
-        }
-        if (r == 0)
-                return 0;
-        if (!streq(dup.digest, rj->req_digest)) {
-                conn_send(c, proto_error(tag, E_CONFLICT,
-                                         "field 'idempotency_key': job %s was submitted with this key and a different request",
-                                         dup.id));
-                return -1;
-        }
-        conn_send(c, proto_ok(tag, json_pack("{s:s, s:s, s:b}", "job", dup.id, "state", dup.state, "duplicate", 1)));
-        if (j->req.run.follow && subscribe_add_remote(c, &cl->waits, dup.id, W_FOLLOW, tag) && streq(dup.state, "done"))
-                cluster_deliver(cl, dup.id);
-        return 1;
+        int r;
+        char err[256];               /* why the database refused the row (r -EIO) */
+};
+
+static int insert_run(struct cdb *db, struct cdb_write *w) {
+        struct insert *in = container_of(w, struct insert, w);
+        in->r = cdb_insert_job(db, in->id, in->tenant, in->key, in->digest, in->accept, in->retries, &in->dup);
+        if (in->r == -EIO)
+                snprintf(in->err, sizeof(in->err), "%s", db->err);
+        return in->r < 0 ? in->r : 0;
 }
 
-void cluster_accepted(struct conn *c, struct rjob *rj) {
+/* The accepted job's reply (and its follow). */
+static void accepted(struct conn *c, struct rjob *rj) {
         struct cluster *cl = c->d->cluster;
         struct job *j = &rj->j;
         const char *op = req_op_name(j->req.op);
         audit_request(c, op, j->pol.clamped[0] ? "accepted (clamped)" : "accepted", j, NULL,
                       j->pol.clamped[0] ? j->pol.clamped : NULL, false);
+        cl->claim_wanted = true;
+        if (c->closed)
+                return;
         json_t *ok = json_pack("{s:s, s:s}", "job", j->id, "state", "queued");
         if (ok && j->pol.clamped[0])
                 json_object_set_new(ok, "clamped", json_string(j->pol.clamped));
@@ -99,7 +99,89 @@ void cluster_accepted(struct conn *c, struct rjob *rj) {
         conn_send(c, proto_ok(j->req.tag, ok));
         if (j->req.run.follow)
                 subscribe_add_remote(c, &cl->waits, j->id, W_FOLLOW, j->req.tag);
-        cl->claim_wanted = true;
+}
+
+const char *cluster_inserting_id(const struct list *pos) {
+        return container_of(pos, struct insert, link)->id;
+}
+
+static void insert_done(struct cdb_write *w, int r) {
+        struct insert *in = container_of(w, struct insert, w);
+        struct conn *c = in->c;
+        struct cluster *cl = c->d->cluster;
+        struct job *j = &in->rj->j;
+        json_t *tag = j->req.tag;
+        list_del(&in->link);
+        cl->n_inserting--;
+        if (r < 0)
+                in->r = r;
+        if (in->r == -ECANCELED)
+                ; /* stopping: the client is gone */
+        else if (in->r == -EIO && !c->closed) {
+                cl->unavailable++;
+                conn_send(c, proto_error(tag, E_UNAVAILABLE,
+                                         "the cluster's database did not take the job's row (%s): nothing was queued; retry",
+                                         in->err));
+        }
+        else if (in->r < 0 && !c->closed)
+                unavailable_because(c, &j->req, cl->writer.err);
+        else if (in->r == 0)
+                accepted(c, in->rj);
+        else if (c->closed)
+                ;
+        else if (!streq(in->dup.digest, in->rj->req_digest))
+                conn_send(c, proto_error(tag, E_CONFLICT,
+                                         "field 'idempotency_key': job %s was submitted with this key and a different request",
+                                         in->dup.id));
+        else {
+                conn_send(c, proto_ok(tag, json_pack("{s:s, s:s, s:b}", "job", in->dup.id, "state", in->dup.state, "duplicate", 1)));
+                if (j->req.run.follow && subscribe_add_remote(c, &cl->waits, in->dup.id, W_FOLLOW, tag) &&
+                    streq(in->dup.state, "done"))
+                        cluster_deliver(cl, in->dup.id);
+        }
+        rjob_free(in->rj);
+        free(in->accept);
+        free(in->tenant);
+        free(in->key);
+        free(in);
+        conn_unbusy(c);
+}
+
+int cluster_submit(struct conn *c, struct rjob *rj) {
+        struct cluster *cl = c->d->cluster;
+        struct job *j = &rj->j;
+        struct insert *in = calloc(1, sizeof(*in));
+        json_t *acc = in ? accept_record(rj) : NULL;
+        if (in) {
+                in->accept = acc ? json_dumps(acc, JSON_COMPACT) : NULL;
+                in->tenant = strdup(j->tenant->name);
+                in->key = j->req.run.idempotency_key ? strdup(j->req.run.idempotency_key) : NULL;
+        }
+        json_decref(acc);
+        if (!in || !in->accept || !in->tenant || (j->req.run.idempotency_key && !in->key)) {
+                conn_send(c, proto_error(j->req.tag, E_INTERNAL, "out of memory"));
+                if (in) {
+                        free(in->accept);
+                        free(in->tenant);
+                        free(in->key);
+                }
+                free(in);
+                rjob_free(rj);
+                return -1;
+        }
+        in->c = c;
+        in->rj = rj;
+        rj->cluster = true;
+        in->retries = (unsigned) j->req.run.retries;
+        snprintf(in->id, sizeof(in->id), "%s", j->id);
+        snprintf(in->digest, sizeof(in->digest), "%s", rj->req_digest);
+        in->w.run = insert_run;
+        in->w.done = insert_done;
+        conn_busy(c);
+        list_add_tail(&cl->inserting, &in->link);
+        cl->n_inserting++;
+        cdb_writer_submit(&cl->writer, &in->w);
+        return 0;
 }
 
 /* ---- queries of jobs this node does not hold ---- */

@@ -111,11 +111,15 @@ struct daemon {
         void (*deps_release)(struct rjob *rj);
         void (*deps_adopt)(struct rjob *rj, const char *layer);
         /* cluster mode (cluster-ops.c): NULL without [cluster] database.
-         * cluster_end is how the group commit (below it) writes a claimed
-         * job's result to the database: 0, -ESTALE (fenced: another node
-         * holds the job now) or -EAGAIN (the database is unreachable). */
+         * cluster_end is how the group commit (below it) hands the
+         * claimed jobs of a synced batch to the database's writer (n >= 1),
+         * with the connections whose replies the batch held (held again
+         * until the database has answered) and whether the batch's own
+         * files were all written: each job comes back through
+         * commit_cluster_ended(), then the batch through
+         * commit_cluster_settled(). */
         struct cluster *cluster;
-        int (*cluster_end)(struct rjob *rj);
+        void (*cluster_end)(struct daemon *d, struct rjob **rjs, size_t n, struct conn **held, size_t n_held, bool local_ok);
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
         struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */

@@ -532,6 +532,11 @@ static void on_synced(struct source *s, uint32_t events) {
                 ends_synced(d, cm->sreq.journal_err == 0);
         cm->inflight.journal = false;
         bool all_ok = cm->sreq.journal_err == 0;
+        /* The claimed jobs of the batch, for the cluster's database. */
+        size_t n_cl = 0, n_all = 0;
+        list_for_each_safe(pos, tmp, &cm->inflight.jobs)
+                n_all++;
+        struct rjob **cl = d->cluster_end && n_all ? calloc(n_all, sizeof(*cl)) : NULL;
         list_for_each_safe(pos, tmp, &cm->inflight.jobs) {
                 struct rjob *rj = container_of(pos, struct rjob, commit_link);
                 list_del(pos);
@@ -546,21 +551,44 @@ static void on_synced(struct source *s, uint32_t events) {
                                 snprintf(what, sizeof(what), "result record");
                         all_ok = false;
                         failed(d, rj, v, what);
-                } else if (rj->cluster && d->cluster_end && d->cluster_end(rj) == -EAGAIN) {
-                        /* Durable here, not yet in the cluster's database:
-                         * kept (journal "end" line) and written again. */
-                        all_ok = false;
-                        failed(d, rj, -EAGAIN, "result in the cluster's database");
+                } else if (rj->cluster && d->cluster_end) {
+                        /* Durable here; told once the cluster's database
+                         * has it too (commit_cluster_ended). */
+                        if (cl)
+                                cl[n_cl++] = rj;
+                        else
+                                commit_cluster_ended(d, rj, -EAGAIN);
                 } else
                         tell(d, rj);
         }
         /* After the records: a reply that says a job ended (a cancel of a
          * queued one) goes out once its record is durable everywhere it
-         * is kept, the cluster's database too. */
+         * is kept, the cluster's database too (held there again). */
+        if (n_cl)
+                d->cluster_end(d, cl, n_cl, cm->inflight.held, cm->inflight.n_held, all_ok);
+        free(cl);
         for (size_t i = 0; i < cm->inflight.n_held; i++)
                 conn_release(cm->inflight.held[i]);
         cm->inflight.n_held = 0;
+        if (n_cl)
+                return; /* commit_cluster_settled() says the rest */
         if (all_ok)
+                storage_works(d);
+        if (d->stopping)
+                daemon_job_gone(d);
+}
+
+void commit_cluster_ended(struct daemon *d, struct rjob *rj, int r) {
+        if (r == -EAGAIN)
+                /* Durable here, not yet in the cluster's database: kept
+                 * (journal "end" line) and written again. */
+                failed(d, rj, -EAGAIN, "result in the cluster's database");
+        else
+                tell(d, rj);
+}
+
+void commit_cluster_settled(struct daemon *d, bool ok) {
+        if (ok)
                 storage_works(d);
         if (d->stopping)
                 daemon_job_gone(d);

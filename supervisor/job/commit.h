@@ -67,5 +67,11 @@ json_t *commit_end_line(const struct rjob *rj);
  * is pending and whose outcome is durable in the journal. Jobs whose
  * outcomes are only in memory hold it (and are logged once). */
 bool commit_may_stop(struct daemon *d);
+/* Cluster mode (daemon.h cluster_end): a claimed job's result is in the
+ * cluster's database (r 0: its clients are told) or could not be written
+ * there (-EAGAIN: kept, and written again); then the batch's end, ok when
+ * all of it was written everywhere. */
+void commit_cluster_ended(struct daemon *d, struct rjob *rj, int r);
+void commit_cluster_settled(struct daemon *d, bool ok);
 /* Storage failed outside the group commit (a journal append). */
 void commit_storage_failed(struct daemon *d, const char *what, int err);

@@ -318,6 +318,11 @@ static void cluster_lines(FILE *f, const struct metrics_gauges *g) {
                 g->cl_expired);
         counter(f, "sbx_cluster_callbacks_taken_over_total",
                 "Cluster mode: callbacks of nodes whose heartbeat stopped that this node took over to deliver.", g->cl_cb_adopted);
+        counter(f, "sbx_cluster_writes_total", "Cluster mode: job rows and results this node's database writer sent.",
+                g->cl_writes);
+        counter(f, "sbx_cluster_write_batches_total",
+                "Cluster mode: the writer's transactions (each holds the rows and results submitted while the one before it ran).",
+                g->cl_write_batches);
 }
 
 int metrics_render(const struct metrics *m, const struct metrics_gauges *g, const char *tenant, char **ret, size_t *ret_len) {

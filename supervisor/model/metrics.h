@@ -119,7 +119,7 @@ struct metrics_gauges {
         uint64_t net_pool_used, net_pool_size; /* /30s of network_pool */
         bool cluster;                   /* cluster mode: the members below were filled */
         bool cl_up;                     /* the database answers */
-        uint64_t cl_claimed, cl_fenced, cl_unavailable, cl_requeued, cl_expired, cl_cb_adopted;
+        uint64_t cl_claimed, cl_fenced, cl_unavailable, cl_requeued, cl_expired, cl_cb_adopted, cl_writes, cl_write_batches;
         const struct metrics_warm *warm; /* the tenants with warm = N */
         size_t n_warm;
 };
