@@ -89,7 +89,7 @@ supervisor_sbx_supervisord_SOURCES = \
 	supervisor/job/recover.h supervisor/job/recover.c \
 	supervisor/session/session.h supervisor/session/session-internal.h supervisor/session/session.c \
 	supervisor/session/session-files.c supervisor/session/session-adopt.c supervisor/session/session-show.c supervisor/session/session-policy.c supervisor/session/session-service.c supervisor/session/session-control.c supervisor/session/session-warm.c \
-	supervisor/cluster/db.h supervisor/cluster/db-internal.h supervisor/cluster/db.c supervisor/cluster/db-jobs.c supervisor/cluster/db-callbacks.c supervisor/cluster/db-writer.h supervisor/cluster/db-writer.c supervisor/front/cluster-ops.h supervisor/front/cluster-internal.h supervisor/front/cluster-ops.c supervisor/front/cluster-query.c supervisor/front/cluster-callbacks.c \
+	supervisor/cluster/db.h supervisor/cluster/db-internal.h supervisor/cluster/db.c supervisor/cluster/db-jobs.c supervisor/cluster/db-callbacks.c supervisor/cluster/db-writer.h supervisor/cluster/db-writer.c supervisor/cluster/db-sessions.c supervisor/front/cluster-ops.h supervisor/front/cluster-internal.h supervisor/front/cluster-ops.c supervisor/front/cluster-query.c supervisor/front/cluster-callbacks.c supervisor/front/cluster-sessions.c \
 	supervisor/front/session-ops.c supervisor/front/warm.h supervisor/front/warm.c supervisor/front/service.h supervisor/front/service.c supervisor/front/service-pump.c supervisor/front/service-conn.h supervisor/front/service-http.c \
 	supervisor/core/loop.h supervisor/core/loop.c \
 	supervisor/core/pool.h supervisor/core/pool.c \

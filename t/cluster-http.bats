@@ -1,10 +1,11 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: Apache-2.0
-# sbx-supervisord(8) RUNNING MANY NODES, a job's files: logs and downloads
-# of a job that another node ran are answered with E_OTHER_NODE naming
-# that node and, when it advertises its HTTP API ([cluster] advertise),
-# where it is; the HTTP API answers 307 to the same path and query there,
-# and 421 when the node says nothing. Two nodes on one real PostgreSQL,
+# sbx-supervisord(8) RUNNING MANY NODES, a job's files and sessions: logs
+# and downloads of a job that another node ran, and requests for a session
+# that lives on another node, are answered with E_OTHER_NODE naming that
+# node and, when it advertises its HTTP API ([cluster] advertise), where
+# it is; the HTTP API answers 307 to the same path and query there, and
+# 421 when the node says nothing. Two nodes on one real PostgreSQL,
 # each with its HTTP API on the loopback; node2 advertises, node1 not.
 
 load sup-unit/daemon
@@ -121,6 +122,46 @@ get() {
         # what the database keeps answers through any node
         run -0 nctl 2 wait "$j"
         [[ "$output" == *"state:     succeeded"* ]]
+}
+
+@test "a session lives on the node that made it: through another node E_OTHER_NODE names it and its API, over HTTP 307 there; its end is known everywhere" {
+        session_setup
+        local sid s1
+        run -0 nctl 2 session create --ttl 2m
+        sid=$output
+        [ "$(pg_sql "SELECT node FROM sbx_sessions WHERE id = '$sid'")" = node2 ]
+        run -0 nctl 2 session exec "$sid" -- sh -c 'echo 41 > n'
+        run -0 nctl 2 session exec "$sid" -- cat n
+        [ "$output" = 41 ]
+        # through node1: sent to node2, by name and address
+        run -125 nctl 1 session exec "$sid" -- cat n
+        [[ "$output" == *"E_OTHER_NODE: session $sid lives on node node2: ask that node, at http://127.0.0.1:$P2"* ]]
+        run -125 nctl 1 session show "$sid"
+        [[ "$output" == *E_OTHER_NODE*node2* ]]
+        [ "$(get "$P1" "/v1/sessions/$sid")" = "307 http://127.0.0.1:$P2/v1/sessions/$sid" ]
+        [ "$(jq -r .error.node "$SUP_DIR/body")" = node2 ]
+        [ "$(get "$P1" "/v1/sessions/$sid/get?path=n" --location-trusted)" = "200 " ]
+        [[ "$(cat "$SUP_DIR/body")" == *41* ]]
+        # another tenant knows of no such session, through either node
+        run -125 nctl_nobody 1 session show "$sid"
+        [[ "$output" == *E_NOT_FOUND* ]]
+        run -125 nctl_nobody 2 session show "$sid"
+        [[ "$output" == *E_NOT_FOUND* ]]
+        # closed on node2: every node says when and why
+        run -0 nctl 2 session close "$sid"
+        wait_until 20 eval '[ -n "$(pg_sql "SELECT ended FROM sbx_sessions WHERE id = '"'$sid'"' AND why = '"'closed'"'")" ]'
+        run -125 nctl 1 session exec "$sid" -- true
+        [[ "$output" == *"E_SESSION_ENDED: session $sid ended at "*" on node node2: closed"* ]]
+        # one on node1, which advertises nothing: named, and 421 over HTTP
+        run -0 nctl 1 session create --ttl 2m
+        s1=$output
+        run -125 nctl 2 session show "$s1"
+        [[ "$output" == *"E_OTHER_NODE: session $s1 lives on node node1: ask that node"* ]]
+        [ "$(get "$P2" "/v1/sessions/$s1")" = "421 " ]
+        run -0 nctl 1 session close "$s1"
+        # an unknown session is unknown everywhere
+        run -125 nctl 1 session show 0123456789abcdef0123456789abcdef
+        [[ "$output" == *"E_NOT_FOUND: no session"* ]]
 }
 
 @test "hostile: an address changed by hand in the database sends no client elsewhere, nor anything into a header" {

@@ -527,29 +527,38 @@ PY
         run nctl 4 submit -- true
         [ "$status" -eq 125 ]
         [[ "$output" == *E_UNSUPPORTED*"role worker"* ]]
-        # sessions live on one node: not in cluster mode yet
-        run nctl 1 session create
+        # a session lives on the node that makes it: neither makes one
+        run nctl 4 session create
         [ "$status" -eq 125 ]
-        [[ "$output" == *E_UNSUPPORTED*session* ]]
+        [[ "$output" == *E_UNSUPPORTED*"role worker"* ]]
+        node_stop 4
+        node_config 4 "role = api"
+        node_start 4
+        run nctl 4 session create
+        [ "$status" -eq 125 ]
+        [[ "$output" == *E_UNSUPPORTED*"role api"*"a session lives on the node that makes it"* ]]
         node_stop 4
 }
 
 @test "schema: a database whose schema is newer than the node knows is refused at start, by name; an older one is upgraded" {
-        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 2 ]
+        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 3 ]
         pg_sql "UPDATE sbx_schema SET version = 99"
         node_config 5
         run "$SBX_STAGE/bin/sbx-supervisord" --config "$SUP_DIR/n5/sup.conf"
-        pg_sql "UPDATE sbx_schema SET version = 2"
+        pg_sql "UPDATE sbx_schema SET version = 3"
         [ "$status" -ne 0 ]
-        [[ "$output" == *"schema is version 99, newer than this sbx-supervisord knows (2)"* ]]
-        # version 1 (before callbacks were rows), with its jobs: the next
-        # node to start upgrades it in place, and the jobs stay
+        [[ "$output" == *"schema is version 99, newer than this sbx-supervisord knows (3)"* ]]
+        # version 1 (before callbacks and sessions were rows), with its
+        # jobs: the next node to start upgrades it in place, a version at
+        # a time, and the jobs stay
         jobs=$(pg_sql "SELECT count(*) FROM sbx_jobs")
-        pg_sql "DROP TABLE sbx_callbacks; ALTER TABLE sbx_nodes DROP COLUMN api_url; UPDATE sbx_schema SET version = 1"
+        pg_sql "DROP TABLE sbx_callbacks; DROP TABLE sbx_sessions; ALTER TABLE sbx_nodes DROP COLUMN api_url; UPDATE sbx_schema SET version = 1"
         node_start 5
         grep -q "upgrading the database's sbx schema from version 1 to 2" "$SUP_DIR/n5/daemon.log"
-        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 2 ]
+        grep -q "upgrading the database's sbx schema from version 2 to 3" "$SUP_DIR/n5/daemon.log"
+        [ "$(pg_sql "SELECT version FROM sbx_schema")" = 3 ]
         [ "$(pg_sql "SELECT count(*) FROM sbx_callbacks")" = 0 ]
+        [ "$(pg_sql "SELECT count(*) FROM sbx_sessions")" = 0 ]
         [ "$(pg_sql "SELECT count(*) FROM sbx_jobs")" = "$jobs" ]
         run -0 nctl 5 run -- echo upgraded
         [ "$output" = upgraded ]

@@ -69,6 +69,15 @@ static const char *const migrations[CDB_SCHEMA_VERSION] = {
         " updated timestamptz NOT NULL DEFAULT now());"
         "CREATE INDEX sbx_callbacks_pending ON sbx_callbacks (node) WHERE state = 'pending';"
         "CREATE INDEX sbx_callbacks_taken ON sbx_callbacks (taken_from) WHERE taken_from IS NOT NULL;",
+        /* 3: where each session lives, for requests through other nodes */
+        "CREATE TABLE sbx_sessions ("
+        " id text PRIMARY KEY,"
+        " tenant text NOT NULL,"
+        " node text NOT NULL,"
+        " created timestamptz NOT NULL DEFAULT now(),"
+        " ended timestamptz,"
+        " why text);"
+        "CREATE INDEX sbx_sessions_ended ON sbx_sessions (ended) WHERE ended IS NOT NULL;",
 };
 
 void cdb_init(struct cdb *db, const char *conninfo, const char *node, unsigned timeout_ms, unsigned backoff_max_ms) {
@@ -631,7 +640,10 @@ long cdb_prune(struct cdb *db, uint64_t retention_ms) {
         char ret[32];
         pg_interval(ret, retention_ms);
         const char *v[] = { ret };
-        PGresult *r = pg_run(db, "DELETE FROM sbx_jobs WHERE state = 'done' AND ended < now() - $1::interval", 1, v, NULL, NULL);
+        PGresult *r = pg_run(db,
+                             "WITH s AS (DELETE FROM sbx_sessions WHERE ended < now() - $1::interval) "
+                             "DELETE FROM sbx_jobs WHERE state = 'done' AND ended < now() - $1::interval",
+                             1, v, NULL, NULL);
         int e = pg_verdict(db, r, "pruning ended jobs");
         if (e < 0)
                 return e;

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CDB_SCHEMA_VERSION 2
+#define CDB_SCHEMA_VERSION 3
 #define CDB_NODE_MAX 64
 #define CDB_URL_MAX 272
 #define CDB_PREPARED_MAX 48
@@ -166,5 +166,16 @@ int cdb_nodes(struct cdb *db, void (*fn)(void *arg, const struct cdb_node *n), v
 int cdb_node_url(struct cdb *db, const char *node, char url[static CDB_URL_MAX]);
 /* Mark a node draining (or not), and tell it. -ENOENT: no such node. */
 int cdb_drain(struct cdb *db, const char *node, bool drain);
-/* Delete done jobs that ended more than retention_ms ago; how many. */
+/* Sessions (db-sessions.c): each lives on the node that created it, and
+ * its row says which, so that other nodes send its requests there. */
+/* This node's new session; its end (why: closed, ttl, idle, ...). */
+int cdb_session_add(struct cdb *db, const char *id, const char *tenant);
+int cdb_session_end(struct cdb *db, const char *id, const char *why);
+/* Where the tenant's session is: *node, and when it ended (*ended_ms 0:
+ * it has not) and why. -ENOENT: no such session of the tenant. */
+int cdb_session_where(struct cdb *db, const char *id, const char *tenant, char node[static CDB_NODE_MAX], uint64_t *ended_ms,
+                      char why[static 32]);
+
+/* Delete done jobs, and ended sessions' rows, that ended more than
+ * retention_ms ago; how many jobs. */
 long cdb_prune(struct cdb *db, uint64_t retention_ms);

@@ -251,8 +251,9 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         if (req->op == REQ_SESSION_CREATE)
                 pol.timeout_ms = req->ttl_s * 1000;
         proto_request_digest(&req->run, digest);
-        /* (in cluster mode the database finds retries: cluster_submit) */
-        if (!cluster_on(d) && idempotent(c, req, digest, v))
+        /* (in cluster mode the database finds retries of jobs:
+         * cluster_submit; a session is this node's) */
+        if ((!cluster_on(d) || req->op == REQ_SESSION_CREATE) && idempotent(c, req, digest, v))
                 return NULL;
         _cleanup_free_ char *profile_path = NULL;
         if (!req->run.bundle && resolve_profile(d, pol.profile, &profile_path, v) < 0)
@@ -316,7 +317,7 @@ static struct rjob *accept_job(struct conn *c, struct request *req, struct verdi
         }
         /* In cluster mode a row in the database, which any node may
          * claim (cluster-ops.c); the reply follows its commit. */
-        if (cluster_on(d)) {
+        if (cluster_on(d) && j->req.op != REQ_SESSION_CREATE) {
                 cluster_submit(c, TAKE_PTR(rj));
                 return NULL;
         }
@@ -498,6 +499,9 @@ void accept_run(struct conn *c, struct request *req) {
          * on this connection) goes out after the journal is synced at the
          * end of this loop turn, one sync for every job accepted in it. */
         commit_hold(d, c);
+        /* in cluster mode the session's row too, for the other nodes */
+        if (rj->session_box && cluster_on(d))
+                cluster_session_created(c, rj);
         conn_send(c, proto_ok(req->tag, ok));
         runner_schedule(d);
         daemon_notify_status(d);

@@ -51,6 +51,8 @@ void cluster_ensure(struct cluster *cl);
 /* The end of a job some of this node's clients wait for (cl->waits). */
 void cluster_deliver(struct cluster *cl, const char *id);
 void cluster_set_draining(struct cluster *cl, bool draining);
+/* cluster-sessions.c: hears the ends of sessions' boxes. */
+extern const struct job_listener cluster_session_listener;
 /* The job id of an entry of cl->inserting. */
 const char *cluster_inserting_id(const struct list *pos);
 

@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "db.h"
 #include "dispatch.h"
+#include "jobevents.h"
 #include "log.h"
 #include "metrics.h"
 #include "recover.h"
@@ -599,6 +600,9 @@ int cluster_init(struct daemon *d, struct sbx_error *err) {
                 return sbx_error_set(err, -r, "cluster: the database's writer");
         }
         cl->writer_on = true;
+        /* sessions' ends, for their rows (cluster-sessions.c) */
+        if (job_listen(&cluster_session_listener) < 0)
+                log_warning("cluster: no room to hear sessions' ends: other nodes will not learn that they ended");
         d->cluster = cl;
         d->cluster_end = jobs_end;
         cluster_cb_start(cl);

@@ -34,6 +34,14 @@ bool cluster_may_accept(struct conn *c, struct request *req);
  * why not. 0 on its way; -1 refused at once (the client was told). */
 int cluster_submit(struct conn *c, struct rjob *rj);
 
+/* Sessions (cluster-sessions.c): a session lives on the node that made
+ * it. created: its row, written before the reply queued on c after this
+ * goes out. elsewhere: the request is for a session this node does not
+ * know; true when another node's row answered it (E_OTHER_NODE, or
+ * E_SESSION_ENDED). */
+void cluster_session_created(struct conn *c, const struct rjob *box);
+bool cluster_session_elsewhere(struct conn *c, const struct request *req);
+
 /* A job request (status, result, wait, cancel, logs, download) for a job
  * this node does not hold: answered from the database. */
 void cluster_op_job(struct conn *c, const struct request *req);

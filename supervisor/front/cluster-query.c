@@ -36,10 +36,19 @@ static void unavailable(struct conn *c, const struct request *req) {
 bool cluster_may_accept(struct conn *c, struct request *req) {
         struct daemon *d = c->d;
         struct cluster *cl = d->cluster;
-        if (req_op_is_session(req->op)) {
+        /* A session lives where it is made: on this node, which must run
+         * sandboxes (and is not draining). */
+        if (req->op == REQ_SESSION_CREATE && d->cfg->cluster_role == CLUSTER_API) {
                 conn_send(c, proto_error(req->tag, E_UNSUPPORTED,
-                                         "sessions are not available in cluster mode: a session lives on one node, which the "
-                                         "cluster does not route to yet"));
+                                         "node %s has the role api: it runs nothing, and a session lives on the node that makes "
+                                         "it; create it through a node of role both",
+                                         d->cfg->cluster_node));
+                return false;
+        }
+        if (req->op == REQ_SESSION_CREATE && cl->draining) {
+                conn_send(c, proto_error(req->tag, E_UNAVAILABLE,
+                                         "node %s drains: it makes no new sessions; create it through another node",
+                                         d->cfg->cluster_node));
                 return false;
         }
         if (d->cfg->cluster_role == CLUSTER_WORKER) {

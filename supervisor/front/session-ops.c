@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "cluster-ops.h"
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
@@ -31,7 +32,7 @@ struct answer {
         const char *code;        /* refused: the error code */
         char msg[SBX_ERROR_MAX];
         bool held;               /* the reply waits for the journal's sync */
-        bool sent;               /* replied already (a followed exec) */
+        bool sent;               /* replied already (another node's session) */
 };
 
 static void refuse(struct answer *a, const char *code, const char *fmt, ...) _printf_(3, 4);
@@ -303,6 +304,11 @@ static void answer_for(struct conn *c, struct request *req, struct answer *a) {
                 return;
         }
         struct session *s = session_find(&d->sessions, c->tenant, req->session, &a->code, a->msg, sizeof(a->msg));
+        /* in cluster mode it may live on another node */
+        if (!s && streq(a->code, E_NOT_FOUND) && cluster_session_elsewhere(c, req)) {
+                a->code = NULL;
+                a->sent = true;
+        }
         if (!s)
                 return;
         switch (req->op) {
@@ -399,6 +405,8 @@ void session_op(struct conn *c, struct request *req) {
                 audit_request(c, "session.create", "rejected", NULL, a.code, a.msg, true);
         } else
                 answer_for(c, req, &a);
+        if (a.sent)
+                return;
         if (a.code) {
                 conn_send(c, proto_error(req->tag, a.code, "%s", a.msg));
                 return;

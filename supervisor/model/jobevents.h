@@ -26,7 +26,7 @@ struct job_listener {
 
 /* Listeners hear in the order they registered; registering one twice
  * changes nothing. -ENOSPC past JOB_LISTENERS_MAX. */
-#define JOB_LISTENERS_MAX 6
+#define JOB_LISTENERS_MAX 8
 int job_listen(const struct job_listener *l);
 /* ev stolen (NULL: nothing to tell). */
 void job_tell_event(struct rjob *rj, json_t *ev, unsigned stream, size_t len);
