@@ -3,6 +3,7 @@
  * (clients' requests) share. Not for use outside them. */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -51,6 +52,9 @@ void cluster_ensure(struct cluster *cl);
 /* The end of a job some of this node's clients wait for (cl->waits). */
 void cluster_deliver(struct cluster *cl, const char *id);
 void cluster_set_draining(struct cluster *cl, bool draining);
+/* E_OTHER_NODE: what (a job's files, a session) is on node; ask there,
+ * at its API when it advertises one; after ends the message. */
+json_t *cluster_other_node(struct cluster *cl, json_t *tag, const char *node, const char *what, const char *after);
 /* cluster-sessions.c: hears the ends of sessions' boxes. */
 extern const struct job_listener cluster_session_listener;
 /* The job id of an entry of cl->inserting. */

@@ -283,23 +283,27 @@ static json_t *callback_state(struct cluster *cl, const char *id, json_t *cbm) {
  * address (the HTTP API answers 307 to it). */
 static void other_node(struct conn *c, const struct request *req, const struct cdb_job *j, bool done) {
         struct cluster *cl = c->d->cluster;
-        char url[CDB_URL_MAX];
         if (!j->node[0]) {
                 conn_send(c, proto_error(req->tag, E_NOT_DONE, "job %s has not started yet: no node keeps its output", j->id));
                 return;
         }
+        char what[160];
+        snprintf(what, sizeof(what), "job %s %s node %s, which keeps its output and artifacts", j->id, done ? "ran on" : "runs on",
+                 j->node);
+        conn_send(c, cluster_other_node(cl, req->tag, j->node, what, " (the start of its output is in its result: sbxctl wait)"));
+}
+
+json_t *cluster_other_node(struct cluster *cl, json_t *tag, const char *node, const char *what, const char *after) {
+        char url[CDB_URL_MAX];
         /* as [cluster] advertise takes it: a row changed by hand sends no
          * client elsewhere, nor anything into a Location header */
-        bool known = cdb_node_url(&cl->db, j->node, url) == 0 && !config_cluster_advertise_why(url);
-        json_t *o = proto_error(req->tag, E_OTHER_NODE,
-                                "job %s %s node %s, which keeps its output and artifacts: ask that node%s%s (the start of its "
-                                "output is in its result: sbxctl wait)",
-                                j->id, done ? "ran on" : "runs on", j->node, known ? ", at " : "", known ? url : "");
+        bool known = cdb_node_url(&cl->db, node, url) == 0 && !config_cluster_advertise_why(url);
+        json_t *o = proto_error(tag, E_OTHER_NODE, "%s: ask that node%s%s%s", what, known ? ", at " : "", known ? url : "", after);
         json_t *e = json_object_get(o, "error");
-        json_object_set_new(e, "node", json_string(j->node));
+        json_object_set_new(e, "node", json_string(node));
         if (known)
                 json_object_set_new(e, "api", json_string(url));
-        conn_send(c, o);
+        return o;
 }
 
 void cluster_op_job(struct conn *c, const struct request *req) {

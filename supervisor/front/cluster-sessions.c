@@ -102,7 +102,7 @@ const struct job_listener cluster_session_listener = { .end = on_end, .fail = on
 bool cluster_session_elsewhere(struct conn *c, const struct request *req) {
         struct daemon *d = c->d;
         struct cluster *cl = d->cluster;
-        char node[CDB_NODE_MAX], why[32], url[CDB_URL_MAX], when[40];
+        char node[CDB_NODE_MAX], why[32], when[40];
         uint64_t ended = 0;
         if (!cl || !req->session || !c->tenant)
                 return false;
@@ -117,15 +117,8 @@ bool cluster_session_elsewhere(struct conn *c, const struct request *req) {
         }
         if (streq(node, d->cfg->cluster_node))
                 return false; /* its end not written: this node's answer */
-        /* as [cluster] advertise takes it: a row changed by hand sends no
-         * client elsewhere */
-        bool known = cdb_node_url(&cl->db, node, url) == 0 && !config_cluster_advertise_why(url);
-        json_t *o = proto_error(req->tag, E_OTHER_NODE, "session %s lives on node %s: ask that node%s%s", req->session, node,
-                                known ? ", at " : "", known ? url : "");
-        json_t *e = json_object_get(o, "error");
-        json_object_set_new(e, "node", json_string(node));
-        if (known)
-                json_object_set_new(e, "api", json_string(url));
-        conn_send(c, o);
+        char what[96];
+        snprintf(what, sizeof(what), "session %s lives on node %s", req->session, node);
+        conn_send(c, cluster_other_node(cl, req->tag, node, what, ""));
         return true;
 }
