@@ -313,7 +313,11 @@ nodes_max_jobs() {
         [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'succeeded' AND attempt <= retries + 1")" \
                 -eq "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'succeeded'")" ]
         [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome NOT IN ('succeeded', 'error')")" = 0 ]
-        [ "$(pg_sql "SELECT count(*) FROM sbx_jobs WHERE id IN $set AND outcome = 'error' AND attempt <= retries")" = 0 ]
+        # (but for a sandbox that could not be set up: see below)
+        local retryable
+        retryable=$(pg_sql "SELECT record FROM sbx_jobs WHERE id IN $set AND outcome = 'error' AND attempt <= retries
+                AND coalesce(record::json->'error'->>'code', '') NOT IN ('E_SETUP', 'E_SPAWN')")
+        [ -z "$retryable" ] || { echo "# ended in error with a retry left: $retryable" >&3; false; }
         # an interrupted job names the node that held it: the killed or the
         # stopped one. (A sandbox that could not be set up on a machine this
         # loaded is the launcher's error, E_SETUP or E_SPAWN, not the

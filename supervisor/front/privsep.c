@@ -77,7 +77,12 @@ static int start_helper(const struct config *cfg, const char *cgroup_dir, const 
         snprintf(ws_max, sizeof(ws_max), "%llu", (unsigned long long) most);
         snprintf(uids, sizeof(uids), "%u-%u", (unsigned) cfg->job_uid_first,
                  (unsigned) (cfg->job_uid_first + cfg->job_uid_count - 1));
-        snprintf(max_jobs, sizeof(max_jobs), "%u", (unsigned) (cfg->max_jobs < cfg->job_uid_count ? cfg->max_jobs : cfg->job_uid_count));
+        /* A job's place in the scheduler is free when it ends; the
+         * helper's removal of it (JOB_CLOSE) follows off the loop, while
+         * the next job may open: room for as many again being removed
+         * (a table of max_jobs refused that one under load). */
+        uint64_t slots = cfg->max_jobs * 2;
+        snprintf(max_jobs, sizeof(max_jobs), "%u", (unsigned) (slots < cfg->job_uid_count ? slots : cfg->job_uid_count));
         const char *helper = cfg->helper ? cfg->helper : SBX_LIBEXECDIR "/sbx-privd";
         const char *argv[32] = { helper, "--fd", "3", "--front", front, "--uids", uids, "--cgroup", cgroup_dir, "--workspace", ws,
                                  "--launcher", cfg->launcher, "--max-jobs", max_jobs, "--workspace-max", ws_max };
