@@ -554,10 +554,13 @@ struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, c
         rj->t_us[T_ACCEPTED] = now_mono_us();
         jobs_add(&d->jobs, rj);
         /* Its journal line lets a restart of this node kill what it left
-         * and give it back; the database already holds it durably. */
+         * and give it back; the database already holds it durably. Not
+         * synced: a daemon killed leaves it in the page cache, and a
+         * machine that went down left nothing running to kill (its lease
+         * is given back with the others at the start either way). */
         json_t *jr = accept_record(rj);
-        if (jr && journal_append(&d->journal, jr, false) == 0)
-                commit_journal(d);
+        if (jr && journal_append(&d->journal, jr, false) < 0)
+                log_debug(JOB_LOG ": journal: its claim's line not written", JOB_LOG_ARGS(j));
         json_decref(jr);
         if (interrupted) {
                 job_transition(j, JEV_PREPARE, NULL);
