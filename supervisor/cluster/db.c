@@ -379,6 +379,7 @@ int cdb_ensure(struct cdb *db, uint64_t now_ms) {
         db->backoff_ms = 0;
         db->up_since_ms = now_mono_ms();
         db->gen++;
+        __atomic_store_n(&db->backend_pid, PQbackendPID(PG(db)), __ATOMIC_RELAXED);
         return 1;
 }
 
@@ -394,7 +395,9 @@ int cdb_notifies(struct cdb *db, bool read, void (*fn)(void *arg, const char *ch
         PGnotify *n;
         while ((n = PQnotifies(c))) {
                 const char *ch = n->relname;
-                if (!strncmp(ch, "sbx_", 4))
+                /* a job this node's own writer queued: its claim is
+                 * asked for when the writer says so (cdb.quiet_pid) */
+                if (!strncmp(ch, "sbx_", 4) && !(db->quiet_pid && n->be_pid == db->quiet_pid && streq(ch, "sbx_queue")))
                         fn(arg, ch + 4, n->extra ? n->extra : "");
                 PQfreemem(n);
                 k++;

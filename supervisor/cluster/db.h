@@ -37,6 +37,8 @@ struct cdb {
         const char *prepared[CDB_PREPARED_MAX]; /* the connection's prepared statements (db.c) */
         size_t n_prepared;
         bool claim_prepared;
+        int backend_pid;         /* the server's process of the connection (read from any thread) */
+        int quiet_pid;           /* "queue" notifications of this server process are not passed on */
         char err[256];           /* why it is down, or the last statement's error */
 };
 

@@ -170,6 +170,17 @@ void cluster_set_draining(struct cluster *cl, bool draining) {
         cl->claim_wanted = !draining;
 }
 
+/* Notifications read now: those of the jobs this node's writer queued are
+ * not (their claims follow the writer's answer: cluster-query.c). The
+ * writer's server process changes when it connects again (another node's
+ * may then take its number: the tick still claims every second). */
+static void on_notify(void *arg, const char *channel, const char *payload);
+
+static int notifies(struct cluster *cl, bool read) {
+        cl->db.quiet_pid = __atomic_load_n(&cl->writer.db.backend_pid, __ATOMIC_RELAXED);
+        return cdb_notifies(&cl->db, read, on_notify, cl);
+}
+
 static void on_notify(void *arg, const char *channel, const char *payload) {
         struct cluster *cl = arg;
         const char *me = cl->d->cfg->cluster_node;
@@ -208,7 +219,7 @@ static void watch_db(struct cluster *cl) {
 static void on_db(struct source *s, uint32_t events) {
         struct cluster *cl = container_of(s, struct cluster, db_src);
         (void) events;
-        cdb_notifies(&cl->db, true, on_notify, cl);
+        notifies(cl, true);
         watch_db(cl);
 }
 
@@ -367,7 +378,7 @@ void cluster_idle(struct daemon *d) {
          * "queue" and "done" among them) are already read: the socket
          * will not say so. */
         for (int i = 0; i < 16; i++) {
-                int n = cdb_notifies(&cl->db, false, on_notify, cl);
+                int n = notifies(cl, false);
                 bool claimed = cl->claim_wanted && cdb_up(&cl->db);
                 if (claimed)
                         claim(cl);
