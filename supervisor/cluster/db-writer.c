@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "db-internal.h"
@@ -10,24 +9,20 @@
 #include "log.h"
 #include "util.h"
 
-/* The batch's writes in one transaction (when they hold more than one
- * row or result); r of each in *rs (in order). */
+/* The batch's writes in one transaction; r of each in *rs (in order). */
 static void run_batch(struct cdb_writer *w, int *rs, size_t n) {
         struct cdb *db = &w->db;
         struct cdb_write *x;
-        size_t i = 0, items = 0;
+        size_t i = 0;
         if (cdb_ensure(db, now_mono_ms()) < 0) {
                 for (i = 0; i < n; i++)
                         rs[i] = -EAGAIN;
                 return;
         }
-        for (x = w->batch; x; x = x->next)
-                items += x->items ?: 1;
-        bool txn = items > 1;
-        int e = txn ? pg_exec0(db, "BEGIN", -1, NULL, "a batch of writes") : 0;
+        int e = n > 1 ? pg_exec0(db, "BEGIN", -1, NULL, "a batch of writes") : 0;
         for (x = w->batch, i = 0; x && e == 0; x = x->next, i++)
                 e = rs[i] = x->run(db, x);
-        if (e == 0 && txn)
+        if (e == 0 && n > 1)
                 e = pg_exec0(db, "COMMIT", -1, NULL, "a batch of writes");
         if (e == 0)
                 return;
@@ -37,9 +32,8 @@ static void run_batch(struct cdb_writer *w, int *rs, size_t n) {
                 return;
         }
         /* A statement failed, and with it the transaction: each write on
-         * its own, each of its statements committed by itself, to find
-         * which. (A single statement has had its answer.) */
-        if (!txn)
+         * its own, to find which. (A write alone has had its answer.) */
+        if (n == 1)
                 return;
         pg_rollback(db);
         for (x = w->batch, i = 0; x; x = x->next, i++)
