@@ -501,24 +501,34 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *
         return claimed;
 }
 
-int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, const char *api_url,
-                  bool *draining) {
+int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, const char *const *held, size_t n_held, uint64_t lease_ms,
+                  const char *api_url, bool *draining) {
         char lease[32], mj[16], rn[16];
         pg_interval(lease, lease_ms);
         snprintf(mj, sizeof(mj), "%u", max_jobs);
-        snprintf(rn, sizeof(rn), "%u", running);
-        const char *v[] = { db->node, lease };
-        int e = pg_exec0(db, "UPDATE sbx_jobs SET lease_until = now() + $2::interval WHERE node = $1 AND state = 'running'", 2, v,
-                      "renewing leases");
-        if (e < 0)
-                return e;
+        snprintf(rn, sizeof(rn), "%zu", n_held);
+        /* By id: a job this node gave back at its start still names it
+         * until another node takes it, and must not be renewed. */
+        if (n_held) {
+                _cleanup_free_ char *ids = pg_id_array(held, n_held);
+                if (!ids)
+                        return -ENOMEM;
+                const char *v[] = { db->node, lease, ids };
+                int e = pg_exec0(db,
+                                 "UPDATE sbx_jobs SET lease_until = now() + $2::interval WHERE node = $1 AND state = 'running' "
+                                 "AND id = ANY ($3::text[])",
+                                 3, v, "renewing leases");
+                if (e < 0)
+                        return e;
+        }
         const char *v2[] = { db->node, role, mj, rn, api_url };
         PGresult *r = pg_run(db,
                           "INSERT INTO sbx_nodes (name, role, max_jobs, running, api_url) VALUES ($1, $2, $3, $4, $5) "
                           "ON CONFLICT (name) DO UPDATE SET role = $2, max_jobs = $3, running = $4, api_url = $5, seen = now() "
                           "RETURNING draining",
                           5, v2, NULL, NULL);
-        if ((e = pg_verdict(db, r, "heartbeat")) < 0)
+        int e = pg_verdict(db, r, "heartbeat");
+        if (e < 0)
                 return e;
         *draining = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
         PQclear(r);

@@ -83,11 +83,12 @@ int cdb_set_tenants(struct cdb *db, const char *const *names, const unsigned *ma
 int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *skip, size_t n_skip, unsigned *left,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg);
 
-/* Renew the leases of this node's running jobs and its heartbeat row
+/* Renew the leases of the jobs this node holds (held, n_held of them:
+ * never one it gave back, which stays to expire) and its heartbeat row
  * (role, max_jobs, running, and api_url: where its HTTP API is, or
  * NULL); *draining: whether the node is told to drain. */
-int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, unsigned running, uint64_t lease_ms, const char *api_url,
-                  bool *draining);
+int cdb_heartbeat(struct cdb *db, const char *role, unsigned max_jobs, const char *const *held, size_t n_held, uint64_t lease_ms,
+                  const char *api_url, bool *draining);
 /* Jobs whose leases expired: those with retries left are queued again
  * (*requeued of them); the others (at most 64 a call) are taken by this
  * node to be recorded as interrupted: fn gets each with its accept

@@ -39,12 +39,20 @@ static const char *role_name(const struct daemon *d) {
         return config_cluster_role_name(d->cfg->cluster_role);
 }
 
-static unsigned running_here(const struct daemon *d) {
-        unsigned n = 0;
+/* The ids of the claimed jobs this node holds (running, or their results
+ * on their way), in *n; NULL: out of memory. */
+static const char **held_here(const struct daemon *d, size_t *n) {
+        const char **ids = calloc(d->jobs.n + 1, sizeof(*ids));
         struct list *pos, *tmp;
-        list_for_each_safe(pos, tmp, &d->jobs.all)
-                n += list_entry(pos, struct rjob, link)->cluster;
-        return n;
+        *n = 0;
+        if (!ids)
+                return NULL;
+        list_for_each_safe(pos, tmp, &d->jobs.all) {
+                struct rjob *rj = list_entry(pos, struct rjob, link);
+                if (rj->cluster)
+                        ids[(*n)++] = rj->j.id;
+        }
+        return ids;
 }
 
 /* ---- claims, leases, notifications ---- */
@@ -249,9 +257,13 @@ static void beat(struct cluster *cl, uint64_t now) {
         struct daemon *d = cl->d;
         const struct config *cfg = d->cfg;
         bool draining = cl->draining;
+        size_t n;
+        _cleanup_free_ const char **held = held_here(d, &n);
+        if (!held)
+                return; /* (the next tick) */
         cl->next_beat_ms = now + cfg->cluster_lease_ms / 3;
-        if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, running_here(d), cfg->cluster_lease_ms,
-                          cfg->cluster_advertise, &draining) == 0)
+        if (cdb_heartbeat(&cl->db, role_name(d), (unsigned) cfg->max_jobs, held, n, cfg->cluster_lease_ms, cfg->cluster_advertise,
+                          &draining) == 0)
                 cluster_set_draining(cl, draining);
 }
 
@@ -261,17 +273,10 @@ static void connected(struct cluster *cl) {
         struct daemon *d = cl->d;
         log_notice("cluster: node %s (role %s) connected to the database", d->cfg->cluster_node, role_name(d));
         if (!cl->released) {
-                const char **keep = calloc(d->jobs.n + 1, sizeof(*keep));
-                size_t n = 0;
-                struct list *pos, *tmp;
-                list_for_each_safe(pos, tmp, &d->jobs.all) {
-                        struct rjob *rj = list_entry(pos, struct rjob, link);
-                        if (keep && rj->cluster)
-                                keep[n++] = rj->j.id;
-                }
+                size_t n;
+                _cleanup_free_ const char **keep = held_here(d, &n);
                 if (keep && cdb_release_node(&cl->db, keep, n) == 0)
                         cl->released = true;
-                free(keep);
         }
         cluster_cb_taken(cl);
         give_tenants(cl);
