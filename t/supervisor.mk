@@ -113,6 +113,7 @@ SUP_BATS = \
 	t/cluster.bats \
 	t/cluster-callbacks.bats \
 	t/cluster-http.bats \
+	t/cluster-claim.bats \
 	t/supervisor-timeouts.bats \
 	t/supervisor-timer-faults.bats \
 	t/supervisor-docs.bats \

@@ -427,7 +427,7 @@ void pg_interval(char out[static 32], uint64_t ms) {
 }
 
 int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *skip, size_t n_skip, unsigned *left,
-              void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg) {
+              unsigned *runnable, void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg) {
         if (!db->pg)
                 return -EAGAIN;
         /* (letters and digits only: quoted as they are) */
@@ -451,15 +451,17 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *
                                  "WITH running AS (SELECT tenant, count(*) AS n FROM sbx_jobs WHERE state = 'running' GROUP BY tenant), "
                                  "cand AS (SELECT id, tenant, seq, row_number() OVER (PARTITION BY tenant ORDER BY seq) AS rn "
                                  "FROM sbx_jobs WHERE state = 'queued' AND NOT (id = ANY ($1))), "
-                                 "pick AS (SELECT c.id FROM cand c LEFT JOIN running r ON r.tenant = c.tenant "
+                                 "ok AS (SELECT c.id, c.seq FROM cand c LEFT JOIN running r ON r.tenant = c.tenant "
                                  "LEFT JOIN sbx_tenants t ON t.name = c.tenant "
-                                 "WHERE c.rn + coalesce(r.n, 0) <= coalesce(t.max_jobs, 2147483647) ORDER BY c.seq LIMIT $2), "
+                                 "WHERE c.rn + coalesce(r.n, 0) <= coalesce(t.max_jobs, 2147483647)), "
+                                 "pick AS (SELECT id FROM ok ORDER BY seq LIMIT $2), "
                                  "locked AS (SELECT j.id FROM sbx_jobs j JOIN pick p ON p.id = j.id WHERE j.state = 'queued' "
                                  "FOR UPDATE OF j SKIP LOCKED), "
                                  "up AS (UPDATE sbx_jobs j SET state = 'running', node = $3, attempt = j.attempt + 1, claimed = now(), "
                                  "lease_until = now() + $4 * interval '1 millisecond' FROM locked WHERE j.id = locked.id "
                                  "RETURNING j.id, j.accept, j.attempt) "
-                                 "SELECT id, accept, attempt FROM up UNION ALL SELECT NULL, NULL, (SELECT count(*) FROM cand)",
+                                 "SELECT id, accept, attempt, NULL::bigint FROM up "
+                                 "UNION ALL SELECT NULL, NULL, (SELECT count(*) FROM cand), (SELECT count(*) FROM ok)",
                                  -1, NULL, "preparing the claim");
                 if (e < 0)
                         return e;
@@ -484,13 +486,14 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *
                 return e;
         }
         /* committed (else the result would be the failure); the last
-         * row counts the queued jobs the claim saw, those it took among
-         * them */
+         * row counts the queued jobs the claim saw, and those of them
+         * within their tenants' limits, those it took among them */
         int rows = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0, claimed = 0;
-        uint64_t queued = 0;
+        uint64_t queued = 0, ok = 0;
         for (int i = 0; i < rows; i++) {
                 if (PQgetisnull(r, i, 0)) {
                         queued = pg_u64(r, i, 2);
+                        ok = pg_u64(r, i, 3);
                         continue;
                 }
                 fn(arg, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), (unsigned) pg_u64(r, i, 2));
@@ -498,6 +501,7 @@ int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *
         }
         PQclear(r);
         *left = queued > (uint64_t) claimed ? (unsigned) (queued - (uint64_t) claimed) : 0;
+        *runnable = ok > (uint64_t) claimed ? (unsigned) (ok - (uint64_t) claimed) : 0;
         return claimed;
 }
 

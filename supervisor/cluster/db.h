@@ -79,8 +79,10 @@ int cdb_set_tenants(struct cdb *db, const char *const *names, const unsigned *ma
  * cluster, but none of the skip ids (n_skip of them). fn gets each job's
  * accept record (JSON text) and attempt. The number claimed, or -EAGAIN;
  * *left: the queued jobs it saw and did not take (their tenants' limits,
- * or n). */
+ * or n); *runnable: those of them that their tenants' limits let run
+ * (a larger n would have taken them). */
 int cdb_claim(struct cdb *db, unsigned n, uint64_t lease_ms, const char *const *skip, size_t n_skip, unsigned *left,
+              unsigned *runnable,
               void (*fn)(void *arg, const char *id, const char *accept_json, unsigned attempt), void *arg);
 
 /* Renew the leases of the jobs this node holds (held, n_held of them:

@@ -36,6 +36,8 @@ struct cluster {
         struct list waits;        /* struct job_watch.job_link of jobs held elsewhere */
         bool claim_wanted;
         bool queue_left;          /* the last claim saw jobs queued that it did not take */
+        unsigned runnable_left;   /* and how many of them their tenants' limits let run */
+        bool queue_seen;          /* a claim answered since the connection was made */
         bool draining;            /* told so by the database (sbxctl drain) */
         bool released;            /* this node's leases of before its start are given back */
         bool refused_schema;

@@ -23,6 +23,7 @@
 #include "runner.h"
 #include "subscribe.h"
 #include "tenant.h"
+#include "warm.h"
 
 /* How often the node looks at the database without being woken: its
  * heartbeat and leases (a third of the lease), expired leases, and the
@@ -86,13 +87,17 @@ static void on_claimed(void *arg, const char *id, const char *accept_json, unsig
                 return;
         }
         json_t *acc = json_loads(accept_json, 0, &je);
-        struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, NULL) : NULL;
+        /* in a warm sandbox when it may run in one, as on a daemon alone */
+        struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, NULL, warm_claimed) : NULL;
         json_decref(acc);
         if (!rj) {
                 refuse_row(cl, id, attempt, "its row in the cluster's database cannot be made a job of on this node");
                 return;
         }
-        log_debug("cluster: claimed job %s (attempt %u)", id, attempt);
+        log_debug("cluster: claimed job %s (attempt %u%s)", id, attempt, rj->warm ? ", in a warm sandbox" : "");
+        /* queued: the place a warm sandbox holds, when it waits for one */
+        if (rj->j.state == JOB_QUEUED && !rj->warm)
+                warm_queued(cl->d, rj->j.tenant);
         /* This node's clients that wait for it hear it from here. */
         if (rj->j.state != JOB_DONE)
                 subscribe_adopt_remote(&cl->waits, id, rj);
@@ -105,7 +110,7 @@ static void on_expired(void *arg, const char *id, const char *accept_json, unsig
         snprintf(why, sizeof(why), "node %s, which ran it, stopped renewing its lease (it died, stopped or lost the database)",
                  was_node);
         json_t *acc = json_loads(accept_json, 0, &je);
-        struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, why) : NULL;
+        struct rjob *rj = acc ? recover_claim(cl->d, acc, attempt, why, NULL) : NULL;
         json_decref(acc);
         cl->expired++;
         if (!rj) {
@@ -121,9 +126,11 @@ static void claim(struct cluster *cl) {
         cl->claim_wanted = false;
         if (cfg->cluster_role == CLUSTER_API || cl->draining || d->stopping || !cdb_up(&cl->db))
                 return;
-        unsigned busy = d->sched.all.running + d->sched.all.queued;
+        /* The places of warm sandboxes not taken count as free: a job
+         * claimed for one takes the sandbox or makes it end (warm.c). */
+        unsigned busy = d->sched.all.running + d->sched.all.queued, room = (unsigned) cfg->max_jobs + warm_places(d);
         /* no room: what may be queued is claimed when a job here ends */
-        if (busy >= cfg->max_jobs) {
+        if (busy >= room) {
                 cl->queue_left = true;
                 return;
         }
@@ -139,12 +146,19 @@ static void claim(struct cluster *cl) {
         }
         list_for_each_safe(pos, tmp, &cl->inserting)
                 skip[n_skip++] = cluster_inserting_id(pos);
-        unsigned left = 0;
-        int n = cdb_claim(&cl->db, (unsigned) cfg->max_jobs - busy, cfg->cluster_lease_ms, skip, n_skip, &left, on_claimed, cl);
-        if (n >= 0)
+        unsigned left = 0, runnable = 0;
+        int n = cdb_claim(&cl->db, room - busy, cfg->cluster_lease_ms, skip, n_skip, &left, &runnable, on_claimed, cl);
+        if (n >= 0) {
                 cl->queue_left = left > 0;
+                /* none left that this node could run: its warm pools may
+                 * be made (warm_fill asks cluster_may_warm) */
+                if (!runnable && (cl->runnable_left || !cl->queue_seen))
+                        d->warm_wanted = true;
+                cl->runnable_left = runnable;
+                cl->queue_seen = true;
+        }
         /* a full claim: there may be more */
-        if (n > 0 && (unsigned) n == cfg->max_jobs - busy)
+        if (n > 0 && (unsigned) n == room - busy)
                 cl->claim_wanted = true;
 }
 
@@ -176,6 +190,18 @@ void cluster_set_draining(struct cluster *cl, bool draining) {
                    draining ? "drains: it finishes its jobs and claims no more" : "claims jobs again");
         cl->draining = draining;
         cl->claim_wanted = !draining;
+        /* no job comes for a draining node's warm sandboxes: they end (and
+         * are made again once it claims again) */
+        if (draining)
+                warm_end_all(cl->d, "drained");
+        else
+                cl->d->warm_wanted = true;
+}
+
+bool cluster_may_warm(const struct daemon *d) {
+        const struct cluster *cl = d->cluster;
+        return cl && d->cfg->cluster_role != CLUSTER_API && !cl->draining && cdb_up(&cl->db) && cl->queue_seen &&
+               !cl->runnable_left;
 }
 
 /* Notifications read now: those of the jobs this node's writer queued are
@@ -272,6 +298,7 @@ static void beat(struct cluster *cl, uint64_t now) {
 static void connected(struct cluster *cl) {
         struct daemon *d = cl->d;
         log_notice("cluster: node %s (role %s) connected to the database", d->cfg->cluster_node, role_name(d));
+        cl->queue_seen = false; /* (no warm sandbox is made before a claim has seen the queue) */
         if (!cl->released) {
                 size_t n;
                 _cleanup_free_ const char **keep = held_here(d, &n);

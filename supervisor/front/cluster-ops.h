@@ -48,6 +48,10 @@ void cluster_op_job(struct conn *c, const struct request *req);
 void cluster_op_list(struct conn *c, struct request *req);
 /* nodes, drain (admins only; checked by the caller) */
 void cluster_op_admin(struct conn *c, struct request *req);
+/* May this node make its warm pools' sandboxes now? Only a node that
+ * claims jobs (not role api, not draining, connected), and only while
+ * its last claim left no queued job its tenant's limit lets run. */
+bool cluster_may_warm(const struct daemon *d);
 /* After every loop turn: claim when there may be work and room. */
 void cluster_idle(struct daemon *d);
 /* The metrics' gauges and counters of cluster mode (sbx_cluster_*). */

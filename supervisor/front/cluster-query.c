@@ -249,7 +249,7 @@ static void op_cancel(struct conn *c, const struct request *req, struct cdb_job 
         /* Queued: taken by this node, and ended cancelled here. */
         json_error_t je;
         json_t *acc = t.accept ? json_loads(t.accept, 0, &je) : NULL;
-        struct rjob *rj = acc ? recover_claim(d, acc, t.attempt, NULL) : NULL;
+        struct rjob *rj = acc ? recover_claim(d, acc, t.attempt, NULL, NULL) : NULL;
         json_decref(acc);
         cdb_job_free(&t);
         if (!rj) {

@@ -7,8 +7,11 @@
  * of its tenant's jobs wait in the queue (they keep their order). Every
  * other job starts cold, as it would without a pool. The sandboxes hold
  * places of their tenant's max_jobs and of the daemon's, so they are made
- * only where nothing waits for a place, and one ends when a job of its
- * tenant would wait for the place it holds. */
+ * only where nothing waits for a place, and one ends when a job would
+ * wait for the place it holds. In cluster mode the jobs a node claims
+ * take them (warm_claimed), the claims count their places free, and only
+ * a node that claims makes them, while nothing runnable waits in the
+ * database. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "cluster-ops.h"
 #include "daemon.h"
 #include "dispatch.h"
 #include "jobevents.h"
@@ -178,8 +182,9 @@ void warm_fill(struct daemon *d) {
                 return;
         uint64_t now = now_mono_ms();
         /* jobs wait for places: they have them first (the sandboxes
-         * queued below count from here on) */
-        if (d->sched.all.queued)
+         * queued below count from here on); in cluster mode also those
+         * this node could claim, and a node that claims none has none */
+        if (d->sched.all.queued || (cluster_on(d) && !cluster_may_warm(d)))
                 return;
         for (size_t i = 0; i < d->cfg->n_tenants; i++) {
                 const struct tenant *t = &d->cfg->tenants[i];
@@ -206,11 +211,13 @@ void warm_fill(struct daemon *d) {
         }
 }
 
-/* Would a cold start give this job exactly a warm sandbox of t's? */
+/* Would a cold start give this job exactly a warm sandbox of t's? (No
+ * progress callbacks: 0, or, rebuilt from its accept line, unset.) */
 static bool fits(const struct request *req, const struct policy_decision *pol) {
         const struct run_request *run = &req->run;
         return req->op == REQ_RUN && !run->bundle && !run->n_files && !run->n_artifacts && !run->n_secrets && !run_has_deps(run) &&
-               !run->retries && !run->progress_s && !run->netpol && pol->net != NET_RESTRICTED && run->stdin_len <= WARM_STDIN_MAX;
+               !run->retries && (!run->progress_s || run->progress_s == PROTO_UNSET) && !run->netpol &&
+               pol->net != NET_RESTRICTED && run->stdin_len <= WARM_STDIN_MAX;
 }
 
 struct session *warm_take(struct daemon *d, const struct tenant *t, const struct request *req, const struct policy_decision *pol,
@@ -244,10 +251,38 @@ struct session *warm_take(struct daemon *d, const struct tenant *t, const struct
 }
 
 void warm_queued(struct daemon *d, const struct tenant *t) {
-        if (!t->warm)
-                return;
         const struct sched_count *c = sched_tenant(&d->sched, t);
-        /* it waits for a place: one a warm sandbox holds is given up */
-        if (c->queued && (c->running >= t->max_jobs || d->sched.all.running >= d->sched.max_running))
-                sessions_warm_end_one(&d->sessions, t, "yielded");
+        if (!c->queued)
+                return;
+        /* It waits for a place that a warm sandbox holds: the sandbox
+         * gives it up. One of its tenant's, for a place of its tenant's;
+         * for one of the daemon's, one of its tenant's pool first, else
+         * one of another tenant's. */
+        if (c->running >= t->max_jobs) {
+                if (t->warm)
+                        sessions_warm_end_one(&d->sessions, t, "yielded");
+                return;
+        }
+        if (d->sched.all.running >= d->sched.max_running && !(t->warm && sessions_warm_end_one(&d->sessions, t, "yielded")))
+                sessions_warm_end_one(&d->sessions, NULL, "yielded");
+}
+
+bool warm_claimed(struct rjob *rj) {
+        struct session *s = warm_take(rj->d, rj->j.tenant, &rj->j.req, &rj->j.pol, rj->profile_path);
+        if (!s || session_warm_attach(s, rj) < 0)
+                return false;
+        session_warm_start(rj);
+        return true;
+}
+
+unsigned warm_places(const struct daemon *d) {
+        return d->warm ? sessions_warm(&d->sessions, NULL, NULL) : 0;
+}
+
+void warm_end_all(struct daemon *d, const char *reason) {
+        unsigned n = 0;
+        while (sessions_warm_end_one(&d->sessions, NULL, reason))
+                n++;
+        if (n)
+                log_info("%u warm sandboxes end (%s)", n, reason);
 }

@@ -11,6 +11,7 @@
 struct daemon;
 struct policy_decision;
 struct request;
+struct rjob;
 struct session;
 struct tenant;
 
@@ -26,6 +27,17 @@ void warm_fill(struct daemon *d);
  * NULL to start it cold. profile_path: the profile it resolved to. */
 struct session *warm_take(struct daemon *d, const struct tenant *t, const struct request *req, const struct policy_decision *pol,
                           const char *profile_path);
-/* A job of t was queued: when t's own limit holds it back, a sandbox of
- * its pool ends to make room. */
+/* A job of t was queued: when it waits for a place that a warm sandbox
+ * holds (of its tenant's max_jobs: one of t's pool; of the daemon's: one
+ * of t's pool, else of another tenant's), that sandbox ends (yielded). */
 void warm_queued(struct daemon *d, const struct tenant *t);
+/* Cluster mode: a job this node claimed, admitted and journaled (the take
+ * of recover_claim()): started in a warm sandbox of its tenant's when it
+ * may run in one (as warm_take decides); false: it queues. */
+bool warm_claimed(struct rjob *rj);
+/* The places the daemon's warm sandboxes hold (every untaken one): a
+ * claim may count them free, as a job queued for one makes it end. */
+unsigned warm_places(const struct daemon *d);
+/* Every untaken warm sandbox ends, with reason in its record (a drained
+ * node: they would hold places no job comes for). */
+void warm_end_all(struct daemon *d, const char *reason);

@@ -164,7 +164,8 @@ static struct rjob *rebuild(struct daemon *d, const struct journal_entry *x, boo
 
 /* A job that may run (again): its decision re-taken under today's
  * configuration, a fresh workspace, and a place in the queue. */
-static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
+/* Its policy decided again, and its profile found: 0, or rejected. */
+static int readmit(struct daemon *d, struct rjob *rj, struct tally *t) {
         struct sbx_error err;
         struct job *j = &rj->j;
         const char *code;
@@ -184,13 +185,25 @@ static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
                 t->rejected++;
                 return r;
         }
+        return 0;
+}
+
+/* Queued again (what it fetches first, fetched). */
+static void queue_again(struct daemon *d, struct rjob *rj, struct tally *t) {
+        struct job *j = &rj->j;
         sched_requeue(&d->sched, j);
         t->requeued++;
         if (j->bundle.set)
                 bundle_job_start(rj);
         else if (run_has_deps(&j->req.run) && d->deps_start)
                 d->deps_start(rj);
-        return 0;
+}
+
+static int requeue(struct daemon *d, struct rjob *rj, struct tally *t) {
+        int r = readmit(d, rj, t);
+        if (r == 0)
+                queue_again(d, rj, t);
+        return r;
 }
 
 /* The job ended before the restart, and its record, which could not be
@@ -530,7 +543,8 @@ int recover_run(struct daemon *d, struct sbx_error *err) {
         return 0;
 }
 
-struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, const char *interrupted) {
+struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, const char *interrupted,
+                           bool (*take)(struct rjob *rj)) {
         struct journal_entry x = { 0 };
         struct tally t = { 0 };
         bool whole;
@@ -568,7 +582,9 @@ struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, c
                 job_transition(j, JEV_RESTARTED, interrupted);
         } else if (!whole)
                 job_transition(j, JEV_REJECTED, "its request in the cluster's database is not whole");
-        else if (requeue(d, rj, &t) == 0) {
+        else if (readmit(d, rj, &t) == 0) {
+                if (!take || !take(rj))
+                        queue_again(d, rj, &t);
                 runner_schedule(d);
                 return rj;
         }

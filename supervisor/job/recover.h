@@ -23,5 +23,8 @@ json_t *accept_record(const struct rjob *rj);
 /* Cluster mode: a job claimed from the database (its accept line, the
  * attempt that fences its result): queued here as a job of this node, or
  * with interrupted (why) recorded as interrupted at once (E_RESTARTED).
+ * take, when not NULL, is offered the job first, admitted and journaled:
+ * true when it started it elsewhere than in the queue (a warm sandbox).
  * NULL when it cannot be rebuilt or is here already. */
-struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, const char *interrupted);
+struct rjob *recover_claim(struct daemon *d, json_t *accept, unsigned attempt, const char *interrupted,
+                           bool (*take)(struct rjob *rj));

@@ -130,11 +130,6 @@ int config_cluster_check(struct config *c, struct sbx_error *err) {
                                    c->path);
                 return 0;
         }
-        for (size_t i = 0; i < c->n_tenants; i++)
-                if (c->tenants[i].warm)
-                        return BAD("%s: [tenant.%s] warm: warm pools are not available in cluster mode ([cluster] database): "
-                                   "a pool's sandboxes would hold places the cluster does not count",
-                                   c->path, c->tenants[i].name);
         if (!c->cluster_node) {
                 char host[256];
                 if (gethostname(host, sizeof(host)) < 0)

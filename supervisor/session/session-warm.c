@@ -28,7 +28,7 @@ unsigned sessions_warm(const struct sessions *ss, const struct tenant *t, unsign
         unsigned n = 0, ready = 0;
         for (const struct list *p = ss->live.next; p != &ss->live; p = p->next) {
                 const struct session *s = list_entry(p, struct session, link);
-                if (!s->warm || s->taken || s->state == S_ENDING || !tenant_same(s->tenant, t))
+                if (!s->warm || s->taken || s->state == S_ENDING || (t && !tenant_same(s->tenant, t)))
                         continue;
                 n++;
                 ready += s->state == S_READY;
@@ -91,7 +91,7 @@ bool sessions_warm_end_one(struct sessions *ss, const struct tenant *t, const ch
         struct session *pick = NULL;
         for (struct list *p = ss->live.next; p != &ss->live; p = p->next) {
                 struct session *s = list_entry(p, struct session, link);
-                if (!s->warm || s->taken || s->state == S_ENDING || !tenant_same(s->tenant, t))
+                if (!s->warm || s->taken || s->state == S_ENDING || (t && !tenant_same(s->tenant, t)))
                         continue;
                 /* one still starting first: it is the furthest from use */
                 if (!pick || (pick->state == S_READY && s->state != S_READY))

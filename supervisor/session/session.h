@@ -111,14 +111,14 @@ int session_resize(struct session *s, const char *job, uint16_t rows, uint16_t c
 /* Warm pools (session-warm.c; front/warm.c keeps them). A warm sandbox
  * is a session whose box was marked warm before session_new: it is not
  * counted, listed or found as a caller's session. */
-/* Its tenant's warm sandboxes not yet taken nor ending; how many of them
- * are ready in *ret_ready (may be NULL). */
+/* Its tenant's warm sandboxes (every tenant's: t NULL) not yet taken nor
+ * ending; how many of them are ready in *ret_ready (may be NULL). */
 unsigned sessions_warm(const struct sessions *ss, const struct tenant *t, unsigned *ret_ready);
 /* A ready one of t's made with the limits of pol (all but the timeout),
  * taken (no longer idle, never given again), or NULL. */
 struct session *session_warm_take(struct sessions *ss, const struct tenant *t, const struct policy_decision *pol);
-/* rj (accepted, not yet journaled) runs in s as its exec: its uid is
- * the sandbox's, its record says warm. -ENOMEM. */
+/* rj (accepted; a claimed one journaled already) runs in s as its exec:
+ * its uid is the sandbox's, its record says warm. -ENOMEM. */
 int session_warm_attach(struct session *s, struct rjob *rj);
 /* The job could not be accepted after all: it is no exec of s, and s,
  * taken, ends unused. */
@@ -126,8 +126,9 @@ void session_warm_abandon(struct rjob *rj);
 /* Journaled and listed: the agent starts it (a failure ends it at once,
  * with why). */
 void session_warm_start(struct rjob *rj);
-/* End one of t's untaken warm sandboxes (one still starting first), with
- * reason in its record; false when it has none. */
+/* End one of t's untaken warm sandboxes (one still starting first; of
+ * any tenant's: t NULL), with reason in its record; false when there is
+ * none. */
 bool sessions_warm_end_one(struct sessions *ss, const struct tenant *t, const char *reason);
 
 /* Services (session-service.c): a port of the sandbox's loopback exposed
