@@ -6,7 +6,8 @@
 # to a daemon alone does; the places they hold count as free to its
 # claims, and a claimed job that would wait for one makes the sandbox end,
 # whoever's it is. An api node keeps none; a draining node ends its own.
-# A lone worker restarted gives back what it ran, for good.
+# A claimed job's policy is decided again by its profile as at its
+# acceptance. A lone worker restarted gives back what it ran, for good.
 # Two nodes on one real PostgreSQL: node1 (role both) runs the jobs, node2
 # (role api) takes most of the submissions.
 
@@ -22,6 +23,9 @@ setup_file() {
         export NODE_TENANT_LINES=$'warm = 2\nwarm_idle = 10m\nmax_memory = 2G'
         node_config 1
         node_config 2 "role = api"
+        # a profile that asks for the network audit itself
+        sed -i 's/^profiles = default shell$/profiles = default shell audited/' "$SUP_DIR/n1/sup.conf" "$SUP_DIR/n2/sup.conf"
+        sed 's/^mode = none$/&\naudit = yes/' "$SBX_STAGE/profiles/default.ini" >"$SBX_STAGE/profiles/audited.ini"
         node_start 1
         node_start 2
 }
@@ -210,3 +214,11 @@ log_count() {
         wait_until 15 sh -c '! pgrep -f "^sleep 68$" >/dev/null'
 }
 
+@test "a claimed job's profile asks for the network audit: the node that claims it audits it, as the one that accepted it decided" {
+        grep -qx "audit = yes" "$SBX_STAGE/profiles/audited.ini"
+        run -0 nctl 2 --json submit --profile audited -- true
+        j=$(json_get job <<<"$output")
+        run -0 nctl 2 --json wait "$j"
+        [ "$(json_get result.state <<<"$output")" = succeeded ]
+        [ "$(json_get result.network.audit <<<"$output")" = true ]
+}

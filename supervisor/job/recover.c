@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "daemon.h"
 #include "log.h"
+#include "netjob.h"
 #include "prepare.h"
 #include "privc.h"
 #include "profile.h"
@@ -178,9 +179,18 @@ static int readmit(struct daemon *d, struct rjob *rj, struct tally *t) {
                 if (r < 0)
                         sbx_error_msg(&err, -r, "no profile '%s' in %s", j->pol.profile, d->cfg->profile_path);
         }
+        /* What the profile itself asks of the network (its audit), as at
+         * the job's acceptance. */
+        if (r == 0 && !j->bundle.set) {
+                char why[SBX_ERROR_MAX];
+                r = netjob_profile_policy(&d->caps, j->pol.profile, rj->profile_path, &j->pol, why, sizeof(why));
+                if (r < 0)
+                        sbx_error_msg(&err, -r, "%s", why);
+        }
         if (r < 0) {
                 char msg[SBX_ERROR_MAX + 64];
-                snprintf(msg, sizeof(msg), "refused when run again after a restart: %s", err.msg);
+                snprintf(msg, sizeof(msg), "refused when decided again (after a restart, or on the node that claimed it): %s",
+                         err.msg);
                 job_transition(j, JEV_REJECTED, msg);
                 t->rejected++;
                 return r;
