@@ -5,7 +5,8 @@
 # row says how it settled; a node SIGKILLed with deliveries pending has
 # them delivered by another node once its heartbeat has stopped for a
 # lease, with the same delivery ids, and when it comes back it drops them
-# instead of posting them again. Two nodes on one real PostgreSQL, the
+# instead of posting them again. Progress callbacks are posted by the
+# node that runs the job (best effort). Two nodes on one real PostgreSQL, the
 # receiver is t/helpers/callback-receiver.py.
 
 load sup-unit/daemon
@@ -170,4 +171,25 @@ ran_on() {
         run -0 nctl 1 callbacks ls
         [[ "$output" != *"$j"* ]]
         [ "$(posts "$j" | wc -l)" = 1 ]
+}
+
+@test "progress callbacks: the node that runs a job posts started and heartbeats; run again on another node after its own died, the job gets them from there" {
+        j=$(nctl 1 submit --progress 1 -- sleep 3)
+        run -0 nctl 2 wait "$j"
+        wait_until 20 eval '[ "$(posts "$j" | grep -c "\"event\": \"result\"")" = 1 ]'
+        [ "$(posts "$j" | grep -c '"event": "started"')" = 1 ]
+        [ "$(posts "$j" | grep -c '"event": "heartbeat"')" -ge 1 ]
+        # node1 runs the next one, and is killed while it does: what it
+        # had not posted is lost (best effort); node2 runs it again and
+        # posts its own
+        drain_node2
+        k=$(nctl 1 submit --progress 1 --retries 1 -- sleep 5)
+        wait_until 20 eval '[ "$(posts "$k" | grep -c "\"event\": \"started\"")" = 1 ]'
+        node_kill 1
+        run -0 nctl 2 drain node2 --undo
+        run -0 nctl 2 wait "$k"
+        [ "$(pg_sql "SELECT node || ' ' || attempt FROM sbx_jobs WHERE id = '$k'")" = "node2 2" ]
+        wait_until 20 eval '[ "$(posts "$k" | grep -c "\"event\": \"result\"")" = 1 ]'
+        [ "$(posts "$k" | grep -c '"event": "started"')" = 2 ]
+        node_start 1
 }
