@@ -22,6 +22,21 @@ stage_daemon() {
         mount -t tmpfs -o size=512m,mode=0711 sbx-bench-work "$stage/work"
 }
 
+# stage_postgres: a PostgreSQL of its own in $stage/pg (fsync and
+# synchronous_commit on, as shipped), on a Unix socket; its libpq
+# connection string in $pg_conninfo; stopped by stop_daemon.
+stage_postgres() {
+        pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+        [ -x "$pg_bin/initdb" ] || { echo "bench: no PostgreSQL server (apt-get install postgresql-15)" >&2; exit 77; }
+        mkdir -p "$stage/pg/sock"
+        chown -R postgres "$stage/pg"
+        setpriv --reuid=postgres --regid="$(id -g postgres)" --clear-groups -- "$pg_bin/initdb" -D "$stage/pg/data" \
+                --auth=trust -U sbx -E UTF8 >/dev/null
+        setpriv --reuid=postgres --regid="$(id -g postgres)" --clear-groups -- "$pg_bin/pg_ctl" -D "$stage/pg/data" \
+                -l "$stage/pg/log" -w -o "-k $stage/pg/sock -c listen_addresses=''" start >/dev/null
+        pg_conninfo="host=$stage/pg/sock dbname=postgres user=sbx"
+}
+
 start_daemon() {
         "$stage/bin/sbx-supervisord" --config "$stage/sup.conf" 2>"$stage/daemon.log" &
         pid=$!
@@ -33,6 +48,10 @@ start_daemon() {
 stop_daemon() {
         kill -TERM "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
+        if [ -n "${pg_bin:-}" ] && [ -f "$stage/pg/data/postmaster.pid" ]; then
+                setpriv --reuid=postgres --regid="$(id -g postgres)" --clear-groups -- "$pg_bin/pg_ctl" -D "$stage/pg/data" \
+                        -m fast -w stop >/dev/null 2>&1 || true
+        fi
         umount "$stage/work" 2>/dev/null || true
         rm -rf "$stage"
 }

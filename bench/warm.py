@@ -16,13 +16,14 @@ c = Conn(sock_path)
 
 
 def pool_ready():
-    """Until the tenant's pool has all its sandboxes running (listed, with
-    the agent's command) and the daemon has had time to connect to them."""
+    """Until the tenant's pool has all its sandboxes ready (a job can take
+    one), as the daemon's metrics say (in cluster mode too, where "list"
+    shows the database's jobs and not the node's sandboxes)."""
+    key = 'sbx_warm_sandboxes{tenant="bench",state="ready"} '
     for i in range(2000):
-        jobs = c.req({"op": "list", "state": "running"})["jobs"]
-        boxes = [j for j in jobs if j.get("command") == ["sbx-init"]]
-        if len(boxes) >= warm:
-            time.sleep(0.02)
+        text = c.req({"op": "metrics"})["metrics"]
+        ready = [int(l[len(key):]) for l in text.splitlines() if l.startswith(key)]
+        if ready and ready[0] >= warm:
             return
         time.sleep(0.005)
     raise SystemExit("bench: the pool was not made again")

@@ -18,6 +18,11 @@
 #     (its launcher's and its agent's RSS).
 # Goal (issue: speed): submit -> exec p50 <= 1 ms with a warm pool.
 #
+# With SBX_BENCH_CLUSTER=1 the daemon is one node in cluster mode
+# (sbx-supervisord(8) RUNNING MANY NODES) on a PostgreSQL of its own
+# (initdb into the staging directory): every job is a row, claimed by the
+# node, and a claimed job takes the node's warm sandboxes.
+#
 # Usage: bench/warm.sh [RUNS] [WARM]   (defaults 200 and 4; as root, after make)
 set -eu
 
@@ -47,6 +52,11 @@ profiles = clock
 default_profile = clock
 warm = $warm
 EOC
+if [ "${SBX_BENCH_CLUSTER:-0}" = 1 ]; then
+        stage_postgres
+        printf '\n[cluster]\ndatabase = %s\nnode = bench\n' "$pg_conninfo" >>"$stage/sup.conf"
+        echo "cluster mode: one node on PostgreSQL"
+fi
 start_daemon
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
