@@ -25,9 +25,7 @@ supervisor/bundle/bundle.c daemon.h -- the cache reads its limits through struct
 supervisor/callback/callback-progress.c daemon.h -- callbacks reach their state through struct daemon
 supervisor/callback/callback-progress.c jobs.h -- progress reads the live job it follows
 supervisor/callback/callback-queue.c daemon.h -- callbacks reach their state through struct daemon
-supervisor/callback/callbacks-ops.c conn.h -- the callbacks operation replies on the connection itself
 supervisor/callback/callbacks-ops.c daemon.h -- callbacks reach their state through struct daemon
-supervisor/callback/callbacks.c conn.h -- the callbacks operation replies on the connection itself
 supervisor/callback/callbacks.c daemon.h -- callbacks reach their state through struct daemon
 supervisor/job/bundle-job.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/capture.c daemon.h -- job code reaches its neighbours through struct daemon
@@ -41,7 +39,6 @@ supervisor/net/dnsproxy.c daemon.h -- the proxy reads caps and metrics through s
 supervisor/net/dnstcp.c daemon.h -- the proxy reads caps and metrics through struct daemon
 supervisor/net/netjob.c daemon.h -- the audit reads its maps through struct daemon
 supervisor/net/netveth.c daemon.h -- the veth pool lives in struct daemon
-supervisor/store/audit.c conn.h -- a request line names the caller from its connection
 '
 
 # check ROOT EXCEPTIONS: one line per finding, FILE:LINE: what is wrong.

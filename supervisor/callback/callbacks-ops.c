@@ -14,10 +14,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "audit.h"
 #include "callback-thread.h"
 #include "callbacks-internal.h"
-#include "conn.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
@@ -225,13 +223,13 @@ void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
         g->cb_progress_behind = cb->prog_behind;
 }
 
-static void op_list(struct conn *c, struct request *req) {
+static json_t *op_list(struct callbacks *cb, const char *tenant, const struct request *req) {
         json_t *arr = json_array();
         struct list *pos, *tmp;
         uint64_t n = 0;
-        list_for_each_safe(pos, tmp, &c->d->cb.items) {
+        list_for_each_safe(pos, tmp, &cb->items) {
                 const struct cb_item *it = list_entry(pos, struct cb_item, link);
-                if (!streq(it->e.tenant, c->tenant->name) || (req->state && !streq(req->state, cb_state_name(it->state))))
+                if (!streq(it->e.tenant, tenant) || (req->state && !streq(req->state, cb_state_name(it->state))))
                         continue;
                 if (n >= req->limit)
                         break;
@@ -240,11 +238,11 @@ static void op_list(struct conn *c, struct request *req) {
         }
         /* then the ones queued in the outbox only, after every one held */
         if (!req->state || streq(req->state, "pending"))
-                cb_queue_list(&c->d->cb, c->tenant->name, arr, &n, req->limit);
+                cb_queue_list(cb, tenant, arr, &n, req->limit);
         /* and those in the dead letters only */
         if (!req->state || !streq(req->state, "pending"))
-                cb_queue_list_kept(&c->d->cb, c->tenant->name, req->state, arr, &n, req->limit);
-        conn_send(c, proto_ok(req->tag, json_pack("{s:o}", "callbacks", arr)));
+                cb_queue_list_kept(cb, tenant, req->state, arr, &n, req->limit);
+        return proto_ok(req->tag, json_pack("{s:o}", "callbacks", arr));
 }
 
 /* A dead or dropped delivery's body, from its file in the dead letters. */
@@ -271,71 +269,56 @@ static int read_body(struct callbacks *cb, struct cb_item *it) {
 
 /* A dead or dropped delivery goes back to the outbox with a new window of
  * callback_max_age; a pending one is tried now. */
-static void op_retry(struct conn *c, struct request *req, struct cb_item *it) {
-        struct callbacks *cb = &c->d->cb;
+static json_t *op_retry(struct callbacks *cb, const struct request *req, struct cb_item *it, bool *acted) {
         int r;
         if (it->state == CB_PENDING) {
                 it->next_ms = now_mono_ms();
                 it->asked = true;
                 cb_dispatch(cb);
         } else if ((r = read_body(cb, it)) < 0) {
-                conn_send(c, proto_error(req->tag, E_INTERNAL, "the callback of job %s: cannot read it back from the dead letters: %s",
-                                         it->e.job, strerror(-r)));
-                return;
+                return proto_error(req->tag, E_INTERNAL, "the callback of job %s: cannot read it back from the dead letters: %s",
+                                   it->e.job, strerror(-r));
         } else {
                 struct outbox_entry copy = it->e;
                 copy.created_ms = now_real_ms();
                 free(it->task.text);
                 it->task.text = outbox_entry_text(&copy, &it->task.text_len);
-                if (!it->task.text) {
-                        conn_send(c, proto_error(req->tag, E_INTERNAL, "out of memory"));
-                        return;
-                }
+                if (!it->task.text)
+                        return proto_error(req->tag, E_INTERNAL, "out of memory");
                 it->task.from_dead = it->state == CB_DEAD;
                 it->e.created_ms = copy.created_ms;
                 cb_set_state(cb, it, CB_MOVING);
                 cb_file_task(cb, it, CB_OP_RESTORE);
         }
-        audit_request(c, "callbacks.retry", "accepted", NULL, NULL, it->e.job, false); /* the job in the message */
-        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", it->e.job, "delivery", it->e.delivery, "state", "pending")));
+        *acted = true;
+        return proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", it->e.job, "delivery", it->e.delivery, "state", "pending"));
 }
 
-static void op_drop(struct conn *c, struct request *req, struct cb_item *it) {
-        struct callbacks *cb = &c->d->cb;
-        if (it->state == CB_DROPPED) {
-                conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", it->e.job, "state", "dropped")));
-                return;
-        }
+static json_t *op_drop(struct callbacks *cb, const struct request *req, struct cb_item *it, bool *acted) {
+        if (it->state == CB_DROPPED)
+                return proto_ok(req->tag, json_pack("{s:s, s:s}", "job", it->e.job, "state", "dropped"));
         it->task.from_dead = it->state == CB_DEAD;
         cb_set_state(cb, it, CB_MOVING);
         cb_file_task(cb, it, CB_OP_DROP);
-        audit_request(c, "callbacks.drop", "accepted", NULL, NULL, it->e.job, false);
-        conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", it->e.job, "delivery", it->e.delivery, "state", "dropped")));
+        *acted = true;
+        return proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", it->e.job, "delivery", it->e.delivery, "state", "dropped"));
 }
 
-void callbacks_op(struct conn *c, struct request *req) {
-        if (req->op == REQ_CB_LIST) {
-                op_list(c, req);
-                return;
-        }
-        struct cb_item *it = cb_find(&c->d->cb, req->job);
+json_t *callbacks_op(struct callbacks *cb, const char *tenant, const struct request *req, bool *acted) {
+        *acted = false;
+        if (req->op == REQ_CB_LIST)
+                return op_list(cb, tenant, req);
+        struct cb_item *it = cb_find(cb, req->job);
         /* a queued one is read into memory to be acted on */
         if (!it)
-                it = cb_queue_promote(&c->d->cb, req->job, c->tenant->name);
+                it = cb_queue_promote(cb, req->job, tenant);
         if (!it)
-                it = cb_queue_revive(&c->d->cb, req->job, c->tenant->name);
-        if (!it || !streq(it->e.tenant, c->tenant->name)) {
-                conn_send(c, proto_error(req->tag, E_NOT_FOUND, "job %s has no callback delivery in the outbox or the dead letters",
-                                         req->job));
-                return;
-        }
-        if (it->state == CB_INFLIGHT || it->state == CB_MOVING) {
-                conn_send(c, proto_error(req->tag, E_CONFLICT, "the callback of job %s is being %s now; ask again", req->job,
-                                         it->state == CB_INFLIGHT ? "delivered" : "moved"));
-                return;
-        }
-        if (req->op == REQ_CB_RETRY)
-                op_retry(c, req, it);
-        else
-                op_drop(c, req, it);
+                it = cb_queue_revive(cb, req->job, tenant);
+        if (!it || !streq(it->e.tenant, tenant))
+                return proto_error(req->tag, E_NOT_FOUND, "job %s has no callback delivery in the outbox or the dead letters",
+                                   req->job);
+        if (it->state == CB_INFLIGHT || it->state == CB_MOVING)
+                return proto_error(req->tag, E_CONFLICT, "the callback of job %s is being %s now; ask again", req->job,
+                                   it->state == CB_INFLIGHT ? "delivered" : "moved");
+        return req->op == REQ_CB_RETRY ? op_retry(cb, req, it, acted) : op_drop(cb, req, it, acted);
 }

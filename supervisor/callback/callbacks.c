@@ -15,7 +15,6 @@
 #include "audit.h"
 #include "callback-thread.h"
 #include "callbacks-internal.h"
-#include "conn.h"
 #include "daemon.h"
 #include "fileio.h"
 #include "log.h"

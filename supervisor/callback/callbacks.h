@@ -28,7 +28,6 @@
 #include "proto.h"
 #include "util.h"
 
-struct conn;
 struct daemon;
 struct metrics_gauges;
 struct rjob;
@@ -101,5 +100,7 @@ void callbacks_gauges(struct daemon *d, struct metrics_gauges *g);
 void callbacks_progress_start(struct daemon *d, struct rjob *rj);
 void callbacks_progress_end(struct daemon *d, struct rjob *rj);
 
-/* callbacks.list, callbacks.retry, callbacks.drop */
-void callbacks_op(struct conn *c, struct request *req);
+/* callbacks.list, callbacks.retry, callbacks.drop of tenant's jobs: the
+ * reply (ok or error) to send; *acted: a retry or drop was done (for the
+ * audit log). */
+json_t *callbacks_op(struct callbacks *cb, const char *tenant, const struct request *req, bool *acted);

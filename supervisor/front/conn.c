@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "conn.h"
 #include "daemon.h"
 #include "dispatch.h"
@@ -530,4 +531,16 @@ void conns_expire_partial(struct conns *cs, uint64_t now_ms, uint64_t timeout_ms
                                          timeout_ms));
                 conn_close(c);
         }
+}
+
+void audit_request(const struct conn *c, const char *op, const char *decision, const struct job *job, const char *code,
+                   const char *msg, bool refusal) {
+        struct audit_who who = {
+                .uid = c->cred.uid,
+                .pid = c->cred.pid,
+                .tenant = c->tenant ? c->tenant->name : NULL,
+                .token = c->token ? c->token->name : NULL,
+                .peer = c->peer,
+        };
+        audit_request_by(&who, op, decision, job, code, msg, refusal);
 }

@@ -98,6 +98,11 @@ void conn_close(struct conn *c);
 /* Queue msg (stolen) as one line. A client with more than client_buffer
  * unread bytes is disconnected (its jobs go on). */
 void conn_send(struct conn *c, json_t *msg);
+/* The audit log's line for a decision on c's request (audit_request_by()
+ * in store/audit.h, with who c is). */
+struct job;
+void audit_request(const struct conn *c, const char *op, const char *decision, const struct job *job, const char *code,
+                   const char *msg, bool refusal);
 /* Lines already serialised, each with its newline. */
 void conn_send_raw(struct conn *c, const char *buf, size_t len);
 /* The same for a piece of a reply in buf (taken, and used as the buffer

@@ -281,9 +281,14 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
                 break;
         case REQ_CB_LIST:
         case REQ_CB_RETRY:
-        case REQ_CB_DROP:
-                callbacks_op(c, &req);
+        case REQ_CB_DROP: {
+                bool acted;
+                json_t *reply = callbacks_op(&c->d->cb, c->tenant->name, &req, &acted);
+                if (acted)
+                        audit_request(c, req_op_name(req.op), "accepted", NULL, NULL, req.job, false); /* the job in the message */
+                conn_send(c, reply);
                 break;
+        }
         case REQ_CACHE_GC:
                 audit_request(c, "cache.gc", "accepted", NULL, NULL, NULL, false);
                 bundle_op_cache_gc(c, &req);

@@ -7,7 +7,6 @@
 
 #include "audit.h"
 #include "job.h"
-#include "conn.h"
 #include "log.h"
 #include "util.h"
 
@@ -137,24 +136,23 @@ static bool refusal_allowed(uid_t uid, uint64_t *ret_suppressed) {
         return true;
 }
 
-void audit_request(const struct conn *c, const char *op, const char *decision, const struct job *job, const char *code,
-                   const char *msg, bool refusal) {
+void audit_request_by(const struct audit_who *who, const char *op, const char *decision, const struct job *job, const char *code,
+                      const char *msg, bool refusal) {
         uint64_t suppressed = 0;
-        if (refusal && !refusal_allowed(c->cred.uid, &suppressed))
+        if (refusal && !refusal_allowed(who->uid, &suppressed))
                 return;
         json_t *rec = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:o, s:o, s:o}", "event", "request", "op", op, "uid",
-                                (json_int_t) c->cred.uid, "pid", (json_int_t) c->cred.pid, "tenant",
-                                c->tenant ? c->tenant->name : "", "decision", decision, "job",
-                                job ? json_string(job->id) : json_null(), "code", code ? json_string(code) : json_null(),
-                                "message", msg ? json_string(msg) ?: json_null() : json_null());
+                                (json_int_t) who->uid, "pid", (json_int_t) who->pid, "tenant", who->tenant ?: "", "decision",
+                                decision, "job", job ? json_string(job->id) : json_null(), "code",
+                                code ? json_string(code) : json_null(), "message", msg ? json_string(msg) ?: json_null() : json_null());
         if (rec && job && job->req.run.traceparent)
                 json_object_set_new(rec, "trace_id", json_stringn(job->req.run.traceparent + 3, 32));
-        if (rec && (c->token || c->peer[0])) {
+        if (rec && (who->token || (who->peer && who->peer[0]))) {
                 json_object_set_new(rec, "via", json_string("http"));
                 json_object_set_new(rec, "uid", json_null());
                 json_object_set_new(rec, "pid", json_null());
-                json_object_set_new(rec, "token", c->token ? json_string(c->token->name) : json_null());
-                json_object_set_new(rec, "peer", json_string(c->peer));
+                json_object_set_new(rec, "token", who->token ? json_string(who->token) : json_null());
+                json_object_set_new(rec, "peer", json_string(who->peer ?: ""));
         }
         if (rec && suppressed)
                 json_object_set_new(rec, "suppressed", json_integer((json_int_t) suppressed));
