@@ -29,7 +29,6 @@ supervisor/callback/callbacks-ops.c daemon.h -- callbacks reach their state thro
 supervisor/callback/callbacks.c daemon.h -- callbacks reach their state through struct daemon
 supervisor/job/bundle-job.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/capture.c daemon.h -- job code reaches its neighbours through struct daemon
-supervisor/job/commit.c conn.h -- the group commit releases held replies on their connections
 supervisor/job/commit.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/jobs.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/prepare.c daemon.h -- job code reaches its neighbours through struct daemon

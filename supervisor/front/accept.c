@@ -498,7 +498,7 @@ void accept_run(struct conn *c, struct request *req) {
         /* Durable before acknowledged: this reply (and whatever follows it
          * on this connection) goes out after the journal is synced at the
          * end of this loop turn, one sync for every job accepted in it. */
-        commit_hold(d, c);
+        commit_hold(d, &c->holder);
         /* in cluster mode the session's row too, for the other nodes */
         if (rj->session_box && cluster_on(d))
                 cluster_session_created(c, rj);

@@ -442,7 +442,7 @@ struct end_one {
 struct ends {
         struct cdb_write w;
         struct cluster *cl;
-        struct conn **held;        /* replies the batch held: held until this is written */
+        struct commit_holder **held; /* replies the batch held: held until this is written */
         size_t n, n_held;
         bool local_ok;
         struct end_one one[];
@@ -508,7 +508,7 @@ static void ends_done(struct cdb_write *w, int r) {
                 commit_cluster_ended(d, o->rj, v < 0 ? -EAGAIN : 0);
         }
         for (size_t i = 0; i < e->n_held; i++)
-                conn_release(e->held[i]);
+                e->held[i]->release(e->held[i]);
         /* their places are free: claimed at once only when the last claim
          * left jobs queued (else a queue notification, or the tick, wakes
          * it) */
@@ -539,10 +539,11 @@ static void end_prepare(struct daemon *d, struct end_one *o, struct rjob *rj) {
                 o->el = 0;
 }
 
-static void jobs_end(struct daemon *d, struct rjob **rjs, size_t n, struct conn **held, size_t n_held, bool local_ok) {
+static void jobs_end(struct daemon *d, struct rjob **rjs, size_t n, struct commit_holder **held, size_t n_held,
+                     bool local_ok) {
         struct cluster *cl = d->cluster;
         struct ends *e = calloc(1, sizeof(*e) + n * sizeof(e->one[0]));
-        struct conn **h = n_held ? calloc(n_held, sizeof(*h)) : NULL;
+        struct commit_holder **h = n_held ? calloc(n_held, sizeof(*h)) : NULL;
         if (!e || (n_held && !h)) {
                 free(e);
                 free(h);
@@ -558,7 +559,7 @@ static void jobs_end(struct daemon *d, struct rjob **rjs, size_t n, struct conn 
         e->n_held = n_held;
         for (size_t i = 0; i < n_held; i++) {
                 h[i] = held[i];
-                conn_hold(h[i]);
+                h[i]->hold(h[i]);
         }
         for (size_t i = 0; i < n; i++)
                 end_prepare(d, &e->one[i], rjs[i]);

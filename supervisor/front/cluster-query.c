@@ -262,7 +262,7 @@ static void op_cancel(struct conn *c, const struct request *req, struct cdb_job 
                 runner_end(rj);
         }
         /* told once its record is durable, in the database too (commit.c) */
-        commit_hold(d, c);
+        commit_hold(d, &c->holder);
         conn_send(c, proto_ok(req->tag, json_pack("{s:s, s:s}", "job", rj->j.id, "state", job_outcome_name(rj->j.outcome))));
 }
 

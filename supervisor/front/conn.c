@@ -498,11 +498,20 @@ static void on_conn(struct source *s, uint32_t events) {
         conn_unref(c);
 }
 
+static void holder_hold(struct commit_holder *h) {
+        conn_hold(container_of(h, struct conn, holder));
+}
+
+static void holder_release(struct commit_holder *h) {
+        conn_release(container_of(h, struct conn, holder));
+}
+
 struct conn *conn_new(struct daemon *d, int fd, const struct ucred *cred) {
         struct conn *c = calloc(1, sizeof(*c));
         if (!c)
                 return NULL;
         c->d = d;
+        c->holder = (struct commit_holder) { .hold = holder_hold, .release = holder_release };
         c->cred = *cred;
         c->refs = 1; /* the daemon's list's */
         list_init(&c->watches);

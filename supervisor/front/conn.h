@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "commit.h"
 #include "conf.h"
 #include "loop.h"
 #include "paced.h"
@@ -44,7 +45,7 @@ struct conn {
         struct list link;     /* in the daemon's list of connections */
         unsigned refs;
         unsigned holds;       /* batches whose sync this connection's output waits for */
-        uint64_t hold_gen;    /* the last batch that holds it (commit.c) */
+        struct commit_holder holder; /* its replies held for the group commit (commit.h) */
         unsigned busy;        /* requests being served off the loop */
         uint64_t partial_since_ms; /* a request line started and not ended */
         unsigned *tenant_count;    /* its tenant's connection count, or NULL */

@@ -119,7 +119,8 @@ struct daemon {
          * commit_cluster_ended(), then the batch through
          * commit_cluster_settled(). */
         struct cluster *cluster;
-        void (*cluster_end)(struct daemon *d, struct rjob **rjs, size_t n, struct conn **held, size_t n_held, bool local_ok);
+        void (*cluster_end)(struct daemon *d, struct rjob **rjs, size_t n, struct commit_holder **held, size_t n_held,
+                            bool local_ok);
         struct sockaddr_in6 dns_upstream; /* the DNS proxy's resolver (an IPv4 one as a sockaddr_in) */
         struct list dns_paused;   /* DNS proxies past their rate (struct dnsproxy.paused_link) */
         struct list dns_tcp;      /* DNS proxies with TCP connections or past their rate (struct dnsproxy.tcp_link) */

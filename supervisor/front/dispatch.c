@@ -139,7 +139,7 @@ static void op_cancel(struct conn *c, struct request *req, struct rjob *rj, stru
                 runner_end(rj);
                 /* "killed" is the job's end: the caller hears it once the
                  * record is durable, in the same group commit. */
-                commit_hold(d, c);
+                commit_hold(d, &c->holder);
                 conn_send(c, proto_ok(req->tag, ok));
                 return;
         }

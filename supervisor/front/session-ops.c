@@ -412,6 +412,6 @@ void session_op(struct conn *c, struct request *req) {
                 return;
         }
         if (a.held)
-                commit_hold(c->d, c);
+                commit_hold(c->d, &c->holder);
         conn_send(c, proto_ok(req->tag, a.ok));
 }

@@ -11,7 +11,6 @@
 #include "audit.h"
 #include "callbacks.h"
 #include "commit.h"
-#include "conn.h"
 #include "daemon.h"
 #include "job-secrets.h"
 #include "jobevents.h"
@@ -55,15 +54,15 @@ void commit_journal(struct daemon *d) {
         d->commit.next.journal = true;
 }
 
-void commit_hold(struct daemon *d, struct conn *c) {
+void commit_hold(struct daemon *d, struct commit_holder *h) {
         struct commit *cm = &d->commit;
         struct batch *b = &cm->next;
         b->journal = true;
-        if (c->hold_gen == cm->gen)
+        if (h->gen == cm->gen)
                 return;
         if (b->n_held == b->cap_held) {
                 size_t nc = b->cap_held ? b->cap_held * 2 : 64;
-                struct conn **n = realloc(b->held, nc * sizeof(*n));
+                struct commit_holder **n = realloc(b->held, nc * sizeof(*n));
                 if (!n) {
                         /* Without room to hold the reply, sync right now. */
                         fdatasync(d->journal.fd);
@@ -72,9 +71,9 @@ void commit_hold(struct daemon *d, struct conn *c) {
                 b->held = n;
                 b->cap_held = nc;
         }
-        c->hold_gen = cm->gen;
-        conn_hold(c);
-        b->held[b->n_held++] = c;
+        h->gen = cm->gen;
+        h->hold(h);
+        b->held[b->n_held++] = h;
 }
 
 bool commit_storage_failing(const struct daemon *d, const char **what, int *err) {
@@ -267,7 +266,7 @@ void commit_job(struct daemon *d, struct rjob *rj) {
 
 static void take_batch(struct commit *cm) {
         struct batch *n = &cm->next, *f = &cm->inflight;
-        struct conn **h = f->held;
+        struct commit_holder **h = f->held;
         size_t hc = f->cap_held;
         f->held = n->held;
         f->cap_held = n->cap_held;
@@ -568,7 +567,7 @@ static void on_synced(struct source *s, uint32_t events) {
                 d->cluster_end(d, cl, n_cl, cm->inflight.held, cm->inflight.n_held, all_ok);
         free(cl);
         for (size_t i = 0; i < cm->inflight.n_held; i++)
-                conn_release(cm->inflight.held[i]);
+                cm->inflight.held[i]->release(cm->inflight.held[i]);
         cm->inflight.n_held = 0;
         if (n_cl)
                 return; /* commit_cluster_settled() says the rest */

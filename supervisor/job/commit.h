@@ -18,13 +18,21 @@
 #include "syncer.h"
 #include "util.h"
 
-struct conn;
 struct daemon;
 struct rjob;
 
+/* A client whose replies wait for the group commit's sync (front/conn.c
+ * embeds one in every connection): hold, and no reply of it goes out
+ * until each hold is released. */
+struct commit_holder {
+        uint64_t gen; /* the last batch that holds it */
+        void (*hold)(struct commit_holder *h);
+        void (*release)(struct commit_holder *h);
+};
+
 struct batch {
         bool journal;          /* journal lines appended, not yet synced */
-        struct conn **held;    /* clients whose replies wait for that sync */
+        struct commit_holder **held; /* clients whose replies wait for that sync */
         size_t n_held, cap_held;
         struct list jobs;      /* struct rjob.commit_link: records to write */
 };
@@ -48,8 +56,9 @@ struct commit {
 
 int commit_init(struct daemon *d, struct sbx_error *err);
 void commit_done(struct daemon *d);
-/* A journal line was appended for c's request: c's replies wait for its sync. */
-void commit_hold(struct daemon *d, struct conn *c);
+/* A journal line was appended for a client's request: its replies wait
+ * for its sync. */
+void commit_hold(struct daemon *d, struct commit_holder *h);
 /* Ask for a journal sync in the next batch (no client waits on it). */
 void commit_journal(struct daemon *d);
 /* The job ended and its record is built: write it in the next batch. */
