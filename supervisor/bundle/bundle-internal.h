@@ -19,7 +19,7 @@
 #define KNOWN_MAX 4096
 
 struct bundles {
-        struct daemon *d;
+        struct config *const *cfg; /* the daemon's configuration as it stands (a reload swaps it) */
         struct pool pool;
         struct source src;
         atomic_bool stop;

@@ -20,7 +20,6 @@
 #include "audit.h"
 #include "bundle-internal.h"
 #include "cachefs.h"
-#include "daemon.h"
 #include "fetch.h"
 #include "log.h"
 #include "registry.h"
@@ -105,7 +104,7 @@ static void save_users(struct bundles *b, const struct cache_entry *e) {
 }
 
 uint64_t bundle_evict(struct bundles *b, bool all, const char *tenant, json_t *removed) {
-        const struct config *cfg = b->d->cfg;
+        const struct config *cfg = *b->cfg;
         uint64_t freed = 0;
         struct cache_entry *e;
         while ((e = cache_victim(&b->cache, cfg->cache_size, cfg->cache_max_age_ms, now_real_ms()))) {
@@ -136,7 +135,7 @@ void bundle_unpin(struct bundles *b, struct cache_entry *e) {
         if (e->refs == 0) {
                 /* The last use, for the LRU order after a restart. */
                 cachefs_touch(b->cache_fd, e->sha256, now);
-                if (b->cache.bytes > b->d->cfg->cache_size)
+                if (b->cache.bytes > (*b->cfg)->cache_size)
                         bundle_evict(b, false, NULL, NULL);
         }
 }
@@ -402,7 +401,7 @@ static void archive_done(struct bundles *b, struct btask *t) {
                         succeed(b, w, e, NULL, bundle_known(b, aj->reg, aj->name));
         }
         /* A new tree may take the cache past its budget. */
-        if (e && b->cache.bytes > b->d->cfg->cache_size)
+        if (e && b->cache.bytes > (*b->cfg)->cache_size)
                 bundle_evict(b, false, NULL, NULL);
 }
 
@@ -436,7 +435,7 @@ static struct btask *task_new(struct bundles *b, enum btask_kind kind, const str
                 t->ij.serials_fd = b->serials_fd;
                 t->ij.stop = &b->stop;
         } else {
-                const struct config *cfg = b->d->cfg;
+                const struct config *cfg = *b->cfg;
                 t->aj.reg = reg;
                 snprintf(t->aj.name, sizeof(t->aj.name), "%s", name);
                 t->aj.cache_fd = b->cache_fd;
@@ -540,12 +539,12 @@ static void on_pool(struct source *s, uint32_t events) {
         pool_complete(&b->pool);
 }
 
-int bundles_init(struct daemon *d, struct sbx_error *err) {
+int bundles_init(struct bundles **ret, struct config *const *cfg, int state_fd, struct sbx_error *err) {
         struct bundles *b = calloc(1, sizeof(*b));
         if (!b)
                 return sbx_error_set(err, ENOMEM, "bundles");
-        d->bundles = b;
-        b->d = d;
+        *ret = b;
+        b->cfg = cfg;
         b->cache_fd = b->serials_fd = -1;
         b->pool.efd = -1;
         atomic_init(&b->stop, false);
@@ -554,14 +553,15 @@ int bundles_init(struct daemon *d, struct sbx_error *err) {
         list_init(&b->tasks);
         if (fetch_global_init() < 0)
                 return sbx_error_msg(err, EIO, "libcurl initialisation failed");
-        int r = cachefs_open(d->dirs.state_fd, &b->cache, &b->cache_fd, err);
+        const char *dir = (*cfg)->state_dir;
+        int r = cachefs_open(state_fd, &b->cache, &b->cache_fd, err);
         if (r < 0)
-                return sbx_error_wrap(err, "state_dir %s", d->cfg->state_dir);
-        if (mkdirat(d->dirs.state_fd, "registry", 0700) < 0 && errno != EEXIST)
-                return sbx_error_set(err, errno, "state_dir %s: registry", d->cfg->state_dir);
-        b->serials_fd = openat(d->dirs.state_fd, "registry", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                return sbx_error_wrap(err, "state_dir %s", dir);
+        if (mkdirat(state_fd, "registry", 0700) < 0 && errno != EEXIST)
+                return sbx_error_set(err, errno, "state_dir %s: registry", dir);
+        b->serials_fd = openat(state_fd, "registry", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (b->serials_fd < 0)
-                return sbx_error_set(err, errno, "state_dir %s: registry", d->cfg->state_dir);
+                return sbx_error_set(err, errno, "state_dir %s: registry", dir);
         int efd = pool_start(&b->pool, BUNDLE_THREADS);
         if (efd < 0)
                 return sbx_error_set(err, efd, "bundle threads");
@@ -569,28 +569,27 @@ int bundles_init(struct daemon *d, struct sbx_error *err) {
                 return sbx_error_set(err, r, "bundle threads");
         if (b->cache.n)
                 log_info("cache: %zu bundles, %" PRIu64 " bytes (budget %" PRIu64 ")", b->cache.n, b->cache.bytes,
-                         d->cfg->cache_size);
+                         (*cfg)->cache_size);
         bundle_evict(b, false, NULL, NULL);
         return 0;
 }
 
-void bundles_stop(struct daemon *d) {
-        if (d->bundles)
-                atomic_store(&d->bundles->stop, true);
+void bundles_stop(struct bundles *b) {
+        if (b)
+                atomic_store(&b->stop, true);
 }
 
-void bundles_housekeeping(struct daemon *d) {
-        if (d->bundles)
-                bundle_evict(d->bundles, false, NULL, NULL);
+void bundles_housekeeping(struct bundles *b) {
+        if (b)
+                bundle_evict(b, false, NULL, NULL);
 }
 
-void bundles_cache_stats(struct daemon *d, uint64_t *ret_bytes, uint64_t *ret_entries) {
-        *ret_bytes = d->bundles ? d->bundles->cache.bytes : 0;
-        *ret_entries = d->bundles ? d->bundles->cache.n : 0;
+void bundles_cache_stats(const struct bundles *b, uint64_t *ret_bytes, uint64_t *ret_entries) {
+        *ret_bytes = b ? b->cache.bytes : 0;
+        *ret_entries = b ? b->cache.n : 0;
 }
 
-void bundles_done(struct daemon *d) {
-        struct bundles *b = d->bundles;
+void bundles_done(struct bundles *b) {
         if (!b)
                 return;
         atomic_store(&b->stop, true);
@@ -611,5 +610,4 @@ void bundles_done(struct daemon *d) {
                 close(b->serials_fd);
         fetch_global_done();
         free(b);
-        d->bundles = NULL;
 }

@@ -20,21 +20,26 @@
 #include "error.h"
 #include "proto.h"
 
+struct bundles;
+struct config;
 struct conn;
 struct daemon;
 struct rjob;
 
-/* After the state directory and the loop: the cache read from disk, the
- * pool started. */
-int bundles_init(struct daemon *d, struct sbx_error *err);
+/* After the state directory (state_fd) and the loop: the cache read from
+ * disk, the pool started; *ret set at once (bundles_done() frees it, the
+ * start failed or not). cfg: where the daemon keeps its configuration, so
+ * that a reload's limits apply. */
+int bundles_init(struct bundles **ret, struct config *const *cfg, int state_fd, struct sbx_error *err);
 /* The daemon is stopping: transfers and unpacking stop at once. */
-void bundles_stop(struct daemon *d);
-/* After the clients are gone: the pool joined, everything freed. */
-void bundles_done(struct daemon *d);
+void bundles_stop(struct bundles *b);
+/* After the clients are gone: the pool joined, everything freed (b may be
+ * NULL). */
+void bundles_done(struct bundles *b);
 /* Once a second: trees past the age limit or the budget go. */
-void bundles_housekeeping(struct daemon *d);
-/* The cache's unpacked bytes and trees (0 without bundles). */
-void bundles_cache_stats(struct daemon *d, uint64_t *ret_bytes, uint64_t *ret_entries);
+void bundles_housekeeping(struct bundles *b);
+/* The cache's unpacked bytes and trees (0 without bundles: b NULL). */
+void bundles_cache_stats(const struct bundles *b, uint64_t *ret_bytes, uint64_t *ret_entries);
 
 /* May t run the bundle run names? 0, or -EPERM with *code and err. */
 int bundle_admit(const struct tenant *t, const struct run_request *run, const char **code, struct sbx_error *err);

@@ -106,7 +106,7 @@ static void begin_stop(struct daemon *d, const char *why) {
 #endif
         listener_stop(d);
         http_api_stopping(d);
-        bundles_stop(d);
+        bundles_stop(d->bundles);
         list_for_each_safe(pos, tmp, &d->jobs.all) {
                 struct rjob *rj = list_entry(pos, struct rjob, link);
                 if (rj->j.state == JOB_QUEUED || rj->j.state == JOB_FETCHING) {
@@ -169,7 +169,7 @@ static void on_housekeeping(struct source *s, uint32_t events) {
         }
         conns_expire_partial(&d->conns, now, d->cfg->request_timeout_ms);
         commit_retry(d, now);
-        bundles_housekeeping(d);
+        bundles_housekeeping(d->bundles);
         dnsproxy_tick(d);
         netjob_tick(d);
         reload_sweep(d, false);
@@ -444,7 +444,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles,
          * or install their packages. */
-        if ((r = bundles_init(d, err)) < 0)
+        if ((r = bundles_init(&d->bundles, &d->cfg, d->dirs.state_fd, err)) < 0)
                 return r;
         if ((r = deps_init(d, err)) < 0)
                 return r;
@@ -496,7 +496,8 @@ void daemon_done(struct daemon *d) {
         worker_stop();
         results_rest_done(d);
         cluster_done(d);
-        bundles_done(d);
+        bundles_done(d->bundles);
+        d->bundles = NULL;
         deps_done(d);
         commit_done(d);
         callbacks_done(d);

@@ -77,7 +77,7 @@ static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_
                 warm[g.n_warm++] = (struct metrics_warm) { .tenant = t->name, .ready = ready, .starting = n - ready };
         }
         g.warm = warm;
-        bundles_cache_stats(d, &g.cache_bytes, &g.cache_entries);
+        bundles_cache_stats(d->bundles, &g.cache_bytes, &g.cache_entries);
         callbacks_gauges(d, &g);
         cluster_gauges(d, &g);
         return metrics_render(&d->metrics, &g, tenant, ret, ret_len);
