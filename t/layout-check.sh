@@ -21,11 +21,6 @@ RANKS="core model priv privd store cluster bundle net callback job session mcp f
 # instead of registering for an event); the check fails when one is no
 # longer needed, so the list only shrinks.
 EXCEPTIONS='
-supervisor/callback/callback-progress.c daemon.h -- callbacks reach their state through struct daemon
-supervisor/callback/callback-progress.c jobs.h -- progress reads the live job it follows
-supervisor/callback/callback-queue.c daemon.h -- callbacks reach their state through struct daemon
-supervisor/callback/callbacks-ops.c daemon.h -- callbacks reach their state through struct daemon
-supervisor/callback/callbacks.c daemon.h -- callbacks reach their state through struct daemon
 supervisor/job/bundle-job.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/capture.c daemon.h -- job code reaches its neighbours through struct daemon
 supervisor/job/commit.c daemon.h -- job code reaches its neighbours through struct daemon

@@ -22,8 +22,6 @@
 #include <unistd.h>
 
 #include "callbacks-internal.h"
-#include "daemon.h"
-#include "jobs.h"
 #include "log.h"
 #include "tenant.h"
 
@@ -38,7 +36,9 @@
 struct cb_prog {
         struct list link;        /* cb->progs */
         struct cb_task task;
-        struct rjob *rj;         /* NULL once the job ended */
+        struct cb_prog **slot;   /* the job's handle of it; NULL once the job ended */
+        const uint64_t *produced; /* the job's stdout and stderr bytes so far (while slot) */
+        const bool *exited;      /* its command has exited (while slot) */
         struct cb_tenant *share; /* its tenant's progress posts in flight */
         char job[24];
         char *tenant, *url, *traceparent;
@@ -53,8 +53,8 @@ struct cb_prog {
 static void prog_free(struct cb_prog *p) {
         list_del(&p->link);
         cb_post_cleanup(&p->task);
-        if (p->rj)
-                p->rj->cb_prog = NULL;
+        if (p->slot)
+                *p->slot = NULL;
         free(p->tenant);
         free(p->url);
         free(p->traceparent);
@@ -68,7 +68,7 @@ static void arm(struct callbacks *cb) {
         struct list *pos, *tmp;
         list_for_each_safe(pos, tmp, &cb->progs) {
                 struct cb_prog *p = list_entry(pos, struct cb_prog, link);
-                if (p->rj && (!next || p->next_ms < next))
+                if (p->slot && (!next || p->next_ms < next))
                         next = p->next_ms;
         }
         if (next) {
@@ -90,8 +90,8 @@ static char *body_of(const struct cb_prog *p, bool heartbeat, const char *delive
                               (json_int_t) (now > p->started_ms ? now - p->started_ms : 0));
         if (o && heartbeat) {
                 json_object_set_new(o, "heartbeat", json_integer(p->beats));
-                json_object_set_new(o, "stdout_bytes", json_integer((json_int_t) p->rj->cap.produced[0]));
-                json_object_set_new(o, "stderr_bytes", json_integer((json_int_t) p->rj->cap.produced[1]));
+                json_object_set_new(o, "stdout_bytes", json_integer((json_int_t) p->produced[0]));
+                json_object_set_new(o, "stderr_bytes", json_integer((json_int_t) p->produced[1]));
         }
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
@@ -106,7 +106,7 @@ static void post(struct callbacks *cb, struct cb_prog *p, bool heartbeat) {
                 cb->prog_behind++;
                 return;
         }
-        const struct tenant *t = tenant_find(cb->d->cfg, p->tenant);
+        const struct tenant *t = tenant_find(cb->cfg, p->tenant);
         char delivery[OUTBOX_DELIVERY_LEN + 1];
         size_t len = 0;
         outbox_delivery_id(delivery);
@@ -118,7 +118,7 @@ static void post(struct callbacks *cb, struct cb_prog *p, bool heartbeat) {
         k->retry_after = -1;
         k->errbuf[0] = '\0';
         k->file_err = 0;
-        uint64_t timeout = cb->d->cfg->cb_timeout_ms < PROGRESS_TIMEOUT_MS ? cb->d->cfg->cb_timeout_ms : PROGRESS_TIMEOUT_MS;
+        uint64_t timeout = cb->cfg->cb_timeout_ms < PROGRESS_TIMEOUT_MS ? cb->cfg->cb_timeout_ms : PROGRESS_TIMEOUT_MS;
         struct cb_post cp = { .t = t, .url = p->url, .body = p->body, .body_len = len, .delivery = delivery,
                               .event = heartbeat ? "heartbeat" : "started", .job = p->job, .traceparent = p->traceparent,
                               .attempt = 1, .timeout_ms = timeout };
@@ -133,45 +133,47 @@ static void post(struct callbacks *cb, struct cb_prog *p, bool heartbeat) {
         cb_thread_submit(cb->th, k);
 }
 
-void callbacks_progress_start(struct daemon *d, struct rjob *rj) {
-        struct callbacks *cb = &d->cb;
-        const struct run_request *run = &rj->j.req.run;
-        if (!cb->d || rj->cb_prog || !run->callback || run->progress_s == PROTO_UNSET || run->progress_s == 0)
+void callbacks_progress_start(struct callbacks *cb, const struct cb_progress_job *pj) {
+        if (!cb->cfg || *pj->slot || !pj->url || pj->interval_s == PROTO_UNSET || pj->interval_s == 0)
                 return;
         struct cb_prog *p = calloc(1, sizeof(*p));
-        if (!p || !(p->share = cb_tenant_get(cb, rj->j.tenant->name)) || !(p->tenant = strdup(rj->j.tenant->name)) || !(p->url = strdup(run->callback)) ||
-            (run->traceparent && !(p->traceparent = strdup(run->traceparent)))) {
+        if (!p || !(p->share = cb_tenant_get(cb, pj->tenant)) || !(p->tenant = strdup(pj->tenant)) || !(p->url = strdup(pj->url)) ||
+            (pj->traceparent && !(p->traceparent = strdup(pj->traceparent)))) {
                 if (p) {
                         free(p->tenant);
                         free(p->url);
                 }
                 free(p);
                 cb->prog_failed++;
-                log_warning(JOB_LOG ": out of memory: no progress callbacks", JOB_LOG_ARGS(&rj->j));
+                log_warning("job %s (tenant %s): out of memory: no progress callbacks", pj->job, pj->tenant);
                 return;
         }
-        snprintf(p->job, sizeof(p->job), "%s", rj->j.id);
+        snprintf(p->job, sizeof(p->job), "%s", pj->job);
         p->task.owner = p;
-        p->rj = rj;
-        p->interval_ms = run->progress_s * 1000;
-        p->started_ms = rj->j.started_ms ? rj->j.started_ms : now_real_ms();
+        p->slot = pj->slot;
+        p->produced = pj->produced;
+        p->exited = pj->exited;
+        p->interval_ms = pj->interval_s * 1000;
+        p->started_ms = pj->started_ms ? pj->started_ms : now_real_ms();
         p->next_ms = now_mono_ms() + p->interval_ms;
-        rj->cb_prog = p;
+        *pj->slot = p;
         list_add_tail(&cb->progs, &p->link);
         post(cb, p, false);
         arm(cb);
 }
 
-void callbacks_progress_end(struct daemon *d, struct rjob *rj) {
-        struct cb_prog *p = rj->cb_prog;
+void callbacks_progress_end(struct callbacks *cb, struct cb_prog **slot) {
+        struct cb_prog *p = *slot;
         if (!p)
                 return;
-        rj->cb_prog = NULL;
-        p->rj = NULL;
+        *slot = NULL;
+        p->slot = NULL;
+        p->produced = NULL;
+        p->exited = NULL;
         /* one in flight stays until it is answered (the result waits) */
         if (!p->inflight)
                 prog_free(p);
-        arm(&d->cb);
+        arm(cb);
 }
 
 void cb_progress_done(struct callbacks *cb, struct cb_task *k) {
@@ -187,7 +189,7 @@ void cb_progress_done(struct callbacks *cb, struct cb_task *k) {
                 log_debug("progress callback of job %s: not delivered (%s); not retried", p->job,
                           k->curl_rc != CURLE_OK ? (k->errbuf[0] ? k->errbuf : curl_easy_strerror(k->curl_rc)) : "an answer other than 2xx");
         }
-        if (!p->rj)
+        if (!p->slot)
                 prog_free(p);
 }
 
@@ -212,11 +214,11 @@ static void on_timer(struct source *s, uint32_t events) {
                 return;
         list_for_each_safe(pos, tmp, &cb->progs) {
                 struct cb_prog *p = list_entry(pos, struct cb_prog, link);
-                if (!p->rj || p->next_ms > now)
+                if (!p->slot || p->next_ms > now)
                         continue;
                 /* the next one on the interval's grid, never a burst */
                 p->next_ms += p->interval_ms * ((now - p->next_ms) / p->interval_ms + 1);
-                if (p->rj->cap.exited)
+                if (*p->exited)
                         continue; /* ended: its end is on the way */
                 p->beats++;
                 if (p->inflight)

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "callbacks-internal.h"
-#include "daemon.h"
+#include "conf.h"
 #include "log.h"
 
 /* A line: the URL, each byte escaped to two at worst, and the rest. */
@@ -188,7 +188,7 @@ static int push(struct callbacks *cb, struct cb_queue *q, const struct outbox_en
 }
 
 bool cb_queue_spill(struct callbacks *cb, struct cb_queue *q, const struct outbox_entry *e) {
-        if (!q || (q->n_disk == 0 && q->n_mem < cb->d->cfg->cb_memory_max))
+        if (!q || (q->n_disk == 0 && q->n_mem < cb->cfg->cb_memory_max))
                 return false;
         int r = push(cb, q, e);
         if (r < 0) {
@@ -368,7 +368,7 @@ void cb_queue_loaded(struct callbacks *cb, struct cb_task *k) {
 /* Have the thread read back while the tenant is below
  * callback_memory_max; an empty queue's file is emptied. */
 static void refill_one(struct callbacks *cb, struct cb_queue *q) {
-        uint64_t max = cb->d->cfg->cb_memory_max;
+        uint64_t max = cb->cfg->cb_memory_max;
         if (q->loading)
                 return;
         if (q->off == q->end) {
@@ -396,10 +396,6 @@ void cb_queue_refill(struct callbacks *cb) {
 }
 
 struct cb_item *cb_queue_promote(struct callbacks *cb, const char *job, const char *tenant) {
-        /* Every entry of a job whose end was told is held or queued (see
-         * callbacks_add); a job not told yet has none to act on. */
-        if (jobs_find(&cb->d->jobs, job))
-                return NULL;
         struct cb_queue *q = find(cb, tenant);
         if (!q || !q->n_disk)
                 return NULL;
@@ -488,13 +484,13 @@ void cb_queue_evict(struct callbacks *cb) {
         struct list *pos, *tmp;
         bool over = false;
         list_for_each_safe(pos, tmp, &cb->queues)
-                over |= list_entry(pos, struct cb_queue, link)->n_kept > cb->d->cfg->cb_memory_max;
+                over |= list_entry(pos, struct cb_queue, link)->n_kept > cb->cfg->cb_memory_max;
         if (!over)
                 return;
         list_for_each_safe(pos, tmp, &cb->items) {
                 struct cb_item *it = list_entry(pos, struct cb_item, link);
                 struct cb_queue *q = it->q;
-                if (!q || (it->state != CB_DEAD && it->state != CB_DROPPED) || q->n_kept <= cb->d->cfg->cb_memory_max)
+                if (!q || (it->state != CB_DEAD && it->state != CB_DROPPED) || q->n_kept <= cb->cfg->cb_memory_max)
                         continue;
                 int r = evict(cb, q, it);
                 if (r < 0) {

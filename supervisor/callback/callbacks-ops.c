@@ -16,7 +16,6 @@
 
 #include "callback-thread.h"
 #include "callbacks-internal.h"
-#include "daemon.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -105,10 +104,8 @@ static int start_sources(struct callbacks *cb) {
         return r < 0 ? r : cb_progress_init(cb);
 }
 
-int callbacks_init(struct daemon *d, struct sbx_error *err) {
-        struct callbacks *cb = &d->cb;
-        cb->d = d;
-        cb->cfg = d->cfg;
+int callbacks_init(struct callbacks *cb, const struct config *cfg, int state_fd, struct sbx_error *err) {
+        cb->cfg = cfg;
         list_init(&cb->items);
         list_init(&cb->queues);
         list_init(&cb->progs);
@@ -120,7 +117,7 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return sbx_error_msg(err, EIO, "callbacks: libcurl initialisation failed");
         cb->curl_inited = true;
-        int r = open_dir(d->dirs.state_fd, "callbacks", &cb->dir_fd);
+        int r = open_dir(state_fd, "callbacks", &cb->dir_fd);
         if (r == 0)
                 r = open_dir(cb->dir_fd, "outbox", &cb->outbox_fd);
         if (r == 0)
@@ -128,10 +125,10 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
         if (r == 0)
                 r = cb_queue_init(cb);
         if (r < 0)
-                return sbx_error_set(err, r, "state_dir %s: callbacks", d->cfg->state_dir);
+                return sbx_error_set(err, r, "state_dir %s: callbacks", cfg->state_dir);
         if ((r = cb_queue_load(cb)) < 0 || (r = load_dir(cb, cb->dead_fd, ".json", CB_DEAD)) < 0 ||
             (r = load_dir(cb, cb->dead_fd, ".dropped", CB_DROPPED)) < 0)
-                return sbx_error_set(err, r, "state_dir %s: callbacks", d->cfg->state_dir);
+                return sbx_error_set(err, r, "state_dir %s: callbacks", cfg->state_dir);
         if ((r = start_sources(cb)) < 0)
                 return sbx_error_set(err, r, "callbacks");
         if (cb->n_pending)
@@ -139,13 +136,13 @@ int callbacks_init(struct daemon *d, struct sbx_error *err) {
                            cb->n_pending + cb->n_disk, cb->n_disk);
         /* in cluster mode once the database said which of them another
          * node took over meanwhile (callbacks_start()) */
-        if (!d->cfg->cluster_db)
+        if (!cfg->cluster_db)
                 cb_dispatch(cb);
         return 0;
 }
 
-void callbacks_start(struct daemon *d) {
-        cb_dispatch(&d->cb);
+void callbacks_start(struct callbacks *cb) {
+        cb_dispatch(cb);
 }
 
 static void drop_task(struct cb_task *k) {
@@ -158,10 +155,9 @@ static void drop_task(struct cb_task *k) {
         }
 }
 
-void callbacks_done(struct daemon *d) {
-        struct callbacks *cb = &d->cb;
+void callbacks_done(struct callbacks *cb) {
         struct list *pos, *tmp;
-        if (!cb->d)
+        if (!cb->cfg)
                 return;
         /* Posts in flight are abandoned: their entries stay in the outbox
          * and go out after the next start. */
@@ -188,7 +184,7 @@ void callbacks_done(struct daemon *d) {
                         close(*fds[i]);
         if (cb->curl_inited)
                 curl_global_cleanup();
-        cb->d = NULL;
+        cb->cfg = NULL;
 }
 
 static json_t *item_json(const struct cb_item *it) {
@@ -199,18 +195,17 @@ static json_t *item_json(const struct cb_item *it) {
                          it->last_status ? json_integer(it->last_status) : json_null());
 }
 
-json_t *callbacks_state(struct daemon *d, const char *job, json_t *rec_cb) {
-        const struct cb_item *it = d->cb.d ? cb_find(&d->cb, job) : NULL;
+json_t *callbacks_state(struct callbacks *cb, const char *job, json_t *rec_cb) {
+        const struct cb_item *it = cb->cfg ? cb_find(cb, job) : NULL;
         if (it)
                 return item_json(it);
         /* queued in the outbox, in the dead letters only, or delivered */
-        const char *state = !d->cb.d ? "delivered" : cb_queue_holds(&d->cb, job) ? "pending" : cb_queue_kept_state(&d->cb, job);
+        const char *state = !cb->cfg ? "delivered" : cb_queue_holds(cb, job) ? "pending" : cb_queue_kept_state(cb, job);
         return json_pack("{s:s, s:O, s:O, s:s}", "job", job, "delivery", json_object_get(rec_cb, "delivery") ?: json_null(), "url",
                          json_object_get(rec_cb, "url") ?: json_null(), "state", state ?: "delivered");
 }
 
-void callbacks_gauges(struct daemon *d, struct metrics_gauges *g) {
-        const struct callbacks *cb = &d->cb;
+void callbacks_gauges(const struct callbacks *cb, struct metrics_gauges *g) {
         g->callbacks = true;
         g->cb_backlog = cb->n_pending + cb->n_disk;
         g->cb_in_memory = cb->n_pending;
@@ -304,13 +299,15 @@ static json_t *op_drop(struct callbacks *cb, const struct request *req, struct c
         return proto_ok(req->tag, json_pack("{s:s, s:s, s:s}", "job", it->e.job, "delivery", it->e.delivery, "state", "dropped"));
 }
 
-json_t *callbacks_op(struct callbacks *cb, const char *tenant, const struct request *req, bool *acted) {
+json_t *callbacks_op(struct callbacks *cb, const char *tenant, const struct request *req, bool live, bool *acted) {
         *acted = false;
         if (req->op == REQ_CB_LIST)
                 return op_list(cb, tenant, req);
         struct cb_item *it = cb_find(cb, req->job);
-        /* a queued one is read into memory to be acted on */
-        if (!it)
+        /* a queued one is read into memory to be acted on (a job still
+         * running has none: every entry of a job whose end was told is
+         * held or queued, see callbacks_add) */
+        if (!it && !live)
                 it = cb_queue_promote(cb, req->job, tenant);
         if (!it)
                 it = cb_queue_revive(cb, req->job, tenant);

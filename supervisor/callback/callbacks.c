@@ -15,7 +15,6 @@
 #include "audit.h"
 #include "callback-thread.h"
 #include "callbacks-internal.h"
-#include "daemon.h"
 #include "fileio.h"
 #include "log.h"
 #include "metrics.h"
@@ -83,11 +82,10 @@ struct cb_item *cb_find(struct callbacks *cb, const char *job) {
 /* The cluster's database hears how a delivery settled. */
 static void settled(struct callbacks *cb, const struct cb_item *it, const char *state) {
         if (cb->settled)
-                cb->settled(cb->d, it->e.job, state);
+                cb->settled(cb->settled_arg, it->e.job, state);
 }
 
-bool callbacks_forget(struct daemon *d, const char *job) {
-        struct callbacks *cb = &d->cb;
+bool callbacks_forget(struct callbacks *cb, const char *job) {
         struct cb_item *it = cb_find(cb, job);
         char name[40];
         if (!it || it->state != CB_PENDING)
@@ -103,11 +101,11 @@ bool callbacks_forget(struct daemon *d, const char *job) {
         return true;
 }
 
-int callbacks_adopt(struct daemon *d, struct outbox_entry *e, const char *text, size_t len) {
+int callbacks_adopt(struct callbacks *cb, struct outbox_entry *e, const char *text, size_t len) {
         char name[40];
         cb_entry_name(e->job, name);
-        int r = write_file_durable(d->cb.outbox_fd, name, text, len, 0600, true);
-        callbacks_add(d, e);
+        int r = write_file_durable(cb->outbox_fd, name, text, len, 0600, true);
+        callbacks_add(cb, e);
         return r;
 }
 
@@ -218,7 +216,7 @@ void cb_post_cleanup(struct cb_task *k) {
 }
 
 static void start_post(struct callbacks *cb, struct cb_item *it) {
-        const struct tenant *t = tenant_find(cb->d->cfg, it->e.tenant);
+        const struct tenant *t = tenant_find(cb->cfg, it->e.tenant);
         if (!t || !t->cb_secret) {
                 dead_letter(cb, it, "its tenant has no callback_secret_file now: it cannot be signed");
                 return;
@@ -248,7 +246,7 @@ static void start_post(struct callbacks *cb, struct cb_item *it) {
         k->file_err = 0;
         struct cb_post p = { .t = t, .url = it->e.url, .body = it->e.body, .body_len = it->e.body_len, .delivery = it->e.delivery,
                              .event = "result", .job = it->e.job, .traceparent = it->e.traceparent, .attempt = it->attempts + 1,
-                             .timeout_ms = cb->d->cfg->cb_timeout_ms };
+                             .timeout_ms = cb->cfg->cb_timeout_ms };
         if (cb_post_build(k, &p) < 0) {
                 cb_post_cleanup(k);
                 it->next_ms = now_mono_ms() + 1000; /* out of memory: later */
@@ -288,7 +286,7 @@ static bool lane_open(const struct cb_lane *l, uint64_t now, uint64_t *next) {
 /* Pending, in time, not set aside, its lane open? Past callback_max_age
  * it goes to the dead letters. */
 static bool due(struct callbacks *cb, struct cb_item *it, uint64_t now, uint64_t real, uint64_t *next) {
-        const struct config *cfg = cb->d->cfg;
+        const struct config *cfg = cb->cfg;
         if (it->state != CB_PENDING)
                 return false;
         uint64_t deadline = it->e.created_ms + cfg->cb_max_age_ms;
@@ -317,7 +315,7 @@ static bool due(struct callbacks *cb, struct cb_item *it, uint64_t now, uint64_t
  * within its share of callback_concurrency (callback-lane.c); wake up for
  * the next. */
 void cb_dispatch(struct callbacks *cb) {
-        const struct config *cfg = cb->d->cfg;
+        const struct config *cfg = cb->cfg;
         uint64_t now = now_mono_ms(), real = now_real_ms(), next = 0, pass = ++cb->pass;
         struct list *pos, *tmp;
         cb_queue_refill(cb);
@@ -431,7 +429,7 @@ static void file_done(struct callbacks *cb, struct cb_item *it) {
         case CB_OP_DEAD:
                 if (k->file_err < 0) {
                         /* still in the outbox: tried again after the backoff's longest */
-                        it->next_ms = now_mono_ms() + cb->d->cfg->cb_backoff_max_ms;
+                        it->next_ms = now_mono_ms() + cb->cfg->cb_backoff_max_ms;
                         cb_set_state(cb, it, CB_PENDING);
                         break;
                 }
@@ -501,8 +499,7 @@ void cb_on_timer(struct source *s, uint32_t events) {
         cb_dispatch(cb);
 }
 
-void callbacks_add(struct daemon *d, struct outbox_entry *e) {
-        struct callbacks *cb = &d->cb;
+void callbacks_add(struct callbacks *cb, struct outbox_entry *e) {
         /* Queued when its tenant has callback_memory_max in memory (an
          * operator cannot have read it in before: cb_queue_promote()). */
         if (cb_queue_spill(cb, cb_queue_get(cb, e->tenant), e)) {

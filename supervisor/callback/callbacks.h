@@ -28,14 +28,12 @@
 #include "proto.h"
 #include "util.h"
 
-struct daemon;
 struct metrics_gauges;
-struct rjob;
 struct cb_item;
+struct cb_prog;
 
 struct callbacks {
-        struct daemon *d;
-        const struct config *cfg; /* the daemon's (d->cfg), for code that needs no more of it */
+        const struct config *cfg; /* the daemon's (a reload swaps what it holds, not where); NULL: not started */
         int dir_fd, outbox_fd, dead_fd;
         struct list items;        /* struct cb_item.link, oldest first */
         struct list queues;       /* struct cb_queue.link (callback-queue.c) */
@@ -61,46 +59,60 @@ struct callbacks {
         bool curl_inited;
         /* Cluster mode: told as each delivery settles ("delivered", "dead",
          * "dropped", or "pending" again when an operator retries it). */
-        void (*settled)(struct daemon *d, const char *job, const char *state);
+        void (*settled)(void *arg, const char *job, const char *state);
+        void *settled_arg;
 };
 
 /* Open (or make) the directories and read what they hold: deliveries
  * left pending are tried again at once (up to callback_memory_max of each
  * tenant in memory, the rest queued). */
-int callbacks_init(struct daemon *d, struct sbx_error *err);
-void callbacks_done(struct daemon *d);
+int callbacks_init(struct callbacks *cb, const struct config *cfg, int state_fd, struct sbx_error *err);
+void callbacks_done(struct callbacks *cb);
 /* Cluster mode: deliver what was pending from before (callbacks_init()
  * waits for this, so that what another node took over meanwhile is
  * dropped first: callbacks_forget()). */
-void callbacks_start(struct daemon *d);
+void callbacks_start(struct callbacks *cb);
 
 /* A job's entry is durable (its record too): deliver it. Takes the entry. */
-void callbacks_add(struct daemon *d, struct outbox_entry *e);
+void callbacks_add(struct callbacks *cb, struct outbox_entry *e);
 
 /* Cluster mode: another node delivers the job's callback now. A pending
  * one held in memory and not being posted leaves, with its outbox entry:
  * true. Otherwise false (a delivery in flight, or one queued on disk
  * only, may then be made twice: deliveries are at least once). */
-bool callbacks_forget(struct daemon *d, const char *job);
+bool callbacks_forget(struct callbacks *cb, const char *job);
 /* Cluster mode: a delivery this node takes over from another (e, parsed
  * from text, len bytes), written to the outbox and delivered. Takes e.
  * 0, or why it could not be written (it is delivered from memory then). */
-int callbacks_adopt(struct daemon *d, struct outbox_entry *e, const char *text, size_t len);
+int callbacks_adopt(struct callbacks *cb, struct outbox_entry *e, const char *text, size_t len);
 
 /* The delivery state of a finished job's callback, for its result: an
  * object (delivery, url, state, attempts, last_error) or, when the daemon
  * holds no entry for it, "delivered". */
-json_t *callbacks_state(struct daemon *d, const char *job, json_t *rec_callback);
+json_t *callbacks_state(struct callbacks *cb, const char *job, json_t *rec_callback);
 
-void callbacks_gauges(struct daemon *d, struct metrics_gauges *g);
+void callbacks_gauges(const struct callbacks *cb, struct metrics_gauges *g);
 
-/* Progress callbacks (callback-progress.c): the job's command has
- * started (the launcher's start line); the job has ended (before its
- * record is made). */
-void callbacks_progress_start(struct daemon *d, struct rjob *rj);
-void callbacks_progress_end(struct daemon *d, struct rjob *rj);
+/* Progress callbacks (callback-progress.c) of a job whose command has
+ * started (the launcher's start line): what they say and where they go. */
+struct cb_progress_job {
+        const char *job, *tenant;
+        const char *url;            /* the job's callback; NULL: none */
+        const char *traceparent;    /* or NULL */
+        uint64_t interval_s;        /* 0 or PROTO_UNSET: no progress callbacks */
+        uint64_t started_ms;        /* CLOCK_REALTIME; 0: now */
+        const uint64_t *produced;   /* its stdout and stderr bytes so far, read at each heartbeat */
+        const bool *exited;         /* its command has exited: no more heartbeats */
+        struct cb_prog **slot;      /* where the job keeps their handle: set, and NULL again once they end */
+};
+/* Start them (nothing if the job asks for none, or has them already). The
+ * job's counters and slot are read until callbacks_progress_end(). */
+void callbacks_progress_start(struct callbacks *cb, const struct cb_progress_job *pj);
+/* The job has ended (before its record is made): no more heartbeats. */
+void callbacks_progress_end(struct callbacks *cb, struct cb_prog **slot);
 
 /* callbacks.list, callbacks.retry, callbacks.drop of tenant's jobs: the
  * reply (ok or error) to send; *acted: a retry or drop was done (for the
- * audit log). */
-json_t *callbacks_op(struct callbacks *cb, const char *tenant, const struct request *req, bool *acted);
+ * audit log). live: the job named is still running (its callback, not
+ * made yet, cannot be acted on). */
+json_t *callbacks_op(struct callbacks *cb, const char *tenant, const struct request *req, bool live, bool *acted);

@@ -43,12 +43,12 @@ static void settle_add(struct cluster *cl, const char *job, const char *state) {
         snprintf(s->state, sizeof(s->state), "%s", state);
 }
 
-static void on_settled(struct daemon *d, const char *job, const char *state) {
-        if (d->cluster)
-                settle_add(d->cluster, job, state);
+static void on_settled(void *arg, const char *job, const char *state) {
+        settle_add(arg, job, state);
 }
 
 void cluster_cb_start(struct cluster *cl) {
+        cl->d->cb.settled_arg = cl;
         cl->d->cb.settled = on_settled;
 }
 
@@ -95,7 +95,7 @@ static void on_adopt(void *arg, const char *job, const char *was, const char *en
         }
         char delivery[OUTBOX_DELIVERY_LEN + 1];
         snprintf(delivery, sizeof(delivery), "%s", e.delivery);
-        int r = callbacks_adopt(d, &e, entry, len);
+        int r = callbacks_adopt(&d->cb, &e, entry, len);
         if (r < 0)
                 log_error("cluster: callback of job %s taken over from node %s: callbacks/outbox/%s.json: %s; delivered from "
                           "memory only (a restart of this node before then leaves it pending in the database)",
@@ -112,7 +112,7 @@ void cluster_cb_adopt(struct cluster *cl) {
 
 static void on_taken(void *arg, const char *job, const char *by) {
         struct cluster *cl = arg;
-        bool gone = callbacks_forget(cl->d, job);
+        bool gone = callbacks_forget(&cl->d->cb, job);
         log_notice("cluster: callback of job %s was taken over by node %s while this node was away: %s", job, by,
                    gone ? "not delivered here" : "it may be delivered twice (deliveries are at least once)");
 }

@@ -654,7 +654,7 @@ int cluster_init(struct daemon *d, struct sbx_error *err) {
                 connected(cl);
         /* the deliveries from before, less those taken over (when the
          * database answered: if not, some may go out twice) */
-        callbacks_start(d);
+        callbacks_start(&d->cb);
         watch_db(cl);
         log_notice("cluster: node %s, role %s, lease %" PRIu64 " ms", cfg->cluster_node, role_name(d), cfg->cluster_lease_ms);
         return 0;

@@ -272,7 +272,7 @@ static void op_cancel(struct conn *c, const struct request *req, struct cdb_job 
 static json_t *callback_state(struct cluster *cl, const char *id, json_t *cbm) {
         char state[16], node[CDB_NODE_MAX];
         if (cdb_cb_state(&cl->db, id, state, node) < 0 || streq(node, cl->d->cfg->cluster_node))
-                return callbacks_state(cl->d, id, cbm);
+                return callbacks_state(&cl->d->cb, id, cbm);
         return json_pack("{s:s, s:O, s:O, s:s, s:s}", "job", id, "delivery", json_object_get(cbm, "delivery") ?: json_null(), "url",
                          json_object_get(cbm, "url") ?: json_null(), "state", state, "node", node);
 }

@@ -436,7 +436,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
                 return sbx_error_set(err, r, "worker threads");
         results_rest_start(d);
         /* Before recovery: the records it writes may have deliveries. */
-        if ((r = callbacks_init(d, err)) < 0)
+        if ((r = callbacks_init(&d->cb, d->cfg, d->dirs.state_fd, err)) < 0)
                 return r;
         /* Before recovery: jobs it queues again may be audited. */
         d->net_room = runner_schedule;
@@ -500,7 +500,7 @@ void daemon_done(struct daemon *d) {
         d->bundles = NULL;
         deps_done(d);
         commit_done(d);
-        callbacks_done(d);
+        callbacks_done(&d->cb);
         /* Jobs still here have no durable record: the journal keeps them
          * for the next start. */
         list_for_each_safe(pos, tmp, &d->jobs.all) {

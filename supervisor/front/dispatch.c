@@ -98,7 +98,7 @@ static void send_record(struct conn *c, struct request *req, const struct done_e
         /* The record is as it was written; its delivery goes on. */
         json_t *cbm = json_object_get(rec, "callback");
         if (ok && json_is_object(cbm))
-                json_object_set_new(ok, "callback", callbacks_state(c->d, e->id, cbm));
+                json_object_set_new(ok, "callback", callbacks_state(&c->d->cb, e->id, cbm));
         json_decref(rec);
         conn_send(c, proto_ok(req->tag, ok));
 }
@@ -283,7 +283,8 @@ void dispatch_line(struct conn *c, const char *line, size_t len) {
         case REQ_CB_RETRY:
         case REQ_CB_DROP: {
                 bool acted;
-                json_t *reply = callbacks_op(&c->d->cb, c->tenant->name, &req, &acted);
+                bool live = req.job && jobs_find(&c->d->jobs, req.job);
+                json_t *reply = callbacks_op(&c->d->cb, c->tenant->name, &req, live, &acted);
                 if (acted)
                         audit_request(c, req_op_name(req.op), "accepted", NULL, NULL, req.job, false); /* the job in the message */
                 conn_send(c, reply);

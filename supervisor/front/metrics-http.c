@@ -78,7 +78,7 @@ static int render(struct daemon *d, const char *tenant, char **ret, size_t *ret_
         }
         g.warm = warm;
         bundles_cache_stats(d->bundles, &g.cache_bytes, &g.cache_entries);
-        callbacks_gauges(d, &g);
+        callbacks_gauges(&d->cb, &g);
         cluster_gauges(d, &g);
         return metrics_render(&d->metrics, &g, tenant, ret, ret_len);
 }

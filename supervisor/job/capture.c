@@ -261,7 +261,12 @@ static void status_line(struct capture *cap, const char *line, size_t len) {
         json_decref(m);
         /* set up, and the command's execve succeeded */
         struct rjob *rj = container_of(cap, struct rjob, cap);
-        callbacks_progress_start(rj->d, rj);
+        const struct run_request *run = &rj->j.req.run;
+        struct cb_progress_job pj = { .job = rj->j.id, .tenant = rj->j.tenant->name, .url = run->callback,
+                                      .traceparent = run->traceparent, .interval_s = run->progress_s,
+                                      .started_ms = rj->j.started_ms, .produced = cap->produced, .exited = &cap->exited,
+                                      .slot = &rj->cb_prog };
+        callbacks_progress_start(&rj->d->cb, &pj);
 }
 
 static void drain_status(struct capture *cap) {

@@ -377,7 +377,7 @@ static void tell(struct daemon *d, struct rjob *rj) {
                             "delivered at the next start)",
                             JOB_LOG_ARGS(j), rj->cb_name, strerror(errno));
         else if (rj->cb_text && !rj->cb_fenced)
-                callbacks_add(d, &rj->cb_entry);
+                callbacks_add(&d->cb, &rj->cb_entry);
         job_tell_end(rj, rec);
         json_decref(rec);
         jobs_remove(&d->jobs, rj);

@@ -36,7 +36,7 @@ struct rjob *rjob_new(struct daemon *d) {
 
 void rjob_free(void *p) {
         struct rjob *rj = p;
-        callbacks_progress_end(rj->d, rj);
+        callbacks_progress_end(&rj->d->cb, &rj->cb_prog);
         job_release(&rj->j);
         capture_release(&rj->cap);
         netevents_release(&rj->net);

@@ -665,7 +665,7 @@ void runner_end(struct rjob *rj) {
                 daemon_cpu_watch(d, -1);
         }
         bool was_running = rj->j.started_ms != 0;
-        callbacks_progress_end(d, rj);
+        callbacks_progress_end(&d->cb, &rj->cb_prog);
         if (rj->j.bundle.set)
                 bundle_job_release(rj);
         if ((rj->deps_wait || rj->deps_layer) && d->deps_release)
