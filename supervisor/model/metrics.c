@@ -207,7 +207,7 @@ static void warm_pools(FILE *f, const struct metrics_gauges *g, const char *only
         }
 }
 
-static void callbacks(FILE *f, const struct metrics_gauges *g) {
+static void callback_series(FILE *f, const struct metrics_gauges *g) {
         gauge(f, "sbx_callback_backlog", "Callback deliveries waiting in the outbox (pending or being retried).", g->cb_backlog);
         gauge(f, "sbx_callback_in_memory",
               "Pending callback deliveries the daemon holds in memory (at most callback_memory_max per tenant; the rest of the "
@@ -358,7 +358,7 @@ int metrics_render(const struct metrics *m, const struct metrics_gauges *g, cons
         gauge(f, "sbx_bundle_cache_entries", "Unpacked bundles in the cache.", g->cache_entries);
         network(f, &m->net, g);
         if (g->callbacks)
-                callbacks(f, g);
+                callback_series(f, g);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;
