@@ -19,7 +19,7 @@
 #define KNOWN_MAX 4096
 
 struct bundles {
-        struct config *const *cfg; /* the daemon's configuration as it stands (a reload swaps it) */
+        const struct config *cfg; /* the daemon's (a reload swaps what it holds, not where) */
         struct pool pool;
         struct source src;
         atomic_bool stop;

@@ -104,7 +104,7 @@ static void save_users(struct bundles *b, const struct cache_entry *e) {
 }
 
 uint64_t bundle_evict(struct bundles *b, bool all, const char *tenant, json_t *removed) {
-        const struct config *cfg = *b->cfg;
+        const struct config *cfg = b->cfg;
         uint64_t freed = 0;
         struct cache_entry *e;
         while ((e = cache_victim(&b->cache, cfg->cache_size, cfg->cache_max_age_ms, now_real_ms()))) {
@@ -135,7 +135,7 @@ void bundle_unpin(struct bundles *b, struct cache_entry *e) {
         if (e->refs == 0) {
                 /* The last use, for the LRU order after a restart. */
                 cachefs_touch(b->cache_fd, e->sha256, now);
-                if (b->cache.bytes > (*b->cfg)->cache_size)
+                if (b->cache.bytes > b->cfg->cache_size)
                         bundle_evict(b, false, NULL, NULL);
         }
 }
@@ -401,7 +401,7 @@ static void archive_done(struct bundles *b, struct btask *t) {
                         succeed(b, w, e, NULL, bundle_known(b, aj->reg, aj->name));
         }
         /* A new tree may take the cache past its budget. */
-        if (e && b->cache.bytes > (*b->cfg)->cache_size)
+        if (e && b->cache.bytes > b->cfg->cache_size)
                 bundle_evict(b, false, NULL, NULL);
 }
 
@@ -435,7 +435,7 @@ static struct btask *task_new(struct bundles *b, enum btask_kind kind, const str
                 t->ij.serials_fd = b->serials_fd;
                 t->ij.stop = &b->stop;
         } else {
-                const struct config *cfg = *b->cfg;
+                const struct config *cfg = b->cfg;
                 t->aj.reg = reg;
                 snprintf(t->aj.name, sizeof(t->aj.name), "%s", name);
                 t->aj.cache_fd = b->cache_fd;
@@ -539,7 +539,7 @@ static void on_pool(struct source *s, uint32_t events) {
         pool_complete(&b->pool);
 }
 
-int bundles_init(struct bundles **ret, struct config *const *cfg, int state_fd, struct sbx_error *err) {
+int bundles_init(struct bundles **ret, const struct config *cfg, int state_fd, struct sbx_error *err) {
         struct bundles *b = calloc(1, sizeof(*b));
         if (!b)
                 return sbx_error_set(err, ENOMEM, "bundles");
@@ -553,7 +553,7 @@ int bundles_init(struct bundles **ret, struct config *const *cfg, int state_fd, 
         list_init(&b->tasks);
         if (fetch_global_init() < 0)
                 return sbx_error_msg(err, EIO, "libcurl initialisation failed");
-        const char *dir = (*cfg)->state_dir;
+        const char *dir = cfg->state_dir;
         int r = cachefs_open(state_fd, &b->cache, &b->cache_fd, err);
         if (r < 0)
                 return sbx_error_wrap(err, "state_dir %s", dir);
@@ -569,7 +569,7 @@ int bundles_init(struct bundles **ret, struct config *const *cfg, int state_fd, 
                 return sbx_error_set(err, r, "bundle threads");
         if (b->cache.n)
                 log_info("cache: %zu bundles, %" PRIu64 " bytes (budget %" PRIu64 ")", b->cache.n, b->cache.bytes,
-                         (*cfg)->cache_size);
+                         cfg->cache_size);
         bundle_evict(b, false, NULL, NULL);
         return 0;
 }

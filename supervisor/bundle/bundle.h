@@ -28,9 +28,9 @@ struct rjob;
 
 /* After the state directory (state_fd) and the loop: the cache read from
  * disk, the pool started; *ret set at once (bundles_done() frees it, the
- * start failed or not). cfg: where the daemon keeps its configuration, so
- * that a reload's limits apply. */
-int bundles_init(struct bundles **ret, struct config *const *cfg, int state_fd, struct sbx_error *err);
+ * start failed or not). cfg: the daemon's configuration (a reload swaps
+ * what it holds, so its new limits apply). */
+int bundles_init(struct bundles **ret, const struct config *cfg, int state_fd, struct sbx_error *err);
 /* The daemon is stopping: transfers and unpacking stop at once. */
 void bundles_stop(struct bundles *b);
 /* After the clients are gone: the pool joined, everything freed (b may be

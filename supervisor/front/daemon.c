@@ -444,7 +444,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct sbx_error *err) {
         netjob_setup(d);
         /* Before recovery: jobs it queues again may fetch their bundles,
          * or install their packages. */
-        if ((r = bundles_init(&d->bundles, &d->cfg, d->dirs.state_fd, err)) < 0)
+        if ((r = bundles_init(&d->bundles, d->cfg, d->dirs.state_fd, err)) < 0)
                 return r;
         if ((r = deps_init(d, err)) < 0)
                 return r;
